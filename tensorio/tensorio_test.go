@@ -1,0 +1,182 @@
+package tensorio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSafetensorsRoundTrip(t *testing.T) {
+	in := map[string]Tensor{
+		"a":      F32([]int{2, 3}, []float32{1, 2, 3, 4, 5, 6}),
+		"b.ids":  I64([]int{4}, []int64{-1, 0, 1, 1 << 40}),
+		"scalar": F32([]int{}, []float32{2.5}),
+		"h":      {DType: DTypeF16, Shape: []int{2}, Data: []uint16{0x3c00, 0xc000}},
+		"m":      {DType: DTypeBool, Shape: []int{3}, Data: []bool{true, false, true}},
+	}
+	meta := map[string]string{"model": "x", "prompt": "a \"red\" circle"}
+	path := filepath.Join(t.TempDir(), "t.safetensors")
+	if err := WriteSafetensors(path, in, meta); err != nil {
+		t.Fatal(err)
+	}
+	out, gotMeta, err := ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) || !reflect.DeepEqual(meta, gotMeta) {
+		t.Fatalf("round trip:\n in %v %v\nout %v %v", in, meta, out, gotMeta)
+	}
+	h, _ := out["h"].Float32()
+	if h[0] != 1 || h[1] != -2 {
+		t.Fatalf("f16 conversion: %v", h)
+	}
+	raw, _ := os.ReadFile(path)
+	if n := 8 + int(raw[0]) + int(raw[1])<<8; n%8 != 0 {
+		t.Errorf("data section starts at %d, not 8-aligned", n)
+	}
+}
+
+func TestSafetensorsCorrupt(t *testing.T) {
+	good, err := EncodeSafetensors(map[string]Tensor{"w": F32([]int{2, 2}, []float32{1, 2, 3, 4})}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]byte{
+		"empty":       {},
+		"short":       good[:5],
+		"huge header": append([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0}, good[8:]...),
+		"truncated":   good[:len(good)-4],
+		"not json":    append(append([]byte{}, good[:8]...), bytes.Repeat([]byte("x"), len(good)-8)...),
+		"bad shape":   bytes.Replace(good, []byte("[2,2]"), []byte("[2,3]"), 1),
+		"bad dtype":   bytes.Replace(good, []byte(`"F32"`), []byte(`"Q32"`), 1),
+		"neg offsets": bytes.Replace(good, []byte("[0,16]"), []byte("[8,0] "), 1),
+	}
+	for name, b := range cases {
+		if _, _, err := DecodeSafetensors(b); err == nil {
+			t.Errorf("%s: no error", name)
+		} else if !strings.HasPrefix(err.Error(), "safetensors:") {
+			t.Errorf("%s: error %q lacks the package prefix", name, err)
+		}
+	}
+}
+
+func TestNPYRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []Tensor{
+		F32([]int{1, 3, 2, 2}, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, float32(math.Inf(1))}),
+		I64([]int{3}, []int64{49406, 320, 49407}),
+		{DType: DTypeU8, Shape: []int{2, 2}, Data: []uint8{0, 1, 254, 255}},
+		F32([]int{}, []float32{7}),
+	} {
+		path := filepath.Join(dir, "x.npy")
+		if err := WriteNPY(path, tc); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadNPY(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, tc) {
+			t.Fatalf("round trip: got %v want %v", got, tc)
+		}
+		raw, _ := os.ReadFile(path)
+		if hl := 10 + int(raw[8]) + int(raw[9])<<8; hl%64 != 0 {
+			t.Errorf("data starts at %d, not 64-aligned", hl)
+		}
+	}
+	if _, err := DecodeNPY([]byte("\x93NUMPY\x01\x00\x10\x00{'descr': '>f4'}")); err == nil {
+		t.Error("big-endian accepted")
+	}
+}
+
+// TestNumPyReadsOurFiles checks our files against numpy itself, the reference
+// reader; it skips where python3 with numpy is not installed.
+func TestNumPyReadsOurFiles(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil || exec.Command(py, "-c", "import numpy").Run() != nil {
+		t.Skip("python3 with numpy not installed; the round-trip tests above still ran")
+	}
+	dir := t.TempDir()
+	tens := map[string]Tensor{
+		"x": F32([]int{2, 3}, []float32{1, 2, 3, 4, 5, 6.5}),
+		"i": I64([]int{2}, []int64{7, -8}),
+	}
+	if err := WriteNPY(filepath.Join(dir, "x.npy"), tens["x"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNPZ(filepath.Join(dir, "all.npz"), tens); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import numpy as np, sys
+d = sys.argv[1]
+x = np.load(d + "/x.npy")
+assert x.dtype == np.float32 and x.shape == (2, 3) and x[1, 2] == 6.5, x
+z = np.load(d + "/all.npz")
+assert (z["x"] == x).all() and z["i"].dtype == np.int64 and list(z["i"]) == [7, -8]
+np.save(d + "/fromnp.npy", np.arange(6, dtype=np.float64).reshape(3, 2))
+print("ok")
+`
+	out, err := exec.Command(py, "-c", script, dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+	got, err := ReadNPY(filepath.Join(dir, "fromnp.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DType != DTypeF64 || !reflect.DeepEqual(got.Shape, []int{3, 2}) || got.Data.([]float64)[5] != 5 {
+		t.Fatalf("reading numpy's file: %+v", got)
+	}
+}
+
+func TestF16(t *testing.T) {
+	for _, c := range []struct {
+		h uint16
+		f float32
+	}{{0x3c00, 1}, {0xc000, -2}, {0x7bff, 65504}, {0x0001, 5.9604645e-08}, {0x0400, 6.1035156e-05}, {0x7c00, float32(math.Inf(1))}, {0x3555, 0.33325195}} {
+		if got := F16ToFloat32(c.h); got != c.f {
+			t.Errorf("F16ToFloat32(%#x) = %v, want %v", c.h, got, c.f)
+		}
+		if got := Float32ToF16(c.f); got != c.h {
+			t.Errorf("Float32ToF16(%v) = %#x, want %#x", c.f, got, c.h)
+		}
+	}
+	// Every finite half round-trips.
+	for h := 0; h < 0x10000; h++ {
+		if (h>>10)&0x1f == 0x1f {
+			continue
+		}
+		if got := Float32ToF16(F16ToFloat32(uint16(h))); got != uint16(h) && !(h == 0x8000 && got == 0x8000) {
+			t.Fatalf("round trip of %#x gave %#x", h, got)
+		}
+	}
+}
+
+func TestWriteFileAtomicLeavesNothingOnError(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.bin")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteFileAtomic(path, func(w io.Writer) error {
+		w.Write([]byte("half"))
+		return errors.New("disk on fire")
+	})
+	if err == nil || !strings.Contains(err.Error(), "disk on fire") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Fatalf("old file changed to %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("temporary files left: %v", ents)
+	}
+}

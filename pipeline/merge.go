@@ -1,0 +1,133 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// MergeReport says what joining the shard manifests of a folder found.
+type MergeReport struct {
+	ShardCount    int      `json:"shard_count"`
+	Shards        []int    `json:"shards"`         // shard indexes whose manifest was found
+	MissingShards []int    `json:"missing_shards"` // shard indexes with no manifest
+	Images        int      `json:"images"`         // distinct paths in the merged manifest
+	OK            int      `json:"ok"`
+	Failed        int      `json:"failed"`
+	Duplicated    []string `json:"duplicated"`           // paths reported by more than one shard
+	Missing       []string `json:"missing,omitempty"`    // inputs (when given) that no shard reported
+	Unexpected    []string `json:"unexpected,omitempty"` // reported paths not among the inputs (when given)
+	Out           string   `json:"out"`                  // the merged manifest's path
+}
+
+var shardManifest = regexp.MustCompile(`^manifest-(\d+)-of-(\d+)\.jsonl$`)
+
+// Merge joins the manifest-<i>-of-<n>.jsonl files in dir into manifest.jsonl
+// (written atomically, one line per image, sorted by path, the last entry of
+// a path within a shard winning). When inputs are given, they are walked
+// with the same rules as the job and every image is checked for.
+func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: merge: %w", err)
+	}
+	rep := &MergeReport{Out: filepath.Join(dir, "manifest.jsonl")}
+	byShard := map[int][]Entry{}
+	for _, e := range ents {
+		m := shardManifest.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		i, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(m[2])
+		if rep.ShardCount != 0 && n != rep.ShardCount {
+			return nil, fmt.Errorf("pipeline: merge: %s is from a %d-shard job, others from a %d-shard job", e.Name(), n, rep.ShardCount)
+		}
+		rep.ShardCount = n
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: merge: %w", err)
+		}
+		list, err := ParseManifest(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: merge: %s: %w", e.Name(), err)
+		}
+		byShard[i] = Latest(list)
+		rep.Shards = append(rep.Shards, i)
+	}
+	if rep.ShardCount == 0 {
+		return nil, fmt.Errorf("pipeline: merge: no manifest-<i>-of-<n>.jsonl files in %q", dir)
+	}
+	sort.Ints(rep.Shards)
+	for i := 0; i < rep.ShardCount; i++ {
+		if _, ok := byShard[i]; !ok {
+			rep.MissingShards = append(rep.MissingShards, i)
+		}
+	}
+	merged := map[string]Entry{}
+	for _, i := range rep.Shards {
+		for _, e := range byShard[i] {
+			if old, dup := merged[e.Path]; dup {
+				rep.Duplicated = append(rep.Duplicated, e.Path)
+				if old.Status == StatusOK && e.Status != StatusOK {
+					continue
+				}
+			}
+			merged[e.Path] = e
+		}
+	}
+	paths := make([]string, 0, len(merged))
+	for p := range merged {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var buf bytes.Buffer
+	for _, p := range paths {
+		e := merged[p]
+		if e.Status == StatusOK {
+			rep.OK++
+		} else {
+			rep.Failed++
+		}
+		b, _ := json.Marshal(e)
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	rep.Images = len(paths)
+	sort.Strings(rep.Duplicated)
+	if len(inputs) > 0 {
+		want := map[string]bool{}
+		err := Walk(ctx, inputs, func(it Item) error {
+			want[it.Rel] = true
+			if _, ok := merged[it.Rel]; !ok {
+				rep.Missing = append(rep.Missing, it.Rel)
+			}
+			return nil
+		}, func(string, error) error { return nil })
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range paths {
+			if !want[p] {
+				rep.Unexpected = append(rep.Unexpected, p)
+			}
+		}
+	}
+	if err := tensorio.WriteFileAtomic(rep.Out, func(w io.Writer) error {
+		_, err := w.Write(buf.Bytes())
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("pipeline: merge: %w", err)
+	}
+	return rep, nil
+}

@@ -1,0 +1,159 @@
+// Package pipeline runs condition's jobs: it walks folders of images, stages
+// decode → encode → attend → write with bounded queues, caches the prompt
+// side, writes outputs and a manifest atomically, resumes, and shards work
+// across processes. It never prints or exits: progress goes through a
+// callback and logs through an optional *slog.Logger.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// imageExts are the extensions a folder walk takes (case-insensitive).
+// Files named directly on the command line are taken whatever their name.
+var imageExts = map[string]bool{
+	".jpg": true, ".jpeg": true, ".jpe": true, ".png": true, ".gif": true, ".bmp": true,
+	".tif": true, ".tiff": true, ".webp": true,
+}
+
+// IsImageName reports whether name has an image extension a folder walk takes.
+func IsImageName(name string) bool { return imageExts[strings.ToLower(filepath.Ext(name))] }
+
+// Item is one input file: its path on disk and the slash-separated path
+// relative to its input, which names its outputs and picks its shard.
+type Item struct {
+	Path string // path to open
+	Rel  string // clean, slash-separated, local (never starts with .. or /)
+}
+
+// Walk calls fn for every image under roots, in a stable order: roots in the
+// order given, each folder's entries sorted by name. Symbolic links to files
+// and folders are followed; a folder reached twice (a link loop, or two
+// links to one folder) is walked once. With a single folder root, Rel is
+// relative to it; otherwise each root adds its base name in front, so that
+// two inputs cannot name the same output. Unreadable folders are reported
+// through onErr (and skipped) unless it returns an error, which stops the
+// walk. fn's error stops the walk.
+func Walk(ctx context.Context, roots []string, fn func(Item) error, onErr func(path string, err error) error) error {
+	if onErr == nil {
+		onErr = func(_ string, err error) error { return err }
+	}
+	w := &walker{ctx: ctx, fn: fn, onErr: onErr, seen: map[fileID]bool{}}
+	single := len(roots) == 1
+	for _, root := range roots {
+		st, err := os.Stat(root)
+		if err != nil {
+			return fmt.Errorf("pipeline: input %q: %w", root, err)
+		}
+		if !st.IsDir() {
+			if err := w.emit(Item{Path: root, Rel: filepath.ToSlash(filepath.Base(root))}); err != nil {
+				return err
+			}
+			continue
+		}
+		prefix := ""
+		if !single {
+			prefix = filepath.Base(filepath.Clean(root))
+			if prefix == "." || prefix == "/" || prefix == ".." {
+				abs, _ := filepath.Abs(root)
+				prefix = filepath.Base(abs)
+			}
+		}
+		if err := w.dir(root, prefix, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type fileID struct{ dev, ino uint64 }
+
+type walker struct {
+	ctx   context.Context
+	fn    func(Item) error
+	onErr func(string, error) error
+	seen  map[fileID]bool
+}
+
+func (w *walker) emit(it Item) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	return w.fn(it)
+}
+
+func idOf(st fs.FileInfo) (fileID, bool) {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return fileID{uint64(s.Dev), uint64(s.Ino)}, true
+	}
+	return fileID{}, false
+}
+
+func (w *walker) dir(dir, rel string, st fs.FileInfo) error {
+	if id, ok := idOf(st); ok {
+		if w.seen[id] {
+			return nil
+		}
+		w.seen[id] = true
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return w.onErr(dir, fmt.Errorf("pipeline: read folder %q: %w", dir, err))
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	for _, e := range ents {
+		if err := w.ctx.Err(); err != nil {
+			return err
+		}
+		p := filepath.Join(dir, e.Name())
+		r := path.Join(rel, e.Name())
+		mode := e.Type()
+		if mode&fs.ModeSymlink != 0 {
+			st, err := os.Stat(p)
+			if err != nil {
+				// A broken link named like an image is an input that
+				// cannot be read: the job records it as a failure.
+				if IsImageName(e.Name()) && !strings.HasPrefix(e.Name(), ".") {
+					if err := w.emit(Item{Path: p, Rel: r}); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if st.IsDir() {
+				if err := w.dir(p, r, st); err != nil {
+					return err
+				}
+				continue
+			}
+			mode = st.Mode().Type()
+		}
+		switch {
+		case mode.IsDir():
+			st, err := e.Info()
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return w.onErr(p, fmt.Errorf("pipeline: %w", err))
+			}
+			if err := w.dir(p, r, st); err != nil {
+				return err
+			}
+		case mode.IsRegular() && IsImageName(e.Name()) && !strings.HasPrefix(e.Name(), "."):
+			if err := w.emit(Item{Path: p, Rel: r}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline"
+)
+
+func init() {
+	register(command{name: "run", summary: "the batch job: images × prompts → features, attention both ways, heatmaps, a manifest", run: runRun})
+}
+
+type runOptions struct {
+	ort         ortOptions
+	model       string
+	images      []string
+	prompts     []string
+	promptsFile string
+	out         string
+	direction   string
+	xattn       string
+	xattnPrefix string
+	heads       int
+	heatmaps    bool
+	perHead     bool
+	format      string
+	workers     int
+	batch       int
+	resume      bool
+	shardIndex  int
+	shardCount  int
+	maxFailures int
+	maxPixels   int64
+	quiet       bool
+	logFormat   string
+}
+
+func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.model, "model", "default", "model: a directory in the Hugging Face layout, a hub id org/name[@revision], or default (built in)")
+	fs.StringArrayVar(&o.images, "images", nil, "image folder (walked recursively) or file; repeatable; positional arguments are added")
+	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
+	fs.StringVar(&o.promptsFile, "prompts", "", "file with one prompt per line (blank lines and lines starting with # are skipped)")
+	fs.StringVarP(&o.out, "out", "o", "", "output folder (required)")
+	fs.StringVar(&o.direction, "direction", "both", "image-to-text, text-to-image or both")
+	fs.StringVar(&o.xattn, "xattn", "joint", "attention weights: joint (CLIP's joint space), identity, or a .safetensors file of a learned layer")
+	fs.StringVar(&o.xattnPrefix, "xattn-prefix", "", "tensor name prefix of the learned layer (diffusers names to_q, to_k, to_v, to_out.0 follow it)")
+	fs.IntVar(&o.heads, "heads", 0, "heads of a learned or identity layer (default 8 learned, 1 identity)")
+	fs.BoolVar(&o.heatmaps, "heatmaps", false, "write a PNG per image and prompt: the image and one overlay per word")
+	fs.BoolVar(&o.perHead, "per-head", false, "also write the attention maps of every head")
+	fs.StringVar(&o.format, "format", "safetensors", "output format: safetensors or npz")
+	fs.IntVar(&o.workers, "workers", 0, "decode and preprocess goroutines (0: one per core)")
+	fs.IntVar(&o.batch, "batch", 8, "images per vision encoder call")
+	fs.BoolVar(&o.resume, "resume", false, "skip images already done with the same inputs and settings; keep the manifest")
+	fs.IntVar(&o.shardIndex, "shard-index", -1, "this process's shard (default: JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX)")
+	fs.IntVar(&o.shardCount, "shard-count", 0, "number of shards the job is split into")
+	fs.IntVar(&o.maxFailures, "max-failures", 0, "exit 1 when more images than this fail (the job still runs to the end)")
+	fs.Int64Var(&o.maxPixels, "max-pixels", 0, "refuse images with more pixels than this, read from the header (0: 89478485, as PIL)")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display (the final summary and errors still print)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	o.ort.AddFlags(fs)
+}
+
+func runRun(ctx context.Context, e *env, args []string) error {
+	var o runOptions
+	fs := newFlagSet(e, "run", "run --images PATH... (--prompt TEXT... | --prompts FILE) --out DIR [flags] [PATH...]")
+	o.AddFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	o.images = append(o.images, fs.Args()...)
+	if len(o.images) == 0 {
+		return usagef("no images: give --images PATH or paths as arguments")
+	}
+	if o.out == "" {
+		return usagef("--out DIR is required")
+	}
+	if o.promptsFile != "" {
+		ps, err := readPromptsFile(o.promptsFile)
+		if err != nil {
+			return err
+		}
+		o.prompts = append(o.prompts, ps...)
+	}
+	if len(o.prompts) == 0 {
+		return usagef("no prompts: give --prompt TEXT or --prompts FILE")
+	}
+	dir, err := pipeline.ParseDirection(o.direction)
+	if err != nil {
+		return usageError{err}
+	}
+	if o.format != "safetensors" && o.format != "npz" {
+		return usagef("--format %q: want safetensors or npz", o.format)
+	}
+	if o.batch < 1 || o.workers < 0 || o.maxFailures < 0 || o.heads < 0 || o.maxPixels < 0 {
+		return usagef("--batch must be at least 1; --workers, --heads, --max-pixels and --max-failures 0 or more")
+	}
+	if err := o.ort.validate(); err != nil {
+		return err
+	}
+	shard, err := pipeline.ResolveShard(o.shardIndex, o.shardCount, os.Getenv)
+	if err != nil {
+		return usageError{err}
+	}
+	switch o.logFormat {
+	case "text":
+	case "json":
+		e.Log = slog.New(slog.NewJSONHandler(e.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	default:
+		return usagef("--log-format %q: want text or json", o.logFormat)
+	}
+	if _, err := o.ort.load(e); err != nil {
+		return err
+	}
+	m, err := models.Open(o.model, models.Options{})
+	if err != nil {
+		return err
+	}
+	prog := newProgressDisplay(e.Stderr, o.quiet)
+	cfg := pipeline.Config{
+		Model: m, Inputs: o.images, Prompts: o.prompts, Out: o.out,
+		Direction: dir, XAttn: o.xattn, XAttnPrefix: o.xattnPrefix, Heads: o.heads,
+		PerHead: o.perHead, Heatmaps: o.heatmaps, Format: o.format,
+		Workers: o.workers, Batch: o.batch, Threads: o.ort.Threads, Resume: o.resume, Shard: shard,
+		MaxPixels: o.maxPixels, MaxFailures: o.maxFailures, Version: Version, Log: e.Log,
+		Progress: prog.update,
+	}
+	e.Log.Info("job", "model", m.Name(), "images", strings.Join(o.images, ","), "prompts", len(o.prompts), "out", o.out, "shard", fmt.Sprintf("%d/%d", shard.Index, max(shard.Count, 1)))
+	sum, err := pipeline.Run(ctx, cfg)
+	prog.finish()
+	if sum != nil {
+		fmt.Fprintf(e.Stderr, "done %d, skipped %d, failed %d in %s (%.1f images/s); manifest %s\n",
+			sum.Done, sum.Skipped, sum.Failed, sum.Elapsed.Round(time.Millisecond), sum.ImagesPerSec(), sum.Manifest)
+		if o.heatmaps && sum.Done > 0 {
+			fmt.Fprintf(e.Stderr, "outputs and heatmaps (*.heatmap.<prompt>.png) are in %s\n", o.out)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if sum.Failed > o.maxFailures {
+		return exitError{code: exitFailed, msg: fmt.Sprintf("%d images failed (--max-failures %d); see %s", sum.Failed, o.maxFailures, sum.Manifest)}
+	}
+	return nil
+}
+
+func readPromptsFile(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--prompts: %v", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--prompts %q: %w", path, err)
+	}
+	return out, nil
+}
+
+// progressDisplay shows a job's progress on stderr: a redrawn bar on a
+// terminal, a line every few seconds otherwise, nothing when quiet.
+type progressDisplay struct {
+	mu       sync.Mutex
+	w        io.Writer
+	quiet    bool
+	terminal bool
+	last     time.Time
+	drawn    bool
+}
+
+func newProgressDisplay(w io.Writer, quiet bool) *progressDisplay {
+	p := &progressDisplay{w: w, quiet: quiet, last: time.Now()}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.terminal = true
+		}
+	}
+	return p
+}
+
+func (p *progressDisplay) update(s pipeline.Progress) {
+	if p.quiet {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	every := 5 * time.Second
+	if p.terminal {
+		every = 100 * time.Millisecond
+	}
+	if time.Since(p.last) < every {
+		return
+	}
+	p.last = time.Now()
+	n := s.Done + s.Skipped + s.Failed
+	rate := float64(s.Done+s.Failed) / s.Elapsed.Seconds()
+	total, eta := "?", "?"
+	if s.Walked {
+		total = fmt.Sprint(s.Seen)
+		if rate > 0 {
+			eta = (time.Duration(float64(s.Seen-n)/rate) * time.Second).Round(time.Second).String()
+		}
+	}
+	line := fmt.Sprintf("%d/%s images, %.1f/s, ETA %s, %d failed, %d skipped", n, total, rate, eta, s.Failed, s.Skipped)
+	if p.terminal {
+		bar := ""
+		if s.Walked && s.Seen > 0 {
+			const width = 30
+			k := width * n / s.Seen
+			bar = "[" + strings.Repeat("=", k) + strings.Repeat(" ", width-k) + "] "
+		}
+		fmt.Fprintf(p.w, "\r\033[K%s%s", bar, line)
+		p.drawn = true
+	} else {
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+func (p *progressDisplay) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+

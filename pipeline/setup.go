@@ -1,0 +1,335 @@
+package pipeline
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/text"
+	"github.com/conditionhq/condition/vision"
+	"github.com/conditionhq/condition/xattn"
+)
+
+// promptSide is one prompt, encoded once per job, with its keys and values
+// (image → text) and its queries (text → image) prepared once.
+type promptSide struct {
+	text   string
+	ids    []int64 // BOS … EOS, no padding
+	t      int     // len(ids)
+	words  []text.Word
+	states []float32 // [t, d_t]
+	embeds []float32 // [d_p], nil when the graph has none
+	src    *xattn.Source
+	q      *xattn.Query
+}
+
+type job struct {
+	cfg          Config
+	log          *slog.Logger
+	tok          *text.Tokenizer
+	tenc         *text.Encoder
+	venc         *vision.Encoder
+	pre          *vision.Preprocessor
+	inH, inW     int
+	i2t, t2i     *xattn.Layer
+	logitScale   float64
+	prompts      []*promptSide
+	out          *OutDir
+	man          *Manifest
+	manifestPath string
+	prior        map[string]Entry
+	settings     string
+	baseMeta     map[string]string
+	format       string
+}
+
+func (j *job) close() {
+	if j.man != nil {
+		j.man.Close()
+	}
+	if j.out != nil {
+		j.out.Close()
+	}
+	if j.tenc != nil {
+		j.tenc.Close()
+	}
+	if j.venc != nil {
+		j.venc.Close()
+	}
+}
+
+func newJob(cfg Config) (_ *job, err error) {
+	j := &job{cfg: cfg, log: cfg.Log}
+	defer func() {
+		if err != nil {
+			j.close()
+		}
+	}()
+	if j.log == nil {
+		j.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Model == nil {
+		return nil, errors.New("pipeline: no model")
+	}
+	if len(cfg.Inputs) == 0 {
+		return nil, errors.New("pipeline: no images given")
+	}
+	if len(cfg.Prompts) == 0 {
+		return nil, errors.New("pipeline: no prompts given")
+	}
+	if cfg.Out == "" {
+		return nil, errors.New("pipeline: no output folder given")
+	}
+	if cfg.Direction == 0 {
+		cfg.Direction = Both
+		j.cfg.Direction = Both
+	}
+	switch cfg.Format {
+	case "", "safetensors":
+		j.format = "safetensors"
+	case "npz":
+		j.format = "npz"
+	default:
+		return nil, fmt.Errorf("pipeline: format %q: want safetensors or npz", cfg.Format)
+	}
+	m := cfg.Model
+
+	if j.tok, err = text.LoadTokenizer(m.FS()); err != nil {
+		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+	}
+	if j.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
+		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+	}
+	if j.tenc, err = text.OpenEncoder(m, text.EncoderOptions{Threads: cfg.Threads}); err != nil {
+		return nil, err
+	}
+	if j.venc, err = vision.OpenEncoder(m, vision.EncoderOptions{Threads: cfg.Threads}); err != nil {
+		return nil, err
+	}
+	if _, j.inH, j.inW = j.venc.InputSize(); j.inH <= 0 || j.inW <= 0 {
+		// A graph with dynamic spatial size takes what the preprocessor makes.
+		j.inH, j.inW = j.pre.OutputSize(m.Config().VisionConfig.ImageSize, m.Config().VisionConfig.ImageSize)
+	}
+
+	// The prompt side: encoded once for the whole job.
+	ctxLen := j.tok.ContextLength()
+	if n := m.Config().TextConfig.MaxPositionEmbeddings; n > 0 && n < ctxLen {
+		ctxLen = n
+	}
+	strict, err := j.tok.WithOptions(text.Options{ContextLength: ctxLen, ErrorOnOverflow: true})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	var idsB, maskB [][]int64
+	for i, p := range cfg.Prompts {
+		if strings.TrimSpace(p) == "" {
+			return nil, fmt.Errorf("pipeline: prompt %d is empty", i+1)
+		}
+		ids, mask, err := strict.EncodePadded(p, ctxLen)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: prompt %d (%q): %w", i+1, p, err)
+		}
+		idsB, maskB = append(idsB, ids), append(maskB, mask)
+	}
+	encs, err := j.tenc.Encode(contextBackground(), idsB, maskB)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range encs {
+		t := 0
+		for _, v := range maskB[i] {
+			if v != 0 {
+				t++
+			}
+		}
+		ids := make([]int, t)
+		for k := range ids {
+			ids[k] = int(idsB[i][k])
+		}
+		words, err := j.tok.Words(ids)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: prompt %d: %w", i+1, err)
+		}
+		j.prompts = append(j.prompts, &promptSide{
+			text: cfg.Prompts[i], ids: idsB[i][:t], t: t, words: words,
+			states: e.States[:t*e.Width], embeds: e.Embeds,
+		})
+	}
+	dt := encs[0].Width
+	dv := m.Config().VisionConfig.HiddenSize
+
+	// The attention layers and the prepared prompt side.
+	if err := j.buildLayers(dt, dv); err != nil {
+		return nil, err
+	}
+	for _, ps := range j.prompts {
+		if j.i2t != nil {
+			if ps.src, err = j.i2t.PrepareSource(ps.states, ps.t, nil); err != nil {
+				return nil, fmt.Errorf("pipeline: prepare prompt %q: %w", ps.text, err)
+			}
+		}
+		if j.t2i != nil {
+			if ps.q, err = j.t2i.PrepareQuery(ps.states, ps.t); err != nil {
+				return nil, fmt.Errorf("pipeline: prepare prompt %q: %w", ps.text, err)
+			}
+		}
+	}
+
+	// Settings: what must match for --resume to skip an image.
+	preJSON, _ := json.Marshal(j.pre)
+	settings := map[string]any{
+		"model": m.Name(), "revision": m.Revision(), "prompts": cfg.Prompts, "direction": cfg.Direction.String(),
+		"xattn": xattnName(cfg), "xattn_prefix": cfg.XAttnPrefix, "heads": cfg.Heads, "per_head": cfg.PerHead,
+		"heatmaps": cfg.Heatmaps, "format": j.format, "preprocessing": json.RawMessage(preJSON),
+	}
+	sb, _ := json.Marshal(settings)
+	h := sha256.Sum256(sb)
+	j.settings = hex.EncodeToString(h[:8])
+	promptsJSON, _ := json.Marshal(cfg.Prompts)
+	tokens := make([][]string, len(j.prompts))
+	for k, ps := range j.prompts {
+		ids := make([]int, ps.t)
+		for i := range ids {
+			ids[i] = int(ps.ids[i])
+		}
+		tokens[k], _ = j.tok.Tokens(ids)
+	}
+	tokJSON, _ := json.Marshal(tokens)
+	j.baseMeta = map[string]string{
+		"format": "condition/v1", "model": m.Name(), "revision": m.Revision(), "prompts": string(promptsJSON),
+		"tokens": string(tokJSON), "preprocessing": string(preJSON), "direction": cfg.Direction.String(),
+		"xattn": xattnName(cfg), "program_version": cfg.Version, "settings": j.settings,
+	}
+
+	// Outputs.
+	if j.out, err = OpenOutDir(cfg.Out); err != nil {
+		return nil, err
+	}
+	if cfg.Resume {
+		if err := j.out.CleanTemps(); err != nil {
+			j.log.Warn("could not remove temporary files", "err", err)
+		}
+	}
+	name := cfg.Shard.ManifestName()
+	j.manifestPath = joinOut(cfg.Out, name)
+	var prior []Entry
+	if j.man, prior, err = OpenManifest(j.out, name, cfg.Resume); err != nil {
+		return nil, err
+	}
+	j.prior = map[string]Entry{}
+	for _, e := range prior {
+		j.prior[e.Path] = e
+	}
+	return j, nil
+}
+
+func xattnName(cfg Config) string {
+	if cfg.XAttn == "" {
+		return "joint"
+	}
+	return cfg.XAttn
+}
+
+// buildLayers makes the image → text and text → image layers the job asks
+// for. dt and dv are the widths of token and patch states.
+func (j *job) buildLayers(dt, dv int) error {
+	cfg := j.cfg
+	var err error
+	switch name := xattnName(cfg); name {
+	case "joint":
+		if !cfg.Model.Has(models.WeightsFile) {
+			return fmt.Errorf("pipeline: --xattn joint needs the projection heads in %s of model %s; use --xattn identity or a learned layer", models.WeightsFile, cfg.Model.Name())
+		}
+		b, err := cfg.Model.ReadFile(models.WeightsFile)
+		if err != nil {
+			return fmt.Errorf("pipeline: %w", err)
+		}
+		ts, _, err := tensorio.DecodeSafetensors(b)
+		if err != nil {
+			return fmt.Errorf("pipeline: %s: %w", cfg.Model.Path(models.WeightsFile), err)
+		}
+		if ls, ok := ts["logit_scale"]; ok {
+			if v, err := ls.Float32(); err == nil && len(v) == 1 {
+				j.logitScale = math.Exp(float64(v[0]))
+			}
+		}
+		eps := float32(cfg.Model.Config().VisionConfig.LayerNormEps)
+		if cfg.Direction&ImageToText != 0 {
+			if j.i2t, err = xattn.Joint(ts, xattn.ImageToText, eps); err != nil {
+				return fmt.Errorf("pipeline: joint space of %s: %w", cfg.Model.Name(), err)
+			}
+		}
+		if cfg.Direction&TextToImage != 0 {
+			if j.t2i, err = xattn.Joint(ts, xattn.TextToImage, eps); err != nil {
+				return fmt.Errorf("pipeline: joint space of %s: %w", cfg.Model.Name(), err)
+			}
+		}
+	case "identity":
+		if dt != dv {
+			return fmt.Errorf("pipeline: --xattn identity needs token and patch states of one width; model %s has %d and %d (use --xattn joint)", cfg.Model.Name(), dt, dv)
+		}
+		heads := cfg.Heads
+		if heads <= 0 {
+			heads = 1
+		}
+		l, err := xattn.Identity(dt, heads, 0)
+		if err != nil {
+			return fmt.Errorf("pipeline: %w", err)
+		}
+		if cfg.Direction&ImageToText != 0 {
+			j.i2t = l
+		}
+		if cfg.Direction&TextToImage != 0 {
+			j.t2i = l
+		}
+	default:
+		ts, _, err := tensorio.ReadSafetensors(name)
+		if err != nil {
+			return fmt.Errorf("pipeline: --xattn: %w", err)
+		}
+		heads := cfg.Heads
+		if heads <= 0 {
+			heads = 8
+		}
+		l, err := xattn.FromDiffusers(ts, cfg.XAttnPrefix, heads, 0)
+		if err != nil {
+			return fmt.Errorf("pipeline: --xattn %s: %w", name, err)
+		}
+		if cfg.Direction&ImageToText != 0 {
+			if l.DQ() != dv || l.DKV() != dt {
+				return fmt.Errorf("pipeline: learned layer %s takes queries of width %d and a source of width %d; image to text needs %d (patches) and %d (tokens)", name, l.DQ(), l.DKV(), dv, dt)
+			}
+			j.i2t = l
+		}
+		if cfg.Direction&TextToImage != 0 {
+			if l.DQ() == dt && l.DKV() == dv {
+				j.t2i = l
+			} else if cfg.Direction == TextToImage {
+				return fmt.Errorf("pipeline: learned layer %s takes queries of width %d and a source of width %d; text to image needs %d (tokens) and %d (patches)", name, l.DQ(), l.DKV(), dt, dv)
+			} else {
+				j.log.Info("learned layer does not fit text to image; computing image to text only", "layer", name)
+			}
+		}
+	}
+	return err
+}
+
+func encodePNG(img image.Image) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("pipeline: heatmap png: %w", err)
+	}
+	return buf.Bytes(), nil
+}

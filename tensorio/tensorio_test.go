@@ -99,8 +99,8 @@ func TestNPYRoundTrip(t *testing.T) {
 // TestNumPyReadsOurFiles checks our files against numpy itself, the reference
 // reader; it skips where python3 with numpy is not installed.
 func TestNumPyReadsOurFiles(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil || exec.Command(py, "-c", "import numpy").Run() != nil {
+	py := pythonWithNumPy()
+	if py == "" {
 		t.Skip("python3 with numpy not installed; the round-trip tests above still ran")
 	}
 	dir := t.TempDir()
@@ -179,4 +179,15 @@ func TestWriteFileAtomicLeavesNothingOnError(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("temporary files left: %v", ents)
 	}
+}
+
+// pythonWithNumPy returns a Python interpreter that has numpy (the first
+// python3 on PATH, then the system's), or "".
+func pythonWithNumPy() string {
+	for _, c := range []string{"python3", "/usr/bin/python3"} {
+		if p, err := exec.LookPath(c); err == nil && exec.Command(p, "-c", "import numpy").Run() == nil {
+			return p
+		}
+	}
+	return ""
 }

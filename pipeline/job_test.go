@@ -1,0 +1,324 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+const tinyModel = "../testdata/tinyclip"
+
+// makeImages writes n small PNGs of varied colours into dir (names
+// img-000.png …, some in a sub-folder).
+func makeImages(t testing.TB, dir string, n int) {
+	t.Helper()
+	for i := range n {
+		w, h := 20+i%17, 16+(i*7)%23
+		img := image.NewRGBA(image.Rect(0, 0, w, h))
+		for y := range h {
+			for x := range w {
+				img.Set(x, y, color.RGBA{uint8(i * 37), uint8(x * 255 / w), uint8(y * 255 / h), 255})
+			}
+		}
+		name := fmt.Sprintf("img-%03d.png", i)
+		if i%3 == 0 {
+			name = filepath.Join("sub", name)
+		}
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := png.Encode(f, img); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+func openTiny(t testing.TB) *models.Model {
+	t.Helper()
+	orttest.Load(t)
+	m, err := models.Open(tinyModel, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func readManifest(t testing.TB, path string) []Entry {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	es, err := ParseManifest(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func TestRunOutputsAndFailures(t *testing.T) {
+	m := openTiny(t)
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 5)
+	os.WriteFile(filepath.Join(in, "corrupt.png"), []byte("\x89PNG\r\n\x1a\nnot really"), 0o644)
+	os.WriteFile(filepath.Join(in, "empty.jpg"), nil, 0o644)
+	os.WriteFile(filepath.Join(in, "text.webp"), []byte("hello, I am text"), 0o644)
+	out := filepath.Join(t.TempDir(), "out")
+	prompts := []string{"a red circle", "blue"}
+	var progress []Progress
+	sum, err := Run(context.Background(), Config{
+		Model: m, Inputs: []string{in}, Prompts: prompts, Out: out, Heatmaps: true, PerHead: true,
+		Batch: 2, Workers: 2, Version: "test",
+		Progress: func(p Progress) { progress = append(progress, p) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 5 || sum.Failed != 3 || sum.Skipped != 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if len(progress) != 8 || !progress[7].Walked || progress[7].Seen != 8 {
+		t.Errorf("progress calls: %d, last %+v", len(progress), progress[len(progress)-1])
+	}
+	entries := readManifest(t, sum.Manifest)
+	if len(entries) != 8 {
+		t.Fatalf("%d manifest entries", len(entries))
+	}
+	cfg := m.Config()
+	p := (cfg.VisionConfig.ImageSize / cfg.VisionConfig.PatchSize) * (cfg.VisionConfig.ImageSize / cfg.VisionConfig.PatchSize)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Path, "img-") || strings.HasPrefix(e.Path, "sub/img-") {
+			if e.Status != StatusOK || len(e.Outputs) != 3 || len(e.Scores) != 2 {
+				t.Errorf("entry %+v", e)
+				continue
+			}
+			checkOutput(t, filepath.Join(in, e.Path), filepath.Join(out, e.Outputs[0]), e, p, cfg.VisionConfig.HiddenSize, len(prompts))
+			f, err := os.Open(filepath.Join(out, e.Outputs[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := png.Decode(f); err != nil {
+				t.Errorf("heatmap %s: %v", e.Outputs[1], err)
+			}
+			f.Close()
+			continue
+		}
+		if e.Status != StatusError || e.Error == "" || len(e.Outputs) != 0 {
+			t.Errorf("bad input recorded as %+v", e)
+		}
+	}
+}
+
+// checkOutput checks one image's output file against what the job promises:
+// tensors, shapes, rows of attention that sum to 1, metadata.
+func checkOutput(t *testing.T, src, path string, e Entry, p, dv, nPrompts int) {
+	t.Helper()
+	ts, meta, err := tensorio.ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(src)
+	h := sha256.Sum256(b)
+	if meta["source_sha256"] != hex.EncodeToString(h[:]) || e.SHA256 != meta["source_sha256"] {
+		t.Errorf("%s: sha256 %q, file has %x", path, meta["source_sha256"], h)
+	}
+	for _, k := range []string{"model", "prompts", "tokens", "preprocessing", "program_version", "settings", "revision"} {
+		if _, ok := meta[k]; !ok {
+			t.Errorf("%s: metadata lacks %q", path, k)
+		}
+	}
+	if sh := ts["patch_features"].Shape; len(sh) != 2 || sh[0] != p || sh[1] != dv {
+		t.Errorf("patch_features shape %v, want [%d %d]", sh, p, dv)
+	}
+	for k := range nPrompts {
+		pre := fmt.Sprintf("prompt.%d.", k)
+		ids := ts[pre+"input_ids"]
+		tl := ids.Shape[0]
+		for _, c := range []struct {
+			name       string
+			rows, cols int
+		}{{"image_to_text", p, tl}, {"text_to_image", tl, p}} {
+			a := ts[pre+c.name]
+			if len(a.Shape) != 2 || a.Shape[0] != c.rows || a.Shape[1] != c.cols {
+				t.Fatalf("%s%s shape %v, want [%d %d]", pre, c.name, a.Shape, c.rows, c.cols)
+			}
+			v := a.Data.([]float32)
+			for r := range c.rows {
+				s := 0.0
+				for _, x := range v[r*c.cols : (r+1)*c.cols] {
+					s += float64(x)
+				}
+				if math.Abs(s-1) > 1e-4 {
+					t.Fatalf("%s%s row %d sums to %v", pre, c.name, r, s)
+				}
+			}
+			heads := ts[pre+c.name+"_heads"]
+			if len(heads.Shape) != 3 || heads.Shape[1] != c.rows || heads.Shape[2] != c.cols {
+				t.Errorf("%s%s_heads shape %v", pre, c.name, heads.Shape)
+			}
+		}
+		for _, name := range []string{"conditioned_patches", "conditioned_tokens"} {
+			if _, ok := ts[pre+name]; !ok {
+				t.Errorf("no %s%s", pre, name)
+			}
+		}
+	}
+}
+
+// TestNumPyLoadsOutputs checks both formats with numpy itself; it skips where
+// python3 with numpy is not installed (the format is checked above anyway).
+func TestNumPyLoadsOutputs(t *testing.T) {
+	py := pythonWithNumPy()
+	if py == "" {
+		t.Skip("python3 with numpy is not installed; TestRunOutputsAndFailures checked the files in Go")
+	}
+	m := openTiny(t)
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 2)
+	for _, format := range []string{"safetensors", "npz"} {
+		out := filepath.Join(t.TempDir(), format)
+		if _, err := Run(context.Background(), Config{Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: out, Format: format}); err != nil {
+			t.Fatal(err)
+		}
+		script := `
+import sys, json, struct, numpy as np
+path, fmt = sys.argv[1], sys.argv[2]
+if fmt == "npz":
+    z = np.load(path)
+    t = {k: z[k] for k in z.files}
+    meta = json.loads(bytes(t["metadata_json"]).decode())
+else:
+    # safetensors.numpy.load_file does exactly this; the safetensors package is not installed here.
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    hdr = json.loads(b[8:8+n])
+    meta = hdr.pop("__metadata__")
+    dt = {"F32": np.float32, "I64": np.int64}
+    t = {k: np.frombuffer(b[8+n+v["data_offsets"][0]:8+n+v["data_offsets"][1]], dtype=dt[v["dtype"]]).reshape(v["shape"]) for k, v in hdr.items()}
+a = t["prompt.0.text_to_image"]
+assert a.dtype == np.float32 and a.ndim == 2, a.shape
+assert np.allclose(a.sum(axis=1), 1, atol=1e-4)
+assert meta["prompts"] == '["red"]', meta["prompts"]
+print("ok", a.shape)
+`
+		name := "img-001.png." + format
+		outp, err := exec.Command(py, "-c", script, filepath.Join(out, name), format).CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(outp), "ok") {
+			t.Fatalf("%s: numpy: %v\n%s", format, err, outp)
+		}
+	}
+}
+
+func TestRunResumeSkipsDone(t *testing.T) {
+	m := openTiny(t)
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 4)
+	out := filepath.Join(t.TempDir(), "out")
+	cfg := Config{Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: out}
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	// Change one image and remove another's output: only those two rerun.
+	makeImages(t, filepath.Join(t.TempDir(), "x"), 1)
+	os.WriteFile(filepath.Join(in, "img-001.png"), mustRead(t, filepath.Join(in, "img-002.png")), 0o644)
+	os.Remove(filepath.Join(out, "img-002.png.safetensors"))
+	cfg.Resume = true
+	sum, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 2 || sum.Skipped != 2 {
+		t.Fatalf("resume: %+v", sum)
+	}
+	// Other settings: nothing is skipped.
+	cfg.Prompts = []string{"blue"}
+	if sum, _ := Run(context.Background(), cfg); sum.Skipped != 0 || sum.Done != 4 {
+		t.Fatalf("resume with other prompts: %+v", sum)
+	}
+	if got := Latest(readManifest(t, filepath.Join(out, "manifest.jsonl"))); len(got) != 4 {
+		t.Fatalf("manifest after resumes: %d images", len(got))
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	m := openTiny(t)
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 30)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	sum, err := Run(ctx, Config{Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: filepath.Join(t.TempDir(), "out"), Batch: 1, Workers: 1,
+		Progress: func(Progress) {
+			if n++; n == 3 {
+				cancel()
+			}
+		}})
+	if err != context.Canceled || sum == nil || !sum.Interrupted || sum.Done >= 30 || sum.Done < 3 {
+		t.Fatalf("cancelled run: %+v, %v", sum, err)
+	}
+	if got := len(readManifest(t, sum.Manifest)); got != sum.Done+sum.Failed {
+		t.Fatalf("manifest has %d entries for %+v", got, sum)
+	}
+}
+
+func TestRunBadConfig(t *testing.T) {
+	m := openTiny(t)
+	in := t.TempDir()
+	for name, cfg := range map[string]Config{
+		"no prompts":   {Model: m, Inputs: []string{in}, Out: t.TempDir()},
+		"empty prompt": {Model: m, Inputs: []string{in}, Prompts: []string{"  "}, Out: t.TempDir()},
+		"long prompt":  {Model: m, Inputs: []string{in}, Prompts: []string{strings.Repeat("red ", 40)}, Out: t.TempDir()},
+		"format":       {Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: t.TempDir(), Format: "csv"},
+		"identity":     {Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: t.TempDir(), XAttn: "identity"},
+		"weights file": {Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: t.TempDir(), XAttn: filepath.Join(in, "none.safetensors")},
+	} {
+		if _, err := Run(context.Background(), cfg); err == nil {
+			t.Errorf("%s: no error", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}
+
+func mustRead(t testing.TB, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var _ = runtime.GOOS
+var _ = json.Marshal
+
+// pythonWithNumPy returns a Python interpreter that has numpy (the first
+// python3 on PATH, then the system's), or "".
+func pythonWithNumPy() string {
+	for _, c := range []string{"python3", "/usr/bin/python3"} {
+		if p, err := exec.LookPath(c); err == nil && exec.Command(p, "-c", "import numpy").Run() == nil {
+			return p
+		}
+	}
+	return ""
+}

@@ -19,8 +19,9 @@ const HeatmapPanel = 224
 // Overlay is one word's attention over the patch grid: Map holds
 // [GridH*GridW] weights in row-major patch order.
 type Overlay struct {
-	Label string
-	Map   []float32
+	Label      string
+	Start, End int // the word's tokens, [Start, End) in the prompt's ids
+	Map        []float32
 }
 
 // RenderHeatmaps draws a sheet: the image (the region the model saw, crop in
@@ -78,12 +79,14 @@ func RenderHeatmaps(img image.Image, crop image.Rectangle, gridH, gridW int, ove
 				t := (up[y*p+x] - lo) / span
 				c := viridis(t)
 				b := base.RGBAAt(x, y)
-				// Blend: the map at 60% over a dimmed image.
-				const a = 0.6
+				// The map at 65% over the image in grey, so that the
+				// colours read as the map, not as the picture.
+				const a = 0.65
+				g := (1 - a) * (0.299*float32(b.R) + 0.587*float32(b.G) + 0.114*float32(b.B))
 				sheet.SetRGBA(r.Min.X+x, r.Min.Y+y, color.RGBA{
-					R: uint8(a*float32(c.R) + (1-a)*0.8*float32(b.R)),
-					G: uint8(a*float32(c.G) + (1-a)*0.8*float32(b.G)),
-					B: uint8(a*float32(c.B) + (1-a)*0.8*float32(b.B)),
+					R: uint8(a*float32(c.R) + g),
+					G: uint8(a*float32(c.G) + g),
+					B: uint8(a*float32(c.B) + g),
 					A: 255,
 				})
 			}

@@ -559,11 +559,11 @@ func cosine(a, b []float32) float64 {
 
 // wordOverlays makes one overlay per content word of a prompt: the
 // text → image map averaged over the word's tokens, or, without it, the
-// image → text attention the patches give the word.
+// image → text attention the patches give the word (averaged likewise).
 func wordOverlays(ps *promptSide, t2i, i2t []float32, p int) []Overlay {
 	var out []Overlay
 	for _, wd := range ps.words {
-		if wd.Special || isStopWord(wd.Text) {
+		if wd.Special || IsStopWord(wd.Text) {
 			continue
 		}
 		m := make([]float32, p)
@@ -576,7 +576,12 @@ func wordOverlays(ps *promptSide, t2i, i2t []float32, p int) []Overlay {
 				}
 			}
 		}
-		out = append(out, Overlay{Label: wd.Text, Map: m})
+		if n := wd.End - wd.Start; n > 1 {
+			for j := range m {
+				m[j] /= float32(n)
+			}
+		}
+		out = append(out, Overlay{Label: wd.Text, Start: wd.Start, End: wd.End, Map: m})
 	}
 	return out
 }
@@ -586,7 +591,8 @@ var stopWords = map[string]bool{
 	"at": true, "to": true, "is": true, "are": true, "photo": false, ",": true, ".": true, "'s": true,
 }
 
-func isStopWord(w string) bool { return stopWords[strings.ToLower(strings.TrimSpace(w))] }
+// IsStopWord reports whether a word is too common to deserve its own heatmap.
+func IsStopWord(w string) bool { return stopWords[strings.ToLower(strings.TrimSpace(w))] }
 
 func (j *job) metadata(w *work, g vision.Grid) map[string]string {
 	m := make(map[string]string, len(j.baseMeta)+4)
@@ -618,7 +624,7 @@ func (j *job) writeHeatmap(name string, img image.Image, g vision.Grid, ov []Ove
 
 // cropRegion is the part of a source image of bounds b that the model saw:
 // the centre crop, mapped back from the resized image to source pixels.
-func (j *job) cropRegion(b image.Rectangle) image.Rectangle {
+func (j *engine) cropRegion(b image.Rectangle) image.Rectangle {
 	w, h := b.Dx(), b.Dy()
 	rh, rw := j.pre.ResizedSize(w, h)
 	if !j.pre.DoCenterCrop || rh <= 0 || rw <= 0 {

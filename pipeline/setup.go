@@ -34,17 +34,32 @@ type promptSide struct {
 	q      *xattn.Query
 }
 
+// engine is the model side of a job: tokenizer, encoders, preprocessing,
+// attention layers and the prompts, encoded and prepared once.
+type engine struct {
+	cfg        Config
+	log        *slog.Logger
+	tok        *text.Tokenizer
+	tenc       *text.Encoder
+	venc       *vision.Encoder
+	pre        *vision.Preprocessor
+	inH, inW   int
+	i2t, t2i   *xattn.Layer
+	logitScale float64
+	prompts    []*promptSide
+}
+
+func (e *engine) close() {
+	if e.tenc != nil {
+		e.tenc.Close()
+	}
+	if e.venc != nil {
+		e.venc.Close()
+	}
+}
+
 type job struct {
-	cfg          Config
-	log          *slog.Logger
-	tok          *text.Tokenizer
-	tenc         *text.Encoder
-	venc         *vision.Encoder
-	pre          *vision.Preprocessor
-	inH, inW     int
-	i2t, t2i     *xattn.Layer
-	logitScale   float64
-	prompts      []*promptSide
+	*engine
 	out          *OutDir
 	man          *Manifest
 	manifestPath string
@@ -61,16 +76,89 @@ func (j *job) close() {
 	if j.out != nil {
 		j.out.Close()
 	}
-	if j.tenc != nil {
-		j.tenc.Close()
-	}
-	if j.venc != nil {
-		j.venc.Close()
+	if j.engine != nil {
+		j.engine.close()
 	}
 }
 
 func newJob(cfg Config) (_ *job, err error) {
-	j := &job{cfg: cfg, log: cfg.Log}
+	if len(cfg.Inputs) == 0 {
+		return nil, errors.New("pipeline: no images given")
+	}
+	if cfg.Out == "" {
+		return nil, errors.New("pipeline: no output folder given")
+	}
+	j := &job{}
+	switch cfg.Format {
+	case "", "safetensors":
+		j.format = "safetensors"
+	case "npz":
+		j.format = "npz"
+	default:
+		return nil, fmt.Errorf("pipeline: format %q: want safetensors or npz", cfg.Format)
+	}
+	if j.engine, err = newEngine(cfg); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			j.close()
+		}
+	}()
+	cfg = j.cfg
+	m := cfg.Model
+
+	// Settings: what must match for --resume to skip an image.
+	preJSON, _ := json.Marshal(j.pre)
+	settings := map[string]any{
+		"model": m.Name(), "revision": m.Revision(), "prompts": cfg.Prompts, "direction": cfg.Direction.String(),
+		"xattn": xattnName(cfg), "xattn_prefix": cfg.XAttnPrefix, "heads": cfg.Heads, "per_head": cfg.PerHead,
+		"heatmaps": cfg.Heatmaps, "format": j.format, "preprocessing": json.RawMessage(preJSON),
+	}
+	sb, _ := json.Marshal(settings)
+	h := sha256.Sum256(sb)
+	j.settings = hex.EncodeToString(h[:8])
+	promptsJSON, _ := json.Marshal(cfg.Prompts)
+	tokens := make([][]string, len(j.prompts))
+	for k, ps := range j.prompts {
+		ids := make([]int, ps.t)
+		for i := range ids {
+			ids[i] = int(ps.ids[i])
+		}
+		tokens[k], _ = j.tok.Tokens(ids)
+	}
+	tokJSON, _ := json.Marshal(tokens)
+	j.baseMeta = map[string]string{
+		"format": "condition/v1", "model": m.Name(), "revision": m.Revision(), "prompts": string(promptsJSON),
+		"tokens": string(tokJSON), "preprocessing": string(preJSON), "direction": cfg.Direction.String(),
+		"xattn": xattnName(cfg), "program_version": cfg.Version, "settings": j.settings,
+	}
+
+	// Outputs.
+	if j.out, err = OpenOutDir(cfg.Out); err != nil {
+		return nil, err
+	}
+	if cfg.Resume {
+		if err := j.out.CleanTemps(); err != nil {
+			j.log.Warn("could not remove temporary files", "err", err)
+		}
+	}
+	name := cfg.Shard.ManifestName()
+	j.manifestPath = joinOut(cfg.Out, name)
+	var prior []Entry
+	if j.man, prior, err = OpenManifest(j.out, name, cfg.Resume); err != nil {
+		return nil, err
+	}
+	j.prior = map[string]Entry{}
+	for _, e := range prior {
+		j.prior[e.Path] = e
+	}
+	return j, nil
+}
+
+// newEngine loads the model side of cfg and encodes and prepares the prompts.
+func newEngine(cfg Config) (_ *engine, err error) {
+	j := &engine{cfg: cfg, log: cfg.Log}
 	defer func() {
 		if err != nil {
 			j.close()
@@ -82,29 +170,14 @@ func newJob(cfg Config) (_ *job, err error) {
 	if cfg.Model == nil {
 		return nil, errors.New("pipeline: no model")
 	}
-	if len(cfg.Inputs) == 0 {
-		return nil, errors.New("pipeline: no images given")
-	}
 	if len(cfg.Prompts) == 0 {
 		return nil, errors.New("pipeline: no prompts given")
-	}
-	if cfg.Out == "" {
-		return nil, errors.New("pipeline: no output folder given")
 	}
 	if cfg.Direction == 0 {
 		cfg.Direction = Both
 		j.cfg.Direction = Both
 	}
-	switch cfg.Format {
-	case "", "safetensors":
-		j.format = "safetensors"
-	case "npz":
-		j.format = "npz"
-	default:
-		return nil, fmt.Errorf("pipeline: format %q: want safetensors or npz", cfg.Format)
-	}
 	m := cfg.Model
-
 	if j.tok, err = text.LoadTokenizer(m.FS()); err != nil {
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
@@ -186,51 +259,6 @@ func newJob(cfg Config) (_ *job, err error) {
 		}
 	}
 
-	// Settings: what must match for --resume to skip an image.
-	preJSON, _ := json.Marshal(j.pre)
-	settings := map[string]any{
-		"model": m.Name(), "revision": m.Revision(), "prompts": cfg.Prompts, "direction": cfg.Direction.String(),
-		"xattn": xattnName(cfg), "xattn_prefix": cfg.XAttnPrefix, "heads": cfg.Heads, "per_head": cfg.PerHead,
-		"heatmaps": cfg.Heatmaps, "format": j.format, "preprocessing": json.RawMessage(preJSON),
-	}
-	sb, _ := json.Marshal(settings)
-	h := sha256.Sum256(sb)
-	j.settings = hex.EncodeToString(h[:8])
-	promptsJSON, _ := json.Marshal(cfg.Prompts)
-	tokens := make([][]string, len(j.prompts))
-	for k, ps := range j.prompts {
-		ids := make([]int, ps.t)
-		for i := range ids {
-			ids[i] = int(ps.ids[i])
-		}
-		tokens[k], _ = j.tok.Tokens(ids)
-	}
-	tokJSON, _ := json.Marshal(tokens)
-	j.baseMeta = map[string]string{
-		"format": "condition/v1", "model": m.Name(), "revision": m.Revision(), "prompts": string(promptsJSON),
-		"tokens": string(tokJSON), "preprocessing": string(preJSON), "direction": cfg.Direction.String(),
-		"xattn": xattnName(cfg), "program_version": cfg.Version, "settings": j.settings,
-	}
-
-	// Outputs.
-	if j.out, err = OpenOutDir(cfg.Out); err != nil {
-		return nil, err
-	}
-	if cfg.Resume {
-		if err := j.out.CleanTemps(); err != nil {
-			j.log.Warn("could not remove temporary files", "err", err)
-		}
-	}
-	name := cfg.Shard.ManifestName()
-	j.manifestPath = joinOut(cfg.Out, name)
-	var prior []Entry
-	if j.man, prior, err = OpenManifest(j.out, name, cfg.Resume); err != nil {
-		return nil, err
-	}
-	j.prior = map[string]Entry{}
-	for _, e := range prior {
-		j.prior[e.Path] = e
-	}
 	return j, nil
 }
 
@@ -243,7 +271,7 @@ func xattnName(cfg Config) string {
 
 // buildLayers makes the image → text and text → image layers the job asks
 // for. dt and dv are the widths of token and patch states.
-func (j *job) buildLayers(dt, dv int) error {
+func (j *engine) buildLayers(dt, dv int) error {
 	cfg := j.cfg
 	var err error
 	switch name := xattnName(cfg); name {

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+func init() {
+	register(command{name: "attend", summary: "one image and a prompt: the words and patches that attend most, and a heatmap PNG", run: runAttend})
+}
+
+type attendOptions struct {
+	ort       ortOptions
+	model     string
+	prompts   []string
+	heatmap   string
+	noHeatmap bool
+	top       int
+	json      bool
+	maxPixels int64
+}
+
+func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.model, "model", "default", "model: a directory, a hub id org/name[@revision], or default (built in)")
+	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
+	fs.StringVar(&o.heatmap, "heatmap", "", "heatmap PNG to write (default: <image name>.heatmap.png in the current folder; with several prompts, .<i>.png)")
+	fs.BoolVar(&o.noHeatmap, "no-heatmap", false, "do not write a heatmap")
+	fs.IntVar(&o.top, "top", 3, "how many patches per word and words per region to print")
+	fs.BoolVar(&o.json, "json", false, "print the result as JSON (maps included)")
+	fs.Int64Var(&o.maxPixels, "max-pixels", 0, "refuse images with more pixels than this (0: 89478485)")
+	o.ort.AddFlags(fs)
+}
+
+// region names for a 3×3 split of the patch grid.
+var regionNames = [3][3]string{
+	{"top left", "top", "top right"},
+	{"left", "centre", "right"},
+	{"bottom left", "bottom", "bottom right"},
+}
+
+type scored struct {
+	Name   string  `json:"name"`
+	Weight float32 `json:"weight"`
+}
+
+type wordPatches struct {
+	Word    string   `json:"word"`
+	Tokens  [2]int   `json:"tokens"`  // the word's tokens: [start, end) in Tokens
+	Patches []scored `json:"patches"` // "row,col"
+}
+
+type regionWords struct {
+	Region string   `json:"region"`
+	Words  []scored `json:"words"`
+}
+
+type attendReport struct {
+	Prompt      string        `json:"prompt"`
+	Score       float64       `json:"score"`
+	Tokens      []string      `json:"tokens"`
+	Grid        [2]int        `json:"grid"`
+	Words       []wordPatches `json:"words"`
+	Regions     []regionWords `json:"regions"`
+	Heatmap     string        `json:"heatmap,omitempty"`
+	TextToImage []float32     `json:"text_to_image,omitempty"`
+	ImageToText []float32     `json:"image_to_text,omitempty"`
+}
+
+func runAttend(ctx context.Context, e *env, args []string) error {
+	var o attendOptions
+	fs := newFlagSet(e, "attend", "attend IMAGE --prompt TEXT [--prompt TEXT]... [flags]")
+	o.AddFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("attend takes one image, got %d arguments", fs.NArg())
+	}
+	if len(o.prompts) == 0 {
+		return usagef("no prompt: give --prompt TEXT")
+	}
+	if o.top < 1 {
+		return usagef("--top must be at least 1")
+	}
+	if err := o.ort.validate(); err != nil {
+		return err
+	}
+	if _, err := o.ort.load(e); err != nil {
+		return err
+	}
+	m, err := models.Open(o.model, models.Options{})
+	if err != nil {
+		return err
+	}
+	path := fs.Arg(0)
+	img, crop, atts, err := pipeline.AttendImage(ctx, pipeline.Config{Model: m, Prompts: o.prompts, Threads: o.ort.Threads, MaxPixels: o.maxPixels, Log: e.Log}, path)
+	if err != nil {
+		return err
+	}
+	var reports []attendReport
+	for k, a := range atts {
+		r := summarise(a, o.top)
+		if !o.noHeatmap && len(a.Overlays) > 0 {
+			name := o.heatmap
+			if name == "" {
+				name = filepath.Base(path) + ".heatmap.png"
+			}
+			if len(atts) > 1 {
+				name = strings.TrimSuffix(name, ".png") + fmt.Sprintf(".%d.png", k)
+			}
+			sheet, err := pipeline.RenderHeatmaps(img, crop, a.Grid.H, a.Grid.W, a.Overlays)
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			if err := png.Encode(&buf, sheet); err != nil {
+				return err
+			}
+			if err := tensorio.WriteFileAtomic(name, func(w io.Writer) error {
+				_, err := w.Write(buf.Bytes())
+				return err
+			}); err != nil {
+				return err
+			}
+			r.Heatmap = name
+		}
+		if o.json {
+			r.TextToImage, r.ImageToText = a.TextToImage, a.ImageToText
+		}
+		reports = append(reports, r)
+	}
+	if o.json {
+		enc := json.NewEncoder(e.Stdout)
+		for _, r := range reports {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, r := range reports {
+		fmt.Fprintf(e.Stdout, "%q  score %.2f  grid %dx%d\n", r.Prompt, r.Score, r.Grid[0], r.Grid[1])
+		fmt.Fprintln(e.Stdout, "  word → patches it attends to most (row,col: weight)")
+		for _, w := range r.Words {
+			fmt.Fprintf(e.Stdout, "    %-12s %s\n", w.Word, formatScored(w.Patches))
+		}
+		fmt.Fprintln(e.Stdout, "  image region → words its patches attend to most")
+		for _, rg := range r.Regions {
+			fmt.Fprintf(e.Stdout, "    %-12s %s\n", rg.Region, formatScored(rg.Words))
+		}
+		if r.Heatmap != "" {
+			fmt.Fprintf(e.Stdout, "  heatmap: %s\n", r.Heatmap)
+		}
+	}
+	return nil
+}
+
+func formatScored(xs []scored) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%s: %.3f", x.Name, x.Weight)
+	}
+	return strings.Join(parts, "  ")
+}
+
+// summarise picks, per content word, its top patches (text → image, or the
+// image → text column when that is all there is) and, per 3×3 region of
+// the grid, the words its patches attend to most (image → text).
+func summarise(a pipeline.Attention, top int) attendReport {
+	g := a.Grid
+	p := g.H * g.W
+	t := len(a.Tokens)
+	r := attendReport{Prompt: a.Prompt, Score: a.Score, Tokens: a.Tokens, Grid: [2]int{g.H, g.W}}
+	for _, ov := range a.Overlays {
+		var ps []scored
+		for j, v := range ov.Map {
+			ps = append(ps, scored{Name: fmt.Sprintf("%d,%d", j/g.W, j%g.W), Weight: v})
+		}
+		r.Words = append(r.Words, wordPatches{Word: ov.Label, Tokens: [2]int{ov.Start, ov.End}, Patches: topK(ps, top)})
+	}
+	if a.ImageToText == nil {
+		return r
+	}
+	for ry := range 3 {
+		for rx := range 3 {
+			var ws []scored
+			n := 0
+			sums := make([]float32, len(a.Words))
+			for j := range p {
+				row, col := j/g.W, j%g.W
+				if row*3/g.H != ry || col*3/g.W != rx {
+					continue
+				}
+				n++
+				for wi, w := range a.Words {
+					for tok := w.Start; tok < w.End; tok++ {
+						sums[wi] += a.ImageToText[j*t+tok]
+					}
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			for wi, w := range a.Words {
+				if w.Special || pipeline.IsStopWord(w.Text) {
+					continue
+				}
+				ws = append(ws, scored{Name: w.Text, Weight: sums[wi] / float32(n)})
+			}
+			r.Regions = append(r.Regions, regionWords{Region: regionNames[ry][rx], Words: topK(ws, top)})
+		}
+	}
+	return r
+}
+
+func topK(xs []scored, k int) []scored {
+	sort.SliceStable(xs, func(i, j int) bool { return xs[i].Weight > xs[j].Weight })
+	if len(xs) > k {
+		xs = xs[:k]
+	}
+	return xs
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/conditionhq/condition/models/ort/orttest"
+)
+
+func TestAttendJSONAndHeatmap(t *testing.T) {
+	orttest.Load(t)
+	heat := filepath.Join(t.TempDir(), "h.png")
+	var out, errb bytes.Buffer
+	code := mainContext(context.Background(), []string{"attend", "--model", "../../testdata/tinyclip", "--prompt", "a red circle",
+		"--heatmap", heat, "--json", "../../testdata/images/src/png_224x224.png"}, nil, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var r attendReport
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	p := r.Grid[0] * r.Grid[1]
+	if p != 16 || len(r.TextToImage) != len(r.Tokens)*p || len(r.ImageToText) != p*len(r.Tokens) {
+		t.Fatalf("grid %v, %d tokens, maps %d and %d", r.Grid, len(r.Tokens), len(r.TextToImage), len(r.ImageToText))
+	}
+	// "a" is a stop word: the words listed are the content words.
+	if len(r.Words) != 2 || r.Words[0].Word != "red" || r.Words[1].Word != "circle" || len(r.Words[0].Patches) != 3 {
+		t.Fatalf("words %+v", r.Words)
+	}
+	if len(r.Regions) != 9 {
+		t.Fatalf("%d regions", len(r.Regions))
+	}
+	// The top patch printed for a word is the argmax of its map row.
+	red := make([]float32, p)
+	span := r.Words[0].Tokens
+	for tok := span[0]; tok < span[1]; tok++ {
+		for j := range p {
+			red[j] += r.TextToImage[tok*p+j] / float32(span[1]-span[0])
+		}
+	}
+	best, arg := float32(-1), 0
+	for j, v := range red {
+		if v > best {
+			best, arg = v, j
+		}
+	}
+	if got := r.Words[0].Patches[0]; math.Abs(float64(got.Weight-best)) > 1e-6 || got.Name != string(rune('0'+arg/4))+","+string(rune('0'+arg%4)) {
+		t.Fatalf("top patch of red %+v, argmax %d (%v)", got, arg, best)
+	}
+	f, err := os.Open(heat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil || img.Bounds().Dx() != 3*224 {
+		t.Fatalf("heatmap: %v %v", err, img.Bounds())
+	}
+	if code := mainContext(context.Background(), []string{"attend", "--model", "../../testdata/tinyclip", "x.png"}, nil, &out, &errb); code != exitUsage {
+		t.Fatalf("no prompt: exit %d", code)
+	}
+}

@@ -241,4 +241,3 @@ func (p *progressDisplay) finish() {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 }
-

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/text"
+	"github.com/spf13/pflag"
+)
+
+func init() {
+	register(command{
+		name:    "tokenize",
+		summary: "token ids and tokens, as the model's tokenizer makes them",
+		run:     runTokenize,
+	})
+}
+
+const tokenizeUsage = `tokenize [--model REF] [--json] [--openai] [--context-length N] [--pad] [--error-on-overflow] [TEXT...]
+
+Prints the token ids, tokens and words of each TEXT as the model's tokenizer
+makes them: BOS, the tokens, EOS, truncated to the context length (keeping
+EOS last) unless --error-on-overflow. With --pad, the ids are padded to the
+context length and the attention mask is printed too.
+
+Without TEXT, reads prompts from stdin: with --json one JSON string per line,
+else one prompt per line. With --json, writes one JSON object per prompt and
+line: {"text", "ids", "tokens", "words", "truncated"[, "mask"]}.
+
+--model is a model directory (tokenizer.json, or vocab.json and merges.txt,
+and tokenizer_config.json), a hub id org/name[@revision], default, or openai's
+bpe_simple_vocab_16e6.txt.gz.`
+
+// tokenizeOptions are the flags of `condition tokenize`.
+type tokenizeOptions struct {
+	Model           string
+	JSON            bool
+	OpenAI          bool
+	ContextLength   int
+	Pad             bool
+	ErrorOnOverflow bool
+}
+
+func (o *tokenizeOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Model, "model", models.DefaultRef, "model directory, hub id org/name[@revision], default, or a bpe_simple_vocab_16e6.txt.gz")
+	fs.BoolVar(&o.JSON, "json", false, "JSON output, one object per line; reads JSON strings from stdin when no TEXT is given")
+	fs.BoolVar(&o.OpenAI, "openai", false, "openai's cleaning (HTML unescape, Python lower(), no NFC) instead of the tokenizer.json normalizer")
+	fs.IntVar(&o.ContextLength, "context-length", 0, "context length to truncate (and pad) to (0: the model's, 77 for CLIP)")
+	fs.BoolVar(&o.Pad, "pad", false, "pad to the context length and print the attention mask")
+	fs.BoolVar(&o.ErrorOnOverflow, "error-on-overflow", false, "fail on a prompt longer than the context length instead of truncating it")
+}
+
+// loadTokenizer opens the tokenizer a --model value names.
+func loadTokenizer(ref string) (*text.Tokenizer, error) {
+	if strings.HasSuffix(ref, ".gz") {
+		if st, err := os.Stat(ref); err == nil && !st.IsDir() {
+			return text.LoadOpenAIBPE(ref)
+		}
+	}
+	// A plain directory needs no config.json: tokenizer files are enough.
+	if st, err := os.Stat(ref); err == nil && st.IsDir() {
+		return text.LoadTokenizerDir(ref)
+	}
+	m, err := models.Open(ref, models.Options{})
+	if err != nil {
+		return nil, err
+	}
+	t, err := text.LoadTokenizer(m.FS())
+	if err != nil {
+		return nil, fmt.Errorf("%w (model %s)", err, m.Name())
+	}
+	return t, nil
+}
+
+// tokenizeResult is one prompt's output.
+type tokenizeResult struct {
+	Text      string      `json:"text"`
+	IDs       []int       `json:"ids"`
+	Tokens    []string    `json:"tokens"`
+	Words     []text.Word `json:"words"`
+	Mask      []int64     `json:"mask,omitempty"`
+	Truncated bool        `json:"truncated"`
+}
+
+func runTokenize(ctx context.Context, e *env, args []string) error {
+	var o tokenizeOptions
+	fs := newFlagSet(e, "tokenize", tokenizeUsage)
+	o.AddFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if o.ContextLength < 0 || o.ContextLength == 1 {
+		return usagef("--context-length must be 0 (the model's) or at least 2, got %d", o.ContextLength)
+	}
+	tok, err := loadTokenizer(o.Model)
+	if err != nil {
+		return err
+	}
+	tok, err = tok.WithOptions(text.Options{ContextLength: o.ContextLength, OpenAIClean: o.OpenAI, ErrorOnOverflow: o.ErrorOnOverflow})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	w := bufio.NewWriter(e.Stdout)
+	defer w.Flush()
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	n := 0
+	one := func(s string) error {
+		n++
+		r, err := tokenizeOne(tok, s, o.Pad)
+		if err != nil {
+			return fmt.Errorf("prompt %d: %w", n, err)
+		}
+		if r.Truncated {
+			full, _ := tok.Encode(s)
+			e.Log.Warn("prompt truncated", "prompt", n, "tokens", len(full), "context_length", tok.ContextLength())
+		}
+		if o.JSON {
+			return enc.Encode(r)
+		}
+		return printTokenize(w, r)
+	}
+	if fs.NArg() > 0 {
+		for _, s := range fs.Args() {
+			if err := one(s); err != nil {
+				return err
+			}
+		}
+		return w.Flush()
+	}
+	sc := bufio.NewScanner(e.Stdin)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s := sc.Text()
+		if o.JSON {
+			if strings.TrimSpace(s) == "" {
+				continue
+			}
+			var v string
+			if err := json.Unmarshal([]byte(s), &v); err != nil {
+				return fmt.Errorf("stdin line %d: want a JSON string per line: %w", line, err)
+			}
+			s = v
+		}
+		if err := one(s); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("stdin: %w", err)
+	}
+	return w.Flush()
+}
+
+// tokenizeOne encodes s as the text model gets it: truncated to the context
+// length (or an error), padded when pad is set.
+func tokenizeOne(tok *text.Tokenizer, s string, pad bool) (tokenizeResult, error) {
+	ids64, mask, err := tok.EncodePadded(s, 0)
+	if err != nil {
+		return tokenizeResult{}, err
+	}
+	full, err := tok.Encode(s)
+	if err != nil {
+		return tokenizeResult{}, err
+	}
+	r := tokenizeResult{Text: s, Truncated: len(full) > len(ids64)}
+	for i, id := range ids64 {
+		if !pad && mask[i] == 0 {
+			break
+		}
+		r.IDs = append(r.IDs, int(id))
+	}
+	if pad {
+		r.Mask = mask
+	}
+	if r.Tokens, err = tok.Tokens(r.IDs); err != nil {
+		return tokenizeResult{}, err
+	}
+	n := len(r.IDs)
+	if pad {
+		n = 0
+		for _, m := range mask {
+			n += int(m)
+		}
+	}
+	if r.Words, err = tok.Words(r.IDs[:n]); err != nil {
+		return tokenizeResult{}, err
+	}
+	return r, nil
+}
+
+func printTokenize(w io.Writer, r tokenizeResult) error {
+	ids := make([]string, len(r.IDs))
+	for i, id := range r.IDs {
+		ids[i] = fmt.Sprint(id)
+	}
+	words := make([]string, len(r.Words))
+	for i, wd := range r.Words {
+		words[i] = wd.Text
+	}
+	note := ""
+	if r.Truncated {
+		note = ", truncated"
+	}
+	fmt.Fprintf(w, "%q (%d tokens%s)\n  ids     %s\n  tokens  %s\n  words   %s\n",
+		r.Text, len(r.IDs), note, strings.Join(ids, " "), strings.Join(r.Tokens, " "), strings.Join(words, " | "))
+	if r.Mask != nil {
+		m := make([]string, len(r.Mask))
+		for i, v := range r.Mask {
+			m[i] = fmt.Sprint(v)
+		}
+		_, err := fmt.Fprintf(w, "  mask    %s\n", strings.Join(m, " "))
+		return err
+	}
+	return nil
+}

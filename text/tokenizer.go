@@ -1,0 +1,467 @@
+package text
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Options change how a Tokenizer encodes. The zero value is the Hugging Face
+// fast tokenizer's behaviour with the model's context length.
+type Options struct {
+	// ContextLength is the length EncodePadded pads and truncates to when it
+	// is given 0: BOS, at most ContextLength-2 content tokens, EOS, padding.
+	// 0 means the model's model_max_length from tokenizer_config.json, or 77.
+	ContextLength int
+	// OpenAIClean cleans text as openai's simple_tokenizer.py does instead of
+	// the tokenizer.json normalizer: HTML unescape (twice), whitespace runs to
+	// one space, Python's lower() (with final sigma), no NFC. ftfy is not
+	// applied. Special tokens typed in the text are then recognised only where
+	// openai's pattern finds them (at the start of a match, any case).
+	OpenAIClean bool
+	// ErrorOnOverflow makes EncodePadded and EncodeBatch fail with a
+	// *TooLongError (errors.Is ErrTooLong) instead of truncating.
+	ErrorOnOverflow bool
+}
+
+// DefaultContextLength is CLIP's text context length, used when the model
+// files give none.
+const DefaultContextLength = 77
+
+// ErrTooLong is matched (errors.Is) by the *TooLongError a prompt longer than
+// the context length gives when Options.ErrorOnOverflow is set.
+var ErrTooLong = errors.New("text: prompt longer than the context length")
+
+// TooLongError says how many tokens a prompt has (BOS and EOS included) and
+// the context length it had to fit.
+type TooLongError struct {
+	Tokens, Limit int
+}
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("text: prompt is %d tokens with BOS and EOS, more than the context length %d (at most %d content tokens)",
+		e.Tokens, e.Limit, e.Limit-2)
+}
+
+// Is makes errors.Is(err, ErrTooLong) true.
+func (e *TooLongError) Is(target error) bool { return target == ErrTooLong }
+
+// addedToken is a special token found in the text before BPE; normalized ones
+// are looked for after normalization, the others in the raw text.
+type addedToken struct {
+	content    string
+	id         int
+	normalized bool
+}
+
+// Tokenizer is CLIP's byte-level BPE tokenizer. It is safe for concurrent use;
+// copies made by WithOptions share its tables and BPE cache.
+type Tokenizer struct {
+	model     *bpe
+	tokens    []string // by id; "" for ids the files do not define
+	vocab     map[string]int
+	suffix    string // end-of-word suffix, "</w>"
+	bos, eos  int
+	pad       int
+	special   map[int]bool
+	rawAdded  []addedToken
+	normAdded []addedToken
+	nfc       bool
+	lower     bool
+	// modelContext is model_max_length from the files, 0 when absent.
+	modelContext int
+	opts         Options
+	context      int
+}
+
+// WithOptions returns a tokenizer that encodes with o and shares t's
+// vocabulary and cache.
+func (t *Tokenizer) WithOptions(o Options) (*Tokenizer, error) {
+	if o.ContextLength < 0 || o.ContextLength == 1 {
+		return nil, fmt.Errorf("text: context length %d: want 0 (the model's) or at least 2", o.ContextLength)
+	}
+	c := *t
+	c.opts = o
+	c.context = o.ContextLength
+	if c.context == 0 {
+		c.context = t.modelContext
+	}
+	if c.context == 0 {
+		c.context = DefaultContextLength
+	}
+	return &c, nil
+}
+
+// Options returns the options t encodes with.
+func (t *Tokenizer) Options() Options { return t.opts }
+
+// ContextLength returns the length EncodePadded pads to by default.
+func (t *Tokenizer) ContextLength() int { return t.context }
+
+// BOS returns the id of the start-of-text token, <|startoftext|>.
+func (t *Tokenizer) BOS() int { return t.bos }
+
+// EOS returns the id of the end-of-text token, <|endoftext|>.
+func (t *Tokenizer) EOS() int { return t.eos }
+
+// Pad returns the id EncodePadded pads with (the pad token of
+// tokenizer_config.json; EOS when it names none).
+func (t *Tokenizer) Pad() int { return t.pad }
+
+// VocabSize returns the number of token ids (the largest id plus one).
+func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
+
+// ID returns the id of a token as the vocabulary spells it ("cat</w>").
+func (t *Tokenizer) ID(token string) (int, bool) {
+	id, ok := t.vocab[token]
+	return id, ok
+}
+
+// Encode returns the ids of s: BOS, the tokens of s, EOS; no padding and no
+// truncation. Invalid UTF-8 in s is first replaced, each maximal invalid
+// subpart by one U+FFFD, as Python's decode(errors="replace") does; the
+// result is what the Hugging Face tokenizer gives for that decoded string.
+func (t *Tokenizer) Encode(s string) ([]int, error) {
+	ids := make([]int, 0, len(s)/4+8)
+	ids = append(ids, t.bos)
+	var buf []byte
+	ids = t.appendContent(ids, s, &buf)
+	return append(ids, t.eos), nil
+}
+
+// EncodePadded returns the ids of s as the text model takes them, n of them
+// (n <= 0: the context length): BOS, the tokens, EOS, then padding; and the
+// attention mask (1 for BOS through EOS, 0 for padding). A prompt longer than
+// n keeps its first n-2 tokens and ends with EOS, unless
+// Options.ErrorOnOverflow is set: then the error is a *TooLongError.
+func (t *Tokenizer) EncodePadded(s string, n int) (ids, mask []int64, err error) {
+	if n <= 0 {
+		n = t.context
+	}
+	ids = make([]int64, n)
+	mask = make([]int64, n)
+	if err := t.encodeInto(ids, mask, s); err != nil {
+		return nil, nil, err
+	}
+	return ids, mask, nil
+}
+
+// EncodeBatch encodes texts as EncodePadded does into ids and mask of shape
+// [len(texts), n] (row-major), n <= 0 meaning the context length.
+func (t *Tokenizer) EncodeBatch(texts []string, n int) (ids, mask []int64, err error) {
+	if n <= 0 {
+		n = t.context
+	}
+	ids = make([]int64, len(texts)*n)
+	mask = make([]int64, len(texts)*n)
+	for i, s := range texts {
+		if err := t.encodeInto(ids[i*n:(i+1)*n], mask[i*n:(i+1)*n], s); err != nil {
+			return nil, nil, fmt.Errorf("text: prompt %d: %w", i, err)
+		}
+	}
+	return ids, mask, nil
+}
+
+func (t *Tokenizer) encodeInto(ids, mask []int64, s string) error {
+	n := len(ids)
+	if n < 2 {
+		return fmt.Errorf("text: length %d: want at least 2 (BOS and EOS)", n)
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	full := append(sc.ids[:0], t.bos)
+	full = t.appendContent(full, s, &sc.buf)
+	full = append(full, t.eos)
+	sc.ids = full
+	if len(full) > n {
+		if t.opts.ErrorOnOverflow {
+			return &TooLongError{Tokens: len(full), Limit: n}
+		}
+		full = append(full[:n-1], t.eos)
+	}
+	for i := range ids {
+		if i < len(full) {
+			ids[i], mask[i] = int64(full[i]), 1
+		} else {
+			ids[i], mask[i] = int64(t.pad), 0
+		}
+	}
+	return nil
+}
+
+// scratch is reusable memory for encodeInto.
+type scratch struct {
+	ids []int
+	buf []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// appendContent appends the ids of s without BOS and EOS; *bufp is scratch
+// memory for the normalized text.
+func (t *Tokenizer) appendContent(dst []int, s string, bufp *[]byte) []int {
+	s = sanitizeUTF8(s)
+	if t.opts.OpenAIClean {
+		return t.split(dst, cleanOpenAI(s), true)
+	}
+	buf := *bufp
+	defer func() { *bufp = buf }()
+	for s != "" {
+		at, tok := findAdded(s, t.rawAdded)
+		piece := s
+		if at >= 0 {
+			piece = s[:at]
+		}
+		if piece != "" {
+			buf = appendNormalizedHF(buf[:0], piece, t.nfc, t.lower)
+			if len(buf) > 0 {
+				// The string lives only while buf is not written: the BPE
+				// cache copies the keys it keeps.
+				dst = t.splitNormalized(dst, unsafe.String(&buf[0], len(buf)))
+			}
+		}
+		if at < 0 {
+			break
+		}
+		dst = append(dst, tok.id)
+		s = s[at+len(tok.content):]
+	}
+	return dst
+}
+
+// splitNormalized finds the normalized added tokens in s, then splits and
+// encodes the text between them.
+func (t *Tokenizer) splitNormalized(dst []int, s string) []int {
+	for s != "" {
+		at, tok := findAdded(s, t.normAdded)
+		if at < 0 {
+			return t.split(dst, s, false)
+		}
+		dst = t.split(dst, s[:at], false)
+		dst = append(dst, tok.id)
+		s = s[at+len(tok.content):]
+	}
+	return dst
+}
+
+// findAdded returns the leftmost (then longest) added token in s and its
+// byte offset, or -1.
+func findAdded(s string, added []addedToken) (int, addedToken) {
+	best, at := addedToken{}, -1
+	for _, a := range added {
+		i := strings.Index(s, a.content)
+		if i >= 0 && (at < 0 || i < at || (i == at && len(a.content) > len(best.content))) {
+			best, at = a, i
+		}
+	}
+	return at, best
+}
+
+// split runs CLIP's pre-tokenizer pattern over normalized text,
+//
+//	's|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+
+//
+// keeping the matches and dropping the whitespace between them, and appends
+// the BPE ids of each match. Go's regexp has no leftmost-first alternation
+// with these semantics at this speed, so it is a hand-written scanner. With
+// py, whitespace is Python's and openai's <|startoftext|> and <|endoftext|>
+// alternatives come first (case-insensitive, as openai compiles its pattern).
+func (t *Tokenizer) split(dst []int, s string, py bool) []int {
+	for i := 0; i < len(s); {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		cls := classOf(r, py)
+		if cls == clsSpace {
+			i += size
+			continue
+		}
+		if py && r == '<' {
+			if n, id, ok := t.openAISpecial(s[i:]); ok {
+				if id >= 0 {
+					dst = append(dst, id)
+				} else { // matched only under case folding ("ſ"): BPE'd as text
+					dst = t.model.word(dst, s[i:i+n])
+				}
+				i += n
+				continue
+			}
+		}
+		if r == '\'' {
+			if n := contraction(s[i+1:], py); n > 0 {
+				dst = t.model.word(dst, s[i:i+1+n])
+				i += 1 + n
+				continue
+			}
+		}
+		if cls == clsNumber {
+			dst = t.model.word(dst, s[i:i+size])
+			i += size
+			continue
+		}
+		j := i + size
+		for j < len(s) {
+			r, n := rune(s[j]), 1
+			if r >= utf8.RuneSelf {
+				r, n = utf8.DecodeRuneInString(s[j:])
+			}
+			c := classOf(r, py)
+			if (cls == clsLetter) != (c == clsLetter) || c == clsSpace || c == clsNumber {
+				break
+			}
+			j += n
+		}
+		dst = t.model.word(dst, s[i:j])
+		i = j
+	}
+	return dst
+}
+
+// openAISpecial matches openai's first two alternatives, <|startoftext|> and
+// <|endoftext|> (case-insensitive), at the start of s. It returns the match
+// length and the token's id, or -1 when the match is not spelled exactly:
+// openai's bpe() knows the specials only as they are spelled.
+func (t *Tokenizer) openAISpecial(s string) (n, id int, ok bool) {
+	for _, sp := range [...]struct {
+		text string
+		id   int
+	}{{startOfText, t.bos}, {endOfText, t.eos}} {
+		if n, ok := hasPrefixFold(s, sp.text); ok {
+			if s[:n] == sp.text {
+				return n, sp.id, true
+			}
+			return n, -1, true
+		}
+	}
+	return 0, 0, false
+}
+
+// contraction returns the length of the contraction suffix (s, t, re, ve, m,
+// ll, d) that s starts with, or 0. With py, the long s (U+017F) counts as s, as
+// under openai's re.IGNORECASE.
+func contraction(s string, py bool) int {
+	if s == "" {
+		return 0
+	}
+	switch s[0] {
+	case 's', 't', 'm', 'd':
+		return 1
+	case 'r', 'v':
+		if len(s) > 1 && s[1] == 'e' {
+			return 2
+		}
+	case 'l':
+		if len(s) > 1 && s[1] == 'l' {
+			return 2
+		}
+	}
+	if py && strings.HasPrefix(s, "ſ") {
+		return len("ſ")
+	}
+	return 0
+}
+
+// hasPrefixFold reports whether s starts with prefix under simple case
+// folding, and how many bytes of s the match takes.
+func hasPrefixFold(s, prefix string) (int, bool) {
+	i := 0
+	for _, p := range prefix {
+		if i >= len(s) {
+			return 0, false
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r != p && !strings.EqualFold(string(r), string(p)) {
+			return 0, false
+		}
+		i += n
+	}
+	return i, true
+}
+
+// Tokens returns the vocabulary spelling of each id: byte-level runes, with
+// "</w>" ending each word ("a</w>", "photo</w>", "<|startoftext|>").
+func (t *Tokenizer) Tokens(ids []int) ([]string, error) {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		tok, err := t.token(id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = tok
+	}
+	return out, nil
+}
+
+func (t *Tokenizer) token(id int) (string, error) {
+	if id < 0 || id >= len(t.tokens) || t.tokens[id] == "" {
+		return "", fmt.Errorf("text: token id %d not in the vocabulary (size %d)", id, len(t.tokens))
+	}
+	return t.tokens[id], nil
+}
+
+// Word is a run of tokens that forms one word: the tokens [Start, End) of the
+// ids it was made from. A word ends at a token ending in "</w>"; each special
+// token (BOS, EOS, padding) is a word by itself.
+type Word struct {
+	// Text is the word as text: its tokens' bytes, without "</w>"; a special
+	// token as it is spelled.
+	Text    string `json:"text"`
+	Start   int    `json:"start"`
+	End     int    `json:"end"`
+	Special bool   `json:"special,omitempty"`
+}
+
+// Words groups ids into words, for labelling per-word outputs such as
+// attention heatmaps. Tokens after the last word end (a truncated word) form
+// a last word.
+func (t *Tokenizer) Words(ids []int) ([]Word, error) {
+	var words []Word
+	var buf []byte
+	start := 0
+	flush := func(end int) {
+		if end > start {
+			words = append(words, Word{Text: strings.ToValidUTF8(string(buf), "\uFFFD"), Start: start, End: end})
+		}
+		buf = buf[:0]
+		start = end
+	}
+	for i, id := range ids {
+		tok, err := t.token(id)
+		if err != nil {
+			return nil, err
+		}
+		if t.special[id] {
+			flush(i)
+			words = append(words, Word{Text: tok, Start: i, End: i + 1, Special: true})
+			start = i + 1
+			continue
+		}
+		end := t.suffix != "" && strings.HasSuffix(tok, t.suffix)
+		if end {
+			tok = tok[:len(tok)-len(t.suffix)]
+		}
+		buf = appendTokenBytes(buf, tok)
+		if end {
+			flush(i + 1)
+		}
+	}
+	flush(len(ids))
+	return words, nil
+}
+
+// appendTokenBytes appends the bytes a byte-level token spells; runes that
+// are not byte-level symbols are kept as UTF-8.
+func appendTokenBytes(dst []byte, tok string) []byte {
+	for _, r := range tok {
+		if r >= 0 && int(r) < len(runeBytes) && runeBytes[r] >= 0 {
+			dst = append(dst, byte(runeBytes[r]))
+		} else {
+			dst = utf8.AppendRune(dst, r)
+		}
+	}
+	return dst
+}

@@ -70,7 +70,7 @@ func OpenManifest(out *OutDir, name string, resume bool) (*Manifest, []Entry, er
 	return &Manifest{f: f}, prior, nil
 }
 
-// Add appends one entry and syncs it to disk.
+// Add appends one entry (one write call; the file is synced by Close).
 func (m *Manifest) Add(e Entry) error {
 	b, err := json.Marshal(e)
 	if err != nil {

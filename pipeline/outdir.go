@@ -53,7 +53,11 @@ func checkRel(rel string) (string, error) {
 }
 
 // WriteFile writes data to rel (slash-separated, inside the folder)
-// atomically: a temporary file beside it, synced, then renamed.
+// atomically: a temporary file beside it, then renamed over rel, so that a
+// killed process leaves either the old file or the new one, never part of
+// one. The file is not fsynced (that costs milliseconds per image): a crash
+// of the whole machine may lose recent outputs, which --resume redoes since
+// the manifest is synced only at the end of the job.
 func (o *OutDir) WriteFile(rel string, data []byte) error {
 	name, err := checkRel(rel)
 	if err != nil {
@@ -72,9 +76,6 @@ func (o *OutDir) WriteFile(rel string, data []byte) error {
 		return fmt.Errorf("pipeline: write %q: %w", rel, err)
 	}
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -1,0 +1,683 @@
+package xattn
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+
+	"github.com/conditionhq/condition/xattn/internal/attn"
+	"github.com/conditionhq/condition/xattn/internal/gemm"
+)
+
+// AttnMode says which attention probabilities Forward returns.
+type AttnMode int
+
+// Attention outputs.
+const (
+	NoAttention      AttnMode = iota // none
+	MeanAttention                    // averaged over heads, [T_q, T_k]
+	PerHeadAttention                 // per head, [heads, T_q, T_k]
+)
+
+// Result is the output of a forward pass. Its slices are reused by the next
+// Forward into the same Result (grown when needed).
+type Result struct {
+	TQ, TK, DOut, Heads int
+	Mode                AttnMode
+	// Out is the layer output [TQ, DOut].
+	Out []float32
+	// Attn is the attention probabilities: [TQ, TK] for MeanAttention,
+	// [Heads, TQ, TK] for PerHeadAttention, nil for NoAttention. Masked keys
+	// get 0; each row sums to 1 unless all its keys are masked (then 0).
+	Attn []float32
+}
+
+// Source is a prepared source side: keys and values projected, masked keys
+// dropped, packed per head. It belongs to the layer that made it, is
+// read-only once made and may be shared by any number of workspaces.
+type Source struct {
+	l   *Layer
+	tk  int     // keys as given
+	tkc int     // keys attended (unmasked)
+	idx []int32 // positions of the attended keys; nil when all are
+	kp  []float32
+	vp  []float32
+	// scratch while preparing
+	x, k, v []float32
+	in      []float32 // the rows to project: x, or the caller's kv
+	idxBuf  []int32
+}
+
+// TK returns the number of keys the source was prepared with (masked ones
+// included).
+func (s *Source) TK() int { return s.tk }
+
+// Query is a prepared query side: queries projected (and normalised). It
+// belongs to the layer that made it and is read-only once made.
+type Query struct {
+	l  *Layer
+	tq int
+	q  []float32 // [tq, inner]
+	x  []float32 // scratch
+}
+
+// TQ returns the number of queries.
+func (q *Query) TQ() int { return q.tq }
+
+// ErrClosed is returned by a closed Workspace.
+var ErrClosed = errors.New("xattn: workspace closed")
+
+// Workspace holds the buffers and worker goroutines of forward passes with
+// one layer. After the first call of a given size, Forward allocates
+// nothing. A Workspace is not safe for concurrent use; Close stops its
+// workers.
+type Workspace struct {
+	l       *Layer
+	threads int
+	pool    *pool
+
+	src  Source // source of Forward and ForwardQuery
+	qry  Query  // queries of Forward and ForwardSource
+	o    []float32
+	prob []float32 // [heads, tq, tkc]
+	scr  []scratch
+
+	ph phase
+}
+
+type scratch struct {
+	qs, s, oacc []float32
+	m, l, mblk  []float32
+}
+
+// NewWorkspace returns a workspace running on threads goroutines (<= 0:
+// runtime.GOMAXPROCS(0)).
+func (l *Layer) NewWorkspace(threads int) *Workspace {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	w := &Workspace{l: l, threads: threads, pool: newPool(threads)}
+	w.src.l, w.qry.l = l, l
+	w.scr = make([]scratch, threads)
+	w.ph.w = w
+	runtime.AddCleanup(w, func(p *pool) { p.close() }, w.pool)
+	return w
+}
+
+// Threads returns the number of goroutines the workspace uses.
+func (w *Workspace) Threads() int { return w.threads }
+
+// Close stops the workspace's goroutines. It is idempotent; a closed
+// workspace returns ErrClosed.
+func (w *Workspace) Close() error {
+	w.pool.close()
+	return nil
+}
+
+// Forward attends the queries q [tq, DQ] to the source kv [tk, DKV] with an
+// optional key padding mask [tk] (nil: all keys) and writes the output
+// [tq, DOut] and, as mode asks, the attention probabilities into res.
+func (w *Workspace) Forward(res *Result, q []float32, tq int, kv []float32, tk int, mask []bool, mode AttnMode) error {
+	if err := w.check(res, mode); err != nil {
+		return err
+	}
+	if err := w.l.checkQ(q, tq); err != nil {
+		return err
+	}
+	if err := w.l.checkKV(kv, tk, mask); err != nil {
+		return err
+	}
+	w.prepareQuery(&w.qry, q, tq)
+	w.prepareSource(&w.src, kv, tk, mask)
+	w.attend(res, &w.qry, &w.src, mode)
+	return nil
+}
+
+// ForwardSource is Forward with a prepared source.
+func (w *Workspace) ForwardSource(res *Result, q []float32, tq int, src *Source, mode AttnMode) error {
+	if err := w.check(res, mode); err != nil {
+		return err
+	}
+	if src == nil || src.l != w.l {
+		return errors.New("xattn: source prepared by another layer")
+	}
+	if err := w.l.checkQ(q, tq); err != nil {
+		return err
+	}
+	w.prepareQuery(&w.qry, q, tq)
+	w.attend(res, &w.qry, src, mode)
+	return nil
+}
+
+// ForwardQuery is Forward with prepared queries.
+func (w *Workspace) ForwardQuery(res *Result, pq *Query, kv []float32, tk int, mask []bool, mode AttnMode) error {
+	if err := w.check(res, mode); err != nil {
+		return err
+	}
+	if pq == nil || pq.l != w.l {
+		return errors.New("xattn: query prepared by another layer")
+	}
+	if err := w.l.checkKV(kv, tk, mask); err != nil {
+		return err
+	}
+	w.prepareSource(&w.src, kv, tk, mask)
+	w.attend(res, pq, &w.src, mode)
+	return nil
+}
+
+// ForwardPrepared is Forward with both sides prepared.
+func (w *Workspace) ForwardPrepared(res *Result, pq *Query, src *Source, mode AttnMode) error {
+	if err := w.check(res, mode); err != nil {
+		return err
+	}
+	if pq == nil || pq.l != w.l || src == nil || src.l != w.l {
+		return errors.New("xattn: query or source prepared by another layer")
+	}
+	w.attend(res, pq, src, mode)
+	return nil
+}
+
+func (w *Workspace) check(res *Result, mode AttnMode) error {
+	if w.pool.closed {
+		return ErrClosed
+	}
+	if res == nil {
+		return errors.New("xattn: nil result")
+	}
+	if mode < NoAttention || mode > PerHeadAttention {
+		return fmt.Errorf("xattn: unknown attention mode %d", mode)
+	}
+	return nil
+}
+
+func (l *Layer) checkQ(q []float32, tq int) error {
+	if tq < 0 || len(q) != tq*l.dq {
+		return fmt.Errorf("xattn: queries have %d values, want [%d, %d] = %d: %w", len(q), tq, l.dq, tq*l.dq, ErrShape)
+	}
+	return nil
+}
+
+func (l *Layer) checkKV(kv []float32, tk int, mask []bool) error {
+	if tk < 0 || len(kv) != tk*l.dkv {
+		return fmt.Errorf("xattn: source has %d values, want [%d, %d] = %d: %w", len(kv), tk, l.dkv, tk*l.dkv, ErrShape)
+	}
+	if mask != nil && len(mask) != tk {
+		return fmt.Errorf("xattn: mask has %d values, want %d (one per key): %w", len(mask), tk, ErrShape)
+	}
+	return nil
+}
+
+// Forward is the allocating convenience form of Workspace.Forward on
+// threads goroutines (<= 0: GOMAXPROCS).
+func (l *Layer) Forward(q []float32, tq int, kv []float32, tk int, mask []bool, mode AttnMode, threads int) (*Result, error) {
+	w := l.NewWorkspace(threads)
+	defer w.Close()
+	res := new(Result)
+	if err := w.Forward(res, q, tq, kv, tk, mask, mode); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// PrepareSource projects and packs the source kv [tk, DKV] with an optional
+// key padding mask [tk] once, for any number of ForwardSource calls.
+func (l *Layer) PrepareSource(kv []float32, tk int, mask []bool) (*Source, error) {
+	if err := l.checkKV(kv, tk, mask); err != nil {
+		return nil, err
+	}
+	w := l.NewWorkspace(1)
+	defer w.Close()
+	src := &Source{l: l}
+	w.prepareSource(src, kv, tk, mask)
+	src.x, src.k, src.v, src.idxBuf = nil, nil, nil, nil
+	return src, nil
+}
+
+// PrepareQuery projects (and normalises) the queries q [tq, DQ] once, for
+// any number of ForwardQuery calls.
+func (l *Layer) PrepareQuery(q []float32, tq int) (*Query, error) {
+	if err := l.checkQ(q, tq); err != nil {
+		return nil, err
+	}
+	w := l.NewWorkspace(1)
+	defer w.Close()
+	pq := &Query{l: l}
+	w.prepareQuery(pq, q, tq)
+	pq.x = nil
+	return pq, nil
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+// phase is the one task type of a workspace; kind selects the work.
+type phase struct {
+	w    *Workspace
+	kind int
+	// arguments of the current phase
+	rows, chunk int
+	a, c        []float32 // input rows, output rows
+	ln          *LayerNorm
+	lda, d      int
+	src         *Source
+	qry         *Query
+	res         *Result
+	mode        AttnMode
+	tiles       int
+}
+
+const (
+	phQuery = iota
+	phKV
+	phPack
+	phCore
+	phOut
+	phProbs
+)
+
+func (p *phase) run(i, wid int) {
+	w := p.w
+	l := w.l
+	switch p.kind {
+	case phQuery:
+		r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
+		l.projectRows(p.qry.q[r0*l.inner:r1*l.inner], p.a[r0*l.dq:r1*l.dq], p.qry.x, r0, r1-r0, l.dq, l.qln, l.wq, l.bq, l.normQ)
+	case phKV:
+		r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
+		s := p.src
+		x := s.in[r0*l.dkv : r1*l.dkv]
+		if l.kvln != nil {
+			layerNorm(x, x, r1-r0, l.dkv, l.kvln)
+		}
+		l.projectRows(s.k[r0*l.inner:r1*l.inner], x, nil, 0, r1-r0, l.dkv, nil, l.wk, l.bk, l.normK)
+		if !l.vIsK {
+			l.projectRows(s.v[r0*l.inner:r1*l.inner], x, nil, 0, r1-r0, l.dkv, nil, l.wv, l.bv, false)
+		}
+	case phPack:
+		s := p.src
+		h, hd := i, l.hd
+		klen := attn.PackedKLen(s.tkc, hd)
+		v := s.v
+		if l.vIsK {
+			v = s.k
+		}
+		attn.PackK(s.kp[h*klen:(h+1)*klen], s.k[h*hd:], l.inner, s.tkc, hd)
+		hp := attn.PadHD(hd)
+		attn.PackV(s.vp[h*s.tkc*hp:(h+1)*s.tkc*hp], v[h*hd:], l.inner, s.tkc, hd)
+	case phCore:
+		w.coreTile(i/p.tiles, i%p.tiles, wid, p.qry, p.src, p.mode != NoAttention)
+	case phOut:
+		r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
+		gemm.MatMul(p.res.Out[r0*l.dout:r1*l.dout], l.dout, w.o[r0*l.inner:r1*l.inner], l.inner, r1-r0, l.wo, l.bo)
+	case phProbs:
+		r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
+		w.finishProbs(p.res, p.src, r0, r1)
+	}
+}
+
+// chunks splits rows into pieces for the pool: one per thread, at least 8
+// rows each.
+func (w *Workspace) chunks(rows int) (n, chunk int) {
+	if rows == 0 {
+		return 0, 1
+	}
+	chunk = (rows + w.threads - 1) / w.threads
+	chunk = max(8, (chunk+7)&^7)
+	return (rows + chunk - 1) / chunk, chunk
+}
+
+// projectRows writes y [n, inner] = f(x [n, d]) Wᵀ + b, where f is the layer
+// norm ln (into scratch lnBuf rows r0.. when ln != nil), then L2-normalises
+// the rows if norm. A nil W copies.
+func (l *Layer) projectRows(y, x, lnBuf []float32, r0, n, d int, ln *LayerNorm, wp *gemm.Packed, b []float32, norm bool) {
+	if n == 0 {
+		return
+	}
+	if ln != nil {
+		t := lnBuf[r0*d : (r0+n)*d]
+		layerNorm(t, x, n, d, ln)
+		x = t
+	}
+	if wp == nil {
+		copy(y, x[:n*d])
+		if b != nil {
+			for i := 0; i < n; i++ {
+				row := y[i*l.inner : (i+1)*l.inner]
+				for j := range row {
+					row[j] += b[j]
+				}
+			}
+		}
+	} else {
+		gemm.MatMul(y, l.inner, x, d, n, wp, b)
+	}
+	if norm {
+		for i := 0; i < n; i++ {
+			l2normalize(y[i*l.inner : (i+1)*l.inner])
+		}
+	}
+}
+
+func layerNorm(dst, x []float32, n, d int, ln *LayerNorm) {
+	for i := 0; i < n; i++ {
+		row := x[i*d : (i+1)*d]
+		var s float64
+		for _, v := range row {
+			s += float64(v)
+		}
+		mean := s / float64(d)
+		var v2 float64
+		for _, v := range row {
+			t := float64(v) - mean
+			v2 += t * t
+		}
+		inv := 1 / math.Sqrt(v2/float64(d)+float64(ln.Eps))
+		out := dst[i*d : (i+1)*d]
+		for j, v := range row {
+			y := float32((float64(v) - mean) * inv)
+			y *= ln.Weight[j]
+			if ln.Bias != nil {
+				y += ln.Bias[j]
+			}
+			out[j] = y
+		}
+	}
+}
+
+// l2normalize divides x by its Euclidean norm (by 1e-12 if smaller, as
+// torch.nn.functional.normalize does).
+func l2normalize(x []float32) {
+	var s float64
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	inv := float32(1 / max(math.Sqrt(s), 1e-12))
+	for j := range x {
+		x[j] *= inv
+	}
+}
+
+func (w *Workspace) prepareQuery(pq *Query, q []float32, tq int) {
+	l := w.l
+	pq.tq = tq
+	pq.q = grow(pq.q, tq*l.inner)
+	if l.qln != nil {
+		pq.x = grow(pq.x, tq*l.dq)
+	}
+	p := &w.ph
+	p.kind, p.qry, p.a = phQuery, pq, q
+	var n int
+	n, p.chunk = w.chunks(tq)
+	p.rows = tq
+	w.pool.do(n, p)
+	p.qry, p.a = nil, nil
+}
+
+func (w *Workspace) prepareSource(s *Source, kv []float32, tk int, mask []bool) {
+	l := w.l
+	s.tk = tk
+	all := true
+	for _, m := range mask {
+		if !m {
+			all = false
+			break
+		}
+	}
+	if all {
+		s.tkc, s.idx = tk, nil
+		if l.kvln == nil {
+			s.in = kv
+		} else {
+			s.x = grow(s.x, tk*l.dkv)
+			copy(s.x, kv)
+			s.in = s.x
+		}
+	} else {
+		s.x = grow(s.x, tk*l.dkv)
+		s.idxBuf = s.idxBuf[:0]
+		for j, m := range mask {
+			if m {
+				n := len(s.idxBuf)
+				copy(s.x[n*l.dkv:(n+1)*l.dkv], kv[j*l.dkv:(j+1)*l.dkv])
+				s.idxBuf = append(s.idxBuf, int32(j))
+			}
+		}
+		s.tkc = len(s.idxBuf)
+		s.idx = s.idxBuf
+		if s.idx == nil {
+			s.idx = []int32{}
+		}
+		s.in = s.x
+	}
+	s.k = grow(s.k, s.tkc*l.inner)
+	if !l.vIsK {
+		s.v = grow(s.v, s.tkc*l.inner)
+	}
+	p := &w.ph
+	p.kind, p.src = phKV, s
+	var n int
+	n, p.chunk = w.chunks(s.tkc)
+	p.rows = s.tkc
+	w.pool.do(n, p)
+	hp := attn.PadHD(l.hd)
+	s.kp = grow(s.kp, l.heads*attn.PackedKLen(s.tkc, l.hd))
+	s.vp = grow(s.vp, l.heads*s.tkc*hp)
+	if s.tkc > 0 {
+		p.kind = phPack
+		w.pool.do(l.heads, p)
+	}
+	p.src, s.in = nil, nil
+}
+
+// attend runs the attention core over all heads and query tiles, the output
+// projection and the probabilities.
+func (w *Workspace) attend(res *Result, pq *Query, src *Source, mode AttnMode) {
+	l := w.l
+	tq, tk := pq.tq, src.tk
+	res.TQ, res.TK, res.DOut, res.Heads, res.Mode = tq, tk, l.dout, l.heads, mode
+	res.Out = grow(res.Out, tq*l.dout)
+	switch mode {
+	case NoAttention:
+		res.Attn = res.Attn[:0]
+	case MeanAttention:
+		res.Attn = grow(res.Attn, tq*tk)
+	case PerHeadAttention:
+		res.Attn = grow(res.Attn, l.heads*tq*tk)
+	}
+	if mode == NoAttention && res.Attn != nil && len(res.Attn) == 0 {
+		res.Attn = nil
+	}
+	if l.wo == nil {
+		w.o = res.Out
+	} else {
+		w.o = grow(w.o, tq*l.inner)
+	}
+	if mode != NoAttention {
+		w.prob = grow(w.prob, l.heads*tq*src.tkc)
+	}
+	w.sizeScratch(src.tkc)
+
+	p := &w.ph
+	p.kind, p.qry, p.src, p.res, p.mode = phCore, pq, src, res, mode
+	p.tiles = (tq + attn.MR - 1) / attn.MR
+	w.pool.do(l.heads*p.tiles, p)
+	var n int
+	n, p.chunk = w.chunks(tq)
+	p.rows = tq
+	if l.wo != nil {
+		p.kind = phOut
+		w.pool.do(n, p)
+	}
+	if mode != NoAttention {
+		p.kind = phProbs
+		w.pool.do(n, p)
+	}
+	p.qry, p.src, p.res = nil, nil, nil
+}
+
+var negInf = float32(math.Inf(-1))
+
+func (w *Workspace) sizeScratch(tkc int) {
+	hd, hp := w.l.hd, attn.PadHD(w.l.hd)
+	lds := attn.Panels(min(tkc, attn.BlockK)) * attn.NR
+	nblk := (tkc + attn.BlockK - 1) / attn.BlockK
+	for i := range w.scr {
+		sc := &w.scr[i]
+		sc.qs = grow(sc.qs, attn.MR*hd)
+		sc.s = grow(sc.s, attn.MR*lds)
+		sc.oacc = grow(sc.oacc, attn.MR*hp)
+		sc.m = grow(sc.m, attn.MR)
+		sc.l = grow(sc.l, attn.MR)
+		sc.mblk = grow(sc.mblk, attn.MR*max(nblk, 1))
+	}
+}
+
+// coreTile computes head h of query tile t: o[rows, h*hd:(h+1)*hd] and,
+// if probs, the normalised probabilities into w.prob.
+func (w *Workspace) coreTile(h, t, wid int, pq *Query, src *Source, probs bool) {
+	l := w.l
+	sc := &w.scr[wid]
+	hd, hp, inner := l.hd, attn.PadHD(l.hd), l.inner
+	tq, tkc := pq.tq, src.tkc
+	i0 := t * attn.MR
+	rows := min(attn.MR, tq-i0)
+	if tkc == 0 {
+		for i := 0; i < rows; i++ {
+			clear(w.o[(i0+i)*inner+h*hd : (i0+i)*inner+(h+1)*hd])
+		}
+		return
+	}
+	qs := sc.qs
+	for i := 0; i < rows; i++ {
+		qr := pq.q[(i0+i)*inner+h*hd : (i0+i)*inner+(h+1)*hd]
+		dst := qs[i*hd : (i+1)*hd]
+		for d, x := range qr {
+			dst[d] = x * l.scale
+		}
+	}
+	clear(qs[rows*hd:])
+	klen := attn.PackedKLen(tkc, hd)
+	kp := src.kp[h*klen : (h+1)*klen]
+	vp := src.vp[h*tkc*hp : (h+1)*tkc*hp]
+	oacc := sc.oacc
+	clear(oacc)
+	lds := attn.Panels(min(tkc, attn.BlockK)) * attn.NR
+	nblk := (tkc + attn.BlockK - 1) / attn.BlockK
+	var prob []float32
+	if probs {
+		prob = w.prob[h*tq*tkc : (h+1)*tq*tkc]
+	}
+	for b := 0; b < nblk; b++ {
+		k0 := b * attn.BlockK
+		nb := min(attn.BlockK, tkc-k0)
+		np := attn.Panels(nb)
+		attn.Scores(sc.s, lds, qs, kp[k0*hd:], np, hd)
+		for i := 0; i < rows; i++ {
+			// Pad the row to whole panels with -Inf so that the vector
+			// kernels run on whole vectors; exp(-Inf) adds 0.
+			full := sc.s[i*lds : i*lds+np*attn.NR]
+			for j := nb; j < len(full); j++ {
+				full[j] = negInf
+			}
+			row := full[:nb]
+			mn := attn.Max(full)
+			if b > 0 {
+				mn = max(mn, sc.m[i])
+			}
+			sum := attn.ExpSum(full, mn)
+			if b > 0 {
+				alpha := attn.Exp(sc.m[i] - mn)
+				sc.l[i] = sc.l[i]*alpha + sum
+				if alpha != 1 {
+					or := oacc[i*hp : (i+1)*hp]
+					for c := range or {
+						or[c] *= alpha
+					}
+				}
+			} else {
+				sc.l[i] = sum
+			}
+			sc.m[i] = mn
+			if probs {
+				copy(prob[(i0+i)*tkc+k0:], row)
+				sc.mblk[i*nblk+b] = mn
+			}
+		}
+		attn.PV(oacc, sc.s, lds, vp[k0*hp:], nb, hp)
+	}
+	for i := 0; i < rows; i++ {
+		inv := 1 / sc.l[i]
+		dst := w.o[(i0+i)*inner+h*hd : (i0+i)*inner+(h+1)*hd]
+		for d := range dst {
+			dst[d] = oacc[i*hp+d] * inv
+		}
+		if probs {
+			pr := prob[(i0+i)*tkc : (i0+i+1)*tkc]
+			if nblk == 1 {
+				for j := range pr {
+					pr[j] *= inv
+				}
+				continue
+			}
+			for b := 0; b < nblk; b++ {
+				f := attn.Exp(sc.mblk[i*nblk+b]-sc.m[i]) * inv
+				blk := pr[b*attn.BlockK : min((b+1)*attn.BlockK, tkc)]
+				for j := range blk {
+					blk[j] *= f
+				}
+			}
+		}
+	}
+}
+
+// finishProbs writes rows r0..r1 of res.Attn from w.prob [heads, tq, tkc]:
+// averaged over heads or per head, scattered to the unmasked key positions.
+func (w *Workspace) finishProbs(res *Result, src *Source, r0, r1 int) {
+	heads, tq, tk, tkc := w.l.heads, res.TQ, res.TK, src.tkc
+	if res.Mode == PerHeadAttention {
+		for h := 0; h < heads; h++ {
+			for i := r0; i < r1; i++ {
+				dst := res.Attn[(h*tq+i)*tk : (h*tq+i+1)*tk]
+				p := w.prob[(h*tq+i)*tkc : (h*tq+i+1)*tkc]
+				scatter(dst, p, src.idx)
+			}
+		}
+		return
+	}
+	inv := 1 / float32(heads)
+	for i := r0; i < r1; i++ {
+		dst := res.Attn[i*tk : (i+1)*tk]
+		clear(dst)
+		for h := 0; h < heads; h++ {
+			p := w.prob[(h*tq+i)*tkc : (h*tq+i+1)*tkc]
+			if src.idx == nil {
+				for j, v := range p {
+					dst[j] += v
+				}
+			} else {
+				for j, v := range p {
+					dst[src.idx[j]] += v
+				}
+			}
+		}
+		for j := range dst {
+			dst[j] *= inv
+		}
+	}
+}
+
+func scatter(dst, p []float32, idx []int32) {
+	if idx == nil {
+		copy(dst, p)
+		return
+	}
+	clear(dst)
+	for j, v := range p {
+		dst[idx[j]] = v
+	}
+}

@@ -1,0 +1,131 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Config is a Hugging Face CLIPConfig (config.json). Fields missing from the
+// file take Hugging Face's defaults (those of openai/clip-vit-base-patch32).
+type Config struct {
+	ModelType           string       `json:"model_type"`
+	ProjectionDim       int          `json:"projection_dim"`
+	LogitScaleInitValue float64      `json:"logit_scale_init_value"`
+	TextConfig          TextConfig   `json:"text_config"`
+	VisionConfig        VisionConfig `json:"vision_config"`
+}
+
+// TextConfig is a CLIPTextConfig.
+type TextConfig struct {
+	VocabSize             int     `json:"vocab_size"`
+	HiddenSize            int     `json:"hidden_size"` // d_t, the width of token states
+	IntermediateSize      int     `json:"intermediate_size"`
+	ProjectionDim         int     `json:"projection_dim"`
+	NumHiddenLayers       int     `json:"num_hidden_layers"`
+	NumAttentionHeads     int     `json:"num_attention_heads"`
+	MaxPositionEmbeddings int     `json:"max_position_embeddings"` // the longest prompt in tokens, BOS and EOS included
+	HiddenAct             string  `json:"hidden_act"`
+	LayerNormEps          float64 `json:"layer_norm_eps"`
+	PadTokenID            int     `json:"pad_token_id"`
+	BosTokenID            int     `json:"bos_token_id"`
+	EosTokenID            int     `json:"eos_token_id"`
+}
+
+// VisionConfig is a CLIPVisionConfig.
+type VisionConfig struct {
+	HiddenSize        int     `json:"hidden_size"` // d_v, the width of patch states
+	IntermediateSize  int     `json:"intermediate_size"`
+	ProjectionDim     int     `json:"projection_dim"`
+	NumHiddenLayers   int     `json:"num_hidden_layers"`
+	NumAttentionHeads int     `json:"num_attention_heads"`
+	NumChannels       int     `json:"num_channels"`
+	ImageSize         int     `json:"image_size"`
+	PatchSize         int     `json:"patch_size"`
+	HiddenAct         string  `json:"hidden_act"`
+	LayerNormEps      float64 `json:"layer_norm_eps"`
+}
+
+// DefaultConfig returns Hugging Face's CLIPConfig defaults.
+func DefaultConfig() Config {
+	return Config{
+		ModelType:           "clip",
+		ProjectionDim:       512,
+		LogitScaleInitValue: 2.6592,
+		TextConfig: TextConfig{
+			VocabSize: 49408, HiddenSize: 512, IntermediateSize: 2048, ProjectionDim: 512,
+			NumHiddenLayers: 12, NumAttentionHeads: 8, MaxPositionEmbeddings: 77,
+			HiddenAct: "quick_gelu", LayerNormEps: 1e-5, PadTokenID: 1, BosTokenID: 49406, EosTokenID: 49407,
+		},
+		VisionConfig: VisionConfig{
+			HiddenSize: 768, IntermediateSize: 3072, ProjectionDim: 512, NumHiddenLayers: 12,
+			NumAttentionHeads: 12, NumChannels: 3, ImageSize: 224, PatchSize: 32,
+			HiddenAct: "quick_gelu", LayerNormEps: 1e-5,
+		},
+	}
+}
+
+// GridSize returns the patch grid (rows, columns) of the vision tower for a
+// square input of ImageSize: ImageSize/PatchSize each way.
+func (v VisionConfig) GridSize() (h, w int) {
+	if v.PatchSize <= 0 {
+		return 0, 0
+	}
+	return v.ImageSize / v.PatchSize, v.ImageSize / v.PatchSize
+}
+
+// ParseConfig parses a config.json. Older files that spell the sub-configs
+// text_config_dict / vision_config_dict are accepted too.
+func ParseConfig(b []byte) (Config, error) {
+	c := DefaultConfig()
+	var raw struct {
+		TextDict   json.RawMessage `json:"text_config_dict"`
+		VisionDict json.RawMessage `json:"vision_config_dict"`
+		Text       json.RawMessage `json:"text_config"`
+		Vision     json.RawMessage `json:"vision_config"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return Config{}, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Config{}, err
+	}
+	if raw.Text == nil && raw.TextDict != nil {
+		if err := json.Unmarshal(raw.TextDict, &c.TextConfig); err != nil {
+			return Config{}, fmt.Errorf("text_config_dict: %w", err)
+		}
+	}
+	if raw.Vision == nil && raw.VisionDict != nil {
+		if err := json.Unmarshal(raw.VisionDict, &c.VisionConfig); err != nil {
+			return Config{}, fmt.Errorf("vision_config_dict: %w", err)
+		}
+	}
+	if err := c.validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func (c Config) validate() error {
+	pos := []struct {
+		name string
+		v    int
+	}{
+		{"projection_dim", c.ProjectionDim},
+		{"text_config.hidden_size", c.TextConfig.HiddenSize},
+		{"text_config.vocab_size", c.TextConfig.VocabSize},
+		{"text_config.max_position_embeddings", c.TextConfig.MaxPositionEmbeddings},
+		{"vision_config.hidden_size", c.VisionConfig.HiddenSize},
+		{"vision_config.image_size", c.VisionConfig.ImageSize},
+		{"vision_config.patch_size", c.VisionConfig.PatchSize},
+		{"vision_config.num_channels", c.VisionConfig.NumChannels},
+	}
+	for _, p := range pos {
+		if p.v <= 0 {
+			return fmt.Errorf("%s is %d, expected a positive number", p.name, p.v)
+		}
+	}
+	if c.VisionConfig.ImageSize%c.VisionConfig.PatchSize != 0 {
+		return fmt.Errorf("vision_config.image_size %d is not a multiple of patch_size %d", c.VisionConfig.ImageSize, c.VisionConfig.PatchSize)
+	}
+	return nil
+}

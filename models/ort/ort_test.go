@@ -1,0 +1,249 @@
+package ort_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/models/ort"
+	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestLoad(t *testing.T) {
+	rt := orttest.Load(t)
+	v, err := ort.ParseVersion(rt.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	min, _ := ort.ParseVersion(ort.MinVersion)
+	if ort.CompareVersions(v, min) < 0 {
+		t.Fatalf("loaded version %s < %s", rt.Version, ort.MinVersion)
+	}
+	if len(rt.Tried) == 0 || rt.Tried[len(rt.Tried)-1].Result != "loaded" || rt.Tried[len(rt.Tried)-1].Path != rt.Path {
+		t.Fatalf("Tried does not end with the loaded library: %+v", rt.Tried)
+	}
+	// Loading again returns the same library; asking for another one is an error.
+	rt2, err := ort.Load(ort.LoadOptions{Logger: quiet()})
+	if err != nil || rt2.Path != rt.Path {
+		t.Fatalf("second Load: %v, %+v", err, rt2)
+	}
+	if _, err := ort.Load(ort.LoadOptions{LibPath: "/some/other/libonnxruntime.so", Logger: quiet()}); err == nil || !strings.Contains(err.Error(), "already loaded") {
+		t.Fatalf("Load of another library: got %v, want an 'already loaded' error", err)
+	}
+	// Probe reads the version without initialising anything.
+	pv, err := ort.Probe(rt.Path)
+	if err != nil || pv != rt.Version {
+		t.Fatalf("Probe(%s) = %q, %v; want %q", rt.Path, pv, err, rt.Version)
+	}
+}
+
+func TestProbeErrors(t *testing.T) {
+	if _, err := ort.Probe(filepath.Join(t.TempDir(), "missing.so")); err == nil {
+		t.Fatal("Probe of a missing file: no error")
+	}
+	bad := filepath.Join(t.TempDir(), "libonnxruntime.so.1")
+	if err := os.WriteFile(bad, []byte("not a library"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ort.Probe(bad); err == nil {
+		t.Fatal("Probe of a text file: no error")
+	}
+}
+
+func TestVersions(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"1.24.0", "1.24.0", 0},
+		{"1.30.0", "1.24.0", 1},
+		{"1.9.0", "1.24.0", -1},
+		{"1.24", "1.24.0", 0},
+		{"1.24.1-dev", "1.24.0", 1},
+		{"v2.0.0", "1.99.99", 1},
+	} {
+		a, err := ort.ParseVersion(c.a)
+		if err != nil {
+			t.Fatalf("ParseVersion(%q): %v", c.a, err)
+		}
+		b, _ := ort.ParseVersion(c.b)
+		if got := ort.CompareVersions(a, b); got != c.want {
+			t.Errorf("CompareVersions(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+	for _, bad := range []string{"", "1", "x.y.z", "1.2.3.4", "1.-2.0"} {
+		if _, err := ort.ParseVersion(bad); err == nil {
+			t.Errorf("ParseVersion(%q): no error", bad)
+		}
+	}
+}
+
+func TestCandidatesOrder(t *testing.T) {
+	cache := t.TempDir()
+	for _, v := range []string{"1.25.0", "1.30.0", "1.31.2", ".staging-1.30.0-x", "junk"} {
+		if err := os.MkdirAll(filepath.Join(cache, v), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(ort.EnvLibraryPath, "")
+	cs := ort.Candidates(ort.LoadOptions{CacheDir: cache})
+	var order []string
+	var cached []string
+	for _, c := range cs {
+		if len(order) == 0 || order[len(order)-1] != c.Source {
+			order = append(order, c.Source)
+		}
+		if c.Source == ort.SourceCache {
+			cached = append(cached, filepath.Base(filepath.Dir(c.Path)))
+		}
+	}
+	want := []string{ort.SourceExecutable, ort.SourceCache, ort.SourceSystem, ort.SourceSoname}
+	if strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Errorf("search order %v, want %v", order, want)
+	}
+	if got := strings.Join(cached, ","); got != ort.InstallVersion+",1.31.2,1.25.0" {
+		t.Errorf("cache versions searched %s, want %s,1.31.2,1.25.0", got, ort.InstallVersion)
+	}
+	// The flag, then the environment variable, each replace the search.
+	if cs := ort.Candidates(ort.LoadOptions{LibPath: "/x/lib.so"}); len(cs) != 1 || cs[0].Source != ort.SourceFlag {
+		t.Errorf("with LibPath: %+v", cs)
+	}
+	t.Setenv(ort.EnvLibraryPath, "/y/lib.so")
+	if cs := ort.Candidates(ort.LoadOptions{CacheDir: cache}); len(cs) != 1 || cs[0].Source != ort.SourceEnv || cs[0].Path != "/y/lib.so" {
+		t.Errorf("with %s: %+v", ort.EnvLibraryPath, cs)
+	}
+	if cs := ort.Candidates(ort.LoadOptions{LibPath: "/x/lib.so"}); cs[0].Source != ort.SourceFlag {
+		t.Errorf("the flag must win over %s: %+v", ort.EnvLibraryPath, cs)
+	}
+}
+
+// TestNotFound runs Load in a child process (ONNX Runtime loads once per
+// process) with nothing to find, and checks the error lists every place.
+func TestNotFound(t *testing.T) {
+	if os.Getenv("ORT_TEST_CHILD") == "notfound" {
+		rt, err := ort.Load(ort.LoadOptions{CacheDir: os.Getenv("ORT_TEST_CACHE"), Logger: quiet()})
+		if err == nil {
+			io.WriteString(os.Stdout, "FOUND<<"+rt.Path+">>")
+			return
+		}
+		var nf *ort.NotFoundError
+		if !errors.As(err, &nf) {
+			t.Fatalf("Load: %v, want a NotFoundError", err)
+		}
+		io.WriteString(os.Stdout, "ERR<<"+err.Error()+">>")
+		return
+	}
+	if os.Getenv("ORT_TEST_CHILD") == "badenv" {
+		_, err := ort.Load(ort.LoadOptions{Logger: quiet()})
+		if err == nil {
+			t.Fatal("Load with a bad env path: no error")
+		}
+		io.WriteString(os.Stdout, "ERR<<"+err.Error()+">>")
+		return
+	}
+	cache := t.TempDir()
+	run := func(mode string, env ...string) string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestNotFound$", "-test.v")
+		cmd.Env = append(os.Environ(), "ORT_TEST_CHILD="+mode, "ORT_TEST_CACHE="+cache,
+			"LD_LIBRARY_PATH=", "XDG_CACHE_HOME="+t.TempDir(), ort.EnvLibraryPath+"=")
+		cmd.Env = append(cmd.Env, env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child %s: %v\n%s", mode, err, out)
+		}
+		s := string(out)
+		if i, j := strings.Index(s, "FOUND<<"), strings.Index(s, ">>"); i >= 0 && j > i {
+			t.Skipf("with nothing installed for the test, the search still finds %s (system-wide install), so the not-found path cannot be reached here", s[i+7:j])
+		}
+		i, j := strings.Index(s, "ERR<<"), strings.Index(s, ">>")
+		if i < 0 || j < i {
+			t.Fatalf("child %s printed no error:\n%s", mode, s)
+		}
+		return s[i+5 : j]
+	}
+	msg := run("notfound")
+	for _, want := range []string{
+		filepath.Join(cache, ort.InstallVersion, ort.InstalledLibName()),
+		"executable", "system", "soname", "not found",
+		"condition runtime install", ort.EnvLibraryPath,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("not-found error lacks %q:\n%s", want, msg)
+		}
+	}
+	msg = run("badenv", ort.EnvLibraryPath+"=/nonexistent/libonnxruntime.so.1")
+	if !strings.Contains(msg, "/nonexistent/libonnxruntime.so.1: not found") || strings.Contains(msg, "soname") {
+		t.Errorf("a bad %s must be the only candidate tried:\n%s", ort.EnvLibraryPath, msg)
+	}
+}
+
+func TestSessionTinyCLIP(t *testing.T) {
+	orttest.Load(t)
+	dir := filepath.Join("..", "..", "testdata", "tinyclip")
+	graph, err := os.ReadFile(filepath.Join(dir, "onnx", "vision_model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, outs, err := ort.Inspect(graph, "vision_model.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ins) != 1 || ins[0].Name != "pixel_values" || ins[0].Type != ort.ElementFloat32 || len(ins[0].Shape) != 4 || ins[0].Shape[0] != -1 {
+		t.Fatalf("inputs %v", ins)
+	}
+	if len(outs) != 2 || outs[0].Name != "last_hidden_state" || outs[1].Name != "image_embeds" {
+		t.Fatalf("outputs %v", outs)
+	}
+	s, err := ort.NewSession(graph, "vision_model.onnx", []string{"pixel_values"}, []string{"image_embeds"}, ort.SessionOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := tensorio.ReadNPY(filepath.Join(dir, "golden", "vision_pixel_values.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tensorio.ReadNPY(filepath.Join(dir, "golden", "image_embeds.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Run(context.Background(), []tensorio.Tensor{px})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out[0].Data.([]float32)
+	w := want.Data.([]float32)
+	if len(got) != len(w) {
+		t.Fatalf("image_embeds: %d values, want %d", len(got), len(w))
+	}
+	for i := range w {
+		if d := got[i] - w[i]; d > 1e-4 || d < -1e-4 {
+			t.Fatalf("image_embeds[%d] = %g, torch %g", i, got[i], w[i])
+		}
+	}
+	if _, err := s.Run(context.Background(), nil); err == nil {
+		t.Error("Run with no inputs: no error")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Run(ctx, []tensorio.Tensor{px}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run with a cancelled context: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := s.Run(context.Background(), []tensorio.Tensor{px}); !errors.Is(err, ort.ErrClosed) {
+		t.Errorf("Run after Close: %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,258 @@
+package text
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/ort"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// Graph input and output names of a CLIP text tower export.
+const (
+	inputIDsName      = "input_ids"
+	attentionMaskName = "attention_mask"
+	hiddenOutputName  = "last_hidden_state"
+	embedsOutputName  = "text_embeds"
+)
+
+// EncoderOptions controls NewEncoder.
+type EncoderOptions struct {
+	// Threads is ONNX Runtime's intra-op thread count (0: ONNX Runtime's default).
+	Threads int
+	// MaxLength, when positive, is the longest sequence the model takes
+	// (config.json's text_config.max_position_embeddings); longer input is
+	// an error before the graph runs. OpenEncoder sets it from the config.
+	MaxLength int
+}
+
+// Encoder runs a CLIP text tower exported to ONNX (onnx/text_model.onnx) with
+// ONNX Runtime. It reads input and output names and element types from the
+// graph: input_ids may be int64 or int32 and attention_mask may be absent.
+// Encode may be called from several goroutines. Close it when done.
+type Encoder struct {
+	name      string
+	sess      *ort.Session
+	idsType   ort.ElementType
+	maskType  ort.ElementType // ElementUndefined when the graph has no attention_mask
+	hasEmbeds bool
+	maxLen    int
+}
+
+// Encoding is one prompt's output.
+type Encoding struct {
+	// States is last_hidden_state [T, Width], row-major: one row per token,
+	// after the final layer norm (Hugging Face CLIPTextModel semantics).
+	States []float32
+	// Mask is the attention mask [T]: 1 for tokens (BOS, words, EOS), 0 for padding.
+	Mask     []int64
+	T, Width int
+	// Embeds is text_embeds [Dim]: text_projection of the state at the
+	// first EOS, in CLIP's joint space (not normalised). Nil when the graph
+	// has no text_embeds output.
+	Embeds []float32
+}
+
+// OpenEncoder creates the encoder of a model's onnx/text_model.onnx.
+func OpenEncoder(m *models.Model, opts EncoderOptions) (*Encoder, error) {
+	b, err := m.ReadFile(models.TextModelFile)
+	if err != nil {
+		return nil, fmt.Errorf("text: %w", err)
+	}
+	if opts.MaxLength == 0 {
+		opts.MaxLength = m.Config().TextConfig.MaxPositionEmbeddings
+	}
+	return NewEncoder(b, m.Path(models.TextModelFile), opts)
+}
+
+// NewEncoder creates an encoder over an ONNX graph held in memory; name (the
+// file's path) is used in errors.
+func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error) {
+	ins, outs, err := ort.Inspect(graph, name)
+	if err != nil {
+		return nil, fmt.Errorf("text: %w", err)
+	}
+	e := &Encoder{name: name, maxLen: opts.MaxLength}
+	inNames := []string{inputIDsName}
+	var haveIDs bool
+	for _, in := range ins {
+		switch in.Name {
+		case inputIDsName:
+			haveIDs = true
+			if !in.Tensor || (in.Type != ort.ElementInt64 && in.Type != ort.ElementInt32) {
+				return nil, fmt.Errorf("text: %s: input %s is %s, expected an int64 or int32 tensor", name, in.Name, describeIO(in))
+			}
+			e.idsType = in.Type
+		case attentionMaskName:
+			if !in.Tensor || (in.Type != ort.ElementInt64 && in.Type != ort.ElementInt32) {
+				return nil, fmt.Errorf("text: %s: input %s is %s, expected an int64 or int32 tensor", name, in.Name, describeIO(in))
+			}
+			e.maskType = in.Type
+			inNames = append(inNames, attentionMaskName)
+		default:
+			return nil, fmt.Errorf("text: %s: unexpected input %s (a CLIP text graph takes input_ids and, optionally, attention_mask)", name, in)
+		}
+	}
+	if !haveIDs {
+		return nil, fmt.Errorf("text: %s: the graph has no input_ids input (inputs: %s)", name, listIO(ins))
+	}
+	outNames := []string{hiddenOutputName}
+	var haveHidden bool
+	for _, o := range outs {
+		switch o.Name {
+		case hiddenOutputName:
+			haveHidden = true
+		case embedsOutputName:
+			e.hasEmbeds = true
+			outNames = append(outNames, embedsOutputName)
+		default:
+			continue
+		}
+		if !o.Tensor || o.Type != ort.ElementFloat32 {
+			return nil, fmt.Errorf("text: %s: output %s is %s, expected a float32 tensor", name, o.Name, describeIO(o))
+		}
+	}
+	if !haveHidden {
+		return nil, fmt.Errorf("text: %s: the graph has no %s output (outputs: %s): it gives pooled embeddings only, "+
+			"and token states need %s; use a full export with %s and %s as outputs "+
+			"(or run `condition models expose` on the model to add it)",
+			name, hiddenOutputName, listIO(outs), hiddenOutputName, hiddenOutputName, embedsOutputName)
+	}
+	e.sess, err = ort.NewSession(graph, name, inNames, outNames, ort.SessionOptions{Threads: opts.Threads})
+	if err != nil {
+		return nil, fmt.Errorf("text: %w", err)
+	}
+	return e, nil
+}
+
+// HasEmbeds reports whether the graph outputs text_embeds.
+func (e *Encoder) HasEmbeds() bool { return e.hasEmbeds }
+
+// HasAttentionMask reports whether the graph takes an attention_mask.
+func (e *Encoder) HasAttentionMask() bool { return e.maskType != ort.ElementUndefined }
+
+// IDsType returns the element type of the graph's input_ids ("int64" or "int32").
+func (e *Encoder) IDsType() string { return e.idsType.String() }
+
+// Close releases the ONNX Runtime session. It is safe to call more than once.
+func (e *Encoder) Close() error {
+	if e == nil || e.sess == nil {
+		return nil
+	}
+	if err := e.sess.Close(); err != nil {
+		return fmt.Errorf("text: %w", err)
+	}
+	return nil
+}
+
+// Encode runs N prompts in one batch: ids [N][T] token ids (every prompt
+// padded to the same length T, as the tokenizer's EncodeBatch does) and masks
+// [N][T] (1 for tokens, 0 for padding; nil means all ones). It returns one
+// Encoding per prompt, in order.
+func (e *Encoder) Encode(ctx context.Context, ids [][]int64, masks [][]int64) ([]Encoding, error) {
+	n := len(ids)
+	if n == 0 {
+		return nil, nil
+	}
+	t := len(ids[0])
+	if t == 0 {
+		return nil, fmt.Errorf("text: encode: prompt 0 has no token ids")
+	}
+	if e.maxLen > 0 && t > e.maxLen {
+		return nil, fmt.Errorf("text: encode: %d token ids per prompt, the model takes at most %d", t, e.maxLen)
+	}
+	if masks != nil && len(masks) != n {
+		return nil, fmt.Errorf("text: encode: %d masks for %d prompts", len(masks), n)
+	}
+	flatIDs := make([]int64, 0, n*t)
+	flatMask := make([]int64, 0, n*t)
+	for i, row := range ids {
+		if len(row) != t {
+			return nil, fmt.Errorf("text: encode: prompt %d has %d token ids, prompt 0 has %d (pad every prompt to one length)", i, len(row), t)
+		}
+		for _, id := range row {
+			if id < 0 || (e.idsType == ort.ElementInt32 && id > math.MaxInt32) {
+				return nil, fmt.Errorf("text: encode: prompt %d: token id %d is out of range", i, id)
+			}
+		}
+		flatIDs = append(flatIDs, row...)
+		if masks == nil {
+			for range row {
+				flatMask = append(flatMask, 1)
+			}
+			continue
+		}
+		if len(masks[i]) != t {
+			return nil, fmt.Errorf("text: encode: prompt %d has %d token ids and a mask of %d", i, t, len(masks[i]))
+		}
+		for _, m := range masks[i] {
+			if m != 0 && m != 1 {
+				return nil, fmt.Errorf("text: encode: prompt %d: mask value %d, expected 0 or 1", i, m)
+			}
+		}
+		flatMask = append(flatMask, masks[i]...)
+	}
+	shape := []int{n, t}
+	in := []tensorio.Tensor{idsTensor(e.idsType, shape, flatIDs)}
+	if e.HasAttentionMask() {
+		in = append(in, idsTensor(e.maskType, shape, flatMask))
+	}
+	out, err := e.sess.Run(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("text: encode %d prompts of %d tokens: %w", n, t, err)
+	}
+	hidden, ok := out[0].Data.([]float32)
+	if !ok || len(out[0].Shape) != 3 || out[0].Shape[0] != n || out[0].Shape[1] != t {
+		return nil, fmt.Errorf("text: %s: %s has shape %v, expected [%d %d width]", e.name, hiddenOutputName, out[0].Shape, n, t)
+	}
+	width := out[0].Shape[2]
+	var embeds []float32
+	dim := 0
+	if e.hasEmbeds {
+		embeds, ok = out[1].Data.([]float32)
+		if !ok || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
+			return nil, fmt.Errorf("text: %s: %s has shape %v, expected [%d dim]", e.name, embedsOutputName, out[1].Shape, n)
+		}
+		dim = out[1].Shape[1]
+	}
+	res := make([]Encoding, n)
+	for i := range res {
+		r := &res[i]
+		r.T, r.Width = t, width
+		r.States = hidden[i*t*width : (i+1)*t*width : (i+1)*t*width]
+		r.Mask = flatMask[i*t : (i+1)*t : (i+1)*t]
+		if embeds != nil {
+			r.Embeds = embeds[i*dim : (i+1)*dim : (i+1)*dim]
+		}
+	}
+	return res, nil
+}
+
+func idsTensor(t ort.ElementType, shape []int, v []int64) tensorio.Tensor {
+	if t == ort.ElementInt32 {
+		w := make([]int32, len(v))
+		for i, x := range v {
+			w[i] = int32(x)
+		}
+		return tensorio.Tensor{DType: tensorio.DTypeI32, Shape: shape, Data: w}
+	}
+	return tensorio.I64(shape, v)
+}
+
+func describeIO(i ort.IOInfo) string {
+	if !i.Tensor {
+		return "not a tensor"
+	}
+	return i.Type.String()
+}
+
+func listIO(infos []ort.IOInfo) string {
+	s := make([]string, len(infos))
+	for i, x := range infos {
+		s[i] = x.String()
+	}
+	return strings.Join(s, ", ")
+}

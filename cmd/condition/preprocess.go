@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/vision"
+	"github.com/spf13/pflag"
+)
+
+func init() {
+	register(command{
+		name:    "preprocess",
+		summary: "the pixel_values tensor an image becomes, as .npy (for checking against Python)",
+		run:     runPreprocess,
+	})
+}
+
+const preprocessUsage = `preprocess [--model REF | --preprocessor FILE] --out F.npy [--max-pixels N] [--no-exif-orientation] [--json] IMAGE
+
+Decodes IMAGE (JPEG, PNG, GIF, BMP, TIFF or WebP), puts it upright from its
+EXIF orientation, and writes the pixel_values tensor [1, 3, H, W] float32
+that the model's CLIPImageProcessor makes of it to F.npy, as
+numpy.load(F.npy) would compare with
+CLIPImageProcessor.from_pretrained(...)(ImageOps.exif_transpose(Image.open(IMAGE)))["pixel_values"].
+
+--model is a model directory (its preprocessor_config.json), a hub id
+org/name[@revision], or default; --preprocessor is a preprocessor_config.json
+file. Prints one line about what was written (with --json, a JSON object).`
+
+// preprocessOptions are the flags of `condition preprocess`.
+type preprocessOptions struct {
+	Model         string
+	Preprocessor  string
+	Out           string
+	MaxPixels     int64
+	NoOrientation bool
+	JSON          bool
+}
+
+func (o *preprocessOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Model, "model", models.DefaultRef, "model directory, hub id org/name[@revision], or default: its preprocessor_config.json")
+	fs.StringVar(&o.Preprocessor, "preprocessor", "", "a preprocessor_config.json file (instead of --model)")
+	fs.StringVarP(&o.Out, "out", "o", "", "the .npy file to write pixel_values [1, 3, H, W] float32 to (required)")
+	fs.Int64Var(&o.MaxPixels, "max-pixels", vision.DefaultMaxPixels, "refuse images with more pixels than this, from their header (0: no limit)")
+	fs.BoolVar(&o.NoOrientation, "no-exif-orientation", false, "ignore the EXIF orientation tag (CLIPImageProcessor alone does not apply it)")
+	fs.BoolVar(&o.JSON, "json", false, "print a JSON object instead of a line")
+}
+
+// loadPreprocessor reads the preprocessor config that --preprocessor or
+// --model names. A plain directory needs only preprocessor_config.json.
+func loadPreprocessor(o *preprocessOptions) (*vision.Preprocessor, string, error) {
+	if o.Preprocessor != "" {
+		p, err := vision.LoadPreprocessorFile(o.Preprocessor)
+		return p, o.Preprocessor, err
+	}
+	if st, err := os.Stat(o.Model); err == nil && st.IsDir() {
+		p, err := vision.LoadPreprocessor(os.DirFS(o.Model))
+		if err != nil {
+			return nil, "", fmt.Errorf("%w (model %s)", err, o.Model)
+		}
+		return p, filepath.Join(o.Model, vision.PreprocessorConfigFile), nil
+	}
+	m, err := models.Open(o.Model, models.Options{})
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := vision.LoadPreprocessor(m.FS())
+	if err != nil {
+		return nil, "", fmt.Errorf("%w (model %s)", err, m.Name())
+	}
+	return p, m.Name() + ":" + vision.PreprocessorConfigFile, nil
+}
+
+func runPreprocess(ctx context.Context, e *env, args []string) error {
+	var o preprocessOptions
+	fs := newFlagSet(e, "preprocess", preprocessUsage)
+	o.AddFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want one IMAGE, got %d arguments", fs.NArg())
+	}
+	if o.Out == "" {
+		return usagef("--out F.npy is required")
+	}
+	if o.Preprocessor != "" && fs.Changed("model") {
+		return usagef("give --model or --preprocessor, not both")
+	}
+	if o.MaxPixels < 0 {
+		return usagef("--max-pixels must be 0 (no limit) or positive, got %d", o.MaxPixels)
+	}
+	p, from, err := loadPreprocessor(&o)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	path := fs.Arg(0)
+	opt := vision.DecodeOptions{MaxPixels: o.MaxPixels, NoOrientation: o.NoOrientation}
+	if o.MaxPixels == 0 {
+		opt.MaxPixels = -1
+	}
+	img, err := vision.DecodeFile(path, opt)
+	if err != nil {
+		return err
+	}
+	pixels, h, w, err := p.Apply(img)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	shape := []int{1, 3, h, w}
+	if err := tensorio.WriteNPY(o.Out, tensorio.F32(shape, pixels)); err != nil {
+		return err
+	}
+	b := img.Bounds()
+	e.Log.Debug("preprocessed", "image", path, "config", from, "upright", fmt.Sprintf("%dx%d", b.Dx(), b.Dy()))
+	if o.JSON {
+		return json.NewEncoder(e.Stdout).Encode(map[string]any{
+			"image": path, "out": o.Out, "shape": shape, "dtype": "float32",
+			"width": b.Dx(), "height": b.Dy(), "preprocessor": from,
+		})
+	}
+	_, err = fmt.Fprintf(e.Stdout, "%s: pixel_values [1, 3, %d, %d] float32 from %s (%dx%d upright) with %s\n",
+		o.Out, h, w, path, b.Dx(), b.Dy(), from)
+	return err
+}

@@ -1,0 +1,188 @@
+package vision
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"os"
+
+	// Decoders registered with package image.
+	_ "image/gif"
+	_ "image/jpeg"
+	_ "image/png"
+
+	_ "golang.org/x/image/bmp"
+	_ "golang.org/x/image/tiff"
+	_ "golang.org/x/image/webp"
+)
+
+// DefaultMaxPixels is the pixel limit when DecodeOptions.MaxPixels is 0:
+// Pillow's Image.MAX_IMAGE_PIXELS (1024 * 1024 * 1024 / 4 / 3).
+const DefaultMaxPixels int64 = 89_478_485
+
+// DecodeOptions controls Decode.
+type DecodeOptions struct {
+	// MaxPixels refuses images whose width × height, read from the header
+	// before decoding, is larger. 0 means DefaultMaxPixels; negative means
+	// no limit.
+	MaxPixels int64
+	// NoOrientation leaves the pixels as stored, ignoring the EXIF
+	// Orientation tag. By default orientations 2 to 8 are applied.
+	NoOrientation bool
+}
+
+func (o DecodeOptions) limit() int64 {
+	if o.MaxPixels == 0 {
+		return DefaultMaxPixels
+	}
+	return o.MaxPixels
+}
+
+// ErrUnsupportedFormat is returned (wrapped) for data that is not a JPEG,
+// PNG, GIF, BMP, TIFF or WebP image. It wraps image.ErrFormat.
+var ErrUnsupportedFormat = fmt.Errorf("unknown or unsupported image format (want JPEG, PNG, GIF, BMP, TIFF or WebP): %w", image.ErrFormat)
+
+// TooLargeError is returned (wrapped) for an image over the pixel limit.
+// It is detected from the header, before any pixel buffer is allocated.
+type TooLargeError struct {
+	Format        string
+	Width, Height int
+	Limit         int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s image is %dx%d (%d pixels), over the limit of %d pixels", e.Format, e.Width, e.Height,
+		int64(e.Width)*int64(e.Height), e.Limit)
+}
+
+// Decode decodes a JPEG, PNG, GIF (first frame), BMP, TIFF or WebP image
+// from data. It reads the size from the header first and refuses images
+// over opt's pixel limit (a *TooLargeError), then decodes and, unless
+// opt.NoOrientation, applies the EXIF orientation. The result keeps the
+// decoder's colour model (gray, 16-bit, paletted, CMYK, YCbCr...);
+// Preprocessor.Apply converts it to RGB as Pillow does.
+func Decode(data []byte, opt DecodeOptions) (image.Image, error) {
+	img, err := decode(data, opt)
+	if err != nil {
+		return nil, fmt.Errorf("vision: decode: %w", err)
+	}
+	return img, nil
+}
+
+// DecodeReader reads all of r and decodes it as Decode does.
+func DecodeReader(r io.Reader, opt DecodeOptions) (image.Image, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("vision: decode: %w", err)
+	}
+	return Decode(data, opt)
+}
+
+// DecodeFile reads and decodes the image file at path as Decode does; its
+// errors name the file.
+func DecodeFile(path string, opt DecodeOptions) (image.Image, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("vision: decode %q: %w", path, err)
+	}
+	img, err := decode(data, opt)
+	if err != nil {
+		return nil, fmt.Errorf("vision: decode %q: %w", path, err)
+	}
+	return img, nil
+}
+
+func decode(data []byte, opt DecodeOptions) (image.Image, error) {
+	if len(data) == 0 {
+		return nil, errors.New("empty file")
+	}
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		if errors.Is(err, image.ErrFormat) {
+			return nil, ErrUnsupportedFormat
+		}
+		if format == "" {
+			format = sniff(data)
+		}
+		return nil, fmt.Errorf("corrupt %s header: %w", format, err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return nil, fmt.Errorf("%s image has no pixels (%dx%d)", format, cfg.Width, cfg.Height)
+	}
+	if lim := opt.limit(); lim > 0 && int64(cfg.Width)*int64(cfg.Height) > lim {
+		return nil, &TooLargeError{Format: format, Width: cfg.Width, Height: cfg.Height, Limit: lim}
+	}
+	img, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("corrupt %s image (%dx%d): %w", format, cfg.Width, cfg.Height, err)
+	}
+	if b := img.Bounds(); b.Empty() {
+		return nil, fmt.Errorf("%s image has no pixels", format)
+	}
+	img = fixup(format, data, img)
+	if !opt.NoOrientation {
+		if o := orientation(format, data); o >= 2 && o <= 8 {
+			img = orient(img, o)
+		}
+	}
+	return img, nil
+}
+
+// sniff names the format from the magic bytes, for error messages about
+// data whose header the registered decoder could not read.
+func sniff(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte("\xff\xd8")):
+		return "jpeg"
+	case bytes.HasPrefix(data, []byte("\x89PNG")):
+		return "png"
+	case bytes.HasPrefix(data, []byte("GIF8")):
+		return "gif"
+	case bytes.HasPrefix(data, []byte("BM")):
+		return "bmp"
+	case bytes.HasPrefix(data, []byte("II*\x00")), bytes.HasPrefix(data, []byte("MM\x00*")):
+		return "tiff"
+	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
+		return "webp"
+	}
+	return "image"
+}
+
+// fixup undoes the places where Go's decoders keep less than Pillow does,
+// or mean something else: the RGB of a GIF's transparent palette entry,
+// 16-bit gray PNGs with a tRNS chunk (decoded as NRGBA64; Pillow opens them
+// as mode "I"), and lossy WebP's limited-range Y'CbCr (see webpRGB).
+func fixup(format string, data []byte, img image.Image) image.Image {
+	switch format {
+	case "gif":
+		if p, ok := img.(*image.Paletted); ok {
+			restoreGIFPalette(data, p)
+		}
+	case "webp":
+		switch m := img.(type) {
+		case *image.YCbCr:
+			if m.SubsampleRatio == image.YCbCrSubsampleRatio420 && m.Rect.Min == (image.Point{}) {
+				return webpRGB(m, nil, 0)
+			}
+		case *image.NYCbCrA:
+			if m.SubsampleRatio == image.YCbCrSubsampleRatio420 && m.Rect.Min == (image.Point{}) {
+				return webpRGB(&m.YCbCr, m.A, m.AStride)
+			}
+		}
+	case "png":
+		if m, ok := img.(*image.NRGBA64); ok && pngIsGray16(data) {
+			g := image.NewGray16(m.Rect)
+			for y := m.Rect.Min.Y; y < m.Rect.Max.Y; y++ {
+				src := m.Pix[m.PixOffset(m.Rect.Min.X, y):]
+				dst := g.Pix[g.PixOffset(g.Rect.Min.X, y):]
+				for x := 0; x < m.Rect.Dx(); x++ {
+					dst[2*x], dst[2*x+1] = src[8*x], src[8*x+1]
+				}
+			}
+			return g
+		}
+	}
+	return img
+}

@@ -1,0 +1,280 @@
+package vision
+
+import (
+	"image"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestParsePreprocessorConfig(t *testing.T) {
+	def := DefaultPreprocessor()
+	tests := []struct {
+		name string
+		json string
+		want func(p *Preprocessor)
+	}{
+		{"empty object gives CLIP defaults", `{}`, func(p *Preprocessor) {}},
+		{"legacy int form", `{"size": 336, "crop_size": 320}`, func(p *Preprocessor) {
+			p.Size = Size{ShortestEdge: 336}
+			p.CropSize = Size{Height: 320, Width: 320}
+		}},
+		{"dict forms", `{"size": {"shortest_edge": 256}, "crop_size": {"height": 240, "width": 200}}`, func(p *Preprocessor) {
+			p.Size = Size{ShortestEdge: 256}
+			p.CropSize = Size{Height: 240, Width: 200}
+		}},
+		{"height and width", `{"size": {"height": 384, "width": 512}, "do_center_crop": false}`, func(p *Preprocessor) {
+			p.Size = Size{Height: 384, Width: 512}
+			p.DoCenterCrop = false
+		}},
+		{"list form", `{"size": [30, 40], "crop_size": [10, 20]}`, func(p *Preprocessor) {
+			p.Size = Size{Height: 30, Width: 40}
+			p.CropSize = Size{Height: 10, Width: 20}
+		}},
+		{"nulls take defaults", `{"size": null, "crop_size": null, "do_convert_rgb": null, "image_mean": null}`, func(p *Preprocessor) {}},
+		{"scalar mean and std", `{"image_mean": 0.5, "image_std": [0.25]}`, func(p *Preprocessor) {
+			p.Mean = [3]float32{0.5, 0.5, 0.5}
+			p.Std = [3]float32{0.25, 0.25, 0.25}
+		}},
+		{"flags off", `{"do_resize": false, "do_center_crop": false, "do_rescale": false, "do_normalize": false, "do_convert_rgb": false, "rescale_factor": 0.5, "resample": 2}`, func(p *Preprocessor) {
+			p.DoResize, p.DoCenterCrop, p.DoRescale, p.DoNormalize, p.DoConvertRGB = false, false, false, false, false
+			p.RescaleFactor = 0.5
+			p.Resample = Bilinear
+		}},
+		{"unknown keys ignored", `{"feature_extractor_type": "CLIPFeatureExtractor", "processor_class": "CLIPProcessor", "image_processor_type": "CLIPImageProcessor"}`, func(p *Preprocessor) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParsePreprocessorConfig([]byte(tt.json))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := *def
+			tt.want(&want)
+			if *got != want {
+				t.Errorf("got  %+v\nwant %+v", *got, want)
+			}
+		})
+	}
+}
+
+func TestParsePreprocessorConfigErrors(t *testing.T) {
+	tests := []struct{ json, wantErr string }{
+		{`[]`, "not a JSON object"},
+		{`{"size": 224.5}`, "size: want an integer"},
+		{`{"size": "224"}`, "size: want an integer"},
+		{`{"size": {"longest_edge": 224}}`, `key "longest_edge" is not supported`},
+		{`{"size": 0}`, "size must have shortest_edge"},
+		{`{"size": 100000}`, "out of range"},
+		{`{"crop_size": {"shortest_edge": 224}}`, "crop_size must have height and width"},
+		{`{"crop_size": [224]}`, "want [height, width]"},
+		{`{"resample": 0}`, "resample 0 (nearest) is not supported"},
+		{`{"resample": 7}`, "resample 7"},
+		{`{"image_mean": [0.5, 0.5]}`, "image_mean: want 3 numbers (one per RGB channel), got 2"},
+		{`{"image_std": [1, 0, 1]}`, "image_std[1] is 0"},
+		{`{"do_resize": "yes"}`, "do_resize: want true or false"},
+	}
+	for _, tt := range tests {
+		_, err := ParsePreprocessorConfig([]byte(tt.json))
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "vision: ") {
+			t.Errorf("%s: got error %v, want one containing %q", tt.json, err, tt.wantErr)
+		}
+	}
+}
+
+func TestLoadPreprocessor(t *testing.T) {
+	fsys := fstest.MapFS{PreprocessorConfigFile: {Data: []byte(`{"size": 32, "crop_size": 32}`)}}
+	p, err := LoadPreprocessor(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Size.ShortestEdge != 32 || p.CropSize.Height != 32 {
+		t.Errorf("got %+v", p)
+	}
+	_, err = LoadPreprocessor(fstest.MapFS{})
+	if err == nil || !strings.Contains(err.Error(), PreprocessorConfigFile) {
+		t.Errorf("missing file: got %v", err)
+	}
+	bad := fstest.MapFS{PreprocessorConfigFile: {Data: []byte(`{"size": -1}`)}}
+	if _, err = LoadPreprocessor(bad); err == nil || !strings.Contains(err.Error(), PreprocessorConfigFile) {
+		t.Errorf("bad file: got %v, want an error naming the file", err)
+	}
+}
+
+// TestResizedSize checks transformers' get_resize_output_image_size:
+// int(size * long / short), truncated.
+func TestResizedSize(t *testing.T) {
+	p := DefaultPreprocessor()
+	tests := []struct{ w, h, rh, rw int }{
+		{640, 480, 224, 298}, // 224*640/480 = 298.67
+		{480, 640, 298, 224},
+		{224, 224, 224, 224},
+		{3, 500, 37333, 224},
+		{500, 3, 224, 37333},
+		{1, 1, 224, 224},
+		{1000, 999, 224, 224}, // 224.22
+	}
+	for _, tt := range tests {
+		rh, rw := p.ResizedSize(tt.w, tt.h)
+		if rh != tt.rh || rw != tt.rw {
+			t.Errorf("%dx%d: got %dx%d (h x w), want %dx%d", tt.w, tt.h, rh, rw, tt.rh, tt.rw)
+		}
+	}
+}
+
+func TestApplyIntoErrorsAndAllocs(t *testing.T) {
+	p := DefaultPreprocessor()
+	img := testImage(640, 480)
+	oh, ow := p.OutputSize(640, 480)
+	dst := make([]float32, 3*oh*ow)
+	if _, _, err := p.ApplyInto(dst[:10], img); err == nil || !strings.Contains(err.Error(), "dst has 10 values") {
+		t.Errorf("short dst: got %v", err)
+	}
+	if _, _, err := p.ApplyInto(dst, img); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		if _, _, err := p.ApplyInto(dst, img); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 && !raceEnabled { // the race detector empties sync.Pools at random
+		t.Errorf("ApplyInto allocates %v times per image once warm, want at most 1", allocs)
+	}
+	q := *p
+	q.DoConvertRGB = false
+	if _, _, err := q.ApplyInto(dst, image.NewGray(image.Rect(0, 0, 4, 4))); err == nil || !strings.Contains(err.Error(), "do_convert_rgb is false but the image is L (gray)") {
+		t.Errorf("gray with do_convert_rgb false: got %v", err)
+	}
+	if _, _, err := q.ApplyInto(dst, img); err != nil {
+		t.Errorf("RGB with do_convert_rgb false: %v", err)
+	}
+	if _, _, _, err := p.Apply(image.NewRGBA(image.Rectangle{})); err == nil {
+		t.Error("empty image: no error")
+	}
+	r := *p
+	r.DoCenterCrop = false
+	if _, _, _, err := r.Apply(image.NewGray(image.Rect(0, 0, 1, 400000))); err == nil || !strings.Contains(err.Error(), "over") {
+		t.Errorf("huge output: got %v", err)
+	}
+}
+
+// TestApplySubImage checks that images whose bounds do not start at (0, 0)
+// give the same result as a copy that does.
+func TestApplySubImage(t *testing.T) {
+	p := &Preprocessor{DoConvertRGB: true, DoResize: true, Size: Size{ShortestEdge: 16}, Resample: Bicubic,
+		DoCenterCrop: true, CropSize: Size{Height: 16, Width: 16}, DoRescale: true, RescaleFactor: 1.0 / 255}
+	big := testImage(60, 50)
+	sub := big.SubImage(image.Rect(7, 5, 47, 35)).(*image.RGBA)
+	cp := image.NewRGBA(image.Rect(0, 0, 40, 30))
+	for y := 0; y < 30; y++ {
+		copy(cp.Pix[y*cp.Stride:][:160], sub.Pix[sub.PixOffset(7, 5+y):][:160])
+	}
+	a, _, _, err := p.Apply(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _, err := p.Apply(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("value %d: sub-image %v, copy %v", i, a[i], b[i])
+		}
+	}
+}
+
+// TestResizeWindow checks that resizing only a window gives the same
+// pixels as resizing everything and cropping.
+func TestResizeWindow(t *testing.T) {
+	src := testImage(97, 61)
+	rgb, w, h := toRGB(nil, src, nil)
+	v := rgbView{pix: rgb, stride: 3 * w, w: w, h: h}
+	f, _ := Bicubic.filter()
+	for _, sz := range [][2]int{{40, 25}, {200, 130}, {97, 30}, {50, 61}} {
+		dw, dh := sz[0], sz[1]
+		var s resampleScratch
+		full := make([]byte, 3*dw*dh)
+		resize(full, v, dw, dh, image.Rect(0, 0, dw, dh), f, &s)
+		win := image.Rect(dw/5, dh/3, dw-dw/4, dh-1)
+		part := make([]byte, 3*win.Dx()*win.Dy())
+		resize(part, v, dw, dh, win, f, &s)
+		for y := 0; y < win.Dy(); y++ {
+			for x := 0; x < 3*win.Dx(); x++ {
+				if part[y*3*win.Dx()+x] != full[(y+win.Min.Y)*3*dw+3*win.Min.X+x] {
+					t.Fatalf("%dx%d: window pixel (%d, %d) differs", dw, dh, x/3, y)
+				}
+			}
+		}
+	}
+}
+
+// TestBicubicKernel checks Keys' cubic (a = -0.5) at a few points.
+func TestBicubicKernel(t *testing.T) {
+	for _, c := range []struct{ x, want float64 }{{0, 1}, {1, 0}, {2, 0}, {0.5, 0.5625}, {1.5, -0.0625}, {-0.5, 0.5625}, {3, 0}} {
+		if got := bicubicKernel(c.x); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("bicubic(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
+}
+
+func TestToRGBConversions(t *testing.T) {
+	// 16-bit gray clips to 0..255 (Pillow's "I" to "RGB").
+	g := image.NewGray16(image.Rect(0, 0, 3, 1))
+	g.SetGray16(0, 0, color.Gray16{Y: 100})
+	g.SetGray16(1, 0, color.Gray16{Y: 255})
+	g.SetGray16(2, 0, color.Gray16{Y: 256})
+	if rgb, _, _ := toRGB(nil, g, nil); string(rgb) != "\x64\x64\x64\xff\xff\xff\xff\xff\xff" {
+		t.Errorf("gray16: %v", rgb)
+	}
+	// CMYK: Pillow's cmyk2rgb.
+	c := image.NewCMYK(image.Rect(0, 0, 1, 1))
+	c.Pix = []byte{100, 0, 255, 50}
+	if rgb, _, _ := toRGB(nil, c, nil); rgb[0] != 125 || rgb[1] != 205 || rgb[2] != 0 {
+		// nk = 205; 205 - round(100*205/255) = 205 - 80 = 125
+		t.Errorf("cmyk: %v", rgb)
+	}
+	// NRGBA drops alpha without blending.
+	n := image.NewNRGBA(image.Rect(0, 0, 1, 1))
+	n.Pix = []byte{10, 20, 30, 0}
+	if rgb, _, _ := toRGB(nil, n, nil); string(rgb) != "\x0a\x14\x1e" {
+		t.Errorf("nrgba: %v", rgb)
+	}
+}
+
+// testImage is a deterministic RGB test pattern.
+func testImage(w, h int) *image.RGBA {
+	m := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			i := m.PixOffset(x, y)
+			m.Pix[i] = uint8(x * 255 / max(w-1, 1))
+			m.Pix[i+1] = uint8(y * 255 / max(h-1, 1))
+			m.Pix[i+2] = uint8((x*7 + y*13) % 256)
+			if (x/8+y/8)%2 == 0 {
+				m.Pix[i+2] = 255
+			}
+			m.Pix[i+3] = 255
+		}
+	}
+	return m
+}
+
+func TestLoadPreprocessorFileGolden(t *testing.T) {
+	path := filepath.Join(goldenDir, "configs", "clip224.json")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("golden data absent: %v", err)
+	}
+	p, err := LoadPreprocessorFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *p != *DefaultPreprocessor() {
+		t.Errorf("OpenAI CLIP's config parses to %+v, want the defaults %+v", *p, *DefaultPreprocessor())
+	}
+}

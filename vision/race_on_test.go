@@ -1,0 +1,5 @@
+//go:build race
+
+package vision
+
+const raceEnabled = true

@@ -184,10 +184,10 @@ func newEngine(cfg Config) (_ *engine, err error) {
 	if j.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
-	if j.tenc, err = text.OpenEncoder(m, text.EncoderOptions{Threads: cfg.Threads}); err != nil {
+	if j.tenc, err = text.OpenEncoder(m, text.EncoderOptions{Threads: cfg.Threads, NoSpinning: true}); err != nil {
 		return nil, err
 	}
-	if j.venc, err = vision.OpenEncoder(m, vision.EncoderOptions{Threads: cfg.Threads}); err != nil {
+	if j.venc, err = vision.OpenEncoder(m, vision.EncoderOptions{Threads: cfg.Threads, NoSpinning: true}); err != nil {
 		return nil, err
 	}
 	if _, j.inH, j.inW = j.venc.InputSize(); j.inH <= 0 || j.inW <= 0 {

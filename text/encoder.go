@@ -23,6 +23,9 @@ const (
 type EncoderOptions struct {
 	// Threads is ONNX Runtime's intra-op thread count (0: ONNX Runtime's default).
 	Threads int
+	// NoSpinning keeps ONNX Runtime's threads from spinning between runs
+	// (for pipelines that share the cores with other stages).
+	NoSpinning bool
 	// MaxLength, when positive, is the longest sequence the model takes
 	// (config.json's text_config.max_position_embeddings); longer input is
 	// an error before the graph runs. OpenEncoder sets it from the config.
@@ -121,7 +124,7 @@ func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error
 			"(or run `condition models expose` on the model to add it)",
 			name, hiddenOutputName, listIO(outs), hiddenOutputName, hiddenOutputName, embedsOutputName)
 	}
-	e.sess, err = ort.NewSession(graph, name, inNames, outNames, ort.SessionOptions{Threads: opts.Threads})
+	e.sess, err = ort.NewSession(graph, name, inNames, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
 	if err != nil {
 		return nil, fmt.Errorf("text: %w", err)
 	}

@@ -21,6 +21,9 @@ const (
 type EncoderOptions struct {
 	// Threads is ONNX Runtime's intra-op thread count (0: ONNX Runtime's default).
 	Threads int
+	// NoSpinning keeps ONNX Runtime's threads from spinning between runs
+	// (for pipelines that share the cores with other stages).
+	NoSpinning bool
 	// PatchSize, when positive, gives the patch grid of each image
 	// (config.json's vision_config.patch_size; OpenEncoder sets it). Without
 	// it the grid is inferred from the number of patch tokens.
@@ -117,7 +120,7 @@ func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error
 			"(or run `condition models expose` on the model to add it)",
 			name, visionHiddenOutputName, listIOInfo(outs), visionHiddenOutputName, visionHiddenOutputName, imageEmbedsOutputName)
 	}
-	e.sess, err = ort.NewSession(graph, name, []string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads})
+	e.sess, err = ort.NewSession(graph, name, []string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
 	if err != nil {
 		return nil, fmt.Errorf("vision: %w", err)
 	}

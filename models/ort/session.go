@@ -141,6 +141,10 @@ func Inspect(graph []byte, name string) (inputs, outputs []IOInfo, err error) {
 type SessionOptions struct {
 	// Threads is ONNX Runtime's intra-op thread count; 0 leaves ONNX Runtime's default.
 	Threads int
+	// NoSpinning stops ONNX Runtime's intra-op threads from spinning while
+	// they wait for work, so that they leave the cores to other stages of a
+	// pipeline (decoding, attention) between runs.
+	NoSpinning bool
 }
 
 // Session runs one ONNX graph with named inputs and outputs. Run may be
@@ -174,6 +178,11 @@ func NewSession(graph []byte, name string, inputs, outputs []string, opts Sessio
 	if opts.Threads > 0 {
 		if err := so.SetIntraOpNumThreads(opts.Threads); err != nil {
 			return nil, fmt.Errorf("ort: %s: set %d threads: %w", name, opts.Threads, err)
+		}
+	}
+	if opts.NoSpinning {
+		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
+			return nil, fmt.Errorf("ort: %s: disable spinning: %w", name, err)
 		}
 	}
 	s, err := onnx.NewDynamicAdvancedSessionWithONNXData(graph, inputs, outputs, so)

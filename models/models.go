@@ -2,20 +2,47 @@
 // Face layout (config.json, preprocessor_config.json, tokenizer files,
 // onnx/text_model.onnx, onnx/vision_model.onnx, model.safetensors).
 //
-// A reference is a directory, a hub id "org/name[@revision]" (resolved in the
-// local Hugging Face cache), or "default", the small model built into the
-// binary.
+// A reference is
+//
+//   - a directory;
+//   - a hub id "org/name[@revision]", looked up in the Hugging Face cache
+//     (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub) and
+//     fetched from the hub (HF_ENDPOINT, HF_TOKEN) into it when missing,
+//     unless HF_HUB_OFFLINE is set;
+//   - "default", the small model built into the binary;
+//   - "<graphs>+<weights>": the ONNX graphs, configs and tokenizer from the
+//     first (a directory or hub id), the projection heads (text_projection,
+//     visual_projection, vision_model.post_layernorm, logit_scale) from the
+//     model.safetensors of the second. Many ONNX exports ship no safetensors:
+//     "Xenova/clip-vit-base-patch32+openai/clip-vit-base-patch32". Only the
+//     heads are read from the second, with HTTP range requests when it is on
+//     the hub: a 600 MB checkpoint is not downloaded for 2 MB of heads.
+//
+// Options.Variant picks graphs by suffix (onnx/text_model_fp16.onnx for
+// "fp16"). A graph rewritten by Model.Expose (onnx/<name>.exposed.onnx,
+// beside the original) is used in place of the original.
+//
+// Whatever the files' real names, the model's FS serves them under the
+// canonical names: onnx/text_model.onnx, onnx/vision_model.onnx and
+// model.safetensors.
 package models
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+
+	"github.com/conditionhq/condition/models/hub"
+	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/tensorio"
 )
 
 // Well-known file names inside a model.
@@ -27,6 +54,29 @@ const (
 	WeightsFile      = "model.safetensors"
 )
 
+// HeadsFile is where the projection heads read out of a large
+// model.safetensors are kept, in the cache snapshot of the repository they
+// were read from: snapshots/<commit>/condition-heads.safetensors (a link
+// into blobs/, like every file of the snapshot).
+const HeadsFile = "condition-heads.safetensors"
+
+// ExposedSuffix marks a graph rewritten by Expose: onnx/vision_model.onnx →
+// onnx/vision_model.exposed.onnx.
+const ExposedSuffix = ".exposed.onnx"
+
+// HeadNames are the tensors of CLIPModel's joint-space heads.
+var HeadNames = []string{
+	"text_projection.weight",
+	"visual_projection.weight",
+	"vision_model.post_layernorm.weight",
+	"vision_model.post_layernorm.bias",
+	"logit_scale",
+}
+
+// SmallWeights is the default size up to which a model.safetensors on the
+// hub is downloaded whole; a larger one has only its heads read, by ranges.
+const SmallWeights = 64 << 20
+
 // DefaultRef is the reference of the model built into the binary.
 const DefaultRef = "default"
 
@@ -35,6 +85,28 @@ type Options struct {
 	// HubCache overrides the Hugging Face hub cache folder (default:
 	// HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub).
 	HubCache string
+	// Offline never touches the network (as HF_HUB_OFFLINE=1 does).
+	Offline bool
+	// Update asks the hub which commit a branch is at even when the cache
+	// already holds the model (by default a cached model is used as is).
+	Update bool
+	// Variant picks graphs by suffix: "fp16" → onnx/text_model_fp16.onnx.
+	Variant string
+	// Weights is a directory or hub id whose model.safetensors holds the
+	// projection heads (the same as "<ref>+<weights>").
+	Weights string
+	// MaxWeightsDownload is the size up to which a model.safetensors on the
+	// hub is downloaded whole (0: SmallWeights); past it only the heads are
+	// read, with range requests.
+	MaxWeightsDownload int64
+	// Hub, when set, is the hub client to use (endpoint, token, HTTP client);
+	// nil means hub.FromEnv(). HubCache, Offline, Progress and Logger are
+	// applied to a copy of it.
+	Hub *hub.Client
+	// Progress, when set, is called as files download.
+	Progress func(hub.Progress)
+	// Logger receives a line per file fetched; nil discards.
+	Logger *slog.Logger
 }
 
 // Model is an opened model: its files and its parsed config.json.
@@ -42,40 +114,68 @@ type Model struct {
 	ref      string
 	dir      string // "" for the embedded model
 	revision string // the hub commit, for hub references
+	repo     string // org/name for hub references
 	fsys     fs.FS
+	base     fs.FS             // the folder, before aliases
+	alias    map[string]string // canonical name → name in base
+	extra    map[string]string // canonical name → file on disk outside the folder
+	weights  string            // where the heads come from, when not the model itself
+	variant  string
+	hub      *hub.Client
 	config   Config
 }
 
-// Open resolves ref and reads the model's config.json.
+// Open resolves ref and reads the model's config.json. Hub models missing
+// from the cache are downloaded (see OpenContext).
 func Open(ref string, opts Options) (*Model, error) {
+	return OpenContext(context.Background(), ref, opts)
+}
+
+// OpenContext is Open with a context bounding any download.
+func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) {
 	if ref == "" {
 		return nil, errors.New("models: empty model reference (give a directory, org/name[@revision], or default)")
 	}
-	m := &Model{ref: ref}
+	weights := opts.Weights
+	if !isDir(ref) && ref != DefaultRef {
+		if a, b, ok := strings.Cut(ref, "+"); ok {
+			if weights != "" {
+				return nil, fmt.Errorf("models: %q names its weights after +, and weights %q were given too", ref, weights)
+			}
+			ref, weights = a, b
+			if ref == "" || weights == "" {
+				return nil, fmt.Errorf("models: %q: expected <model>+<weights>, both a directory or org/name[@revision]", a+"+"+b)
+			}
+		}
+	}
+	variant := strings.TrimPrefix(opts.Variant, "_")
+	m := &Model{ref: ref, variant: variant, weights: weights, alias: map[string]string{}, extra: map[string]string{}}
 	switch {
 	case ref == DefaultRef:
 		fsys, err := defaultFS()
 		if err != nil {
 			return nil, err
 		}
-		m.fsys = fsys
+		m.base = fsys
 	case isDir(ref):
 		abs, err := filepath.Abs(ref)
 		if err != nil {
 			return nil, fmt.Errorf("models: %s: %w", ref, err)
 		}
-		m.dir, m.fsys = abs, os.DirFS(abs)
+		m.dir, m.base = abs, os.DirFS(abs)
 	case hubRef.MatchString(ref):
-		dir, rev, err := resolveHub(ref, opts)
-		if err != nil {
+		if err := m.openHub(ctx, ref, opts); err != nil {
 			return nil, err
 		}
-		m.dir, m.revision, m.fsys = dir, rev, os.DirFS(dir)
 	default:
 		if _, err := os.Stat(ref); err == nil {
 			return nil, fmt.Errorf("models: %s is a file; a model is a directory (with %s, %s, ...)", ref, ConfigFile, TextModelFile)
 		}
 		return nil, fmt.Errorf("models: %q: no such directory, and not a hub id of the form org/name[@revision]", ref)
+	}
+	m.fsys = overlay{m}
+	if err := m.pickGraphs(); err != nil {
+		return nil, err
 	}
 	b, err := m.ReadFile(ConfigFile)
 	if err != nil {
@@ -84,13 +184,21 @@ func Open(ref string, opts Options) (*Model, error) {
 	if m.config, err = ParseConfig(b); err != nil {
 		return nil, fmt.Errorf("models: %s: %s: %w", m.Name(), ConfigFile, err)
 	}
+	if weights != "" {
+		if err := m.openWeights(ctx, weights, opts); err != nil {
+			return nil, err
+		}
+	} else if m.repo != "" && !fsHas(m.base, WeightsFile) && fsHas(m.base, HeadsFile) {
+		m.extra[WeightsFile] = filepath.Join(m.dir, HeadsFile)
+	}
 	return m, nil
 }
 
 // FromFS opens a model held in an fs.FS (for example one embedded with
 // go:embed); name is used in errors.
 func FromFS(fsys fs.FS, name string) (*Model, error) {
-	m := &Model{ref: name, fsys: fsys}
+	m := &Model{ref: name, base: fsys, alias: map[string]string{}, extra: map[string]string{}}
+	m.fsys = overlay{m}
 	b, err := m.ReadFile(ConfigFile)
 	if err != nil {
 		return nil, err
@@ -111,7 +219,18 @@ func (m *Model) Dir() string { return m.dir }
 // Revision returns the hub commit of a hub reference, or "".
 func (m *Model) Revision() string { return m.revision }
 
-// FS returns the model's files, named with forward slashes relative to its root.
+// Repo returns org/name for a hub reference, or "".
+func (m *Model) Repo() string { return m.repo }
+
+// Variant returns the graph variant asked for ("" for the plain graphs).
+func (m *Model) Variant() string { return m.variant }
+
+// WeightsSource returns the reference the projection heads come from when it
+// is not the model itself, else "".
+func (m *Model) WeightsSource() string { return m.weights }
+
+// FS returns the model's files, named with forward slashes relative to its
+// root; the graphs and weights under their canonical names.
 func (m *Model) FS() fs.FS { return m.fsys }
 
 // Config returns the parsed config.json.
@@ -129,7 +248,7 @@ func (m *Model) ReadFile(name string) ([]byte, error) {
 	b, err := fs.ReadFile(m.fsys, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("models: model %s has no %s: %w", m.where(), name, fs.ErrNotExist)
+			return nil, fmt.Errorf("models: model %s has no %s: %w", m.where(), m.describe(name), fs.ErrNotExist)
 		}
 		return nil, fmt.Errorf("models: model %s: %s: %w", m.where(), name, err)
 	}
@@ -139,10 +258,41 @@ func (m *Model) ReadFile(name string) ([]byte, error) {
 // Path returns a display path for one of the model's files: a path on disk
 // when the model is on disk, else "<model>:<name>".
 func (m *Model) Path(name string) string {
-	if m.dir != "" {
-		return filepath.Join(m.dir, filepath.FromSlash(name))
+	if p, ok := m.extra[name]; ok {
+		return p
 	}
-	return m.ref + ":" + name
+	real := name
+	if a, ok := m.alias[name]; ok {
+		real = a
+	}
+	if m.dir != "" {
+		return filepath.Join(m.dir, filepath.FromSlash(real))
+	}
+	return m.ref + ":" + real
+}
+
+// Source returns the name under the model's folder that serves the canonical
+// name (the variant or exposed graph), or "" when it comes from outside it.
+func (m *Model) Source(name string) string {
+	if _, ok := m.extra[name]; ok {
+		return ""
+	}
+	if a, ok := m.alias[name]; ok {
+		return a
+	}
+	return name
+}
+
+func (m *Model) describe(name string) string {
+	if a, ok := m.alias[name]; ok {
+		return fmt.Sprintf("%s (%s)", name, a)
+	}
+	if name == TextModelFile || name == VisionModelFile {
+		if m.variant != "" {
+			return fmt.Sprintf("%s (variant %s: %s)", name, m.variant, variantName(name, m.variant))
+		}
+	}
+	return name
 }
 
 func (m *Model) where() string {
@@ -152,6 +302,113 @@ func (m *Model) where() string {
 	return m.ref
 }
 
+// overlay serves a model's folder with its aliases and extra files.
+type overlay struct{ m *Model }
+
+func (o overlay) Open(name string) (fs.File, error) {
+	if p, ok := o.m.extra[name]; ok {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		return f, nil
+	}
+	if a, ok := o.m.alias[name]; ok {
+		name = a
+	}
+	return o.m.base.Open(name)
+}
+
+// variantName returns the file of a graph variant: onnx/text_model.onnx with
+// "fp16" → onnx/text_model_fp16.onnx.
+func variantName(name, variant string) string {
+	if variant == "" {
+		return name
+	}
+	return strings.TrimSuffix(name, ".onnx") + "_" + variant + ".onnx"
+}
+
+func exposedName(name string) string { return strings.TrimSuffix(name, ".onnx") + ExposedSuffix }
+
+// pickGraphs maps the canonical graph names to the variant asked for and to
+// exposed rewrites, when there are.
+func (m *Model) pickGraphs() error {
+	found := 0
+	for _, g := range []string{TextModelFile, VisionModelFile} {
+		name := variantName(g, m.variant)
+		if fsHas(m.base, exposedName(name)) {
+			m.alias[g] = exposedName(name)
+			found++
+			continue
+		}
+		if fsHas(m.base, name) {
+			found++
+			if name != g {
+				m.alias[g] = name
+			}
+		} else if name != g {
+			m.alias[g] = name // so that errors name the variant's file
+		}
+	}
+	if m.variant != "" && found == 0 {
+		vs := Variants(m.base)
+		return fmt.Errorf("models: model %s has no %s variant (%s, %s); variants present: %s",
+			m.where(), m.variant, variantName(TextModelFile, m.variant), variantName(VisionModelFile, m.variant), listOrNone(vs))
+	}
+	return nil
+}
+
+var variantRE = regexp.MustCompile(`^onnx/(?:text|vision)_model(?:_([A-Za-z0-9]+))?\.onnx$`)
+
+// Variants lists the graph variants present in a model folder ("" for the
+// plain onnx/text_model.onnx and onnx/vision_model.onnx), sorted.
+func Variants(fsys fs.FS) []string {
+	ents, err := fs.ReadDir(fsys, "onnx")
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, "onnx/"+e.Name())
+	}
+	return variantsOf(names)
+}
+
+func variantsOf(files []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range files {
+		if sm := variantRE.FindStringSubmatch(f); sm != nil && !seen[sm[1]] {
+			seen[sm[1]] = true
+			out = append(out, sm[1])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func listOrNone(vs []string) string {
+	if len(vs) == 0 {
+		return "none"
+	}
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		if v == "" {
+			v = `"" (plain)`
+		}
+		q[i] = v
+	}
+	return strings.Join(q, ", ")
+}
+
+func fsHas(fsys fs.FS, name string) bool {
+	if fsys == nil {
+		return false
+	}
+	fi, err := fs.Stat(fsys, name)
+	return err == nil && !fi.IsDir()
+}
+
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
@@ -159,61 +416,380 @@ func isDir(p string) bool {
 
 var hubRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(@[A-Za-z0-9_./-]+)?$`)
 
-var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
-
 // HubCacheDir returns the Hugging Face hub cache folder: HF_HUB_CACHE, else
 // HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
-func HubCacheDir() string {
-	if d := os.Getenv("HF_HUB_CACHE"); d != "" {
-		return d
+func HubCacheDir() string { return hub.CacheDirFromEnv() }
+
+// HubClient returns the hub client Open uses for opts: opts.Hub or one from
+// the environment, with the options' cache folder, offline mode, progress
+// callback and logger applied to a copy.
+func HubClient(opts Options) *hub.Client {
+	var c hub.Client
+	if opts.Hub != nil {
+		c = *opts.Hub
+	} else {
+		c = *hub.FromEnv()
 	}
-	if d := os.Getenv("HUGGINGFACE_HUB_CACHE"); d != "" {
-		return d
+	if opts.HubCache != "" {
+		c.CacheDir = opts.HubCache
 	}
-	if d := os.Getenv("HF_HOME"); d != "" {
-		return filepath.Join(d, "hub")
+	if opts.Offline {
+		c.Offline = true
 	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "huggingface", "hub")
+	if opts.Progress != nil {
+		c.Progress = opts.Progress
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
+	if opts.Logger != nil {
+		c.Logger = opts.Logger
 	}
-	return filepath.Join(home, ".cache", "huggingface", "hub")
+	return &c
 }
 
-// resolveHub finds org/name[@revision] in the local hub cache layout:
-// <cache>/models--org--name/refs/<revision> holds a commit, whose files are
-// in snapshots/<commit>/. Downloading is not implemented yet.
-func resolveHub(ref string, opts Options) (dir, commit string, err error) {
-	id, rev, _ := strings.Cut(ref, "@")
-	if rev == "" {
-		rev = "main"
+// optionalFiles are fetched with a hub model when the repository has them.
+var optionalFiles = []string{
+	PreprocessorFile, "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
+}
+
+// openHub resolves org/name[@revision] in the cache, fetching what is missing.
+func (m *Model) openHub(ctx context.Context, ref string, opts Options) error {
+	r, err := hub.ParseRef(ref)
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
 	}
-	cache := opts.HubCache
-	if cache == "" {
-		cache = HubCacheDir()
+	c := HubClient(opts)
+	m.hub, m.repo = c, r.Repo
+	cache := c.Cache()
+	graphs := []string{variantName(TextModelFile, m.variant), variantName(VisionModelFile, m.variant)}
+	// A cached snapshot with the config and both graphs (or a record that a
+	// graph does not exist) is used without asking the hub.
+	if commit, err := cache.Commit(r.Repo, r.Rev()); err == nil && (!opts.Update || c.Offline) {
+		_, haveConfig := cache.File(r.Repo, commit, ConfigFile)
+		complete := haveConfig
+		for _, g := range graphs {
+			if _, ok := cache.File(r.Repo, commit, g); !ok && !cache.NoExist(r.Repo, commit, g) {
+				complete = false
+			}
+		}
+		// Offline, a snapshot without graphs still serves its config and
+		// tokenizer; asking for a missing graph then names it.
+		if complete || (c.Offline && haveConfig) {
+			m.revision, m.dir = commit, cache.SnapshotDir(r.Repo, commit)
+			m.base = os.DirFS(m.dir)
+			return nil
+		}
 	}
-	repo := filepath.Join(cache, "models--"+strings.ReplaceAll(id, "/", "--"))
-	notCached := func(why string) error {
-		return fmt.Errorf("models: hub model %s@%s is not in the local Hugging Face cache (%s: %s); downloading from the hub is not supported yet: "+
-			"download it (for example with `huggingface-cli download %s`) or pass the model's directory", id, rev, repo, why, id)
+	if c.Offline {
+		missing := ConfigFile + ", " + strings.Join(graphs, ", ")
+		if commit, err := cache.Commit(r.Repo, r.Rev()); err == nil {
+			var miss []string
+			for _, f := range append([]string{ConfigFile}, graphs...) {
+				if _, ok := cache.File(r.Repo, commit, f); !ok {
+					miss = append(miss, f)
+				}
+			}
+			missing = strings.Join(miss, ", ")
+			return fmt.Errorf("models: HF_HUB_OFFLINE is set, and the cached %s@%s (%s) lacks %s; unset HF_HUB_OFFLINE to fetch it, or run `condition models fetch %s` where there is a network: %w",
+				r.Repo, r.Rev(), cache.SnapshotDir(r.Repo, commit), missing, ref, hub.ErrOffline)
+		}
+		return fmt.Errorf("models: HF_HUB_OFFLINE is set, and %s@%s is not in the Hugging Face cache %s (it needs %s); unset HF_HUB_OFFLINE to fetch it, or run `condition models fetch %s` where there is a network: %w",
+			r.Repo, r.Rev(), c.CacheDir, missing, ref, hub.ErrOffline)
 	}
-	commit = rev
-	if !commitRE.MatchString(rev) {
-		b, err := os.ReadFile(filepath.Join(repo, "refs", filepath.FromSlash(path.Clean(rev))))
+	info, err := c.ListFiles(ctx, r.Repo, r.Rev())
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	commit := info.Commit
+	has := map[string]bool{}
+	for _, f := range info.Files {
+		has[f] = true
+	}
+	if !has[ConfigFile] {
+		return fmt.Errorf("models: hub model %s@%s (commit %s) has no %s; is it a model in the Hugging Face layout?", r.Repo, r.Rev(), commit, ConfigFile)
+	}
+	var want []string
+	want = append(want, ConfigFile)
+	nGraphs := 0
+	for _, g := range graphs {
+		if has[g] {
+			want = append(want, g)
+			nGraphs++
+			for _, f := range info.Files { // external data of the graph
+				if f != g && strings.HasPrefix(f, g) && (strings.HasSuffix(f, "_data") || strings.HasSuffix(f, ".data")) {
+					want = append(want, f)
+				}
+			}
+		} else {
+			cache.MarkNoExist(r.Repo, commit, g)
+		}
+	}
+	if nGraphs == 0 && m.variant != "" {
+		vs := variantsOf(info.Files)
+		what := "no ONNX graphs"
+		if m.variant != "" {
+			what = "no " + m.variant + " variant"
+		}
+		return fmt.Errorf("models: hub model %s@%s has %s (%s, %s); graph variants present: %s",
+			r.Repo, r.Rev(), what, graphs[0], graphs[1], listOrNone(vs))
+	}
+	for _, f := range optionalFiles {
+		if has[f] {
+			want = append(want, f)
+		}
+	}
+	for _, f := range want {
+		got, err := c.Download(ctx, r.Repo, commit, f)
 		if err != nil {
-			return "", "", notCached("no refs/" + rev)
+			return fmt.Errorf("models: %w", err)
 		}
-		commit = strings.TrimSpace(string(b))
-		if !commitRE.MatchString(commit) {
-			return "", "", fmt.Errorf("models: hub model %s: refs/%s holds %q, not a commit hash", id, rev, commit)
+		if got.Downloaded && opts.Logger != nil {
+			opts.Logger.Info("fetched", "repo", r.Repo, "file", f, "bytes", got.Size)
 		}
 	}
-	dir = filepath.Join(repo, "snapshots", commit)
-	if !isDir(dir) {
-		return "", "", notCached("no snapshots/" + commit)
+	m.revision, m.dir = commit, cache.SnapshotDir(r.Repo, commit)
+	m.base = os.DirFS(m.dir)
+	// Projection heads from the repository's own model.safetensors.
+	if has[WeightsFile] && m.weights == "" {
+		p, err := fetchHeads(ctx, c, r.Repo, commit, opts.MaxWeightsDownload)
+		if err != nil {
+			return err
+		}
+		if filepath.Base(p) == HeadsFile {
+			m.extra[WeightsFile] = p
+		}
 	}
-	return dir, commit, nil
+	return nil
+}
+
+// fetchHeads makes the heads of repo@commit's model.safetensors available:
+// the file itself when small or already cached, else the heads read by
+// ranges into snapshots/<commit>/condition-heads.safetensors. It returns the
+// path to read them from.
+func fetchHeads(ctx context.Context, c *hub.Client, repo, commit string, maxDownload int64) (string, error) {
+	if maxDownload <= 0 {
+		maxDownload = SmallWeights
+	}
+	cache := c.Cache()
+	if p, ok := cache.File(repo, commit, WeightsFile); ok {
+		return p, nil
+	}
+	if p, ok := cache.File(repo, commit, HeadsFile); ok {
+		return p, nil
+	}
+	if c.Offline {
+		return "", fmt.Errorf("models: HF_HUB_OFFLINE is set, and neither %s nor its heads (%s) of %s@%s are in the cache: %w", WeightsFile, HeadsFile, repo, commit, hub.ErrOffline)
+	}
+	meta, err := c.Metadata(ctx, repo, commit, WeightsFile)
+	if err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	if meta.Size >= 0 && meta.Size <= maxDownload {
+		f, err := c.Download(ctx, repo, commit, WeightsFile)
+		if err != nil {
+			return "", fmt.Errorf("models: %w", err)
+		}
+		return f.Path, nil
+	}
+	r, err := c.OpenRemote(ctx, repo, commit, WeightsFile)
+	if err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	h, err := tensorio.ReadSafetensorsHeader(r, r.Size())
+	if err != nil {
+		return "", fmt.Errorf("models: %s@%s: %s: %w", repo, commit, WeightsFile, err)
+	}
+	heads := map[string]tensorio.Tensor{}
+	for _, n := range HeadNames {
+		if _, ok := h.Tensors[n]; !ok {
+			continue
+		}
+		t, err := h.ReadTensor(r, n)
+		if err != nil {
+			return "", fmt.Errorf("models: %s@%s: %s: %w", repo, commit, WeightsFile, err)
+		}
+		heads[n] = t
+	}
+	if len(heads) == 0 {
+		return "", fmt.Errorf("models: %s@%s: %s has none of the heads (%s)", repo, commit, WeightsFile, strings.Join(HeadNames, ", "))
+	}
+	meta2 := map[string]string{"format": "pt", "source": repo + "@" + commit + ":" + WeightsFile,
+		"note": "projection heads read by condition with HTTP range requests"}
+	p, err := cache.AddFile(repo, commit, HeadsFile, func(w io.Writer) error {
+		b, err := tensorio.EncodeSafetensors(heads, meta2)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	if c.Logger != nil {
+		c.Logger.Debug("heads read by range", "repo", repo, "requests", r.Requests.Load(), "bytes", r.Bytes.Load(), "of", r.Size())
+	}
+	return p, nil
+}
+
+// openWeights makes model.safetensors come from another model's heads.
+func (m *Model) openWeights(ctx context.Context, ref string, opts Options) error {
+	var p string
+	switch {
+	case isDir(ref):
+		p = filepath.Join(ref, WeightsFile)
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("models: weights %s have no %s: %w", ref, WeightsFile, fs.ErrNotExist)
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("models: %w", err)
+		}
+		p = abs
+	case hubRef.MatchString(ref):
+		r, err := hub.ParseRef(ref)
+		if err != nil {
+			return fmt.Errorf("models: %w", err)
+		}
+		c := m.hub
+		if c == nil {
+			c = HubClient(opts)
+		}
+		commit, err := c.Cache().Commit(r.Repo, r.Rev())
+		if err != nil || opts.Update {
+			if c.Offline {
+				return fmt.Errorf("models: HF_HUB_OFFLINE is set, and the weights %s@%s are not in the Hugging Face cache %s: %w", r.Repo, r.Rev(), c.CacheDir, hub.ErrOffline)
+			}
+			meta, err := c.Metadata(ctx, r.Repo, r.Rev(), WeightsFile)
+			if err != nil {
+				return fmt.Errorf("models: weights %s: %w", ref, err)
+			}
+			c.Cache().WriteRef(r.Repo, r.Rev(), meta.Commit)
+			commit = meta.Commit
+		}
+		if p, err = fetchHeads(ctx, c, r.Repo, commit, opts.MaxWeightsDownload); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("models: weights %q: no such directory, and not a hub id of the form org/name[@revision]", ref)
+	}
+	m.extra[WeightsFile] = p
+	m.weights = ref
+	return m.checkHeads()
+}
+
+// checkHeads checks that the heads fit the model's config.
+func (m *Model) checkHeads() error {
+	f, err := os.Open(m.extra[WeightsFile])
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	h, err := tensorio.ReadSafetensorsHeader(f, fi.Size())
+	if err != nil {
+		return fmt.Errorf("models: weights %s: %w", m.weights, err)
+	}
+	c := m.config
+	for name, want := range map[string][2]int{
+		"text_projection.weight":   {c.ProjectionDim, c.TextConfig.HiddenSize},
+		"visual_projection.weight": {c.ProjectionDim, c.VisionConfig.HiddenSize},
+	} {
+		t, ok := h.Tensors[name]
+		if !ok {
+			continue
+		}
+		if len(t.Shape) != 2 || t.Shape[0] != want[0] || t.Shape[1] != want[1] {
+			return fmt.Errorf("models: the weights %s do not fit %s: %s is %v, its config.json says [%d %d] (projection_dim × hidden_size)",
+				m.weights, m.ref, name, t.Shape, want[0], want[1])
+		}
+	}
+	return nil
+}
+
+// Exposed is what Expose did for one graph.
+type Exposed struct {
+	Graph   string          `json:"graph"`           // canonical name
+	Source  string          `json:"source"`          // the file rewritten
+	Written string          `json:"written"`         // the rewritten file ("" when nothing was needed)
+	Already bool            `json:"already"`         // the graph already outputs last_hidden_state
+	Walk    *onnxgraph.Walk `json:"walk,omitempty"`  // what the rewrite found
+	Missing bool            `json:"missing"`         // the model has no such graph
+	Error   string          `json:"error,omitempty"` // why it could not be rewritten
+}
+
+// Expose rewrites the model's graphs that output only pooled embeddings so
+// that they also output last_hidden_state (see onnxgraph.Expose), saving
+// each beside the original as onnx/<name>.exposed.onnx (for a hub model, in
+// its cache snapshot, as a link into blobs/ like the downloaded files). The
+// model then serves the rewritten graphs. Graphs that need no rewrite are
+// left alone. An unrecognised graph is an error for that graph.
+func (m *Model) Expose() ([]Exposed, error) {
+	if m.dir == "" {
+		return nil, fmt.Errorf("models: model %s is not on disk; expose works on a model directory or a hub model", m.ref)
+	}
+	var out []Exposed
+	var errs []error
+	for _, g := range []struct{ name, pooled string }{{TextModelFile, "text_embeds"}, {VisionModelFile, "image_embeds"}} {
+		src := m.Source(g.name)
+		e := Exposed{Graph: g.name, Source: src}
+		if strings.HasSuffix(src, ExposedSuffix) {
+			e.Already = true
+			out = append(out, e)
+			continue
+		}
+		b, err := fs.ReadFile(m.base, src)
+		if errors.Is(err, fs.ErrNotExist) {
+			e.Missing = true
+			out = append(out, e)
+			continue
+		}
+		if err != nil {
+			return out, fmt.Errorf("models: %w", err)
+		}
+		gm, err := onnxgraph.Parse(b)
+		if err != nil {
+			return out, fmt.Errorf("models: %s: %w", m.Path(g.name), err)
+		}
+		if _, ok := gm.Graph.Output(onnxgraph.HiddenName); ok {
+			e.Already = true
+			out = append(out, e)
+			continue
+		}
+		name := exposedName(src)
+		write := func(w io.Writer) error {
+			walk, err := onnxgraph.Expose(gm, g.pooled, w)
+			e.Walk = walk
+			return err
+		}
+		var werr error
+		if m.repo != "" && m.revision != "" && m.hub != nil {
+			_, werr = m.hub.Cache().AddFile(m.repo, m.revision, name, write)
+		} else {
+			werr = tensorio.WriteFileAtomic(filepath.Join(m.dir, filepath.FromSlash(name)), write)
+		}
+		if werr != nil {
+			e.Error = werr.Error()
+			errs = append(errs, fmt.Errorf("models: expose %s: %w", m.Path(g.name), werr))
+			out = append(out, e)
+			continue
+		}
+		e.Written = filepath.Join(m.dir, filepath.FromSlash(name))
+		m.alias[g.name] = name
+		out = append(out, e)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Files lists the files the model uses under their canonical names, with
+// where each comes from (for display).
+func (m *Model) Files() map[string]string {
+	out := map[string]string{}
+	for _, n := range []string{ConfigFile, PreprocessorFile, "tokenizer.json", "vocab.json", "merges.txt", TextModelFile, VisionModelFile, WeightsFile} {
+		if m.Has(n) {
+			out[n] = m.Path(n)
+		}
+	}
+	return out
 }

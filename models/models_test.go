@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -9,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/hub"
+	"github.com/conditionhq/condition/models/hub/hubtest"
+	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/tensorio"
 )
 
 var tiny = filepath.Join("..", "testdata", "tinyclip")
@@ -63,9 +68,10 @@ func TestOpenErrors(t *testing.T) {
 		{filepath.Join(dir, "nope"), []string{"no such directory"}},
 		{noConfig, []string{"has no config.json", noConfig}},
 		{badConfig, []string{"config.json", "not a multiple of patch_size"}},
-		{"openai/clip-vit-base-patch32", []string{"not in the local Hugging Face cache", "not supported yet"}},
+		{"openai/clip-vit-base-patch32", []string{"HF_HUB_OFFLINE", "not in the Hugging Face cache", "config.json", "onnx/text_model.onnx"}},
+		{"openai/clip-vit-base-patch32@main+", []string{"expected <model>+<weights>"}},
 	} {
-		_, err := models.Open(c.ref, models.Options{HubCache: filepath.Join(dir, "hub")})
+		_, err := models.Open(c.ref, models.Options{HubCache: filepath.Join(dir, "hub"), Offline: true})
 		if err == nil {
 			t.Errorf("Open(%q): no error", c.ref)
 			continue
@@ -79,6 +85,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestOpenHubCache(t *testing.T) {
+	t.Setenv("HF_HUB_OFFLINE", "1") // the snapshot has no graphs: do not ask the hub for them
 	hub := t.TempDir()
 	repo := filepath.Join(hub, "models--org--tiny")
 	commit := strings.Repeat("ab", 20)
@@ -110,7 +117,7 @@ func TestOpenHubCache(t *testing.T) {
 	if _, err := models.Open("org/tiny", models.Options{}); err != nil {
 		t.Errorf("with HF_HUB_CACHE: %v", err)
 	}
-	if _, err := models.Open("org/tiny@dev", models.Options{}); err == nil || !strings.Contains(err.Error(), "refs/dev") {
+	if _, err := models.Open("org/tiny@dev", models.Options{}); err == nil || !strings.Contains(err.Error(), "org/tiny@dev") {
 		t.Errorf("unknown revision: %v", err)
 	}
 }
@@ -162,4 +169,319 @@ func TestWeights(t *testing.T) {
 	if err != nil || !fromWeights || s < 2.659 || s > 2.6593 {
 		t.Errorf("LogitScale = %v, %v, %v", s, fromWeights, err)
 	}
+}
+
+// repoFromDir makes a fake hub repository of a model folder's files (the
+// .onnx and .safetensors files as LFS files, the rest kept in git).
+func repoFromDir(t *testing.T, dir string, extra map[string]string) map[string]hubtest.File {
+	t.Helper()
+	files := map[string]hubtest.File{}
+	add := func(name, p string) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = hubtest.File{Data: b, LFS: strings.HasSuffix(name, ".onnx") || strings.HasSuffix(name, ".safetensors")}
+	}
+	for _, n := range []string{"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"} {
+		add(n, filepath.Join(dir, n))
+	}
+	for name, p := range extra {
+		add(name, p)
+	}
+	return files
+}
+
+const (
+	commitA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	commitB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	commitC = "cccccccccccccccccccccccccccccccccccccccc"
+)
+
+func fakeHub(t *testing.T) *hubtest.Server {
+	onnx := filepath.Join(tiny, "onnx")
+	full := repoFromDir(t, tiny, map[string]string{
+		"onnx/text_model.onnx":       filepath.Join(onnx, "text_model.onnx"),
+		"onnx/vision_model.onnx":     filepath.Join(onnx, "vision_model.onnx"),
+		"onnx/text_model_int32.onnx": filepath.Join(onnx, "variants", "text_model_int32.onnx"),
+		"model.safetensors":          filepath.Join(tiny, "model.safetensors"),
+	})
+	// ONNX only, as many hub exports are.
+	onnxOnly := repoFromDir(t, tiny, map[string]string{
+		"onnx/text_model.onnx":   filepath.Join(onnx, "text_model.onnx"),
+		"onnx/vision_model.onnx": filepath.Join(onnx, "vision_model.onnx"),
+	})
+	// Pooled-only exports.
+	pooled := repoFromDir(t, tiny, map[string]string{
+		"onnx/text_model.onnx":   filepath.Join("..", "testdata", "hub", "pooled_only", "text_model.onnx"),
+		"onnx/vision_model.onnx": filepath.Join(onnx, "pooled_only", "vision_model.onnx"),
+	})
+	// A PyTorch repository: configs and model.safetensors, no graphs.
+	pt := repoFromDir(t, tiny, map[string]string{"model.safetensors": filepath.Join(tiny, "model.safetensors")})
+	return hubtest.New(t, map[string]*hubtest.Repo{
+		"org/tinyclip": {Commits: map[string]map[string]hubtest.File{commitA: full}, Branches: map[string]string{"main": commitA}},
+		"org/onnx":     {Commits: map[string]map[string]hubtest.File{commitB: onnxOnly}, Branches: map[string]string{"main": commitB}},
+		"org/pooled":   {Commits: map[string]map[string]hubtest.File{commitB: pooled}, Branches: map[string]string{"main": commitB}},
+		"org/pt":       {Commits: map[string]map[string]hubtest.File{commitC: pt}, Branches: map[string]string{"main": commitC}},
+	})
+}
+
+func hubOptions(srv *hubtest.Server, cache string) models.Options {
+	return models.Options{Hub: &hub.Client{Endpoint: srv.URL(), CacheDir: cache, RetryWait: 1}}
+}
+
+func TestOpenFetchesFromHub(t *testing.T) {
+	srv := fakeHub(t)
+	cache := t.TempDir()
+	opts := hubOptions(srv, cache)
+	var progressed int
+	opts.Progress = func(hub.Progress) { progressed++ }
+	m, err := models.Open("org/tinyclip", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(cache, "models--org--tinyclip", "snapshots", commitA)
+	if m.Revision() != commitA || m.Dir() != snap || m.Repo() != "org/tinyclip" || progressed == 0 {
+		t.Errorf("revision %s dir %s progress %d", m.Revision(), m.Dir(), progressed)
+	}
+	for _, f := range []string{models.ConfigFile, models.TextModelFile, models.VisionModelFile, models.WeightsFile, "tokenizer.json", models.PreprocessorFile} {
+		if !m.Has(f) {
+			t.Errorf("no %s", f)
+		}
+	}
+	// Only what the model needs: the int32 variant stays on the hub.
+	if _, err := os.Lstat(filepath.Join(snap, "onnx", "text_model_int32.onnx")); err == nil {
+		t.Error("fetched a variant nobody asked for")
+	}
+	want, _ := os.ReadFile(filepath.Join(tiny, "onnx", "vision_model.onnx"))
+	if got, err := m.ReadFile(models.VisionModelFile); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("vision graph differs: %v", err)
+	}
+	if s, fromWeights, err := m.LogitScale(); err != nil || !fromWeights || s < 2.659 || s > 2.6593 {
+		t.Errorf("LogitScale %v %v %v", s, fromWeights, err)
+	}
+	// Opened again: the cache is complete, no request at all.
+	srv.Reset()
+	if _, err := models.Open("org/tinyclip", opts); err != nil {
+		t.Fatal(err)
+	}
+	if r := srv.Requests(); len(r) != 0 {
+		t.Errorf("second open made %d requests", len(r))
+	}
+	// Offline, from the cache; and Update asks the hub again.
+	off := opts
+	off.Offline = true
+	if m, err := models.Open("org/tinyclip@main", off); err != nil || m.Revision() != commitA {
+		t.Errorf("offline: %v", err)
+	}
+	upd := opts
+	upd.Update = true
+	if _, err := models.Open("org/tinyclip", upd); err != nil {
+		t.Fatal(err)
+	}
+	if r := srv.Requests(); len(r) == 0 {
+		t.Error("Update made no request")
+	}
+	// Offline, a model not cached: the error says what is missing and why.
+	_, err = models.Open("org/onnx", off)
+	if !errors.Is(err, hub.ErrOffline) || !strings.Contains(err.Error(), "HF_HUB_OFFLINE") || !strings.Contains(err.Error(), "org/onnx@main") {
+		t.Errorf("offline, not cached: %v", err)
+	}
+	// Hub errors come through.
+	if _, err := models.Open("org/nope", opts); !errors.Is(err, hub.ErrUnauthorized) {
+		t.Errorf("unknown repo: %v", err)
+	}
+	if _, err := models.Open("org/tinyclip@nope", opts); !errors.Is(err, hub.ErrRevisionNotFound) {
+		t.Errorf("unknown revision: %v", err)
+	}
+}
+
+func TestOpenVariant(t *testing.T) {
+	srv := fakeHub(t)
+	opts := hubOptions(srv, t.TempDir())
+	opts.Variant = "int32"
+	m, err := models.Open("org/tinyclip", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(tiny, "onnx", "variants", "text_model_int32.onnx"))
+	if got, err := m.ReadFile(models.TextModelFile); err != nil || !bytes.Equal(got, want) || m.Source(models.TextModelFile) != "onnx/text_model_int32.onnx" {
+		t.Errorf("variant graph: source %s, %v", m.Source(models.TextModelFile), err)
+	}
+	// No int32 vision graph: asking for it names the variant's file.
+	if _, err := m.ReadFile(models.VisionModelFile); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "onnx/vision_model_int32.onnx") {
+		t.Errorf("missing variant graph: %v", err)
+	}
+	opts.Variant = "fp16"
+	_, err = models.Open("org/tinyclip", opts)
+	if err == nil || !strings.Contains(err.Error(), "no fp16 variant") || !strings.Contains(err.Error(), `"" (plain), int32`) {
+		t.Errorf("unknown variant: %v", err)
+	}
+	// Directories take variants too.
+	dm, err := models.Open(tiny, models.Options{Variant: "nomask"})
+	if err == nil {
+		t.Errorf("tinyclip keeps its variants in onnx/variants, not onnx/: %s", dm.Source(models.TextModelFile))
+	}
+}
+
+func TestOpenWeightsFromAnotherRepo(t *testing.T) {
+	srv := fakeHub(t)
+	cache := t.TempDir()
+	opts := hubOptions(srv, cache)
+	opts.MaxWeightsDownload = 1000 // the checkpoint counts as large: read the heads by ranges
+	m, err := models.Open("org/onnx+org/pt", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.WeightsSource() != "org/pt" || m.Revision() != commitB {
+		t.Errorf("weights %q revision %s", m.WeightsSource(), m.Revision())
+	}
+	heads := filepath.Join(cache, "models--org--pt", "snapshots", commitC, models.HeadsFile)
+	if m.Path(models.WeightsFile) != heads {
+		t.Errorf("weights path %s, want %s", m.Path(models.WeightsFile), heads)
+	}
+	if l, err := os.Readlink(heads); err != nil || !strings.HasPrefix(l, "../../blobs/") {
+		t.Errorf("heads file is not a link into blobs: %q %v", l, err)
+	}
+	// The heads equal the checkpoint's.
+	full, _, err := tensorio.ReadSafetensors(filepath.Join(tiny, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.ReadWeights(models.HeadNames...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range models.HeadNames {
+		a, _ := got[n].Float32()
+		b, _ := full[n].Float32()
+		if len(a) == 0 || len(a) != len(b) {
+			t.Fatalf("%s: %d values, want %d", n, len(a), len(b))
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("%s[%d] = %v, want %v", n, i, a[i], b[i])
+			}
+		}
+	}
+	// Range requests only, and a small part of the file.
+	fi, _ := os.Stat(filepath.Join(tiny, "model.safetensors"))
+	var served int64
+	for _, r := range srv.Requests() {
+		if r.Role == "cdn" && strings.Contains(r.Path, hubtest.SHA256(mustRead(t, filepath.Join(tiny, "model.safetensors")))) {
+			if r.Range == "" {
+				t.Errorf("a GET of the whole checkpoint: %+v", r)
+			}
+			served += r.Bytes
+		}
+	}
+	if served == 0 || served > fi.Size()/4 {
+		t.Errorf("read %d bytes of a %d-byte checkpoint for the heads", served, fi.Size())
+	}
+	// Opened again, offline: the heads come from the cache.
+	srv.Reset()
+	opts.Offline = true
+	if m, err := models.Open("org/onnx+org/pt", opts); err != nil || m.Path(models.WeightsFile) != heads {
+		t.Errorf("offline reopen: %v", err)
+	}
+	if r := srv.Requests(); len(r) != 0 {
+		t.Errorf("offline reopen made requests: %+v", r)
+	}
+	// Weights that do not fit the model.
+	bad := t.TempDir()
+	st, _ := tensorio.EncodeSafetensors(map[string]tensorio.Tensor{"text_projection.weight": tensorio.F32([]int{3, 2}, make([]float32, 6))}, nil)
+	os.WriteFile(filepath.Join(bad, "model.safetensors"), st, 0o644)
+	opts.Offline = false
+	if _, err := models.Open("org/onnx+"+bad, opts); err == nil || !strings.Contains(err.Error(), "do not fit") {
+		t.Errorf("mismatched weights: %v", err)
+	}
+	if _, err := models.Open("org/onnx+"+t.TempDir(), opts); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("weights folder without model.safetensors: %v", err)
+	}
+}
+
+func TestExposeHubModel(t *testing.T) {
+	srv := fakeHub(t)
+	cache := t.TempDir()
+	opts := hubOptions(srv, cache)
+	m, err := models.Open("org/pooled", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Expose()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(cache, "models--org--pooled", "snapshots", commitB)
+	for i, g := range []string{"onnx/text_model", "onnx/vision_model"} {
+		r := res[i]
+		if r.Written != filepath.Join(snap, filepath.FromSlash(g+".exposed.onnx")) || r.Walk == nil || r.Already {
+			t.Errorf("%s: %+v", g, r)
+		}
+		if l, err := os.Readlink(r.Written); err != nil || !strings.HasPrefix(l, "../../../blobs/") {
+			t.Errorf("%s: not a link into blobs: %q %v", r.Written, l, err)
+		}
+	}
+	// Opened again (offline), the model serves the rewritten graphs.
+	opts.Offline = true
+	m, err = models.Open("org/pooled", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+		if !strings.HasSuffix(m.Source(g), models.ExposedSuffix) {
+			t.Errorf("%s served from %s", g, m.Source(g))
+		}
+		b, err := m.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gm, err := onnxgraph.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := gm.Graph.Output("last_hidden_state"); !ok {
+			t.Errorf("%s has no last_hidden_state", g)
+		}
+	}
+	// Exposing again does nothing; the cache verifies.
+	if res, err := m.Expose(); err != nil || !res[0].Already || !res[1].Already {
+		t.Errorf("second expose: %+v %v", res, err)
+	}
+	checks, err := hub.Cache{Dir: cache}.Verify("org/pooled", commitB, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		if !c.OK || c.Kind == "" {
+			t.Errorf("verify %+v", c)
+		}
+	}
+	// A directory: written beside the original.
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "onnx"), 0o755)
+	os.WriteFile(filepath.Join(dir, "config.json"), mustRead(t, filepath.Join(tiny, "config.json")), 0o644)
+	os.WriteFile(filepath.Join(dir, "onnx", "vision_model.onnx"), mustRead(t, filepath.Join(tiny, "onnx", "pooled_only", "vision_model.onnx")), 0o644)
+	os.WriteFile(filepath.Join(dir, "onnx", "text_model.onnx"), mustRead(t, filepath.Join(tiny, "onnx", "pooled_only", "text_model.onnx")), 0o644)
+	dm, err := models.Open(dir, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = dm.Expose()
+	// The hand-made text stand-in is not a CLIP export: a clear error for it, the vision graph done.
+	if err == nil || !strings.Contains(err.Error(), "step 1") || res[0].Error == "" || res[1].Written != filepath.Join(dir, "onnx", "vision_model.exposed.onnx") {
+		t.Errorf("directory expose: %+v %v", res, err)
+	}
+	if dm.Source(models.VisionModelFile) != "onnx/vision_model.exposed.onnx" {
+		t.Errorf("after expose, vision from %s", dm.Source(models.VisionModelFile))
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,0 +1,557 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/hub"
+	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/tensorio"
+	"github.com/spf13/pflag"
+)
+
+func init() {
+	register(command{
+		name:    "models",
+		summary: "list, fetch, inspect, verify and expose models (Hugging Face hub and cache)",
+		run:     runModels,
+	})
+}
+
+const modelsUsage = `models <list|fetch|info|verify|expose> [flags]
+
+  models list [--known] [--json]          models in the Hugging Face cache (--known: CLIP
+                                          exports this program was checked against)
+  models fetch REF [--variant V]          download a hub model into the cache, with progress
+  models info REF [--variant V]           files, config, graph inputs and outputs, variants
+  models verify REF                       re-hash a cached hub model against its blob names
+  models expose REF [--variant V]         add last_hidden_state to pooled-only graphs
+
+REF is a directory, org/name[@revision], or <graphs>+<weights> (the ONNX graphs
+of one, the projection heads from the model.safetensors of the other, read with
+range requests: Xenova/clip-vit-base-patch32+org/pytorch-checkpoint).
+The cache is the Hugging Face one (HF_HUB_CACHE, HF_HOME/hub,
+~/.cache/huggingface/hub); HF_ENDPOINT, HF_TOKEN (or HF_HOME/token) and
+HF_HUB_OFFLINE apply as in Python.`
+
+// modelFlags are the model-opening flags of the models subcommands.
+type modelFlags struct {
+	Variant  string
+	HubCache string
+	Offline  bool
+	Update   bool
+	JSON     bool
+}
+
+func (o *modelFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
+	fs.StringVar(&o.HubCache, "hub-cache", "", "Hugging Face hub cache folder (default: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)")
+	fs.BoolVar(&o.Offline, "offline", false, "never touch the network (as HF_HUB_OFFLINE=1)")
+	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
+}
+
+// options returns models.Options with a progress bar on stderr.
+func (o *modelFlags) options(e *env) models.Options {
+	return models.Options{
+		HubCache: o.HubCache,
+		Offline:  o.Offline,
+		Update:   o.Update,
+		Variant:  o.Variant,
+		Progress: progressBar(e.Stderr),
+		Logger:   e.Log,
+	}
+}
+
+// progressBar returns a callback drawing one line per file on w, redrawn at
+// most every 200 ms, finished with a newline.
+func progressBar(w io.Writer) func(hub.Progress) {
+	var mu sync.Mutex
+	var last time.Time
+	var lastFile string
+	start := time.Now()
+	return func(p hub.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.File != lastFile {
+			lastFile, start = p.File, time.Now()
+		}
+		done := p.Total >= 0 && p.Done >= p.Total
+		if !done && time.Since(last) < 200*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		rate := float64(p.Done) / max(time.Since(start).Seconds(), 1e-3)
+		if p.Total > 0 {
+			const width = 24
+			n := int(float64(width) * float64(p.Done) / float64(p.Total))
+			fmt.Fprintf(w, "\r%s [%s%s] %3.0f%% %s/%s %s/s ", p.File, strings.Repeat("=", n), strings.Repeat(" ", width-n),
+				100*float64(p.Done)/float64(p.Total), human(p.Done), human(p.Total), human(int64(rate)))
+		} else {
+			fmt.Fprintf(w, "\r%s %s %s/s ", p.File, human(p.Done), human(int64(rate)))
+		}
+		if done {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f kB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func runModels(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintf(e.Stderr, "usage: condition %s\n", modelsUsage)
+		if len(args) == 0 {
+			return usagef("models needs a subcommand: list, fetch, info, verify or expose")
+		}
+		return errHelp
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "list":
+		return runModelsList(e, rest)
+	case "fetch", "info", "verify", "expose":
+		return runModelsRef(ctx, e, sub, rest)
+	}
+	return usagef("models: unknown subcommand %q (list, fetch, info, verify, expose)", sub)
+}
+
+// knownModel is a CLIP export whose files were checked on its hub page.
+type knownModel struct {
+	Ref      string   `json:"ref"`
+	Arch     string   `json:"arch"`
+	Variants []string `json:"variants"` // graph suffixes present ("" = plain)
+	Outputs  string   `json:"outputs"`  // what the split graphs output, when known
+	Heads    string   `json:"heads"`    // where the projection heads come from
+	Source   string   `json:"source"`   // where the file list was seen
+}
+
+// knownModels lists only what was verified against the repository's file
+// listing; see Source. Add an entry only after checking its files.
+var knownModels = []knownModel{
+	{
+		Ref:      "Xenova/clip-vit-base-patch32",
+		Arch:     "ViT-B/32 (openai/clip-vit-base-patch32 exported for Transformers.js)",
+		Variants: []string{"", "fp16", "quantized"},
+		Outputs:  "not checked here: run `condition models info` after fetching; pooled-only graphs need `condition models expose`",
+		Heads:    "none in the repository (ONNX only): give heads with +<repo with model.safetensors>",
+		Source: "https://huggingface.co/Xenova/clip-vit-base-patch32/tree/4c1807b705b1d015fb032789cc4d221b23025a6f/onnx " +
+			"lists text_model.onnx (254 MB), vision_model.onnx (352 MB), text_model_fp16.onnx, vision_model_fp16.onnx, " +
+			"text_model_quantized.onnx, vision_model_quantized.onnx, model*.onnx",
+	},
+}
+
+type listOptions struct {
+	modelFlags
+	Known bool
+}
+
+func runModelsList(e *env, args []string) error {
+	var o listOptions
+	fs := newFlagSet(e, "models list", "models list [--known] [--json] [--hub-cache DIR]")
+	fs.BoolVar(&o.Known, "known", false, "list the CLIP exports this program was checked against, with their variants")
+	fs.StringVar(&o.HubCache, "hub-cache", "", "Hugging Face hub cache folder")
+	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("models list takes no arguments")
+	}
+	if o.Known {
+		if o.JSON {
+			return writeJSON(e.Stdout, knownModels)
+		}
+		for _, k := range knownModels {
+			vs := make([]string, len(k.Variants))
+			for i, v := range k.Variants {
+				if v == "" {
+					v = "(plain)"
+				}
+				vs[i] = v
+			}
+			fmt.Fprintf(e.Stdout, "%s\n  %s\n  variants: %s\n  outputs: %s\n  heads: %s\n  checked: %s\n", k.Ref, k.Arch, strings.Join(vs, ", "), k.Outputs, k.Heads, k.Source)
+		}
+		return nil
+	}
+	dir := o.HubCache
+	if dir == "" {
+		dir = hub.CacheDirFromEnv()
+	}
+	repos, err := hub.Cache{Dir: dir}.Repos()
+	if err != nil {
+		return err
+	}
+	type entry struct {
+		hub.CachedRepo
+		Usable   map[string]bool     `json:"usable"`   // commit → has config.json and a text and a vision graph
+		Variants map[string][]string `json:"variants"` // commit → graph variants
+	}
+	var out []entry
+	for _, r := range repos {
+		en := entry{CachedRepo: r, Usable: map[string]bool{}, Variants: map[string][]string{}}
+		for _, s := range r.Snapshots {
+			fsys := os.DirFS(filepath.Join(r.Dir, "snapshots", s.Commit))
+			vs := models.Variants(fsys)
+			en.Variants[s.Commit] = vs
+			has := map[string]bool{}
+			for _, f := range s.Files {
+				has[f] = true
+			}
+			en.Usable[s.Commit] = has[models.ConfigFile] && len(vs) > 0
+		}
+		out = append(out, en)
+	}
+	if o.JSON {
+		if out == nil {
+			out = []entry{}
+		}
+		return writeJSON(e.Stdout, map[string]any{"cache": dir, "models": out})
+	}
+	fmt.Fprintf(e.Stdout, "cache: %s\n", dir)
+	if len(out) == 0 {
+		fmt.Fprintln(e.Stdout, "no models")
+	}
+	for _, en := range out {
+		fmt.Fprintf(e.Stdout, "%s  %s\n", en.Repo, human(en.Size))
+		refs := make([]string, 0, len(en.Refs))
+		for k := range en.Refs {
+			refs = append(refs, k)
+		}
+		sort.Strings(refs)
+		for _, s := range en.Snapshots {
+			var names []string
+			for _, k := range refs {
+				if en.Refs[k] == s.Commit {
+					names = append(names, k)
+				}
+			}
+			state := "no ONNX graphs"
+			if en.Usable[s.Commit] {
+				vs := make([]string, len(en.Variants[s.Commit]))
+				for i, v := range en.Variants[s.Commit] {
+					if v == "" {
+						v = "plain"
+					}
+					vs[i] = v
+				}
+				state = "graphs: " + strings.Join(vs, ", ")
+			}
+			fmt.Fprintf(e.Stdout, "  %s %s  %d files; %s\n", s.Commit[:min(12, len(s.Commit))], strings.Join(names, ","), len(s.Files), state)
+		}
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func runModelsRef(ctx context.Context, e *env, sub string, args []string) error {
+	var o modelFlags
+	fs := newFlagSet(e, "models "+sub, "models "+sub+" REF [flags]\n\n"+modelsUsage)
+	o.AddFlags(fs)
+	if sub == "fetch" {
+		fs.BoolVar(&o.Update, "update", true, "ask the hub which commit the revision is at, even when the cache has the model")
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("models %s takes one model reference (a directory, org/name[@revision], or <graphs>+<weights>)", sub)
+	}
+	ref := fs.Arg(0)
+	if sub == "verify" {
+		return runModelsVerify(e, ref, o)
+	}
+	if sub == "info" && !o.Offline && !strings.Contains(ref, "+") {
+		// info reads what is there; it fetches nothing unless asked (models fetch).
+		o.Offline = true
+	}
+	m, err := models.OpenContext(ctx, ref, o.options(e))
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "fetch":
+		return printModel(e, m, o.JSON)
+	case "info":
+		return printModel(e, m, o.JSON)
+	case "expose":
+		res, err := m.Expose()
+		if o.JSON {
+			if jerr := writeJSON(e.Stdout, res); jerr != nil {
+				return jerr
+			}
+		} else {
+			for _, r := range res {
+				switch {
+				case r.Missing:
+					fmt.Fprintf(e.Stdout, "%s: not in the model\n", r.Graph)
+				case r.Already:
+					fmt.Fprintf(e.Stdout, "%s: already outputs last_hidden_state (%s)\n", r.Graph, r.Source)
+				case r.Error != "":
+					fmt.Fprintf(e.Stdout, "%s: not rewritten: %s\n", r.Graph, r.Error)
+				default:
+					fmt.Fprintf(e.Stdout, "%s: wrote %s\n", r.Graph, r.Written)
+					for _, s := range r.Walk.Steps {
+						fmt.Fprintf(e.Stdout, "  %s\n", s)
+					}
+				}
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// graphInfo describes one graph for info.
+type graphInfo struct {
+	File       string   `json:"file"`
+	Inputs     []string `json:"inputs"`
+	Outputs    []string `json:"outputs"`
+	PooledOnly bool     `json:"pooled_only"`
+	External   []string `json:"external_data,omitempty"`
+	Error      string   `json:"error,omitempty"`
+}
+
+func describeGraph(m *models.Model, name string) *graphInfo {
+	if !m.Has(name) {
+		return nil
+	}
+	gi := &graphInfo{File: m.Path(name)}
+	b, err := m.ReadFile(name)
+	if err != nil {
+		gi.Error = err.Error()
+		return gi
+	}
+	gm, err := onnxgraph.Parse(b)
+	if err != nil {
+		gi.Error = err.Error()
+		return gi
+	}
+	vi := func(v onnxgraph.ValueInfo) string {
+		dims := make([]string, len(v.Shape))
+		for i, d := range v.Shape {
+			dims[i] = d.String()
+		}
+		return fmt.Sprintf("%s %s[%s]", v.Name, onnxgraph.ElemTypeName(v.ElemType), strings.Join(dims, " "))
+	}
+	for _, v := range gm.Graph.Inputs {
+		gi.Inputs = append(gi.Inputs, vi(v))
+	}
+	for _, v := range gm.Graph.Outputs {
+		gi.Outputs = append(gi.Outputs, vi(v))
+	}
+	_, hasHidden := gm.Graph.Output(onnxgraph.HiddenName)
+	gi.PooledOnly = !hasHidden
+	gi.External = gm.ExternalFiles()
+	return gi
+}
+
+func printModel(e *env, m *models.Model, asJSON bool) error {
+	c := m.Config()
+	info := map[string]any{
+		"ref":      m.Name(),
+		"repo":     m.Repo(),
+		"revision": m.Revision(),
+		"dir":      m.Dir(),
+		"variant":  m.Variant(),
+		"weights":  m.WeightsSource(),
+		"files":    m.Files(),
+		"config": map[string]any{
+			"projection_dim": c.ProjectionDim, "text_hidden_size": c.TextConfig.HiddenSize,
+			"vision_hidden_size": c.VisionConfig.HiddenSize, "image_size": c.VisionConfig.ImageSize,
+			"patch_size": c.VisionConfig.PatchSize, "max_position_embeddings": c.TextConfig.MaxPositionEmbeddings,
+		},
+	}
+	var variants []string
+	if m.Dir() != "" {
+		variants = models.Variants(os.DirFS(m.Dir()))
+	}
+	info["variants"] = variants
+	graphs := map[string]*graphInfo{}
+	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+		if gi := describeGraph(m, g); gi != nil {
+			graphs[g] = gi
+		}
+	}
+	info["graphs"] = graphs
+	var heads []string
+	if m.Has(models.WeightsFile) {
+		heads = presentHeads(m)
+	}
+	info["heads"] = heads
+	if asJSON {
+		return writeJSON(e.Stdout, info)
+	}
+	out := e.Stdout
+	fmt.Fprintf(out, "model:    %s\n", m.Name())
+	if m.Repo() != "" {
+		fmt.Fprintf(out, "repo:     %s @ %s\n", m.Repo(), m.Revision())
+	}
+	if m.Dir() != "" {
+		fmt.Fprintf(out, "folder:   %s\n", m.Dir())
+	}
+	if m.Variant() != "" {
+		fmt.Fprintf(out, "variant:  %s\n", m.Variant())
+	}
+	if m.WeightsSource() != "" {
+		fmt.Fprintf(out, "weights:  %s (%s)\n", m.WeightsSource(), m.Path(models.WeightsFile))
+	}
+	fmt.Fprintf(out, "config:   projection %d, text width %d (≤%d tokens), vision width %d, %dx%d images in %dx%d patches\n",
+		c.ProjectionDim, c.TextConfig.HiddenSize, c.TextConfig.MaxPositionEmbeddings, c.VisionConfig.HiddenSize,
+		c.VisionConfig.ImageSize, c.VisionConfig.ImageSize, c.VisionConfig.PatchSize, c.VisionConfig.PatchSize)
+	vs := make([]string, len(variants))
+	for i, v := range variants {
+		if v == "" {
+			v = "plain"
+		}
+		vs[i] = v
+	}
+	fmt.Fprintf(out, "variants: %s\n", strings.Join(vs, ", "))
+	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+		gi := graphs[g]
+		if gi == nil {
+			fmt.Fprintf(out, "%s: missing\n", g)
+			continue
+		}
+		fmt.Fprintf(out, "%s: %s\n", g, gi.File)
+		if gi.Error != "" {
+			fmt.Fprintf(out, "  error: %s\n", gi.Error)
+			continue
+		}
+		fmt.Fprintf(out, "  inputs:  %s\n  outputs: %s\n", strings.Join(gi.Inputs, ", "), strings.Join(gi.Outputs, ", "))
+		if gi.PooledOnly {
+			fmt.Fprintf(out, "  pooled embeddings only: run `condition models expose %s` to add last_hidden_state\n", m.Name())
+		}
+	}
+	if len(heads) > 0 {
+		fmt.Fprintf(out, "heads:    %s\n", strings.Join(heads, ", "))
+	} else {
+		fmt.Fprintf(out, "heads:    none (the joint space needs them: add +<model with model.safetensors> to the reference)\n")
+	}
+	return nil
+}
+
+func presentHeads(m *models.Model) []string {
+	var out []string
+	for _, n := range models.HeadNames {
+		if _, err := m.ReadWeights(n); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// runModelsVerify re-hashes a cached hub model, or checks that a model
+// directory's files parse.
+func runModelsVerify(e *env, ref string, o modelFlags) error {
+	type result struct {
+		Ref    string      `json:"ref"`
+		Commit string      `json:"commit,omitempty"`
+		Checks []hub.Check `json:"checks"`
+		OK     bool        `json:"ok"`
+	}
+	res := result{Ref: ref, OK: true}
+	graphRef, _, _ := strings.Cut(ref, "+")
+	if r, err := hub.ParseRef(graphRef); err == nil && !dirExists(graphRef) {
+		dir := o.HubCache
+		if dir == "" {
+			dir = hub.CacheDirFromEnv()
+		}
+		cache := hub.Cache{Dir: dir}
+		commit, err := cache.Commit(r.Repo, r.Rev())
+		if err != nil {
+			return fmt.Errorf("%w (fetch it with `condition models fetch %s`)", err, graphRef)
+		}
+		res.Commit = commit
+		bar := progressBar(e.Stderr)
+		res.Checks, err = cache.Verify(r.Repo, commit, func(file string, done, total int64) {
+			if total > 64<<20 {
+				bar(hub.Progress{File: file, Done: done, Total: total})
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("%w (fetch it with `condition models fetch %s`)", err, graphRef)
+		}
+	} else {
+		m, err := models.Open(ref, models.Options{HubCache: o.HubCache, Offline: true, Variant: o.Variant})
+		if err != nil {
+			return err
+		}
+		for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+			ck := hub.Check{File: g, Kind: "onnx"}
+			if fi, err := os.Stat(m.Path(g)); err == nil {
+				ck.Size = fi.Size()
+			}
+			if gi := describeGraph(m, g); gi == nil {
+				ck.Reason = "missing"
+			} else if gi.Error != "" {
+				ck.Reason = gi.Error
+			} else {
+				ck.OK = true
+			}
+			res.Checks = append(res.Checks, ck)
+		}
+		if m.Has(models.WeightsFile) {
+			ck := hub.Check{File: models.WeightsFile, Kind: "safetensors"}
+			if fi, err := os.Stat(m.Path(models.WeightsFile)); err == nil {
+				ck.Size = fi.Size()
+			}
+			if _, _, err := tensorio.ReadSafetensors(m.Path(models.WeightsFile)); err != nil {
+				ck.Reason = err.Error()
+			} else {
+				ck.OK = true
+			}
+			res.Checks = append(res.Checks, ck)
+		}
+	}
+	for _, c := range res.Checks {
+		res.OK = res.OK && c.OK
+	}
+	if o.JSON {
+		if err := writeJSON(e.Stdout, res); err != nil {
+			return err
+		}
+	} else {
+		for _, c := range res.Checks {
+			status := "ok"
+			if !c.OK {
+				status = "FAILED: " + c.Reason
+			} else if c.Kind == "" {
+				status = "ok (" + c.Reason + ")"
+			}
+			fmt.Fprintf(e.Stdout, "%-40s %-11s %10s  %s\n", c.File, c.Kind, human(c.Size), status)
+		}
+	}
+	if !res.OK {
+		return exitError{code: exitFailed, msg: "verify: some files do not match their hashes (delete them from the cache and fetch again)"}
+	}
+	return nil
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}

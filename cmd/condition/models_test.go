@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/models/hub/hubtest"
+)
+
+const tinyDir = "../../testdata/tinyclip"
+
+func modelsRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = mainContext(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func fakeModelHub(t *testing.T) (srv *hubtest.Server, cache string) {
+	t.Helper()
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	files := func(text, vision string) map[string]hubtest.File {
+		f := map[string]hubtest.File{}
+		for _, n := range []string{"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"} {
+			f[n] = hubtest.File{Data: read(filepath.Join(tinyDir, n))}
+		}
+		f["onnx/text_model.onnx"] = hubtest.File{Data: read(text), LFS: true}
+		f["onnx/vision_model.onnx"] = hubtest.File{Data: read(vision), LFS: true}
+		return f
+	}
+	full := files(filepath.Join(tinyDir, "onnx", "text_model.onnx"), filepath.Join(tinyDir, "onnx", "vision_model.onnx"))
+	full["model.safetensors"] = hubtest.File{Data: read(filepath.Join(tinyDir, "model.safetensors")), LFS: true}
+	pooled := files("../../testdata/hub/pooled_only/text_model.onnx", filepath.Join(tinyDir, "onnx", "pooled_only", "vision_model.onnx"))
+	commit := strings.Repeat("c0", 20)
+	srv = hubtest.New(t, map[string]*hubtest.Repo{
+		"org/tinyclip": {Commits: map[string]map[string]hubtest.File{commit: full}, Branches: map[string]string{"main": commit}},
+		"org/pooled":   {Commits: map[string]map[string]hubtest.File{commit: pooled}, Branches: map[string]string{"main": commit}},
+	})
+	cache = t.TempDir()
+	t.Setenv("HF_ENDPOINT", srv.URL())
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HUB_OFFLINE", "")
+	t.Setenv("HF_TOKEN", "")
+	return srv, cache
+}
+
+func TestModelsFetchInfoVerify(t *testing.T) {
+	_, cache := fakeModelHub(t)
+	code, out, errs := modelsRun(t, "models", "fetch", "org/tinyclip")
+	if code != 0 {
+		t.Fatalf("fetch: exit %d: %s", code, errs)
+	}
+	// The progress bar went to stderr, the model's description to stdout.
+	if !strings.Contains(errs, "onnx/vision_model.onnx [") || !strings.Contains(errs, "100%") {
+		t.Errorf("no progress bar on stderr: %q", errs)
+	}
+	if !strings.Contains(out, "repo:     org/tinyclip @ "+strings.Repeat("c0", 20)) || !strings.Contains(out, "logit_scale") {
+		t.Errorf("fetch output: %s", out)
+	}
+	code, out, errs = modelsRun(t, "models", "list", "--json")
+	var list struct {
+		Cache  string `json:"cache"`
+		Models []struct {
+			Repo   string          `json:"repo"`
+			Usable map[string]bool `json:"usable"`
+		} `json:"models"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || list.Cache != cache || len(list.Models) != 1 ||
+		list.Models[0].Repo != "org/tinyclip" || !list.Models[0].Usable[strings.Repeat("c0", 20)] {
+		t.Errorf("list: exit %d %s %s", code, out, errs)
+	}
+	// info reads the cache only: with the network gone it still works.
+	t.Setenv("HF_ENDPOINT", "http://127.0.0.1:1")
+	code, out, errs = modelsRun(t, "models", "info", "org/tinyclip", "--json")
+	var info struct {
+		Revision string `json:"revision"`
+		Graphs   map[string]struct {
+			Outputs    []string `json:"outputs"`
+			PooledOnly bool     `json:"pooled_only"`
+		} `json:"graphs"`
+		Heads []string `json:"heads"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.Revision != strings.Repeat("c0", 20) ||
+		len(info.Graphs) != 2 || info.Graphs["onnx/text_model.onnx"].PooledOnly || len(info.Heads) != 5 {
+		t.Errorf("info: exit %d %s %s", code, out, errs)
+	}
+	code, out, errs = modelsRun(t, "models", "verify", "org/tinyclip")
+	if code != 0 || strings.Count(out, " ok") < 8 {
+		t.Errorf("verify: exit %d\n%s%s", code, out, errs)
+	}
+	// A flipped byte in a blob: verify fails with exit 1 naming the file.
+	snap := filepath.Join(cache, "models--org--tinyclip", "snapshots", strings.Repeat("c0", 20))
+	blob, _ := filepath.EvalSymlinks(filepath.Join(snap, "onnx", "vision_model.onnx"))
+	b, _ := os.ReadFile(blob)
+	b[100] ^= 0xff
+	os.WriteFile(blob, b, 0o644)
+	code, out, _ = modelsRun(t, "models", "verify", "org/tinyclip")
+	if code != 1 || !strings.Contains(out, "onnx/vision_model.onnx") || !strings.Contains(out, "FAILED") {
+		t.Errorf("verify after corruption: exit %d\n%s", code, out)
+	}
+}
+
+func TestModelsExpose(t *testing.T) {
+	fakeModelHub(t)
+	code, out, errs := modelsRun(t, "models", "expose", "org/pooled")
+	if code != 0 || strings.Count(out, "wrote ") != 2 || !strings.Contains(out, "text_model.exposed.onnx") {
+		t.Fatalf("expose: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = modelsRun(t, "models", "info", "org/pooled")
+	if code != 0 || strings.Contains(out, "pooled embeddings only") || !strings.Contains(out, "vision_model.exposed.onnx") {
+		t.Errorf("info after expose: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+func TestModelsErrors(t *testing.T) {
+	fakeModelHub(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"models"}, 2, "subcommand"},
+		{[]string{"models", "nope"}, 2, "unknown subcommand"},
+		{[]string{"models", "fetch"}, 2, "one model reference"},
+		{[]string{"models", "fetch", "org/missing"}, 1, "HF_TOKEN"},
+		{[]string{"models", "fetch", "org/tinyclip", "--variant", "fp16"}, 1, "no fp16 variant"},
+		{[]string{"models", "info", "org/tinyclip"}, 1, "HF_HUB_OFFLINE"},
+		{[]string{"models", "verify", "org/tinyclip"}, 1, "models fetch org/tinyclip"},
+	} {
+		code, _, errs := modelsRun(t, c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, errs, c.code, c.want)
+		}
+	}
+	code, out, _ := modelsRun(t, "models", "list", "--known")
+	if code != 0 || !strings.Contains(out, "Xenova/clip-vit-base-patch32") {
+		t.Errorf("list --known: %d %s", code, out)
+	}
+}

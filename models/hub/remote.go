@@ -1,0 +1,117 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// Remote is a file on the hub read with HTTP range requests, without
+// downloading it: an io.ReaderAt of a known size. It suits reading a
+// safetensors header and a few tensors out of a large checkpoint.
+type Remote struct {
+	c    *Client
+	ctx  context.Context
+	meta *FileMeta
+	// Requests and Bytes count the range requests made and the bytes they returned.
+	Requests atomic.Int64
+	Bytes    atomic.Int64
+}
+
+// OpenRemote asks the hub about file at revision (a HEAD request) and
+// returns a reader of its contents by ranges. ctx bounds every later read.
+func (c *Client) OpenRemote(ctx context.Context, repo, revision, file string) (*Remote, error) {
+	meta, err := c.Metadata(ctx, repo, revision, file)
+	if err != nil {
+		return nil, err
+	}
+	if meta.Size < 0 {
+		return nil, fmt.Errorf("hub: %s@%s: %s: the hub did not say how large the file is, so it cannot be read by ranges", repo, revision, file)
+	}
+	return &Remote{c: c, ctx: ctx, meta: meta}, nil
+}
+
+// Meta returns what the hub said about the file.
+func (r *Remote) Meta() *FileMeta { return r.meta }
+
+// Size returns the file's size in bytes.
+func (r *Remote) Size() int64 { return r.meta.Size }
+
+// ReadAt reads len(p) bytes at off with one range request.
+func (r *Remote) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("hub: read %s: negative offset", r.meta.File)
+	}
+	if off >= r.meta.Size {
+		return 0, io.EOF
+	}
+	want := p
+	if rest := r.meta.Size - off; int64(len(want)) > rest {
+		want = want[:rest]
+	}
+	if len(want) == 0 {
+		return 0, nil
+	}
+	req, err := r.c.newRequest(r.ctx, http.MethodGet, r.meta.Location)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+int64(len(want))-1))
+	resp, err := r.c.do(req, true)
+	if err != nil {
+		return 0, fmt.Errorf("hub: read %s: %w", r.meta.File, err)
+	}
+	defer resp.Body.Close()
+	r.Requests.Add(1)
+	if resp.StatusCode != http.StatusPartialContent {
+		if resp.StatusCode == http.StatusOK {
+			return 0, fmt.Errorf("hub: read %s bytes %d-%d: the server ignored the Range request (200 instead of 206)", r.meta.File, off, off+int64(len(want))-1)
+		}
+		return 0, httpError(resp)
+	}
+	if s, ok := contentRangeStart(resp.Header.Get("Content-Range")); !ok || s != off {
+		return 0, fmt.Errorf("hub: read %s: asked for bytes from %d, got Content-Range %q", r.meta.File, off, resp.Header.Get("Content-Range"))
+	}
+	n, err := io.ReadFull(resp.Body, want)
+	r.Bytes.Add(int64(n))
+	if err != nil {
+		return n, fmt.Errorf("hub: read %s bytes %d-%d: %w", r.meta.File, off, off+int64(len(want))-1, err)
+	}
+	if len(want) < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// ReadTensors reads the named tensors out of a safetensors file on the hub
+// with range requests: 8 bytes for the header length, the header, then one
+// request per tensor. A checkpoint of hundreds of megabytes is not
+// downloaded for a few heads. It returns the tensors and the file's metadata
+// (its commit among them).
+func (c *Client) ReadTensors(ctx context.Context, repo, revision, file string, names []string) (map[string]tensorio.Tensor, *FileMeta, error) {
+	r, err := c.OpenRemote(ctx, repo, revision, file)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := tensorio.ReadSafetensorsHeader(r, r.Size())
+	if err != nil {
+		return nil, nil, fmt.Errorf("hub: %s@%s: %s: %w", repo, revision, file, err)
+	}
+	out := make(map[string]tensorio.Tensor, len(names))
+	for _, n := range names {
+		if _, ok := h.Tensors[n]; !ok {
+			return nil, nil, fmt.Errorf("hub: %s@%s: %s has no tensor %s", repo, revision, file, n)
+		}
+		t, err := h.ReadTensor(r, n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("hub: %s@%s: %s: %w", repo, revision, file, err)
+		}
+		out[n] = t
+	}
+	c.log().Debug("read tensors by range", "repo", repo, "file", file, "requests", r.Requests.Load(), "bytes", r.Bytes.Load(), "size", r.Size())
+	return out, r.meta, nil
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 )
@@ -23,6 +22,7 @@ func init() {
 }
 
 type attendOptions struct {
+	variant   string
 	ort       ortOptions
 	model     string
 	prompts   []string
@@ -34,6 +34,7 @@ type attendOptions struct {
 }
 
 func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringVar(&o.model, "model", "default", "model: a directory, a hub id org/name[@revision], or default (built in)")
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
 	fs.StringVar(&o.heatmap, "heatmap", "", "heatmap PNG to write (default: <image name>.heatmap.png in the current folder; with several prompts, .<i>.png)")
@@ -101,7 +102,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	if _, err := o.ort.load(e); err != nil {
 		return err
 	}
-	m, err := models.Open(o.model, models.Options{})
+	m, err := openModel(ctx, e, o.model, o.variant)
 	if err != nil {
 		return err
 	}

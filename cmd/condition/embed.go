@@ -27,6 +27,7 @@ func init() {
 
 // embedOptions are the flags of `condition embed`.
 type embedOptions struct {
+	variant string
 	ort     ortOptions
 	Model   string
 	Prompts []string
@@ -36,6 +37,7 @@ type embedOptions struct {
 }
 
 func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringVar(&o.Model, "model", models.DefaultRef, "model: a directory, org/name[@revision], or default")
 	fs.StringArrayVarP(&o.Prompts, "prompt", "p", nil, "a prompt (repeat for more)")
 	fs.StringVarP(&o.Out, "out", "o", "", "write embeddings and states to this .safetensors file")
@@ -106,7 +108,7 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if err := o.ort.validate(); err != nil {
 		return err
 	}
-	m, err := models.Open(o.Model, models.Options{})
+	m, err := openModel(ctx, e, o.Model, o.variant)
 	if err != nil {
 		return err
 	}

@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
 )
 
 // pipeBenchOptions are the flags of `condition bench pipeline`.
 type pipeBenchOptions struct {
+	variant string
 	ort     ortOptions
 	model   string
 	images  string
@@ -31,6 +31,7 @@ type pipeBenchOptions struct {
 }
 
 func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringVar(&o.model, "model", "default", "model to run")
 	fs.StringVar(&o.images, "images", "", "image folder (default: synthetic PNGs made for the run)")
 	fs.IntVar(&o.n, "n", 200, "synthetic images to make")
@@ -72,7 +73,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	if _, err := o.ort.load(e); err != nil {
 		return err
 	}
-	m, err := models.Open(o.model, models.Options{})
+	m, err := openModel(ctx, e, o.model, o.variant)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
 )
 
@@ -22,6 +21,7 @@ func init() {
 }
 
 type runOptions struct {
+	variant     string
 	ort         ortOptions
 	model       string
 	images      []string
@@ -47,6 +47,7 @@ type runOptions struct {
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringVar(&o.model, "model", "default", "model: a directory in the Hugging Face layout, a hub id org/name[@revision], or default (built in)")
 	fs.StringArrayVar(&o.images, "images", nil, "image folder (walked recursively) or file; repeatable; positional arguments are added")
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
@@ -122,7 +123,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if _, err := o.ort.load(e); err != nil {
 		return err
 	}
-	m, err := models.Open(o.model, models.Options{})
+	m, err := openModel(ctx, e, o.model, o.variant)
 	if err != nil {
 		return err
 	}

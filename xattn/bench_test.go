@@ -46,28 +46,34 @@ func BenchmarkCore(b *testing.B) {
 }
 
 // BenchmarkBlock times a whole layer (Q, K, V, O projections and the core)
-// at T_q=197, T_k=77, d=768, 12 heads, on one and two goroutines.
-// FLOPs = Layer.FLOPs (2·m·n·k per matrix product).
+// at T_q=197, T_k=77, d=768, 12 heads (ViT-B/16 patches to a prompt) and at
+// SD 1.5's largest attn2 (T_q=4096, d_q=320, T_k=77, d_kv=768, 8 heads), on
+// one and two goroutines. FLOPs = Layer.FLOPs (2·m·n·k per matrix product).
 func BenchmarkBlock(b *testing.B) {
-	for _, threads := range []int{1, 2} {
-		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			benchImpls(b, func(b *testing.B) {
-				r := rand.New(rand.NewPCG(2, 2))
-				w := randWeights(r, 768, 768, 768, 768, 12, true)
-				l, _ := New(w)
-				q, kv := randVec(r, 197*768, 1), randVec(r, 77*768, 1)
-				ws := l.NewWorkspace(threads)
-				defer ws.Close()
-				res := new(Result)
-				_ = ws.Forward(res, q, 197, kv, 77, nil, MeanAttention)
-				proj, core := l.FLOPs(197, 77)
-				b.ResetTimer()
-				for range b.N {
-					_ = ws.Forward(res, q, 197, kv, 77, nil, MeanAttention)
-				}
-				b.ReportMetric((proj+core)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
+	for _, s := range []struct {
+		name                   string
+		tq, tk, dq, dkv, heads int
+	}{{"vit-b16", 197, 77, 768, 768, 12}, {"sd15-64x64", 4096, 77, 320, 768, 8}} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", s.name, threads), func(b *testing.B) {
+				benchImpls(b, func(b *testing.B) {
+					r := rand.New(rand.NewPCG(2, 2))
+					w := randWeights(r, s.dq, s.dkv, s.dq, s.dq, s.heads, true)
+					l, _ := New(w)
+					q, kv := randVec(r, s.tq*s.dq, 1), randVec(r, s.tk*s.dkv, 1)
+					ws := l.NewWorkspace(threads)
+					defer ws.Close()
+					res := new(Result)
+					_ = ws.Forward(res, q, s.tq, kv, s.tk, nil, MeanAttention)
+					proj, core := l.FLOPs(s.tq, s.tk)
+					b.ResetTimer()
+					for range b.N {
+						_ = ws.Forward(res, q, s.tq, kv, s.tk, nil, MeanAttention)
+					}
+					b.ReportMetric((proj+core)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+					b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
+				})
 			})
-		})
+		}
 	}
 }

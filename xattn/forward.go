@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"time"
 
 	"github.com/conditionhq/condition/xattn/internal/attn"
 	"github.com/conditionhq/condition/xattn/internal/gemm"
@@ -83,12 +84,37 @@ type Workspace struct {
 	prob []float32 // [heads, tq, tkc]
 	scr  []scratch
 
-	ph phase
+	ph    phase
+	times Timings
 }
 
+// Timings are the wall-clock durations of the phases of a workspace's
+// forward passes, summed over Calls passes since the last ResetTimings.
+// Projections are Inputs + Output.
+type Timings struct {
+	Calls int
+	// Inputs is the projection of the sides that were not prepared: the
+	// queries (with layer norm and normalisation) and the keys and values
+	// (with packing), run together.
+	Inputs time.Duration
+	// Core is the attention core (scores, softmax, P·V over all heads).
+	Core time.Duration
+	// Output is the output projection; Probs the attention maps returned
+	// (head average or per-head copy).
+	Output, Probs time.Duration
+}
+
+// Timings returns the phase durations summed since the last ResetTimings.
+func (w *Workspace) Timings() Timings { return w.times }
+
+// ResetTimings sets the phase durations to zero.
+func (w *Workspace) ResetTimings() { w.times = Timings{} }
+
+// scratch is one worker's buffers for the attention core: the kernel's
+// scores, and a zero-padded last tile (queries, output, probabilities) when
+// T_q is not a multiple of attn.MR.
 type scratch struct {
-	qs, s, oacc []float32
-	m, l, mblk  []float32
+	s, qs, os, ps []float32
 }
 
 // NewWorkspace returns a workspace running on threads goroutines (<= 0:
@@ -128,8 +154,7 @@ func (w *Workspace) Forward(res *Result, q []float32, tq int, kv []float32, tk i
 	if err := w.l.checkKV(kv, tk, mask); err != nil {
 		return err
 	}
-	w.prepareQuery(&w.qry, q, tq)
-	w.prepareSource(&w.src, kv, tk, mask)
+	w.prepare(&w.qry, q, tq, &w.src, kv, tk, mask)
 	w.attend(res, &w.qry, &w.src, mode)
 	return nil
 }
@@ -145,7 +170,7 @@ func (w *Workspace) ForwardSource(res *Result, q []float32, tq int, src *Source,
 	if err := w.l.checkQ(q, tq); err != nil {
 		return err
 	}
-	w.prepareQuery(&w.qry, q, tq)
+	w.prepare(&w.qry, q, tq, nil, nil, 0, nil)
 	w.attend(res, &w.qry, src, mode)
 	return nil
 }
@@ -161,7 +186,7 @@ func (w *Workspace) ForwardQuery(res *Result, pq *Query, kv []float32, tk int, m
 	if err := w.l.checkKV(kv, tk, mask); err != nil {
 		return err
 	}
-	w.prepareSource(&w.src, kv, tk, mask)
+	w.prepare(nil, nil, 0, &w.src, kv, tk, mask)
 	w.attend(res, pq, &w.src, mode)
 	return nil
 }
@@ -229,7 +254,7 @@ func (l *Layer) PrepareSource(kv []float32, tk int, mask []bool) (*Source, error
 	w := l.NewWorkspace(1)
 	defer w.Close()
 	src := &Source{l: l}
-	w.prepareSource(src, kv, tk, mask)
+	w.prepare(nil, nil, 0, src, kv, tk, mask)
 	src.x, src.k, src.v, src.idxBuf = nil, nil, nil, nil
 	return src, nil
 }
@@ -243,7 +268,7 @@ func (l *Layer) PrepareQuery(q []float32, tq int) (*Query, error) {
 	w := l.NewWorkspace(1)
 	defer w.Close()
 	pq := &Query{l: l}
-	w.prepareQuery(pq, q, tq)
+	w.prepare(pq, q, tq, nil, nil, 0, nil)
 	pq.x = nil
 	return pq, nil
 }
@@ -261,6 +286,9 @@ type phase struct {
 	kind int
 	// arguments of the current phase
 	rows, chunk int
+	nq          int // phInputs: items [0, nq) are query chunks, the rest source chunks
+	kvRows      int // phInputs: source rows (tkc) and their chunk size
+	kvChunk     int
 	a, c        []float32 // input rows, output rows
 	ln          *LayerNorm
 	lda, d      int
@@ -268,13 +296,13 @@ type phase struct {
 	qry         *Query
 	res         *Result
 	mode        AttnMode
-	tiles       int
+	tiles       int // query tiles of attn.MR rows
+	perHead     int // core items per head
+	tileChunk   int // tiles per core item
 }
 
 const (
-	phQuery = iota
-	phKV
-	phPack
+	phInputs = iota
 	phCore
 	phOut
 	phProbs
@@ -284,33 +312,19 @@ func (p *phase) run(i, wid int) {
 	w := p.w
 	l := w.l
 	switch p.kind {
-	case phQuery:
-		r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
-		l.projectRows(p.qry.q[r0*l.inner:r1*l.inner], p.a[r0*l.dq:r1*l.dq], p.qry.x, r0, r1-r0, l.dq, l.qln, l.wq, l.bq, l.normQ)
-	case phKV:
-		r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
-		s := p.src
-		x := s.in[r0*l.dkv : r1*l.dkv]
-		if l.kvln != nil {
-			layerNorm(x, x, r1-r0, l.dkv, l.kvln)
+	case phInputs:
+		if i < p.nq {
+			r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
+			l.projectRows(p.qry.q[r0*l.inner:r1*l.inner], p.a[r0*l.dq:r1*l.dq], p.qry.x, r0, r1-r0, l.dq, l.qln, l.wq, l.bq, l.normQ)
+			return
 		}
-		l.projectRows(s.k[r0*l.inner:r1*l.inner], x, nil, 0, r1-r0, l.dkv, nil, l.wk, l.bk, l.normK)
-		if !l.vIsK {
-			l.projectRows(s.v[r0*l.inner:r1*l.inner], x, nil, 0, r1-r0, l.dkv, nil, l.wv, l.bv, false)
-		}
-	case phPack:
-		s := p.src
-		h, hd := i, l.hd
-		klen := attn.PackedKLen(s.tkc, hd)
-		v := s.v
-		if l.vIsK {
-			v = s.k
-		}
-		attn.PackK(s.kp[h*klen:(h+1)*klen], s.k[h*hd:], l.inner, s.tkc, hd)
-		hp := attn.PadHD(hd)
-		attn.PackV(s.vp[h*s.tkc*hp:(h+1)*s.tkc*hp], v[h*hd:], l.inner, s.tkc, hd)
+		i -= p.nq
+		r0, r1 := i*p.kvChunk, min((i+1)*p.kvChunk, p.kvRows)
+		w.sourceRows(p.src, r0, r1)
 	case phCore:
-		w.coreTile(i/p.tiles, i%p.tiles, wid, p.qry, p.src, p.mode != NoAttention)
+		h, c := i/p.perHead, i%p.perHead
+		t0 := c * p.tileChunk
+		w.coreTiles(h, t0, min(t0+p.tileChunk, p.tiles), wid, p.qry, p.src, p.mode != NoAttention)
 	case phOut:
 		r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
 		gemm.MatMul(p.res.Out[r0*l.dout:r1*l.dout], l.dout, w.o[r0*l.inner:r1*l.inner], l.inner, r1-r0, l.wo, l.bo)
@@ -320,14 +334,20 @@ func (p *phase) run(i, wid int) {
 	}
 }
 
-// chunks splits rows into pieces for the pool: one per thread, at least 8
-// rows each.
-func (w *Workspace) chunks(rows int) (n, chunk int) {
+// chunks splits rows into pieces for the pool, in multiples of align:
+// one piece on one thread; with more threads, at least one per thread and
+// up to four per thread (so that a thread slowed down by other work on the
+// machine holds up the phase less) of about 48 rows or more.
+func (w *Workspace) chunks(rows, align int) (n, chunk int) {
 	if rows == 0 {
 		return 0, 1
 	}
-	chunk = (rows + w.threads - 1) / w.threads
-	chunk = max(8, (chunk+7)&^7)
+	if w.threads == 1 {
+		return 1, rows
+	}
+	n = min(4*w.threads, max(w.threads, rows/48))
+	chunk = (rows + n - 1) / n
+	chunk = max(align, (chunk+align-1)/align*align)
 	return (rows + chunk - 1) / chunk, chunk
 }
 
@@ -402,23 +422,43 @@ func l2normalize(x []float32) {
 	}
 }
 
-func (w *Workspace) prepareQuery(pq *Query, q []float32, tq int) {
+// prepare projects the queries q [tq, DQ] into pq (if pq != nil) and the
+// source kv [tk, DKV] with its mask into s (if s != nil), in one parallel
+// phase: query row chunks and source row chunks (each packing its own
+// keys and values for every head) are the items.
+func (w *Workspace) prepare(pq *Query, q []float32, tq int, s *Source, kv []float32, tk int, mask []bool) {
+	start := time.Now()
 	l := w.l
-	pq.tq = tq
-	pq.q = grow(pq.q, tq*l.inner)
-	if l.qln != nil {
-		pq.x = grow(pq.x, tq*l.dq)
-	}
 	p := &w.ph
-	p.kind, p.qry, p.a = phQuery, pq, q
-	var n int
-	n, p.chunk = w.chunks(tq)
-	p.rows = tq
-	w.pool.do(n, p)
-	p.qry, p.a = nil, nil
+	p.kind = phInputs
+	p.nq, p.rows, p.kvRows = 0, 0, 0
+	if pq != nil {
+		pq.tq = tq
+		pq.q = grow(pq.q, tq*l.inner)
+		if l.qln != nil {
+			pq.x = grow(pq.x, tq*l.dq)
+		}
+		p.qry, p.a, p.rows = pq, q, tq
+		p.nq, p.chunk = w.chunks(tq, 8)
+	}
+	nkv := 0
+	if s != nil {
+		w.setupSource(s, kv, tk, mask)
+		p.src, p.kvRows = s, s.tkc
+		// Chunks of whole key panels, so that each packs its own.
+		nkv, p.kvChunk = w.chunks(s.tkc, attn.NR)
+	}
+	w.pool.do(p.nq+nkv, p)
+	p.qry, p.a, p.src = nil, nil, nil
+	if s != nil {
+		s.in = nil
+	}
+	w.times.Inputs += time.Since(start)
 }
 
-func (w *Workspace) prepareSource(s *Source, kv []float32, tk int, mask []bool) {
+// setupSource drops the masked keys of kv [tk, DKV] into s's input rows and
+// sizes s's buffers.
+func (w *Workspace) setupSource(s *Source, kv []float32, tk int, mask []bool) {
 	l := w.l
 	s.tk = tk
 	all := true
@@ -458,20 +498,30 @@ func (w *Workspace) prepareSource(s *Source, kv []float32, tk int, mask []bool) 
 	if !l.vIsK {
 		s.v = grow(s.v, s.tkc*l.inner)
 	}
-	p := &w.ph
-	p.kind, p.src = phKV, s
-	var n int
-	n, p.chunk = w.chunks(s.tkc)
-	p.rows = s.tkc
-	w.pool.do(n, p)
-	hp := attn.PadHD(l.hd)
 	s.kp = grow(s.kp, l.heads*attn.PackedKLen(s.tkc, l.hd))
-	s.vp = grow(s.vp, l.heads*s.tkc*hp)
-	if s.tkc > 0 {
-		p.kind = phPack
-		w.pool.do(l.heads, p)
+	s.vp = grow(s.vp, l.heads*s.tkc*attn.PadHD(l.hd))
+}
+
+// sourceRows projects the source rows [r0, r1) (r0 a multiple of attn.NR)
+// to keys and values and packs them for every head.
+func (w *Workspace) sourceRows(s *Source, r0, r1 int) {
+	l := w.l
+	n, inner, hd := r1-r0, l.inner, l.hd
+	x := s.in[r0*l.dkv : r1*l.dkv]
+	if l.kvln != nil {
+		layerNorm(x, x, n, l.dkv, l.kvln)
 	}
-	p.src, s.in = nil, nil
+	l.projectRows(s.k[r0*inner:r1*inner], x, nil, 0, n, l.dkv, nil, l.wk, l.bk, l.normK)
+	v := s.k
+	if !l.vIsK {
+		l.projectRows(s.v[r0*inner:r1*inner], x, nil, 0, n, l.dkv, nil, l.wv, l.bv, false)
+		v = s.v
+	}
+	klen, hp := attn.PackedKLen(s.tkc, hd), attn.PadHD(hd)
+	for h := 0; h < l.heads; h++ {
+		attn.PackK(s.kp[h*klen+r0*hd:(h+1)*klen], s.k[r0*inner+h*hd:], inner, n, hd)
+		attn.PackV(s.vp[(h*s.tkc+r0)*hp:(h+1)*s.tkc*hp], v[r0*inner+h*hd:], inner, n, hd)
+	}
 }
 
 // attend runs the attention core over all heads and query tiles, the output
@@ -502,135 +552,103 @@ func (w *Workspace) attend(res *Result, pq *Query, src *Source, mode AttnMode) {
 	}
 	w.sizeScratch(src.tkc)
 
+	w.times.Calls++
+	start := time.Now()
 	p := &w.ph
 	p.kind, p.qry, p.src, p.res, p.mode = phCore, pq, src, res, mode
 	p.tiles = (tq + attn.MR - 1) / attn.MR
-	w.pool.do(l.heads*p.tiles, p)
+	// Items are heads × chunks of tiles, chunks innermost, so that a
+	// goroutine's consecutive items use one head's keys and values (in L1
+	// for the kernel's passes). One item per head on one thread (one
+	// kernel call per head); with more threads, enough items for about
+	// four per thread. (Heads innermost, reusing query rows across heads,
+	// measured no faster.)
+	p.perHead = 1
+	if w.threads > 1 {
+		p.perHead = min(p.tiles, max(1, (4*w.threads+l.heads-1)/l.heads))
+	}
+	p.tileChunk = (p.tiles + p.perHead - 1) / p.perHead
+	p.perHead = (p.tiles + p.tileChunk - 1) / p.tileChunk
+	w.pool.do(l.heads*p.perHead, p)
+	t := time.Now()
+	w.times.Core += t.Sub(start)
 	var n int
-	n, p.chunk = w.chunks(tq)
+	n, p.chunk = w.chunks(tq, 8)
 	p.rows = tq
 	if l.wo != nil {
 		p.kind = phOut
 		w.pool.do(n, p)
+		t1 := time.Now()
+		w.times.Output += t1.Sub(t)
+		t = t1
 	}
 	if mode != NoAttention {
 		p.kind = phProbs
 		w.pool.do(n, p)
+		w.times.Probs += time.Since(t)
 	}
 	p.qry, p.src, p.res = nil, nil, nil
 }
 
-var negInf = float32(math.Inf(-1))
-
 func (w *Workspace) sizeScratch(tkc int) {
-	hd, hp := w.l.hd, attn.PadHD(w.l.hd)
-	lds := attn.Panels(min(tkc, attn.BlockK)) * attn.NR
-	nblk := (tkc + attn.BlockK - 1) / attn.BlockK
+	hd := w.l.hd
 	for i := range w.scr {
 		sc := &w.scr[i]
+		sc.s = grow(sc.s, attn.ScratchLen(max(tkc, 1)))
 		sc.qs = grow(sc.qs, attn.MR*hd)
-		sc.s = grow(sc.s, attn.MR*lds)
-		sc.oacc = grow(sc.oacc, attn.MR*hp)
-		sc.m = grow(sc.m, attn.MR)
-		sc.l = grow(sc.l, attn.MR)
-		sc.mblk = grow(sc.mblk, attn.MR*max(nblk, 1))
+		sc.os = grow(sc.os, attn.MR*hd)
+		sc.ps = grow(sc.ps, attn.MR*tkc)
 	}
 }
 
-// coreTile computes head h of query tile t: o[rows, h*hd:(h+1)*hd] and,
-// if probs, the normalised probabilities into w.prob.
-func (w *Workspace) coreTile(h, t, wid int, pq *Query, src *Source, probs bool) {
+// coreTiles computes head h of query tiles [t0, t1): the attention output
+// into w.o[rows, h*hd:(h+1)*hd] and, if probs, the probabilities into
+// w.prob [heads, tq, tkc]. Whole tiles run in one kernel call; a last,
+// partial tile runs through zero-padded scratch.
+func (w *Workspace) coreTiles(h, t0, t1, wid int, pq *Query, src *Source, probs bool) {
 	l := w.l
 	sc := &w.scr[wid]
-	hd, hp, inner := l.hd, attn.PadHD(l.hd), l.inner
+	hd, inner := l.hd, l.inner
 	tq, tkc := pq.tq, src.tkc
-	i0 := t * attn.MR
-	rows := min(attn.MR, tq-i0)
+	r0, r1 := t0*attn.MR, min(t1*attn.MR, tq)
 	if tkc == 0 {
-		for i := 0; i < rows; i++ {
-			clear(w.o[(i0+i)*inner+h*hd : (i0+i)*inner+(h+1)*hd])
+		for i := r0; i < r1; i++ {
+			clear(w.o[i*inner+h*hd : i*inner+(h+1)*hd])
 		}
 		return
 	}
-	qs := sc.qs
-	for i := 0; i < rows; i++ {
-		qr := pq.q[(i0+i)*inner+h*hd : (i0+i)*inner+(h+1)*hd]
-		dst := qs[i*hd : (i+1)*hd]
-		for d, x := range qr {
-			dst[d] = x * l.scale
-		}
-	}
-	clear(qs[rows*hd:])
 	klen := attn.PackedKLen(tkc, hd)
 	kp := src.kp[h*klen : (h+1)*klen]
-	vp := src.vp[h*tkc*hp : (h+1)*tkc*hp]
-	oacc := sc.oacc
-	clear(oacc)
-	lds := attn.Panels(min(tkc, attn.BlockK)) * attn.NR
-	nblk := (tkc + attn.BlockK - 1) / attn.BlockK
+	vp := src.vp[h*tkc*attn.PadHD(hd) : (h+1)*tkc*attn.PadHD(hd)]
 	var prob []float32
 	if probs {
 		prob = w.prob[h*tq*tkc : (h+1)*tq*tkc]
 	}
-	for b := 0; b < nblk; b++ {
-		k0 := b * attn.BlockK
-		nb := min(attn.BlockK, tkc-k0)
-		np := attn.Panels(nb)
-		attn.Scores(sc.s, lds, qs, kp[k0*hd:], np, hd)
-		for i := 0; i < rows; i++ {
-			// Pad the row to whole panels with -Inf so that the vector
-			// kernels run on whole vectors; exp(-Inf) adds 0.
-			full := sc.s[i*lds : i*lds+np*attn.NR]
-			for j := nb; j < len(full); j++ {
-				full[j] = negInf
-			}
-			row := full[:nb]
-			mn := attn.Max(full)
-			if b > 0 {
-				mn = max(mn, sc.m[i])
-			}
-			sum := attn.ExpSum(full, mn)
-			if b > 0 {
-				alpha := attn.Exp(sc.m[i] - mn)
-				sc.l[i] = sc.l[i]*alpha + sum
-				if alpha != 1 {
-					or := oacc[i*hp : (i+1)*hp]
-					for c := range or {
-						or[c] *= alpha
-					}
-				}
-			} else {
-				sc.l[i] = sum
-			}
-			sc.m[i] = mn
-			if probs {
-				copy(prob[(i0+i)*tkc+k0:], row)
-				sc.mblk[i*nblk+b] = mn
-			}
-		}
-		attn.PV(oacc, sc.s, lds, vp[k0*hp:], nb, hp)
-	}
-	for i := 0; i < rows; i++ {
-		inv := 1 / sc.l[i]
-		dst := w.o[(i0+i)*inner+h*hd : (i0+i)*inner+(h+1)*hd]
-		for d := range dst {
-			dst[d] = oacc[i*hp+d] * inv
-		}
+	if full := (r1 - r0) / attn.MR; full > 0 {
+		var p []float32
 		if probs {
-			pr := prob[(i0+i)*tkc : (i0+i+1)*tkc]
-			if nblk == 1 {
-				for j := range pr {
-					pr[j] *= inv
-				}
-				continue
-			}
-			for b := 0; b < nblk; b++ {
-				f := attn.Exp(sc.mblk[i*nblk+b]-sc.m[i]) * inv
-				blk := pr[b*attn.BlockK : min((b+1)*attn.BlockK, tkc)]
-				for j := range blk {
-					blk[j] *= f
-				}
-			}
+			p = prob[r0*tkc:]
+		}
+		attn.Attend(w.o[r0*inner+h*hd:], inner, pq.q[r0*inner+h*hd:], inner, full, kp, vp, tkc, hd, l.scale, sc.s, p, tkc)
+		r0 += full * attn.MR
+	}
+	if r0 == r1 {
+		return
+	}
+	n := r1 - r0
+	for i := 0; i < n; i++ {
+		copy(sc.qs[i*hd:(i+1)*hd], pq.q[(r0+i)*inner+h*hd:])
+	}
+	clear(sc.qs[n*hd:])
+	var p []float32
+	if probs {
+		p = sc.ps
+	}
+	attn.Attend(sc.os, hd, sc.qs, hd, 1, kp, vp, tkc, hd, l.scale, sc.s, p, tkc)
+	for i := 0; i < n; i++ {
+		copy(w.o[(r0+i)*inner+h*hd:(r0+i)*inner+(h+1)*hd], sc.os[i*hd:])
+		if probs {
+			copy(prob[(r0+i)*tkc:(r0+i+1)*tkc], sc.ps[i*tkc:])
 		}
 	}
 }

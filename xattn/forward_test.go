@@ -10,9 +10,10 @@ import (
 
 type shape struct{ tq, tk, dq, dkv, heads, hd, dout int }
 
-// edgeShapes straddles the kernel tiles: MR = 8 query rows, NR = 16 keys
-// per panel, two panels per AVX-512 step, 512-key softmax blocks, 16-wide
-// head_dim padding.
+// edgeShapes straddles the kernel tiles: MR = 4 query rows (whole tiles,
+// a partial last tile, tiles split across goroutines), NR = 16 keys per
+// panel, score tiles of up to 5 zmm / 3 ymm of keys (groups 3+3, 4+3, ...),
+// P·V tiles of up to 5 zmm / 3 ymm of columns, 16-wide head_dim padding.
 var edgeShapes = []shape{
 	{1, 1, 1, 1, 1, 1, 1},
 	{1, 77, 40, 24, 2, 16, 40},
@@ -31,6 +32,11 @@ var edgeShapes = []shape{
 	{10, 513, 24, 16, 1, 33, 24},
 	{4, 1030, 16, 16, 2, 24, 16},
 	{2, 3, 300, 257, 3, 100, 301},
+	{3, 9, 8, 8, 1, 8, 8},
+	{4, 16, 8, 8, 1, 8, 8},
+	{61, 97, 40, 24, 1, 40, 40},
+	{5, 200, 16, 16, 2, 80, 16},
+	{33, 77, 48, 32, 3, 112, 48},
 }
 
 func maskFor(r *rand.Rand, kind string, tk int) []bool {

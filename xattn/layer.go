@@ -17,11 +17,14 @@
 // all masked attends to nothing: its attention probabilities are 0 and its
 // attention output is 0 (so the layer outputs b_O), never NaN.
 //
-// Projections run on the packed GEMM of xattn/internal/gemm; the attention
-// core (scores, exact row max, a vectorised exp, P·V, online softmax for
-// sources longer than 512 keys) on the kernels of xattn/internal/attn, each
-// with AVX-512, AVX2+FMA and pure-Go versions chosen by
-// xattn/internal/cpuid. All arithmetic is float32.
+// Projections run on the packed GEMM of xattn/internal/gemm, split by rows
+// across a workspace's goroutines. The attention core runs on the fused
+// kernel of xattn/internal/attn: per head, tiles of 4 query rows take the
+// scores against keys packed in 16-key panels in register tiles, an exact
+// softmax (row max, a vectorised exp, row sum) and P·V, one kernel call for
+// all the tiles a goroutine takes; each kernel has AVX-512, AVX2+FMA and
+// pure-Go versions chosen by xattn/internal/cpuid. All arithmetic is
+// float32.
 package xattn
 
 import (

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
-	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,10 +23,11 @@ type benchOptions struct {
 	tq, tk, dq, dkv, heads, inner int
 	impl                          string
 	threads                       int
-	json                          bool
+	json, markdown                bool
 	minTime                       time.Duration
 	count                         int
 	ort                           bool
+	ortLib                        string
 }
 
 func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -36,11 +38,13 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.heads, "heads", 0, "heads")
 	fs.IntVar(&o.inner, "inner", 0, "projected width heads × head_dim (default d_q)")
 	fs.StringVar(&o.impl, "impl", "auto", "kernels: auto, avx512, avx2 or go")
-	fs.IntVar(&o.threads, "threads", 1, "worker goroutines")
+	fs.IntVar(&o.threads, "threads", 1, "worker goroutines (and ONNX Runtime intra-op threads with --ort)")
 	fs.BoolVar(&o.json, "json", false, "print JSON lines instead of a table")
-	fs.DurationVar(&o.minTime, "time", 300*time.Millisecond, "minimum time per measurement")
-	fs.IntVar(&o.count, "count", 3, "measurements per figure (the best is reported)")
-	fs.BoolVar(&o.ort, "ort", false, "also time ONNX Runtime's MultiHeadAttention block (not available yet)")
+	fs.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
+	fs.DurationVar(&o.minTime, "time", 100*time.Millisecond, "minimum time per measurement")
+	fs.IntVar(&o.count, "count", 10, "measurements per figure (the best is reported: on a shared machine, the least disturbed)")
+	fs.BoolVar(&o.ort, "ort", false, "also time ONNX Runtime's own block (MatMul projections, com.microsoft MultiHeadAttention) and attention core on the same inputs")
+	fs.StringVar(&o.ortLib, "ort-lib", "", "ONNX Runtime shared library for --ort (default: the usual search, see `condition runtime`)")
 }
 
 // benchShape is one cross-attention shape of the suite.
@@ -72,20 +76,37 @@ var benchSuite = []benchShape{
 
 // benchResult is one line of output. FLOPs count 2·m·n·k per matrix
 // product: projections 2·T_q·d_q·inner + 2·2·T_k·d_kv·inner +
-// 2·T_q·inner·d_out, core 2·2·T_q·T_k·inner.
+// 2·T_q·inner·d_out, core 2·2·T_q·T_k·inner. Times are the best of
+// --count measurements, per call.
 type benchResult struct {
-	Shape       benchShape `json:"shape"`
-	Impl        string     `json:"impl"`
-	Threads     int        `json:"threads"`
-	ProjMS      float64    `json:"proj_ms"` // block − core
-	CoreMS      float64    `json:"core_ms"`
-	BlockMS     float64    `json:"block_ms"`
-	ProjGFLOPS  float64    `json:"proj_gflops"`
-	CoreGFLOPS  float64    `json:"core_gflops"`
-	BlockGFLOPS float64    `json:"block_gflops"`
-	PeakGFLOPS  float64    `json:"peak_gflops"` // one core × threads
-	BlockRatio  float64    `json:"block_peak_ratio"`
-	CoreRatio   float64    `json:"core_peak_ratio"`
+	Shape   benchShape `json:"shape"`
+	Impl    string     `json:"impl"`
+	Threads int        `json:"threads"`
+	// ProjMS is measured inside the block runs: the query, key/value and
+	// output projection phases of the fastest run.
+	ProjMS      float64 `json:"proj_ms"`
+	CoreMS      float64 `json:"core_ms"` // the core alone, both sides prepared
+	BlockMS     float64 `json:"block_ms"`
+	ProjGFLOPS  float64 `json:"proj_gflops"`
+	CoreGFLOPS  float64 `json:"core_gflops"`
+	BlockGFLOPS float64 `json:"block_gflops"`
+	PeakGFLOPS  float64 `json:"peak_gflops"` // one core × threads
+	BlockRatio  float64 `json:"block_peak_ratio"`
+	CoreRatio   float64 `json:"core_peak_ratio"`
+
+	// ONNX Runtime on the same inputs and weights (--ort), with the
+	// largest difference of its outputs from ours relative to the largest
+	// output magnitude.
+	ORTVersion     string  `json:"ort_version,omitempty"`
+	ORTCoreMS      float64 `json:"ort_core_ms,omitempty"`
+	ORTBlockMS     float64 `json:"ort_block_ms,omitempty"`
+	ORTCoreGFLOPS  float64 `json:"ort_core_gflops,omitempty"`
+	ORTBlockGFLOPS float64 `json:"ort_block_gflops,omitempty"`
+	ORTCoreDiff    float64 `json:"ort_core_rel_diff,omitempty"`
+	ORTBlockDiff   float64 `json:"ort_block_rel_diff,omitempty"`
+	// SpeedupBlock is ORT's block time over ours (> 1: ours is faster).
+	SpeedupBlock float64 `json:"block_speedup_vs_ort,omitempty"`
+	SpeedupCore  float64 `json:"core_speedup_vs_ort,omitempty"`
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -93,7 +114,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return runBenchPipeline(ctx, e, args[1:])
 	}
 	var o benchOptions
-	fs := newFlagSet(e, "bench", "bench xattn [--tq N --tk N --dq N --dkv N --heads N [--inner N]] [--impl auto|avx512|avx2|go] [--threads N] [--json]")
+	fs := newFlagSet(e, "bench", "bench xattn [--tq N --tk N --dq N --dkv N --heads N [--inner N]] [--impl auto|avx512|avx2|go] [--threads N] [--ort [--ort-lib PATH]] [--json | --markdown]")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -104,8 +125,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if o.threads < 1 || o.count < 1 {
 		return usagef("--threads and --count must be at least 1")
 	}
-	if o.ort {
-		return usagef("--ort is not implemented yet (it needs the models/ort package)")
+	if o.json && o.markdown {
+		return usagef("--json and --markdown exclude each other")
 	}
 	shapes := benchSuite
 	if fs.Changed("tq") || fs.Changed("tk") || fs.Changed("dq") || fs.Changed("dkv") || fs.Changed("heads") || fs.Changed("inner") {
@@ -127,18 +148,54 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	peak := xattn.PeakGFLOPS(impl, 500*time.Millisecond)
 	e.Log.Info("bench", "impl", impl, "threads", o.threads, "peak_gflops_one_core", fmt.Sprintf("%.1f", peak))
 
+	var ob *ortBench
+	if o.ort {
+		if ob, err = newORTBench(e, o); err != nil {
+			return err
+		}
+		defer ob.close()
+	}
+
+	// The table: aligned text, or Markdown with --markdown.
 	var tw *tabwriter.Writer
+	row := func(cells []string) {
+		if o.markdown {
+			fmt.Fprintf(e.Stdout, "| %s |\n", strings.Join(cells, " | "))
+			return
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
 	if !o.json {
-		fmt.Fprintf(e.Stdout, "kernels %s, %d thread(s); measured peak %.1f GFLOP/s per core; FLOPs = 2·m·n·k per matrix product; proj = block − core\n",
-			impl, o.threads, peak)
-		tw = tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "shape\tT_q×d_q\tT_k×d_kv\theads\tproj ms\tGFLOP/s\tcore ms\tGFLOP/s\tblock ms\tGFLOP/s\tof peak\t")
+		fmt.Fprintf(e.Stdout, "kernels %s, %d thread(s); measured peak %.1f GFLOP/s per core; FLOPs = 2·m·n·k per matrix product; best of %d runs of ≥ %v\n",
+			impl, o.threads, peak, o.count, o.minTime)
+		if ob != nil {
+			fmt.Fprintf(e.Stdout, "ONNX Runtime %s, %d intra-op thread(s), its own kernel choice whatever --impl says: MatMul projections (weights as inputs) + com.microsoft MultiHeadAttention; ORT÷ours > 1 means ours is faster\n",
+				ob.version, o.threads)
+		}
+		if o.markdown {
+			fmt.Fprintln(e.Stdout)
+		} else {
+			tw = tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		}
+		head := []string{"shape", "T_q×d_q", "T_k×d_kv", "heads", "proj ms", "GFLOP/s", "core ms", "GFLOP/s", "block ms", "GFLOP/s", "of peak"}
+		if ob != nil {
+			head = append(head, "ORT core ms", "GFLOP/s", "ORT block ms", "GFLOP/s", "ORT÷ours core", "ORT÷ours block")
+		}
+		row(head)
+		if o.markdown {
+			sep := make([]string, len(head))
+			for i := range sep {
+				sep[i] = "---:"
+			}
+			sep[0] = "---"
+			row(sep)
+		}
 	}
 	for _, s := range shapes {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, err := benchXattn(s, o)
+		r, err := benchXattn(ctx, s, o, ob)
 		if err != nil {
 			return err
 		}
@@ -153,8 +210,15 @@ func runBench(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintln(e.Stdout, string(b))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d×%d\t%d×%d\t%d\t%.3f\t%.1f\t%.3f\t%.1f\t%.3f\t%.1f\t%.0f%%\t\n", s.Name, s.TQ, s.DQ, s.TK, s.DKV, s.Heads,
-			r.ProjMS, r.ProjGFLOPS, r.CoreMS, r.CoreGFLOPS, r.BlockMS, r.BlockGFLOPS, 100*r.BlockRatio)
+		f := func(format string, v float64) string { return fmt.Sprintf(format, v) }
+		cells := []string{s.Name, fmt.Sprintf("%d×%d", s.TQ, s.DQ), fmt.Sprintf("%d×%d", s.TK, s.DKV), fmt.Sprint(s.Heads),
+			f("%.3f", r.ProjMS), f("%.1f", r.ProjGFLOPS), f("%.3f", r.CoreMS), f("%.1f", r.CoreGFLOPS),
+			f("%.3f", r.BlockMS), f("%.1f", r.BlockGFLOPS), f("%.0f%%", 100*r.BlockRatio)}
+		if ob != nil {
+			cells = append(cells, f("%.3f", r.ORTCoreMS), f("%.1f", r.ORTCoreGFLOPS), f("%.3f", r.ORTBlockMS), f("%.1f", r.ORTBlockGFLOPS),
+				f("%.2f×", r.SpeedupCore), f("%.2f×", r.SpeedupBlock))
+		}
+		row(cells)
 	}
 	if tw != nil {
 		tw.Flush()
@@ -170,72 +234,110 @@ func benchVec(r *rand.Rand, n int, sd float32) []float32 {
 	return v
 }
 
-// benchXattn times the whole block (random diffusers-style weights, W_O
-// back to d_q) and the attention core alone (identity layer of width inner
-// with both sides prepared).
-func benchXattn(s benchShape, o benchOptions) (benchResult, error) {
+// benchCase is one shape's inputs: random diffusers-style weights (W_O
+// back to d_q, with a bias) and inputs, and projected Q, K, V for the core
+// alone.
+type benchCase struct {
+	w         xattn.Weights
+	q, kv     []float32
+	cq, ckv   []float32 // [T_q, inner], [T_k, inner]: the core's queries and keys (= values)
+	out, core []float32 // our outputs, for the comparison with ONNX Runtime
+}
+
+func newBenchCase(s benchShape) benchCase {
 	r := rand.New(rand.NewPCG(1, 2))
-	w := xattn.Weights{DQ: s.DQ, DKV: s.DKV, Inner: s.Inner, DOut: s.DQ, Heads: s.Heads,
+	c := benchCase{w: xattn.Weights{DQ: s.DQ, DKV: s.DKV, Inner: s.Inner, DOut: s.DQ, Heads: s.Heads,
 		Q: benchVec(r, s.Inner*s.DQ, 0.03), K: benchVec(r, s.Inner*s.DKV, 0.03), V: benchVec(r, s.Inner*s.DKV, 0.03),
-		O: benchVec(r, s.DQ*s.Inner, 0.03), BO: benchVec(r, s.DQ, 0.1)}
-	l, err := xattn.New(w)
+		O: benchVec(r, s.DQ*s.Inner, 0.03), BO: benchVec(r, s.DQ, 0.1)}}
+	c.q, c.kv = benchVec(r, s.TQ*s.DQ, 1), benchVec(r, s.TK*s.DKV, 1)
+	c.cq, c.ckv = benchVec(r, s.TQ*s.Inner, 1), benchVec(r, s.TK*s.Inner, 1)
+	return c
+}
+
+// benchXattn times the whole block (with the projection phases measured
+// inside it) and the attention core alone (an identity layer of width
+// inner with both sides prepared), then, with ob, ONNX Runtime on the same
+// inputs.
+func benchXattn(ctx context.Context, s benchShape, o benchOptions, ob *ortBench) (benchResult, error) {
+	c := newBenchCase(s)
+	l, err := xattn.New(c.w)
 	if err != nil {
 		return benchResult{}, err
 	}
-	q, kv := benchVec(r, s.TQ*s.DQ, 1), benchVec(r, s.TK*s.DKV, 1)
 	ws := l.NewWorkspace(o.threads)
 	defer ws.Close()
 	res := new(xattn.Result)
-	block, err := timeIt(o, func() error { return ws.Forward(res, q, s.TQ, kv, s.TK, nil, xattn.NoAttention) })
+	block, phases, err := timeIt(o, ws, func() error { return ws.Forward(res, c.q, s.TQ, c.kv, s.TK, nil, xattn.NoAttention) })
 	if err != nil {
 		return benchResult{}, err
 	}
+	c.out = append([]float32(nil), res.Out...)
 	id, err := xattn.Identity(s.Inner, s.Heads, 0)
 	if err != nil {
 		return benchResult{}, err
 	}
-	pq, err := id.PrepareQuery(benchVec(r, s.TQ*s.Inner, 1), s.TQ)
+	pq, err := id.PrepareQuery(c.cq, s.TQ)
 	if err != nil {
 		return benchResult{}, err
 	}
-	src, err := id.PrepareSource(benchVec(r, s.TK*s.Inner, 1), s.TK, nil)
+	// The identity layer's source is its own keys and values.
+	src, err := id.PrepareSource(c.ckv, s.TK, nil)
 	if err != nil {
 		return benchResult{}, err
 	}
 	wi := id.NewWorkspace(o.threads)
 	defer wi.Close()
-	core, err := timeIt(o, func() error { return wi.ForwardPrepared(res, pq, src, xattn.NoAttention) })
+	core, _, err := timeIt(o, nil, func() error { return wi.ForwardPrepared(res, pq, src, xattn.NoAttention) })
 	if err != nil {
 		return benchResult{}, err
 	}
+	c.core = append([]float32(nil), res.Out...)
 	projF, coreF := l.FLOPs(s.TQ, s.TK)
-	proj := max(block-core, 0)
+	proj := (phases.Inputs + phases.Output).Seconds() / float64(max(phases.Calls, 1))
 	out := benchResult{Shape: s, ProjMS: proj * 1e3, CoreMS: core * 1e3, BlockMS: block * 1e3,
 		CoreGFLOPS: coreF / core / 1e9, BlockGFLOPS: (projF + coreF) / block / 1e9}
 	if proj > 0 {
 		out.ProjGFLOPS = projF / proj / 1e9
 	}
+	if ob != nil {
+		if err := ob.run(ctx, s, c, o, &out); err != nil {
+			return benchResult{}, err
+		}
+		out.ORTBlockGFLOPS = (projF + coreF) / (out.ORTBlockMS / 1e3) / 1e9
+		out.ORTCoreGFLOPS = coreF / (out.ORTCoreMS / 1e3) / 1e9
+		out.SpeedupBlock = out.ORTBlockMS / out.BlockMS
+		out.SpeedupCore = out.ORTCoreMS / out.CoreMS
+	}
 	return out, nil
 }
 
 // timeIt returns the best of o.count measurements of f's seconds per call,
-// each running f for at least o.minTime.
-func timeIt(o benchOptions, f func() error) (float64, error) {
+// each running f for at least o.minTime, and, when ws is not nil, the
+// workspace's phase timings during that best measurement.
+func timeIt(o benchOptions, ws *xattn.Workspace, f func() error) (float64, xattn.Timings, error) {
 	if err := f(); err != nil { // warm-up: buffers, workers
-		return 0, err
+		return 0, xattn.Timings{}, err
 	}
-	var runs []float64
+	best := math.Inf(1)
+	var bestT xattn.Timings
 	for c := 0; c < o.count; c++ {
+		if ws != nil {
+			ws.ResetTimings()
+		}
 		n := 0
 		start := time.Now()
 		for time.Since(start) < o.minTime || n == 0 {
 			if err := f(); err != nil {
-				return 0, err
+				return 0, xattn.Timings{}, err
 			}
 			n++
 		}
-		runs = append(runs, time.Since(start).Seconds()/float64(n))
+		if t := time.Since(start).Seconds() / float64(n); t < best {
+			best = t
+			if ws != nil {
+				bestT = ws.Timings()
+			}
+		}
 	}
-	sort.Float64s(runs)
-	return runs[0], nil
+	return best, bestT, nil
 }

@@ -1,35 +1,39 @@
-// Package attn holds the attention-core kernels of xattn: scores against
-// packed keys, a vectorised exp with row sums, and probabilities times
-// values. Every kernel has a pure-Go reference (the ...Generic functions,
-// also the fallback on other platforms) and, on amd64, AVX2+FMA and
-// AVX-512 versions generated with avo (see xattn/_asm/attn). The exported
-// functions dispatch on cpuid.Current() at each call.
+// Package attn holds the attention-core kernels of xattn. Attend is the
+// fused core: for tiles of MR query rows it computes the scores against
+// keys packed in panels (register tiles), an exact softmax with a
+// vectorised exp, and the probabilities times the values, in one kernel
+// call for any number of tiles. Every kernel has a pure-Go reference (the
+// ...Generic functions, also the fallback on other platforms and with the
+// purego tag) and, on amd64, AVX2+FMA and AVX-512 versions generated with
+// avo (see xattn/_asm/attn). The exported functions dispatch on
+// cpuid.Current() at each call.
 //
-// Callers check sizes; the kernels assume valid input.
+// Attend checks the lengths of its slices once per call; the assembly
+// assumes valid input.
 package attn
 
 import "math"
 
-// MR is the number of query rows in one tile: Scores and PV always compute
-// MR rows (rows past the caller's count hold harmless garbage).
-const MR = 8
+// MR is the number of query rows in one tile: Attend works on whole
+// tiles of MR rows.
+const MR = 4
 
 // NR is the number of keys in one packed panel of K.
 const NR = 16
-
-// BlockK is the number of keys processed per online-softmax step: sources
-// longer than BlockK keys are handled in blocks with a running max and sum.
-const BlockK = 512
 
 // Panels returns the number of NR-key panels holding tk keys.
 func Panels(tk int) int { return (tk + NR - 1) / NR }
 
 // PadHD returns hd rounded up to a multiple of 16, the row length of
-// packed V and of the output accumulator.
+// packed V.
 func PadHD(hd int) int { return (hd + 15) &^ 15 }
 
 // PackedKLen returns the length of a packed K for tk keys of width hd.
 func PackedKLen(tk, hd int) int { return Panels(tk) * NR * hd }
+
+// ScratchLen returns the length of the scratch buffer Attend needs for n
+// keys: MR rows of Panels(n)·NR scores.
+func ScratchLen(n int) int { return MR * Panels(n) * NR }
 
 // PackK packs the keys k [tk, hd] (row stride ldk) into panels of NR keys:
 // dst [Panels(tk), hd, NR], dst[(p*hd+d)*NR+j] = k[(p*NR+j)*ldk+d], with
@@ -62,43 +66,6 @@ func PackV(dst, v []float32, ldv, tk, hd int) {
 		row := dst[j*hp : (j+1)*hp]
 		copy(row, v[j*ldv:j*ldv+hd])
 		clear(row[hd:])
-	}
-}
-
-// ScoresGeneric computes s[i*lds + p*NR + j] = Σ_d q[i*hd+d] · kp[(p*hd+d)*NR+j]
-// for i < MR, p < np, j < NR: the MR query rows q [MR, hd] against np packed
-// key panels. lds >= np*NR.
-func ScoresGeneric(s []float32, lds int, q, kp []float32, np, hd int) {
-	var acc [NR]float32
-	for i := 0; i < MR; i++ {
-		qr := q[i*hd : i*hd+hd]
-		for p := 0; p < np; p++ {
-			acc = [NR]float32{}
-			pan := kp[p*hd*NR : (p+1)*hd*NR]
-			for d, x := range qr {
-				kr := (*[NR]float32)(pan[d*NR : d*NR+NR])
-				for j := range acc {
-					acc[j] += x * kr[j]
-				}
-			}
-			copy(s[i*lds+p*NR:], acc[:])
-		}
-	}
-}
-
-// PVGeneric accumulates o[i*hp+c] += Σ_{j<n} p[i*ldp+j] · v[j*hp+c] for
-// i < MR, c < hp: MR probability rows times the packed values v [n, hp].
-// hp is a multiple of 16.
-func PVGeneric(o, p []float32, ldp int, v []float32, n, hp int) {
-	for i := 0; i < MR; i++ {
-		or := o[i*hp : i*hp+hp]
-		pr := p[i*ldp : i*ldp+n]
-		for j, w := range pr {
-			vr := v[j*hp : j*hp+hp]
-			for c, x := range vr {
-				or[c] += w * x
-			}
-		}
 	}
 }
 
@@ -177,33 +144,6 @@ func Exp(x float32) float32 {
 	return y * math.Float32frombits(uint32(ni+127)<<23)
 }
 
-// Scores is ScoresGeneric on the fastest kernel cpuid.Current() allows.
-// len(q) >= MR*hd, len(kp) >= np*hd*NR, len(s) >= (MR-1)*lds + np*NR.
-func Scores(s []float32, lds int, q, kp []float32, np, hd int) {
-	if np == 0 || hd == 0 {
-		for i := 0; i < MR; i++ {
-			clear(s[i*lds : i*lds+np*NR])
-		}
-		return
-	}
-	_ = s[(MR-1)*lds+np*NR-1]
-	_ = q[MR*hd-1]
-	_ = kp[np*hd*NR-1]
-	scores(s, lds, q, kp, np, hd)
-}
-
-// PV is PVGeneric on the fastest kernel cpuid.Current() allows.
-// len(o) >= MR*hp, len(p) >= (MR-1)*ldp + n, len(v) >= n*hp.
-func PV(o, p []float32, ldp int, v []float32, n, hp int) {
-	if n == 0 || hp == 0 {
-		return
-	}
-	_ = o[MR*hp-1]
-	_ = p[(MR-1)*ldp+n-1]
-	_ = v[n*hp-1]
-	pv(o, p, ldp, v, n, hp)
-}
-
 // Max is MaxGeneric on the fastest kernel; len(x) >= 1.
 func Max(x []float32) float32 { return rowMax(x) }
 
@@ -213,4 +153,71 @@ func ExpSum(x []float32, sub float32) float32 {
 		return 0
 	}
 	return expSum(x, sub)
+}
+
+// AttendGeneric computes the attention of tiles·MR query rows to n keys.
+// For query row r < tiles·MR, q_r = q[r*ldq : r*ldq+hd]:
+//
+//	s_j = scale · Σ_d q_r[d]·K[j][d]       j < n, K packed in kp by PackK
+//	e_j = Exp(s_j - max_j s_j),  l = Σ_j e_j
+//	o[r*ldo+c] = (Σ_j e_j·V[j][c]) · (1/l)  c < hd, V packed in vp by PackV
+//	prob[r*ldp+j] = e_j · (1/l)            j < n, only when prob != nil
+//
+// s is scratch of ScratchLen(n) floats. No element of o or prob outside
+// those is written. tiles, n, hd >= 1.
+func AttendGeneric(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int) {
+	hp := PadHD(hd)
+	sr := s[:n]
+	for r := 0; r < tiles*MR; r++ {
+		qr := q[r*ldq : r*ldq+hd]
+		for j := range sr {
+			p, jj := j/NR, j%NR
+			pan := kp[p*hd*NR : (p+1)*hd*NR]
+			var acc float32
+			for d, x := range qr {
+				acc += x * pan[d*NR+jj]
+			}
+			sr[j] = acc * scale
+		}
+		l := ExpSumGeneric(sr, MaxGeneric(sr))
+		inv := 1 / l
+		or := o[r*ldo : r*ldo+hd]
+		clear(or)
+		for j, e := range sr {
+			vr := vp[j*hp : j*hp+hd]
+			for c, x := range vr {
+				or[c] += e * x
+			}
+		}
+		for c := range or {
+			or[c] *= inv
+		}
+		if prob != nil {
+			pr := prob[r*ldp : r*ldp+n]
+			for j, e := range sr {
+				pr[j] = e * inv
+			}
+		}
+	}
+}
+
+// Attend is AttendGeneric on the fastest kernel cpuid.Current() allows.
+// It checks the lengths of its slices once and then runs one kernel call
+// for all tiles. len(o) >= (tiles·MR-1)·ldo + hd, likewise q (ldq) and prob
+// (ldp, n); len(kp) >= PackedKLen(n, hd), len(vp) >= n·PadHD(hd),
+// len(s) >= ScratchLen(n).
+func Attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int) {
+	if tiles <= 0 || n <= 0 || hd <= 0 {
+		return
+	}
+	rows := tiles * MR
+	_ = o[(rows-1)*ldo+hd-1]
+	_ = q[(rows-1)*ldq+hd-1]
+	_ = kp[PackedKLen(n, hd)-1]
+	_ = vp[n*PadHD(hd)-1]
+	_ = s[ScratchLen(n)-1]
+	if prob != nil {
+		_ = prob[(rows-1)*ldp+n-1]
+	}
+	attend(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp)
 }

@@ -4,29 +4,25 @@
 
 package attn
 
-// scoresAVX512 computes s[i*lds + p*16 + j] = Σ_d q[i*hd+d]·kp[(p*hd+d)*16+j]
-// for i < 8, p < np, j < 16 (np >= 1, hd >= 1).
+// attendAVX512 computes the attention of tiles·4 query rows to n keys.
+// For row r, with scores s_j = scale·Σ_d q[r*ldq+d]·K[j][d] (K packed in
+// 16-key panels in kp) and e_j = exp(s_j - max s), it writes
+// o[r*ldo+c] = Σ_j e_j·V[j][c] / Σ_j e_j for c < hd (V rows padded to 16
+// in vp) and, if prob is not nil, prob[r*ldp+j] = e_j / Σ e for j < n.
+// s is scratch of 4·ceil(n/16)·16 floats. tiles, n, hd >= 1.
 //
 //go:noescape
-func scoresAVX512(s *float32, lds int, q *float32, kp *float32, np int, hd int)
+func attendAVX512(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int)
 
-// scoresAVX2 computes s[i*lds + p*16 + j] = Σ_d q[i*hd+d]·kp[(p*hd+d)*16+j]
-// for i < 8, p < np, j < 16 (np >= 1, hd >= 1).
+// attendAVX2 computes the attention of tiles·4 query rows to n keys.
+// For row r, with scores s_j = scale·Σ_d q[r*ldq+d]·K[j][d] (K packed in
+// 16-key panels in kp) and e_j = exp(s_j - max s), it writes
+// o[r*ldo+c] = Σ_j e_j·V[j][c] / Σ_j e_j for c < hd (V rows padded to 16
+// in vp) and, if prob is not nil, prob[r*ldp+j] = e_j / Σ e for j < n.
+// s is scratch of 4·ceil(n/16)·16 floats. tiles, n, hd >= 1.
 //
 //go:noescape
-func scoresAVX2(s *float32, lds int, q *float32, kp *float32, np int, hd int)
-
-// pvAVX512 accumulates o[i*hp+c] += Σ_{j<n} p[i*ldp+j]·v[j*hp+c]
-// for i < 8, c < hp (n >= 1, hp a positive multiple of 16).
-//
-//go:noescape
-func pvAVX512(o *float32, p *float32, ldp int, v *float32, n int, hp int)
-
-// pvAVX2 accumulates o[i*hp+c] += Σ_{j<n} p[i*ldp+j]·v[j*hp+c]
-// for i < 8, c < hp (n >= 1, hp a positive multiple of 16).
-//
-//go:noescape
-func pvAVX2(o *float32, p *float32, ldp int, v *float32, n int, hp int)
+func attendAVX2(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int)
 
 // maxAVX512 returns the largest of x[:n] (n a positive multiple of
 // 16).

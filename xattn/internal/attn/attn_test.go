@@ -133,70 +133,102 @@ func randSlice(r *rand.Rand, n int) []float32 {
 	return x
 }
 
-// TestScores checks Scores on every path against a float64 loop, with guard
-// bands, at every panel count 1..5 and odd head widths.
-func TestScores(t *testing.T) {
+// TestAttend checks Attend on every path against a float64 loop, with
+// guard bands around every buffer and strides wider than the rows, over
+// key counts around the vector and panel sizes and head widths around the
+// register-tile widths (1 to 5 zmm, 1 to 3 ymm, with tails).
+func TestAttend(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	forEachImpl(t, func(t *testing.T) {
-		for _, hd := range []int{1, 2, 3, 15, 16, 17, 31, 64, 65, 100} {
-			for tk := 1; tk <= 80; tk += 1 + tk/8 {
-				np := Panels(tk)
-				lds := np*NR + tk%3 // stride may exceed the panels
-				k := randSlice(r, tk*(hd+2))
-				kp := make([]float32, PackedKLen(tk, hd))
-				PackK(kp, k, hd+2, tk, hd)
-				q := randSlice(r, MR*hd)
-				buf, s := guarded((MR-1)*lds + np*NR)
-				Scores(s, lds, q, kp, np, hd)
-				checkGuard(t, fmt.Sprintf("scores hd=%d tk=%d", hd, tk), buf)
-				for i := 0; i < MR; i++ {
-					for j := 0; j < np*NR; j++ {
-						var want float64
-						if j < tk {
-							for d := 0; d < hd; d++ {
-								want += float64(q[i*hd+d]) * float64(k[j*(hd+2)+d])
-							}
+		for _, hd := range []int{1, 3, 8, 15, 16, 17, 24, 40, 48, 63, 64, 65, 80, 96, 100, 112, 160} {
+			for _, n := range []int{1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 47, 63, 77, 80, 81, 96, 130, 161, 197, 257} {
+				if testing.Short() && hd%16 != 0 && n%16 != 0 && n > 40 {
+					continue
+				}
+				tiles := 1 + (n+hd)%3
+				rows := tiles * MR
+				ldq, ldo, ldp := hd+3, hd+5, n+2
+				scale := float32(0.3 + r.Float64())
+				k := randSlice(r, n*hd)
+				v := randSlice(r, n*hd)
+				q := randSlice(r, (rows-1)*ldq+hd)
+				kbuf, kp := guarded(PackedKLen(n, hd))
+				PackK(kp, k, hd, n, hd)
+				vbuf, vp := guarded(n * PadHD(hd))
+				PackV(vp, v, hd, n, hd)
+				sbuf, s := guarded(ScratchLen(n))
+				obuf, o := guarded((rows-1)*ldo + hd)
+				pbuf, prob := guarded((rows-1)*ldp + n)
+				// Between rows the outputs must stay untouched too.
+				for i := range o {
+					o[i] = guardVal
+				}
+				for i := range prob {
+					prob[i] = guardVal
+				}
+				Attend(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp)
+				name := fmt.Sprintf("hd=%d n=%d tiles=%d", hd, n, tiles)
+				for _, g := range []struct {
+					what string
+					buf  []float32
+				}{{"k", kbuf}, {"v", vbuf}, {"s", sbuf}, {"o", obuf}, {"prob", pbuf}} {
+					checkGuard(t, name+" "+g.what, g.buf)
+				}
+				sc := make([]float64, n)
+				for i := 0; i < rows; i++ {
+					mx := math.Inf(-1)
+					for j := range sc {
+						var d64 float64
+						for d := 0; d < hd; d++ {
+							d64 += float64(q[i*ldq+d]) * float64(k[j*hd+d])
 						}
-						got := float64(s[i*lds+j])
-						if math.Abs(got-want) > 1e-5*math.Sqrt(float64(hd))*(1+math.Abs(want)) {
-							t.Fatalf("hd=%d tk=%d: s[%d,%d] = %v, want %v", hd, tk, i, j, got, want)
+						sc[j] = d64 * float64(scale)
+						mx = max(mx, sc[j])
+					}
+					var l float64
+					for j := range sc {
+						sc[j] = math.Exp(sc[j] - mx)
+						l += sc[j]
+					}
+					for j := 0; j < ldp && i*ldp+j < len(prob); j++ {
+						got := prob[i*ldp+j]
+						if j >= n {
+							if math.Float32bits(got) != math.Float32bits(guardVal) {
+								t.Fatalf("%s: prob[%d,%d] (past n) written", name, i, j)
+							}
+							continue
+						}
+						want := sc[j] / l
+						if math.Abs(float64(got)-want) > 2e-6*math.Sqrt(float64(hd))*(want+1e-3) {
+							t.Fatalf("%s: prob[%d,%d] = %v, want %v", name, i, j, got, want)
+						}
+					}
+					for c := 0; c < ldo && i*ldo+c < len(o); c++ {
+						got := o[i*ldo+c]
+						if c >= hd {
+							if math.Float32bits(got) != math.Float32bits(guardVal) {
+								t.Fatalf("%s: o[%d,%d] (past hd) written", name, i, c)
+							}
+							continue
+						}
+						var want, mag float64
+						for j := range sc {
+							want += sc[j] * float64(v[j*hd+c])
+							mag += sc[j] * math.Abs(float64(v[j*hd+c]))
+						}
+						want, mag = want/l, mag/l
+						if math.Abs(float64(got)-want) > 1e-5*math.Sqrt(float64(hd))*(mag+1e-3) {
+							t.Fatalf("%s: o[%d,%d] = %v, want %v", name, i, c, got, want)
 						}
 					}
 				}
-			}
-		}
-	})
-}
-
-// TestPV checks PV (accumulating) against a float64 loop with guard bands.
-func TestPV(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	forEachImpl(t, func(t *testing.T) {
-		for _, hd := range []int{1, 16, 17, 32, 48, 63, 64, 80, 100} {
-			hp := PadHD(hd)
-			for _, n := range []int{1, 2, 7, 15, 16, 17, 33, 77, 130, 512} {
-				ldp := n + n%5
-				p := randSlice(r, (MR-1)*ldp+n)
-				vsrc := randSlice(r, n*hd)
-				vbuf, v := guarded(n * hp)
-				PackV(v, vsrc, hd, n, hd)
-				obuf, o := guarded(MR * hp)
-				o0 := randSlice(r, MR*hp)
-				copy(o, o0)
-				PV(o, p, ldp, v, n, hp)
-				checkGuard(t, "pv out", obuf)
-				checkGuard(t, "pv v", vbuf)
-				for i := 0; i < MR; i++ {
-					for c := 0; c < hp; c++ {
-						want := float64(o0[i*hp+c])
-						if c < hd {
-							for j := 0; j < n; j++ {
-								want += float64(p[i*ldp+j]) * float64(vsrc[j*hd+c])
-							}
-						}
-						got := float64(o[i*hp+c])
-						if math.Abs(got-want) > 1e-5*math.Sqrt(float64(n))*(1+math.Abs(want)) {
-							t.Fatalf("hd=%d n=%d: o[%d,%d] = %v, want %v", hd, n, i, c, got, want)
+				// Without probabilities the output is the same.
+				o2 := make([]float32, len(o))
+				Attend(o2, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, nil, 0)
+				for i := 0; i < rows; i++ {
+					for c := 0; c < hd; c++ {
+						if o2[i*ldo+c] != o[i*ldo+c] {
+							t.Fatalf("%s: o[%d,%d] = %v without probabilities, %v with", name, i, c, o2[i*ldo+c], o[i*ldo+c])
 						}
 					}
 				}
@@ -234,4 +266,35 @@ func TestMaxExpSumLengths(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkAttend times the fused kernel on one head: 200 query rows
+// (50 tiles), head_dim 64 (and 40, SD 1.5's 320/8), T_k 77.
+// FLOPs = 2·2·rows·T_k·head_dim (Q·Kᵀ and P·V).
+func BenchmarkAttend(b *testing.B) {
+	for _, c := range []struct{ hd, n int }{{64, 77}, {40, 77}, {64, 257}} {
+		b.Run(fmt.Sprintf("hd=%d/tk=%d", c.hd, c.n), func(b *testing.B) {
+			for _, impl := range cpuid.Available() {
+				b.Run(impl.String(), func(b *testing.B) {
+					defer cpuid.Set(impl)()
+					r := rand.New(rand.NewPCG(1, 1))
+					const tiles = 50
+					hd, n := c.hd, c.n
+					kp := make([]float32, PackedKLen(n, hd))
+					PackK(kp, randSlice(r, n*hd), hd, n, hd)
+					vp := make([]float32, n*PadHD(hd))
+					PackV(vp, randSlice(r, n*hd), hd, n, hd)
+					q := randSlice(r, tiles*MR*hd)
+					o := make([]float32, len(q))
+					s := make([]float32, ScratchLen(n))
+					b.ResetTimer()
+					for range b.N {
+						Attend(o, hd, q, hd, tiles, kp, vp, n, hd, 0.125, s, nil, 0)
+					}
+					flops := 4 * float64(tiles*MR*n*hd)
+					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		})
+	}
 }

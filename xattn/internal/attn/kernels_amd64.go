@@ -4,25 +4,18 @@ package attn
 
 import "github.com/conditionhq/condition/xattn/internal/cpuid"
 
-func scores(s []float32, lds int, q, kp []float32, np, hd int) {
-	switch cpuid.Current() {
-	case cpuid.AVX512:
-		scoresAVX512(&s[0], lds, &q[0], &kp[0], np, hd)
-	case cpuid.AVX2:
-		scoresAVX2(&s[0], lds, &q[0], &kp[0], np, hd)
-	default:
-		ScoresGeneric(s, lds, q, kp, np, hd)
+func attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int) {
+	var pp *float32
+	if prob != nil {
+		pp = &prob[0]
 	}
-}
-
-func pv(o, p []float32, ldp int, v []float32, n, hp int) {
 	switch cpuid.Current() {
 	case cpuid.AVX512:
-		pvAVX512(&o[0], &p[0], ldp, &v[0], n, hp)
+		attendAVX512(&o[0], ldo, &q[0], ldq, tiles, &kp[0], &vp[0], n, hd, scale, &s[0], pp, ldp)
 	case cpuid.AVX2:
-		pvAVX2(&o[0], &p[0], ldp, &v[0], n, hp)
+		attendAVX2(&o[0], ldo, &q[0], ldq, tiles, &kp[0], &vp[0], n, hd, scale, &s[0], pp, ldp)
 	default:
-		PVGeneric(o, p, ldp, v, n, hp)
+		AttendGeneric(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp)
 	}
 }
 

@@ -2,9 +2,9 @@
 
 package attn
 
-func scores(s []float32, lds int, q, kp []float32, np, hd int) { ScoresGeneric(s, lds, q, kp, np, hd) }
-
-func pv(o, p []float32, ldp int, v []float32, n, hp int) { PVGeneric(o, p, ldp, v, n, hp) }
+func attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int) {
+	AttendGeneric(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp)
+}
 
 func rowMax(x []float32) float32 { return MaxGeneric(x) }
 

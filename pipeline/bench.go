@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/png"
+	"image/jpeg"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -14,9 +14,10 @@ import (
 	"github.com/conditionhq/condition/vision"
 )
 
-// WriteSyntheticImages writes n PNGs of size×size pixels (coloured shapes on
-// noisy backgrounds, deterministic from seed) into dir, spread over
-// sub-folders of 100, for benchmarks and scale tests.
+// WriteSyntheticImages writes n JPEGs (quality 90, as photo folders hold)
+// of size×size pixels (coloured shapes on noisy backgrounds, deterministic
+// from seed) into dir, spread over sub-folders of 100, for benchmarks and
+// scale tests.
 func WriteSyntheticImages(dir string, n, size int, seed int64) error {
 	rng := rand.New(rand.NewSource(seed))
 	img := image.NewRGBA(image.Rect(0, 0, size, size))
@@ -35,7 +36,7 @@ func WriteSyntheticImages(dir string, n, size int, seed int64) error {
 				img.SetRGBA(x, y, c)
 			}
 		}
-		p := filepath.Join(dir, fmt.Sprintf("%03d", i/100), fmt.Sprintf("%06d.png", i))
+		p := filepath.Join(dir, fmt.Sprintf("%03d", i/100), fmt.Sprintf("%06d.jpg", i))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return fmt.Errorf("pipeline: %w", err)
 		}
@@ -43,7 +44,7 @@ func WriteSyntheticImages(dir string, n, size int, seed int64) error {
 		if err != nil {
 			return fmt.Errorf("pipeline: %w", err)
 		}
-		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(f, img)
+		err = jpeg.Encode(f, img, &jpeg.Options{Quality: 90})
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -63,7 +63,6 @@ func TestOpenErrors(t *testing.T) {
 		want []string
 	}{
 		{"", []string{"empty model reference"}},
-		{"default", []string{"default model"}},
 		{file, []string{"is a file"}},
 		{filepath.Join(dir, "nope"), []string{"no such directory"}},
 		{noConfig, []string{"has no config.json", noConfig}},
@@ -484,4 +483,21 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestOpenDefault opens the model built into the binary: the Hugging Face
+// layout, readable without a download.
+func TestOpenDefault(t *testing.T) {
+	m, err := models.Open("default", models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{models.ConfigFile, models.PreprocessorFile, models.TextModelFile, models.VisionModelFile, models.WeightsFile, "tokenizer.json"} {
+		if !m.Has(f) {
+			t.Errorf("default model lacks %s", f)
+		}
+	}
+	if c := m.Config(); c.VisionConfig.ImageSize != 64 || c.VisionConfig.PatchSize != 8 || c.ProjectionDim <= 0 {
+		t.Errorf("default config: %+v", c)
+	}
 }

@@ -27,7 +27,7 @@ func init() {
 	})
 }
 
-const modelsUsage = `models <list|fetch|info|verify|expose> [flags]
+const modelsUsage = `models <list|fetch|info|verify|expose|eval> [flags]
 
   models list [--known] [--json]          models in the Hugging Face cache (--known: CLIP
                                           exports this program was checked against)
@@ -35,6 +35,7 @@ const modelsUsage = `models <list|fetch|info|verify|expose> [flags]
   models info REF [--variant V]           files, config, graph inputs and outputs, variants
   models verify REF                       re-hash a cached hub model against its blob names
   models expose REF [--variant V]         add last_hidden_state to pooled-only graphs
+  models eval [REF] [--scenes N]          quality on held-out generated scenes (default: the built-in model)
 
 REF is a directory, org/name[@revision], or <graphs>+<weights> (the ONNX graphs
 of one, the projection heads from the model.safetensors of the other, read with
@@ -120,7 +121,7 @@ func runModels(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintf(e.Stderr, "usage: condition %s\n", modelsUsage)
 		if len(args) == 0 {
-			return usagef("models needs a subcommand: list, fetch, info, verify or expose")
+			return usagef("models needs a subcommand: list, fetch, info, verify, expose or eval")
 		}
 		return errHelp
 	}
@@ -130,8 +131,10 @@ func runModels(ctx context.Context, e *env, args []string) error {
 		return runModelsList(e, rest)
 	case "fetch", "info", "verify", "expose":
 		return runModelsRef(ctx, e, sub, rest)
+	case "eval":
+		return runModelsEval(ctx, e, rest)
 	}
-	return usagef("models: unknown subcommand %q (list, fetch, info, verify, expose)", sub)
+	return usagef("models: unknown subcommand %q (list, fetch, info, verify, expose, eval)", sub)
 }
 
 // knownModel is a CLIP export whose files were checked on its hub page.

@@ -188,13 +188,17 @@ type progressDisplay struct {
 }
 
 func newProgressDisplay(w io.Writer, quiet bool) *progressDisplay {
-	p := &progressDisplay{w: w, quiet: quiet, last: time.Now()}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.terminal = true
-		}
+	return &progressDisplay{w: w, quiet: quiet, last: time.Now(), terminal: isTerminal(w)}
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
-	return p
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func (p *progressDisplay) update(s pipeline.Progress) {

@@ -1,0 +1,591 @@
+"""Trains the embedded default model of `condition`: a tiny CLIP on generated scenes.
+
+Usage (from the repository root, with Debian's python3-torch):
+
+    /usr/bin/python3 scripts/train_default/train.py [--settings scripts/train_default/settings.json]
+        [--data /tmp/condition-scenes] [--work /tmp/condition-train] [--out models/embedded/model]
+    /usr/bin/python3 scripts/train_default/train.py --eval-only    # metrics of --out on held-out scenes
+
+The scenes come from the Go generator (internal/scenes), written as .npy files by
+`go run ./internal/scenes/cmd/gendata` (run here when --data lacks them), so the Go
+evaluation (models/eval_test.go) sees the same distribution. Every setting, the seed
+included, is in settings.json; the run is deterministic up to floating-point
+reduction order (threads).
+
+Losses, all on the quantities the Go program uses for its "joint space" maps:
+  t_i = normalize(text_projection(text last_hidden_state[i]))
+  p_j = normalize(visual_projection(post_layernorm(vision last_hidden_state[1+j])))
+  S_ij = exp(logit_scale) * t_i . p_j
+* contrastive: CLIP's symmetric cross-entropy on the pooled embeds (captions that are
+  identical in a batch share the target mass);
+* text -> image: for every colour or shape word of the caption, cross-entropy of
+  softmax_j S_ij towards the patches of the named object (weighted by how much of the
+  patch it covers);
+* image -> text: for every patch at least half covered by an object, cross-entropy
+  of softmax_i S_ij over the caption's tokens (BOS..EOS; padding masked) towards
+  that object's colour and shape words (equal mass);
+* hard negatives: image -> text also ranks each caption with one object's shape or
+  colour swapped (settings train.hard_negatives);
+* words: each owned patch against every colour word and every shape word of the
+  grammar (from the prompts "a/an <colour> <shape>"), not only the caption's;
+* prompts: single-object scenes classified over the 40 prompts by the pooled embeds;
+* aux: a linear colour/shape classifier on post_layernorm states (class token and
+  owned patches) that is not exported; without it shapes were not learned in the
+  budget (colour alone satisfies the other losses at first).
+
+Metrics (the same definitions as models/eval_test.go):
+* zero-shot: single-object held-out scenes, prompts "a/an <colour> <shape>" for all
+  colour x shape pairs, top-1 of cos(image_embeds, text_embeds); correct when both
+  colour and shape match.
+* text->image peak: two-object held-out scenes; for each colour or shape word of the
+  caption, the patch with the largest S_ij is "inside" the named object when the
+  object covers at least 25% of that patch's pixels (64x64 label map, 8x8 patches).
+  Words whose object covers no patch to 25% are skipped (counted).
+* image->text: two-object held-out scenes; for every patch at least 50% covered by
+  an object, among the caption's content-word tokens (the colour and shape words of
+  both objects) the one with the largest S_ij belongs to that object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+from pyclip import clip as pc  # noqa: E402
+
+COLOURS = ["red", "green", "blue", "yellow", "purple", "orange", "white", "black"]
+SHAPES = ["circle", "square", "triangle", "star", "cross"]
+PATCH_INSIDE = 0.25  # text->image: the peak patch is inside when covered this much
+PATCH_OWNED = 0.5  # image->text and the dense loss: patches covered this much
+
+
+def log(f, msg):
+    line = time.strftime("%H:%M:%S ") + msg
+    print(line, flush=True)
+    if f is not None:
+        f.write(line + "\n")
+        f.flush()
+
+
+# --------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------
+
+
+def gendata(out, seed, n, size, min_obj=1, max_obj=3, distinct=False):
+    if all(os.path.exists(os.path.join(out, f)) for f in ("images.npy", "labels.npy", "scenes.jsonl")):
+        return
+    cmd = ["go", "run", "./internal/scenes/cmd/gendata", "-seed", str(seed), "-n", str(n),
+           "-size", str(size), "-min-objects", str(min_obj), "-max-objects", str(max_obj), "-out", out]
+    if distinct:
+        cmd.append("-distinct")
+    subprocess.run(cmd, cwd=ROOT, check=True)
+
+
+def prompt(colour, shape):
+    return ("an " if colour[0] in "aeiou" else "a ") + colour + " " + shape
+
+
+class Scenes:
+    """A folder written by gendata, tokenized and reduced to patch coverage."""
+
+    def __init__(self, folder, vocab, text_length, patch, limit=None):
+        self.images = np.load(os.path.join(folder, "images.npy"), mmap_mode="r")
+        labels = np.load(os.path.join(folder, "labels.npy"), mmap_mode="r")
+        with open(os.path.join(folder, "scenes.jsonl"), encoding="utf-8") as f:
+            self.scenes = [json.loads(l) for l in f]
+        n = len(self.scenes) if limit is None else min(limit, len(self.scenes))
+        self.scenes = self.scenes[:n]
+        self.images = self.images[:n]
+        size = self.images.shape[1]
+        g = size // patch
+        self.grid = g
+        # Coverage [N, 3, P]: fraction of each patch covered by object k.
+        cov = np.zeros((n, 3, g * g), dtype=np.float32)
+        for k in range(3):
+            m = (np.asarray(labels[:n]) == k + 1).reshape(n, g, patch, g, patch)
+            cov[:, k] = m.mean(axis=(2, 4)).reshape(n, g * g)
+        self.cov = cov
+        T = text_length
+        self.ids = np.full((n, T), vocab.eos_id, dtype=np.int64)
+        self.lengths = np.zeros(n, dtype=np.int64)
+        self.ref_pos = np.zeros((n, 6), dtype=np.int64)  # token position of a colour/shape word
+        self.ref_obj = np.zeros((n, 6), dtype=np.int64)
+        self.ref_ok = np.zeros((n, 6), dtype=bool)
+        self.obj_tok = np.zeros((n, 3, 2), dtype=np.int64)  # colour, shape token positions
+        # ref_names[i, r, k]: ref r's word names object k too (objects may share a colour
+        # or a shape); tok_names[i, k, t]: token t is a colour or shape word of object k.
+        self.ref_names = np.zeros((n, 6, 3), dtype=np.float32)
+        self.tok_names = np.zeros((n, 3, T), dtype=np.float32)
+        self.nobj = np.zeros(n, dtype=np.int64)
+        self.obj_class = np.zeros((n, 3, 2), dtype=np.int64)  # colour index, shape index
+        cache = {}
+        for i, s in enumerate(self.scenes):
+            e = cache.get(s["caption"])
+            if e is None:
+                e = cache[s["caption"]] = vocab.encode(s["caption"])
+            if len(e) != len(s["words"]) + 2:
+                raise ValueError(f"train: caption {s['caption']!r} is not one token per word")
+            if len(e) > T:
+                raise ValueError(f"train: caption {s['caption']!r} longer than {T} tokens")
+            self.ids[i, :len(e)] = e
+            self.lengths[i] = len(e)
+            self.nobj[i] = len(s["objects"])
+            for r, ref in enumerate(s["refs"]):
+                self.ref_pos[i, r] = ref["word"] + 1
+                self.ref_obj[i, r] = ref["object"]
+                self.ref_ok[i, r] = True
+                self.obj_tok[i, ref["object"], 0 if ref["kind"] == "colour" else 1] = ref["word"] + 1
+            objs = s["objects"]
+            for k, o in enumerate(objs):
+                self.obj_class[i, k] = (COLOURS.index(o["colour"]), SHAPES.index(o["shape"]))
+            for r, ref in enumerate(s["refs"]):
+                for k, o in enumerate(objs):
+                    if s["words"][ref["word"]] == o[ref["kind"]]:
+                        self.ref_names[i, r, k] = 1
+                        self.tok_names[i, k, ref["word"] + 1] = 1
+        self.n = n
+        self.vocab = vocab
+
+    def pixels(self, idx):
+        x = torch.from_numpy(np.ascontiguousarray(self.images[idx])).float().div_(255.0)
+        x = x.permute(0, 3, 1, 2)
+        mean = torch.tensor(pc.CLIP_MEAN).view(1, 3, 1, 1)
+        std = torch.tensor(pc.CLIP_STD).view(1, 3, 1, 1)
+        return (x - mean) / std
+
+
+# --------------------------------------------------------------------------
+# Model
+# --------------------------------------------------------------------------
+
+
+def build(settings, vocab):
+    m = settings["model"]
+    cfg = pc.CLIPConfig(
+        text_config=pc.TextConfig(
+            vocab_size=len(vocab), hidden_size=m["text_width"],
+            intermediate_size=m["mlp_ratio"] * m["text_width"], projection_dim=m["projection_dim"],
+            num_hidden_layers=m["text_layers"], num_attention_heads=m["text_heads"],
+            max_position_embeddings=m["max_position_embeddings"],
+            pad_token_id=vocab.eos_id, bos_token_id=vocab.bos_id, eos_token_id=vocab.eos_id),
+        vision_config=pc.VisionConfig(
+            hidden_size=m["vision_width"], intermediate_size=m["mlp_ratio"] * m["vision_width"],
+            projection_dim=m["projection_dim"], num_hidden_layers=m["vision_layers"],
+            num_attention_heads=m["vision_heads"], image_size=settings["data"]["image_size"],
+            patch_size=m["patch_size"]),
+        projection_dim=m["projection_dim"])
+    model = pc.CLIP(cfg)
+    g = torch.Generator().manual_seed(settings["seed"])
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name == "logit_scale":
+                p.fill_(cfg.logit_scale_init_value)
+            elif "norm" in name or "layrnorm" in name:
+                p.fill_(1.0 if name.endswith("weight") else 0.0)
+            elif name.endswith("bias"):
+                p.zero_()
+            elif name.startswith("vision_model.embeddings.") and name != "vision_model.embeddings.patch_embedding.weight":
+                # OpenAI CLIP's init: class and position embeddings at width^-1/2, so
+                # that patches know where they are from the start (with 0.01 the
+                # tokens of a plain-coloured region are all alike and shape is not
+                # learned within the training budget).
+                p.copy_(p.shape[-1] ** -0.5 * torch.randn(p.shape, generator=g))
+            elif "position_embedding" in name:
+                p.copy_(0.01 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.02 * torch.randn(p.shape, generator=g))
+    return model
+
+
+def joint(model, ids, pixels):
+    """-> (t [B,T,dp] normalised token features, p [B,P,dp] normalised patch features,
+    text_embeds, image_embeds, scale)."""
+    th, te = model.encode_text(ids)
+    vh, ie = model.encode_image(pixels)
+    t = F.normalize(model.text_projection(th), dim=-1)
+    p = F.normalize(model.visual_projection(model.vision_model.post_layernorm(vh[:, 1:])), dim=-1)
+    return t, p, te, ie
+
+
+_NEG_RNG = None
+
+
+def negatives(ds, idx, settings):
+    """-> input_ids [K*B, T]: for each caption, K = train.hard_negatives copies with one
+    object's shape (even copies) or colour (odd copies) replaced by another; a colour
+    change also fixes the article ("a"/"an")."""
+    global _NEG_RNG
+    k = settings["train"].get("hard_negatives", 0)
+    if k <= 0:
+        return None
+    if _NEG_RNG is None:
+        _NEG_RNG = np.random.default_rng(settings["seed"] + 1)
+    v = ds.vocab
+    out = []
+    for c in range(k):
+        neg = ds.ids[idx].copy()
+        for b, i in enumerate(idx):
+            o = _NEG_RNG.integers(ds.nobj[i])
+            if c % 2 == 0:
+                pos = ds.obj_tok[i, o, 1]
+                old = neg[b, pos]
+                choices = [t for t in v.shape_ids if t != old]
+                neg[b, pos] = choices[_NEG_RNG.integers(len(choices))]
+            else:
+                pos = ds.obj_tok[i, o, 0]
+                old = neg[b, pos]
+                choices = [t for t in v.colour_ids if t != old]
+                new = choices[_NEG_RNG.integers(len(choices))]
+                neg[b, pos] = new
+                neg[b, pos - 1] = v.an_id if new == v.orange_id else v.a_id
+        out.append(neg)
+    return torch.from_numpy(np.concatenate(out))
+
+
+def losses(model, ds, idx, settings, aux=None):
+    ids = torch.from_numpy(ds.ids[idx])
+    pix = ds.pixels(idx)
+    th, te = model.encode_text(ids)
+    vh, ie = model.encode_image(pix)
+    t = F.normalize(model.text_projection(th), dim=-1)
+    vpl = model.vision_model.post_layernorm(vh)
+    p = F.normalize(model.visual_projection(vpl[:, 1:]), dim=-1)
+    scale = model.logit_scale.exp()
+    B, T, _ = t.shape
+    # Contrastive, with identical captions sharing the target. Image -> text also
+    # ranks hard negatives: each caption with one object's shape, or its colour,
+    # swapped for another (colour alone tells most captions of a batch apart).
+    ten, ien = F.normalize(te, dim=-1), F.normalize(ie, dim=-1)
+    logits = scale * ien @ ten.t()
+    same = (ids.unsqueeze(1) == ids.unsqueeze(0)).all(-1).float()
+    tgt = same / same.sum(1, keepdim=True)
+    neg = negatives(ds, idx, settings)
+    if neg is not None:
+        _, ne = model.encode_text(neg)
+        cols = torch.cat([ten, F.normalize(ne, dim=-1)])
+        allids = torch.cat([ids, neg])
+        same_all = (ids.unsqueeze(1) == allids.unsqueeze(0)).all(-1).float()
+        tgt_all = same_all / same_all.sum(1, keepdim=True)
+        l_i = -(tgt_all * F.log_softmax(scale * ien @ cols.t(), 1)).sum(1).mean()
+    else:
+        l_i = -(tgt * F.log_softmax(logits, 1)).sum(1).mean()
+    l_con = 0.5 * (l_i - (tgt * F.log_softmax(logits.t(), 1)).sum(1).mean())
+    S = scale * torch.einsum("btd,bpd->btp", t, p)  # [B, T, P]
+    # Text -> image.
+    ref_pos = torch.from_numpy(ds.ref_pos[idx])
+    ref_obj = torch.from_numpy(ds.ref_obj[idx])
+    ref_ok = torch.from_numpy(ds.ref_ok[idx]).float()
+    cov = torch.from_numpy(ds.cov[idx])  # [B, 3, P]
+    Sr = torch.gather(S, 1, ref_pos.unsqueeze(-1).expand(-1, -1, S.shape[2]))  # [B, 6, P]
+    target = torch.einsum("brk,bkp->brp", torch.from_numpy(ds.ref_names[idx]), cov)
+    target = target / target.sum(-1, keepdim=True).clamp_min(1e-6)
+    l_t2i = (-(target * F.log_softmax(Sr, -1)).sum(-1) * ref_ok).sum() / ref_ok.sum().clamp_min(1)
+    # Image -> text.
+    lengths = torch.from_numpy(ds.lengths[idx])
+    valid = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)  # [B, T]
+    St = S.transpose(1, 2).masked_fill(~valid.unsqueeze(1), -1e4)  # [B, P, T]
+    lsm = F.log_softmax(St, -1)
+    best, owner = cov.max(1)  # [B, P]
+    owned = (best >= PATCH_OWNED).float()
+    names = torch.from_numpy(ds.tok_names[idx])  # [B, 3, T]
+    want = torch.gather(names, 1, owner.unsqueeze(-1).expand(-1, -1, T))  # [B, P, T]
+    want = want / want.sum(-1, keepdim=True).clamp_min(1)
+    l_i2t = -(want * lsm).sum(-1)
+    l_i2t = (l_i2t * owned).sum() / owned.sum().clamp_min(1)
+    # Colour and shape words against the whole grammar, not only the caption's (a
+    # caption's words can be told apart by colour alone): the prompts "a/an <colour>
+    # <shape>" give each colour word (token 2) and each shape word (token 3).
+    if _PROMPTS is None:
+        _init_prompts(ds.vocab)
+    ph, pe = model.encode_text(_PROMPTS)  # [40, 5, dt], [40, dp]
+    tp = F.normalize(model.text_projection(ph), dim=-1).view(len(COLOURS), len(SHAPES), 5, -1)
+    cls = torch.from_numpy(ds.obj_class[idx])  # [B, 3, 2]
+    oc = torch.gather(cls, 1, owner.unsqueeze(-1).expand(-1, -1, 2))  # [B, P, 2]
+    col_f = tp[:, 0, 2]  # [8, dp]
+    l_col = F.cross_entropy((scale * p @ col_f.t()).reshape(-1, len(COLOURS)), oc[..., 0].reshape(-1),
+                            reduction="none")
+    shp_f = tp[oc[..., 0], :, 3]  # [B, P, 5, dp]: shape words after the patch's colour
+    l_shp = F.cross_entropy((scale * torch.einsum("bpd,bpsd->bps", p, shp_f)).reshape(-1, len(SHAPES)),
+                            oc[..., 1].reshape(-1), reduction="none")
+    of = owned.reshape(-1)
+    l_words = ((l_col + l_shp) * of).sum() / of.sum().clamp_min(1)
+    # Single-object scenes: zero-shot classification over all prompts, pooled embeds.
+    one = torch.from_numpy(ds.nobj[idx] == 1)
+    if one.any():
+        pen = F.normalize(pe, dim=-1)
+        target = cls[one, 0, 0] * len(SHAPES) + cls[one, 0, 1]
+        l_cls = F.cross_entropy(scale * ien[one] @ pen.t(), target)
+    else:
+        l_cls = torch.zeros(())
+    # Auxiliary classifier (not exported): colour and shape of each owned patch and,
+    # in single-object scenes, of the class token, from post_layernorm states. It
+    # is one-sided, so it gets the vision tower out of the saddle where neither
+    # tower separates shapes (colour alone satisfies the other losses at first).
+    l_aux = torch.zeros(())
+    if aux is not None:
+        ap = aux(vpl[:, 1:])  # [B, P, 13]
+        nc = len(COLOURS)
+        la = (F.cross_entropy(ap[..., :nc].reshape(-1, nc), oc[..., 0].reshape(-1), reduction="none")
+              + F.cross_entropy(ap[..., nc:].reshape(-1, len(SHAPES)), oc[..., 1].reshape(-1), reduction="none"))
+        l_aux = (la * of).sum() / of.sum().clamp_min(1)
+        if one.any():
+            ac = aux(vpl[one, 0])
+            l_aux = l_aux + F.cross_entropy(ac[:, :nc], cls[one, 0, 0]) + F.cross_entropy(ac[:, nc:], cls[one, 0, 1])
+    w = settings["train"]
+    total = (w.get("loss_aux", 0) * l_aux + w["loss_contrastive"] * l_con + w["loss_text_to_image"] * l_t2i + w["loss_image_to_text"] * l_i2t
+             + w.get("loss_patch_words", 0) * l_words + w.get("loss_prompt_class", 0) * l_cls)
+    return total, (l_con.item(), l_t2i.item(), l_i2t.item(), l_words.item(), l_cls.item(), l_aux.item())
+
+
+_PROMPTS = None
+
+
+def _init_prompts(vocab):
+    global _PROMPTS
+    _PROMPTS = torch.tensor([vocab.encode(prompt(c, s)) for c in COLOURS for s in SHAPES])
+
+
+# --------------------------------------------------------------------------
+# Evaluation
+# --------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def evaluate(model, vocab, single, pair, T, limit=None):
+    model.eval()
+    out = {}
+    # Zero-shot on single-object scenes.
+    prompts = [(c, s) for c in COLOURS for s in SHAPES]
+    ids = torch.tensor(np.stack([np.pad(np.array(vocab.encode(prompt(c, s))), (0, 0))
+                                 for c, s in prompts]))
+    _, te = model.encode_text(ids)
+    te = F.normalize(te, dim=-1)
+    n = single.n if limit is None else min(limit, single.n)
+    correct = 0
+    for a in range(0, n, 250):
+        idx = np.arange(a, min(n, a + 250))
+        _, ie = model.encode_image(single.pixels(idx))
+        pred = (F.normalize(ie, dim=-1) @ te.t()).argmax(1)
+        for i, k in zip(idx, pred.tolist()):
+            o = single.scenes[i]["objects"][0]
+            correct += prompts[k] == (o["colour"], o["shape"])
+    out["zero_shot_top1"] = correct / n
+    out["zero_shot_n"] = n
+    # Dense maps on two-object scenes.
+    n = pair.n if limit is None else min(limit, pair.n)
+    t2i_ok = t2i_n = t2i_skip = i2t_ok = i2t_n = 0
+    for a in range(0, n, 250):
+        idx = np.arange(a, min(n, a + 250))
+        t, p, _, _ = joint(model, torch.from_numpy(pair.ids[idx]), pair.pixels(idx))
+        S = torch.einsum("btd,bpd->btp", t, p).numpy()  # the scale does not change argmaxes
+        for b, i in enumerate(idx):
+            cov = pair.cov[i]
+            for r in range(6):
+                if not pair.ref_ok[i, r]:
+                    continue
+                k = pair.ref_obj[i, r]
+                if cov[k].max() < PATCH_INSIDE:
+                    t2i_skip += 1
+                    continue
+                j = S[b, pair.ref_pos[i, r]].argmax()
+                t2i_n += 1
+                t2i_ok += cov[k, j] >= PATCH_INSIDE
+            content = [pair.ref_pos[i, r] for r in range(6) if pair.ref_ok[i, r]]
+            owner_of = {pair.ref_pos[i, r]: pair.ref_obj[i, r] for r in range(6) if pair.ref_ok[i, r]}
+            best = cov.max(0)
+            owner = cov.argmax(0)
+            for j in np.nonzero(best >= PATCH_OWNED)[0]:
+                tok = content[int(np.argmax(S[b, content, j]))]
+                i2t_n += 1
+                i2t_ok += owner_of[tok] == owner[j]
+    out["text_to_image_peak_inside"] = t2i_ok / max(1, t2i_n)
+    out["text_to_image_words"] = t2i_n
+    out["text_to_image_skipped"] = t2i_skip
+    out["image_to_text_own_word"] = i2t_ok / max(1, i2t_n)
+    out["image_to_text_patches"] = i2t_n
+    model.train()
+    return out
+
+
+# --------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------
+
+
+def make_vocab():
+    # Every word of the caption grammar, once: the merges are learned until no pair
+    # is left, so each word ends as one token.
+    words = ["a", "an", "and", "above", "below", "to", "the", "left", "right", "of",
+             "on", "at", "top", "bottom", "in", "middle"] + COLOURS + SHAPES
+    merges = pc.learn_bpe([" ".join(words)], 10000)
+    vocab = pc.Vocab(merges)
+    for w in words + [","]:
+        if len(vocab.encode(w)) != 3:
+            raise ValueError(f"train: word {w!r} is not one token")
+    vocab.colour_ids = [vocab.encode(c)[1] for c in COLOURS]
+    vocab.shape_ids = [vocab.encode(c)[1] for c in SHAPES]
+    vocab.a_id, vocab.an_id = vocab.encode("a")[1], vocab.encode("an")[1]
+    vocab.orange_id = vocab.encode("orange")[1]
+    return vocab
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--settings", default=os.path.join(HERE, "settings.json"))
+    ap.add_argument("--data", default="/tmp/condition-scenes")
+    ap.add_argument("--work", default="/tmp/condition-train")
+    ap.add_argument("--out", default=os.path.join(ROOT, "models", "embedded", "model"))
+    ap.add_argument("--log", default=os.path.join(HERE, "train.log"))
+    ap.add_argument("--eval-only", action="store_true")
+    ap.add_argument("--eval-json", default=os.path.join(HERE, "eval.json"),
+                    help="where the final held-out figures go (models/eval_test.go compares with them)")
+    ap.add_argument("--write-eval", action="store_true", help="with --eval-only: write --eval-json")
+    ap.add_argument("--steps", type=int, default=None, help="override settings (for trials)")
+    ap.add_argument("--init", default=None, help="start from this checkpoint.pt (a second stage)")
+    ap.add_argument("--init-aux", action="store_true",
+                    help="with --init: also take the auxiliary classifier from the checkpoint")
+    ap.add_argument("--stop-after", type=int, default=None,
+                    help="stop after this many steps of the schedule (checkpoint saved, no export)")
+    args = ap.parse_args()
+    with open(args.settings) as f:
+        settings = json.load(f)
+    if args.steps is not None:
+        settings["train"]["steps"] = args.steps
+    torch.manual_seed(settings["seed"])
+    np.random.seed(settings["seed"] % 2**32)
+    torch.set_num_threads(settings["threads"])
+    d, tr = settings["data"], settings["train"]
+    T = tr["text_length"]
+    patch = settings["model"]["patch_size"]
+    os.makedirs(args.work, exist_ok=True)
+    logf = open(args.log, "a") if not args.eval_only else None
+    log(logf, f"settings {json.dumps(settings, sort_keys=True)}")
+    log(logf, f"torch {torch.__version__} threads {torch.get_num_threads()}")
+
+    tdir = os.path.join(args.data, f"train-s{d['train_seed']}-n{d['train_scenes']}")
+    sdir = os.path.join(args.data, f"single-s{d['eval_single_seed']}-n{d['eval_scenes']}")
+    pdir = os.path.join(args.data, f"pair-s{d['eval_pair_seed']}-n{d['eval_scenes']}")
+    gendata(sdir, d["eval_single_seed"], d["eval_scenes"], d["image_size"], 1, 1, distinct=True)
+    gendata(pdir, d["eval_pair_seed"], d["eval_scenes"], d["image_size"], 2, 2, distinct=True)
+    vocab = make_vocab()
+    single = Scenes(sdir, vocab, T, patch)
+    pair = Scenes(pdir, vocab, T, patch)
+
+    if args.eval_only:
+        model = build(settings, vocab)
+        sd, _ = pc.read_safetensors(os.path.join(args.out, "model.safetensors"))
+        model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
+        m = evaluate(model, vocab, single, pair, T)
+        print(json.dumps(m, indent=1))
+        if args.write_eval:
+            pc.write_json(args.eval_json, m)
+        return
+
+    gendata(tdir, d["train_seed"], d["train_scenes"], d["image_size"])
+    t0 = time.time()
+    train = Scenes(tdir, vocab, T, patch)
+    log(logf, f"data: {train.n} training scenes, {single.n} single-object and {pair.n} two-object "
+              f"held-out scenes, vocabulary {len(vocab)} ({time.time() - t0:.0f}s)")
+    model = build(settings, vocab)
+    pending_aux = None
+    if args.init:
+        ck = torch.load(args.init)
+        model.load_state_dict(ck["model"] if "model" in ck else ck)
+        if args.init_aux:
+            pending_aux = ck["aux"]
+        log(logf, f"init from {args.init}")
+    nparams = sum(p.numel() for p in model.parameters())
+    log(logf, f"model: {nparams} parameters")
+    aux = nn.Linear(settings["model"]["vision_width"], len(COLOURS) + len(SHAPES))
+    with torch.no_grad():
+        aux.weight.copy_(0.02 * torch.randn(aux.weight.shape, generator=torch.Generator().manual_seed(settings["seed"] + 2)))
+        aux.bias.zero_()
+    if pending_aux is not None:
+        aux.load_state_dict(pending_aux)
+    decay = [p for n, p in model.named_parameters()
+             if p.dim() >= 2 and "embedding" not in n] + list(aux.parameters())
+    no_decay = [p for n, p in model.named_parameters()
+                if not (p.dim() >= 2 and "embedding" not in n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": tr["weight_decay"]},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=tr["lr"])
+    rng = np.random.default_rng(settings["seed"])
+    steps, B = tr["steps"], tr["batch"]
+    order = rng.permutation(train.n)
+    pos = 0
+    t0 = time.time()
+    acc = np.zeros(7)
+    for step in range(1, steps + 1):
+        if step <= tr["warmup"]:
+            lr = tr["lr"] * step / tr["warmup"]
+        else:
+            q = (step - tr["warmup"]) / max(1, steps - tr["warmup"])
+            lr = tr["min_lr"] + 0.5 * (tr["lr"] - tr["min_lr"]) * (1 + math.cos(math.pi * q))
+        for gr in opt.param_groups:
+            gr["lr"] = lr
+        if pos + B > train.n:
+            order = rng.permutation(train.n)
+            pos = 0
+        idx = np.sort(order[pos:pos + B])
+        pos += B
+        loss, parts = losses(model, train, idx, settings, aux)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
+        opt.step()
+        with torch.no_grad():
+            model.logit_scale.clamp_(0, tr["max_logit_scale"])
+        acc += np.array([loss.item(), *parts])
+        if step % tr["log_every"] == 0:
+            a = acc / tr["log_every"]
+            acc[:] = 0
+            el = time.time() - t0
+            log(logf, f"step {step}/{steps} loss {a[0]:.4f} (contrastive {a[1]:.4f} t2i {a[2]:.4f} "
+                      f"i2t {a[3]:.4f} words {a[4]:.4f} prompts {a[5]:.4f} aux {a[6]:.4f}) scale {model.logit_scale.exp().item():.1f} lr {lr:.2e} "
+                      f"{el:.0f}s {step * B / el:.0f} img/s")
+        stop = args.stop_after is not None and step == args.stop_after
+        if step % tr["eval_every"] == 0 or step == steps or stop:
+            m = evaluate(model, vocab, single, pair, T, limit=None if step == steps else 300)
+            log(logf, f"eval step {step}: {json.dumps(m)}")
+            final = m
+            torch.save({"model": model.state_dict(), "aux": aux.state_dict()},
+                       os.path.join(args.work, "checkpoint.pt"))
+        if stop:
+            log(logf, f"stopped after step {step}; checkpoint in {args.work}")
+            return
+    log(logf, f"training took {time.time() - t0:.0f}s")
+    export(model, vocab, settings, args.out, logf)
+    pc.write_json(args.eval_json, final)
+
+
+def export(model, vocab, settings, out, logf):
+    model.eval()
+    os.makedirs(out, exist_ok=True)
+    pc.save_pretrained(out, model, vocab, metadata={
+        "format": "pt", "source": "scripts/train_default/train.py",
+        "settings": json.dumps(settings, sort_keys=True)})
+    total = 0
+    for root, _, files in os.walk(out):
+        for f in sorted(files):
+            p = os.path.join(root, f)
+            total += os.path.getsize(p)
+            log(logf, f"export {os.path.relpath(p, out)} {os.path.getsize(p)} bytes")
+    log(logf, f"export total {total} bytes")
+
+
+if __name__ == "__main__":
+    main()

@@ -70,39 +70,14 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	if err := o.ort.validate(); err != nil {
 		return err
 	}
-	if _, err := o.ort.load(e); err != nil {
-		return err
-	}
-	m, err := openModel(ctx, e, o.model, o.variant)
-	if err != nil {
-		return err
-	}
 	tmp, err := os.MkdirTemp("", "condition-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	images := o.images
-	if images == "" {
-		images = filepath.Join(tmp, "images")
-		if err := pipeline.WriteSyntheticImages(images, o.n, o.size, 1); err != nil {
-			return err
-		}
-	}
-	cfg := pipeline.Config{Model: m, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
-		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Threads: o.ort.Threads, Version: Version, Log: e.Log}
-	res := pipeBenchResult{Model: m.Name(), Batch: o.batch}
-	var n int
-	if res.EncoderPerSec, n, err = pipeline.EncoderRate(ctx, cfg, o.rounds); err != nil {
-		return err
-	}
-	res.Images = n
-	sum, err := pipeline.Run(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	res.JobPerSec = sum.ImagesPerSec()
-	res.Ratio = res.JobPerSec / res.EncoderPerSec
+	var res pipeBenchResult
+	// Peak RSS first, while this process is still small: a child's
+	// ru_maxrss starts from its parent's resident size at fork.
 	if o.rss {
 		exe, err := os.Executable()
 		if err != nil {
@@ -134,6 +109,34 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	}
+	if _, err := o.ort.load(e); err != nil {
+		return err
+	}
+	m, err := openModel(ctx, e, o.model, o.variant)
+	if err != nil {
+		return err
+	}
+	images := o.images
+	if images == "" {
+		images = filepath.Join(tmp, "images")
+		if err := pipeline.WriteSyntheticImages(images, o.n, o.size, 1); err != nil {
+			return err
+		}
+	}
+	cfg := pipeline.Config{Model: m, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
+		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Threads: o.ort.Threads, Version: Version, Log: e.Log}
+	res.Model, res.Batch = m.Name(), o.batch
+	var n int
+	if res.EncoderPerSec, n, err = pipeline.EncoderRate(ctx, cfg, o.rounds); err != nil {
+		return err
+	}
+	res.Images = n
+	sum, err := pipeline.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	res.JobPerSec = sum.ImagesPerSec()
+	res.Ratio = res.JobPerSec / res.EncoderPerSec
 	if o.json {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(e.Stdout, string(b))

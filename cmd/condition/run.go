@@ -142,8 +142,13 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if sum != nil {
 		fmt.Fprintf(e.Stderr, "done %d, skipped %d, failed %d in %s (%.1f images/s); manifest %s\n",
 			sum.Done, sum.Skipped, sum.Failed, sum.Elapsed.Round(time.Millisecond), sum.ImagesPerSec(), sum.Manifest)
-		if o.heatmaps && sum.Done > 0 {
-			fmt.Fprintf(e.Stderr, "outputs and heatmaps (*.heatmap.<prompt>.png) are in %s\n", o.out)
+		if sum.Done > 0 {
+			fmt.Fprintf(e.Stderr, "results: %s/<image>.%s (features and attention maps)\n", o.out, o.format)
+			if o.heatmaps {
+				for k, p := range o.prompts {
+					fmt.Fprintf(e.Stderr, "heatmaps: %s/<image>.heatmap.%d.png for %q\n", o.out, k, p)
+				}
+			}
 		}
 	}
 	if err != nil {

@@ -27,19 +27,21 @@ func init() {
 
 // embedOptions are the flags of `condition embed`.
 type embedOptions struct {
-	variant string
-	ort     ortOptions
-	Model   string
-	Prompts []string
-	Out     string
-	JSON    bool
-	Batch   int
+	variant  string
+	ort      ortOptions
+	Model    string
+	Prompts  []string
+	Truncate bool
+	Out      string
+	JSON     bool
+	Batch    int
 }
 
 func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringVar(&o.Model, "model", models.DefaultRef, "model: a directory, org/name[@revision], or default")
 	fs.StringArrayVarP(&o.Prompts, "prompt", "p", nil, "a prompt (repeat for more)")
+	fs.BoolVar(&o.Truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
 	fs.StringVarP(&o.Out, "out", "o", "", "write embeddings and states to this .safetensors file")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.IntVar(&o.Batch, "batch", 16, "images per vision-encoder run")
@@ -213,6 +215,14 @@ func embedPrompts(ctx context.Context, m *models.Model, o embedOptions) ([]text.
 	n := tok.ContextLength()
 	if mp := m.Config().TextConfig.MaxPositionEmbeddings; mp > 0 && (n <= 0 || n > mp) {
 		n = mp
+	}
+	for i, p := range o.Prompts {
+		if strings.TrimSpace(p) == "" {
+			return nil, nil, nil, usagef("--prompt %d is empty", i+1)
+		}
+	}
+	if tok, err = tok.WithOptions(text.Options{ContextLength: n, ErrorOnOverflow: !o.Truncate}); err != nil {
+		return nil, nil, nil, fmt.Errorf("embed: %w", err)
 	}
 	flatIDs, flatMask, err := tok.EncodeBatch(o.Prompts, n)
 	if err != nil {

@@ -199,3 +199,23 @@ func TestRuntimeInstallAlreadyInstalled(t *testing.T) {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 }
+
+// TestEmbedRefusesEmptyAndLongPrompts: an empty prompt is a usage error and
+// a prompt over the context length an error naming its length, unless
+// --truncate asks for Hugging Face's truncation.
+func TestEmbedRefusesEmptyAndLongPrompts(t *testing.T) {
+	orttest.Load(t)
+	long := strings.Repeat("red ", 80)
+	var out, errb bytes.Buffer
+	if code := mainContext(context.Background(), []string{"embed", "--prompt", " "}, nil, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "empty") {
+		t.Fatalf("empty prompt: exit %d: %s", code, errb.String())
+	}
+	errb.Reset()
+	if code := mainContext(context.Background(), []string{"embed", "--prompt", long}, nil, &out, &errb); code != exitFailed || !strings.Contains(errb.String(), "82 tokens") {
+		t.Fatalf("long prompt: exit %d: %s", code, errb.String())
+	}
+	errb.Reset()
+	if code := mainContext(context.Background(), []string{"embed", "--truncate", "--prompt", long}, nil, &out, &errb); code != exitOK {
+		t.Fatalf("long prompt with --truncate: exit %d: %s", code, errb.String())
+	}
+}

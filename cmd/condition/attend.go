@@ -34,8 +34,8 @@ type attendOptions struct {
 }
 
 func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringVar(&o.model, "model", "default", "model: a directory, a hub id org/name[@revision], or default (built in)")
+	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
 	fs.StringVar(&o.heatmap, "heatmap", "", "heatmap PNG to write (default: <image name>.heatmap.png in the current folder; with several prompts, .<i>.png)")
 	fs.BoolVar(&o.noHeatmap, "no-heatmap", false, "do not write a heatmap")

@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "kernel benchmarks with GFLOP/s against the machine's measured peak", run: runBench})
+	register(command{name: "bench", summary: "benchmarks: `bench xattn` (GFLOP/s against the measured peak, ONNX Runtime with --ort), `bench pipeline` (images/s, RSS)", run: runBench})
 }
 
 type benchOptions struct {

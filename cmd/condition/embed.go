@@ -38,8 +38,8 @@ type embedOptions struct {
 }
 
 func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringVar(&o.Model, "model", models.DefaultRef, "model: a directory, org/name[@revision], or default")
+	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringArrayVarP(&o.Prompts, "prompt", "p", nil, "a prompt (repeat for more)")
 	fs.BoolVar(&o.Truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
 	fs.StringVarP(&o.Out, "out", "o", "", "write embeddings and states to this .safetensors file")

@@ -31,8 +31,8 @@ type pipeBenchOptions struct {
 }
 
 func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringVar(&o.model, "model", "default", "model to run")
+	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringVar(&o.images, "images", "", "image folder (default: synthetic PNGs made for the run)")
 	fs.IntVar(&o.n, "n", 200, "synthetic images to make")
 	fs.IntVar(&o.size, "size", 256, "side of the synthetic images in pixels")

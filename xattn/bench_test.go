@@ -3,7 +3,9 @@ package xattn
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/conditionhq/condition/xattn/internal/cpuid"
 )
@@ -74,6 +76,77 @@ func BenchmarkBlock(b *testing.B) {
 					b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
 				})
 			})
+		}
+	}
+}
+
+// countTask counts the runs of each item and checks the worker ids.
+type countTask struct {
+	t       *testing.T
+	threads int
+	hits    []atomic.Int32
+}
+
+func (c *countTask) run(i, w int) {
+	if w < 0 || w >= c.threads {
+		c.t.Errorf("item %d ran on worker %d of %d", i, w, c.threads)
+	}
+	c.hits[i].Add(1)
+}
+
+// TestPoolPhases runs many phases of varied sizes back to back and with
+// pauses longer than spinFor (so that workers park and are woken), and
+// checks that every item of every phase runs exactly once.
+func TestPoolPhases(t *testing.T) {
+	for threads := 1; threads <= 4; threads++ {
+		p := newPool(threads)
+		for round := range 60 {
+			n := []int{0, 1, 2, 3, 5, 17, 64}[round%7]
+			c := &countTask{t: t, threads: threads, hits: make([]atomic.Int32, n)}
+			p.do(n, c)
+			for i := range c.hits {
+				if h := c.hits[i].Load(); h != 1 {
+					t.Fatalf("threads %d round %d: item %d of %d ran %d times, want 1", threads, round, i, n, h)
+				}
+			}
+			if round%5 == 4 {
+				time.Sleep(2 * spinFor)
+			}
+		}
+		p.close()
+		p.close()
+	}
+}
+
+// TestSplit checks that the pieces of split cover the rows in order, at
+// multiples of align, with sizes differing by at most align.
+func TestSplit(t *testing.T) {
+	for _, threads := range []int{1, 2, 3} {
+		w := &Workspace{threads: threads}
+		for _, rows := range []int{0, 1, 5, 6, 7, 77, 197, 4096} {
+			for _, align := range []int{1, 6, 16} {
+				s := w.split(rows, align, 24)
+				if rows > 0 && (s.n < 1 || s.n > threads*4 && s.n > 1) {
+					t.Fatalf("threads %d rows %d align %d: %d pieces", threads, rows, align, s.n)
+				}
+				next, lo, hi := 0, rows, 0
+				for i := range s.n {
+					r0, r1 := s.bounds(i)
+					if r0 != next || r1 < r0 || r0%align != 0 {
+						t.Fatalf("threads %d rows %d align %d: piece %d is [%d, %d) after %d", threads, rows, align, i, r0, r1, next)
+					}
+					next = r1
+					if r1 < rows {
+						lo, hi = min(lo, r1-r0), max(hi, r1-r0)
+					}
+				}
+				if next != rows {
+					t.Fatalf("threads %d rows %d align %d: pieces end at %d", threads, rows, align, next)
+				}
+				if hi-lo > align {
+					t.Errorf("threads %d rows %d align %d: piece sizes %d..%d differ by more than align", threads, rows, align, lo, hi)
+				}
+			}
 		}
 	}
 }

@@ -285,21 +285,28 @@ type phase struct {
 	w    *Workspace
 	kind int
 	// arguments of the current phase
-	rows, chunk int
-	nq          int // phInputs: items [0, nq) are query chunks, the rest source chunks
-	kvRows      int // phInputs: source rows (tkc) and their chunk size
-	kvChunk     int
-	a, c        []float32 // input rows, output rows
-	ln          *LayerNorm
-	lda, d      int
-	src         *Source
-	qry         *Query
-	res         *Result
-	mode        AttnMode
-	tiles       int // query tiles of attn.MR rows
-	perHead     int // core items per head
-	tileChunk   int // tiles per core item
+	rows      split     // query rows (phInputs, phOut, phProbs)
+	kvRows    split     // phInputs: source rows (tkc), in whole key panels
+	kvFirst   bool      // phInputs: source pieces are items [0, kvRows.n), else after the query pieces
+	a, c      []float32 // input rows, output rows
+	ln        *LayerNorm
+	lda, d    int
+	src       *Source
+	qry       *Query
+	res       *Result
+	mode      AttnMode
+	tiles     int // query tiles of attn.MR rows
+	perHead   int // core items per head
+	tileChunk int // tiles per core item
 }
+
+// gemmRows is the row count of the projection kernels' register tiles
+// (6×64 AVX-512, 6×16 AVX2): pieces of the projections are multiples of it.
+// minGemmRows is the smallest piece worth an item of its own.
+const (
+	gemmRows    = 6
+	minGemmRows = 24
+)
 
 const (
 	phInputs = iota
@@ -313,42 +320,57 @@ func (p *phase) run(i, wid int) {
 	l := w.l
 	switch p.kind {
 	case phInputs:
-		if i < p.nq {
-			r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
-			l.projectRows(p.qry.q[r0*l.inner:r1*l.inner], p.a[r0*l.dq:r1*l.dq], p.qry.x, r0, r1-r0, l.dq, l.qln, l.wq, l.bq, l.normQ)
+		kv := i - p.rows.n
+		if p.kvFirst {
+			kv = i
+			i -= p.kvRows.n
+		}
+		if kv >= 0 && kv < p.kvRows.n {
+			r0, r1 := p.kvRows.bounds(kv)
+			w.sourceRows(p.src, r0, r1)
 			return
 		}
-		i -= p.nq
-		r0, r1 := i*p.kvChunk, min((i+1)*p.kvChunk, p.kvRows)
-		w.sourceRows(p.src, r0, r1)
+		r0, r1 := p.rows.bounds(i)
+		l.projectRows(p.qry.q[r0*l.inner:r1*l.inner], p.a[r0*l.dq:r1*l.dq], p.qry.x, r0, r1-r0, l.dq, l.qln, l.wq, l.bq, l.normQ)
 	case phCore:
 		h, c := i/p.perHead, i%p.perHead
 		t0 := c * p.tileChunk
 		w.coreTiles(h, t0, min(t0+p.tileChunk, p.tiles), wid, p.qry, p.src, p.mode != NoAttention)
 	case phOut:
-		r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
+		r0, r1 := p.rows.bounds(i)
 		gemm.MatMul(p.res.Out[r0*l.dout:r1*l.dout], l.dout, w.o[r0*l.inner:r1*l.inner], l.inner, r1-r0, l.wo, l.bo)
 	case phProbs:
-		r0, r1 := i*p.chunk, min((i+1)*p.chunk, p.rows)
+		r0, r1 := p.rows.bounds(i)
 		w.finishProbs(p.res, p.src, r0, r1)
 	}
 }
 
-// chunks splits rows into pieces for the pool, in multiples of align:
-// one piece on one thread; with more threads, at least one per thread and
-// up to four per thread (so that a thread slowed down by other work on the
-// machine holds up the phase less) of about 48 rows or more.
-func (w *Workspace) chunks(rows, align int) (n, chunk int) {
-	if rows == 0 {
-		return 0, 1
+// split is rows cut into n pieces at multiples of align whose sizes differ
+// by at most align (the last piece may be short by a partial unit).
+type split struct{ rows, align, units, n int }
+
+// bounds returns the rows [r0, r1) of piece i.
+func (s split) bounds(i int) (r0, r1 int) {
+	return min(s.rows, s.align*(i*s.units/s.n)), min(s.rows, s.align*((i+1)*s.units/s.n))
+}
+
+// split cuts rows into pieces for the pool, in multiples of align: one
+// piece on one thread; with more threads, a multiple of the thread count
+// (so that equally fast threads finish together) of pieces of about
+// minRows rows or more, up to four per thread (so that a thread slowed
+// down by other work on the machine holds up the phase less).
+func (w *Workspace) split(rows, align, minRows int) split {
+	s := split{rows: rows, align: align, units: (rows + align - 1) / align}
+	switch {
+	case rows == 0:
+	case w.threads == 1:
+		s.n = 1
+	default:
+		t := w.threads
+		n := min(4*t, rows/minRows) / t * t
+		s.n = max(1, min(s.units, max(t, n)))
 	}
-	if w.threads == 1 {
-		return 1, rows
-	}
-	n = min(4*w.threads, max(w.threads, rows/48))
-	chunk = (rows + n - 1) / n
-	chunk = max(align, (chunk+align-1)/align*align)
-	return (rows + chunk - 1) / chunk, chunk
+	return s
 }
 
 // projectRows writes y [n, inner] = f(x [n, d]) Wᵀ + b, where f is the layer
@@ -431,24 +453,31 @@ func (w *Workspace) prepare(pq *Query, q []float32, tq int, s *Source, kv []floa
 	l := w.l
 	p := &w.ph
 	p.kind = phInputs
-	p.nq, p.rows, p.kvRows = 0, 0, 0
+	p.rows, p.kvRows = split{}, split{}
 	if pq != nil {
 		pq.tq = tq
 		pq.q = grow(pq.q, tq*l.inner)
 		if l.qln != nil {
 			pq.x = grow(pq.x, tq*l.dq)
 		}
-		p.qry, p.a, p.rows = pq, q, tq
-		p.nq, p.chunk = w.chunks(tq, 8)
+		p.qry, p.a = pq, q
+		p.rows = w.split(tq, gemmRows, minGemmRows)
 	}
-	nkv := 0
 	if s != nil {
 		w.setupSource(s, kv, tk, mask)
-		p.src, p.kvRows = s, s.tkc
-		// Chunks of whole key panels, so that each packs its own.
-		nkv, p.kvChunk = w.chunks(s.tkc, attn.NR)
+		p.src = s
+		// Pieces of whole key panels, so that each packs its own.
+		p.kvRows = w.split(s.tkc, attn.NR, attn.NR)
 	}
-	w.pool.do(p.nq+nkv, p)
+	// Larger items first, so that the last ones, which decide how evenly
+	// the threads finish, are the small ones.
+	p.kvFirst = false
+	if p.kvRows.n > 0 && p.rows.n > 0 {
+		kvCost := (l.dkv * l.inner * 2) * ((p.kvRows.rows + p.kvRows.n - 1) / p.kvRows.n)
+		qCost := (l.dq * l.inner) * ((p.rows.rows + p.rows.n - 1) / p.rows.n)
+		p.kvFirst = kvCost > qCost
+	}
+	w.pool.do(p.rows.n+p.kvRows.n, p)
 	p.qry, p.a, p.src = nil, nil, nil
 	if s != nil {
 		s.in = nil
@@ -572,19 +601,17 @@ func (w *Workspace) attend(res *Result, pq *Query, src *Source, mode AttnMode) {
 	w.pool.do(l.heads*p.perHead, p)
 	t := time.Now()
 	w.times.Core += t.Sub(start)
-	var n int
-	n, p.chunk = w.chunks(tq, 8)
-	p.rows = tq
+	p.rows = w.split(tq, gemmRows, minGemmRows)
 	if l.wo != nil {
 		p.kind = phOut
-		w.pool.do(n, p)
+		w.pool.do(p.rows.n, p)
 		t1 := time.Now()
 		w.times.Output += t1.Sub(t)
 		t = t1
 	}
 	if mode != NoAttention {
 		p.kind = phProbs
-		w.pool.do(n, p)
+		w.pool.do(p.rows.n, p)
 		w.times.Probs += time.Since(t)
 	}
 	p.qry, p.src, p.res = nil, nil, nil

@@ -1,26 +1,57 @@
 package xattn
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // task is one parallel phase: run(i, w) does item i on worker w.
 type task interface{ run(i, w int) }
 
+// spinFor is how long an idle worker polls for the next phase before it
+// parks, and how long do polls for the workers to finish before it blocks.
+// A forward pass runs three or four phases back to back; waking a parked
+// goroutine on another core costs tens of microseconds each time (futex
+// wake-up of an idle thread, then a steal of the readied goroutine), which
+// at two threads was most of what the second core lost on small phases.
+const spinFor = 100 * time.Microsecond
+
 // pool runs n items of a task on up to threads goroutines (the caller is
 // worker 0). Workers start on first use and stop on close. do itself does
 // not allocate.
+//
+// A phase is published by bumping gen; idle workers poll gen for spinFor
+// and then park on their wake channel after setting their parked flag, so
+// do only sends to workers that are parked (the flag's compare-and-swap
+// decides who of do and the worker consumes a bump that raced the park).
 type pool struct {
 	threads int
-	wake    []chan struct{}
-	wg      sync.WaitGroup
 	t       task
 	n       int
+
+	_       [64]byte // keep the hot counters off the fields above' line
 	next    atomic.Int64
+	_       [56]byte
+	gen     atomic.Uint64
+	_       [56]byte
+	pending atomic.Int64 // workers not yet done with the current phase
+	_       [56]byte
+
+	workers []poolWorker
+	wg      sync.WaitGroup // the blocking fallback of pending
 	started bool
 	closed  bool
+	quit    atomic.Bool
 	mu      sync.Mutex // guards started/closed against close from a cleanup
+}
+
+// poolWorker is one worker's parking state, on its own cache line.
+type poolWorker struct {
+	parked atomic.Bool
+	wake   chan struct{}
+	_      [48]byte
 }
 
 func newPool(threads int) *pool {
@@ -35,16 +66,44 @@ func (p *pool) do(n int, t task) {
 		return
 	}
 	p.start()
+	// Every worker takes part (one with no item left returns at once), so
+	// that no worker reads a phase's fields while the next one is set up.
+	k := p.threads - 1
 	p.t, p.n = t, n
 	p.next.Store(0)
-	k := min(p.threads, n) - 1
+	p.pending.Store(int64(k))
 	p.wg.Add(k)
-	for w := 1; w <= k; w++ {
-		p.wake[w] <- struct{}{}
+	p.gen.Add(1)
+	for w := 1; w < p.threads; w++ {
+		if pw := &p.workers[w]; pw.parked.CompareAndSwap(true, false) {
+			pw.wake <- struct{}{}
+		}
 	}
 	p.loop(0)
-	p.wg.Wait()
+	if !spinUntil(func() bool { return p.pending.Load() == 0 }) {
+		p.wg.Wait()
+	}
+	p.wg.Wait() // returns at once when pending reached 0; orders the workers' writes
 	p.t = nil
+}
+
+// spinUntil polls cond for up to spinFor, yielding now and then so that a
+// goroutine waiting for this P can run; it reports whether cond held.
+func spinUntil(cond func() bool) bool {
+	var start time.Time
+	for i := 0; ; i++ {
+		if cond() {
+			return true
+		}
+		if i&63 == 63 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > spinFor {
+				return false
+			}
+			runtime.Gosched()
+		}
+	}
 }
 
 func (p *pool) start() {
@@ -54,16 +113,33 @@ func (p *pool) start() {
 		return
 	}
 	p.started = true
-	p.wake = make([]chan struct{}, p.threads)
+	p.workers = make([]poolWorker, p.threads)
 	for w := 1; w < p.threads; w++ {
-		p.wake[w] = make(chan struct{}, 1)
-		go p.worker(w)
+		p.workers[w].wake = make(chan struct{}, 1)
+		go p.worker(w, p.gen.Load())
 	}
 }
 
-func (p *pool) worker(w int) {
-	for range p.wake[w] {
+// worker runs the phases after seen, the generation when it was started.
+func (p *pool) worker(w int, seen uint64) {
+	pw := &p.workers[w]
+	for {
+		if !spinUntil(func() bool { return p.gen.Load() != seen || p.quit.Load() }) {
+			pw.parked.Store(true)
+			if p.gen.Load() != seen || p.quit.Load() {
+				if !pw.parked.CompareAndSwap(true, false) {
+					<-pw.wake // do (or close) claimed the flag and sends
+				}
+			} else if _, ok := <-pw.wake; !ok {
+				return
+			}
+		}
+		if p.quit.Load() {
+			return
+		}
+		seen = p.gen.Load()
 		p.loop(w)
+		p.pending.Add(-1)
 		p.wg.Done()
 	}
 }
@@ -86,9 +162,10 @@ func (p *pool) close() {
 		return
 	}
 	p.closed = true
+	p.quit.Store(true)
 	if p.started {
 		for w := 1; w < p.threads; w++ {
-			close(p.wake[w])
+			close(p.workers[w].wake)
 		}
 	}
 }

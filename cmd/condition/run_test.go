@@ -180,8 +180,20 @@ func TestRunShardsDisjointCompleteAndRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Missing) == 0 {
-		t.Fatalf("merge after a killed shard reports nothing missing: %+v", rep)
+	// The killed shard's images that it did not reach must be reported
+	// missing (unless it happened to finish before the kill).
+	want1 := 0
+	filepath.WalkDir(in, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(in, p)
+			if pipeline.ShardOf(filepath.ToSlash(rel), 3) == 1 {
+				want1++
+			}
+		}
+		return nil
+	})
+	if got := manifestLines(filepath.Join(out, "manifest-1-of-3.jsonl")); got < want1 && len(rep.Missing) != want1-got {
+		t.Fatalf("shard 1 was killed after %d of its %d images; merge reports %d missing: %+v", got, want1, len(rep.Missing), rep)
 	}
 	rerun := program(append(jobArgs, "--images", in, "--out", out, "--shard-count", "3", "--shard-index", "1", "--resume")...)
 	if b, err := rerun.CombinedOutput(); err != nil {

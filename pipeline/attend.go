@@ -53,6 +53,15 @@ func AttendImage(ctx context.Context, cfg Config, path string) (image.Image, ima
 	p := enc.Tokens - 1
 	patches := enc.States[enc.Width:]
 	var res xattn.Result
+	var i2t, t2i *xattn.Workspace
+	if e.i2t != nil {
+		i2t = e.i2t.NewWorkspace(cfg.Threads)
+		defer i2t.Close()
+	}
+	if e.t2i != nil {
+		t2i = e.t2i.NewWorkspace(cfg.Threads)
+		defer t2i.Close()
+	}
 	var out []Attention
 	for _, ps := range e.prompts {
 		a := Attention{Prompt: ps.text, Words: ps.words, Grid: enc.Grid}
@@ -61,20 +70,14 @@ func AttendImage(ctx context.Context, cfg Config, path string) (image.Image, ima
 			ids[i] = int(ps.ids[i])
 		}
 		a.Tokens, _ = e.tok.Tokens(ids)
-		if e.i2t != nil {
-			ws := e.i2t.NewWorkspace(cfg.Threads)
-			err := ws.ForwardSource(&res, patches, p, ps.src, xattn.MeanAttention)
-			ws.Close()
-			if err != nil {
+		if i2t != nil {
+			if err := i2t.ForwardSource(&res, patches, p, ps.src, xattn.MeanAttention); err != nil {
 				return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: attention: %w", err)
 			}
 			a.ImageToText = clone(res.Attn[:p*ps.t])
 		}
-		if e.t2i != nil {
-			ws := e.t2i.NewWorkspace(cfg.Threads)
-			err := ws.ForwardQuery(&res, ps.q, patches, p, nil, xattn.MeanAttention)
-			ws.Close()
-			if err != nil {
+		if t2i != nil {
+			if err := t2i.ForwardQuery(&res, ps.q, patches, p, nil, xattn.MeanAttention); err != nil {
 				return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: attention: %w", err)
 			}
 			a.TextToImage = clone(res.Attn[:ps.t*p])

@@ -24,11 +24,28 @@ type Overlay struct {
 	Map        []float32
 }
 
-// RenderHeatmaps draws a sheet: the image (the region the model saw, crop in
-// source coordinates) and one panel per overlay, each the image with the
-// word's map upsampled smoothly (bilinear) to the panel, coloured with
-// viridis and blended, labelled with its word. gridH×gridW is the patch grid.
-func RenderHeatmaps(img image.Image, crop image.Rectangle, gridH, gridW int, overlays []Overlay) (*image.RGBA, error) {
+// HeatmapBase scales the region of img the model saw (crop, in source
+// coordinates; the whole image when crop is empty) to one HeatmapPanel ×
+// HeatmapPanel panel. Make it once per image: every prompt's sheet draws on
+// it, and it is all a job needs to keep of the decoded image.
+func HeatmapBase(img image.Image, crop image.Rectangle) *image.RGBA {
+	crop = crop.Intersect(img.Bounds())
+	if crop.Empty() {
+		crop = img.Bounds()
+	}
+	base := image.NewRGBA(image.Rect(0, 0, HeatmapPanel, HeatmapPanel))
+	xdraw.CatmullRom.Scale(base, base.Bounds(), img, crop, xdraw.Src, nil)
+	return base
+}
+
+// RenderHeatmaps draws a sheet: the base panel (HeatmapBase) and one panel
+// per overlay, each the base with the word's map upsampled smoothly
+// (bilinear) to the panel, coloured with viridis and blended, labelled with
+// its word. gridH×gridW is the patch grid.
+func RenderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*image.RGBA, error) {
+	if b := base.Bounds(); b.Dx() != HeatmapPanel || b.Dy() != HeatmapPanel {
+		return nil, fmt.Errorf("pipeline: heatmap: base panel is %v, want %d×%d", b, HeatmapPanel, HeatmapPanel)
+	}
 	if gridH <= 0 || gridW <= 0 {
 		return nil, fmt.Errorf("pipeline: heatmap: patch grid %d×%d", gridH, gridW)
 	}
@@ -36,10 +53,6 @@ func RenderHeatmaps(img image.Image, crop image.Rectangle, gridH, gridW int, ove
 		if len(o.Map) != gridH*gridW {
 			return nil, fmt.Errorf("pipeline: heatmap %q: %d weights for a %d×%d grid", o.Label, len(o.Map), gridH, gridW)
 		}
-	}
-	crop = crop.Intersect(img.Bounds())
-	if crop.Empty() {
-		crop = img.Bounds()
 	}
 	const p = HeatmapPanel
 	const label = 18
@@ -50,9 +63,6 @@ func RenderHeatmaps(img image.Image, crop image.Rectangle, gridH, gridW int, ove
 	rows := (len(overlays) + 1 + cols - 1) / cols
 	sheet := image.NewRGBA(image.Rect(0, 0, cols*p, rows*(p+label)))
 	draw.Draw(sheet, sheet.Bounds(), image.NewUniform(color.RGBA{24, 24, 24, 255}), image.Point{}, draw.Src)
-
-	base := image.NewRGBA(image.Rect(0, 0, p, p))
-	xdraw.CatmullRom.Scale(base, base.Bounds(), img, crop, xdraw.Src, nil)
 
 	panel := func(i int) image.Rectangle {
 		x, y := (i%cols)*p, (i/cols)*(p+label)

@@ -30,7 +30,7 @@ func TestRenderHeatmapsPeakWhereTheMapPeaks(t *testing.T) {
 	img := image.NewRGBA(image.Rect(0, 0, 64, 64))
 	m := make([]float32, 4*4)
 	m[0*4+3] = 1 // top-right patch
-	sheet, err := RenderHeatmaps(img, img.Bounds(), 4, 4, []Overlay{{Label: "red", Map: m}})
+	sheet, err := RenderHeatmaps(HeatmapBase(img, img.Bounds()), 4, 4, []Overlay{{Label: "red", Map: m}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestRenderHeatmapsPeakWhereTheMapPeaks(t *testing.T) {
 	if int(tr.R)+int(tr.G) <= int(bl.R)+int(bl.G)+100 {
 		t.Fatalf("peak not shown: top-right %v, bottom-left %v", tr, bl)
 	}
-	if _, err := RenderHeatmaps(img, img.Bounds(), 4, 4, []Overlay{{Label: "x", Map: m[:3]}}); err == nil {
+	if _, err := RenderHeatmaps(HeatmapBase(img, img.Bounds()), 4, 4, []Overlay{{Label: "x", Map: m[:3]}}); err == nil {
 		t.Fatal("short map accepted")
 	}
 }

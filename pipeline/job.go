@@ -5,14 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	"log/slog"
 	"math"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,13 +73,12 @@ type Config struct {
 	Heatmaps    bool   // write a PNG per image and prompt
 	Format      string // "safetensors" (default) or "npz"
 
-	Workers     int   // decode and preprocess goroutines (default GOMAXPROCS)
-	Batch       int   // images per vision encoder call (default 8)
-	Threads     int   // ONNX Runtime intra-op and attention threads (0: default)
-	Resume      bool  // skip images already done with the same inputs and settings
-	Shard       Shard // the part of the inputs this process takes
-	MaxPixels   int64 // refuse larger images (0: vision.DefaultMaxPixels)
-	MaxFailures int   // only used for the summary's verdict
+	Workers   int   // decode and preprocess goroutines (default GOMAXPROCS)
+	Batch     int   // images per vision encoder call (default 8)
+	Threads   int   // ONNX Runtime intra-op and attention threads (0: default)
+	Resume    bool  // skip images already done with the same inputs and settings
+	Shard     Shard // the part of the inputs this process takes
+	MaxPixels int64 // refuse larger images (0: vision.DefaultMaxPixels)
 
 	Version  string // program version, written into metadata
 	Log      *slog.Logger
@@ -117,8 +114,8 @@ func (s *Summary) ImagesPerSec() float64 {
 type work struct {
 	it      Item
 	entry   Entry
-	pixels  []float32 // [3, H, W]
-	img     image.Image
+	pixels  []float32   // [3, H, W]
+	base    *image.RGBA // the heatmap base panel (HeatmapBase), when heatmaps are asked for
 	enc     *vision.Encoding
 	started time.Time
 	timings map[string]float64
@@ -330,7 +327,8 @@ func (j *job) decode(w *work) {
 	}
 	w.pixels = px
 	if j.cfg.Heatmaps {
-		w.img = img
+		// Keep the 224² panel, not the decoded image, through the queues.
+		w.base = HeatmapBase(img, j.cropRegion(img.Bounds()))
 	}
 	w.mark("preprocess", t)
 }
@@ -509,13 +507,13 @@ func (j *job) attendAndWrite(w *work, ws *workspaces) {
 			continue
 		}
 		name := fmt.Sprintf("%s.heatmap.%d.png", w.it.Rel, k)
-		if err := j.writeHeatmap(name, w.img, enc.Grid, ov); err != nil {
+		if err := j.writeHeatmap(name, w.base, enc.Grid, ov); err != nil {
 			w.fail = err
 			return
 		}
 		w.entry.Outputs = append(w.entry.Outputs, name)
 	}
-	w.img = nil
+	w.base = nil
 	if len(scores) > 0 {
 		w.entry.Scores = scores
 	}
@@ -588,7 +586,7 @@ func wordOverlays(ps *promptSide, t2i, i2t []float32, p int) []Overlay {
 
 var stopWords = map[string]bool{
 	"a": true, "an": true, "the": true, "of": true, "on": true, "in": true, "and": true, "with": true,
-	"at": true, "to": true, "is": true, "are": true, "photo": false, ",": true, ".": true, "'s": true,
+	"at": true, "to": true, "is": true, "are": true, ",": true, ".": true, "'s": true,
 }
 
 // IsStopWord reports whether a word is too common to deserve its own heatmap.
@@ -606,16 +604,12 @@ func (j *job) metadata(w *work, g vision.Grid) map[string]string {
 	return m
 }
 
-func (j *job) writeHeatmap(name string, img image.Image, g vision.Grid, ov []Overlay) error {
-	if img == nil {
-		return errors.New("heatmap: image not kept")
-	}
-	b := img.Bounds()
-	sheet, err := RenderHeatmaps(img, j.cropRegion(b), g.H, g.W, ov)
+func (j *job) writeHeatmap(name string, base *image.RGBA, g vision.Grid, ov []Overlay) error {
+	sheet, err := RenderHeatmaps(base, g.H, g.W, ov)
 	if err != nil {
 		return err
 	}
-	data, err := encodePNG(sheet)
+	data, err := EncodePNG(sheet)
 	if err != nil {
 		return err
 	}
@@ -636,17 +630,3 @@ func (j *engine) cropRegion(b image.Rectangle) image.Rectangle {
 	r := image.Rect(int(float64(left)*sx), int(float64(top)*sy), int(float64(left+cw)*sx+0.5), int(float64(top+ch)*sy+0.5))
 	return r.Add(b.Min).Intersect(b)
 }
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-func contextBackground() context.Context { return context.Background() }
-
-func joinOut(dir, name string) string { return strings.TrimRight(dir, "/") + "/" + name }

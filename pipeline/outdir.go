@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // OutDir is a job's output folder. Every path is resolved inside it through
@@ -16,6 +17,7 @@ import (
 type OutDir struct {
 	root *os.Root
 	dir  string
+	made sync.Map // sub-folders already created, so a write does not repeat MkdirAll
 }
 
 // OpenOutDir creates dir if needed and opens it.
@@ -64,8 +66,11 @@ func (o *OutDir) WriteFile(rel string, data []byte) error {
 		return err
 	}
 	if d := filepath.Dir(name); d != "." {
-		if err := o.root.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("pipeline: output folder for %q: %w", rel, err)
+		if _, ok := o.made.Load(d); !ok {
+			if err := o.root.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("pipeline: output folder for %q: %w", rel, err)
+			}
+			o.made.Store(d, true)
 		}
 	}
 	var rnd [6]byte

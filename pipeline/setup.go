@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/conditionhq/condition/models"
@@ -144,7 +146,7 @@ func newJob(cfg Config) (_ *job, err error) {
 		}
 	}
 	name := cfg.Shard.ManifestName()
-	j.manifestPath = joinOut(cfg.Out, name)
+	j.manifestPath = filepath.Join(cfg.Out, name)
 	var prior []Entry
 	if j.man, prior, err = OpenManifest(j.out, name, cfg.Resume); err != nil {
 		return nil, err
@@ -215,7 +217,7 @@ func newEngine(cfg Config) (_ *engine, err error) {
 		}
 		idsB, maskB = append(idsB, ids), append(maskB, mask)
 	}
-	encs, err := j.tenc.Encode(contextBackground(), idsB, maskB)
+	encs, err := j.tenc.Encode(context.Background(), idsB, maskB)
 	if err != nil {
 		return nil, err
 	}
@@ -273,24 +275,18 @@ func xattnName(cfg Config) string {
 // for. dt and dv are the widths of token and patch states.
 func (j *engine) buildLayers(dt, dv int) error {
 	cfg := j.cfg
-	var err error
 	switch name := xattnName(cfg); name {
 	case "joint":
 		if !cfg.Model.Has(models.WeightsFile) {
 			return fmt.Errorf("pipeline: --xattn joint needs the projection heads in %s of model %s; use --xattn identity or a learned layer", models.WeightsFile, cfg.Model.Name())
 		}
-		b, err := cfg.Model.ReadFile(models.WeightsFile)
+		ts, err := cfg.Model.ReadWeights("text_projection.weight", "visual_projection.weight",
+			"vision_model.post_layernorm.weight", "vision_model.post_layernorm.bias", "logit_scale")
 		if err != nil {
-			return fmt.Errorf("pipeline: %w", err)
+			return fmt.Errorf("pipeline: joint space: %w", err)
 		}
-		ts, _, err := tensorio.DecodeSafetensors(b)
-		if err != nil {
-			return fmt.Errorf("pipeline: %s: %w", cfg.Model.Path(models.WeightsFile), err)
-		}
-		if ls, ok := ts["logit_scale"]; ok {
-			if v, err := ls.Float32(); err == nil && len(v) == 1 {
-				j.logitScale = math.Exp(float64(v[0]))
-			}
+		if v, err := ts["logit_scale"].Float32(); err == nil && len(v) == 1 {
+			j.logitScale = math.Exp(float64(v[0]))
 		}
 		eps := float32(cfg.Model.Config().VisionConfig.LayerNormEps)
 		if cfg.Direction&ImageToText != 0 {
@@ -350,10 +346,11 @@ func (j *engine) buildLayers(dt, dv int) error {
 			}
 		}
 	}
-	return err
+	return nil
 }
 
-func encodePNG(img image.Image) ([]byte, error) {
+// EncodePNG encodes a heatmap sheet as PNG (fast compression).
+func EncodePNG(img image.Image) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
 	if err := enc.Encode(&buf, img); err != nil {

@@ -50,21 +50,15 @@ type Tensor struct {
 	Data  any
 }
 
-// F32Tensor returns a float32 tensor of the given shape over data (not copied).
-func F32Tensor(shape []int, data []float32) Tensor {
+// F32 returns a float32 tensor of the given shape over data (not copied).
+func F32(shape []int, data []float32) Tensor {
 	return Tensor{DType: DTypeF32, Shape: append(make([]int, 0, len(shape)), shape...), Data: data}
 }
 
-// I64Tensor returns an int64 tensor of the given shape over data (not copied).
-func I64Tensor(shape []int, data []int64) Tensor {
+// I64 returns an int64 tensor of the given shape over data (not copied).
+func I64(shape []int, data []int64) Tensor {
 	return Tensor{DType: DTypeI64, Shape: append(make([]int, 0, len(shape)), shape...), Data: data}
 }
-
-// DTypeF32 is F32Tensor, the short name used across the project.
-func F32(shape []int, data []float32) Tensor { return F32Tensor(shape, data) }
-
-// DTypeI64 is I64Tensor, the short name used across the project.
-func I64(shape []int, data []int64) Tensor { return I64Tensor(shape, data) }
 
 // NumElements returns the product of the shape (1 for a scalar).
 func (t Tensor) NumElements() int { return numel(t.Shape) }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"image/png"
 	"io"
 	"path/filepath"
 	"sort"
@@ -111,6 +109,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	base := pipeline.HeatmapBase(img, crop)
 	var reports []attendReport
 	for k, a := range atts {
 		r := summarise(a, o.top)
@@ -122,16 +121,16 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 			if len(atts) > 1 {
 				name = strings.TrimSuffix(name, ".png") + fmt.Sprintf(".%d.png", k)
 			}
-			sheet, err := pipeline.RenderHeatmaps(img, crop, a.Grid.H, a.Grid.W, a.Overlays)
+			sheet, err := pipeline.RenderHeatmaps(base, a.Grid.H, a.Grid.W, a.Overlays)
 			if err != nil {
 				return err
 			}
-			var buf bytes.Buffer
-			if err := png.Encode(&buf, sheet); err != nil {
+			data, err := pipeline.EncodePNG(sheet)
+			if err != nil {
 				return err
 			}
 			if err := tensorio.WriteFileAtomic(name, func(w io.Writer) error {
-				_, err := w.Write(buf.Bytes())
+				_, err := w.Write(data)
 				return err
 			}); err != nil {
 				return err

@@ -133,7 +133,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		Direction: dir, XAttn: o.xattn, XAttnPrefix: o.xattnPrefix, Heads: o.heads,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, Format: o.format,
 		Workers: o.workers, Batch: o.batch, Threads: o.ort.Threads, Resume: o.resume, Shard: shard,
-		MaxPixels: o.maxPixels, MaxFailures: o.maxFailures, Version: Version, Log: e.Log,
+		MaxPixels: o.maxPixels, Version: Version, Log: e.Log,
 		Progress: prog.update,
 	}
 	e.Log.Info("job", "model", m.Name(), "images", strings.Join(o.images, ","), "prompts", len(o.prompts), "out", o.out, "shard", fmt.Sprintf("%d/%d", shard.Index, max(shard.Count, 1)))

@@ -318,7 +318,11 @@ func (j *engine) buildLayers(dt, dv int) error {
 			j.t2i = l
 		}
 	default:
-		ts, _, err := tensorio.ReadSafetensors(name)
+		// The layer's tensors (and the attention tensors an error may
+		// list as near misses), not the rest of a large checkpoint.
+		ts, _, err := tensorio.ReadSafetensorsFunc(name, func(n string) bool {
+			return strings.HasPrefix(n, cfg.XAttnPrefix) || strings.Contains(n, "to_")
+		})
 		if err != nil {
 			return fmt.Errorf("pipeline: --xattn: %w", err)
 		}

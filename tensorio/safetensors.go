@@ -174,6 +174,38 @@ func ReadSafetensors(path string) (map[string]Tensor, map[string]string, error) 
 	return t, m, nil
 }
 
+// ReadSafetensorsFunc reads the __metadata__ and only the tensors of a
+// safetensors file for which keep returns true: the header first, then each
+// kept tensor's bytes, so a few tensors of a multi-gigabyte checkpoint cost
+// only their own size.
+func ReadSafetensorsFunc(path string, keep func(name string) bool) (map[string]Tensor, map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("safetensors: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("safetensors: %w", err)
+	}
+	h, err := ReadSafetensorsHeader(f, st.Size())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (file %q)", err, path)
+	}
+	out := map[string]Tensor{}
+	for name := range h.Tensors {
+		if !keep(name) {
+			continue
+		}
+		t, err := h.ReadTensor(f, name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w (file %q)", err, path)
+		}
+		out[name] = t
+	}
+	return out, h.Metadata, nil
+}
+
 // EncodeSafetensors returns the safetensors encoding of tensors (in sorted
 // name order, header padded to 8 bytes as the reference writer does).
 func EncodeSafetensors(tensors map[string]Tensor, meta map[string]string) ([]byte, error) {

@@ -43,6 +43,27 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	}
 }
 
+func TestReadSafetensorsFuncReadsOnlyKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.safetensors")
+	in := map[string]Tensor{
+		"a.to_q.weight": F32([]int{2}, []float32{1, 2}),
+		"b.big":         F32([]int{3}, []float32{3, 4, 5}),
+	}
+	if err := WriteSafetensors(path, in, map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	got, meta, err := ReadSafetensorsFunc(path, func(n string) bool { return strings.HasPrefix(n, "a.") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !reflect.DeepEqual(got["a.to_q.weight"], in["a.to_q.weight"]) || meta["k"] != "v" {
+		t.Fatalf("got %v %v", got, meta)
+	}
+	if _, _, err := ReadSafetensorsFunc(filepath.Join(t.TempDir(), "none"), func(string) bool { return true }); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}
+
 func TestSafetensorsCorrupt(t *testing.T) {
 	good, err := EncodeSafetensors(map[string]Tensor{"w": F32([]int{2, 2}, []float32{1, 2, 3, 4})}, nil)
 	if err != nil {

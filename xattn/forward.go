@@ -562,14 +562,11 @@ func (w *Workspace) attend(res *Result, pq *Query, src *Source, mode AttnMode) {
 	res.Out = grow(res.Out, tq*l.dout)
 	switch mode {
 	case NoAttention:
-		res.Attn = res.Attn[:0]
+		res.Attn = nil
 	case MeanAttention:
 		res.Attn = grow(res.Attn, tq*tk)
 	case PerHeadAttention:
 		res.Attn = grow(res.Attn, l.heads*tq*tk)
-	}
-	if mode == NoAttention && res.Attn != nil && len(res.Attn) == 0 {
-		res.Attn = nil
 	}
 	if l.wo == nil {
 		w.o = res.Out

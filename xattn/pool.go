@@ -80,9 +80,7 @@ func (p *pool) do(n int, t task) {
 		}
 	}
 	p.loop(0)
-	if !spinUntil(func() bool { return p.pending.Load() == 0 }) {
-		p.wg.Wait()
-	}
+	spinUntil(func() bool { return p.pending.Load() == 0 })
 	p.wg.Wait() // returns at once when pending reached 0; orders the workers' writes
 	p.t = nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -181,7 +180,7 @@ func runModelsList(e *env, args []string) error {
 	}
 	if o.Known {
 		if o.JSON {
-			return writeJSON(e.Stdout, knownModels)
+			return writeJSONIndent(e.Stdout, knownModels)
 		}
 		for _, k := range knownModels {
 			vs := make([]string, len(k.Variants))
@@ -227,7 +226,7 @@ func runModelsList(e *env, args []string) error {
 		if out == nil {
 			out = []entry{}
 		}
-		return writeJSON(e.Stdout, map[string]any{"cache": dir, "models": out})
+		return writeJSONIndent(e.Stdout, map[string]any{"cache": dir, "models": out})
 	}
 	fmt.Fprintf(e.Stdout, "cache: %s\n", dir)
 	if len(out) == 0 {
@@ -264,12 +263,6 @@ func runModelsList(e *env, args []string) error {
 	return nil
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func runModelsRef(ctx context.Context, e *env, sub string, args []string) error {
 	var o modelFlags
 	fs := newFlagSet(e, "models "+sub, "models "+sub+" REF [flags]\n\n"+modelsUsage)
@@ -303,7 +296,7 @@ func runModelsRef(ctx context.Context, e *env, sub string, args []string) error 
 	case "expose":
 		res, err := m.Expose()
 		if o.JSON {
-			if jerr := writeJSON(e.Stdout, res); jerr != nil {
+			if jerr := writeJSONIndent(e.Stdout, res); jerr != nil {
 				return jerr
 			}
 		} else {
@@ -406,7 +399,7 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	}
 	info["heads"] = heads
 	if asJSON {
-		return writeJSON(e.Stdout, info)
+		return writeJSONIndent(e.Stdout, info)
 	}
 	out := e.Stdout
 	fmt.Fprintf(out, "model:    %s\n", m.Name())
@@ -534,7 +527,7 @@ func runModelsVerify(e *env, ref string, o modelFlags) error {
 		res.OK = res.OK && c.OK
 	}
 	if o.JSON {
-		if err := writeJSON(e.Stdout, res); err != nil {
+		if err := writeJSONIndent(e.Stdout, res); err != nil {
 			return err
 		}
 	} else {

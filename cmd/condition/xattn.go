@@ -70,7 +70,9 @@ func runXattn(ctx context.Context, e *env, args []string) error {
 	if ext := strings.ToLower(filepath.Ext(o.out)); ext != ".safetensors" {
 		return usagef("--out must name a .safetensors file, got %q", o.out)
 	}
-	ts, _, err := tensorio.ReadSafetensors(o.weights)
+	// Only the layer's tensors, and the other attention tensors an error
+	// may list as near misses: not the rest of a multi-gigabyte UNet.
+	ts, _, err := tensorio.ReadSafetensorsFunc(o.weights, func(n string) bool { return strings.HasPrefix(n, o.prefix) || strings.Contains(n, "to_") })
 	if err != nil {
 		return fmt.Errorf("read weights %s: %w", o.weights, err)
 	}

@@ -221,7 +221,7 @@ func TestDemoFixtures(t *testing.T) {
 	dir := filepath.Join("..", "..", "testdata", "scenes")
 	f, err := os.Open(filepath.Join(dir, "scenes.jsonl"))
 	if err != nil {
-		t.Skipf("no demo fixtures: %v", err)
+		t.Fatalf("the committed demo fixtures are missing: %v", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

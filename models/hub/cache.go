@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/conditionhq/condition/tensorio"
 )
 
 // Cache is a Hugging Face hub cache folder.
@@ -79,7 +81,10 @@ func (c Cache) WriteRef(repo, revision, commit string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
-	if err := writeAtomic(p, []byte(commit)); err != nil {
+	if err := tensorio.WriteFileAtomic(p, func(w io.Writer) error {
+		_, err := io.WriteString(w, commit)
+		return err
+	}); err != nil {
 		return fmt.Errorf("hub: write refs/%s: %w", revision, err)
 	}
 	return nil
@@ -394,26 +399,4 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 	p.done += int64(n)
 	p.fn(p.done)
 	return n, err
-}
-
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }

@@ -81,11 +81,6 @@ func maximalSubpart(s string) int {
 	return n
 }
 
-// isSpaceHF reports whether r is whitespace for the tokenizer.json patterns:
-// Oniguruma's \s, the Unicode White_Space property (U+001C..U+001F are not
-// whitespace here, unlike in Python).
-func isSpaceHF(r rune) bool { return unicode.IsSpace(r) }
-
 // isSpacePy reports whether r is whitespace for Python's str.isspace and
 // re's \s, which openai's cleaning uses: White_Space plus U+001C..U+001F.
 func isSpacePy(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1C && r <= 0x1F) }

@@ -45,7 +45,7 @@ func loadCases(t testing.TB) []goldenCase {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(goldenDir, "cases.json"))
 	if os.IsNotExist(err) {
-		t.Skipf("golden data absent (%v): run testdata/images/generate.py", err)
+		t.Fatalf("committed golden data missing (%v): testdata/images/generate.py makes it", err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -268,7 +268,7 @@ func testImage(w, h int) *image.RGBA {
 func TestLoadPreprocessorFileGolden(t *testing.T) {
 	path := filepath.Join(goldenDir, "configs", "clip224.json")
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("golden data absent: %v", err)
+		t.Fatalf("committed golden data missing: %v", err)
 	}
 	p, err := LoadPreprocessorFile(path)
 	if err != nil {

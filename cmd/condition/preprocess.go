@@ -54,7 +54,7 @@ func (o *preprocessOptions) AddFlags(fs *pflag.FlagSet) {
 
 // loadPreprocessor reads the preprocessor config that --preprocessor or
 // --model names. A plain directory needs only preprocessor_config.json.
-func loadPreprocessor(o *preprocessOptions) (*vision.Preprocessor, string, error) {
+func loadPreprocessor(ctx context.Context, e *env, o *preprocessOptions) (*vision.Preprocessor, string, error) {
 	if o.Preprocessor != "" {
 		p, err := vision.LoadPreprocessorFile(o.Preprocessor)
 		return p, o.Preprocessor, err
@@ -66,7 +66,7 @@ func loadPreprocessor(o *preprocessOptions) (*vision.Preprocessor, string, error
 		}
 		return p, filepath.Join(o.Model, vision.PreprocessorConfigFile), nil
 	}
-	m, err := models.Open(o.Model, models.Options{})
+	m, err := openModel(ctx, e, o.Model, "")
 	if err != nil {
 		return nil, "", err
 	}
@@ -96,7 +96,7 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 	if o.MaxPixels < 0 {
 		return usagef("--max-pixels must be 0 (no limit) or positive, got %d", o.MaxPixels)
 	}
-	p, from, err := loadPreprocessor(&o)
+	p, from, err := loadPreprocessor(ctx, e, &o)
 	if err != nil {
 		return err
 	}

@@ -57,17 +57,17 @@ func (o *tokenizeOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // loadTokenizer opens the tokenizer a --model value names.
-func loadTokenizer(ref string) (*text.Tokenizer, error) {
-	if strings.HasSuffix(ref, ".gz") {
-		if st, err := os.Stat(ref); err == nil && !st.IsDir() {
+func loadTokenizer(ctx context.Context, e *env, ref string) (*text.Tokenizer, error) {
+	if st, err := os.Stat(ref); err == nil {
+		if st.IsDir() {
+			// A plain directory needs no config.json: tokenizer files are enough.
+			return text.LoadTokenizerDir(ref)
+		}
+		if strings.HasSuffix(ref, ".gz") {
 			return text.LoadOpenAIBPE(ref)
 		}
 	}
-	// A plain directory needs no config.json: tokenizer files are enough.
-	if st, err := os.Stat(ref); err == nil && st.IsDir() {
-		return text.LoadTokenizerDir(ref)
-	}
-	m, err := models.Open(ref, models.Options{})
+	m, err := openModel(ctx, e, ref, "")
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func runTokenize(ctx context.Context, e *env, args []string) error {
 	if o.ContextLength < 0 || o.ContextLength == 1 {
 		return usagef("--context-length must be 0 (the model's) or at least 2, got %d", o.ContextLength)
 	}
-	tok, err := loadTokenizer(o.Model)
+	tok, err := loadTokenizer(ctx, e, o.Model)
 	if err != nil {
 		return err
 	}

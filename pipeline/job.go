@@ -316,13 +316,14 @@ func (j *job) decode(w *work) {
 	w.entry.Width, w.entry.Height = b.Dx(), b.Dy()
 	w.mark("decode", t)
 	t = time.Now()
-	px, h, wd, err := j.pre.Apply(img)
-	if err != nil {
-		w.fail = err
+	if h, wd := j.pre.OutputSize(b.Dx(), b.Dy()); h != j.inH || wd != j.inW {
+		w.fail = fmt.Errorf("preprocessing gives %d×%d pixels, the vision model takes %d×%d", h, wd, j.inH, j.inW)
 		return
 	}
-	if h != j.inH || wd != j.inW {
-		w.fail = fmt.Errorf("preprocessing gave %d×%d pixels, the vision model takes %d×%d", h, wd, j.inH, j.inW)
+	px := j.pixelPool.Get().([]float32)
+	if _, _, err := j.pre.ApplyInto(px, img); err != nil {
+		j.pixelPool.Put(px)
+		w.fail = err
 		return
 	}
 	w.pixels = px
@@ -381,6 +382,7 @@ func (j *job) encodeLoop(in <-chan *work, out chan<- *work, batch int) {
 		t := time.Now()
 		for i, w := range pending {
 			copy(buf[i*per:(i+1)*per], w.pixels)
+			j.pixelPool.Put(w.pixels)
 			w.pixels = nil
 		}
 		encs, err := j.venc.Encode(context.Background(), buf[:len(pending)*per], len(pending), j.inH, j.inW)

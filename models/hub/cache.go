@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/conditionhq/condition/tensorio"
@@ -152,8 +152,11 @@ func (c Cache) link(repo, commit, file, etag string) (string, error) {
 		return p, nil
 	}
 	// Replace atomically: a new link under a temporary name, then rename.
-	tmp := p + ".tmp-" + strconv.Itoa(os.Getpid())
-	os.Remove(tmp)
+	// The temporary name is unique per call, not per process: goroutines of
+	// one process may link the same file at once.
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := p + ".tmp-" + hex.EncodeToString(rnd[:])
 	if err := os.Symlink(rel, tmp); err != nil {
 		return "", fmt.Errorf("hub: link %s: %w", p, err)
 	}

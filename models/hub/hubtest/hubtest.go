@@ -62,7 +62,9 @@ type Server struct {
 	repos  map[string]*Repo
 	faults map[string]*Fault // by path in the repo ("org/name:path")
 	// Log of requests: method, host role ("hub"/"cdn"), path, Range and Authorization headers.
-	reqs []Request
+	reqs   []seqRequest
+	seq    int
+	active sync.WaitGroup // handlers running
 }
 
 // Request is one request the fake servers received.
@@ -102,15 +104,29 @@ func (s *Server) SetFault(repo, path string, f *Fault) {
 	s.faults[repo+":"+path] = f
 }
 
-// Requests returns the requests received so far.
+type seqRequest struct {
+	seq int
+	Request
+}
+
+// Requests returns the requests received so far, in arrival order, once the
+// handlers still running have ended.
 func (s *Server) Requests() []Request {
+	s.active.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
+	rs := append([]seqRequest(nil), s.reqs...)
+	sort.Slice(rs, func(i, j int) bool { return rs[i].seq < rs[j].seq })
+	out := make([]Request, len(rs))
+	for i, r := range rs {
+		out[i] = r.Request
+	}
+	return out
 }
 
 // Reset forgets the requests received so far.
 func (s *Server) Reset() {
+	s.active.Wait() // a handler still ending belongs to what is forgotten
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reqs = nil
@@ -130,10 +146,22 @@ func GitSHA1(b []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (s *Server) log(r Request) {
+// begin numbers a request as it arrives and returns the function that
+// logs it (with its final status) when its handler ends. Requests lists the
+// requests in arrival order, after in-flight handlers have ended: a handler
+// cut short by a client that has already retried may end after the retry.
+func (s *Server) begin(rec *Request) func() {
+	s.active.Add(1)
 	s.mu.Lock()
-	s.reqs = append(s.reqs, r)
+	seq := s.seq
+	s.seq++
 	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.reqs = append(s.reqs, seqRequest{seq, *rec})
+		s.mu.Unlock()
+		s.active.Done()
+	}
 }
 
 type lookup struct {
@@ -183,7 +211,7 @@ func (s *Server) find(r *http.Request, repoName, rev, path string) lookup {
 
 func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
 	rec := Request{Role: "hub", Method: r.Method, Path: r.URL.Path, Range: r.Header.Get("Range"), Authorization: r.Header.Get("Authorization")}
-	defer func() { s.log(rec) }()
+	defer s.begin(&rec)()
 	fail := func(l lookup) {
 		if l.commit != "" {
 			w.Header().Set("X-Repo-Commit", l.commit)
@@ -261,7 +289,7 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
 	rec := Request{Role: "cdn", Method: r.Method, Path: r.URL.Path, Range: r.Header.Get("Range"), Authorization: r.Header.Get("Authorization")}
-	defer func() { s.log(rec) }()
+	defer s.begin(&rec)()
 	sum, ok := strings.CutPrefix(r.URL.Path, "/blobs/")
 	key := r.URL.Query().Get("file")
 	if !ok || r.URL.Query().Get("sig") != "secret" {

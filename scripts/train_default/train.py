@@ -459,6 +459,7 @@ def main():
     ap.add_argument("--init", default=None, help="start from this checkpoint.pt (a second stage)")
     ap.add_argument("--init-aux", action="store_true",
                     help="with --init: also take the auxiliary classifier from the checkpoint")
+    ap.add_argument("--threads", type=int, default=None, help="override settings' threads")
     ap.add_argument("--stop-after", type=int, default=None,
                     help="stop after this many steps of the schedule (checkpoint saved, no export)")
     args = ap.parse_args()
@@ -466,6 +467,8 @@ def main():
         settings = json.load(f)
     if args.steps is not None:
         settings["train"]["steps"] = args.steps
+    if args.threads is not None:
+        settings["threads"] = args.threads
     torch.manual_seed(settings["seed"])
     np.random.seed(settings["seed"] % 2**32)
     torch.set_num_threads(settings["threads"])

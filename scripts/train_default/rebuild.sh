@@ -1,0 +1,19 @@
+#!/bin/sh
+# Rebuilds the embedded default model with the three training stages of
+# README.md in one command. Arguments (for example --out DIR --log FILE
+# --eval-json FILE --threads N) go to every stage; the stages' checkpoints go to
+# $CONDITION_TRAIN_WORK (default /tmp/condition-train).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+work=${CONDITION_TRAIN_WORK:-/tmp/condition-train}
+mkdir -p "$work"
+start=$(date +%s)
+# stage 1: the first 1000 steps of a 1400-step schedule
+"$here/run.sh" --work "$work" --steps 1400 --stop-after 1000 "$@"
+cp "$work/checkpoint.pt" "$work/stage1.pt"
+# stage 2: a fresh 1800-step schedule from that checkpoint (new auxiliary head)
+"$here/run.sh" --work "$work" --init "$work/stage1.pt" --steps 1800 "$@"
+cp "$work/checkpoint.pt" "$work/stage2.pt"
+# stage 3: another fresh 1000-step schedule, keeping the auxiliary head; exports the model
+"$here/run.sh" --work "$work" --init "$work/stage2.pt" --init-aux --steps 1000 "$@"
+echo "rebuild took $(( $(date +%s) - start )) s"

@@ -76,8 +76,8 @@ func main() {
 	attend(isa{name: "AVX2", lanes: 8, vec: ymm, maxW: 3})
 	maxKernel("AVX512", zmm, 16)
 	maxKernel("AVX2", ymm, 8)
-	expSumAVX512()
-	expSumAVX2()
+	expSum(isa{name: "AVX512", z: true, lanes: 16, vec: zmm, maxW: 5})
+	expSum(isa{name: "AVX2", lanes: 8, vec: ymm, maxW: 3})
 	Generate()
 }
 
@@ -138,112 +138,57 @@ func itoa(i int) string {
 	return itoa(i/10) + string(rune('0'+i%10))
 }
 
-func expSumAVX512() {
-	TEXT("expSumAVX512", NOSPLIT, "func(x *float32, n int, sub float32) float32")
+// expSum generates expSum<isa>: x[i] = exp(x[i] - sub) for i < n and their
+// sum, with expVec, the exp of the fused attend kernel, so that the
+// accuracy test of ExpSum covers the instructions attend runs.
+func expSum(a isa) {
+	name := "expSum" + a.name
+	TEXT(name, NOSPLIT, "func(x *float32, n int, sub float32) float32")
 	Pragma("noescape")
-	Doc("expSumAVX512 replaces x[i] by exp(x[i] - sub) for i < n (n a positive multiple",
-		"of 16) and returns their sum, with the algorithm of Exp: lanes with",
-		"x[i] - sub below -87.33654 (or NaN) give 0; arguments above 88.376 are",
-		"clamped there.")
-	x, n, tab := RDI, RSI, RAX
+	if a.z {
+		Doc(name+" replaces x[i] by exp(x[i] - sub) for i < n (n a positive multiple",
+			"of 16) and returns their sum, with the algorithm of Exp and the code of",
+			"the attend kernels' exp: lanes with x[i] - sub below -87.33654 (or NaN)",
+			"give 0; arguments above 88.376 are clamped there.")
+	} else {
+		Doc(name + " is expSumAVX512 for n a positive multiple of 8.")
+	}
+	x, n := RDI, RSI
 	Load(Param("x"), x)
 	Load(Param("n"), n)
-	LEAQ(consts, tab)
-	sub, lo, log2e, c1, c2, one, bias, hi := Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23
-	p := []VecPhysical{Z24, Z25, Z26, Z27, Z28, Z29}
+	LEAQ(consts, RAX)
+	v := a.vec
+	e := expRegs{t: v[1], fx: v[2], nf: v[3], y: v[4], r2: v[5], mask: v[6], cst: map[string]Op{}}
+	var sub, hi VecPhysical
+	if a.z {
+		for i, c := range []string{"lo", "log2e", "c1", "c2", "one", "bias", "p0", "p1", "p2", "p3", "p4", "p5"} {
+			r := zmm[16+i]
+			VBROADCASTSS(Mem{Base: RAX, Disp: cst(c).Disp}, r)
+			e.cst[c] = r
+		}
+		VBROADCASTSS(Mem{Base: RAX, Disp: cst("hi").Disp}, Z28)
+		sub, hi = Z29, Z28
+	} else {
+		for _, c := range expConsts {
+			e.cst[c.name] = cst(c.name)
+		}
+		VBROADCASTSS(cst("hi"), Y7)
+		sub, hi = Y15, Y7
+	}
 	VBROADCASTSS(NewParamAddr("sub", 16), sub)
-	bc := func(name string, r VecPhysical) {
-		c := cst(name)
-		VBROADCASTSS(Mem{Base: tab, Disp: c.Disp}, r)
-	}
-	bc("lo", lo)
-	bc("log2e", log2e)
-	bc("c1", c1)
-	bc("c2", c2)
-	bc("one", one)
-	bc("bias", bias)
-	bc("hi", hi)
-	for i, r := range p {
-		bc("p"+itoa(i), r)
-	}
-	sum := Z0
-	VPXORD(sum, sum, sum)
-	t, fx, nf, y, r2 := Z1, Z2, Z3, Z4, Z5
-	Label("loop")
-	VMOVUPS(Mem{Base: x}, t)
-	VSUBPS(sub, t, t)
-	VCMPPS(U8(0x1d), lo, t, K1) // t >= lo (ordered)
-	VMAXPS(lo, t, t)
-	VMINPS(hi, t, t)
-	VMULPS(log2e, t, fx)
-	VCVTPS2DQ(fx, fx) // n, round to nearest even
-	VCVTDQ2PS(fx, nf)
-	VFNMADD231PS(c1, nf, t)
-	VFNMADD231PS(c2, nf, t) // r
-	VMOVAPS(p[0], y)
-	for i := 1; i < 6; i++ {
-		VFMADD213PS(p[i], t, y)
-	}
-	VMULPS(t, t, r2)
-	VFMADD213PS(t, r2, y)
-	VADDPS(one, y, y)
-	VPADDD(bias, fx, fx)
-	VPSLLD(U8(23), fx, fx)
-	VMULPS(fx, y, y)
-	VMOVAPS_Z(y, K1, y)
-	VMOVUPS(y, Mem{Base: x})
-	VADDPS(y, sum, sum)
-	ADDQ(U8(64), x)
-	SUBQ(U8(16), n)
-	JNZ(LabelRef("loop"))
-	reduce(16, sum, Y0, func(a, b, dst Op) { VADDPS(a, b, dst) })
-	VZEROUPPER()
-	Store(X0, ReturnIndex(0))
-	RET()
-}
-
-func expSumAVX2() {
-	TEXT("expSumAVX2", NOSPLIT, "func(x *float32, n int, sub float32) float32")
-	Pragma("noescape")
-	Doc("expSumAVX2 is expSumAVX512 for n a positive multiple of 8.")
-	x, n, tab := RDI, RSI, RAX
-	Load(Param("x"), x)
-	Load(Param("n"), n)
-	LEAQ(consts, tab)
-	sub := Y15
-	VBROADCASTSS(NewParamAddr("sub", 16), sub)
-	c := func(name string) Mem { m := cst(name); return Mem{Base: tab, Disp: m.Disp} }
-	sum := Y0
-	VXORPS(sum, sum, sum)
-	t, fx, nf, y, r2, mask := Y1, Y2, Y3, Y4, Y5, Y6
-	Label("loop")
-	VMOVUPS(Mem{Base: x}, t)
-	VSUBPS(sub, t, t)
-	VCMPPS(U8(0x1d), c("lo"), t, mask)
-	VMAXPS(c("lo"), t, t)
-	VMINPS(c("hi"), t, t)
-	VMULPS(c("log2e"), t, fx)
-	VCVTPS2DQ(fx, fx)
-	VCVTDQ2PS(fx, nf)
-	VFNMADD231PS(c("c1"), nf, t)
-	VFNMADD231PS(c("c2"), nf, t)
-	VMOVUPS(c("p0"), y)
-	for i := 1; i < 6; i++ {
-		VFMADD213PS(c("p"+itoa(i)), t, y)
-	}
-	VMULPS(t, t, r2)
-	VFMADD213PS(t, r2, y)
-	VADDPS(c("one"), y, y)
-	VPADDD(c("bias"), fx, fx)
-	VPSLLD(U8(23), fx, fx)
-	VMULPS(fx, y, y)
-	VANDPS(mask, y, y)
-	VMOVUPS(y, Mem{Base: x})
-	VADDPS(y, sum, sum)
-	ADDQ(U8(32), x)
-	SUBQ(U8(8), n)
-	JNZ(LabelRef("loop"))
-	reduce(8, sum, Y0, func(a, b, dst Op) { VADDPS(a, b, dst) })
+	sum := v[0]
+	zero(a, sum)
+	Label("loop" + a.name)
+	VMOVUPS(Mem{Base: x}, e.t)
+	VSUBPS(sub, e.t, e.t)
+	VMINPS(e.t, hi, e.t) // min(hi, t), NaN kept (the second source wins)
+	expVec(a, e)
+	VMOVUPS(e.y, Mem{Base: x})
+	VADDPS(e.y, sum, sum)
+	ADDQ(U8(4*a.lanes), x)
+	SUBQ(U8(a.lanes), n)
+	JNZ(LabelRef("loop" + a.name))
+	reduce(a.lanes, sum, Y0, func(a, b, dst Op) { VADDPS(a, b, dst) })
 	VZEROUPPER()
 	Store(X0, ReturnIndex(0))
 	RET()

@@ -37,9 +37,9 @@ func maxAVX512(x *float32, n int) float32
 func maxAVX2(x *float32, n int) float32
 
 // expSumAVX512 replaces x[i] by exp(x[i] - sub) for i < n (n a positive multiple
-// of 16) and returns their sum, with the algorithm of Exp: lanes with
-// x[i] - sub below -87.33654 (or NaN) give 0; arguments above 88.376 are
-// clamped there.
+// of 16) and returns their sum, with the algorithm of Exp and the code of
+// the attend kernels' exp: lanes with x[i] - sub below -87.33654 (or NaN)
+// give 0; arguments above 88.376 are clamped there.
 //
 //go:noescape
 func expSumAVX512(x *float32, n int, sub float32) float32

@@ -45,8 +45,7 @@ type Source struct {
 	kp  []float32
 	vp  []float32
 	// scratch while preparing
-	x, k, v []float32
-	in      []float32 // the rows to project: x, or the caller's kv
+	x, k, v []float32 // x: gathered (masked) or layer-normed source rows
 	idxBuf  []int32
 }
 
@@ -78,29 +77,30 @@ type Workspace struct {
 	threads int
 	pool    *pool
 
-	src  Source // source of Forward and ForwardQuery
-	qry  Query  // queries of Forward and ForwardSource
-	o    []float32
-	prob []float32 // [heads, tq, tkc]
-	scr  []scratch
+	src Source // source of Forward and ForwardQuery
+	qry Query  // queries of Forward and ForwardSource
+	o   []float32
+	scr []scratch
 
 	ph    phase
 	times Timings
 }
 
-// Timings are the wall-clock durations of the phases of a workspace's
-// forward passes, summed over Calls passes since the last ResetTimings.
-// Projections are Inputs + Output.
+// Timings are the durations of the parts of a workspace's forward passes,
+// summed over Calls passes since the last ResetTimings. The source side is
+// a phase of its own (wall clock); the rest runs fused per chunk of query
+// rows, so its parts are the workers' time in each divided by the number
+// of threads. Projections are Inputs + Output.
 type Timings struct {
 	Calls int
 	// Inputs is the projection of the sides that were not prepared: the
-	// queries (with layer norm and normalisation) and the keys and values
-	// (with packing), run together.
+	// keys and values (with packing) and the queries (with layer norm and
+	// normalisation).
 	Inputs time.Duration
 	// Core is the attention core (scores, softmax, P·V over all heads).
 	Core time.Duration
 	// Output is the output projection; Probs the attention maps returned
-	// (head average or per-head copy).
+	// (head average or scatter past masked keys).
 	Output, Probs time.Duration
 }
 
@@ -111,10 +111,13 @@ func (w *Workspace) Timings() Timings { return w.times }
 func (w *Workspace) ResetTimings() { w.times = Timings{} }
 
 // scratch is one worker's buffers for the attention core: the kernel's
-// scores, and a zero-padded last tile (queries, output, probabilities) when
-// T_q is not a multiple of attn.MR.
+// scores, a zero-padded last tile (queries, output, probabilities) when
+// T_q is not a multiple of attn.MR, one head's probabilities for a chunk of
+// rows, and the worker's part timings.
 type scratch struct {
-	s, qs, os, ps []float32
+	s, qs, os, ps, prob []float32
+	t                   [4]time.Duration // inputs, core, output, probs
+	_                   [64]byte
 }
 
 // NewWorkspace returns a workspace running on threads goroutines (<= 0:
@@ -154,8 +157,8 @@ func (w *Workspace) Forward(res *Result, q []float32, tq int, kv []float32, tk i
 	if err := w.l.checkKV(kv, tk, mask); err != nil {
 		return err
 	}
-	w.prepare(&w.qry, q, tq, &w.src, kv, tk, mask)
-	w.attend(res, &w.qry, &w.src, mode)
+	w.prepareSource(&w.src, kv, tk, mask)
+	w.attend(res, q, &w.qry, tq, &w.src, mode)
 	return nil
 }
 
@@ -170,8 +173,7 @@ func (w *Workspace) ForwardSource(res *Result, q []float32, tq int, src *Source,
 	if err := w.l.checkQ(q, tq); err != nil {
 		return err
 	}
-	w.prepare(&w.qry, q, tq, nil, nil, 0, nil)
-	w.attend(res, &w.qry, src, mode)
+	w.attend(res, q, &w.qry, tq, src, mode)
 	return nil
 }
 
@@ -186,8 +188,8 @@ func (w *Workspace) ForwardQuery(res *Result, pq *Query, kv []float32, tk int, m
 	if err := w.l.checkKV(kv, tk, mask); err != nil {
 		return err
 	}
-	w.prepare(nil, nil, 0, &w.src, kv, tk, mask)
-	w.attend(res, pq, &w.src, mode)
+	w.prepareSource(&w.src, kv, tk, mask)
+	w.attend(res, nil, pq, pq.tq, &w.src, mode)
 	return nil
 }
 
@@ -199,7 +201,7 @@ func (w *Workspace) ForwardPrepared(res *Result, pq *Query, src *Source, mode At
 	if pq == nil || pq.l != w.l || src == nil || src.l != w.l {
 		return errors.New("xattn: query or source prepared by another layer")
 	}
-	w.attend(res, pq, src, mode)
+	w.attend(res, nil, pq, pq.tq, src, mode)
 	return nil
 }
 
@@ -254,7 +256,7 @@ func (l *Layer) PrepareSource(kv []float32, tk int, mask []bool) (*Source, error
 	w := l.NewWorkspace(1)
 	defer w.Close()
 	src := &Source{l: l}
-	w.prepare(nil, nil, 0, src, kv, tk, mask)
+	w.prepareSource(src, kv, tk, mask)
 	src.x, src.k, src.v, src.idxBuf = nil, nil, nil, nil
 	return src, nil
 }
@@ -268,7 +270,8 @@ func (l *Layer) PrepareQuery(q []float32, tq int) (*Query, error) {
 	w := l.NewWorkspace(1)
 	defer w.Close()
 	pq := &Query{l: l}
-	w.prepare(pq, q, tq, nil, nil, 0, nil)
+	w.sizeQuery(pq, tq)
+	l.projectRows(pq.q, q, pq.x, 0, tq, l.dq, l.qln, l.wq, l.bq, l.normQ)
 	pq.x = nil
 	return pq, nil
 }
@@ -285,63 +288,36 @@ type phase struct {
 	w    *Workspace
 	kind int
 	// arguments of the current phase
-	rows      split     // query rows (phInputs, phOut, phProbs)
-	kvRows    split     // phInputs: source rows (tkc), in whole key panels
-	kvFirst   bool      // phInputs: source pieces are items [0, kvRows.n), else after the query pieces
-	a, c      []float32 // input rows, output rows
-	ln        *LayerNorm
-	lda, d    int
-	src       *Source
-	qry       *Query
-	res       *Result
-	mode      AttnMode
-	tiles     int // query tiles of attn.MR rows
-	perHead   int // core items per head
-	tileChunk int // tiles per core item
+	rows  split     // phChunks: query rows; phSource: source rows (tkc), in whole key panels
+	a     []float32 // phChunks: queries to project (nil: prepared); phSource: the source rows
+	src   *Source
+	qry   *Query
+	res   *Result
+	mode  AttnMode
+	probs bool // phChunks: probabilities wanted
 }
 
 // gemmRows is the row count of the projection kernels' register tiles
-// (6×64 AVX-512, 6×16 AVX2): pieces of the projections are multiples of it.
-// minGemmRows is the smallest piece worth an item of its own.
+// (6×64 AVX-512, 6×16 AVX2); chunkAlign, a multiple of it and of attn.MR,
+// is the unit of the chunks of query rows.
 const (
-	gemmRows    = 6
-	minGemmRows = 24
+	gemmRows   = 6
+	chunkAlign = 12
 )
 
 const (
-	phInputs = iota
-	phCore
-	phOut
-	phProbs
+	phSource = iota
+	phChunks
 )
 
 func (p *phase) run(i, wid int) {
-	w := p.w
-	l := w.l
 	switch p.kind {
-	case phInputs:
-		kv := i - p.rows.n
-		if p.kvFirst {
-			kv = i
-			i -= p.kvRows.n
-		}
-		if kv >= 0 && kv < p.kvRows.n {
-			r0, r1 := p.kvRows.bounds(kv)
-			w.sourceRows(p.src, r0, r1)
-			return
-		}
+	case phSource:
 		r0, r1 := p.rows.bounds(i)
-		l.projectRows(p.qry.q[r0*l.inner:r1*l.inner], p.a[r0*l.dq:r1*l.dq], p.qry.x, r0, r1-r0, l.dq, l.qln, l.wq, l.bq, l.normQ)
-	case phCore:
-		h, c := i/p.perHead, i%p.perHead
-		t0 := c * p.tileChunk
-		w.coreTiles(h, t0, min(t0+p.tileChunk, p.tiles), wid, p.qry, p.src, p.mode != NoAttention)
-	case phOut:
+		p.w.sourceRows(p.src, p.a, r0, r1)
+	case phChunks:
 		r0, r1 := p.rows.bounds(i)
-		gemm.MatMul(p.res.Out[r0*l.dout:r1*l.dout], l.dout, w.o[r0*l.inner:r1*l.inner], l.inner, r1-r0, l.wo, l.bo)
-	case phProbs:
-		r0, r1 := p.rows.bounds(i)
-		w.finishProbs(p.res, p.src, r0, r1)
+		p.w.chunk(p, r0, r1, wid)
 	}
 }
 
@@ -444,50 +420,33 @@ func l2normalize(x []float32) {
 	}
 }
 
-// prepare projects the queries q [tq, DQ] into pq (if pq != nil) and the
-// source kv [tk, DKV] with its mask into s (if s != nil), in one parallel
-// phase: query row chunks and source row chunks (each packing its own
-// keys and values for every head) are the items.
-func (w *Workspace) prepare(pq *Query, q []float32, tq int, s *Source, kv []float32, tk int, mask []bool) {
-	start := time.Now()
+// sizeQuery sizes pq's buffers for tq queries.
+func (w *Workspace) sizeQuery(pq *Query, tq int) {
 	l := w.l
+	pq.tq = tq
+	pq.q = grow(pq.q, tq*l.inner)
+	if l.qln != nil {
+		pq.x = grow(pq.x, tq*l.dq)
+	}
+}
+
+// prepareSource projects and packs the source kv [tk, DKV] with its mask
+// into s in one parallel phase whose items are pieces of whole key panels
+// (each packs its own keys and values for every head).
+func (w *Workspace) prepareSource(s *Source, kv []float32, tk int, mask []bool) {
+	start := time.Now()
+	w.setupSource(s, tk, mask)
 	p := &w.ph
-	p.kind = phInputs
-	p.rows, p.kvRows = split{}, split{}
-	if pq != nil {
-		pq.tq = tq
-		pq.q = grow(pq.q, tq*l.inner)
-		if l.qln != nil {
-			pq.x = grow(pq.x, tq*l.dq)
-		}
-		p.qry, p.a = pq, q
-		p.rows = w.split(tq, gemmRows, minGemmRows)
-	}
-	if s != nil {
-		w.setupSource(s, kv, tk, mask)
-		p.src = s
-		// Pieces of whole key panels, so that each packs its own.
-		p.kvRows = w.split(s.tkc, attn.NR, attn.NR)
-	}
-	// Larger items first, so that the last ones, which decide how evenly
-	// the threads finish, are the small ones.
-	p.kvFirst = false
-	if p.kvRows.n > 0 && p.rows.n > 0 {
-		kvCost := (l.dkv * l.inner * 2) * ((p.kvRows.rows + p.kvRows.n - 1) / p.kvRows.n)
-		qCost := (l.dq * l.inner) * ((p.rows.rows + p.rows.n - 1) / p.rows.n)
-		p.kvFirst = kvCost > qCost
-	}
-	w.pool.do(p.rows.n+p.kvRows.n, p)
-	p.qry, p.a, p.src = nil, nil, nil
-	if s != nil {
-		s.in = nil
-	}
+	p.kind, p.src, p.a = phSource, s, kv
+	p.rows = w.split(s.tkc, attn.NR, attn.NR)
+	w.pool.do(p.rows.n, p)
+	p.src, p.a = nil, nil
 	w.times.Inputs += time.Since(start)
 }
 
-// setupSource drops the masked keys of kv [tk, DKV] into s's input rows and
-// sizes s's buffers.
-func (w *Workspace) setupSource(s *Source, kv []float32, tk int, mask []bool) {
+// setupSource finds the unmasked keys of a source of tk keys and sizes s's
+// buffers.
+func (w *Workspace) setupSource(s *Source, tk int, mask []bool) {
 	l := w.l
 	s.tk = tk
 	all := true
@@ -499,20 +458,10 @@ func (w *Workspace) setupSource(s *Source, kv []float32, tk int, mask []bool) {
 	}
 	if all {
 		s.tkc, s.idx = tk, nil
-		if l.kvln == nil {
-			s.in = kv
-		} else {
-			s.x = grow(s.x, tk*l.dkv)
-			copy(s.x, kv)
-			s.in = s.x
-		}
 	} else {
-		s.x = grow(s.x, tk*l.dkv)
 		s.idxBuf = s.idxBuf[:0]
 		for j, m := range mask {
 			if m {
-				n := len(s.idxBuf)
-				copy(s.x[n*l.dkv:(n+1)*l.dkv], kv[j*l.dkv:(j+1)*l.dkv])
 				s.idxBuf = append(s.idxBuf, int32(j))
 			}
 		}
@@ -521,7 +470,9 @@ func (w *Workspace) setupSource(s *Source, kv []float32, tk int, mask []bool) {
 		if s.idx == nil {
 			s.idx = []int32{}
 		}
-		s.in = s.x
+	}
+	if s.idx != nil || l.kvln != nil {
+		s.x = grow(s.x, s.tkc*l.dkv)
 	}
 	s.k = grow(s.k, s.tkc*l.inner)
 	if !l.vIsK {
@@ -531,19 +482,28 @@ func (w *Workspace) setupSource(s *Source, kv []float32, tk int, mask []bool) {
 	s.vp = grow(s.vp, l.heads*s.tkc*attn.PadHD(l.hd))
 }
 
-// sourceRows projects the source rows [r0, r1) (r0 a multiple of attn.NR)
-// to keys and values and packs them for every head.
-func (w *Workspace) sourceRows(s *Source, r0, r1 int) {
+// sourceRows projects the attended source rows [r0, r1) of kv [tk, DKV]
+// (r0 a multiple of attn.NR; gathered past masked keys, layer-normed) to
+// keys and values and packs them for every head.
+func (w *Workspace) sourceRows(s *Source, kv []float32, r0, r1 int) {
 	l := w.l
-	n, inner, hd := r1-r0, l.inner, l.hd
-	x := s.in[r0*l.dkv : r1*l.dkv]
-	if l.kvln != nil {
-		layerNorm(x, x, n, l.dkv, l.kvln)
+	n, inner, hd, d := r1-r0, l.inner, l.hd, l.dkv
+	x := kv[r0*d : r1*d]
+	if s.idx != nil {
+		x = s.x[r0*d : r1*d]
+		for i, j := range s.idx[r0:r1] {
+			copy(x[i*d:(i+1)*d], kv[int(j)*d:])
+		}
 	}
-	l.projectRows(s.k[r0*inner:r1*inner], x, nil, 0, n, l.dkv, nil, l.wk, l.bk, l.normK)
+	if l.kvln != nil {
+		t := s.x[r0*d : r1*d]
+		layerNorm(t, x, n, d, l.kvln)
+		x = t
+	}
+	l.projectRows(s.k[r0*inner:r1*inner], x, nil, 0, n, d, nil, l.wk, l.bk, l.normK)
 	v := s.k
 	if !l.vIsK {
-		l.projectRows(s.v[r0*inner:r1*inner], x, nil, 0, n, l.dkv, nil, l.wv, l.bv, false)
+		l.projectRows(s.v[r0*inner:r1*inner], x, nil, 0, n, d, nil, l.wv, l.bv, false)
 		v = s.v
 	}
 	klen, hp := attn.PackedKLen(s.tkc, hd), attn.PadHD(hd)
@@ -553,11 +513,41 @@ func (w *Workspace) sourceRows(s *Source, r0, r1 int) {
 	}
 }
 
-// attend runs the attention core over all heads and query tiles, the output
-// projection and the probabilities.
-func (w *Workspace) attend(res *Result, pq *Query, src *Source, mode AttnMode) {
+// chunkBytes is about how much of the queries and attention output of a
+// chunk of rows should stay in a core's L2 cache between the fused steps.
+const chunkBytes = 256 << 10
+
+// chunks cuts tq query rows into the items of the fused pass: multiples of
+// chunkAlign rows, small enough that a chunk's queries and outputs stay in
+// cache from one step to the next, a multiple of the thread count of them
+// (so that equally fast threads finish together) and at least two per
+// thread when there are rows enough (so that a thread slowed down by other
+// work on the machine holds up the pass less).
+func (w *Workspace) chunks(tq int) split {
+	s := split{rows: tq, align: chunkAlign, units: (tq + chunkAlign - 1) / chunkAlign}
+	if tq == 0 {
+		return s
+	}
+	target := max(2, chunkBytes/(8*w.l.inner*chunkAlign)) // units per chunk
+	n := (s.units + target - 1) / target
+	if t := w.threads; t > 1 {
+		n = max(n, 2*t)
+		n = (n + t - 1) / t * t
+	}
+	s.n = max(1, min(n, s.units))
+	return s
+}
+
+// attend runs the fused pass over chunks of query rows: for each chunk,
+// the query projection (when q, the raw queries [tq, DQ], is not nil; pq
+// receives it, else pq is prepared), the attention core over all heads, the
+// output projection and the probabilities.
+func (w *Workspace) attend(res *Result, q []float32, pq *Query, tq int, src *Source, mode AttnMode) {
 	l := w.l
-	tq, tk := pq.tq, src.tk
+	tk := src.tk
+	if q != nil {
+		w.sizeQuery(pq, tq)
+	}
 	res.TQ, res.TK, res.DOut, res.Heads, res.Mode = tq, tk, l.dout, l.heads, mode
 	res.Out = grow(res.Out, tq*l.dout)
 	switch mode {
@@ -573,68 +563,92 @@ func (w *Workspace) attend(res *Result, pq *Query, src *Source, mode AttnMode) {
 	} else {
 		w.o = grow(w.o, tq*l.inner)
 	}
-	if mode != NoAttention {
-		w.prob = grow(w.prob, l.heads*tq*src.tkc)
-	}
-	w.sizeScratch(src.tkc)
-
-	w.times.Calls++
-	start := time.Now()
 	p := &w.ph
-	p.kind, p.qry, p.src, p.res, p.mode = phCore, pq, src, res, mode
-	p.tiles = (tq + attn.MR - 1) / attn.MR
-	// Items are heads × chunks of tiles, chunks innermost, so that a
-	// goroutine's consecutive items use one head's keys and values (in L1
-	// for the kernel's passes). One item per head on one thread (one
-	// kernel call per head); with more threads, enough items for about
-	// four per thread. (Heads innermost, reusing query rows across heads,
-	// measured no faster.)
-	p.perHead = 1
-	if w.threads > 1 {
-		p.perHead = min(p.tiles, max(1, (4*w.threads+l.heads-1)/l.heads))
+	p.kind, p.a, p.qry, p.src, p.res, p.mode = phChunks, q, pq, src, res, mode
+	p.probs = mode != NoAttention
+	p.rows = w.chunks(tq)
+	w.sizeScratch(src.tkc, p.rows)
+	w.times.Calls++
+	w.pool.do(p.rows.n, p)
+	var t [4]time.Duration
+	for i := range w.scr {
+		sc := &w.scr[i]
+		for j := range t {
+			t[j] += sc.t[j]
+		}
+		sc.t = [4]time.Duration{}
 	}
-	p.tileChunk = (p.tiles + p.perHead - 1) / p.perHead
-	p.perHead = (p.tiles + p.tileChunk - 1) / p.tileChunk
-	w.pool.do(l.heads*p.perHead, p)
-	t := time.Now()
-	w.times.Core += t.Sub(start)
-	p.rows = w.split(tq, gemmRows, minGemmRows)
-	if l.wo != nil {
-		p.kind = phOut
-		w.pool.do(p.rows.n, p)
-		t1 := time.Now()
-		w.times.Output += t1.Sub(t)
-		t = t1
-	}
-	if mode != NoAttention {
-		p.kind = phProbs
-		w.pool.do(p.rows.n, p)
-		w.times.Probs += time.Since(t)
-	}
-	p.qry, p.src, p.res = nil, nil, nil
+	n := time.Duration(w.threads)
+	w.times.Inputs += t[0] / n
+	w.times.Core += t[1] / n
+	w.times.Output += t[2] / n
+	w.times.Probs += t[3] / n
+	p.a, p.qry, p.src, p.res = nil, nil, nil, nil
 }
 
-func (w *Workspace) sizeScratch(tkc int) {
+func (w *Workspace) sizeScratch(tkc int, rows split) {
 	hd := w.l.hd
+	maxRows := 0
+	if rows.n > 0 {
+		maxRows = rows.align * ((rows.units + rows.n - 1) / rows.n)
+	}
 	for i := range w.scr {
 		sc := &w.scr[i]
 		sc.s = grow(sc.s, attn.ScratchLen(max(tkc, 1)))
 		sc.qs = grow(sc.qs, attn.MR*hd)
 		sc.os = grow(sc.os, attn.MR*hd)
 		sc.ps = grow(sc.ps, attn.MR*tkc)
+		if w.ph.probs {
+			sc.prob = grow(sc.prob, maxRows*tkc)
+		}
 	}
 }
 
-// coreTiles computes head h of query tiles [t0, t1): the attention output
-// into w.o[rows, h*hd:(h+1)*hd] and, if probs, the probabilities into
-// w.prob [heads, tq, tkc]. Whole tiles run in one kernel call; a last,
-// partial tile runs through zero-padded scratch.
-func (w *Workspace) coreTiles(h, t0, t1, wid int, pq *Query, src *Source, probs bool) {
+// chunk runs the fused steps for query rows [r0, r1) on worker wid.
+func (w *Workspace) chunk(p *phase, r0, r1, wid int) {
 	l := w.l
 	sc := &w.scr[wid]
+	res, src, pq := p.res, p.src, p.qry
+	t0 := time.Now()
+	if p.a != nil {
+		l.projectRows(pq.q[r0*l.inner:r1*l.inner], p.a[r0*l.dq:r1*l.dq], pq.x, r0, r1-r0, l.dq, l.qln, l.wq, l.bq, l.normQ)
+	}
+	t1 := time.Now()
+	sc.t[0] += t1.Sub(t0)
+	var tp time.Duration
+	// Per-head probabilities with no masked key go straight into res.Attn.
+	direct := p.mode == PerHeadAttention && src.idx == nil
+	for h := 0; h < l.heads; h++ {
+		switch {
+		case !p.probs:
+			w.coreRows(h, r0, r1, sc, pq, src, nil, 0)
+		case direct:
+			w.coreRows(h, r0, r1, sc, pq, src, res.Attn[(h*res.TQ+r0)*res.TK:], res.TK)
+		default:
+			w.coreRows(h, r0, r1, sc, pq, src, sc.prob, src.tkc)
+			t := time.Now()
+			w.chunkProbs(res, src, h, r0, r1, sc.prob)
+			tp += time.Since(t)
+		}
+	}
+	t2 := time.Now()
+	sc.t[1] += t2.Sub(t1) - tp
+	sc.t[3] += tp
+	if l.wo != nil {
+		gemm.MatMul(res.Out[r0*l.dout:r1*l.dout], l.dout, w.o[r0*l.inner:r1*l.inner], l.inner, r1-r0, l.wo, l.bo)
+		sc.t[2] += time.Since(t2)
+	}
+}
+
+// coreRows computes head h of query rows [r0, r1) (r0 a multiple of
+// attn.MR): the attention output into w.o[rows, h*hd:(h+1)*hd] and, if prob
+// is not nil, the probabilities into prob [r1-r0, tkc] (row stride ldp).
+// Whole tiles run in one kernel call; a last, partial tile runs through
+// zero-padded scratch.
+func (w *Workspace) coreRows(h, r0, r1 int, sc *scratch, pq *Query, src *Source, prob []float32, ldp int) {
+	l := w.l
 	hd, inner := l.hd, l.inner
-	tq, tkc := pq.tq, src.tkc
-	r0, r1 := t0*attn.MR, min(t1*attn.MR, tq)
+	tkc := src.tkc
 	if tkc == 0 {
 		for i := r0; i < r1; i++ {
 			clear(w.o[i*inner+h*hd : i*inner+(h+1)*hd])
@@ -644,16 +658,9 @@ func (w *Workspace) coreTiles(h, t0, t1, wid int, pq *Query, src *Source, probs 
 	klen := attn.PackedKLen(tkc, hd)
 	kp := src.kp[h*klen : (h+1)*klen]
 	vp := src.vp[h*tkc*attn.PadHD(hd) : (h+1)*tkc*attn.PadHD(hd)]
-	var prob []float32
-	if probs {
-		prob = w.prob[h*tq*tkc : (h+1)*tq*tkc]
-	}
+	first := r0
 	if full := (r1 - r0) / attn.MR; full > 0 {
-		var p []float32
-		if probs {
-			p = prob[r0*tkc:]
-		}
-		attn.Attend(w.o[r0*inner+h*hd:], inner, pq.q[r0*inner+h*hd:], inner, full, kp, vp, tkc, hd, l.scale, sc.s, p, tkc)
+		attn.Attend(w.o[r0*inner+h*hd:], inner, pq.q[r0*inner+h*hd:], inner, full, kp, vp, tkc, hd, l.scale, sc.s, prob, ldp)
 		r0 += full * attn.MR
 	}
 	if r0 == r1 {
@@ -664,51 +671,53 @@ func (w *Workspace) coreTiles(h, t0, t1, wid int, pq *Query, src *Source, probs 
 		copy(sc.qs[i*hd:(i+1)*hd], pq.q[(r0+i)*inner+h*hd:])
 	}
 	clear(sc.qs[n*hd:])
-	var p []float32
-	if probs {
-		p = sc.ps
+	var ps []float32
+	if prob != nil {
+		ps = sc.ps
 	}
-	attn.Attend(sc.os, hd, sc.qs, hd, 1, kp, vp, tkc, hd, l.scale, sc.s, p, tkc)
+	attn.Attend(sc.os, hd, sc.qs, hd, 1, kp, vp, tkc, hd, l.scale, sc.s, ps, tkc)
 	for i := 0; i < n; i++ {
 		copy(w.o[(r0+i)*inner+h*hd:(r0+i)*inner+(h+1)*hd], sc.os[i*hd:])
-		if probs {
-			copy(prob[(r0+i)*tkc:(r0+i+1)*tkc], sc.ps[i*tkc:])
+		if prob != nil {
+			copy(prob[(r0-first+i)*ldp:(r0-first+i)*ldp+tkc], ps[i*tkc:])
 		}
 	}
 }
 
-// finishProbs writes rows r0..r1 of res.Attn from w.prob [heads, tq, tkc]:
-// averaged over heads or per head, scattered to the unmasked key positions.
-func (w *Workspace) finishProbs(res *Result, src *Source, r0, r1 int) {
+// chunkProbs adds head h's probabilities of rows [r0, r1), p [r1-r0, tkc],
+// to res.Attn: into the head average (divided by the head count after the
+// last head) or its own rows, scattered to the unmasked key positions.
+func (w *Workspace) chunkProbs(res *Result, src *Source, h, r0, r1 int, p []float32) {
 	heads, tq, tk, tkc := w.l.heads, res.TQ, res.TK, src.tkc
 	if res.Mode == PerHeadAttention {
-		for h := 0; h < heads; h++ {
-			for i := r0; i < r1; i++ {
-				dst := res.Attn[(h*tq+i)*tk : (h*tq+i+1)*tk]
-				p := w.prob[(h*tq+i)*tkc : (h*tq+i+1)*tkc]
-				scatter(dst, p, src.idx)
-			}
+		for i := r0; i < r1; i++ {
+			scatter(res.Attn[(h*tq+i)*tk:(h*tq+i+1)*tk], p[(i-r0)*tkc:(i-r0+1)*tkc], src.idx)
 		}
 		return
 	}
-	inv := 1 / float32(heads)
 	for i := r0; i < r1; i++ {
 		dst := res.Attn[i*tk : (i+1)*tk]
-		clear(dst)
-		for h := 0; h < heads; h++ {
-			p := w.prob[(h*tq+i)*tkc : (h*tq+i+1)*tkc]
-			if src.idx == nil {
-				for j, v := range p {
-					dst[j] += v
-				}
-			} else {
-				for j, v := range p {
-					dst[src.idx[j]] += v
-				}
+		pr := p[(i-r0)*tkc : (i-r0+1)*tkc]
+		switch {
+		case h == 0 && src.idx == nil:
+			copy(dst, pr)
+		case src.idx == nil:
+			for j, v := range pr {
+				dst[j] += v
+			}
+		default:
+			if h == 0 {
+				clear(dst)
+			}
+			for j, v := range pr {
+				dst[src.idx[j]] += v
 			}
 		}
-		for j := range dst {
-			dst[j] *= inv
+		if h == heads-1 {
+			inv := 1 / float32(heads)
+			for j := range dst {
+				dst[j] *= inv
+			}
 		}
 	}
 }

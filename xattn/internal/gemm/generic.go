@@ -4,6 +4,10 @@ package gemm
 // packed panel (32 KiB) stay in L1 while every row tile of A passes.
 const kcGeneric = 128
 
+// mcGeneric is the row block of the pure-Go code: its k blocks of A
+// (96 KiB) stay in L2 while the panels of B pass.
+const mcGeneric = 192
+
 // matMulGeneric is the pure-Go MatMulRange for valid arguments with m > 0,
 // k > 0 and n0 < n1: the reference the assembly kernels are tested against.
 //
@@ -13,6 +17,14 @@ const kcGeneric = 128
 // It accumulates k in blocks of kcGeneric: each block's sum of products
 // (multiply, then add, in float32) is added to C.
 func matMulGeneric(c []float32, ldc int, a []float32, lda int, m int, p *Packed, bias []float32, n0, n1 int) {
+	for i0 := 0; i0 < m; i0 += mcGeneric {
+		i1 := min(i0+mcGeneric, m)
+		matMulGenericRows(c[i0*ldc:], ldc, a[i0*lda:], lda, i1-i0, p, bias, n0, n1)
+	}
+}
+
+// matMulGenericRows is matMulGeneric for one block of rows.
+func matMulGenericRows(c []float32, ldc int, a []float32, lda int, m int, p *Packed, bias []float32, n0, n1 int) {
 	k := p.k
 	kc := kBlocks(k, kcGeneric)
 	for q := n0 / panelWidth; q*panelWidth < n1; q++ {
@@ -41,15 +53,15 @@ func matMulGeneric(c []float32, ldc int, a []float32, lda int, m int, p *Packed,
 				}
 				a1 := a[(i+1)*lda+p0 : (i+1)*lda+p0+kk]
 				c1 := c[(i+1)*ldc : (i+1)*ldc+jb]
-				for j := ja; j < jb; j += 4 {
-					w := min(4, jb-j)
-					if w == 4 {
-						s0, s1 := dot2x4(a0, a1, b[j-j0:])
-						store(c0[j:j+4], s0[:], bias, j, first)
-						store(c1[j:j+4], s1[:], bias, j, first)
-						continue
-					}
-					var s [4]float32
+				j := ja
+				for ; j+3 <= jb; j += 3 {
+					var s0, s1 [3]float32
+					s0[0], s0[1], s0[2], s1[0], s1[1], s1[2] = dot2x3(a0, a1, b[j-j0:])
+					store(c0[j:j+3], s0[:], bias, j, first)
+					store(c1[j:j+3], s1[:], bias, j, first)
+				}
+				if w := jb - j; w > 0 {
+					var s [2]float32
 					dotEdge(s[:w], a0, b[j-j0:])
 					store(c0[j:j+w], s[:w], bias, j, first)
 					dotEdge(s[:w], a1, b[j-j0:])
@@ -79,28 +91,28 @@ func store(dst, s []float32, bias []float32, j int, first bool) {
 	}
 }
 
-// dot2x4 returns, for rows a0, a1 [kc] and the 4 columns of b starting at
-// b[0] (rows panelWidth apart), s0[j] = Σ_p a0[p]·B[p][j] and s1 likewise.
-func dot2x4(a0, a1, b []float32) (s0, s1 [4]float32) {
+// dot2x3 returns, for rows a0, a1 [kc] and the 3 columns of b starting at
+// b[0] (rows panelWidth apart), c0j = Σ_p a0[p]·B[p][j] and c1j likewise.
+// Two rows by three columns is the largest block whose six accumulators,
+// two row values and products fit the registers of the Go compiler (a 2×4
+// block spilled an accumulator, which made its chain go through memory).
+func dot2x3(a0, a1, b []float32) (c00, c01, c02, c10, c11, c12 float32) {
 	a1 = a1[:len(a0)]
-	var c00, c01, c02, c03, c10, c11, c12, c13 float32
 	for p, x0 := range a0 {
-		bb := b[p*panelWidth : p*panelWidth+4 : p*panelWidth+4]
+		bb := b[p*panelWidth : p*panelWidth+3 : p*panelWidth+3]
 		x1 := a1[p]
-		b0, b1, b2, b3 := bb[0], bb[1], bb[2], bb[3]
-		c00 += x0 * b0
-		c01 += x0 * b1
-		c02 += x0 * b2
-		c03 += x0 * b3
-		c10 += x1 * b0
-		c11 += x1 * b1
-		c12 += x1 * b2
-		c13 += x1 * b3
+		c00 += x0 * bb[0]
+		c01 += x0 * bb[1]
+		c02 += x0 * bb[2]
+		c10 += x1 * bb[0]
+		c11 += x1 * bb[1]
+		c12 += x1 * bb[2]
 	}
-	return [4]float32{c00, c01, c02, c03}, [4]float32{c10, c11, c12, c13}
+	return
 }
 
-// dot1x4 is dot2x4 for one row.
+// dot1x4 returns, for the row a0 [kc] and the 4 columns of b starting at
+// b[0], s[j] = Σ_p a0[p]·B[p][j].
 func dot1x4(a0, b []float32) [4]float32 {
 	var c0, c1, c2, c3 float32
 	for p, x := range a0 {

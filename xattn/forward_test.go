@@ -37,6 +37,7 @@ var edgeShapes = []shape{
 	{61, 97, 40, 24, 1, 40, 40},
 	{5, 200, 16, 16, 2, 80, 16},
 	{33, 77, 48, 32, 3, 112, 48},
+	{131, 9, 16, 24, 2, 256, 16}, // several chunks of query rows on one thread too
 }
 
 func maskFor(r *rand.Rand, kind string, tk int) []bool {

@@ -594,7 +594,7 @@ func (w *Workspace) sizeScratch(tkc int, rows split) {
 	}
 	for i := range w.scr {
 		sc := &w.scr[i]
-		sc.s = grow(sc.s, attn.ScratchLen(max(tkc, 1)))
+		sc.s = grow(sc.s, attn.ScratchLen(max(tkc, 1), hd))
 		sc.qs = grow(sc.qs, attn.MR*hd)
 		sc.os = grow(sc.os, attn.MR*hd)
 		sc.ps = grow(sc.ps, attn.MR*tkc)

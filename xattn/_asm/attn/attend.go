@@ -45,12 +45,14 @@ const attendDoc = ` computes the attention of tiles·4 query rows to n keys.
 For row r, with scores s_j = scale·Σ_d q[r*ldq+d]·K[j][d] (K packed in
 16-key panels in kp) and e_j = exp(s_j - max s), it writes
 o[r*ldo+c] = Σ_j e_j·V[j][c] / Σ_j e_j for c < hd (V rows padded to 16
-in vp) and, if prob is not nil, prob[r*ldp+j] = e_j / Σ e for j < n.
+in vp) and, if prob is not nil, prob[r*ldp+j] = e_j / Σ e for j < n;
+if ml is not nil, ml[8t+i] = max s and ml[8t+4+i] = Σ e of row i of
+tile t (the statistics of online softmax over blocks of keys).
 s is scratch of 4·ceil(n/16)·16 floats. tiles, n, hd >= 1.`
 
 func attend(a isa) {
 	name := "attend" + a.name
-	TEXT(name, NOSPLIT, "func(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int)")
+	TEXT(name, NOSPLIT, "func(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int, ml *float32)")
 	Pragma("noescape")
 	Doc(splitLines(name + attendDoc)...)
 	param := func(p string) Mem {
@@ -62,7 +64,7 @@ func attend(a isa) {
 	}
 	lbl := func(s string, x ...any) string { return a.name + fmt.Sprintf(s, x...) }
 	inv := AllocLocal(16) // 1/sum of the tile's 4 rows
-	lq, lo, lprob, ltiles := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	lq, lo, lprob, ltiles, lml := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	lnv, lv, ls := AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	lkm, lhm := AllocLocal(8), AllocLocal(8) // AVX2: tail masks (lhm 0 when hd%8 == 0)
 	V := a.vbytes()
@@ -74,7 +76,7 @@ func attend(a isa) {
 	for _, p := range []struct {
 		name string
 		m    Mem
-	}{{"q", lq}, {"o", lo}, {"prob", lprob}, {"tiles", ltiles}} {
+	}{{"q", lq}, {"o", lo}, {"prob", lprob}, {"tiles", ltiles}, {"ml", lml}} {
 		MOVQ(param(p.name), RAX)
 		MOVQ(RAX, p.m)
 	}
@@ -315,6 +317,17 @@ func attend(a isa) {
 	VMOVUPS(cst("one"), X6)
 	VDIVPS(X4, X6, X6)
 	VMOVUPS(X6, inv)
+	// statistics: the four maxima, then the four sums
+	MOVQ(lml, RAX)
+	TESTQ(RAX, RAX)
+	JZ(LabelRef(lbl("nostats")))
+	VMOVUPS(X4, Mem{Base: RAX, Disp: 16})
+	VUNPCKLPS(m[1].AsX(), m[0].AsX(), X5)
+	VUNPCKLPS(m[3].AsX(), m[2].AsX(), X7)
+	VMOVLHPS(X7, X5, X5)
+	VMOVUPS(X5, Mem{Base: RAX})
+	ADDQ(U8(32), lml)
+	Label(lbl("nostats"))
 	// probabilities
 	MOVQ(lprob, RBX)
 	TESTQ(RBX, RBX)

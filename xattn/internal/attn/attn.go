@@ -31,9 +31,24 @@ func PadHD(hd int) int { return (hd + 15) &^ 15 }
 // PackedKLen returns the length of a packed K for tk keys of width hd.
 func PackedKLen(tk, hd int) int { return Panels(tk) * NR * hd }
 
+// BlockKeys is the most keys Attend scores in one pass. Beyond it, keys
+// run in blocks of BlockKeys with online softmax (each block's maximum and
+// sum rescale the running output), so that a tile's scores, MR·BlockKeys
+// floats, stay in L1 whatever T_k.
+const BlockKeys = 512
+
 // ScratchLen returns the length of the scratch buffer Attend needs for n
-// keys: MR rows of Panels(n)·NR scores.
-func ScratchLen(n int) int { return MR * Panels(n) * NR }
+// keys of width hd: MR rows of Panels(n)·NR scores; past BlockKeys keys, a
+// block's scores, a tile's block output [MR, hd] and 8 statistics per
+// block.
+func ScratchLen(n, hd int) int {
+	if n <= BlockKeys {
+		return MR * Panels(n) * NR
+	}
+	return MR*BlockKeys + MR*hd + 8*blocks(n)
+}
+
+func blocks(n int) int { return (n + BlockKeys - 1) / BlockKeys }
 
 // PackK packs the keys k [tk, hd] (row stride ldk) into panels of NR keys:
 // dst [Panels(tk), hd, NR], dst[(p*hd+d)*NR+j] = k[(p*NR+j)*ldk+d], with
@@ -162,10 +177,12 @@ func ExpSum(x []float32, sub float32) float32 {
 //	e_j = Exp(s_j - max_j s_j),  l = Σ_j e_j
 //	o[r*ldo+c] = (Σ_j e_j·V[j][c]) · (1/l)  c < hd, V packed in vp by PackV
 //	prob[r*ldp+j] = e_j · (1/l)            j < n, only when prob != nil
+//	ml[8t+i], ml[8t+4+i] = max_j s_j, l    row i of tile t, only when ml != nil
 //
-// s is scratch of ScratchLen(n) floats. No element of o or prob outside
-// those is written. tiles, n, hd >= 1.
-func AttendGeneric(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int) {
+// s is scratch of MR·Panels(n)·NR floats. No element of o or prob outside
+// those is written. tiles, n, hd >= 1. It is the reference of the kernels,
+// which score all n keys in one pass (Attend splits more than BlockKeys).
+func AttendGeneric(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int, ml []float32) {
 	hp := PadHD(hd)
 	sr := s[:n]
 	for r := 0; r < tiles*MR; r++ {
@@ -179,7 +196,11 @@ func AttendGeneric(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []f
 			}
 			sr[j] = acc * scale
 		}
-		l := ExpSumGeneric(sr, MaxGeneric(sr))
+		mx := MaxGeneric(sr)
+		l := ExpSumGeneric(sr, mx)
+		if ml != nil {
+			ml[8*(r/MR)+r%MR], ml[8*(r/MR)+4+r%MR] = mx, l
+		}
 		inv := 1 / l
 		or := o[r*ldo : r*ldo+hd]
 		clear(or)
@@ -201,11 +222,13 @@ func AttendGeneric(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []f
 	}
 }
 
-// Attend is AttendGeneric on the fastest kernel cpuid.Current() allows.
-// It checks the lengths of its slices once and then runs one kernel call
-// for all tiles. len(o) >= (tiles·MR-1)·ldo + hd, likewise q (ldq) and prob
-// (ldp, n); len(kp) >= PackedKLen(n, hd), len(vp) >= n·PadHD(hd),
-// len(s) >= ScratchLen(n).
+// Attend is AttendGeneric (without statistics) on the fastest kernel
+// cpuid.Current() allows, for any n: up to BlockKeys keys in one kernel
+// call for all tiles, more in blocks of BlockKeys per tile with online
+// softmax. It checks the lengths of its slices once. len(o) >=
+// (tiles·MR-1)·ldo + hd, likewise q (ldq) and prob (ldp, n);
+// len(kp) >= PackedKLen(n, hd), len(vp) >= n·PadHD(hd),
+// len(s) >= ScratchLen(n, hd).
 func Attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int) {
 	if tiles <= 0 || n <= 0 || hd <= 0 {
 		return
@@ -215,9 +238,78 @@ func Attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32,
 	_ = q[(rows-1)*ldq+hd-1]
 	_ = kp[PackedKLen(n, hd)-1]
 	_ = vp[n*PadHD(hd)-1]
-	_ = s[ScratchLen(n)-1]
+	_ = s[ScratchLen(n, hd)-1]
 	if prob != nil {
 		_ = prob[(rows-1)*ldp+n-1]
 	}
-	attend(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp)
+	if n <= BlockKeys {
+		attend(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp, nil)
+		return
+	}
+	attendBlocks(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp)
+}
+
+// attendBlocks is Attend for n > BlockKeys, one tile at a time: block 0's
+// output goes to o, each later block's to scratch, and is merged by the
+// weights of online softmax (with M the running maximum and L the running
+// sum relative to it, a block of maximum m and sum l adds with weight
+// l·e^(m-M')/L' against L·e^(M-M')/L' for the running output); the
+// probabilities, normalised per block by the kernel, are rescaled at the
+// end of the tile by l_b·e^(m_b-M)/L.
+func attendBlocks(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int) {
+	hp, nb := PadHD(hd), blocks(n)
+	sc := s[:MR*BlockKeys]
+	ob := s[MR*BlockKeys : MR*BlockKeys+MR*hd]
+	st := s[MR*BlockKeys+MR*hd : MR*BlockKeys+MR*hd+8*nb]
+	for t := 0; t < tiles; t++ {
+		qt, ot := q[t*MR*ldq:], o[t*MR*ldo:]
+		var pt []float32
+		if prob != nil {
+			pt = prob[t*MR*ldp:]
+		}
+		var mRun, lRun [MR]float64
+		for b := 0; b < nb; b++ {
+			j0 := b * BlockKeys
+			nk := min(BlockKeys, n-j0)
+			var pb []float32
+			if pt != nil {
+				pb = pt[j0:]
+			}
+			bst := st[8*b : 8*b+8]
+			if b == 0 {
+				attend(ot, ldo, qt, ldq, 1, kp, vp, nk, hd, scale, sc, pb, ldp, bst)
+				for i := range MR {
+					mRun[i], lRun[i] = float64(bst[i]), float64(bst[4+i])
+				}
+				continue
+			}
+			attend(ob, hd, qt, ldq, 1, kp[j0*hd:], vp[j0*hp:], nk, hd, scale, sc, pb, ldp, bst)
+			for i := range MR {
+				mb, lb := float64(bst[i]), float64(bst[4+i])
+				m := max(mRun[i], mb)
+				a, c := lRun[i]*math.Exp(mRun[i]-m), lb*math.Exp(mb-m)
+				l := a + c
+				fa, fc := float32(a/l), float32(c/l)
+				row, brow := ot[i*ldo:i*ldo+hd], ob[i*hd:i*hd+hd]
+				for k, v := range brow {
+					row[k] = row[k]*fa + v*fc
+				}
+				mRun[i], lRun[i] = m, l
+			}
+		}
+		if pt == nil {
+			continue
+		}
+		for b := 0; b < nb; b++ {
+			j0 := b * BlockKeys
+			nk := min(BlockKeys, n-j0)
+			for i := range MR {
+				f := float32(float64(st[8*b+4+i]) * math.Exp(float64(st[8*b+i])-mRun[i]) / lRun[i])
+				row := pt[i*ldp+j0 : i*ldp+j0+nk]
+				for j := range row {
+					row[j] *= f
+				}
+			}
+		}
+	}
 }

@@ -136,9 +136,9 @@ DATA tailmask<>+56(SB)/4, $0x00000000
 DATA tailmask<>+60(SB)/4, $0x00000000
 GLOBL tailmask<>(SB), RODATA|NOPTR, $64
 
-// func attendAVX512(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int)
+// func attendAVX512(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int, ml *float32)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·attendAVX512(SB), NOSPLIT, $88-104
+TEXT ·attendAVX512(SB), NOSPLIT, $96-112
 	MOVQ  q+16(FP), AX
 	MOVQ  AX, 16(SP)
 	MOVQ  o+0(FP), AX
@@ -147,10 +147,12 @@ TEXT ·attendAVX512(SB), NOSPLIT, $88-104
 	MOVQ  AX, 32(SP)
 	MOVQ  tiles+32(FP), AX
 	MOVQ  AX, 40(SP)
+	MOVQ  ml+104(FP), AX
+	MOVQ  AX, 48(SP)
 	MOVQ  n+56(FP), AX
 	ADDQ  $0x0f, AX
 	SHRQ  $0x04, AX
-	MOVQ  AX, 48(SP)
+	MOVQ  AX, 56(SP)
 	MOVQ  n+56(FP), CX
 	DECQ  CX
 	ANDQ  $0x0f, CX
@@ -215,10 +217,10 @@ AVX512pf3:
 	ADDQ       $0x40, DI
 	CMPQ       DI, CX
 	JLE        AVX512pf3
-	MOVQ       $0x00000000, 56(SP)
+	MOVQ       $0x00000000, 64(SP)
 	MOVQ       s+80(FP), AX
-	MOVQ       AX, 64(SP)
-	MOVQ       48(SP), R14
+	MOVQ       AX, 72(SP)
+	MOVQ       56(SP), R14
 
 AVX512sgroup:
 	CMPQ R14, $0x0a
@@ -246,7 +248,7 @@ AVX512s0dispatch:
 	JMP  AVX512s5
 
 AVX512s1:
-	MOVQ   56(SP), R15
+	MOVQ   64(SP), R15
 	LEAQ   (R15), AX
 	IMULQ  R10, AX
 	ADDQ   kp+40(FP), AX
@@ -272,7 +274,7 @@ AVX512sloop1:
 	CMPQ         DI, R10
 	JNE          AVX512sloop1
 	VBROADCASTSS scale+72(FP), Z20
-	MOVQ         64(SP), SI
+	MOVQ         72(SP), SI
 	VMULPS       Z20, Z0, Z0
 	VMOVUPS      Z0, (SI)
 	VMULPS       Z20, Z5, Z5
@@ -281,14 +283,14 @@ AVX512sloop1:
 	VMOVUPS      Z10, (SI)(R11*2)
 	VMULPS       Z20, Z15, Z15
 	VMOVUPS      Z15, (SI)(R12*1)
-	ADDQ         $0x01, 56(SP)
-	ADDQ         $0x00000040, 64(SP)
+	ADDQ         $0x01, 64(SP)
+	ADDQ         $0x00000040, 72(SP)
 	SUBQ         $0x01, R14
 	JNZ          AVX512sgroup
 	JMP          AVX512softmax
 
 AVX512s2:
-	MOVQ   56(SP), R15
+	MOVQ   64(SP), R15
 	LEAQ   (R15), AX
 	IMULQ  R10, AX
 	ADDQ   kp+40(FP), AX
@@ -326,7 +328,7 @@ AVX512sloop2:
 	CMPQ         DI, R10
 	JNE          AVX512sloop2
 	VBROADCASTSS scale+72(FP), Z20
-	MOVQ         64(SP), SI
+	MOVQ         72(SP), SI
 	VMULPS       Z20, Z0, Z0
 	VMOVUPS      Z0, (SI)
 	VMULPS       Z20, Z1, Z1
@@ -343,14 +345,14 @@ AVX512sloop2:
 	VMOVUPS      Z15, (SI)(R12*1)
 	VMULPS       Z20, Z16, Z16
 	VMOVUPS      Z16, 64(SI)(R12*1)
-	ADDQ         $0x02, 56(SP)
-	ADDQ         $0x00000080, 64(SP)
+	ADDQ         $0x02, 64(SP)
+	ADDQ         $0x00000080, 72(SP)
 	SUBQ         $0x02, R14
 	JNZ          AVX512sgroup
 	JMP          AVX512softmax
 
 AVX512s3:
-	MOVQ   56(SP), R15
+	MOVQ   64(SP), R15
 	LEAQ   (R15), AX
 	IMULQ  R10, AX
 	ADDQ   kp+40(FP), AX
@@ -400,7 +402,7 @@ AVX512sloop3:
 	CMPQ         DI, R10
 	JNE          AVX512sloop3
 	VBROADCASTSS scale+72(FP), Z20
-	MOVQ         64(SP), SI
+	MOVQ         72(SP), SI
 	VMULPS       Z20, Z0, Z0
 	VMOVUPS      Z0, (SI)
 	VMULPS       Z20, Z1, Z1
@@ -425,14 +427,14 @@ AVX512sloop3:
 	VMOVUPS      Z16, 64(SI)(R12*1)
 	VMULPS       Z20, Z17, Z17
 	VMOVUPS      Z17, 128(SI)(R12*1)
-	ADDQ         $0x03, 56(SP)
-	ADDQ         $0x000000c0, 64(SP)
+	ADDQ         $0x03, 64(SP)
+	ADDQ         $0x000000c0, 72(SP)
 	SUBQ         $0x03, R14
 	JNZ          AVX512sgroup
 	JMP          AVX512softmax
 
 AVX512s4:
-	MOVQ   56(SP), R15
+	MOVQ   64(SP), R15
 	LEAQ   (R15), AX
 	IMULQ  R10, AX
 	ADDQ   kp+40(FP), AX
@@ -494,7 +496,7 @@ AVX512sloop4:
 	CMPQ         DI, R10
 	JNE          AVX512sloop4
 	VBROADCASTSS scale+72(FP), Z20
-	MOVQ         64(SP), SI
+	MOVQ         72(SP), SI
 	VMULPS       Z20, Z0, Z0
 	VMOVUPS      Z0, (SI)
 	VMULPS       Z20, Z1, Z1
@@ -527,14 +529,14 @@ AVX512sloop4:
 	VMOVUPS      Z17, 128(SI)(R12*1)
 	VMULPS       Z20, Z18, Z18
 	VMOVUPS      Z18, 192(SI)(R12*1)
-	ADDQ         $0x04, 56(SP)
-	ADDQ         $0x00000100, 64(SP)
+	ADDQ         $0x04, 64(SP)
+	ADDQ         $0x00000100, 72(SP)
 	SUBQ         $0x04, R14
 	JNZ          AVX512sgroup
 	JMP          AVX512softmax
 
 AVX512s5:
-	MOVQ   56(SP), R15
+	MOVQ   64(SP), R15
 	LEAQ   (R15), AX
 	IMULQ  R10, AX
 	ADDQ   kp+40(FP), AX
@@ -608,7 +610,7 @@ AVX512sloop5:
 	CMPQ         DI, R10
 	JNE          AVX512sloop5
 	VBROADCASTSS scale+72(FP), Z20
-	MOVQ         64(SP), SI
+	MOVQ         72(SP), SI
 	VMULPS       Z20, Z0, Z0
 	VMOVUPS      Z0, (SI)
 	VMULPS       Z20, Z1, Z1
@@ -649,13 +651,13 @@ AVX512sloop5:
 	VMOVUPS      Z18, 192(SI)(R12*1)
 	VMULPS       Z20, Z19, Z19
 	VMOVUPS      Z19, 256(SI)(R12*1)
-	ADDQ         $0x05, 56(SP)
-	ADDQ         $0x00000140, 64(SP)
+	ADDQ         $0x05, 64(SP)
+	ADDQ         $0x00000140, 72(SP)
 	SUBQ         $0x05, R14
 	JNZ          AVX512sgroup
 
 AVX512softmax:
-	MOVQ         48(SP), R10
+	MOVQ         56(SP), R10
 	DECQ         R10
 	MOVQ         s+80(FP), SI
 	MOVQ         R10, DX
@@ -979,17 +981,28 @@ AVX512expd:
 	VMOVUPS       expconsts<>+320(SB), X6
 	VDIVPS        X4, X6, X6
 	VMOVUPS       X6, (SP)
-	MOVQ          32(SP), BX
-	TESTQ         BX, BX
-	JZ            AVX512probd
-	MOVQ          ldp+96(FP), R15
-	SHLQ          $0x02, R15
-	VBROADCASTSS  (SP), Z30
-	LEAQ          (SI), AX
-	MOVQ          BX, DI
-	MOVQ          R10, CX
-	TESTQ         CX, CX
-	JZ            AVX512problast0
+	MOVQ          48(SP), AX
+	TESTQ         AX, AX
+	JZ            AVX512nostats
+	VMOVUPS       X4, 16(AX)
+	VUNPCKLPS     X1, X0, X5
+	VUNPCKLPS     X3, X2, X7
+	VMOVLHPS      X7, X5, X5
+	VMOVUPS       X5, (AX)
+	ADDQ          $0x20, 48(SP)
+
+AVX512nostats:
+	MOVQ         32(SP), BX
+	TESTQ        BX, BX
+	JZ           AVX512probd
+	MOVQ         ldp+96(FP), R15
+	SHLQ         $0x02, R15
+	VBROADCASTSS (SP), Z30
+	LEAQ         (SI), AX
+	MOVQ         BX, DI
+	MOVQ         R10, CX
+	TESTQ        CX, CX
+	JZ           AVX512problast0
 
 AVX512probl0:
 	VMULPS  (AX), Z30, Z4
@@ -1539,9 +1552,9 @@ AVX512noprob:
 	VZEROUPPER
 	RET
 
-// func attendAVX2(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int)
+// func attendAVX2(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int, ml *float32)
 // Requires: AVX, AVX2, FMA3, MMX+
-TEXT ·attendAVX2(SB), NOSPLIT, $88-104
+TEXT ·attendAVX2(SB), NOSPLIT, $96-112
 	MOVQ q+16(FP), AX
 	MOVQ AX, 16(SP)
 	MOVQ o+0(FP), AX
@@ -1550,10 +1563,12 @@ TEXT ·attendAVX2(SB), NOSPLIT, $88-104
 	MOVQ AX, 32(SP)
 	MOVQ tiles+32(FP), AX
 	MOVQ AX, 40(SP)
+	MOVQ ml+104(FP), AX
+	MOVQ AX, 48(SP)
 	MOVQ n+56(FP), AX
 	ADDQ $0x07, AX
 	SHRQ $0x03, AX
-	MOVQ AX, 48(SP)
+	MOVQ AX, 56(SP)
 	LEAQ tailmask<>+0(SB), BX
 	MOVQ n+56(FP), CX
 	DECQ CX
@@ -1561,7 +1576,7 @@ TEXT ·attendAVX2(SB), NOSPLIT, $88-104
 	INCQ CX
 	NEGQ CX
 	LEAQ 32(BX)(CX*4), AX
-	MOVQ AX, 72(SP)
+	MOVQ AX, 80(SP)
 	MOVQ hd+64(FP), CX
 	ANDQ $0x07, CX
 	MOVQ $0x00000000, AX
@@ -1570,7 +1585,7 @@ TEXT ·attendAVX2(SB), NOSPLIT, $88-104
 	LEAQ 32(BX)(CX*4), AX
 
 AVX2hdfull:
-	MOVQ AX, 80(SP)
+	MOVQ AX, 88(SP)
 
 AVX2tile:
 	MOVQ ldq+24(FP), R8
@@ -1619,10 +1634,10 @@ AVX2pf3:
 	ADDQ       $0x40, DI
 	CMPQ       DI, CX
 	JLE        AVX2pf3
-	MOVQ       $0x00000000, 56(SP)
+	MOVQ       $0x00000000, 64(SP)
 	MOVQ       s+80(FP), AX
-	MOVQ       AX, 64(SP)
-	MOVQ       48(SP), R14
+	MOVQ       AX, 72(SP)
+	MOVQ       56(SP), R14
 
 AVX2sgroup:
 	CMPQ R14, $0x06
@@ -1646,7 +1661,7 @@ AVX2s0dispatch:
 	JMP  AVX2s3
 
 AVX2s1:
-	MOVQ   56(SP), R15
+	MOVQ   64(SP), R15
 	LEAQ   (R15), AX
 	MOVQ   AX, DI
 	ANDQ   $0x01, DI
@@ -1677,7 +1692,7 @@ AVX2sloop1:
 	CMPQ         DI, R10
 	JNE          AVX2sloop1
 	VBROADCASTSS scale+72(FP), Y12
-	MOVQ         64(SP), SI
+	MOVQ         72(SP), SI
 	VMULPS       Y12, Y0, Y0
 	VMOVUPS      Y0, (SI)
 	VMULPS       Y12, Y3, Y3
@@ -1686,14 +1701,14 @@ AVX2sloop1:
 	VMOVUPS      Y6, (SI)(R11*2)
 	VMULPS       Y12, Y9, Y9
 	VMOVUPS      Y9, (SI)(R12*1)
-	ADDQ         $0x01, 56(SP)
-	ADDQ         $0x00000020, 64(SP)
+	ADDQ         $0x01, 64(SP)
+	ADDQ         $0x00000020, 72(SP)
 	SUBQ         $0x01, R14
 	JNZ          AVX2sgroup
 	JMP          AVX2softmax
 
 AVX2s2:
-	MOVQ   56(SP), R15
+	MOVQ   64(SP), R15
 	LEAQ   (R15), AX
 	MOVQ   AX, DI
 	ANDQ   $0x01, DI
@@ -1741,7 +1756,7 @@ AVX2sloop2:
 	CMPQ         DI, R10
 	JNE          AVX2sloop2
 	VBROADCASTSS scale+72(FP), Y12
-	MOVQ         64(SP), SI
+	MOVQ         72(SP), SI
 	VMULPS       Y12, Y0, Y0
 	VMOVUPS      Y0, (SI)
 	VMULPS       Y12, Y1, Y1
@@ -1758,14 +1773,14 @@ AVX2sloop2:
 	VMOVUPS      Y9, (SI)(R12*1)
 	VMULPS       Y12, Y10, Y10
 	VMOVUPS      Y10, 32(SI)(R12*1)
-	ADDQ         $0x02, 56(SP)
-	ADDQ         $0x00000040, 64(SP)
+	ADDQ         $0x02, 64(SP)
+	ADDQ         $0x00000040, 72(SP)
 	SUBQ         $0x02, R14
 	JNZ          AVX2sgroup
 	JMP          AVX2softmax
 
 AVX2s3:
-	MOVQ   56(SP), R15
+	MOVQ   64(SP), R15
 	LEAQ   (R15), AX
 	MOVQ   AX, DI
 	ANDQ   $0x01, DI
@@ -1830,7 +1845,7 @@ AVX2sloop3:
 	CMPQ         DI, R10
 	JNE          AVX2sloop3
 	VBROADCASTSS scale+72(FP), Y12
-	MOVQ         64(SP), SI
+	MOVQ         72(SP), SI
 	VMULPS       Y12, Y0, Y0
 	VMOVUPS      Y0, (SI)
 	VMULPS       Y12, Y1, Y1
@@ -1855,19 +1870,19 @@ AVX2sloop3:
 	VMOVUPS      Y10, 32(SI)(R12*1)
 	VMULPS       Y12, Y11, Y11
 	VMOVUPS      Y11, 64(SI)(R12*1)
-	ADDQ         $0x03, 56(SP)
-	ADDQ         $0x00000060, 64(SP)
+	ADDQ         $0x03, 64(SP)
+	ADDQ         $0x00000060, 72(SP)
 	SUBQ         $0x03, R14
 	JNZ          AVX2sgroup
 
 AVX2softmax:
-	MOVQ         48(SP), R10
+	MOVQ         56(SP), R10
 	DECQ         R10
 	MOVQ         s+80(FP), SI
 	MOVQ         R10, DX
 	SHLQ         $0x05, DX
 	ADDQ         SI, DX
-	MOVQ         72(SP), AX
+	MOVQ         80(SP), AX
 	VMOVUPS      (AX), Y9
 	VBROADCASTSS expconsts<>+416(SB), Y0
 	VBLENDVPS    Y9, (DX), Y0, Y0
@@ -2161,6 +2176,17 @@ AVX2expd:
 	VMOVUPS      expconsts<>+320(SB), X6
 	VDIVPS       X4, X6, X6
 	VMOVUPS      X6, (SP)
+	MOVQ         48(SP), AX
+	TESTQ        AX, AX
+	JZ           AVX2nostats
+	VMOVUPS      X4, 16(AX)
+	VUNPCKLPS    X1, X0, X5
+	VUNPCKLPS    X3, X2, X7
+	VMOVLHPS     X7, X5, X5
+	VMOVUPS      X5, (AX)
+	ADDQ         $0x20, 48(SP)
+
+AVX2nostats:
 	MOVQ         32(SP), BX
 	TESTQ        BX, BX
 	JZ           AVX2probd
@@ -2303,7 +2329,7 @@ AVX2ploop1:
 	JNZ          AVX2ploop1
 	CMPQ         R14, $0x01
 	JNE          AVX2pplain1
-	MOVQ         80(SP), DX
+	MOVQ         88(SP), DX
 	TESTQ        DX, DX
 	JZ           AVX2pplain1
 	VMOVUPS      (DX), Y13
@@ -2376,7 +2402,7 @@ AVX2ploop2:
 	JNZ          AVX2ploop2
 	CMPQ         R14, $0x02
 	JNE          AVX2pplain2
-	MOVQ         80(SP), DX
+	MOVQ         88(SP), DX
 	TESTQ        DX, DX
 	JZ           AVX2pplain2
 	VMOVUPS      (DX), Y13
@@ -2474,7 +2500,7 @@ AVX2ploop3:
 	JNZ          AVX2ploop3
 	CMPQ         R14, $0x03
 	JNE          AVX2pplain3
-	MOVQ         80(SP), DX
+	MOVQ         88(SP), DX
 	TESTQ        DX, DX
 	JZ           AVX2pplain3
 	VMOVUPS      (DX), Y13

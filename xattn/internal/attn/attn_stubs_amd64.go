@@ -8,21 +8,25 @@ package attn
 // For row r, with scores s_j = scale·Σ_d q[r*ldq+d]·K[j][d] (K packed in
 // 16-key panels in kp) and e_j = exp(s_j - max s), it writes
 // o[r*ldo+c] = Σ_j e_j·V[j][c] / Σ_j e_j for c < hd (V rows padded to 16
-// in vp) and, if prob is not nil, prob[r*ldp+j] = e_j / Σ e for j < n.
+// in vp) and, if prob is not nil, prob[r*ldp+j] = e_j / Σ e for j < n;
+// if ml is not nil, ml[8t+i] = max s and ml[8t+4+i] = Σ e of row i of
+// tile t (the statistics of online softmax over blocks of keys).
 // s is scratch of 4·ceil(n/16)·16 floats. tiles, n, hd >= 1.
 //
 //go:noescape
-func attendAVX512(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int)
+func attendAVX512(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int, ml *float32)
 
 // attendAVX2 computes the attention of tiles·4 query rows to n keys.
 // For row r, with scores s_j = scale·Σ_d q[r*ldq+d]·K[j][d] (K packed in
 // 16-key panels in kp) and e_j = exp(s_j - max s), it writes
 // o[r*ldo+c] = Σ_j e_j·V[j][c] / Σ_j e_j for c < hd (V rows padded to 16
-// in vp) and, if prob is not nil, prob[r*ldp+j] = e_j / Σ e for j < n.
+// in vp) and, if prob is not nil, prob[r*ldp+j] = e_j / Σ e for j < n;
+// if ml is not nil, ml[8t+i] = max s and ml[8t+4+i] = Σ e of row i of
+// tile t (the statistics of online softmax over blocks of keys).
 // s is scratch of 4·ceil(n/16)·16 floats. tiles, n, hd >= 1.
 //
 //go:noescape
-func attendAVX2(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int)
+func attendAVX2(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int, ml *float32)
 
 // maxAVX512 returns the largest of x[:n] (n a positive multiple of
 // 16).

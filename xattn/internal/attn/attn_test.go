@@ -141,8 +141,12 @@ func TestAttend(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	forEachImpl(t, func(t *testing.T) {
 		for _, hd := range []int{1, 3, 8, 15, 16, 17, 24, 40, 48, 63, 64, 65, 80, 96, 100, 112, 160} {
-			for _, n := range []int{1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 47, 63, 77, 80, 81, 96, 130, 161, 197, 257} {
+			for _, n := range []int{1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 47, 63, 77, 80, 81, 96, 130, 161, 197, 257, 511, 512, 513, 1100, 1537} {
 				if testing.Short() && hd%16 != 0 && n%16 != 0 && n > 40 {
+					continue
+				}
+				// Past BlockKeys (online softmax over blocks) a few widths.
+				if n > 257 && hd != 3 && hd != 40 && hd != 64 && hd != 65 {
 					continue
 				}
 				tiles := 1 + (n+hd)%3
@@ -156,7 +160,7 @@ func TestAttend(t *testing.T) {
 				PackK(kp, k, hd, n, hd)
 				vbuf, vp := guarded(n * PadHD(hd))
 				PackV(vp, v, hd, n, hd)
-				sbuf, s := guarded(ScratchLen(n))
+				sbuf, s := guarded(ScratchLen(n, hd))
 				obuf, o := guarded((rows-1)*ldo + hd)
 				pbuf, prob := guarded((rows-1)*ldp + n)
 				// Between rows the outputs must stay untouched too.
@@ -176,15 +180,23 @@ func TestAttend(t *testing.T) {
 				}
 				sc := make([]float64, n)
 				for i := 0; i < rows; i++ {
-					mx := math.Inf(-1)
+					// magMax bounds the scores' rounding: a float32 dot
+					// product is off by at most about hd·2⁻²⁴·Σ|q·k|,
+					// typically √hd·2⁻²⁴·Σ|q·k|; a probability's relative
+					// error is its own score's error plus the maximum's and
+					// the sum's.
+					mx, magMax := math.Inf(-1), 0.0
 					for j := range sc {
-						var d64 float64
+						var d64, mag float64
 						for d := 0; d < hd; d++ {
 							d64 += float64(q[i*ldq+d]) * float64(k[j*hd+d])
+							mag += math.Abs(float64(q[i*ldq+d]) * float64(k[j*hd+d]))
 						}
 						sc[j] = d64 * float64(scale)
 						mx = max(mx, sc[j])
+						magMax = max(magMax, mag*float64(scale))
 					}
+					probTol := 1e-6 + 2*math.Sqrt(float64(hd))*0x1p-24*magMax
 					var l float64
 					for j := range sc {
 						sc[j] = math.Exp(sc[j] - mx)
@@ -199,7 +211,7 @@ func TestAttend(t *testing.T) {
 							continue
 						}
 						want := sc[j] / l
-						if math.Abs(float64(got)-want) > 2e-6*math.Sqrt(float64(hd))*(want+1e-3) {
+						if math.Abs(float64(got)-want) > probTol*(want+1e-3) {
 							t.Fatalf("%s: prob[%d,%d] = %v, want %v", name, i, j, got, want)
 						}
 					}
@@ -231,6 +243,46 @@ func TestAttend(t *testing.T) {
 							t.Fatalf("%s: o[%d,%d] = %v without probabilities, %v with", name, i, c, o2[i*ldo+c], o[i*ldo+c])
 						}
 					}
+				}
+			}
+		}
+	})
+}
+
+// TestAttendStats checks the row maxima and sums the kernels return for
+// online softmax against a float64 reference.
+func TestAttendStats(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range []struct{ n, hd, tiles int }{{1, 8, 1}, {17, 40, 2}, {77, 64, 3}, {512, 65, 2}} {
+			n, hd, tiles := c.n, c.hd, c.tiles
+			rows := tiles * MR
+			k, v, q := randSlice(r, n*hd), randSlice(r, n*hd), randSlice(r, rows*hd)
+			kp := make([]float32, PackedKLen(n, hd))
+			PackK(kp, k, hd, n, hd)
+			vp := make([]float32, n*PadHD(hd))
+			PackV(vp, v, hd, n, hd)
+			s := make([]float32, ScratchLen(n, hd))
+			o := make([]float32, rows*hd)
+			ml := make([]float32, 8*tiles)
+			attend(o, hd, q, hd, tiles, kp, vp, n, hd, 0.5, s, nil, 0, ml)
+			for i := 0; i < rows; i++ {
+				sc := make([]float64, n)
+				mx := math.Inf(-1)
+				for j := range sc {
+					for d := 0; d < hd; d++ {
+						sc[j] += float64(q[i*hd+d]) * float64(k[j*hd+d])
+					}
+					sc[j] *= 0.5
+					mx = max(mx, sc[j])
+				}
+				var l float64
+				for _, x := range sc {
+					l += math.Exp(x - mx)
+				}
+				gm, gl := float64(ml[8*(i/MR)+i%MR]), float64(ml[8*(i/MR)+4+i%MR])
+				if math.Abs(gm-mx) > 1e-5*(1+math.Abs(mx)) || math.Abs(gl-l) > 1e-5*l {
+					t.Errorf("n=%d hd=%d row %d: max, sum = %v, %v; want %v, %v", n, hd, i, gm, gl, mx, l)
 				}
 			}
 		}
@@ -272,7 +324,7 @@ func TestMaxExpSumLengths(t *testing.T) {
 // (50 tiles), head_dim 64 (and 40, SD 1.5's 320/8), T_k 77.
 // FLOPs = 2·2·rows·T_k·head_dim (Q·Kᵀ and P·V).
 func BenchmarkAttend(b *testing.B) {
-	for _, c := range []struct{ hd, n int }{{64, 77}, {40, 77}, {64, 257}} {
+	for _, c := range []struct{ hd, n int }{{64, 77}, {40, 77}, {64, 257}, {64, 4096}} {
 		b.Run(fmt.Sprintf("hd=%d/tk=%d", c.hd, c.n), func(b *testing.B) {
 			for _, impl := range cpuid.Available() {
 				b.Run(impl.String(), func(b *testing.B) {
@@ -286,7 +338,7 @@ func BenchmarkAttend(b *testing.B) {
 					PackV(vp, randSlice(r, n*hd), hd, n, hd)
 					q := randSlice(r, tiles*MR*hd)
 					o := make([]float32, len(q))
-					s := make([]float32, ScratchLen(n))
+					s := make([]float32, ScratchLen(n, hd))
 					b.ResetTimer()
 					for range b.N {
 						Attend(o, hd, q, hd, tiles, kp, vp, n, hd, 0.125, s, nil, 0)

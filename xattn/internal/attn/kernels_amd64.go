@@ -4,18 +4,22 @@ package attn
 
 import "github.com/conditionhq/condition/xattn/internal/cpuid"
 
-func attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int) {
-	var pp *float32
+func attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int, ml []float32) {
+	var pp, pml *float32
 	if prob != nil {
 		pp = &prob[0]
 	}
+	if ml != nil {
+		_ = ml[8*tiles-1]
+		pml = &ml[0]
+	}
 	switch cpuid.Current() {
 	case cpuid.AVX512:
-		attendAVX512(&o[0], ldo, &q[0], ldq, tiles, &kp[0], &vp[0], n, hd, scale, &s[0], pp, ldp)
+		attendAVX512(&o[0], ldo, &q[0], ldq, tiles, &kp[0], &vp[0], n, hd, scale, &s[0], pp, ldp, pml)
 	case cpuid.AVX2:
-		attendAVX2(&o[0], ldo, &q[0], ldq, tiles, &kp[0], &vp[0], n, hd, scale, &s[0], pp, ldp)
+		attendAVX2(&o[0], ldo, &q[0], ldq, tiles, &kp[0], &vp[0], n, hd, scale, &s[0], pp, ldp, pml)
 	default:
-		AttendGeneric(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp)
+		AttendGeneric(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp, ml)
 	}
 }
 

@@ -2,8 +2,8 @@
 
 package attn
 
-func attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int) {
-	AttendGeneric(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp)
+func attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int, ml []float32) {
+	AttendGeneric(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp, ml)
 }
 
 func rowMax(x []float32) float32 { return MaxGeneric(x) }

@@ -95,6 +95,21 @@ func (t *Tokenizer) WithOptions(o Options) (*Tokenizer, error) {
 	return &c, nil
 }
 
+// ForModel returns t with its context length cut to maxPositions, the
+// position table of the text model it feeds, when that is smaller
+// (maxPositions < 2: t itself). Tokenizer files often give a larger
+// model_max_length than the model takes (some exports say 10^30), and ids
+// past the position table are an error in the graph.
+func (t *Tokenizer) ForModel(maxPositions int) *Tokenizer {
+	if maxPositions < 2 || t.context <= maxPositions {
+		return t
+	}
+	c := *t
+	c.context = maxPositions
+	c.opts.ContextLength = maxPositions
+	return &c
+}
+
 // Options returns the options t encodes with.
 func (t *Tokenizer) Options() Options { return t.opts }
 
@@ -147,6 +162,36 @@ func (t *Tokenizer) EncodePadded(s string, n int) (ids, mask []int64, err error)
 		return nil, nil, err
 	}
 	return ids, mask, nil
+}
+
+// Fit turns full, the ids Encode returned, into the n ids the text model
+// takes (n <= 0: the context length) as EncodePadded does, and says whether
+// it cut full.
+func (t *Tokenizer) Fit(full []int, n int) (ids, mask []int64, truncated bool, err error) {
+	if n <= 0 {
+		n = t.context
+	}
+	if n < 2 {
+		return nil, nil, false, fmt.Errorf("text: length %d: want at least 2 (BOS and EOS)", n)
+	}
+	if len(full) > n {
+		if t.opts.ErrorOnOverflow {
+			return nil, nil, false, &TooLongError{Tokens: len(full), Limit: n}
+		}
+		truncated = true
+	}
+	ids, mask = make([]int64, n), make([]int64, n)
+	for i := range ids {
+		switch {
+		case truncated && i == n-1:
+			ids[i], mask[i] = int64(t.eos), 1
+		case i < len(full):
+			ids[i], mask[i] = int64(full[i]), 1
+		default:
+			ids[i] = int64(t.pad)
+		}
+	}
+	return ids, mask, truncated, nil
 }
 
 // EncodeBatch encodes texts as EncodePadded does into ids and mask of shape

@@ -239,6 +239,53 @@ func TestOverflow(t *testing.T) {
 	}
 }
 
+// TestFitForModel checks that Fit on Encode's ids equals EncodePadded
+// (short, exact and truncated prompts, strict and not) and that ForModel
+// cuts the context to a smaller position table only.
+func TestFitForModel(t *testing.T) {
+	tok := loadAll(t)["tokenizer.json"]
+	strict, err := tok.WithOptions(Options{ErrorOnOverflow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := []string{"", "a photo of a cat", strings.Repeat("cat ", 75), strings.Repeat("a photo of a cat ", 20)}
+	for _, tk := range []*Tokenizer{tok, strict} {
+		for _, n := range []int{0, 10, 77} {
+			for _, p := range prompts {
+				wantIDs, wantMask, wantErr := tk.EncodePadded(p, n)
+				full, err := tk.Encode(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids, mask, truncated, err := tk.Fit(full, n)
+				if (err == nil) != (wantErr == nil) || !errors.Is(err, ErrTooLong) && err != nil {
+					t.Fatalf("Fit(%q, %d): err %v, EncodePadded: %v", p, n, err, wantErr)
+				}
+				limit := n
+				if limit == 0 {
+					limit = 77
+				}
+				if !slices.Equal(ids, wantIDs) || !slices.Equal(mask, wantMask) || (err == nil && truncated != (len(full) > limit)) {
+					t.Fatalf("Fit(%q, %d) = %v %v %v, EncodePadded = %v %v", p, n, ids, mask, truncated, wantIDs, wantMask)
+				}
+			}
+		}
+	}
+	if got := tok.ForModel(16).ContextLength(); got != 16 {
+		t.Errorf("ForModel(16): context %d", got)
+	}
+	if got := tok.ForModel(100).ContextLength(); got != 77 {
+		t.Errorf("ForModel(100): context %d, want 77 (the tokenizer's, smaller)", got)
+	}
+	if got := tok.ForModel(0).ContextLength(); got != 77 {
+		t.Errorf("ForModel(0): context %d, want 77", got)
+	}
+	ids, _, err := tok.ForModel(16).EncodePadded(strings.Repeat("cat ", 30), 0)
+	if err != nil || len(ids) != 16 || ids[15] != int64(tok.EOS()) {
+		t.Errorf("ForModel(16) encodes %d ids ending %v (%v)", len(ids), ids[len(ids)-1], err)
+	}
+}
+
 func TestTokensAndWords(t *testing.T) {
 	tok := loadAll(t)["tokenizer.json"]
 	ids, _ := tok.Encode("Don't PANIC!! café 日本語")

@@ -212,10 +212,7 @@ func embedPrompts(ctx context.Context, m *models.Model, o embedOptions) ([]text.
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("embed: model %s: %w", m.Name(), err)
 	}
-	n := tok.ContextLength()
-	if mp := m.Config().TextConfig.MaxPositionEmbeddings; mp > 0 && (n <= 0 || n > mp) {
-		n = mp
-	}
+	n := tok.ForModel(m.Config().TextConfig.MaxPositionEmbeddings).ContextLength()
 	for i, p := range o.Prompts {
 		if strings.TrimSpace(p) == "" {
 			return nil, nil, nil, usagef("--prompt %d is empty", i+1)

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/conditionhq/condition/models"
@@ -56,26 +59,44 @@ func (o *tokenizeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ErrorOnOverflow, "error-on-overflow", false, "fail on a prompt longer than the context length instead of truncating it")
 }
 
-// loadTokenizer opens the tokenizer a --model value names.
-func loadTokenizer(ctx context.Context, e *env, ref string) (*text.Tokenizer, error) {
+// loadTokenizer opens the tokenizer a --model value names and returns the
+// model's position table size (0 when the --model value is tokenizer files
+// only, with no config.json).
+func loadTokenizer(ctx context.Context, e *env, ref string) (*text.Tokenizer, int, error) {
 	if st, err := os.Stat(ref); err == nil {
 		if st.IsDir() {
-			// A plain directory needs no config.json: tokenizer files are enough.
-			return text.LoadTokenizerDir(ref)
+			// A plain directory needs no config.json: tokenizer files are
+			// enough. With one, its position table bounds the context.
+			t, err := text.LoadTokenizerDir(ref)
+			if err != nil {
+				return nil, 0, err
+			}
+			b, err := os.ReadFile(filepath.Join(ref, models.ConfigFile))
+			if errors.Is(err, fs.ErrNotExist) {
+				return t, 0, nil
+			} else if err != nil {
+				return nil, 0, err
+			}
+			c, err := models.ParseConfig(b)
+			if err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", filepath.Join(ref, models.ConfigFile), err)
+			}
+			return t, c.TextConfig.MaxPositionEmbeddings, nil
 		}
 		if strings.HasSuffix(ref, ".gz") {
-			return text.LoadOpenAIBPE(ref)
+			t, err := text.LoadOpenAIBPE(ref)
+			return t, 0, err
 		}
 	}
 	m, err := openModel(ctx, e, ref, "")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	t, err := text.LoadTokenizer(m.FS())
 	if err != nil {
-		return nil, fmt.Errorf("%w (model %s)", err, m.Name())
+		return nil, 0, fmt.Errorf("%w (model %s)", err, m.Name())
 	}
-	return t, nil
+	return t, m.Config().TextConfig.MaxPositionEmbeddings, nil
 }
 
 // tokenizeResult is one prompt's output.
@@ -98,13 +119,17 @@ func runTokenize(ctx context.Context, e *env, args []string) error {
 	if o.ContextLength < 0 || o.ContextLength == 1 {
 		return usagef("--context-length must be 0 (the model's) or at least 2, got %d", o.ContextLength)
 	}
-	tok, err := loadTokenizer(ctx, e, o.Model)
+	tok, maxPositions, err := loadTokenizer(ctx, e, o.Model)
 	if err != nil {
 		return err
 	}
 	tok, err = tok.WithOptions(text.Options{ContextLength: o.ContextLength, OpenAIClean: o.OpenAI, ErrorOnOverflow: o.ErrorOnOverflow})
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if o.ContextLength == 0 {
+		// The model's context: no longer than its position table.
+		tok = tok.ForModel(maxPositions)
 	}
 	w := bufio.NewWriter(e.Stdout)
 	defer w.Flush()
@@ -113,13 +138,12 @@ func runTokenize(ctx context.Context, e *env, args []string) error {
 	n := 0
 	one := func(s string) error {
 		n++
-		r, err := tokenizeOne(tok, s, o.Pad)
+		r, tokens, err := tokenizeOne(tok, s, o.Pad)
 		if err != nil {
 			return fmt.Errorf("prompt %d: %w", n, err)
 		}
 		if r.Truncated {
-			full, _ := tok.Encode(s)
-			e.Log.Warn("prompt truncated", "prompt", n, "tokens", len(full), "context_length", tok.ContextLength())
+			e.Log.Warn("prompt truncated", "prompt", n, "tokens", tokens, "context_length", tok.ContextLength())
 		}
 		if o.JSON {
 			return enc.Encode(r)
@@ -162,17 +186,18 @@ func runTokenize(ctx context.Context, e *env, args []string) error {
 }
 
 // tokenizeOne encodes s as the text model gets it: truncated to the context
-// length (or an error), padded when pad is set.
-func tokenizeOne(tok *text.Tokenizer, s string, pad bool) (tokenizeResult, error) {
-	ids64, mask, err := tok.EncodePadded(s, 0)
-	if err != nil {
-		return tokenizeResult{}, err
-	}
+// length (or an error), padded when pad is set; it also returns the number
+// of tokens before truncation.
+func tokenizeOne(tok *text.Tokenizer, s string, pad bool) (tokenizeResult, int, error) {
 	full, err := tok.Encode(s)
 	if err != nil {
-		return tokenizeResult{}, err
+		return tokenizeResult{}, 0, err
 	}
-	r := tokenizeResult{Text: s, Truncated: len(full) > len(ids64)}
+	ids64, mask, truncated, err := tok.Fit(full, 0)
+	if err != nil {
+		return tokenizeResult{}, 0, err
+	}
+	r := tokenizeResult{Text: s, Truncated: truncated}
 	for i, id := range ids64 {
 		if !pad && mask[i] == 0 {
 			break
@@ -183,7 +208,7 @@ func tokenizeOne(tok *text.Tokenizer, s string, pad bool) (tokenizeResult, error
 		r.Mask = mask
 	}
 	if r.Tokens, err = tok.Tokens(r.IDs); err != nil {
-		return tokenizeResult{}, err
+		return tokenizeResult{}, 0, err
 	}
 	n := len(r.IDs)
 	if pad {
@@ -193,9 +218,9 @@ func tokenizeOne(tok *text.Tokenizer, s string, pad bool) (tokenizeResult, error
 		}
 	}
 	if r.Words, err = tok.Words(r.IDs[:n]); err != nil {
-		return tokenizeResult{}, err
+		return tokenizeResult{}, 0, err
 	}
-	return r, nil
+	return r, len(full), nil
 }
 
 func printTokenize(w io.Writer, r tokenizeResult) error {

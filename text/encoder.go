@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/ort"
@@ -30,12 +29,20 @@ type EncoderOptions struct {
 	// (config.json's text_config.max_position_embeddings); longer input is
 	// an error before the graph runs. OpenEncoder sets it from the config.
 	MaxLength int
+	// Width and ProjectionDim, when positive, are the widths of
+	// last_hidden_state and text_embeds (config.json's
+	// text_config.hidden_size and projection_dim; OpenEncoder sets them).
+	// Only a float16 or bfloat16 graph whose outputs have dynamic widths
+	// needs them: its outputs are allocated before each run.
+	Width, ProjectionDim int
 }
 
 // Encoder runs a CLIP text tower exported to ONNX (onnx/text_model.onnx) with
 // ONNX Runtime. It reads input and output names and element types from the
-// graph: input_ids may be int64 or int32 and attention_mask may be absent.
-// Encode may be called from several goroutines. Close it when done.
+// graph: input_ids may be int64 or int32, attention_mask may be absent, and
+// the outputs may be float32, float16 or bfloat16 (as in the hub's `_fp16`
+// exports); Encode returns float32 whatever the graph's output type. Encode
+// may be called from several goroutines. Close it when done.
 type Encoder struct {
 	name      string
 	sess      *ort.Session
@@ -43,6 +50,11 @@ type Encoder struct {
 	maskType  ort.ElementType // ElementUndefined when the graph has no attention_mask
 	hasEmbeds bool
 	maxLen    int
+	// The element types of last_hidden_state and text_embeds, and their
+	// widths (0 when dynamic and not given): float16 and bfloat16 outputs are
+	// allocated before each run.
+	hiddenType, embedsType ort.ElementType
+	width, dim             int
 }
 
 // Encoding is one prompt's output.
@@ -59,22 +71,44 @@ type Encoding struct {
 	Embeds []float32
 }
 
-// OpenEncoder creates the encoder of a model's onnx/text_model.onnx.
+// OpenEncoder creates the encoder of a model's onnx/text_model.onnx (or the
+// variant the model was opened with). A model on disk has its graph opened
+// by path, so that a graph keeping its weights in external data (such as
+// onnx/text_model.onnx_data) finds them beside it.
 func OpenEncoder(m *models.Model, opts EncoderOptions) (*Encoder, error) {
-	b, err := m.ReadFile(models.TextModelFile)
+	g, err := ort.ModelGraph(m, models.TextModelFile)
 	if err != nil {
 		return nil, fmt.Errorf("text: %w", err)
 	}
+	c := m.Config()
 	if opts.MaxLength == 0 {
-		opts.MaxLength = m.Config().TextConfig.MaxPositionEmbeddings
+		opts.MaxLength = c.TextConfig.MaxPositionEmbeddings
 	}
-	return NewEncoder(b, m.Path(models.TextModelFile), opts)
+	if opts.Width == 0 {
+		opts.Width = c.TextConfig.HiddenSize
+	}
+	if opts.ProjectionDim == 0 {
+		opts.ProjectionDim = c.ProjectionDim
+	}
+	return newEncoder(g, opts)
 }
 
 // NewEncoder creates an encoder over an ONNX graph held in memory; name (the
-// file's path) is used in errors.
+// file's path) is used in errors. The graph must hold all its weights (no
+// external data); see NewEncoderFile.
 func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error) {
-	ins, outs, err := ort.Inspect(graph, name)
+	return newEncoder(ort.GraphBytes(graph, name), opts)
+}
+
+// NewEncoderFile creates an encoder over the ONNX graph in the file path,
+// which ONNX Runtime reads itself: external data files beside it are found.
+func NewEncoderFile(path string, opts EncoderOptions) (*Encoder, error) {
+	return newEncoder(ort.GraphFile(path), opts)
+}
+
+func newEncoder(g ort.Graph, opts EncoderOptions) (*Encoder, error) {
+	name := g.Name()
+	ins, outs, err := g.Inspect()
 	if err != nil {
 		return nil, fmt.Errorf("text: %w", err)
 	}
@@ -86,12 +120,12 @@ func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error
 		case inputIDsName:
 			haveIDs = true
 			if !in.Tensor || (in.Type != ort.ElementInt64 && in.Type != ort.ElementInt32) {
-				return nil, fmt.Errorf("text: %s: input %s is %s, expected an int64 or int32 tensor", name, in.Name, describeIO(in))
+				return nil, fmt.Errorf("text: %s: input %s is %s, expected an int64 or int32 tensor", name, in.Name, in.TypeName())
 			}
 			e.idsType = in.Type
 		case attentionMaskName:
 			if !in.Tensor || (in.Type != ort.ElementInt64 && in.Type != ort.ElementInt32) {
-				return nil, fmt.Errorf("text: %s: input %s is %s, expected an int64 or int32 tensor", name, in.Name, describeIO(in))
+				return nil, fmt.Errorf("text: %s: input %s is %s, expected an int64 or int32 tensor", name, in.Name, in.TypeName())
 			}
 			e.maskType = in.Type
 			inNames = append(inNames, attentionMaskName)
@@ -100,7 +134,7 @@ func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error
 		}
 	}
 	if !haveIDs {
-		return nil, fmt.Errorf("text: %s: the graph has no input_ids input (inputs: %s)", name, listIO(ins))
+		return nil, fmt.Errorf("text: %s: the graph has no input_ids input (inputs: %s)", name, ort.ListIO(ins))
 	}
 	outNames := []string{hiddenOutputName}
 	var haveHidden bool
@@ -108,23 +142,32 @@ func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error
 		switch o.Name {
 		case hiddenOutputName:
 			haveHidden = true
+			e.hiddenType = o.Type
+			e.width = o.DimOr(2, opts.Width)
 		case embedsOutputName:
 			e.hasEmbeds = true
 			outNames = append(outNames, embedsOutputName)
+			e.embedsType = o.Type
+			e.dim = o.DimOr(1, opts.ProjectionDim)
 		default:
 			continue
 		}
-		if !o.Tensor || o.Type != ort.ElementFloat32 {
-			return nil, fmt.Errorf("text: %s: output %s is %s, expected a float32 tensor", name, o.Name, describeIO(o))
+		if !o.Tensor || !o.Type.IsFloat() {
+			return nil, fmt.Errorf("text: %s: output %s is %s, expected a float32, float16 or bfloat16 tensor", name, o.Name, o.TypeName())
+		}
+		if o.Type.NeedsShape() && ((o.Name == hiddenOutputName && e.width <= 0) || (o.Name == embedsOutputName && e.dim <= 0)) {
+			return nil, fmt.Errorf("text: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
+				"(give EncoderOptions.Width for %s and ProjectionDim for %s; OpenEncoder reads them from config.json)",
+				name, o.Name, o.Type, o.Shape, o.Type, hiddenOutputName, embedsOutputName)
 		}
 	}
 	if !haveHidden {
 		return nil, fmt.Errorf("text: %s: the graph has no %s output (outputs: %s): it gives pooled embeddings only, "+
 			"and token states need %s; use a full export with %s and %s as outputs "+
 			"(or run `condition models expose` on the model to add it)",
-			name, hiddenOutputName, listIO(outs), hiddenOutputName, hiddenOutputName, embedsOutputName)
+			name, hiddenOutputName, ort.ListIO(outs), hiddenOutputName, hiddenOutputName, embedsOutputName)
 	}
-	e.sess, err = ort.NewSession(graph, name, inNames, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
+	e.sess, err = g.NewSession(inNames, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
 	if err != nil {
 		return nil, fmt.Errorf("text: %w", err)
 	}
@@ -203,21 +246,28 @@ func (e *Encoder) Encode(ctx context.Context, ids [][]int64, masks [][]int64) ([
 	if e.HasAttentionMask() {
 		in = append(in, idsTensor(e.maskType, shape, flatMask))
 	}
-	out, err := e.sess.Run(ctx, in)
+	var alloc []ort.Output
+	if e.hiddenType.NeedsShape() || (e.hasEmbeds && e.embedsType.NeedsShape()) {
+		alloc = []ort.Output{ort.OutputFor(e.hiddenType, n, t, e.width)}
+		if e.hasEmbeds {
+			alloc = append(alloc, ort.OutputFor(e.embedsType, n, e.dim))
+		}
+	}
+	out, err := e.sess.Run(ctx, in, alloc...)
 	if err != nil {
 		return nil, fmt.Errorf("text: encode %d prompts of %d tokens: %w", n, t, err)
 	}
-	hidden, ok := out[0].Data.([]float32)
-	if !ok || len(out[0].Shape) != 3 || out[0].Shape[0] != n || out[0].Shape[1] != t {
-		return nil, fmt.Errorf("text: %s: %s has shape %v, expected [%d %d width]", e.name, hiddenOutputName, out[0].Shape, n, t)
+	hidden, err := out[0].Float32()
+	if err != nil || len(out[0].Shape) != 3 || out[0].Shape[0] != n || out[0].Shape[1] != t {
+		return nil, fmt.Errorf("text: %s: %s is %s%v, expected [%d %d width] floats", e.name, hiddenOutputName, out[0].DType, out[0].Shape, n, t)
 	}
 	width := out[0].Shape[2]
 	var embeds []float32
 	dim := 0
 	if e.hasEmbeds {
-		embeds, ok = out[1].Data.([]float32)
-		if !ok || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
-			return nil, fmt.Errorf("text: %s: %s has shape %v, expected [%d dim]", e.name, embedsOutputName, out[1].Shape, n)
+		embeds, err = out[1].Float32()
+		if err != nil || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
+			return nil, fmt.Errorf("text: %s: %s is %s%v, expected [%d dim] floats", e.name, embedsOutputName, out[1].DType, out[1].Shape, n)
 		}
 		dim = out[1].Shape[1]
 	}
@@ -243,19 +293,4 @@ func idsTensor(t ort.ElementType, shape []int, v []int64) tensorio.Tensor {
 		return tensorio.Tensor{DType: tensorio.DTypeI32, Shape: shape, Data: w}
 	}
 	return tensorio.I64(shape, v)
-}
-
-func describeIO(i ort.IOInfo) string {
-	if !i.Tensor {
-		return "not a tensor"
-	}
-	return i.Type.String()
-}
-
-func listIO(infos []ort.IOInfo) string {
-	s := make([]string, len(infos))
-	for i, x := range infos {
-		s[i] = x.String()
-	}
-	return strings.Join(s, ", ")
 }

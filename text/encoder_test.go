@@ -21,6 +21,13 @@ var tiny = filepath.Join("..", "testdata", "tinyclip")
 // tol is the largest difference allowed between ONNX Runtime and torch.
 const tol = 1e-4
 
+// fp16Tol is the largest difference allowed between the float16 graph
+// (testdata/tinyclip/make_variants.py) and torch's float32 outputs: weights,
+// activations and outputs rounded to float16 (11-bit significands) through
+// two layers. The outputs reach 3.1, where one float16 ulp is 2^-9 ≈ 0.002;
+// measured worst 0.0029 (ONNX Runtime 1.30, x86-64), logged with -v.
+const fp16Tol = 1e-2
+
 func readNPY(t *testing.T, name string) tensorio.Tensor {
 	t.Helper()
 	x, err := tensorio.ReadNPY(filepath.Join(tiny, "golden", name+".npy"))
@@ -46,6 +53,11 @@ func rows(t *testing.T, x tensorio.Tensor) [][]int64 {
 }
 
 func closeTo(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	closeWithin(t, what, got, want, tol)
+}
+
+func closeWithin(t *testing.T, what string, got, want []float32, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, torch has %d", what, len(got), len(want))
@@ -84,6 +96,11 @@ func newEncoder(t *testing.T, file string) *text.Encoder {
 // compares every prompt's states and embeds with torch's.
 func checkAgainstTorch(t *testing.T, e *text.Encoder, prefix string, useMask bool, goldenPrefix string) {
 	t.Helper()
+	checkWithin(t, e, prefix, useMask, goldenPrefix, tol)
+}
+
+func checkWithin(t *testing.T, e *text.Encoder, prefix string, useMask bool, goldenPrefix string, tol float64) {
+	t.Helper()
 	ids := rows(t, readNPY(t, prefix+"input_ids"))
 	var masks [][]int64
 	if useMask {
@@ -111,8 +128,8 @@ func checkAgainstTorch(t *testing.T, e *text.Encoder, prefix string, useMask boo
 				}
 			}
 		}
-		closeTo(t, goldenPrefix+"last_hidden_state["+string(rune('0'+i))+"]", g.States, hv[i*T*d:(i+1)*T*d])
-		closeTo(t, goldenPrefix+"embeds["+string(rune('0'+i))+"]", g.Embeds, ev[i*p:(i+1)*p])
+		closeWithin(t, goldenPrefix+"last_hidden_state["+string(rune('0'+i))+"]", g.States, hv[i*T*d:(i+1)*T*d], tol)
+		closeWithin(t, goldenPrefix+"embeds["+string(rune('0'+i))+"]", g.Embeds, ev[i*p:(i+1)*p], tol)
 	}
 }
 
@@ -142,6 +159,92 @@ func TestEncoderNoAttentionMask(t *testing.T) {
 	}
 	// The mask is returned as given but not fed; torch ran without it.
 	checkAgainstTorch(t, e, "text_", true, "text_nomask_")
+}
+
+// TestEncoderFloat16 runs the float16 export (float16 weights, activations
+// and outputs, as the hub's _fp16 graphs) from its file and from memory: the
+// encoder returns float32 close to torch's float32 outputs.
+func TestEncoderFloat16(t *testing.T) {
+	orttest.Load(t)
+	p := filepath.Join(tiny, "onnx", "variants", "text_model_fp16.onnx")
+	fromFile, err := text.NewEncoderFile(p, text.EncoderOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromFile.Close()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromBytes, err := text.NewEncoder(b, p, text.EncoderOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromBytes.Close()
+	for _, c := range []struct {
+		name string
+		e    *text.Encoder
+	}{{"file", fromFile}, {"bytes", fromBytes}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Run("padded", func(t *testing.T) { checkWithin(t, c.e, "text_", true, "text_", fp16Tol) })
+			t.Run("dynamic length", func(t *testing.T) { checkWithin(t, c.e, "text_short_", true, "text_short_", fp16Tol) })
+		})
+	}
+	// The float16 graph is not the float32 one: its outputs differ from
+	// torch's by more than the float32 tolerance (else this test proves nothing).
+	got, err := fromFile.Encode(context.Background(), rows(t, readNPY(t, "text_input_ids")), rows(t, readNPY(t, "text_attention_mask")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readNPY(t, "text_last_hidden_state").Data.([]float32)
+	wantEm := readNPY(t, "text_embeds").Data.([]float32)
+	worst, worstEm := 0.0, 0.0
+	for i, g := range got {
+		n, d := len(g.States), len(g.Embeds)
+		for j, v := range g.States {
+			worst = math.Max(worst, math.Abs(float64(v-want[i*n+j])))
+		}
+		for j, v := range g.Embeds {
+			worstEm = math.Max(worstEm, math.Abs(float64(v-wantEm[i*d+j])))
+		}
+	}
+	t.Logf("float16 graph, all prompts: max |ort - torch| %.2g (last_hidden_state), %.2g (text_embeds); tolerance %g", worst, worstEm, fp16Tol)
+	if worst <= tol {
+		t.Errorf("float16 graph within %g of torch everywhere: is it really float16?", tol)
+	}
+}
+
+// TestOpenEncoderVariant opens the fp16 variant the way --variant fp16 does,
+// from a model directory.
+func TestOpenEncoderVariant(t *testing.T) {
+	orttest.Load(t)
+	dir := t.TempDir()
+	copyFile(t, filepath.Join(tiny, models.ConfigFile), filepath.Join(dir, models.ConfigFile))
+	copyFile(t, filepath.Join(tiny, "onnx", "variants", "text_model_fp16.onnx"), filepath.Join(dir, "onnx", "text_model_fp16.onnx"))
+	m, err := models.Open(dir, models.Options{Variant: "fp16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := text.OpenEncoder(m, text.EncoderOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	checkWithin(t, e, "text_", true, "text_", fp16Tol)
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestOpenEncoder(t *testing.T) {

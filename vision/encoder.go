@@ -3,7 +3,6 @@ package vision
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/ort"
@@ -28,18 +27,34 @@ type EncoderOptions struct {
 	// (config.json's vision_config.patch_size; OpenEncoder sets it). Without
 	// it the grid is inferred from the number of patch tokens.
 	PatchSize int
+	// Width and ProjectionDim, when positive, are the widths of
+	// last_hidden_state and image_embeds (config.json's
+	// vision_config.hidden_size and projection_dim; OpenEncoder sets them).
+	// Only a float16 or bfloat16 graph whose outputs have dynamic widths
+	// needs them: its outputs are allocated before each run (and, when the
+	// graph does not fix the number of tokens, PatchSize too).
+	Width, ProjectionDim int
 }
 
 // Encoder runs a CLIP vision tower exported to ONNX (onnx/vision_model.onnx)
-// with ONNX Runtime. pixel_values must be float32 [batch, 3, H, W]. Encode may
-// be called from several goroutines. Close it when done.
+// with ONNX Runtime. pixel_values must be a float32 or float16 tensor [batch,
+// 3, H, W] and the outputs float32, float16 or bfloat16 (as in the hub's
+// `_fp16` exports): Encode takes and returns float32 whatever the graph's
+// types, rounding pixel values to float16 (to nearest even) for a float16
+// input. Encode may be called from several goroutines. Close it when done.
 type Encoder struct {
 	name      string
 	input     string
 	sess      *ort.Session
-	inShape   []int64 // the graph's pixel_values shape; -1 for dynamic dimensions
+	inType    ort.ElementType // float32 or float16
+	inShape   []int64         // the graph's pixel_values shape; -1 for dynamic dimensions
 	hasEmbeds bool
 	patch     int
+	// The element types of last_hidden_state and image_embeds, and their
+	// sizes when known (0 otherwise): float16 and bfloat16 outputs are
+	// allocated before each run.
+	hiddenType, embedsType ort.ElementType
+	tokens, width, dim     int
 }
 
 // Encoding is one image's output.
@@ -56,22 +71,44 @@ type Encoding struct {
 	Embeds []float32
 }
 
-// OpenEncoder creates the encoder of a model's onnx/vision_model.onnx.
+// OpenEncoder creates the encoder of a model's onnx/vision_model.onnx (or
+// the variant the model was opened with). A model on disk has its graph
+// opened by path, so that a graph keeping its weights in external data (such
+// as onnx/vision_model.onnx_data) finds them beside it.
 func OpenEncoder(m *models.Model, opts EncoderOptions) (*Encoder, error) {
-	b, err := m.ReadFile(models.VisionModelFile)
+	g, err := ort.ModelGraph(m, models.VisionModelFile)
 	if err != nil {
 		return nil, fmt.Errorf("vision: %w", err)
 	}
+	c := m.Config()
 	if opts.PatchSize == 0 {
-		opts.PatchSize = m.Config().VisionConfig.PatchSize
+		opts.PatchSize = c.VisionConfig.PatchSize
 	}
-	return NewEncoder(b, m.Path(models.VisionModelFile), opts)
+	if opts.Width == 0 {
+		opts.Width = c.VisionConfig.HiddenSize
+	}
+	if opts.ProjectionDim == 0 {
+		opts.ProjectionDim = c.ProjectionDim
+	}
+	return newEncoder(g, opts)
 }
 
 // NewEncoder creates an encoder over an ONNX graph held in memory; name (the
-// file's path) is used in errors.
+// file's path) is used in errors. The graph must hold all its weights (no
+// external data); see NewEncoderFile.
 func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error) {
-	ins, outs, err := ort.Inspect(graph, name)
+	return newEncoder(ort.GraphBytes(graph, name), opts)
+}
+
+// NewEncoderFile creates an encoder over the ONNX graph in the file path,
+// which ONNX Runtime reads itself: external data files beside it are found.
+func NewEncoderFile(path string, opts EncoderOptions) (*Encoder, error) {
+	return newEncoder(ort.GraphFile(path), opts)
+}
+
+func newEncoder(g ort.Graph, opts EncoderOptions) (*Encoder, error) {
+	name := g.Name()
+	ins, outs, err := g.Inspect()
 	if err != nil {
 		return nil, fmt.Errorf("vision: %w", err)
 	}
@@ -86,41 +123,58 @@ func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error
 		in = &ins[0] // one input under another name: it can only be the pixels
 	}
 	if in == nil {
-		return nil, fmt.Errorf("vision: %s: the graph has no %s input (inputs: %s)", name, pixelValuesName, listIOInfo(ins))
+		return nil, fmt.Errorf("vision: %s: the graph has no %s input (inputs: %s)", name, pixelValuesName, ort.ListIO(ins))
 	}
 	if len(ins) != 1 {
-		return nil, fmt.Errorf("vision: %s: the graph has %d inputs (%s); a CLIP vision graph takes %s only", name, len(ins), listIOInfo(ins), pixelValuesName)
+		return nil, fmt.Errorf("vision: %s: the graph has %d inputs (%s); a CLIP vision graph takes %s only", name, len(ins), ort.ListIO(ins), pixelValuesName)
 	}
-	if !in.Tensor || in.Type != ort.ElementFloat32 {
-		return nil, fmt.Errorf("vision: %s: input %s is %s, expected a float32 tensor [batch, 3, height, width]", name, in.Name, describeIOInfo(*in))
+	if !in.Tensor || (in.Type != ort.ElementFloat32 && in.Type != ort.ElementFloat16) {
+		return nil, fmt.Errorf("vision: %s: input %s is %s, expected a float32 or float16 tensor [batch, 3, height, width]", name, in.Name, in.TypeName())
 	}
 	if len(in.Shape) != 4 {
 		return nil, fmt.Errorf("vision: %s: input %s has shape %v, expected [batch, 3, height, width]", name, in.Name, in.Shape)
 	}
-	e.input, e.inShape = in.Name, in.Shape
+	e.input, e.inType, e.inShape = in.Name, in.Type, in.Shape
 	outNames := []string{visionHiddenOutputName}
 	var haveHidden bool
 	for _, o := range outs {
 		switch o.Name {
 		case visionHiddenOutputName:
 			haveHidden = true
+			e.hiddenType = o.Type
+			e.tokens = o.Dim(1)
+			e.width = o.DimOr(2, opts.Width)
 		case imageEmbedsOutputName:
 			e.hasEmbeds = true
 			outNames = append(outNames, imageEmbedsOutputName)
+			e.embedsType = o.Type
+			e.dim = o.DimOr(1, opts.ProjectionDim)
 		default:
 			continue
 		}
-		if !o.Tensor || o.Type != ort.ElementFloat32 {
-			return nil, fmt.Errorf("vision: %s: output %s is %s, expected a float32 tensor", name, o.Name, describeIOInfo(o))
+		if !o.Tensor || !o.Type.IsFloat() {
+			return nil, fmt.Errorf("vision: %s: output %s is %s, expected a float32, float16 or bfloat16 tensor", name, o.Name, o.TypeName())
+		}
+		if !o.Type.NeedsShape() {
+			continue
+		}
+		if (o.Name == visionHiddenOutputName && e.width <= 0) || (o.Name == imageEmbedsOutputName && e.dim <= 0) {
+			return nil, fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
+				"(give EncoderOptions.Width for %s and ProjectionDim for %s; OpenEncoder reads them from config.json)",
+				name, o.Name, o.Type, o.Shape, o.Type, visionHiddenOutputName, imageEmbedsOutputName)
+		}
+		if o.Name == visionHiddenOutputName && e.tokens <= 0 && e.patch <= 0 {
+			return nil, fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its number of tokens, which a %s output needs "+
+				"(give EncoderOptions.PatchSize; OpenEncoder reads it from config.json)", name, o.Name, o.Type, o.Shape, o.Type)
 		}
 	}
 	if !haveHidden {
 		return nil, fmt.Errorf("vision: %s: the graph has no %s output (outputs: %s): it gives pooled embeddings only, "+
 			"and patch states need %s; use a full export with %s and %s as outputs "+
 			"(or run `condition models expose` on the model to add it)",
-			name, visionHiddenOutputName, listIOInfo(outs), visionHiddenOutputName, visionHiddenOutputName, imageEmbedsOutputName)
+			name, visionHiddenOutputName, ort.ListIO(outs), visionHiddenOutputName, visionHiddenOutputName, imageEmbedsOutputName)
 	}
-	e.sess, err = ort.NewSession(graph, name, []string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
+	e.sess, err = g.NewSession([]string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
 	if err != nil {
 		return nil, fmt.Errorf("vision: %w", err)
 	}
@@ -172,13 +226,37 @@ func (e *Encoder) Encode(ctx context.Context, pixels []float32, n, height, width
 	if len(pixels) != n*c*height*width {
 		return nil, fmt.Errorf("vision: encode: %d pixel values for a batch of [%d %d %d %d] (%d values)", len(pixels), n, c, height, width, n*c*height*width)
 	}
-	out, err := e.sess.Run(ctx, []tensorio.Tensor{tensorio.F32([]int{n, c, height, width}, pixels)})
+	shape := []int{n, c, height, width}
+	in := tensorio.F32(shape, pixels)
+	if e.inType == ort.ElementFloat16 {
+		half := make([]uint16, len(pixels))
+		for i, v := range pixels {
+			half[i] = tensorio.Float32ToF16(v)
+		}
+		in = tensorio.Tensor{DType: tensorio.DTypeF16, Shape: shape, Data: half}
+	}
+	var alloc []ort.Output
+	if e.hiddenType.NeedsShape() || (e.hasEmbeds && e.embedsType.NeedsShape()) {
+		tokens := e.tokens
+		if tokens <= 0 {
+			g, err := GridFor(height, width, e.patch)
+			if err != nil {
+				return nil, err
+			}
+			tokens = 1 + g.Patches()
+		}
+		alloc = []ort.Output{ort.OutputFor(e.hiddenType, n, tokens, e.width)}
+		if e.hasEmbeds {
+			alloc = append(alloc, ort.OutputFor(e.embedsType, n, e.dim))
+		}
+	}
+	out, err := e.sess.Run(ctx, []tensorio.Tensor{in}, alloc...)
 	if err != nil {
 		return nil, fmt.Errorf("vision: encode %d images: %w", n, err)
 	}
-	hidden, ok := out[0].Data.([]float32)
-	if !ok || len(out[0].Shape) != 3 || out[0].Shape[0] != n || out[0].Shape[1] < 2 {
-		return nil, fmt.Errorf("vision: %s: %s has shape %v, expected [%d 1+patches width]", e.name, visionHiddenOutputName, out[0].Shape, n)
+	hidden, err := out[0].Float32()
+	if err != nil || len(out[0].Shape) != 3 || out[0].Shape[0] != n || out[0].Shape[1] < 2 {
+		return nil, fmt.Errorf("vision: %s: %s is %s%v, expected [%d 1+patches width] floats", e.name, visionHiddenOutputName, out[0].DType, out[0].Shape, n)
 	}
 	tokens, width2 := out[0].Shape[1], out[0].Shape[2]
 	var grid Grid
@@ -196,9 +274,9 @@ func (e *Encoder) Encode(ctx context.Context, pixels []float32, n, height, width
 	var embeds []float32
 	dim := 0
 	if e.hasEmbeds {
-		embeds, ok = out[1].Data.([]float32)
-		if !ok || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
-			return nil, fmt.Errorf("vision: %s: %s has shape %v, expected [%d dim]", e.name, imageEmbedsOutputName, out[1].Shape, n)
+		embeds, err = out[1].Float32()
+		if err != nil || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
+			return nil, fmt.Errorf("vision: %s: %s is %s%v, expected [%d dim] floats", e.name, imageEmbedsOutputName, out[1].DType, out[1].Shape, n)
 		}
 		dim = out[1].Shape[1]
 	}
@@ -213,19 +291,4 @@ func (e *Encoder) Encode(ctx context.Context, pixels []float32, n, height, width
 		}
 	}
 	return res, nil
-}
-
-func describeIOInfo(i ort.IOInfo) string {
-	if !i.Tensor {
-		return "not a tensor"
-	}
-	return i.Type.String()
-}
-
-func listIOInfo(infos []ort.IOInfo) string {
-	s := make([]string, len(infos))
-	for i, x := range infos {
-		s[i] = x.String()
-	}
-	return strings.Join(s, ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -245,5 +246,110 @@ func TestSessionTinyCLIP(t *testing.T) {
 	}
 	if _, err := s.Run(context.Background(), []tensorio.Tensor{px}); !errors.Is(err, ort.ErrClosed) {
 		t.Errorf("Run after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestSessionFloat16 feeds float16 bits and reads float16 outputs: the
+// hand-made graph onnx/bad/vision_float16.onnx casts pixel_values (float16)
+// to float32 and flattens them, so its last_hidden_state is each input
+// decoded exactly; the fp16 export's outputs come back as float16 bits.
+func TestSessionFloat16(t *testing.T) {
+	orttest.Load(t)
+	dir := filepath.Join("..", "..", "testdata", "tinyclip")
+	g := ort.GraphFile(filepath.Join(dir, "onnx", "bad", "vision_float16.onnx"))
+	ins, outs, err := g.Inspect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ins) != 1 || ins[0].Type != ort.ElementFloat16 || ins[0].TypeName() != "float16" || ins[0].Dim(2) != 32 || ins[0].Dim(0) != 0 || ins[0].DimOr(0, 7) != 7 {
+		t.Fatalf("inputs %s", ort.ListIO(ins))
+	}
+	if got := ort.ListIO(outs[1:]); got != "image_embeds float32[-1 3]" {
+		t.Errorf("ListIO(outputs) = %q", got)
+	}
+	s, err := g.NewSession([]string{"pixel_values"}, []string{"last_hidden_state"}, ort.SessionOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Every float16 value: normals, subnormals, ±0, ±inf, NaNs.
+	const n = 1 << 16
+	bits := make([]uint16, 3*32*32*(n/(3*32*32)+1))
+	for i := range bits {
+		bits[i] = uint16(i)
+	}
+	b := len(bits) / (3 * 32 * 32)
+	out, err := s.Run(context.Background(), []tensorio.Tensor{{DType: tensorio.DTypeF16, Shape: []int{b, 3, 32, 32}, Data: bits}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := out[0].Data.([]float32)
+	if !ok || len(got) != len(bits) {
+		t.Fatalf("last_hidden_state %s%v", out[0].DType, out[0].Shape)
+	}
+	for i, h := range bits {
+		want := tensorio.F16ToFloat32(h)
+		if math.Float32bits(got[i]) != math.Float32bits(want) && !(math.IsNaN(float64(want)) && math.IsNaN(float64(got[i]))) {
+			t.Fatalf("float16 %#04x: ONNX Runtime decodes %g, want %g", h, got[i], want)
+		}
+	}
+
+	// float16 outputs, allocated before the run.
+	fp16 := ort.GraphFile(filepath.Join(dir, "onnx", "variants", "vision_model_fp16.onnx"))
+	s2, err := fp16.NewSession([]string{"pixel_values"}, []string{"last_hidden_state", "image_embeds"}, ort.SessionOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	px := make([]uint16, 2*3*32*32)
+	in := []tensorio.Tensor{{DType: tensorio.DTypeF16, Shape: []int{2, 3, 32, 32}, Data: px}}
+	res, err := s2.Run(context.Background(), in, ort.OutputFor(ort.ElementFloat16, 2, 17, 24), ort.OutputFor(ort.ElementFloat16, 2, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].DType != tensorio.DTypeF16 || len(res[0].Shape) != 3 || res[0].Shape[1] != 17 || res[1].DType != tensorio.DTypeF16 || res[1].NumElements() != 32 {
+		t.Fatalf("outputs %s%v, %s%v", res[0].DType, res[0].Shape, res[1].DType, res[1].Shape)
+	}
+	if err := res[0].Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := res[1].Float32(); err != nil || v[0] == 0 {
+		t.Errorf("image_embeds %v, %v", v, err)
+	}
+	// Bad output descriptions are errors, not crashes.
+	for _, c := range []struct {
+		name string
+		outs []ort.Output
+		want string
+	}{
+		{"count", []ort.Output{ort.OutputFor(ort.ElementFloat16, 2, 17, 24)}, "1 output descriptions for 2 outputs"},
+		{"shape", []ort.Output{ort.OutputFor(ort.ElementFloat16, 2, 18, 24), ort.OutputFor(ort.ElementFloat16, 2, 16)}, "run"},
+		{"zero", []ort.Output{ort.OutputFor(ort.ElementFloat16, 2, 0, 24), ort.OutputFor(ort.ElementFloat16, 2, 16)}, "cannot allocate an output of shape [2 0 24]"},
+		{"type", []ort.Output{{Type: ort.ElementInt64, Shape: []int{2, 17, 24}}, {}}, "cannot allocate an output of type int64"},
+	} {
+		if _, err := s2.Run(context.Background(), in, c.outs...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestGraphExternalData: a graph with external data opens from its file and
+// not from memory.
+func TestGraphExternalData(t *testing.T) {
+	orttest.Load(t)
+	p := filepath.Join("..", "..", "testdata", "tinyclip", "external", "onnx", "vision_model.onnx")
+	ins, outs, err := ort.GraphFile(p).Inspect()
+	if err != nil || len(ins) != 1 || len(outs) != 2 {
+		t.Fatalf("Inspect from the file: %v, %v, %v", ins, outs, err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ort.Inspect(b, p); err == nil || !strings.Contains(err.Error(), "vision_model.onnx_data") {
+		t.Errorf("Inspect from memory: %v", err)
+	}
+	if _, err := ort.NewSession(b, p, []string{"pixel_values"}, []string{"image_embeds"}, ort.SessionOptions{}); err == nil || !strings.Contains(err.Error(), "external data") {
+		t.Errorf("NewSession from memory: %v", err)
 	}
 }

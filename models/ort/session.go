@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/conditionhq/condition/tensorio"
 	onnx "github.com/yalue/onnxruntime_go"
@@ -114,6 +116,41 @@ func ioInfos(in []onnx.InputOutputInfo) []IOInfo {
 	return out
 }
 
+// TypeName returns the element type of a tensor ("float16"), or "not a
+// tensor": what errors call the value's type.
+func (i IOInfo) TypeName() string {
+	if !i.Tensor {
+		return "not a tensor"
+	}
+	return i.Type.String()
+}
+
+// ListIO lists inputs or outputs for errors: "input_ids int64[-1 -1], attention_mask int64[-1 -1]".
+func ListIO(infos []IOInfo) string {
+	s := make([]string, len(infos))
+	for i, x := range infos {
+		s[i] = x.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// Dim returns dimension k of the shape when the graph fixes it, else 0.
+func (i IOInfo) Dim(k int) int { return i.DimOr(k, 0) }
+
+// DimOr returns dimension k of the shape when the graph fixes it, else def.
+func (i IOInfo) DimOr(k, def int) int {
+	if k >= 0 && k < len(i.Shape) && i.Shape[k] > 0 {
+		return int(i.Shape[k])
+	}
+	return def
+}
+
+// IsFloat reports whether t is float32, float16 or bfloat16: the floating
+// types a session converts to and from float32 (see Output).
+func (t ElementType) IsFloat() bool {
+	return t == ElementFloat32 || t == ElementFloat16 || t == ElementBFloat16
+}
+
 // ensureLoaded loads ONNX Runtime with the default search if nothing is loaded yet.
 func ensureLoaded() error {
 	if Loaded() != nil {
@@ -123,18 +160,12 @@ func ensureLoaded() error {
 	return err
 }
 
-// Inspect returns the inputs and outputs of an ONNX graph. name (a file
-// path, or a path inside a model) is used in errors. ONNX Runtime is loaded
-// with the default search if it is not loaded yet.
+// Inspect returns the inputs and outputs of an ONNX graph held in memory.
+// name (a file path, or a path inside a model) is used in errors. ONNX
+// Runtime is loaded with the default search if it is not loaded yet. See
+// Graph for graphs on disk.
 func Inspect(graph []byte, name string) (inputs, outputs []IOInfo, err error) {
-	if err := ensureLoaded(); err != nil {
-		return nil, nil, err
-	}
-	in, out, err := onnx.GetInputOutputInfoWithONNXData(graph)
-	if err != nil {
-		return nil, nil, fmt.Errorf("ort: %s: %w", name, err)
-	}
-	return ioInfos(in), ioInfos(out), nil
+	return GraphBytes(graph, name).Inspect()
 }
 
 // SessionOptions controls NewSession.
@@ -159,37 +190,10 @@ type Session struct {
 
 // NewSession creates a session over an ONNX graph held in memory (so that a
 // model embedded in the binary works), feeding the named inputs and fetching
-// the named outputs. name is used in errors.
+// the named outputs. name is used in errors. See Graph.NewSession for graphs
+// on disk.
 func NewSession(graph []byte, name string, inputs, outputs []string, opts SessionOptions) (*Session, error) {
-	if err := ensureLoaded(); err != nil {
-		return nil, err
-	}
-	if len(inputs) == 0 || len(outputs) == 0 {
-		return nil, fmt.Errorf("ort: %s: a session needs at least one input and one output", name)
-	}
-	so, err := onnx.NewSessionOptions()
-	if err != nil {
-		return nil, fmt.Errorf("ort: %s: session options: %w", name, err)
-	}
-	defer so.Destroy()
-	if opts.Threads < 0 {
-		return nil, fmt.Errorf("ort: %s: thread count %d is negative", name, opts.Threads)
-	}
-	if opts.Threads > 0 {
-		if err := so.SetIntraOpNumThreads(opts.Threads); err != nil {
-			return nil, fmt.Errorf("ort: %s: set %d threads: %w", name, opts.Threads, err)
-		}
-	}
-	if opts.NoSpinning {
-		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
-			return nil, fmt.Errorf("ort: %s: disable spinning: %w", name, err)
-		}
-	}
-	s, err := onnx.NewDynamicAdvancedSessionWithONNXData(graph, inputs, outputs, so)
-	if err != nil {
-		return nil, fmt.Errorf("ort: %s: create session: %w", name, err)
-	}
-	return &Session{name: name, inputs: append([]string(nil), inputs...), outputs: append([]string(nil), outputs...), s: s}, nil
+	return GraphBytes(graph, name).NewSession(inputs, outputs, opts)
 }
 
 // Name returns the name given to NewSession.
@@ -216,24 +220,48 @@ func (s *Session) Close() error {
 // ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("ort: session is closed")
 
+// Output describes an output that Run allocates before the run for ONNX
+// Runtime to write into: a tensor of Type and Shape. float16 and bfloat16
+// outputs need one (onnxruntime_go v1.27.0 copies only half of the bytes of
+// a 2-byte output that ONNX Runtime allocated, and fails); for other types
+// the zero Output, which lets ONNX Runtime allocate the output, is enough.
+// Type may be ElementFloat32, ElementFloat16 or ElementBFloat16.
+type Output struct {
+	Type  ElementType
+	Shape []int
+}
+
+// NeedsShape reports whether Run needs the shape of an output of type t in
+// advance: float16 and bfloat16 (see Output).
+func (t ElementType) NeedsShape() bool { return t == ElementFloat16 || t == ElementBFloat16 }
+
+// OutputFor returns what Run needs to know of an output of type t and the
+// given shape: the shape for float16 and bfloat16 outputs, nothing for others.
+func OutputFor(t ElementType, shape ...int) Output {
+	if !t.NeedsShape() {
+		return Output{}
+	}
+	return Output{Type: t, Shape: shape}
+}
+
 // Run feeds in (one tensor per input, in the order given to NewSession) and
-// returns the outputs in order, as Go-owned tensors. Cancelling ctx
-// terminates a run in progress.
-func (s *Session) Run(ctx context.Context, in []tensorio.Tensor) ([]tensorio.Tensor, error) {
+// returns the outputs in order, as Go-owned tensors. Inputs may be float16
+// and bfloat16 tensors (tensorio.DTypeF16 and DTypeBF16, raw bits in
+// []uint16); so may outputs, which come back the same way. outs is empty, or
+// has one Output per output (see Output). Cancelling ctx terminates a run in
+// progress.
+func (s *Session) Run(ctx context.Context, in []tensorio.Tensor, outs ...Output) ([]tensorio.Tensor, error) {
 	if len(in) != len(s.inputs) {
 		return nil, fmt.Errorf("ort: %s: %d input tensors for %d inputs %v", s.name, len(in), len(s.inputs), s.inputs)
+	}
+	if len(outs) != 0 && len(outs) != len(s.outputs) {
+		return nil, fmt.Errorf("ort: %s: %d output descriptions for %d outputs %v", s.name, len(outs), len(s.outputs), s.outputs)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	vals := make([]onnx.Value, len(in))
-	defer func() {
-		for _, v := range vals {
-			if v != nil {
-				v.Destroy()
-			}
-		}
-	}()
+	defer destroyAll(vals)
 	for i, t := range in {
 		v, err := toValue(t)
 		if err != nil {
@@ -241,14 +269,19 @@ func (s *Session) Run(ctx context.Context, in []tensorio.Tensor) ([]tensorio.Ten
 		}
 		vals[i] = v
 	}
-	outs := make([]onnx.Value, len(s.outputs))
-	defer func() {
-		for _, v := range outs {
-			if v != nil {
-				v.Destroy()
-			}
+	outVals := make([]onnx.Value, len(s.outputs))
+	defer destroyAll(outVals)
+	res := make([]tensorio.Tensor, len(s.outputs))
+	for i, o := range outs {
+		if o.Type == ElementUndefined && o.Shape == nil {
+			continue
 		}
-	}()
+		t, v, err := allocOutput(o)
+		if err != nil {
+			return nil, fmt.Errorf("ort: %s: output %s: %w", s.name, s.outputs[i], err)
+		}
+		res[i], outVals[i] = t, v
+	}
 	ro, err := onnx.NewRunOptions()
 	if err != nil {
 		return nil, fmt.Errorf("ort: %s: run options: %w", s.name, err)
@@ -268,14 +301,16 @@ func (s *Session) Run(ctx context.Context, in []tensorio.Tensor) ([]tensorio.Ten
 	if s.s == nil {
 		return nil, ErrClosed
 	}
-	if err := s.s.RunWithOptions(vals, outs, ro); err != nil {
+	if err := s.s.RunWithOptions(vals, outVals, ro); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("ort: %s: run: %w", s.name, err)
 	}
-	res := make([]tensorio.Tensor, len(outs))
-	for i, v := range outs {
+	for i, v := range outVals {
+		if res[i].Data != nil {
+			continue // allocated above, written in place
+		}
 		t, err := fromValue(v)
 		if err != nil {
 			return nil, fmt.Errorf("ort: %s: output %s: %w", s.name, s.outputs[i], err)
@@ -283,6 +318,14 @@ func (s *Session) Run(ctx context.Context, in []tensorio.Tensor) ([]tensorio.Ten
 		res[i] = t
 	}
 	return res, nil
+}
+
+func destroyAll(vs []onnx.Value) {
+	for _, v := range vs {
+		if v != nil {
+			v.Destroy()
+		}
+	}
 }
 
 func shape64(s []int) onnx.Shape {
@@ -301,6 +344,42 @@ func newTensor[T onnx.TensorData](shape []int, data []T) (onnx.Value, error) {
 	return onnx.NewTensor(shape64(shape), data)
 }
 
+// newHalfTensor wraps 2-byte floats (raw bits) without copying them.
+func newHalfTensor(shape []int, bits []uint16, t onnx.TensorElementDataType) (onnx.Value, error) {
+	if len(bits) == 0 {
+		return nil, fmt.Errorf("empty tensor of shape %v", shape)
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&bits[0])), 2*len(bits))
+	return onnx.NewCustomDataTensor(shape64(shape), b, t)
+}
+
+// allocOutput allocates an output tensor that ONNX Runtime writes into.
+func allocOutput(o Output) (tensorio.Tensor, onnx.Value, error) {
+	n := 1
+	for _, d := range o.Shape {
+		if d <= 0 {
+			return tensorio.Tensor{}, nil, fmt.Errorf("cannot allocate an output of shape %v", o.Shape)
+		}
+		n *= d
+	}
+	shape := append([]int(nil), o.Shape...)
+	switch o.Type {
+	case ElementFloat32:
+		d := make([]float32, n)
+		v, err := newTensor(shape, d)
+		return tensorio.F32(shape, d), v, err
+	case ElementFloat16, ElementBFloat16:
+		d := make([]uint16, n)
+		dt, ot := tensorio.DTypeF16, onnx.TensorElementDataType(onnx.TensorElementDataTypeFloat16)
+		if o.Type == ElementBFloat16 {
+			dt, ot = tensorio.DTypeBF16, onnx.TensorElementDataTypeBFloat16
+		}
+		v, err := newHalfTensor(shape, d, ot)
+		return tensorio.Tensor{DType: dt, Shape: shape, Data: d}, v, err
+	}
+	return tensorio.Tensor{}, nil, fmt.Errorf("cannot allocate an output of type %s", o.Type)
+}
+
 func toValue(t tensorio.Tensor) (onnx.Value, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
@@ -310,6 +389,11 @@ func toValue(t tensorio.Tensor) (onnx.Value, error) {
 		return newTensor(t.Shape, d)
 	case []float64:
 		return newTensor(t.Shape, d)
+	case []uint16:
+		if t.DType == tensorio.DTypeBF16 {
+			return newHalfTensor(t.Shape, d, onnx.TensorElementDataTypeBFloat16)
+		}
+		return newHalfTensor(t.Shape, d, onnx.TensorElementDataTypeFloat16)
 	case []int64:
 		return newTensor(t.Shape, d)
 	case []int32:

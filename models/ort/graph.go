@@ -1,0 +1,189 @@
+package ort
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/conditionhq/condition/models/onnxgraph"
+	onnx "github.com/yalue/onnxruntime_go"
+)
+
+// Graph is an ONNX graph to inspect or run: a file on disk, which ONNX
+// Runtime opens by its path so that it finds initializers kept in side files
+// beside it (external data, as exporters write for graphs over 2 GB), or
+// bytes in memory (a model embedded in the binary), which must hold all
+// their initializers.
+type Graph struct {
+	name string
+	path string
+	data []byte
+}
+
+// GraphFile returns the graph in the file path. Its external data, if any,
+// is looked for in the file's folder.
+func GraphFile(path string) Graph { return Graph{name: path, path: path} }
+
+// GraphBytes returns a graph held in memory; name (a file path, or a path
+// inside a model) is used in errors.
+func GraphBytes(data []byte, name string) Graph { return Graph{name: name, data: data} }
+
+// ModelFiles is the part of a models.Model that ModelGraph uses.
+type ModelFiles interface {
+	Dir() string
+	Path(name string) string
+	ReadFile(name string) ([]byte, error)
+}
+
+// ModelGraph returns one of a model's graphs (name is the canonical name,
+// such as onnx/vision_model.onnx): the file on disk when the model is on disk,
+// so that external data beside it is found, else the bytes the model serves.
+func ModelGraph(m ModelFiles, name string) (Graph, error) {
+	if m.Dir() != "" {
+		p := m.Path(name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return GraphFile(p), nil
+		}
+	}
+	b, err := m.ReadFile(name)
+	if err != nil {
+		return Graph{}, err
+	}
+	return GraphBytes(b, m.Path(name)), nil
+}
+
+// Name returns the file path or the name given to GraphBytes.
+func (g Graph) Name() string { return g.name }
+
+// Path returns the file the graph is read from, or "" for a graph in memory.
+func (g Graph) Path() string { return g.path }
+
+// Inspect returns the graph's inputs and outputs. ONNX Runtime is loaded with
+// the default search if it is not loaded yet.
+func (g Graph) Inspect() (inputs, outputs []IOInfo, err error) {
+	if err := ensureLoaded(); err != nil {
+		return nil, nil, err
+	}
+	if err := g.checkInMemory(); err != nil {
+		return nil, nil, err
+	}
+	var in, out []onnx.InputOutputInfo
+	if g.path != "" {
+		in, out, err = onnx.GetInputOutputInfo(g.path)
+	} else {
+		in, out, err = onnx.GetInputOutputInfoWithONNXData(g.data)
+	}
+	if err != nil {
+		return nil, nil, g.loadError(err)
+	}
+	return ioInfos(in), ioInfos(out), nil
+}
+
+// checkInMemory refuses a graph in memory whose initializers live in external
+// files: ONNX Runtime would look for them relative to the working folder.
+func (g Graph) checkInMemory() error {
+	if g.path != "" {
+		return nil
+	}
+	m, err := onnxgraph.Parse(g.data)
+	if err != nil {
+		return nil // ONNX Runtime says what is wrong with it
+	}
+	if ext := m.ExternalFiles(); len(ext) > 0 {
+		sort.Strings(ext)
+		return fmt.Errorf("ort: %s keeps its initializers in external data (%s), which ONNX Runtime can only find beside the graph's file on disk; "+
+			"this graph was given as bytes (open the model from a directory or the hub cache, not from memory)", g.name, strings.Join(ext, ", "))
+	}
+	return nil
+}
+
+// loadError explains a failure to load a graph from a file: when the graph
+// names external data files that are not beside it, the error names them.
+func (g Graph) loadError(err error) error {
+	if g.path != "" {
+		if missing := missingExternal(g.path); len(missing) > 0 {
+			verb := "are"
+			if len(missing) == 1 {
+				verb = "is"
+			}
+			return fmt.Errorf("ort: %s keeps its initializers in external data, and %s %s missing (it must sit beside the graph: "+
+				"fetch it with the graph, or use an export that keeps its weights inside): %w",
+				g.name, strings.Join(missing, ", "), verb, fs.ErrNotExist)
+		}
+	}
+	return fmt.Errorf("ort: %s: %w", g.name, err)
+}
+
+// missingExternal returns the external data files that the graph in path
+// names and that are not in its folder, as paths.
+func missingExternal(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	m, err := onnxgraph.Parse(b)
+	if err != nil {
+		return nil
+	}
+	var missing []string
+	for _, loc := range m.ExternalFiles() {
+		p := filepath.Join(filepath.Dir(path), filepath.FromSlash(loc))
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, p)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
+
+// NewSession creates a session over the graph, feeding the named inputs and
+// fetching the named outputs.
+func (g Graph) NewSession(inputs, outputs []string, opts SessionOptions) (*Session, error) {
+	if err := ensureLoaded(); err != nil {
+		return nil, err
+	}
+	name := g.name
+	if len(inputs) == 0 || len(outputs) == 0 {
+		return nil, fmt.Errorf("ort: %s: a session needs at least one input and one output", name)
+	}
+	if opts.Threads < 0 {
+		return nil, fmt.Errorf("ort: %s: thread count %d is negative", name, opts.Threads)
+	}
+	if err := g.checkInMemory(); err != nil {
+		return nil, err
+	}
+	so, err := onnx.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("ort: %s: session options: %w", name, err)
+	}
+	defer so.Destroy()
+	if opts.Threads > 0 {
+		if err := so.SetIntraOpNumThreads(opts.Threads); err != nil {
+			return nil, fmt.Errorf("ort: %s: set %d threads: %w", name, opts.Threads, err)
+		}
+	}
+	if opts.NoSpinning {
+		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
+			return nil, fmt.Errorf("ort: %s: disable spinning: %w", name, err)
+		}
+	}
+	var s *onnx.DynamicAdvancedSession
+	if g.path != "" {
+		s, err = onnx.NewDynamicAdvancedSession(g.path, inputs, outputs, so)
+	} else {
+		s, err = onnx.NewDynamicAdvancedSessionWithONNXData(g.data, inputs, outputs, so)
+	}
+	if err != nil {
+		if g.path != "" {
+			if missing := missingExternal(g.path); len(missing) > 0 {
+				return nil, g.loadError(err)
+			}
+		}
+		return nil, fmt.Errorf("ort: %s: create session: %w", name, err)
+	}
+	return &Session{name: name, inputs: append([]string(nil), inputs...), outputs: append([]string(nil), outputs...), s: s}, nil
+}

@@ -25,8 +25,9 @@ The output is deterministic for a given torch version. Files:
   onnx/pooled_only/vision_model.onnx         the real export with image_embeds only
   onnx/pooled_only/text_model.onnx           a hand-made graph with text_embeds only (the same
                                              interface as a pooled-only export, 1/300 the size)
-  onnx/bad/text_float_ids.onnx               hand-made graphs with the wrong input types
-  onnx/bad/vision_float16.onnx               (float input_ids; float16 pixel_values)
+  onnx/bad/text_float_ids.onnx               hand-made graphs with odd input types: float
+  onnx/bad/vision_float16.onnx               input_ids (refused); float16 pixel_values (accepted
+                                             since the encoders convert; the folder name is old)
   golden/prompts.json                        the prompts and their unpadded token ids
   golden/*.npy                               inputs and torch outputs (see GOLDEN below)
   golden/images/{square,wide}.png            two small images; embed_* are torch's outputs for

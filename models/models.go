@@ -14,9 +14,17 @@
 //     first (a directory or hub id), the projection heads (text_projection,
 //     visual_projection, vision_model.post_layernorm, logit_scale) from the
 //     model.safetensors of the second. Many ONNX exports ship no safetensors:
-//     "Xenova/clip-vit-base-patch32+openai/clip-vit-base-patch32". Only the
+//     "Xenova/clip-vit-large-patch14+openai/clip-vit-large-patch14". Only the
 //     heads are read from the second, with HTTP range requests when it is on
-//     the hub: a 600 MB checkpoint is not downloaded for 2 MB of heads.
+//     the hub: a 1.7 GB checkpoint is not downloaded for 3 MB of heads.
+//
+// ParseRef and SplitRef say which of these a string is; hub.ParseRef is the
+// one authority on hub ids. A directory on disk wins over a hub id of the
+// same spelling.
+//
+// Graphs fetched from the hub come with the files their initializers'
+// external data point to (onnx/vision_model.onnx_data, ...), in the same
+// snapshot folder, so that ONNX Runtime finds them beside the graph.
 //
 // Options.Variant picks graphs by suffix (onnx/text_model_fp16.onnx for
 // "fp16"). A graph rewritten by Model.Expose (onnx/<name>.exposed.onnx,
@@ -28,6 +36,7 @@
 package models
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +44,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -133,45 +143,39 @@ func Open(ref string, opts Options) (*Model, error) {
 
 // OpenContext is Open with a context bounding any download.
 func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) {
-	if ref == "" {
-		return nil, errors.New("models: empty model reference (give a directory, org/name[@revision], or default)")
+	model, weights, err := SplitRef(ref)
+	if err != nil {
+		return nil, err
 	}
-	weights := opts.Weights
-	if !isDir(ref) && ref != DefaultRef {
-		if a, b, ok := strings.Cut(ref, "+"); ok {
-			if weights != "" {
-				return nil, fmt.Errorf("models: %q names its weights after +, and weights %q were given too", ref, weights)
-			}
-			ref, weights = a, b
-			if ref == "" || weights == "" {
-				return nil, fmt.Errorf("models: %q: expected <model>+<weights>, both a directory or org/name[@revision]", a+"+"+b)
-			}
-		}
+	if weights != "" && opts.Weights != "" {
+		return nil, fmt.Errorf("models: %q names its weights after +, and weights %q were given too", ref, opts.Weights)
+	}
+	if weights == "" {
+		weights = opts.Weights
+	}
+	r, err := ParseRef(model)
+	if err != nil {
+		return nil, err
 	}
 	variant := strings.TrimPrefix(opts.Variant, "_")
-	m := &Model{ref: ref, variant: variant, weights: weights, alias: map[string]string{}, extra: map[string]string{}}
+	m := &Model{ref: model, variant: variant, weights: weights, alias: map[string]string{}, extra: map[string]string{}}
 	switch {
-	case ref == DefaultRef:
+	case r.Default:
 		fsys, err := defaultFS()
 		if err != nil {
 			return nil, err
 		}
 		m.base = fsys
-	case isDir(ref):
-		abs, err := filepath.Abs(ref)
+	case r.Dir != "":
+		abs, err := filepath.Abs(r.Dir)
 		if err != nil {
-			return nil, fmt.Errorf("models: %s: %w", ref, err)
+			return nil, fmt.Errorf("models: %s: %w", r.Dir, err)
 		}
 		m.dir, m.base = abs, os.DirFS(abs)
-	case hubRef.MatchString(ref):
-		if err := m.openHub(ctx, ref, opts); err != nil {
+	default:
+		if err := m.openHub(ctx, r.Hub, opts); err != nil {
 			return nil, err
 		}
-	default:
-		if _, err := os.Stat(ref); err == nil {
-			return nil, fmt.Errorf("models: %s is a file; a model is a directory (with %s, %s, ...)", ref, ConfigFile, TextModelFile)
-		}
-		return nil, fmt.Errorf("models: %q: no such directory, and not a hub id of the form org/name[@revision]", ref)
 	}
 	m.fsys = overlay{m}
 	if err := m.pickGraphs(); err != nil {
@@ -409,12 +413,71 @@ func fsHas(fsys fs.FS, name string) bool {
 	return err == nil && !fi.IsDir()
 }
 
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
+// Ref is one model reference, classified.
+type Ref struct {
+	Default bool    // "default": the model built into the binary
+	Dir     string  // a directory on disk, as given
+	Hub     hub.Ref // a hub id, when neither of the above (Hub.Repo != "")
 }
 
-var hubRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(@[A-Za-z0-9_./-]+)?$`)
+// ParseRef classifies one model reference (without "+<weights>", see
+// SplitRef): "default" is the built-in model (write ./default for a folder
+// of that name); a path that exists on disk is a directory, or an error when
+// it is a file; anything else must be a hub id, org/name[@revision], as
+// hub.ParseRef accepts. A folder org/name in the working directory is used
+// rather than the hub repository of that name.
+func ParseRef(s string) (Ref, error) {
+	if s == "" {
+		return Ref{}, errors.New("models: empty model reference (give a directory, org/name[@revision], or default)")
+	}
+	if s == DefaultRef {
+		return Ref{Default: true}, nil
+	}
+	if fi, err := os.Stat(s); err == nil {
+		if !fi.IsDir() {
+			return Ref{}, fmt.Errorf("models: %s is a file; a model is a directory (with %s, %s, ...)", s, ConfigFile, TextModelFile)
+		}
+		return Ref{Dir: s}, nil
+	}
+	r, err := hub.ParseRef(s)
+	if err != nil {
+		return Ref{}, fmt.Errorf("models: %q: no such directory, and not a hub id: %w", s, err)
+	}
+	return Ref{Hub: r}, nil
+}
+
+// SplitRef splits "<model>+<weights>" into its two references, each a
+// directory or a hub id (see ParseRef); weights is "" when s names no
+// weights. A reference that exists on disk as it is, "+" and all, is not
+// split; otherwise s is split at the first "+" that leaves two valid
+// references (hub ids hold no "+", folder names may).
+func SplitRef(s string) (model, weights string, err error) {
+	if s == DefaultRef || !strings.Contains(s, "+") {
+		return s, "", nil
+	}
+	if _, err := os.Stat(s); err == nil {
+		return s, "", nil
+	}
+	var first error
+	for i := 0; i < len(s); i++ {
+		if s[i] != '+' {
+			continue
+		}
+		a, b := s[:i], s[i+1:]
+		_, errA := ParseRef(a)
+		_, errB := ParseRef(b)
+		if a != "" && b != "" && errA == nil && errB == nil {
+			return a, b, nil
+		}
+		if first == nil {
+			first = errors.Join(errA, errB)
+			if a == "" || b == "" {
+				first = errors.New("one side is empty")
+			}
+		}
+	}
+	return "", "", fmt.Errorf("models: %q: expected <model>+<weights>, each a directory or org/name[@revision]: %w", s, first)
+}
 
 // HubCacheDir returns the Hugging Face hub cache folder: HF_HUB_CACHE, else
 // HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
@@ -451,48 +514,32 @@ var optionalFiles = []string{
 }
 
 // openHub resolves org/name[@revision] in the cache, fetching what is missing.
-func (m *Model) openHub(ctx context.Context, ref string, opts Options) error {
-	r, err := hub.ParseRef(ref)
-	if err != nil {
-		return fmt.Errorf("models: %w", err)
-	}
+func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
+	ref := r.String()
 	c := HubClient(opts)
 	m.hub, m.repo = c, r.Repo
 	cache := c.Cache()
 	graphs := []string{variantName(TextModelFile, m.variant), variantName(VisionModelFile, m.variant)}
 	// A cached snapshot with the config and both graphs (or a record that a
-	// graph does not exist) is used without asking the hub.
+	// graph does not exist), and the files holding the graphs' external
+	// data, is used without asking the hub.
 	if commit, err := cache.Commit(r.Repo, r.Rev()); err == nil && (!opts.Update || c.Offline) {
-		_, haveConfig := cache.File(r.Repo, commit, ConfigFile)
-		complete := haveConfig
-		for _, g := range graphs {
-			if _, ok := cache.File(r.Repo, commit, g); !ok && !cache.NoExist(r.Repo, commit, g) {
-				complete = false
-			}
-		}
+		missing := missingFromSnapshot(cache, r.Repo, commit, graphs)
 		// Offline, a snapshot without graphs still serves its config and
-		// tokenizer; asking for a missing graph then names it.
-		if complete || (c.Offline && haveConfig) {
+		// tokenizer; asking for a missing graph then names it. A graph whose
+		// external data is missing is an error: ONNX Runtime could not load it.
+		if len(missing.files) == 0 || (c.Offline && missing.config == "" && len(missing.side) == 0) {
 			m.revision, m.dir = commit, cache.SnapshotDir(r.Repo, commit)
 			m.base = os.DirFS(m.dir)
 			return nil
 		}
-	}
-	if c.Offline {
-		missing := ConfigFile + ", " + strings.Join(graphs, ", ")
-		if commit, err := cache.Commit(r.Repo, r.Rev()); err == nil {
-			var miss []string
-			for _, f := range append([]string{ConfigFile}, graphs...) {
-				if _, ok := cache.File(r.Repo, commit, f); !ok {
-					miss = append(miss, f)
-				}
-			}
-			missing = strings.Join(miss, ", ")
+		if c.Offline {
 			return fmt.Errorf("models: HF_HUB_OFFLINE is set, and the cached %s@%s (%s) lacks %s; unset HF_HUB_OFFLINE to fetch it, or run `condition models fetch %s` where there is a network: %w",
-				r.Repo, r.Rev(), cache.SnapshotDir(r.Repo, commit), missing, ref, hub.ErrOffline)
+				r.Repo, r.Rev(), cache.SnapshotDir(r.Repo, commit), strings.Join(missing.files, ", "), ref, hub.ErrOffline)
 		}
+	} else if c.Offline {
 		return fmt.Errorf("models: HF_HUB_OFFLINE is set, and %s@%s is not in the Hugging Face cache %s (it needs %s); unset HF_HUB_OFFLINE to fetch it, or run `condition models fetch %s` where there is a network: %w",
-			r.Repo, r.Rev(), c.CacheDir, missing, ref, hub.ErrOffline)
+			r.Repo, r.Rev(), c.CacheDir, ConfigFile+", "+strings.Join(graphs, ", "), ref, hub.ErrOffline)
 	}
 	info, err := c.ListFiles(ctx, r.Repo, r.Rev())
 	if err != nil {
@@ -506,37 +553,19 @@ func (m *Model) openHub(ctx context.Context, ref string, opts Options) error {
 	if !has[ConfigFile] {
 		return fmt.Errorf("models: hub model %s@%s (commit %s) has no %s; is it a model in the Hugging Face layout?", r.Repo, r.Rev(), commit, ConfigFile)
 	}
-	var want []string
-	want = append(want, ConfigFile)
-	nGraphs := 0
+	var present []string
 	for _, g := range graphs {
 		if has[g] {
-			want = append(want, g)
-			nGraphs++
-			for _, f := range info.Files { // external data of the graph
-				if f != g && strings.HasPrefix(f, g) && (strings.HasSuffix(f, "_data") || strings.HasSuffix(f, ".data")) {
-					want = append(want, f)
-				}
-			}
+			present = append(present, g)
 		} else {
 			cache.MarkNoExist(r.Repo, commit, g)
 		}
 	}
-	if nGraphs == 0 && m.variant != "" {
-		vs := variantsOf(info.Files)
-		what := "no ONNX graphs"
-		if m.variant != "" {
-			what = "no " + m.variant + " variant"
-		}
-		return fmt.Errorf("models: hub model %s@%s has %s (%s, %s); graph variants present: %s",
-			r.Repo, r.Rev(), what, graphs[0], graphs[1], listOrNone(vs))
+	if len(present) == 0 && m.variant != "" {
+		return fmt.Errorf("models: hub model %s@%s has no %s variant (%s, %s); graph variants present: %s",
+			r.Repo, r.Rev(), m.variant, graphs[0], graphs[1], listOrNone(variantsOf(info.Files)))
 	}
-	for _, f := range optionalFiles {
-		if has[f] {
-			want = append(want, f)
-		}
-	}
-	for _, f := range want {
+	fetch := func(f string) error {
 		got, err := c.Download(ctx, r.Repo, commit, f)
 		if err != nil {
 			return fmt.Errorf("models: %w", err)
@@ -544,12 +573,42 @@ func (m *Model) openHub(ctx context.Context, ref string, opts Options) error {
 		if got.Downloaded && opts.Logger != nil {
 			opts.Logger.Info("fetched", "repo", r.Repo, "file", f, "bytes", got.Size)
 		}
+		return nil
+	}
+	for _, f := range append([]string{ConfigFile}, present...) {
+		if err := fetch(f); err != nil {
+			return err
+		}
+	}
+	// The files holding the graphs' external data, read from the graphs
+	// themselves, beside them in the snapshot.
+	for _, g := range present {
+		side, err := sideFiles(cache, r.Repo, commit, g)
+		if err != nil {
+			return err
+		}
+		for _, f := range side {
+			if !has[f] {
+				return fmt.Errorf("models: hub model %s@%s (commit %s): %s keeps tensor data in %s, which the repository does not have",
+					r.Repo, r.Rev(), commit, g, f)
+			}
+			if err := fetch(f); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range optionalFiles {
+		if has[f] {
+			if err := fetch(f); err != nil {
+				return err
+			}
+		}
 	}
 	m.revision, m.dir = commit, cache.SnapshotDir(r.Repo, commit)
 	m.base = os.DirFS(m.dir)
 	// Projection heads from the repository's own model.safetensors.
 	if has[WeightsFile] && m.weights == "" {
-		p, err := fetchHeads(ctx, c, r.Repo, commit, opts.MaxWeightsDownload)
+		p, err := fetchHeads(ctx, c, r.Repo, commit, commit, opts.MaxWeightsDownload)
 		if err != nil {
 			return err
 		}
@@ -560,61 +619,144 @@ func (m *Model) openHub(ctx context.Context, ref string, opts Options) error {
 	return nil
 }
 
-// fetchHeads makes the heads of repo@commit's model.safetensors available:
-// the file itself when small or already cached, else the heads read by
+// snapshotGaps is what a cached snapshot lacks for a model.
+type snapshotGaps struct {
+	config string   // ConfigFile when missing
+	side   []string // external-data files of cached graphs
+	files  []string // everything missing, for messages
+}
+
+// missingFromSnapshot lists what repo@commit's snapshot lacks: the config,
+// graphs neither cached nor recorded as absent, and the external-data files
+// of the graphs it has.
+func missingFromSnapshot(cache hub.Cache, repo, commit string, graphs []string) snapshotGaps {
+	var g snapshotGaps
+	if _, ok := cache.File(repo, commit, ConfigFile); !ok {
+		g.config = ConfigFile
+		g.files = append(g.files, ConfigFile)
+	}
+	for _, name := range graphs {
+		if _, ok := cache.File(repo, commit, name); !ok {
+			if !cache.NoExist(repo, commit, name) {
+				g.files = append(g.files, name)
+			}
+			continue
+		}
+		side, err := sideFiles(cache, repo, commit, name)
+		if err != nil {
+			what := fmt.Sprintf("the external data of %s (%v)", name, err)
+			g.side = append(g.side, what)
+			g.files = append(g.files, what)
+			continue
+		}
+		for _, f := range side {
+			if _, ok := cache.File(repo, commit, f); !ok {
+				g.side = append(g.side, f)
+				g.files = append(g.files, f)
+			}
+		}
+	}
+	return g
+}
+
+// sideFiles returns the files, as paths in the repository, that hold the
+// external data of the cached graph repo@commit:graph: the locations its
+// initializers name, relative to the graph's folder. Only the graph's
+// framing is read (onnxgraph.ExternalDataFiles), not its tensors.
+func sideFiles(cache hub.Cache, repo, commit, graph string) ([]string, error) {
+	p, ok := cache.File(repo, commit, graph)
+	if !ok {
+		return nil, fmt.Errorf("models: %s@%s: %s is not in the cache", repo, commit, graph)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	locs, err := onnxgraph.ExternalDataFiles(f, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("models: %s@%s: %s: %w", repo, commit, graph, err)
+	}
+	out := make([]string, 0, len(locs))
+	for _, l := range locs {
+		if err := onnxgraph.CheckLocation(l); err != nil {
+			return nil, fmt.Errorf("models: %s@%s: %s: %w", repo, commit, graph, err)
+		}
+		out = append(out, path.Join(path.Dir(graph), l))
+	}
+	return out, nil
+}
+
+// cachedHeads returns where the cache holds repo@commit's heads: its
+// model.safetensors, or the heads read out of it by ranges.
+func cachedHeads(cache hub.Cache, repo, commit string) (string, bool) {
+	if p, ok := cache.File(repo, commit, WeightsFile); ok {
+		return p, true
+	}
+	return cache.File(repo, commit, HeadsFile)
+}
+
+// fetchHeads makes the heads of repo's model.safetensors available at
+// revision rev (commit, when known, is the commit rev is at; "" to ask the
+// hub): the file itself when small or already cached, else the heads read by
 // ranges into snapshots/<commit>/condition-heads.safetensors. It returns the
-// path to read them from.
-func fetchHeads(ctx context.Context, c *hub.Client, repo, commit string, maxDownload int64) (string, error) {
+// path to read them from. The hub is asked about the file once (one HEAD
+// request); the download or the range reads reuse that answer.
+func fetchHeads(ctx context.Context, c *hub.Client, repo, rev, commit string, maxDownload int64) (string, error) {
 	if maxDownload <= 0 {
 		maxDownload = SmallWeights
 	}
 	cache := c.Cache()
-	if p, ok := cache.File(repo, commit, WeightsFile); ok {
-		return p, nil
+	if commit != "" {
+		if p, ok := cachedHeads(cache, repo, commit); ok {
+			return p, nil
+		}
 	}
-	if p, ok := cache.File(repo, commit, HeadsFile); ok {
-		return p, nil
+	at := rev
+	if commit != "" {
+		at = commit
 	}
 	if c.Offline {
-		return "", fmt.Errorf("models: HF_HUB_OFFLINE is set, and neither %s nor its heads (%s) of %s@%s are in the cache: %w", WeightsFile, HeadsFile, repo, commit, hub.ErrOffline)
+		return "", fmt.Errorf("models: HF_HUB_OFFLINE is set, and neither %s nor its heads (%s) of %s@%s are in the cache: %w", WeightsFile, HeadsFile, repo, at, hub.ErrOffline)
 	}
-	meta, err := c.Metadata(ctx, repo, commit, WeightsFile)
+	meta, err := c.Metadata(ctx, repo, at, WeightsFile)
 	if err != nil {
-		return "", fmt.Errorf("models: %w", err)
+		return "", fmt.Errorf("models: weights %s@%s: %w", repo, at, err)
+	}
+	if commit == "" {
+		if err := cache.WriteRef(repo, rev, meta.Commit); err != nil {
+			return "", fmt.Errorf("models: %w", err)
+		}
+		if p, ok := cachedHeads(cache, repo, meta.Commit); ok {
+			return p, nil
+		}
 	}
 	if meta.Size >= 0 && meta.Size <= maxDownload {
-		f, err := c.Download(ctx, repo, commit, WeightsFile)
+		f, err := c.Fetch(ctx, meta)
 		if err != nil {
 			return "", fmt.Errorf("models: %w", err)
 		}
 		return f.Path, nil
 	}
-	r, err := c.OpenRemote(ctx, repo, commit, WeightsFile)
+	isHead := map[string]bool{}
+	for _, n := range HeadNames {
+		isHead[n] = true
+	}
+	heads, err := c.ReadTensorsFunc(ctx, meta, func(n string) bool { return isHead[n] })
 	if err != nil {
 		return "", fmt.Errorf("models: %w", err)
 	}
-	h, err := tensorio.ReadSafetensorsHeader(r, r.Size())
-	if err != nil {
-		return "", fmt.Errorf("models: %s@%s: %s: %w", repo, commit, WeightsFile, err)
-	}
-	heads := map[string]tensorio.Tensor{}
-	for _, n := range HeadNames {
-		if _, ok := h.Tensors[n]; !ok {
-			continue
-		}
-		t, err := h.ReadTensor(r, n)
-		if err != nil {
-			return "", fmt.Errorf("models: %s@%s: %s: %w", repo, commit, WeightsFile, err)
-		}
-		heads[n] = t
-	}
 	if len(heads) == 0 {
-		return "", fmt.Errorf("models: %s@%s: %s has none of the heads (%s)", repo, commit, WeightsFile, strings.Join(HeadNames, ", "))
+		return "", fmt.Errorf("models: %s@%s: %s has none of the heads (%s)", repo, meta.Commit, WeightsFile, strings.Join(HeadNames, ", "))
 	}
-	meta2 := map[string]string{"format": "pt", "source": repo + "@" + commit + ":" + WeightsFile,
+	note := map[string]string{"format": "pt", "source": repo + "@" + meta.Commit + ":" + WeightsFile,
 		"note": "projection heads read by condition with HTTP range requests"}
-	p, err := cache.AddFile(repo, commit, HeadsFile, func(w io.Writer) error {
-		b, err := tensorio.EncodeSafetensors(heads, meta2)
+	p, err := cache.AddFile(repo, meta.Commit, HeadsFile, func(w io.Writer) error {
+		b, err := tensorio.EncodeSafetensors(heads, note)
 		if err != nil {
 			return err
 		}
@@ -624,18 +766,19 @@ func fetchHeads(ctx context.Context, c *hub.Client, repo, commit string, maxDown
 	if err != nil {
 		return "", fmt.Errorf("models: %w", err)
 	}
-	if c.Logger != nil {
-		c.Logger.Debug("heads read by range", "repo", repo, "requests", r.Requests.Load(), "bytes", r.Bytes.Load(), "of", r.Size())
-	}
 	return p, nil
 }
 
 // openWeights makes model.safetensors come from another model's heads.
 func (m *Model) openWeights(ctx context.Context, ref string, opts Options) error {
+	r, err := ParseRef(ref)
+	if err != nil {
+		return fmt.Errorf("models: weights: %w", err)
+	}
 	var p string
 	switch {
-	case isDir(ref):
-		p = filepath.Join(ref, WeightsFile)
+	case r.Dir != "":
+		p = filepath.Join(r.Dir, WeightsFile)
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("models: weights %s have no %s: %w", ref, WeightsFile, fs.ErrNotExist)
 		}
@@ -644,32 +787,24 @@ func (m *Model) openWeights(ctx context.Context, ref string, opts Options) error
 			return fmt.Errorf("models: %w", err)
 		}
 		p = abs
-	case hubRef.MatchString(ref):
-		r, err := hub.ParseRef(ref)
-		if err != nil {
-			return fmt.Errorf("models: %w", err)
-		}
+	case r.Hub.Repo != "":
 		c := m.hub
 		if c == nil {
 			c = HubClient(opts)
 		}
-		commit, err := c.Cache().Commit(r.Repo, r.Rev())
-		if err != nil || opts.Update {
-			if c.Offline {
-				return fmt.Errorf("models: HF_HUB_OFFLINE is set, and the weights %s@%s are not in the Hugging Face cache %s: %w", r.Repo, r.Rev(), c.CacheDir, hub.ErrOffline)
+		commit := ""
+		if !opts.Update || c.Offline {
+			if cm, err := c.Cache().Commit(r.Hub.Repo, r.Hub.Rev()); err == nil {
+				commit = cm
+			} else if c.Offline {
+				return fmt.Errorf("models: HF_HUB_OFFLINE is set, and the weights %s@%s are not in the Hugging Face cache %s: %w", r.Hub.Repo, r.Hub.Rev(), c.CacheDir, hub.ErrOffline)
 			}
-			meta, err := c.Metadata(ctx, r.Repo, r.Rev(), WeightsFile)
-			if err != nil {
-				return fmt.Errorf("models: weights %s: %w", ref, err)
-			}
-			c.Cache().WriteRef(r.Repo, r.Rev(), meta.Commit)
-			commit = meta.Commit
 		}
-		if p, err = fetchHeads(ctx, c, r.Repo, commit, opts.MaxWeightsDownload); err != nil {
+		if p, err = fetchHeads(ctx, c, r.Hub.Repo, r.Hub.Rev(), commit, opts.MaxWeightsDownload); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("models: weights %q: no such directory, and not a hub id of the form org/name[@revision]", ref)
+		return fmt.Errorf("models: weights %q: give a directory or org/name[@revision] with a %s", ref, WeightsFile)
 	}
 	m.extra[WeightsFile] = p
 	m.weights = ref
@@ -792,4 +927,37 @@ func (m *Model) Files() map[string]string {
 		}
 	}
 	return out
+}
+
+// WeightsHeader parses the header of the model's model.safetensors once: the
+// name, dtype, shape and byte range of every tensor, without reading the
+// tensors (for listing which heads a model has, and their shapes). A missing
+// file is an error naming the model that wraps fs.ErrNotExist.
+func (m *Model) WeightsHeader() (*tensorio.Header, error) {
+	f, err := m.fsys.Open(WeightsFile)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("models: model %s has no %s: %w", m.where(), WeightsFile, fs.ErrNotExist)
+		}
+		return nil, fmt.Errorf("models: model %s: %w", m.where(), err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("models: model %s: %s: %w", m.where(), WeightsFile, err)
+	}
+	ra, ok := f.(io.ReaderAt)
+	size := fi.Size()
+	if !ok {
+		b, err := io.ReadAll(f)
+		if err != nil {
+			return nil, fmt.Errorf("models: model %s: %s: %w", m.where(), WeightsFile, err)
+		}
+		ra, size = bytes.NewReader(b), int64(len(b))
+	}
+	h, err := tensorio.ReadSafetensorsHeader(ra, size)
+	if err != nil {
+		return nil, fmt.Errorf("models: model %s: %s: %w", m.where(), WeightsFile, err)
+	}
+	return h, nil
 }

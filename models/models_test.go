@@ -171,7 +171,8 @@ func TestWeights(t *testing.T) {
 }
 
 // repoFromDir makes a fake hub repository of a model folder's files (the
-// .onnx and .safetensors files as LFS files, the rest kept in git).
+// .onnx, .safetensors and external-data files as LFS files, the rest kept in
+// git).
 func repoFromDir(t *testing.T, dir string, extra map[string]string) map[string]hubtest.File {
 	t.Helper()
 	files := map[string]hubtest.File{}
@@ -180,7 +181,11 @@ func repoFromDir(t *testing.T, dir string, extra map[string]string) map[string]h
 		if err != nil {
 			t.Fatal(err)
 		}
-		files[name] = hubtest.File{Data: b, LFS: strings.HasSuffix(name, ".onnx") || strings.HasSuffix(name, ".safetensors")}
+		lfs := false
+		for _, suffix := range []string{".onnx", ".safetensors", ".onnx_data", ".data"} {
+			lfs = lfs || strings.HasSuffix(name, suffix)
+		}
+		files[name] = hubtest.File{Data: b, LFS: lfs}
 	}
 	for _, n := range []string{"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"} {
 		add(n, filepath.Join(dir, n))
@@ -217,11 +222,35 @@ func fakeHub(t *testing.T) *hubtest.Server {
 	})
 	// A PyTorch repository: configs and model.safetensors, no graphs.
 	pt := repoFromDir(t, tiny, map[string]string{"model.safetensors": filepath.Join(tiny, "model.safetensors")})
+	// Graphs keeping their initializers in side files (models/onnxgraph/testdata/external).
+	ext := filepath.Join("onnxgraph", "testdata", "external")
+	external := repoFromDir(t, tiny, map[string]string{
+		"onnx/text_model.onnx":        filepath.Join(ext, "text_model.onnx"),
+		"onnx/text_model.onnx.data":   filepath.Join(ext, "text_model.onnx.data"),
+		"onnx/vision_model.onnx":      filepath.Join(ext, "vision_model.onnx"),
+		"onnx/vision_model.onnx_data": filepath.Join(ext, "vision_model.onnx_data"),
+		// Another graph's data: not fetched for this model.
+		"onnx/model.onnx_data": filepath.Join(ext, "vision_model.onnx_data"),
+	})
+	noData := repoFromDir(t, tiny, map[string]string{
+		"onnx/text_model.onnx":   filepath.Join(onnx, "text_model.onnx"),
+		"onnx/vision_model.onnx": filepath.Join(ext, "vision_model.onnx"),
+	})
+	escape := repoFromDir(t, tiny, map[string]string{
+		"onnx/text_model.onnx":        filepath.Join(onnx, "text_model.onnx"),
+		"onnx/vision_model.onnx":      filepath.Join(ext, "escape.onnx"),
+		"onnx/vision_model.onnx_data": filepath.Join(ext, "vision_model.onnx_data"),
+	})
 	return hubtest.New(t, map[string]*hubtest.Repo{
 		"org/tinyclip": {Commits: map[string]map[string]hubtest.File{commitA: full}, Branches: map[string]string{"main": commitA}},
-		"org/onnx":     {Commits: map[string]map[string]hubtest.File{commitB: onnxOnly}, Branches: map[string]string{"main": commitB}},
-		"org/pooled":   {Commits: map[string]map[string]hubtest.File{commitB: pooled}, Branches: map[string]string{"main": commitB}},
-		"org/pt":       {Commits: map[string]map[string]hubtest.File{commitC: pt}, Branches: map[string]string{"main": commitC}},
+		"org/external": {Commits: map[string]map[string]hubtest.File{commitA: external}, Branches: map[string]string{"main": commitA}},
+		"org/nodata":   {Commits: map[string]map[string]hubtest.File{commitA: noData}, Branches: map[string]string{"main": commitA}},
+		"org/escape":   {Commits: map[string]map[string]hubtest.File{commitA: escape}, Branches: map[string]string{"main": commitA}},
+		"org/pr": {Commits: map[string]map[string]hubtest.File{commitB: onnxOnly, commitC: onnxOnly},
+			Branches: map[string]string{"main": commitB, "refs/pr/1": commitC}},
+		"org/onnx":   {Commits: map[string]map[string]hubtest.File{commitB: onnxOnly}, Branches: map[string]string{"main": commitB}},
+		"org/pooled": {Commits: map[string]map[string]hubtest.File{commitB: pooled}, Branches: map[string]string{"main": commitB}},
+		"org/pt":     {Commits: map[string]map[string]hubtest.File{commitC: pt}, Branches: map[string]string{"main": commitC}},
 	})
 }
 

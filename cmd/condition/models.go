@@ -136,28 +136,73 @@ func runModels(ctx context.Context, e *env, args []string) error {
 	return usagef("models: unknown subcommand %q (list, fetch, info, verify, expose, eval)", sub)
 }
 
-// knownModel is a CLIP export whose files were checked on its hub page.
+// knownModel is a CLIP export whose files were checked against stored
+// copies of its hub pages (see Source).
 type knownModel struct {
-	Ref      string   `json:"ref"`
-	Arch     string   `json:"arch"`
+	Ref      string   `json:"ref"`      // the repository with the ONNX graphs
+	Use      string   `json:"use"`      // the reference to give --model (graphs+heads when the heads are verified)
+	Arch     string   `json:"arch"`     // what it is
 	Variants []string `json:"variants"` // graph suffixes present ("" = plain)
-	Outputs  string   `json:"outputs"`  // what the split graphs output, when known
-	Heads    string   `json:"heads"`    // where the projection heads come from
-	Source   string   `json:"source"`   // where the file list was seen
+	Outputs  string   `json:"outputs"`  // what the split graphs output, and how that is known
+	Heads    string   `json:"heads"`    // where the projection heads come from, and how that is known
+	Source   string   `json:"source"`   // where the file lists were seen, and what they listed
 }
 
-// knownModels lists only what was verified against the repository's file
-// listing; see Source. Add an entry only after checking its files.
+// knownModels lists only what was verified against a repository's file
+// listing as stored by the search tool (hub pages, model cards, public code
+// that names the files); Source says where, and fields that could not be
+// verified say so. Commits are the ones the pages showed, never guessed.
 var knownModels = []knownModel{
 	{
 		Ref:      "Xenova/clip-vit-base-patch32",
+		Use:      "Xenova/clip-vit-base-patch32+openai/clip-vit-base-patch32@refs/pr/66",
 		Arch:     "ViT-B/32 (openai/clip-vit-base-patch32 exported for Transformers.js)",
 		Variants: []string{"", "fp16", "quantized"},
-		Outputs:  "not checked here: run `condition models info` after fetching; pooled-only graphs need `condition models expose`",
-		Heads:    "none in the repository (ONNX only): give heads with +<repo with model.safetensors>",
+		Outputs: "expected pooled only, not verified on these graphs: the Transformers.js recipe for split CLIP graphs " +
+			"(github.com/xenova/transformers.js scripts/extra/clip.py at a528d1ba62039e4722f8ae213bd84d51c18b02b4) exports " +
+			"text_embeds and image_embeds only; `condition models info` shows the outputs, `condition models expose` adds last_hidden_state",
+		Heads: "none in the repository (ONNX only). openai/clip-vit-base-patch32 has no model.safetensors on main " +
+			"(HEAD .../resolve/main/model.safetensors answered 404 at main = 3d74acf9a28c67741b2f4f2ea7635f0aaf6f0268) but has one on its " +
+			"pull-request branch refs/pr/66 (HEAD answered 302, 605 MB, loaded by transformers as CLIPModel), seen in a transformers " +
+			"download log of 2026-05-01 in the public code index; a pull-request branch may move or go away",
 		Source: "https://huggingface.co/Xenova/clip-vit-base-patch32/tree/4c1807b705b1d015fb032789cc4d221b23025a6f/onnx " +
 			"lists text_model.onnx (254 MB), vision_model.onnx (352 MB), text_model_fp16.onnx, vision_model_fp16.onnx, " +
 			"text_model_quantized.onnx, vision_model_quantized.onnx, model*.onnx",
+	},
+	{
+		Ref:      "Xenova/clip-vit-base-patch16",
+		Use:      "Xenova/clip-vit-base-patch16",
+		Arch:     "ViT-B/16 (openai/clip-vit-base-patch16 exported for Transformers.js)",
+		Variants: []string{"", "fp16", "quantized"},
+		Outputs: "expected pooled only, not verified on these graphs (same Transformers.js recipe as ViT-B/32; its pull request " +
+			"github.com/huggingface/transformers.js/pull/227 converts openai/clip-vit-base-patch16 with --split_modalities)",
+		Heads: "not verified: none in the repository, and no model.safetensors of openai/clip-vit-base-patch16 was seen " +
+			"(the public scripts found fetch its pytorch_model.bin; heads are read from model.safetensors only). Without heads " +
+			"the joint space is unavailable; give +<folder or repo with a CLIPModel model.safetensors> once one is verified",
+		Source: "https://huggingface.co/Xenova/clip-vit-base-patch16/tree/main/onnx (page at commit 9a1940e) lists " +
+			"text_model.onnx (254 MB), vision_model.onnx (345 MB), text_model_fp16.onnx, vision_model_fp16.onnx, " +
+			"text_model_quantized.onnx, vision_model_quantized.onnx, model.onnx, model_fp16.onnx, model_quantized.onnx; " +
+			"https://huggingface.co/Xenova/clip-vit-base-patch16/tree/b01c87eccb2e8b873032357982abe0cd80b778cf lists config.json, " +
+			"preprocessor_config.json, tokenizer.json, tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt",
+	},
+	{
+		Ref:      "Xenova/clip-vit-large-patch14",
+		Use:      "Xenova/clip-vit-large-patch14+openai/clip-vit-large-patch14",
+		Arch:     "ViT-L/14 (openai/clip-vit-large-patch14 with ONNX weights for Transformers.js, per its model card)",
+		Variants: []string{"", "fp16", "quantized"},
+		Outputs:  "expected pooled only, not verified on these graphs (the Transformers.js recipe for split CLIP graphs)",
+		Heads: "openai/clip-vit-large-patch14 model.safetensors (1.71 GB, read by ranges). Its presence on main is seen in public " +
+			"scripts that download https://huggingface.co/openai/clip-vit-large-patch14/resolve/main/model.safetensors (one fetches " +
+			"13 files from main: config.json, flax_model.msgpack, merges.txt, model.safetensors, preprocessor_config.json, " +
+			"pytorch_model.bin, special_tokens_map.json, tf_model.h5, tokenizer.json, tokenizer_config.json, vocab.json, " +
+			".gitattributes, README.md); copies marked \"Duplicate from openai/clip-vit-large-patch14\" hold it with sha256 " +
+			"a2bf730a0c7debf160f7a6b50b3aaf3703e7e88ac73de7a314903141db026dcb (https://huggingface.co/Fluf22/openai-clip-large/blob/main/model.safetensors); " +
+			"openai's own file page was not seen",
+		Source: "https://huggingface.co/Xenova/clip-vit-large-patch14/tree/main/onnx (page at commit cb711f7) lists " +
+			"text_model.onnx (495 MB), vision_model.onnx (1.22 GB), text_model_fp16.onnx, vision_model_fp16.onnx, " +
+			"text_model_quantized.onnx, vision_model_quantized.onnx, model.onnx, model_fp16.onnx, model_quantized.onnx; " +
+			"https://huggingface.co/Xenova/clip-vit-large-patch14/blob/main/vocab.json exists; the top-level list " +
+			"(config.json, preprocessor and tokenizer files) was not seen: not verified",
 	},
 }
 
@@ -190,7 +235,8 @@ func runModelsList(e *env, args []string) error {
 				}
 				vs[i] = v
 			}
-			fmt.Fprintf(e.Stdout, "%s\n  %s\n  variants: %s\n  outputs: %s\n  heads: %s\n  checked: %s\n", k.Ref, k.Arch, strings.Join(vs, ", "), k.Outputs, k.Heads, k.Source)
+			fmt.Fprintf(e.Stdout, "%s\n  %s\n  use:      --model %s\n  variants: %s\n  outputs:  %s\n  heads:    %s\n  checked:  %s\n",
+				k.Ref, k.Arch, k.Use, strings.Join(vs, ", "), k.Outputs, k.Heads, k.Source)
 		}
 		return nil
 	}
@@ -280,9 +326,12 @@ func runModelsRef(ctx context.Context, e *env, sub string, args []string) error 
 	if sub == "verify" {
 		return runModelsVerify(e, ref, o)
 	}
-	if sub == "info" && !o.Offline && !strings.Contains(ref, "+") {
-		// info reads what is there; it fetches nothing unless asked (models fetch).
-		o.Offline = true
+	if sub == "info" && !o.Offline {
+		// info reads what is there; it fetches nothing unless asked (models
+		// fetch), except the heads of a <graphs>+<weights> reference.
+		if _, weights, err := models.SplitRef(ref); err == nil && weights == "" {
+			o.Offline = true
+		}
 	}
 	m, err := models.OpenContext(ctx, ref, o.options(e))
 	if err != nil {
@@ -394,10 +443,22 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	}
 	info["graphs"] = graphs
 	var heads []string
+	shapes := map[string][]int{}
 	if m.Has(models.WeightsFile) {
-		heads = presentHeads(m)
+		h, err := m.WeightsHeader() // parsed once for every head
+		if err != nil {
+			info["heads_error"] = err.Error()
+		} else {
+			for _, n := range models.HeadNames {
+				if t, ok := h.Tensors[n]; ok {
+					heads = append(heads, n)
+					shapes[n] = t.Shape
+				}
+			}
+		}
 	}
 	info["heads"] = heads
+	info["head_shapes"] = shapes
 	if asJSON {
 		return writeJSONIndent(e.Stdout, info)
 	}
@@ -443,21 +504,17 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		}
 	}
 	if len(heads) > 0 {
-		fmt.Fprintf(out, "heads:    %s\n", strings.Join(heads, ", "))
+		hs := make([]string, len(heads))
+		for i, n := range heads {
+			hs[i] = fmt.Sprintf("%s %v", n, shapes[n])
+		}
+		fmt.Fprintf(out, "heads:    %s\n", strings.Join(hs, ", "))
+	} else if e, ok := info["heads_error"]; ok {
+		fmt.Fprintf(out, "heads:    unreadable: %s\n", e)
 	} else {
 		fmt.Fprintf(out, "heads:    none (the joint space needs them: add +<model with model.safetensors> to the reference)\n")
 	}
 	return nil
-}
-
-func presentHeads(m *models.Model) []string {
-	var out []string
-	for _, n := range models.HeadNames {
-		if _, err := m.ReadWeights(n); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // runModelsVerify re-hashes a cached hub model, or checks that a model
@@ -470,8 +527,15 @@ func runModelsVerify(e *env, ref string, o modelFlags) error {
 		OK     bool        `json:"ok"`
 	}
 	res := result{Ref: ref, OK: true}
-	graphRef, _, _ := strings.Cut(ref, "+")
-	if r, err := hub.ParseRef(graphRef); err == nil && !dirExists(graphRef) {
+	graphRef, _, err := models.SplitRef(ref)
+	if err != nil {
+		return err
+	}
+	mr, err := models.ParseRef(graphRef)
+	if err != nil {
+		return err
+	}
+	if r := mr.Hub; r.Repo != "" {
 		dir := o.HubCache
 		if dir == "" {
 			dir = hub.CacheDirFromEnv()
@@ -545,9 +609,4 @@ func runModelsVerify(e *env, ref string, o modelFlags) error {
 		return exitError{code: exitFailed, msg: "verify: some files do not match their hashes (delete them from the cache and fetch again)"}
 	}
 	return nil
-}
-
-func dirExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/hub"
 	"github.com/conditionhq/condition/models/hub/hubtest"
 )
 
@@ -42,9 +45,14 @@ func fakeModelHub(t *testing.T) (srv *hubtest.Server, cache string) {
 	full := files(filepath.Join(tinyDir, "onnx", "text_model.onnx"), filepath.Join(tinyDir, "onnx", "vision_model.onnx"))
 	full["model.safetensors"] = hubtest.File{Data: read(filepath.Join(tinyDir, "model.safetensors")), LFS: true}
 	pooled := files("../../testdata/hub/pooled_only/text_model.onnx", filepath.Join(tinyDir, "onnx", "pooled_only", "vision_model.onnx"))
+	ext := filepath.Join("..", "..", "models", "onnxgraph", "testdata", "external")
+	external := files(filepath.Join(ext, "text_model.onnx"), filepath.Join(ext, "vision_model.onnx"))
+	external["onnx/text_model.onnx.data"] = hubtest.File{Data: read(filepath.Join(ext, "text_model.onnx.data")), LFS: true}
+	external["onnx/vision_model.onnx_data"] = hubtest.File{Data: read(filepath.Join(ext, "vision_model.onnx_data")), LFS: true}
 	commit := strings.Repeat("c0", 20)
 	srv = hubtest.New(t, map[string]*hubtest.Repo{
 		"org/tinyclip": {Commits: map[string]map[string]hubtest.File{commit: full}, Branches: map[string]string{"main": commit}},
+		"org/external": {Commits: map[string]map[string]hubtest.File{commit: external}, Branches: map[string]string{"main": commit}},
 		"org/pooled":   {Commits: map[string]map[string]hubtest.File{commit: pooled}, Branches: map[string]string{"main": commit}},
 	})
 	cache = t.TempDir()
@@ -146,5 +154,119 @@ func TestModelsErrors(t *testing.T) {
 	code, out, _ := modelsRun(t, "models", "list", "--known")
 	if code != 0 || !strings.Contains(out, "Xenova/clip-vit-base-patch32") {
 		t.Errorf("list --known: %d %s", code, out)
+	}
+}
+
+// TestKnownModels checks the invariants of the known-model list: every
+// entry says where its files were seen, its references parse as hub ids
+// (the graphs repository, and the one to give --model), and what could not
+// be verified says so rather than being left blank.
+func TestKnownModels(t *testing.T) {
+	if len(knownModels) < 3 {
+		t.Fatalf("%d known models, want ViT-B/32, B/16 and L/14 at least", len(knownModels))
+	}
+	seen := map[string]bool{}
+	for _, k := range knownModels {
+		if seen[k.Ref] {
+			t.Errorf("%s listed twice", k.Ref)
+		}
+		seen[k.Ref] = true
+		if r, err := hub.ParseRef(k.Ref); err != nil || r.Revision != "" {
+			t.Errorf("%s: Ref %v (want org/name)", k.Ref, err)
+		}
+		if !strings.Contains(k.Source, "https://") || len(k.Source) < 40 {
+			t.Errorf("%s: Source %q does not say where the file list was seen", k.Ref, k.Source)
+		}
+		if k.Arch == "" || k.Outputs == "" || k.Heads == "" {
+			t.Errorf("%s: blank fields (write \"not verified\" instead): %+v", k.Ref, k)
+		}
+		graphs, weights, err := models.SplitRef(k.Use)
+		if err != nil {
+			t.Errorf("%s: Use %q: %v", k.Ref, k.Use, err)
+			continue
+		}
+		if graphs != k.Ref {
+			t.Errorf("%s: Use %q takes its graphs from %q", k.Ref, k.Use, graphs)
+		}
+		if weights != "" {
+			if r, err := models.ParseRef(weights); err != nil || r.Hub.Repo == "" {
+				t.Errorf("%s: heads %q are not a hub id: %v", k.Ref, weights, err)
+			}
+		} else if !strings.Contains(k.Heads, "not verified") {
+			t.Errorf("%s: no heads in Use, and Heads does not say \"not verified\": %q", k.Ref, k.Heads)
+		}
+		if len(k.Variants) == 0 || k.Variants[0] != "" {
+			t.Errorf("%s: variants %q (the plain graphs first)", k.Ref, k.Variants)
+		}
+		for _, v := range k.Variants[1:] {
+			if !strings.Contains(k.Source, "_"+v+".onnx") {
+				t.Errorf("%s: variant %q not in the file list of Source", k.Ref, v)
+			}
+		}
+	}
+	code, out, errs := modelsRun(t, "models", "list", "--known", "--json")
+	var list []knownModel
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != len(knownModels) || list[1].Use == "" {
+		t.Errorf("list --known --json: exit %d %s %s", code, out, errs)
+	}
+}
+
+// TestModelsInfoHeads: info lists the heads with their shapes (read from one
+// parse of the safetensors header), as the reference checkpoint has them.
+func TestModelsInfoHeads(t *testing.T) {
+	code, out, errs := modelsRun(t, "models", "info", tinyDir, "--json")
+	var info struct {
+		Heads      []string         `json:"heads"`
+		HeadShapes map[string][]int `json:"head_shapes"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &info) != nil {
+		t.Fatalf("info: exit %d %s %s", code, out, errs)
+	}
+	// Shapes in testdata/tinyclip/model.safetensors's header as Python's json
+	// module reads it (projection_dim 16, text width 32, vision width 24;
+	// logit_scale stored as [1]).
+	want := map[string][]int{"text_projection.weight": {16, 32}, "visual_projection.weight": {16, 24},
+		"vision_model.post_layernorm.weight": {24}, "vision_model.post_layernorm.bias": {24}, "logit_scale": {1}}
+	if len(info.Heads) != len(want) {
+		t.Errorf("heads %v", info.Heads)
+	}
+	for n, s := range want {
+		if fmt.Sprint(info.HeadShapes[n]) != fmt.Sprint(s) {
+			t.Errorf("%s: shape %v, want %v", n, info.HeadShapes[n], s)
+		}
+	}
+	code, out, _ = modelsRun(t, "models", "info", tinyDir)
+	if code != 0 || !strings.Contains(out, "text_projection.weight [16 32]") {
+		t.Errorf("info text: %s", out)
+	}
+}
+
+// TestModelsFetchExternalData: fetching a model whose graphs keep their
+// weights in side files brings those files into the snapshot, and info
+// names them.
+func TestModelsFetchExternalData(t *testing.T) {
+	_, cache := fakeModelHub(t)
+	code, out, errs := modelsRun(t, "models", "fetch", "org/external", "--json")
+	if code != 0 {
+		t.Fatalf("fetch: exit %d %s", code, errs)
+	}
+	var info struct {
+		Graphs map[string]struct {
+			External []string `json:"external_data"`
+		} `json:"graphs"`
+	}
+	if json.Unmarshal([]byte(out), &info) != nil || strings.Join(info.Graphs["onnx/vision_model.onnx"].External, ",") != "vision_model.onnx_data" ||
+		strings.Join(info.Graphs["onnx/text_model.onnx"].External, ",") != "text_model.onnx.data" {
+		t.Errorf("fetch: %s", out)
+	}
+	snap := filepath.Join(cache, "models--org--external", "snapshots", strings.Repeat("c0", 20), "onnx")
+	for _, f := range []string{"vision_model.onnx_data", "text_model.onnx.data"} {
+		if _, err := os.Stat(filepath.Join(snap, f)); err != nil {
+			t.Errorf("%s not beside its graph: %v", f, err)
+		}
+	}
+	code, out, errs = modelsRun(t, "models", "verify", "org/external")
+	if code != 0 || !strings.Contains(out, "onnx/vision_model.onnx_data") {
+		t.Errorf("verify: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -290,11 +290,20 @@ func (c *Client) Download(ctx context.Context, repo, revision, file string) (*Fi
 		}
 		return nil, err
 	}
-	return c.fetch(ctx, meta)
+	return c.Fetch(ctx, meta)
 }
 
-// fetch puts the file meta describes into the cache.
-func (c *Client) fetch(ctx context.Context, meta *FileMeta) (*File, error) {
+// Fetch puts the file meta describes (as Metadata returned it) into the
+// cache, without asking the hub about it again: the caller that already made
+// the HEAD request for a file, to learn its size or commit, reuses it here.
+// A blob already in the cache is linked, not downloaded.
+func (c *Client) Fetch(ctx context.Context, meta *FileMeta) (*File, error) {
+	if meta == nil || !IsCommit(meta.Commit) || meta.ETag == "" || meta.Location == "" {
+		return nil, errors.New("hub: Fetch needs the metadata of a file as Metadata returns it")
+	}
+	if c.Offline {
+		return nil, fmt.Errorf("hub: %s@%s: %s: HF_HUB_OFFLINE forbids downloading: %w", meta.Repo, meta.Revision, meta.File, ErrOffline)
+	}
 	cache := c.Cache()
 	repo := meta.Repo
 	if err := cache.WriteRef(repo, meta.Revision, meta.Commit); err != nil {

@@ -193,24 +193,38 @@ func (r Ref) Rev() string {
 }
 
 var (
-	repoRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-	revRE    = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_./-]*$`)
-	commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	namePartRE = regexp.MustCompile(`^[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$`)
+	revRE      = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_./-]*$`)
+	commitRE   = regexp.MustCompile(`^[0-9a-f]{40}$`)
 )
 
 // IsCommit reports whether rev is a full commit hash (40 lowercase hex digits).
 func IsCommit(rev string) bool { return commitRE.MatchString(rev) }
 
-// ParseRef parses "org/name" or "org/name@revision".
+// ParseRef parses a hub reference, "org/name" or "org/name@revision". It is
+// the one authority on what a hub reference is; callers that also accept
+// directories look on disk first.
+//
+// org and name follow the hub's rules for repository ids: letters, digits,
+// '_', '-' and '.', at most 96 characters, neither starting nor ending with
+// '-' or '.', and no "--" or ".." (the cache folder models--org--name
+// could not be read back otherwise). The revision is a branch, tag or
+// commit, and may hold slashes (refs/pr/1, refs/convert/parquet), but no
+// empty, "." or ".." element: it names a file under refs/ in the cache.
 func ParseRef(s string) (Ref, error) {
 	repo, rev, hasRev := strings.Cut(s, "@")
-	if !repoRE.MatchString(repo) || strings.Contains(repo, "..") || strings.HasSuffix(repo, ".") {
-		return Ref{}, fmt.Errorf("hub: %q is not a hub id of the form org/name[@revision]", s)
+	org, name, ok := strings.Cut(repo, "/")
+	if !ok || !validNamePart(org) || !validNamePart(name) {
+		return Ref{}, fmt.Errorf("hub: %q is not a hub id of the form org/name[@revision] (org and name: letters, digits, '_', '-', '.', at most 96)", s)
 	}
-	if hasRev && (!revRE.MatchString(rev) || strings.Contains(rev, "..") || strings.HasSuffix(rev, "/")) {
-		return Ref{}, fmt.Errorf("hub: %q: bad revision %q (a branch, tag or commit)", s, rev)
+	if hasRev && (!revRE.MatchString(rev) || checkFile(rev) != nil) {
+		return Ref{}, fmt.Errorf("hub: %q: bad revision %q (a branch, tag or commit, such as main, v1.0, refs/pr/1)", s, rev)
 	}
 	return Ref{Repo: repo, Revision: rev}, nil
+}
+
+func validNamePart(s string) bool {
+	return len(s) <= 96 && namePartRE.MatchString(s) && !strings.Contains(s, "--") && !strings.Contains(s, "..")
 }
 
 // checkFile checks a path inside a repository: relative, slash-separated,

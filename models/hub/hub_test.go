@@ -436,6 +436,59 @@ func TestReadTensors(t *testing.T) {
 	}
 }
 
+// TestReadTensorsFunc reads the tensors a filter keeps from metadata the
+// caller already has: no second HEAD request.
+func TestReadTensorsFunc(t *testing.T) {
+	st, err := tensorio.EncodeSafetensors(map[string]tensorio.Tensor{
+		"big":                    tensorio.F32([]int{1 << 18}, make([]float32, 1<<18)),
+		"text_projection.weight": tensorio.F32([]int{2, 3}, []float32{1, 2, 3, 4, 5, 6}),
+		"logit_scale":            tensorio.F32([]int{}, []float32{2.5}),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := hubtest.New(t, map[string]*hubtest.Repo{"org/pt": {
+		Commits:  map[string]map[string]hubtest.File{commit1: {"model.safetensors": {Data: st, LFS: true}}},
+		Branches: map[string]string{"main": commit1},
+	}})
+	c := &hub.Client{Endpoint: srv.URL(), CacheDir: t.TempDir()}
+	ctx := context.Background()
+	meta, err := c.Metadata(ctx, "org/pt", "main", "model.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ReadTensorsFunc(ctx, meta, func(n string) bool { return n != "big" && n != "missing" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["logit_scale"].Shape == nil {
+		t.Errorf("tensors %v", got)
+	}
+	if n := count(srv.Requests(), "hub", "HEAD"); n != 1 {
+		t.Errorf("%d HEAD requests, want 1 (Metadata's)", n)
+	}
+	// Fetch reuses the metadata too.
+	srv.Reset()
+	f, err := c.Fetch(ctx, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(f.Path); !bytes.Equal(b, st) || !f.Downloaded || f.Commit != commit1 {
+		t.Errorf("Fetch: %+v", f)
+	}
+	reqs := srv.Requests()
+	if count(reqs, "hub", "HEAD") != 0 || count(reqs, "cdn", "GET") != 1 {
+		t.Errorf("Fetch made %+v", reqs)
+	}
+	if _, err := c.Fetch(ctx, &hub.FileMeta{Repo: "org/pt"}); err == nil {
+		t.Error("Fetch of empty metadata: no error")
+	}
+	c.Offline = true
+	if _, err := c.ReadTensorsFunc(ctx, meta, func(string) bool { return true }); !errors.Is(err, hub.ErrOffline) {
+		t.Errorf("offline ReadTensorsFunc: %v", err)
+	}
+}
+
 func TestListFiles(t *testing.T) {
 	f := newFixture(t)
 	c := f.client()
@@ -449,14 +502,26 @@ func TestListFiles(t *testing.T) {
 }
 
 func TestParseRefAndEnv(t *testing.T) {
-	for _, ok := range []string{"org/name", "org/name@main", "openai/clip-vit-base-patch32@" + commit1, "a/b@refs/pr/1", "Xenova/clip-vit-base-patch16@v1.0"} {
-		if _, err := hub.ParseRef(ok); err != nil {
-			t.Errorf("ParseRef(%q): %v", ok, err)
+	for ok, want := range map[string]hub.Ref{
+		"org/name":      {Repo: "org/name"},
+		"org/name@main": {Repo: "org/name", Revision: "main"},
+		"openai/clip-vit-base-patch32@" + commit1: {Repo: "openai/clip-vit-base-patch32", Revision: commit1},
+		"a/b@refs/pr/1":                         {Repo: "a/b", Revision: "refs/pr/1"},
+		"Xenova/clip-vit-base-patch16@v1.0":     {Repo: "Xenova/clip-vit-base-patch16", Revision: "v1.0"},
+		"laion/CLIP-ViT-B-32-laion2B-s34B-b79K": {Repo: "laion/CLIP-ViT-B-32-laion2B-s34B-b79K"},
+		"_org/n_@refs/convert/parquet":          {Repo: "_org/n_", Revision: "refs/convert/parquet"},
+		"o/" + strings.Repeat("n", 96):          {Repo: "o/" + strings.Repeat("n", 96)},
+	} {
+		if r, err := hub.ParseRef(ok); err != nil || r != want {
+			t.Errorf("ParseRef(%q) = %+v, %v; want %+v", ok, r, err, want)
 		}
 	}
-	for _, bad := range []string{"", "name", "org/name/x", "../x/y", "org/..", "org/name@", "org/name@../x", "org/name@a b"} {
-		if _, err := hub.ParseRef(bad); err == nil {
-			t.Errorf("ParseRef(%q): no error", bad)
+	for _, bad := range []string{"", "name", "org/name/x", "../x/y", "org/..", "org/name@", "org/name@../x", "org/name@a b",
+		"/org/name", "org/", "/name", "org/na--me", "o--rg/name", "org/na..me", "org/.name", "org/name.", "org/-name", "org/name-",
+		"org/" + strings.Repeat("n", 97), "org/name@-x", "org/name@refs//pr", "org/name@refs/pr/", "org/name@.", "org/name@a/./b",
+		"org/name@main@v1", "org/na me", "org/name+org/pt"} {
+		if r, err := hub.ParseRef(bad); err == nil {
+			t.Errorf("ParseRef(%q) = %+v: no error", bad, r)
 		}
 	}
 	home := t.TempDir()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"sync/atomic"
 
 	"github.com/conditionhq/condition/tensorio"
@@ -29,8 +30,21 @@ func (c *Client) OpenRemote(ctx context.Context, repo, revision, file string) (*
 	if err != nil {
 		return nil, err
 	}
+	return c.OpenRemoteMeta(ctx, meta)
+}
+
+// OpenRemoteMeta returns a reader by ranges of the file meta describes (as
+// Metadata returned it), without asking the hub about it again. ctx bounds
+// every read.
+func (c *Client) OpenRemoteMeta(ctx context.Context, meta *FileMeta) (*Remote, error) {
+	if meta == nil || meta.Location == "" {
+		return nil, fmt.Errorf("hub: OpenRemoteMeta needs the metadata of a file as Metadata returns it")
+	}
+	if c.Offline {
+		return nil, fmt.Errorf("hub: %s@%s: %s: HF_HUB_OFFLINE forbids reading from the hub: %w", meta.Repo, meta.Revision, meta.File, ErrOffline)
+	}
 	if meta.Size < 0 {
-		return nil, fmt.Errorf("hub: %s@%s: %s: the hub did not say how large the file is, so it cannot be read by ranges", repo, revision, file)
+		return nil, fmt.Errorf("hub: %s@%s: %s: the hub did not say how large the file is, so it cannot be read by ranges", meta.Repo, meta.Revision, meta.File)
 	}
 	return &Remote{c: c, ctx: ctx, meta: meta}, nil
 }
@@ -88,30 +102,71 @@ func (r *Remote) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // ReadTensors reads the named tensors out of a safetensors file on the hub
-// with range requests: 8 bytes for the header length, the header, then one
-// request per tensor. A checkpoint of hundreds of megabytes is not
-// downloaded for a few heads. It returns the tensors and the file's metadata
-// (its commit among them).
+// with range requests: one HEAD request for the file's metadata, then 8
+// bytes for the header length, the header, and one request per tensor. A
+// checkpoint of hundreds of megabytes is not downloaded for a few heads. A
+// name the file lacks is an error. It returns the tensors and the file's
+// metadata (its commit among them).
 func (c *Client) ReadTensors(ctx context.Context, repo, revision, file string, names []string) (map[string]tensorio.Tensor, *FileMeta, error) {
-	r, err := c.OpenRemote(ctx, repo, revision, file)
+	meta, err := c.Metadata(ctx, repo, revision, file)
 	if err != nil {
 		return nil, nil, err
 	}
+	out, err := c.readTensors(ctx, meta, func(h *tensorio.Header) ([]string, error) {
+		for _, n := range names {
+			if _, ok := h.Tensors[n]; !ok {
+				return nil, fmt.Errorf("hub: %s@%s: %s has no tensor %s", repo, revision, file, n)
+			}
+		}
+		return names, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, meta, nil
+}
+
+// ReadTensorsFunc reads, from the safetensors file meta describes (as
+// Metadata returned it, so with no further HEAD request), the tensors whose
+// names keep accepts, with range requests: the header, then one request per
+// tensor. Tensors the file lacks are simply not in the result.
+func (c *Client) ReadTensorsFunc(ctx context.Context, meta *FileMeta, keep func(name string) bool) (map[string]tensorio.Tensor, error) {
+	return c.readTensors(ctx, meta, func(h *tensorio.Header) ([]string, error) {
+		var names []string
+		for n := range h.Tensors {
+			if keep(n) {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		return names, nil
+	})
+}
+
+// readTensors reads the header of meta's file, asks pick which tensors to
+// read, and reads them.
+func (c *Client) readTensors(ctx context.Context, meta *FileMeta, pick func(*tensorio.Header) ([]string, error)) (map[string]tensorio.Tensor, error) {
+	r, err := c.OpenRemoteMeta(ctx, meta)
+	if err != nil {
+		return nil, err
+	}
 	h, err := tensorio.ReadSafetensorsHeader(r, r.Size())
 	if err != nil {
-		return nil, nil, fmt.Errorf("hub: %s@%s: %s: %w", repo, revision, file, err)
+		return nil, fmt.Errorf("hub: %s@%s: %s: %w", meta.Repo, meta.Revision, meta.File, err)
+	}
+	names, err := pick(h)
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string]tensorio.Tensor, len(names))
 	for _, n := range names {
-		if _, ok := h.Tensors[n]; !ok {
-			return nil, nil, fmt.Errorf("hub: %s@%s: %s has no tensor %s", repo, revision, file, n)
-		}
 		t, err := h.ReadTensor(r, n)
 		if err != nil {
-			return nil, nil, fmt.Errorf("hub: %s@%s: %s: %w", repo, revision, file, err)
+			return nil, fmt.Errorf("hub: %s@%s: %s: %w", meta.Repo, meta.Revision, meta.File, err)
 		}
 		out[n] = t
 	}
-	c.log().Debug("read tensors by range", "repo", repo, "file", file, "requests", r.Requests.Load(), "bytes", r.Bytes.Load(), "size", r.Size())
-	return out, r.meta, nil
+	c.log().Debug("read tensors by range", "repo", meta.Repo, "file", meta.File, "tensors", len(out),
+		"requests", r.Requests.Load(), "bytes", r.Bytes.Load(), "size", r.Size())
+	return out, nil
 }

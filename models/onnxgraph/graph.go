@@ -459,7 +459,8 @@ func (g *Graph) Output(name string) (ValueInfo, bool) {
 }
 
 // ExternalFiles returns the files (relative to the model's folder) that hold
-// the data of initializers stored outside the model, in order of first use.
+// the data of initializers stored outside the model, sorted, each once (as
+// ExternalDataFiles finds them without parsing the whole model).
 func (m *Model) ExternalFiles() []string {
 	seen := map[string]bool{}
 	var out []string
@@ -469,6 +470,7 @@ func (m *Model) ExternalFiles() []string {
 			out = append(out, t.Location)
 		}
 	}
+	sortStrings(out)
 	return out
 }
 

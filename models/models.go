@@ -934,30 +934,43 @@ func (m *Model) Files() map[string]string {
 // tensors (for listing which heads a model has, and their shapes). A missing
 // file is an error naming the model that wraps fs.ErrNotExist.
 func (m *Model) WeightsHeader() (*tensorio.Header, error) {
+	_, h, closeFn, err := m.weightsFile()
+	if err != nil {
+		return nil, err
+	}
+	closeFn()
+	return h, nil
+}
+
+// weightsFile opens model.safetensors and reads its header; the caller
+// reads tensors through ra and then calls closeFn.
+func (m *Model) weightsFile() (ra io.ReaderAt, h *tensorio.Header, closeFn func(), err error) {
 	f, err := m.fsys.Open(WeightsFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("models: model %s has no %s: %w", m.where(), WeightsFile, fs.ErrNotExist)
+			return nil, nil, nil, fmt.Errorf("models: model %s has no %s: %w", m.where(), WeightsFile, fs.ErrNotExist)
 		}
-		return nil, fmt.Errorf("models: model %s: %w", m.where(), err)
+		return nil, nil, nil, fmt.Errorf("models: model %s: %w", m.where(), err)
 	}
-	defer f.Close()
+	fail := func(err error) (io.ReaderAt, *tensorio.Header, func(), error) {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("models: model %s: %s: %w", m.where(), WeightsFile, err)
+	}
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("models: model %s: %s: %w", m.where(), WeightsFile, err)
+		return fail(err)
 	}
 	ra, ok := f.(io.ReaderAt)
 	size := fi.Size()
 	if !ok {
 		b, err := io.ReadAll(f)
 		if err != nil {
-			return nil, fmt.Errorf("models: model %s: %s: %w", m.where(), WeightsFile, err)
+			return fail(err)
 		}
 		ra, size = bytes.NewReader(b), int64(len(b))
 	}
-	h, err := tensorio.ReadSafetensorsHeader(ra, size)
-	if err != nil {
-		return nil, fmt.Errorf("models: model %s: %s: %w", m.where(), WeightsFile, err)
+	if h, err = tensorio.ReadSafetensorsHeader(ra, size); err != nil {
+		return fail(err)
 	}
-	return h, nil
+	return ra, h, func() { f.Close() }, nil
 }

@@ -1,10 +1,8 @@
 package models
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 
@@ -16,32 +14,11 @@ import (
 // access (files on disk and embedded files do). A missing file or tensor is
 // an error naming it and the model; a missing file wraps fs.ErrNotExist.
 func (m *Model) ReadWeights(names ...string) (map[string]tensorio.Tensor, error) {
-	f, err := m.fsys.Open(WeightsFile)
+	ra, h, closeFn, err := m.weightsFile()
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("models: model %s has no %s: %w", m.where(), WeightsFile, fs.ErrNotExist)
-		}
-		return nil, fmt.Errorf("models: model %s: %w", m.where(), err)
+		return nil, err
 	}
-	defer f.Close()
-	var ra io.ReaderAt
-	size := int64(-1)
-	if fi, err := f.Stat(); err == nil {
-		size = fi.Size()
-	}
-	if r, ok := f.(io.ReaderAt); ok {
-		ra = r
-	} else {
-		b, err := io.ReadAll(f)
-		if err != nil {
-			return nil, fmt.Errorf("models: model %s: %s: %w", m.where(), WeightsFile, err)
-		}
-		ra, size = bytes.NewReader(b), int64(len(b))
-	}
-	h, err := tensorio.ReadSafetensorsHeader(ra, size)
-	if err != nil {
-		return nil, fmt.Errorf("models: model %s: %s: %w", m.where(), WeightsFile, err)
-	}
+	defer closeFn()
 	out := make(map[string]tensorio.Tensor, len(names))
 	for _, n := range names {
 		if _, ok := h.Tensors[n]; !ok {

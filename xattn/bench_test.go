@@ -118,6 +118,29 @@ func TestPoolPhases(t *testing.T) {
 	}
 }
 
+// TestPoolLateWake delays do between publishing a phase and waking the
+// parked workers, long enough for them to see the phase by polling, run
+// all of it and park again: the late wake-up must not make them run it a
+// second time (it did, and the WaitGroup went negative).
+func TestPoolLateWake(t *testing.T) {
+	afterPublish = func() { time.Sleep(3 * spinFor) }
+	defer func() { afterPublish = nil }()
+	for threads := 2; threads <= 3; threads++ {
+		p := newPool(threads)
+		for round := range 20 {
+			n := 1 + round%4*threads
+			c := &countTask{t: t, threads: threads, hits: make([]atomic.Int32, n)}
+			p.do(n, c)
+			for i := range c.hits {
+				if h := c.hits[i].Load(); h != 1 {
+					t.Fatalf("threads %d round %d: item %d of %d ran %d times, want 1", threads, round, i, n, h)
+				}
+			}
+		}
+		p.close()
+	}
+}
+
 // TestSplit checks that the pieces of split cover the rows in order, at
 // multiples of align, with sizes differing by at most align.
 func TestSplit(t *testing.T) {

@@ -74,6 +74,9 @@ func (p *pool) do(n int, t task) {
 	p.pending.Store(int64(k))
 	p.wg.Add(k)
 	p.gen.Add(1)
+	if afterPublish != nil {
+		afterPublish()
+	}
 	for w := 1; w < p.threads; w++ {
 		if pw := &p.workers[w]; pw.parked.CompareAndSwap(true, false) {
 			pw.wake <- struct{}{}
@@ -84,6 +87,10 @@ func (p *pool) do(n int, t task) {
 	p.wg.Wait() // returns at once when pending reached 0; orders the workers' writes
 	p.t = nil
 }
+
+// afterPublish, when set (by tests), runs in do between publishing a phase
+// and waking the parked workers.
+var afterPublish func()
 
 // spinUntil polls cond for up to spinFor, yielding now and then so that a
 // goroutine waiting for this P can run; it reports whether cond held.
@@ -119,16 +126,25 @@ func (p *pool) start() {
 }
 
 // worker runs the phases after seen, the generation when it was started.
+//
+// A wake-up is only a hint: do publishes a phase (bumps gen) before it
+// wakes the parked workers, so a worker can see the phase by polling, run
+// it to the end and park again before do gets to it; do then finds it
+// parked and wakes it for the phase it has already done. So after every
+// wake-up the worker checks gen again.
 func (p *pool) worker(w int, seen uint64) {
 	pw := &p.workers[w]
+	fresh := func() bool { return p.gen.Load() != seen || p.quit.Load() }
 	for {
-		if !spinUntil(func() bool { return p.gen.Load() != seen || p.quit.Load() }) {
+		for !spinUntil(fresh) {
 			pw.parked.Store(true)
-			if p.gen.Load() != seen || p.quit.Load() {
+			if fresh() {
 				if !pw.parked.CompareAndSwap(true, false) {
 					<-pw.wake // do (or close) claimed the flag and sends
 				}
-			} else if _, ok := <-pw.wake; !ok {
+				break
+			}
+			if _, ok := <-pw.wake; !ok {
 				return
 			}
 		}

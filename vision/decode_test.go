@@ -9,6 +9,7 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -236,5 +237,31 @@ func TestTIFFOrientationParser(t *testing.T) {
 	}
 	if b := img.Bounds(); b.Dx() != 2 || b.Dy() != 4 {
 		t.Errorf("jpeg with orientation 6: %v, want 2x4", b)
+	}
+}
+
+// TestOrientConverted checks the one-pass convert-and-transpose used for
+// JPEG planes (and other converted layouts) against converting to RGBA
+// first and transposing that (the path TestOrientation checks), for all
+// orientations, on odd and even sizes and a sub-image.
+func TestOrientConverted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, kind := range []string{"ycbcr420", "ycbcr422", "ycbcr444", "ycbcr411"} {
+		for _, sz := range [][4]int{{1, 1, 0, 0}, {7, 5, 0, 0}, {16, 9, 0, 0}, {13, 22, 1, 3}} {
+			img := randomImage(rng, kind, sz[0], sz[1], sz[2], sz[3], false)
+			rgb, w, h := toRGB(nil, img, nil)
+			rgba := image.NewRGBA(image.Rect(0, 0, w, h))
+			for i := 0; i < w*h; i++ {
+				copy(rgba.Pix[4*i:], rgb[3*i:3*i+3])
+				rgba.Pix[4*i+3] = 0xff
+			}
+			for o := 2; o <= 8; o++ {
+				got, ok := orient(img, o).(*image.RGBA)
+				want := orient(rgba, o).(*image.RGBA)
+				if !ok || got.Rect != want.Rect || !bytes.Equal(got.Pix, want.Pix) {
+					t.Errorf("%s %dx%d at (%d, %d), orientation %d: differs from converting first", kind, sz[0], sz[1], sz[2], sz[3], o)
+				}
+			}
+		}
 	}
 }

@@ -50,14 +50,45 @@ func orient(img image.Image, o int) image.Image {
 		transpose(out.Pix, out.Stride, m.Pix, m.Stride, m.PixOffset(b.Min.X, b.Min.Y), w, h, 1, o)
 		return out
 	}
-	rgb, _, _ := toRGB(nil, img, nil)
+	// Converted to RGB and transposed in one pass, row by row.
 	out := image.NewRGBA(r)
-	src := make([]byte, 4*w*h)
-	for i := 0; i < w*h; i++ {
-		src[4*i], src[4*i+1], src[4*i+2], src[4*i+3] = rgb[3*i], rgb[3*i+1], rgb[3*i+2], 0xff
+	var rows rgbRows
+	rows.init(img, new(convScratch))
+	row := make([]byte, 3*w)
+	for y := 0; y < h; y++ {
+		rows.rgbRow(row, y, 0, w)
+		d, step := orientStart(o, w, h, y, out.Stride)
+		for x := 0; x < w; x++ {
+			p := out.Pix[d : d+4 : d+4]
+			p[0], p[1], p[2], p[3] = row[3*x], row[3*x+1], row[3*x+2], 0xff
+			d += step
+		}
 	}
-	transpose(out.Pix, out.Stride, src, 4*w, 0, w, h, 4, o)
 	return out
+}
+
+// orientStart is where source pixel (0, y) of a w×h image goes in the
+// RGBA output of orientation o (a Pix offset, the output's stride given),
+// and how far the offset moves for each step in x.
+func orientStart(o, w, h, y, stride int) (off, step int) {
+	at := func(x, y int) int { return y*stride + 4*x }
+	switch o {
+	case 2:
+		return at(w-1, y), -4
+	case 3:
+		return at(w-1, h-1-y), -4
+	case 4:
+		return at(0, h-1-y), 4
+	case 5:
+		return at(y, 0), stride
+	case 6:
+		return at(h-1-y, 0), stride
+	case 7:
+		return at(h-1-y, w-1), -stride
+	case 8:
+		return at(y, w-1), -stride
+	}
+	return at(0, y), 4
 }
 
 // transpose writes the w×h source (bpp bytes a pixel, first pixel at off)

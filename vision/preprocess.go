@@ -410,25 +410,27 @@ func (p *Preprocessor) ApplyInto(dst []float32, img image.Image) (h, w int, err 
 
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
-	var rgb []byte
-	rgb, _, _ = toRGB(s.rgb, img, &s.conv)
-	s.rgb = rgb
-	src := rgbView{pix: rgb, stride: 3 * sw, w: sw, h: sh}
+	s.src.init(img, &s.conv)
+	defer s.src.reset() // keep no reference to img in the pool
 
 	var win8 []byte
 	winStride := 3 * win.Dx()
 	if !win.Empty() {
+		s.win = grow(s.win, winStride*win.Dy())
+		win8 = s.win
 		if p.DoResize && (rw != sw || rh != sh) {
-			s.win = grow(s.win, 3*win.Dx()*win.Dy())
-			resize(s.win, src, rw, rh, win, f, &s.rs)
-			win8 = s.win
+			resample(win8, &s.src, sw, sh, rw, rh, win, f, &s.rs)
 		} else {
-			win8 = rgb[win.Min.Y*src.stride+3*win.Min.X:]
-			winStride = src.stride
+			for y := win.Min.Y; y < win.Max.Y; y++ {
+				s.src.rgbRow(win8[(y-win.Min.Y)*winStride:][:winStride], y, win.Min.X, win.Max.X)
+			}
 		}
 	}
 	lut := &s.lut
-	p.fillLUT(lut)
+	if k := p.lutKey(); !s.lutOK || s.lutKey != k {
+		p.fillLUT(lut)
+		s.lutKey, s.lutOK = k, true
+	}
 	plane := oh * ow
 	for c := range 3 {
 		out := dst[c*plane : (c+1)*plane]
@@ -517,11 +519,29 @@ func pilMode(img image.Image) string {
 
 // scratch is the per-call working memory of ApplyInto.
 type scratch struct {
-	rgb  []byte
-	win  []byte
-	lut  [3][256]float32
-	conv convScratch
-	rs   resampleScratch
+	src    rgbRows
+	win    []byte
+	lut    [3][256]float32
+	lutKey lutKey
+	lutOK  bool
+	conv   convScratch
+	rs     resampleScratch
+}
+
+// lutKey is what fillLUT depends on, floats by their bits (so that -0 and
+// +0 differ and NaN equals itself).
+type lutKey struct {
+	doRescale, doNormalize bool
+	rescale                uint64
+	mean, std              [3]uint32
+}
+
+func (p *Preprocessor) lutKey() lutKey {
+	k := lutKey{doRescale: p.DoRescale, doNormalize: p.DoNormalize, rescale: math.Float64bits(p.RescaleFactor)}
+	for c := range 3 {
+		k.mean[c], k.std[c] = math.Float32bits(p.Mean[c]), math.Float32bits(p.Std[c])
+	}
+	return k
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

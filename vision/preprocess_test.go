@@ -1,9 +1,11 @@
 package vision
 
 import (
+	"bytes"
 	"image"
 	"image/color"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -276,5 +278,324 @@ func TestLoadPreprocessorFileGolden(t *testing.T) {
 	}
 	if *p != *DefaultPreprocessor() {
 		t.Errorf("OpenAI CLIP's config parses to %+v, want the defaults %+v", *p, *DefaultPreprocessor())
+	}
+}
+
+// randomImage returns an image of the given kind, w×h, with bounds starting
+// at (ox, oy): random pixels, or with pattern, columns and rows alternating
+// 0 and 255 (the input that drives Pillow's sums furthest out).
+func randomImage(rng *rand.Rand, kind string, w, h, ox, oy int, pattern bool) image.Image {
+	r := image.Rect(ox, oy, ox+w, oy+h)
+	fill := func(pix []byte) {
+		for i := range pix {
+			pix[i] = uint8(rng.IntN(256))
+		}
+	}
+	val := func(x, y int) uint8 {
+		if (x+y)&1 == 0 {
+			return 255
+		}
+		return 0
+	}
+	switch kind {
+	case "rgba", "rgba-alpha", "nrgba":
+		var pix []byte
+		var stride int
+		var m image.Image
+		if kind == "nrgba" {
+			n := image.NewNRGBA(r)
+			pix, stride, m = n.Pix, n.Stride, n
+		} else {
+			n := image.NewRGBA(r)
+			pix, stride, m = n.Pix, n.Stride, n
+		}
+		fill(pix)
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				p := pix[y*stride+4*x:][:4]
+				if pattern {
+					p[0], p[1], p[2] = val(x, y), val(x, y), 255-val(x, y)
+				}
+				if kind == "rgba" {
+					p[3] = 255
+				} else if kind == "rgba-alpha" {
+					p[3] = max(p[3], p[0], p[1], p[2]) // valid premultiplied
+				}
+			}
+		}
+		return m
+	case "gray":
+		m := image.NewGray(r)
+		fill(m.Pix)
+		if pattern {
+			for y := 0; y < h; y++ {
+				for x := 0; x < w; x++ {
+					m.Pix[y*m.Stride+x] = val(x, y)
+				}
+			}
+		}
+		return m
+	case "gray16":
+		m := image.NewGray16(r)
+		fill(m.Pix)
+		for i := 0; i < len(m.Pix); i += 2 {
+			if rng.IntN(4) != 0 {
+				m.Pix[i] = 0
+			}
+		}
+		return m
+	case "rgba64", "nrgba64":
+		if kind == "rgba64" {
+			m := image.NewRGBA64(r)
+			fill(m.Pix)
+			for i := 6; i < len(m.Pix); i += 8 {
+				m.Pix[i], m.Pix[i+1] = 255, 255
+			}
+			return m
+		}
+		m := image.NewNRGBA64(r)
+		fill(m.Pix)
+		return m
+	case "paletted":
+		pal := make(color.Palette, 1+rng.IntN(256))
+		for i := range pal {
+			pal[i] = color.NRGBA{uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256))}
+		}
+		m := image.NewPaletted(r, pal)
+		for i := range m.Pix {
+			m.Pix[i] = uint8(rng.IntN(len(pal)))
+		}
+		return m
+	case "cmyk":
+		m := image.NewCMYK(r)
+		fill(m.Pix)
+		return m
+	}
+	// "ycbcr444", "ycbcr420", ...: planes of a larger image, then the
+	// sub-image at (ox, oy), so odd origins are covered.
+	ratios := map[string]image.YCbCrSubsampleRatio{
+		"ycbcr444": image.YCbCrSubsampleRatio444, "ycbcr422": image.YCbCrSubsampleRatio422,
+		"ycbcr420": image.YCbCrSubsampleRatio420, "ycbcr440": image.YCbCrSubsampleRatio440,
+		"ycbcr411": image.YCbCrSubsampleRatio411, "ycbcr410": image.YCbCrSubsampleRatio410,
+	}
+	ratio, ok := ratios[kind]
+	if !ok {
+		panic("randomImage: unknown kind " + kind)
+	}
+	m := image.NewYCbCr(image.Rect(0, 0, ox+w, oy+h), ratio)
+	fill(m.Y)
+	fill(m.Cb)
+	fill(m.Cr)
+	if pattern {
+		for y := 0; y < oy+h; y++ {
+			for x := 0; x < ox+w; x++ {
+				m.Y[y*m.YStride+x] = val(x, y)
+			}
+		}
+	}
+	return m.SubImage(r)
+}
+
+var imageKinds = []string{"rgba", "rgba-alpha", "nrgba", "gray", "gray16", "rgba64", "nrgba64", "paletted", "cmyk",
+	"ycbcr444", "ycbcr422", "ycbcr420", "ycbcr440", "ycbcr411", "ycbcr410"}
+
+// TestToRGBMatchesGeneric checks the row converter against the whole-image
+// conversion it replaced, on every layout, size parity and origin parity.
+func TestToRGBMatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, kind := range imageKinds {
+		for _, sz := range [][4]int{{1, 1, 0, 0}, {2, 3, 1, 0}, {3, 2, 0, 1}, {5, 4, 1, 1}, {17, 13, 0, 0}, {16, 9, 3, 2}, {33, 31, 2, 3}} {
+			img := randomImage(rng, kind, sz[0], sz[1], sz[2], sz[3], false)
+			want, ww, wh := toRGBGeneric(nil, img, nil)
+			got, gw, gh := toRGB(nil, img, nil)
+			if gw != ww || gh != wh || !bytes.Equal(got, want) {
+				t.Errorf("%s %dx%d at (%d, %d): RGB differs from the reference", kind, sz[0], sz[1], sz[2], sz[3])
+			}
+			// Column ranges, as the resampler asks for them.
+			var r rgbRows
+			r.init(img, new(convScratch))
+			w := sz[0]
+			for y := 0; y < sz[1]; y++ {
+				for x0 := 0; x0 < w; x0++ {
+					for x1 := x0 + 1; x1 <= w; x1++ {
+						row := make([]byte, 3*(x1-x0))
+						r.rgbRow(row, y, x0, x1)
+						if !bytes.Equal(row, want[3*(y*w+x0):3*(y*w+x1)]) {
+							t.Fatalf("%s %dx%d: row %d columns %d..%d differ", kind, sz[0], sz[1], y, x0, x1)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestApplyMatchesGeneric checks ApplyInto against applyGeneric (the
+// straightforward implementation that the golden files were first matched
+// with), bit for bit, over random images of every layout and random
+// configurations: every filter, down- and up-scaling, crops larger than the
+// image, no resize, no crop.
+func TestApplyMatchesGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	filters := []Resample{Bicubic, Bilinear, Lanczos, Box, Hamming}
+	n := 400
+	if testing.Short() {
+		n = 100
+	}
+	for i := range n {
+		kind := imageKinds[i%len(imageKinds)]
+		w, h := 1+rng.IntN(90), 1+rng.IntN(90)
+		if i%25 == 0 {
+			w, h = 200+rng.IntN(200), 150+rng.IntN(200)
+		}
+		img := randomImage(rng, kind, w, h, rng.IntN(3), rng.IntN(3), rng.IntN(4) == 0)
+		p := DefaultPreprocessor()
+		p.Resample = filters[rng.IntN(len(filters))]
+		switch rng.IntN(6) {
+		case 0:
+			p.Size = Size{Height: 1 + rng.IntN(120), Width: 1 + rng.IntN(120)}
+		case 1:
+			p.DoResize = false
+		default:
+			p.Size = Size{ShortestEdge: 1 + rng.IntN(100)}
+		}
+		p.CropSize = Size{Height: 1 + rng.IntN(100), Width: 1 + rng.IntN(100)}
+		if rng.IntN(5) == 0 {
+			p.DoCenterCrop = false
+		}
+		rh, rw := p.ResizedSize(w, h)
+		if int64(rh)*int64(rw) > 1<<22 {
+			continue
+		}
+		oh, ow := p.OutputSize(w, h)
+		want := make([]float32, 3*oh*ow)
+		got := make([]float32, 3*oh*ow)
+		if _, _, err := p.applyGeneric(want, img); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := p.ApplyInto(got, img); err != nil {
+			t.Fatal(err)
+		}
+		for j := range want {
+			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("case %d: %s %dx%d, %v to %+v, crop %v %+v: value %d (channel %d, y %d, x %d) is %v, reference %v",
+					i, kind, w, h, p.Resample, p.Size, p.DoCenterCrop, p.CropSize, j, j/(oh*ow), j%(oh*ow)/ow, j%ow, got[j], want[j])
+			}
+		}
+	}
+}
+
+// TestLanes checks the two-sums-in-one-uint64 arithmetic at the ends of
+// the int32 range the resampler can reach.
+func TestLanes(t *testing.T) {
+	for _, c := range [][2]int32{{0, 0}, {1, -1}, {-1, 1}, {-1, -1}, {math.MaxInt32, math.MinInt32}, {math.MinInt32, math.MaxInt32},
+		{-(1 << 30), 1 << 30}, {123456789, -987654321}} {
+		// Build the pair as the passes do: a sum of products.
+		s := uint64(int64(c[0])) + uint64(int64(c[1]))<<32
+		if a, b := lanes(s); a != c[0] || b != c[1] {
+			t.Errorf("lanes(%d, %d) = %d, %d", c[0], c[1], a, b)
+		}
+	}
+	// Sums of products of bytes and signed weights whose magnitudes add up
+	// to at most 2^23 (Pillow's normalised weights stay well below that),
+	// against the same sums in int64.
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 100000 {
+		s := uint64(halfPair)
+		a, b := int64(1<<(precision-1)), int64(1<<(precision-1))
+		for range 1 + rng.IntN(4) {
+			p0, p1 := uint8(rng.IntN(256)), uint8(rng.IntN(256))
+			if rng.IntN(2) == 0 {
+				p0, p1 = 255*(p0&1), 255*(p1&1)
+			}
+			k := int32(rng.IntN(1<<22)) - 1<<21
+			a += int64(p0) * int64(k)
+			b += int64(p1) * int64(k)
+			s += (uint64(p0) | uint64(p1)<<32) * uint64(int64(k))
+		}
+		if x, y := lanes(s); int64(x) != a || int64(y) != b {
+			t.Fatalf("lanes gives %d, %d; want %d, %d", x, y, a, b)
+		}
+	}
+}
+
+// TestApplyMatchesGenericIntegerScale covers integer downscaling factors,
+// where the weights of interior outputs are symmetric and summed folded
+// (dot3Sym and the folded vertical pass), for every filter, against the
+// reference.
+func TestApplyMatchesGenericIntegerScale(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var c coeffs
+	f, _ := Bicubic.filter()
+	makeCoeffs(&c, 256, 64, 0, 64, f, nil)
+	nsym := 0
+	for _, s := range c.sym {
+		if s {
+			nsym++
+		}
+	}
+	if nsym < 60 {
+		t.Fatalf("256 -> 64 bicubic: %d of 64 outputs found symmetric, want the interior ones (at least 60)", nsym)
+	}
+	for _, r := range []Resample{Bicubic, Bilinear, Lanczos, Box, Hamming} {
+		for _, sz := range [][3]int{{256, 256, 64}, {96, 120, 48}, {64, 64, 16}, {60, 75, 20}, {33, 44, 11}, {200, 150, 50}} {
+			for _, kind := range []string{"ycbcr420", "rgba", "gray"} {
+				img := randomImage(rng, kind, sz[0], sz[1], 0, 0, rng.IntN(2) == 0)
+				p := DefaultPreprocessor()
+				p.Resample = r
+				p.Size = Size{ShortestEdge: sz[2]}
+				p.CropSize = Size{Height: sz[2], Width: sz[2]}
+				oh, ow := p.OutputSize(sz[0], sz[1])
+				want := make([]float32, 3*oh*ow)
+				got := make([]float32, 3*oh*ow)
+				if _, _, err := p.applyGeneric(want, img); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := p.ApplyInto(got, img); err != nil {
+					t.Fatal(err)
+				}
+				for j := range want {
+					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+						t.Fatalf("%v %s %dx%d to %d: value %d is %v, reference %v", r, kind, sz[0], sz[1], sz[2], j, got[j], want[j])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestApplyLUTChanges checks that pooled working memory does not carry one
+// configuration's value table into a call with another: each call, in
+// turn, against the reference.
+func TestApplyLUTChanges(t *testing.T) {
+	img := testImage(40, 30)
+	configs := []func(p *Preprocessor){
+		func(p *Preprocessor) {},
+		func(p *Preprocessor) { p.Mean = [3]float32{0.1, 0.2, 0.3} },
+		func(p *Preprocessor) { p.DoNormalize = false },
+		func(p *Preprocessor) { p.DoRescale = false },
+		func(p *Preprocessor) { p.RescaleFactor = 0.5 },
+		func(p *Preprocessor) { p.Std = [3]float32{1, 2, 3} },
+		func(p *Preprocessor) {},
+	}
+	for round := range 2 {
+		for i, set := range configs {
+			p := DefaultPreprocessor()
+			p.Size, p.CropSize = Size{ShortestEdge: 16}, Size{Height: 16, Width: 16}
+			set(p)
+			want := make([]float32, 3*16*16)
+			got := make([]float32, 3*16*16)
+			if _, _, err := p.applyGeneric(want, img); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := p.ApplyInto(got, img); err != nil {
+				t.Fatal(err)
+			}
+			for j := range want {
+				if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+					t.Fatalf("round %d, config %d: value %d is %v, reference %v", round, i, j, got[j], want[j])
+				}
+			}
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -9,6 +11,11 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/conditionhq/condition/vision"
@@ -55,14 +62,99 @@ func WriteSyntheticImages(dir string, n, size int, seed int64) error {
 	return nil
 }
 
-// EncoderRate measures the vision encoder alone on the job's model and batch
-// size: the images under inputs are decoded and preprocessed first (not
-// timed), then encoded in batches of cfg.Batch, rounds times over. It
-// returns images per second.
-func EncoderRate(ctx context.Context, cfg Config, rounds int) (float64, int, error) {
+// Rate is a throughput measurement: images processed, the wall time they
+// took and the CPU time the whole process used meanwhile (every thread,
+// ONNX Runtime's included; zero where the system does not report it).
+type Rate struct {
+	Images int
+	Wall   time.Duration
+	CPU    time.Duration
+}
+
+// PerSec is the rate in images per second of wall time.
+func (r Rate) PerSec() float64 {
+	if r.Wall <= 0 {
+		return 0
+	}
+	return float64(r.Images) / r.Wall.Seconds()
+}
+
+// CPUPerImage is the process's CPU time per image (0 when unknown). On a
+// machine shared with other work it moves less than PerSec: the ratio of a
+// job's CPU per image to the encoder's bounds the job's rate relative to the
+// encoder's when the encoder keeps every core busy.
+func (r Rate) CPUPerImage() time.Duration {
+	if r.Images <= 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Images)
+}
+
+// stopwatch measures wall and process CPU time from its start.
+type stopwatch struct {
+	wall time.Time
+	cpu  time.Duration
+	ok   bool
+}
+
+func startStopwatch() stopwatch {
+	cpu, ok := processCPU()
+	return stopwatch{wall: time.Now(), cpu: cpu, ok: ok}
+}
+
+func (s stopwatch) rate(images int) Rate {
+	r := Rate{Images: images, Wall: time.Since(s.wall)}
+	if cpu, ok := processCPU(); ok && s.ok {
+		r.CPU = cpu - s.cpu
+	}
+	return r
+}
+
+// processCPU returns the user plus system CPU time of this process, all its
+// threads, from /proc/self/stat (Linux; false elsewhere). The kernel reports
+// it in USER_HZ ticks, 100 a second on every Linux ABI, so it is exact to
+// 10 ms: measure seconds, not single images.
+func processCPU() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	return parseStatCPU(b)
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) from the text of
+// /proc/PID/stat. The command name (field 2) is in parentheses and may
+// hold spaces and parentheses itself, so fields are counted from the last ')'.
+func parseStatCPU(b []byte) (time.Duration, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseInt(string(f[11]), 10, 64)
+	s, err2 := strconv.ParseInt(string(f[12]), 10, 64)
+	if err1 != nil || err2 != nil || u < 0 || s < 0 {
+		return 0, false
+	}
+	const tick = time.Second / 100 // USER_HZ
+	return time.Duration(u+s) * tick, true
+}
+
+// EncoderRate measures the vision encoder alone on the job's model, batch
+// size and encoder plan (the streams and threads a job of cfg runs, see
+// Config): the images under cfg.Inputs are decoded and preprocessed first
+// (not timed), then encoded in batches of cfg.Batch, rounds times over, by
+// the streams at once after one warm-up batch each. Rate.Images counts every
+// image encoded (rounds × the images found); distinct is the number of
+// images found.
+func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct int, err error) {
+	cfg.Threads, cfg.Streams = encoderPlan(cfg.Threads, cfg.Streams, runtime.GOMAXPROCS(0))
 	e, err := newEngine(cfg)
 	if err != nil {
-		return 0, 0, err
+		return Rate{}, 0, err
 	}
 	defer e.close()
 	batch := cfg.Batch
@@ -86,25 +178,110 @@ func EncoderRate(ctx context.Context, cfg Config, rounds int) (float64, int, err
 		return nil
 	}, nil)
 	if err != nil {
-		return 0, 0, err
+		return Rate{}, 0, err
 	}
 	if n == 0 {
-		return 0, 0, fmt.Errorf("pipeline: no images to encode under %v", cfg.Inputs)
+		return Rate{}, 0, fmt.Errorf("pipeline: no images to encode under %v", cfg.Inputs)
 	}
-	// One warm-up batch, then the timed rounds.
-	if _, err := e.venc.Encode(ctx, pixels[:min(batch, n)*per], min(batch, n), e.inH, e.inW); err != nil {
-		return 0, 0, err
-	}
-	start := time.Now()
-	done := 0
+	// The batches of all rounds, taken in turn by the streams.
+	var starts []int
 	for range max(rounds, 1) {
 		for i := 0; i < n; i += batch {
-			k := min(batch, n-i)
-			if _, err := e.venc.Encode(ctx, pixels[i*per:(i+k)*per], k, e.inH, e.inW); err != nil {
-				return 0, 0, err
-			}
-			done += k
+			starts = append(starts, i)
 		}
 	}
-	return float64(done) / time.Since(start).Seconds(), n, nil
+	encode := func(i int) error {
+		k := min(batch, n-i)
+		_, err := e.venc.Encode(ctx, pixels[i*per:(i+k)*per], k, e.inH, e.inW)
+		return err
+	}
+	var next atomic.Int64
+	errs := make([]error, cfg.Streams)
+	var wg sync.WaitGroup
+	stream := func(s int) {
+		defer wg.Done()
+		for {
+			b := int(next.Add(1)) - 1
+			if b >= len(starts) {
+				return
+			}
+			if err := encode(starts[b]); err != nil {
+				errs[s] = err
+				next.Store(int64(len(starts)))
+				return
+			}
+		}
+	}
+	// One warm-up batch per stream, at once, then the timed rounds.
+	for s := range cfg.Streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[s] = encode(0)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Rate{}, 0, err
+	}
+	sw := startStopwatch()
+	for s := range cfg.Streams {
+		wg.Add(1)
+		go stream(s)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Rate{}, 0, err
+	}
+	return sw.rate(max(rounds, 1) * n), n, nil
+}
+
+// JobRate runs the job cfg describes (as Run does) and measures it: the
+// rate counts the images done, over the job's own elapsed time (from the
+// start of the walk to the last manifest line; loading the model and
+// encoding the prompts come before it and are not counted). started, when
+// not nil, is called once the job is set up, just before it starts (to
+// begin a profile of the job alone, say).
+func JobRate(ctx context.Context, cfg Config, started func()) (*Summary, Rate, error) {
+	j, err := newJob(cfg)
+	if err != nil {
+		return nil, Rate{}, err
+	}
+	defer j.close()
+	if started != nil {
+		started()
+	}
+	sw := startStopwatch()
+	sum, err := j.run(ctx)
+	r := sw.rate(0)
+	if sum != nil {
+		r.Images, r.Wall = sum.Done, sum.Elapsed
+	}
+	return sum, r, err
+}
+
+// StageMedians returns, for each stage in the timings_ms of the entries with
+// status ok, the median time in milliseconds over those entries. The
+// "encode" stage of a job is the wall time of the whole batch an image was
+// encoded in.
+func StageMedians(entries []Entry) map[string]float64 {
+	vals := map[string][]float64{}
+	for _, e := range entries {
+		if e.Status != StatusOK {
+			continue
+		}
+		for k, v := range e.Timings {
+			vals[k] = append(vals[k], v)
+		}
+	}
+	out := make(map[string]float64, len(vals))
+	for k, v := range vals {
+		slices.Sort(v)
+		if n := len(v); n%2 == 1 {
+			out[k] = v[n/2]
+		} else {
+			out[k] = (v[n/2-1] + v[n/2]) / 2
+		}
+	}
+	return out
 }

@@ -2,9 +2,151 @@ package pipeline
 
 import (
 	"context"
+	"math"
+	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
+
+	"github.com/conditionhq/condition/tensorio"
 )
+
+func TestParseStatCPU(t *testing.T) {
+	// Fields 14 and 15 (utime, stime) are 250 and 31 ticks: 2.81 s.
+	const tail = " S 1 2 3 0 -1 4194560 5000 0 3 0 250 31 0 0 20 0 9 0 100 1000000 300 18446744073709551615"
+	for _, tc := range []struct {
+		name string
+		stat string
+		want time.Duration
+		ok   bool
+	}{
+		{"plain", "1234 (condition)" + tail, 2810 * time.Millisecond, true},
+		{"name with spaces and parentheses", "1234 (a) b (c)" + tail, 2810 * time.Millisecond, true},
+		{"no parenthesis", "1234 condition" + tail, 0, false},
+		{"truncated", "1234 (condition) S 1 2 3", 0, false},
+		{"not a number", "1234 (condition) S 1 2 3 0 -1 4194560 5000 0 3 0 x 31 0", 0, false},
+		{"empty", "", 0, false},
+	} {
+		got, ok := parseStatCPU([]byte(tc.stat))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: parseStatCPU = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestProcessCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("processCPU reads /proc/self/stat, which only Linux has")
+	}
+	a, ok := processCPU()
+	if !ok {
+		t.Fatal("processCPU: /proc/self/stat unreadable on Linux")
+	}
+	// Busy-loop until it reports 50 ms (5 ticks) more; on a loaded machine
+	// that takes longer in wall time, so only a generous deadline fails.
+	x, deadline := 1.0, time.Now().Add(30*time.Second)
+	for {
+		for i := 0; i < 100000; i++ {
+			x = x*1.0000001 + 1e-9
+		}
+		b, ok := processCPU()
+		if !ok || b < a {
+			t.Fatalf("processCPU went from %v to %v, %v", a, b, ok)
+		}
+		if b-a >= 50*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processCPU grew by only %v over 30 s of busy loop (x=%g)", b-a, x)
+		}
+	}
+}
+
+func TestRate(t *testing.T) {
+	r := Rate{Images: 50, Wall: 2 * time.Second, CPU: 3 * time.Second}
+	if got := r.PerSec(); got != 25 {
+		t.Errorf("PerSec = %v, want 25", got)
+	}
+	if got := r.CPUPerImage(); got != 60*time.Millisecond {
+		t.Errorf("CPUPerImage = %v, want 60ms", got)
+	}
+	var z Rate
+	if z.PerSec() != 0 || z.CPUPerImage() != 0 {
+		t.Errorf("zero Rate gives %v images/s, %v per image; want 0, 0", z.PerSec(), z.CPUPerImage())
+	}
+}
+
+func TestStageMedians(t *testing.T) {
+	entries := []Entry{
+		{Status: StatusOK, Timings: map[string]float64{"decode": 3, "encode": 10}},
+		{Status: StatusOK, Timings: map[string]float64{"decode": 1, "encode": 30}},
+		{Status: StatusOK, Timings: map[string]float64{"decode": 2}},
+		{Status: StatusError, Timings: map[string]float64{"decode": 100, "read": 5}},
+	}
+	got := StageMedians(entries)
+	want := map[string]float64{"decode": 2, "encode": 20}
+	if len(got) != len(want) {
+		t.Fatalf("StageMedians = %v, want %v (failed entries left out)", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("StageMedians[%q] = %v, want %v", k, got[k], v)
+		}
+	}
+	if got := StageMedians(nil); len(got) != 0 {
+		t.Errorf("StageMedians(nil) = %v, want empty", got)
+	}
+}
+
+// TestBenchRates runs both measurements of `condition bench pipeline` on
+// the tiny model: they count what they did (no timing is checked).
+func TestBenchRates(t *testing.T) {
+	m := openTiny(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := WriteSyntheticImages(in, 13, 40, 1); err != nil {
+		t.Fatal(err)
+	}
+	// A file that is not an image: EncoderRate leaves it out, the job records it.
+	if err := os.WriteFile(filepath.Join(in, "000", "bad.jpg"), []byte("not a jpeg"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Model: m, Inputs: []string{in}, Prompts: []string{"a photo of a cat"}, Out: filepath.Join(dir, "out"), Batch: 4}
+	enc, n, err := EncoderRate(context.Background(), cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 13 || enc.Images != 39 || enc.Wall <= 0 || enc.PerSec() <= 0 {
+		t.Errorf("EncoderRate = %+v, %d distinct; want 39 images (13 × 3 rounds), 13 distinct, a positive time", enc, n)
+	}
+	calls := 0
+	sum, job, err := JobRate(context.Background(), cfg, func() { calls++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("JobRate called started %d times, want once", calls)
+	}
+	if sum.Done != 13 || sum.Failed != 1 || job.Images != 13 || job.Wall != sum.Elapsed {
+		t.Errorf("JobRate = %+v, summary %+v; want 13 done, 1 failed, the summary's elapsed time", job, sum)
+	}
+	f, err := os.Open(sum.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	entries, err := ParseManifest(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := StageMedians(entries)
+	for _, k := range []string{"read", "decode", "preprocess", "encode", "attend", "write", "total"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("stage %q missing from the manifest's timings: %v", k, st)
+		}
+	}
+}
 
 // BenchmarkRun measures the whole job on the tiny test model over synthetic
 // images (images/s); compare with BenchmarkEncoder, the encoder alone.
@@ -24,4 +166,111 @@ func BenchmarkRun(b *testing.B) {
 		images += sum.Done
 	}
 	b.ReportMetric(float64(images)/b.Elapsed().Seconds(), "images/s")
+}
+
+// BenchmarkEncoder measures the tiny test model's vision encoder alone on
+// the images of BenchmarkRun, in batches of 8 (images/s).
+func BenchmarkEncoder(b *testing.B) {
+	m := openTiny(b)
+	in := filepath.Join(b.TempDir(), "in")
+	if err := WriteSyntheticImages(in, 200, 128, 1); err != nil {
+		b.Fatal(err)
+	}
+	cfg := Config{Model: m, Inputs: []string{in}, Prompts: []string{"a red circle"}, Batch: 8}
+	var total Rate
+	for b.Loop() {
+		r, _, err := EncoderRate(context.Background(), cfg, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total.Images += r.Images
+		total.Wall += r.Wall
+	}
+	b.ReportMetric(total.PerSec(), "images/s")
+}
+
+func TestEncoderPlan(t *testing.T) {
+	for _, tc := range []struct {
+		threads, streams, cores int
+		wantT, wantS            int
+	}{
+		{0, 0, 1, 1, 1},
+		{0, 0, 2, 1, 2},
+		{0, 0, 3, 1, 3},
+		{0, 0, 8, 2, 4},
+		{0, 0, 64, 16, 4},
+		{0, 0, 0, 1, 1}, // no core count: one of each
+		{2, 0, 2, 2, 1}, // threads alone: one stream of them
+		{6, 0, 8, 6, 1},
+		{0, 2, 8, 4, 2}, // streams alone share the cores
+		{0, 3, 2, 1, 3},
+		{3, 5, 2, 3, 5}, // both as given
+	} {
+		th, st := encoderPlan(tc.threads, tc.streams, tc.cores)
+		if th != tc.wantT || st != tc.wantS {
+			t.Errorf("encoderPlan(threads %d, streams %d, cores %d) = %d threads × %d streams; want %d × %d",
+				tc.threads, tc.streams, tc.cores, th, st, tc.wantT, tc.wantS)
+		}
+	}
+}
+
+// TestRunStreams runs one job with one encoder stream and with three: every
+// image is done once, and the outputs agree (batches of different make-up
+// may round differently in the last bits, hence the tolerance).
+func TestRunStreams(t *testing.T) {
+	m := openTiny(t)
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 11)
+	outs := map[int]string{}
+	for _, streams := range []int{1, 3} {
+		out := filepath.Join(t.TempDir(), "out")
+		sum, err := Run(context.Background(), Config{Model: m, Inputs: []string{in}, Prompts: []string{"a red circle"},
+			Out: out, Batch: 2, Threads: 1, Streams: streams})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Done != 11 || sum.Failed != 0 {
+			t.Fatalf("streams %d: summary %+v, want 11 done", streams, sum)
+		}
+		seen := map[string]int{}
+		for _, e := range readManifest(t, sum.Manifest) {
+			seen[e.Path]++
+		}
+		if len(seen) != 11 {
+			t.Errorf("streams %d: manifest has %d images, want 11: %v", streams, len(seen), seen)
+		}
+		for p, n := range seen {
+			if n != 1 {
+				t.Errorf("streams %d: %s in the manifest %d times", streams, p, n)
+			}
+		}
+		outs[streams] = out
+	}
+	files, err := filepath.Glob(filepath.Join(outs[1], "*.safetensors"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no outputs in %s (%v)", outs[1], err)
+	}
+	sub, _ := filepath.Glob(filepath.Join(outs[1], "sub", "*.safetensors"))
+	for _, f := range append(files, sub...) {
+		rel, _ := filepath.Rel(outs[1], f)
+		a, _, err := tensorio.ReadSafetensors(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := tensorio.ReadSafetensors(filepath.Join(outs[3], rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"patch_features", "image_embeds", "prompt.0.image_to_text", "prompt.0.text_to_image"} {
+			x, y := a[name].Data.([]float32), b[name].Data.([]float32)
+			if len(x) == 0 || len(x) != len(y) {
+				t.Fatalf("%s %s: %d and %d values", rel, name, len(x), len(y))
+			}
+			for i := range x {
+				if d := math.Abs(float64(x[i] - y[i])); d > 1e-5*(1+math.Abs(float64(x[i]))) {
+					t.Fatalf("%s %s[%d]: %v with one stream, %v with three", rel, name, i, x[i], y[i])
+				}
+			}
+		}
+	}
 }

@@ -59,6 +59,15 @@ func (d Direction) String() string {
 
 // Config is a batch job: images × prompts → features, attention both ways,
 // heatmaps and a manifest.
+//
+// The vision encoder runs Streams batches at once, each on Threads ONNX
+// Runtime intra-op threads. Left at zero, a job of C cores (GOMAXPROCS) runs
+// min(C, 4) streams of C/min(C, 4) threads: separate batches on separate
+// cores keep the cores busier than one batch split across them, and a
+// decoding goroutine that takes a core slows one batch instead of stalling
+// every thread of a split one at each operator's barrier. Threads alone
+// means one stream of that many threads; Streams alone shares the cores
+// among the streams.
 type Config struct {
 	Model   *models.Model
 	Inputs  []string // folders (walked recursively) and files
@@ -75,7 +84,8 @@ type Config struct {
 
 	Workers   int   // decode and preprocess goroutines (default GOMAXPROCS)
 	Batch     int   // images per vision encoder call (default 8)
-	Threads   int   // ONNX Runtime intra-op and attention threads (0: default)
+	Threads   int   // ONNX Runtime intra-op and attention threads per encoder stream (0: see above)
+	Streams   int   // vision encoder runs in flight at once (0: see above)
 	Resume    bool  // skip images already done with the same inputs and settings
 	Shard     Shard // the part of the inputs this process takes
 	MaxPixels int64 // refuse larger images (0: vision.DefaultMaxPixels)
@@ -150,7 +160,7 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 		batch = 8
 	}
 	items := make(chan *work, 2*workers)
-	decoded := make(chan *work, 2*batch)
+	decoded := make(chan *work, (cfg.Streams+1)*batch)
 	encoded := make(chan *work, 2*batch)
 	done := make(chan *work, 2*batch)
 
@@ -205,11 +215,16 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 	}
 	go func() { wg.Wait(); close(decoded) }()
 
-	// Stage 3: batch and encode.
-	go func() {
-		defer close(encoded)
-		j.encodeLoop(decoded, encoded, batch)
-	}()
+	// Stage 3: batch and encode, cfg.Streams batches at a time.
+	var wg3 sync.WaitGroup
+	for range max(cfg.Streams, 1) {
+		wg3.Add(1)
+		go func() {
+			defer wg3.Done()
+			j.encodeLoop(decoded, encoded, batch)
+		}()
+	}
+	go func() { wg3.Wait(); close(encoded) }()
 
 	// Stage 4: attend and write.
 	var wg4 sync.WaitGroup
@@ -348,6 +363,7 @@ func (j *job) outputsExist(outs []string) bool {
 
 // encodeLoop gathers up to batch decoded images (not waiting for a full
 // batch when the decoders are slower) and runs the vision encoder on them.
+// Several loops may share in and out, one per encoder stream.
 func (j *job) encodeLoop(in <-chan *work, out chan<- *work, batch int) {
 	per := 3 * j.inH * j.inW
 	buf := make([]float32, batch*per)

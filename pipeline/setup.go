@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -101,6 +102,7 @@ func newJob(cfg Config) (_ *job, err error) {
 	default:
 		return nil, fmt.Errorf("pipeline: format %q: want safetensors or npz", cfg.Format)
 	}
+	cfg.Threads, cfg.Streams = encoderPlan(cfg.Threads, cfg.Streams, runtime.GOMAXPROCS(0))
 	if j.engine, err = newEngine(cfg); err != nil {
 		return nil, err
 	}
@@ -266,6 +268,30 @@ func newEngine(cfg Config) (_ *engine, err error) {
 	}
 
 	return j, nil
+}
+
+// EncoderPlan returns the intra-op threads of each vision encoder run and
+// the number of runs in flight that a job of cfg uses on this machine (see
+// Config).
+func EncoderPlan(cfg Config) (threads, streams int) {
+	return encoderPlan(cfg.Threads, cfg.Streams, runtime.GOMAXPROCS(0))
+}
+
+// encoderPlan resolves a job's Threads and Streams (see Config) on a
+// machine of cores cores: it returns the intra-op threads of each vision
+// encoder run and the number of runs in flight.
+func encoderPlan(threads, streams, cores int) (int, int) {
+	cores = max(cores, 1)
+	switch {
+	case threads > 0 && streams > 0:
+		return threads, streams
+	case threads > 0:
+		return threads, 1
+	case streams > 0:
+		return max(1, cores/streams), streams
+	}
+	streams = min(cores, 4)
+	return max(1, cores/streams), streams
 }
 
 func xattnName(cfg Config) string {

@@ -7,7 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -24,37 +29,60 @@ type pipeBenchOptions struct {
 	size    int
 	batch   int
 	workers int
+	streams int
 	rounds  int
+	repeat  int
 	rss     bool
 	rssBig  int
 	json    bool
+	cpuProf string
 }
 
 func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "model", "default", "model to run")
 	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
-	fs.StringVar(&o.images, "images", "", "image folder (default: synthetic PNGs made for the run)")
+	fs.StringVar(&o.images, "images", "", "image folder (default: synthetic JPEGs made for the run)")
 	fs.IntVar(&o.n, "n", 200, "synthetic images to make")
 	fs.IntVar(&o.size, "size", 256, "side of the synthetic images in pixels")
 	fs.IntVar(&o.batch, "batch", 8, "images per vision encoder call (the same for the job and the encoder alone)")
 	fs.IntVar(&o.workers, "workers", 0, "decode goroutines of the job (0: one per core)")
+	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches in flight at once, each on --threads threads (0: as a job chooses: min(cores, 4) streams sharing the cores, or one stream when --threads is set)")
 	fs.IntVar(&o.rounds, "rounds", 2, "passes of the encoder-alone measurement")
+	fs.IntVar(&o.repeat, "repeat", 1, "measure the encoder alone and then the job this many times (reports the medians)")
 	fs.BoolVar(&o.rss, "rss", false, "also measure the peak RSS of jobs of 100 and --rss-images images (separate processes)")
 	fs.IntVar(&o.rssBig, "rss-images", 5000, "images of the large job of --rss")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the job phase to this file (Go's threads, and ONNX Runtime's work on the calling thread; not its pool threads)")
 	o.ort.AddFlags(fs)
 }
 
 type pipeBenchResult struct {
-	Model          string  `json:"model"`
-	Images         int     `json:"images"`
-	Batch          int     `json:"batch"`
-	EncoderPerSec  float64 `json:"encoder_images_per_sec"`
-	JobPerSec      float64 `json:"job_images_per_sec"`
-	Ratio          float64 `json:"job_to_encoder_ratio"`
-	RSSSmallMB     float64 `json:"rss_100_mb,omitempty"`
-	RSSLargeMB     float64 `json:"rss_large_mb,omitempty"`
-	RSSLargeImages int     `json:"rss_large_images,omitempty"`
+	Model          string             `json:"model"`
+	Images         int                `json:"images"`
+	ImageSize      int                `json:"image_size,omitempty"` // side of the synthetic images
+	Batch          int                `json:"batch"`
+	Cores          int                `json:"cores"`
+	Streams        int                `json:"encoder_streams"`
+	Threads        int                `json:"encoder_threads"`
+	EncoderPerSec  float64            `json:"encoder_images_per_sec"`
+	JobPerSec      float64            `json:"job_images_per_sec"`
+	Ratio          float64            `json:"job_to_encoder_ratio"`
+	EncoderCPUms   float64            `json:"encoder_cpu_ms_per_image,omitempty"`
+	JobCPUms       float64            `json:"job_cpu_ms_per_image,omitempty"`
+	StagesMs       map[string]float64 `json:"job_stage_medians_ms,omitempty"`
+	Pairs          []pipeBenchPair    `json:"pairs"`
+	RSSSmallMB     float64            `json:"rss_100_mb,omitempty"`
+	RSSLargeMB     float64            `json:"rss_large_mb,omitempty"`
+	RSSLargeImages int                `json:"rss_large_images,omitempty"`
+}
+
+// pipeBenchPair is one measurement of the encoder alone and the job right after it.
+type pipeBenchPair struct {
+	EncoderPerSec float64 `json:"encoder_images_per_sec"`
+	EncoderCPUms  float64 `json:"encoder_cpu_ms_per_image,omitempty"`
+	JobPerSec     float64 `json:"job_images_per_sec"`
+	JobCPUms      float64 `json:"job_cpu_ms_per_image,omitempty"`
+	Ratio         float64 `json:"job_to_encoder_ratio"`
 }
 
 func runBenchPipeline(ctx context.Context, e *env, args []string) error {
@@ -64,8 +92,11 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if o.n < 1 || o.size < 8 || o.batch < 1 || o.rounds < 1 {
-		return usagef("--n, --batch and --rounds must be at least 1, --size at least 8")
+	if o.n < 1 || o.size < 8 || o.batch < 1 || o.rounds < 1 || o.repeat < 1 {
+		return usagef("--n, --batch, --rounds and --repeat must be at least 1, --size at least 8")
+	}
+	if o.streams < 0 || o.workers < 0 {
+		return usagef("--streams and --workers must be 0 or more")
 	}
 	if err := o.ort.validate(); err != nil {
 		return err
@@ -124,30 +155,141 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	cfg := pipeline.Config{Model: m, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
-		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Threads: o.ort.Threads, Version: Version, Log: e.Log}
-	res.Model, res.Batch = m.Name(), o.batch
-	var n int
-	if res.EncoderPerSec, n, err = pipeline.EncoderRate(ctx, cfg, o.rounds); err != nil {
-		return err
+		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Threads: o.ort.Threads, Streams: o.streams, Version: Version, Log: e.Log}
+	res.Model, res.Batch, res.Cores = m.Name(), o.batch, runtime.GOMAXPROCS(0)
+	res.Threads, res.Streams = pipeline.EncoderPlan(cfg)
+	if o.images == "" {
+		res.ImageSize = o.size
 	}
-	res.Images = n
-	sum, err := pipeline.Run(ctx, cfg)
-	if err != nil {
-		return err
+	var prof *os.File
+	if o.cpuProf != "" {
+		if prof, err = os.Create(o.cpuProf); err != nil {
+			return err
+		}
+		defer prof.Close()
 	}
-	res.JobPerSec = sum.ImagesPerSec()
-	res.Ratio = res.JobPerSec / res.EncoderPerSec
+	// Encoder alone, then the job, repeat times: back-to-back pairs, so
+	// that a change in the machine's load spoils one pair, not the figure.
+	for r := range o.repeat {
+		enc, n, err := pipeline.EncoderRate(ctx, cfg, o.rounds)
+		if err != nil {
+			return err
+		}
+		res.Images = n
+		var profErr error
+		cfg.Out = filepath.Join(tmp, fmt.Sprintf("out-%d", r))
+		sum, job, err := pipeline.JobRate(ctx, cfg, func() {
+			if prof != nil && r == 0 {
+				profErr = pprof.StartCPUProfile(prof)
+			}
+		})
+		if prof != nil && r == 0 && profErr == nil {
+			pprof.StopCPUProfile()
+		}
+		if err == nil {
+			err = profErr
+		}
+		if err != nil {
+			return err
+		}
+		if sum.Failed > 0 {
+			e.Log.Warn("bench pipeline: some images failed; the job's rate counts the others", "failed", sum.Failed, "done", sum.Done)
+		}
+		p := pipeBenchPair{EncoderPerSec: enc.PerSec(), EncoderCPUms: ms(enc.CPUPerImage()),
+			JobPerSec: job.PerSec(), JobCPUms: ms(job.CPUPerImage())}
+		p.Ratio = p.JobPerSec / p.EncoderPerSec
+		res.Pairs = append(res.Pairs, p)
+		if f, err := os.Open(sum.Manifest); err == nil {
+			entries, perr := pipeline.ParseManifest(f)
+			f.Close()
+			if perr == nil {
+				res.StagesMs = pipeline.StageMedians(entries)
+			}
+		}
+		os.RemoveAll(cfg.Out)
+	}
+	med := func(f func(pipeBenchPair) float64) float64 {
+		v := make([]float64, len(res.Pairs))
+		for i, p := range res.Pairs {
+			v[i] = f(p)
+		}
+		sort.Float64s(v)
+		if n := len(v); n%2 == 0 {
+			return (v[n/2-1] + v[n/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	res.EncoderPerSec = med(func(p pipeBenchPair) float64 { return p.EncoderPerSec })
+	res.JobPerSec = med(func(p pipeBenchPair) float64 { return p.JobPerSec })
+	res.Ratio = med(func(p pipeBenchPair) float64 { return p.Ratio })
+	res.EncoderCPUms = med(func(p pipeBenchPair) float64 { return p.EncoderCPUms })
+	res.JobCPUms = med(func(p pipeBenchPair) float64 { return p.JobCPUms })
 	if o.json {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(e.Stdout, string(b))
 		return nil
 	}
-	fmt.Fprintf(e.Stdout, "model %s, %d images, batch %d\n", res.Model, res.Images, res.Batch)
-	fmt.Fprintf(e.Stdout, "  vision encoder alone  %8.1f images/s\n", res.EncoderPerSec)
-	fmt.Fprintf(e.Stdout, "  whole job             %8.1f images/s  (%.0f%% of the encoder's rate; target ≥ 90%%)\n", res.JobPerSec, 100*res.Ratio)
+	what := fmt.Sprintf("%d images", res.Images)
+	if res.ImageSize > 0 {
+		what = fmt.Sprintf("%d synthetic %d×%d JPEGs", res.Images, res.ImageSize, res.ImageSize)
+	}
+	fmt.Fprintf(e.Stdout, "model %s, %s, batch %d, %d cores, encoder %d stream(s) × %d thread(s)\n", res.Model, what, res.Batch, res.Cores, res.Streams, res.Threads)
+	if len(res.Pairs) > 1 {
+		for i, p := range res.Pairs {
+			fmt.Fprintf(e.Stdout, "  pair %d: encoder %.1f images/s (CPU %.2f ms/image), job %.1f images/s (CPU %.2f ms/image): %.0f%%\n",
+				i+1, p.EncoderPerSec, p.EncoderCPUms, p.JobPerSec, p.JobCPUms, 100*p.Ratio)
+		}
+		fmt.Fprintf(e.Stdout, "  medians of %d pairs:\n", len(res.Pairs))
+	}
+	fmt.Fprintf(e.Stdout, "  vision encoder alone  %8.1f images/s%s\n", res.EncoderPerSec, cpuNote(res.EncoderCPUms))
+	fmt.Fprintf(e.Stdout, "  whole job             %8.1f images/s%s  (%.0f%% of the encoder's rate; target ≥ 90%%)\n", res.JobPerSec, cpuNote(res.JobCPUms), 100*res.Ratio)
+	if res.EncoderCPUms > 0 && res.JobCPUms > 0 {
+		fmt.Fprintf(e.Stdout, "  CPU per image, encoder alone / job: %.0f%% (the job's ceiling when the encoder keeps every core busy)\n", 100*res.EncoderCPUms/res.JobCPUms)
+	}
+	if len(res.StagesMs) > 0 {
+		fmt.Fprintf(e.Stdout, "  job stages, median ms per image: %s (encode: the wall time of a batch)\n", stageList(res.StagesMs))
+	}
 	if o.rss {
 		fmt.Fprintf(e.Stdout, "  peak RSS: %.1f MB at 100 images, %.1f MB at %d images (growth %.1f MB; target < 50 MB)\n",
 			res.RSSSmallMB, res.RSSLargeMB, res.RSSLargeImages, res.RSSLargeMB-res.RSSSmallMB)
 	}
 	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func cpuNote(cpuMs float64) string {
+	if cpuMs <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("  CPU %7.2f ms/image", cpuMs)
+}
+
+// stageList lists the job's stages in pipeline order, then any others.
+func stageList(st map[string]float64) string {
+	order := []string{"read", "decode", "preprocess", "encode", "attend", "write", "total"}
+	rank := func(k string) int {
+		for i, o := range order {
+			if o == k {
+				return i
+			}
+		}
+		return len(order)
+	}
+	keys := make([]string, 0, len(st))
+	for k := range st {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		ra, rb := rank(keys[a]), rank(keys[b])
+		if ra != rb {
+			return ra < rb
+		}
+		return keys[a] < keys[b]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.2f", k, st[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -36,6 +36,7 @@ type runOptions struct {
 	perHead     bool
 	format      string
 	workers     int
+	streams     int
 	batch       int
 	resume      bool
 	shardIndex  int
@@ -61,6 +62,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.perHead, "per-head", false, "also write the attention maps of every head")
 	fs.StringVar(&o.format, "format", "safetensors", "output format: safetensors or npz")
 	fs.IntVar(&o.workers, "workers", 0, "decode and preprocess goroutines (0: one per core)")
+	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
 	fs.IntVar(&o.batch, "batch", 8, "images per vision encoder call")
 	fs.BoolVar(&o.resume, "resume", false, "skip images already done with the same inputs and settings; keep the manifest")
 	fs.IntVar(&o.shardIndex, "shard-index", -1, "this process's shard (default: JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX)")
@@ -103,8 +105,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if o.format != "safetensors" && o.format != "npz" {
 		return usagef("--format %q: want safetensors or npz", o.format)
 	}
-	if o.batch < 1 || o.workers < 0 || o.maxFailures < 0 || o.heads < 0 || o.maxPixels < 0 {
-		return usagef("--batch must be at least 1; --workers, --heads, --max-pixels and --max-failures 0 or more")
+	if o.batch < 1 || o.workers < 0 || o.streams < 0 || o.maxFailures < 0 || o.heads < 0 || o.maxPixels < 0 {
+		return usagef("--batch must be at least 1; --workers, --streams, --heads, --max-pixels and --max-failures 0 or more")
 	}
 	if err := o.ort.validate(); err != nil {
 		return err
@@ -132,7 +134,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		Model: m, Inputs: o.images, Prompts: o.prompts, Out: o.out,
 		Direction: dir, XAttn: o.xattn, XAttnPrefix: o.xattnPrefix, Heads: o.heads,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, Format: o.format,
-		Workers: o.workers, Batch: o.batch, Threads: o.ort.Threads, Resume: o.resume, Shard: shard,
+		Workers: o.workers, Batch: o.batch, Threads: o.ort.Threads, Streams: o.streams, Resume: o.resume, Shard: shard,
 		MaxPixels: o.maxPixels, Version: Version, Log: e.Log,
 		Progress: prog.update,
 	}

@@ -28,7 +28,7 @@ type ortOptions struct {
 // AddFlags binds --ort-lib and --threads.
 func (o *ortOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Lib, "ort-lib", "", "ONNX Runtime shared library to use (default: "+ort.EnvLibraryPath+", beside the executable, the user cache, the system folders)")
-	fs.IntVar(&o.Threads, "threads", 0, "ONNX Runtime intra-op threads (0: ONNX Runtime's default)")
+	fs.IntVar(&o.Threads, "threads", 0, "ONNX Runtime intra-op threads (0: ONNX Runtime's default; for run and bench pipeline, cores shared among the encoder batches, see --streams)")
 }
 
 // validate checks the flag values.

@@ -37,15 +37,19 @@ func PackedKLen(tk, hd int) int { return Panels(tk) * NR * hd }
 // floats, stay in L1 whatever T_k.
 const BlockKeys = 512
 
+// blockTiles is how many tiles attendBlocks runs through one kernel call
+// per block of keys.
+const blockTiles = 16
+
 // ScratchLen returns the length of the scratch buffer Attend needs for n
 // keys of width hd: MR rows of Panels(n)·NR scores; past BlockKeys keys, a
-// block's scores, a tile's block output [MR, hd] and 8 statistics per
-// block.
+// block's scores, the block output of blockTiles tiles [blockTiles·MR, hd]
+// and 8 statistics per tile and block.
 func ScratchLen(n, hd int) int {
 	if n <= BlockKeys {
 		return MR * Panels(n) * NR
 	}
-	return MR*BlockKeys + MR*hd + 8*blocks(n)
+	return MR*BlockKeys + blockTiles*MR*hd + 8*blockTiles*blocks(n)
 }
 
 func blocks(n int) int { return (n + BlockKeys - 1) / BlockKeys }
@@ -249,25 +253,27 @@ func Attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32,
 	attendBlocks(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp)
 }
 
-// attendBlocks is Attend for n > BlockKeys, one tile at a time: block 0's
-// output goes to o, each later block's to scratch, and is merged by the
-// weights of online softmax (with M the running maximum and L the running
-// sum relative to it, a block of maximum m and sum l adds with weight
-// l·e^(m-M')/L' against L·e^(M-M')/L' for the running output); the
-// probabilities, normalised per block by the kernel, are rescaled at the
-// end of the tile by l_b·e^(m_b-M)/L.
+// attendBlocks is Attend for n > BlockKeys, in groups of up to blockTiles
+// tiles: one kernel call per group and block of keys, block 0's output to
+// o, each later block's to scratch, merged by the weights of online softmax
+// (with M the running maximum and L the running sum relative to it, a
+// block of maximum m and sum l adds with weight l·e^(m-M')/L' against
+// L·e^(M-M')/L' for the running output); the probabilities, normalised per
+// block by the kernel, are rescaled at the end by l_b·e^(m_b-M)/L.
 func attendBlocks(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32, n, hd int, scale float32, s, prob []float32, ldp int) {
 	hp, nb := PadHD(hd), blocks(n)
 	sc := s[:MR*BlockKeys]
-	ob := s[MR*BlockKeys : MR*BlockKeys+MR*hd]
-	st := s[MR*BlockKeys+MR*hd : MR*BlockKeys+MR*hd+8*nb]
-	for t := 0; t < tiles; t++ {
-		qt, ot := q[t*MR*ldq:], o[t*MR*ldo:]
+	ob := s[MR*BlockKeys : MR*BlockKeys+blockTiles*MR*hd]
+	st := s[MR*BlockKeys+blockTiles*MR*hd : MR*BlockKeys+blockTiles*MR*hd+8*blockTiles*nb]
+	var mRun, lRun [blockTiles * MR]float64
+	for t0 := 0; t0 < tiles; t0 += blockTiles {
+		g := min(blockTiles, tiles-t0)
+		rows := g * MR
+		qt, ot := q[t0*MR*ldq:], o[t0*MR*ldo:]
 		var pt []float32
 		if prob != nil {
-			pt = prob[t*MR*ldp:]
+			pt = prob[t0*MR*ldp:]
 		}
-		var mRun, lRun [MR]float64
 		for b := 0; b < nb; b++ {
 			j0 := b * BlockKeys
 			nk := min(BlockKeys, n-j0)
@@ -275,26 +281,26 @@ func attendBlocks(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []fl
 			if pt != nil {
 				pb = pt[j0:]
 			}
-			bst := st[8*b : 8*b+8]
+			bst := st[8*blockTiles*b : 8*blockTiles*b+8*g]
 			if b == 0 {
-				attend(ot, ldo, qt, ldq, 1, kp, vp, nk, hd, scale, sc, pb, ldp, bst)
-				for i := range MR {
-					mRun[i], lRun[i] = float64(bst[i]), float64(bst[4+i])
+				attend(ot, ldo, qt, ldq, g, kp, vp, nk, hd, scale, sc, pb, ldp, bst)
+				for r := range rows {
+					mRun[r], lRun[r] = float64(bst[8*(r/MR)+r%MR]), float64(bst[8*(r/MR)+4+r%MR])
 				}
 				continue
 			}
-			attend(ob, hd, qt, ldq, 1, kp[j0*hd:], vp[j0*hp:], nk, hd, scale, sc, pb, ldp, bst)
-			for i := range MR {
-				mb, lb := float64(bst[i]), float64(bst[4+i])
-				m := max(mRun[i], mb)
-				a, c := lRun[i]*math.Exp(mRun[i]-m), lb*math.Exp(mb-m)
+			attend(ob, hd, qt, ldq, g, kp[j0*hd:], vp[j0*hp:], nk, hd, scale, sc, pb, ldp, bst)
+			for r := range rows {
+				mb, lb := float64(bst[8*(r/MR)+r%MR]), float64(bst[8*(r/MR)+4+r%MR])
+				m := max(mRun[r], mb)
+				a, c := lRun[r]*math.Exp(mRun[r]-m), lb*math.Exp(mb-m)
 				l := a + c
 				fa, fc := float32(a/l), float32(c/l)
-				row, brow := ot[i*ldo:i*ldo+hd], ob[i*hd:i*hd+hd]
+				row, brow := ot[r*ldo:r*ldo+hd], ob[r*hd:r*hd+hd]
 				for k, v := range brow {
 					row[k] = row[k]*fa + v*fc
 				}
-				mRun[i], lRun[i] = m, l
+				mRun[r], lRun[r] = m, l
 			}
 		}
 		if pt == nil {
@@ -303,9 +309,11 @@ func attendBlocks(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []fl
 		for b := 0; b < nb; b++ {
 			j0 := b * BlockKeys
 			nk := min(BlockKeys, n-j0)
-			for i := range MR {
-				f := float32(float64(st[8*b+4+i]) * math.Exp(float64(st[8*b+i])-mRun[i]) / lRun[i])
-				row := pt[i*ldp+j0 : i*ldp+j0+nk]
+			bst := st[8*blockTiles*b:]
+			for r := range rows {
+				mb, lb := float64(bst[8*(r/MR)+r%MR]), float64(bst[8*(r/MR)+4+r%MR])
+				f := float32(lb * math.Exp(mb-mRun[r]) / lRun[r])
+				row := pt[r*ldp+j0 : r*ldp+j0+nk]
 				for j := range row {
 					row[j] *= f
 				}

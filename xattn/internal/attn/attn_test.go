@@ -150,6 +150,9 @@ func TestAttend(t *testing.T) {
 					continue
 				}
 				tiles := 1 + (n+hd)%3
+				if n > BlockKeys && n%2 == 1 {
+					tiles += blockTiles // more than one group of tiles per block call
+				}
 				rows := tiles * MR
 				ldq, ldo, ldp := hd+3, hd+5, n+2
 				scale := float32(0.3 + r.Float64())

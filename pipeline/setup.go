@@ -204,10 +204,7 @@ func newEngine(cfg Config) (_ *engine, err error) {
 	}
 
 	// The prompt side: encoded once for the whole job.
-	ctxLen := j.tok.ContextLength()
-	if n := m.Config().TextConfig.MaxPositionEmbeddings; n > 0 && n < ctxLen {
-		ctxLen = n
-	}
+	ctxLen := j.tok.ForModel(m.Config().TextConfig.MaxPositionEmbeddings).ContextLength()
 	strict, err := j.tok.WithOptions(text.Options{ContextLength: ctxLen, ErrorOnOverflow: true})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)

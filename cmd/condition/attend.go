@@ -105,7 +105,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	path := fs.Arg(0)
-	img, crop, atts, err := pipeline.AttendImage(ctx, pipeline.Config{Model: m, Prompts: o.prompts, Threads: o.ort.Threads, MaxPixels: o.maxPixels, Log: e.Log}, path)
+	img, crop, atts, err := pipeline.AttendImage(ctx, pipeline.Config{Model: m, Prompts: o.prompts, Threads: o.ort.threads(), MaxPixels: o.maxPixels, Log: e.Log}, path)
 	if err != nil {
 		return err
 	}

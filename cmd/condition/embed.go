@@ -231,7 +231,7 @@ func embedPrompts(ctx context.Context, m *models.Model, o embedOptions) ([]text.
 		ids[i] = flatIDs[i*n : (i+1)*n]
 		masks[i] = flatMask[i*n : (i+1)*n]
 	}
-	enc, err := text.OpenEncoder(m, text.EncoderOptions{Threads: o.ort.Threads})
+	enc, err := text.OpenEncoder(m, text.EncoderOptions{Threads: o.ort.threads()})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -249,7 +249,7 @@ func embedImages(ctx context.Context, m *models.Model, o embedOptions, paths []s
 	if err != nil {
 		return nil, fmt.Errorf("embed: model %s: %w", m.Name(), err)
 	}
-	enc, err := vision.OpenEncoder(m, vision.EncoderOptions{Threads: o.ort.Threads})
+	enc, err := vision.OpenEncoder(m, vision.EncoderOptions{Threads: o.ort.threads()})
 	if err != nil {
 		return nil, err
 	}

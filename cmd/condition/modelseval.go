@@ -57,7 +57,7 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc, err := pipeline.NewJointEncoder(m, o.ort.Threads)
+	enc, err := pipeline.NewJointEncoder(m, o.ort.threads())
 	if err != nil {
 		return err
 	}

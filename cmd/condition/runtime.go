@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/conditionhq/condition/models/ort"
 	"github.com/spf13/pflag"
@@ -28,7 +29,16 @@ type ortOptions struct {
 // AddFlags binds --ort-lib and --threads.
 func (o *ortOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Lib, "ort-lib", "", "ONNX Runtime shared library to use (default: "+ort.EnvLibraryPath+", beside the executable, the user cache, the system folders)")
-	fs.IntVar(&o.Threads, "threads", 0, "ONNX Runtime intra-op threads (0: ONNX Runtime's default; for run and bench pipeline, cores shared among the encoder batches, see --streams)")
+	fs.IntVar(&o.Threads, "threads", 0, "ONNX Runtime intra-op threads (0: one per core; for run and bench pipeline, the cores shared among the encoder batches, see --streams)")
+}
+
+// threads returns --threads, with 0 meaning one per core (ONNX Runtime's
+// own default used one of the two cores of the development machine).
+func (o *ortOptions) threads() int {
+	if o.Threads == 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return o.Threads
 }
 
 // validate checks the flag values.

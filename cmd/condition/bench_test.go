@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -57,5 +58,31 @@ func TestBenchORT(t *testing.T) {
 			t.Errorf("%v: ONNX Runtime differs from ours: block %.3g, core %.3g of the largest output", args, r.ORTBlockDiff, r.ORTCoreDiff)
 		}
 		t.Logf("%v: relative differences block %.3g core %.3g", args, r.ORTBlockDiff, r.ORTCoreDiff)
+	}
+}
+
+// TestBenchPipeline runs `bench pipeline` on a few synthetic images with
+// the built-in model and checks the report: both rates measured, the ratio
+// their quotient, and the encoder setting.
+func TestBenchPipeline(t *testing.T) {
+	orttest.Load(t)
+	code, out, errs := runCLI(t, "bench", "pipeline", "--n", "16", "--size", "48", "--batch", "4", "--repeat", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r pipeBenchResult
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &r); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if r.Model != "default" || r.Images != 16 || r.Batch != 4 || r.Streams < 1 || r.Threads < 1 || len(r.Pairs) != 2 {
+		t.Fatalf("report %+v", r)
+	}
+	if r.EncoderPerSec <= 0 || r.JobPerSec <= 0 {
+		t.Fatalf("rates: encoder %v, job %v", r.EncoderPerSec, r.JobPerSec)
+	}
+	for i, p := range r.Pairs {
+		if p.EncoderPerSec <= 0 || p.JobPerSec <= 0 || math.Abs(p.Ratio-p.JobPerSec/p.EncoderPerSec) > 1e-9*p.Ratio {
+			t.Errorf("pair %d: %+v", i, p)
+		}
 	}
 }

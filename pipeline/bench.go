@@ -11,7 +11,6 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -151,7 +150,7 @@ func parseStatCPU(b []byte) (time.Duration, bool) {
 // image encoded (rounds × the images found); distinct is the number of
 // images found.
 func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct int, err error) {
-	cfg.Threads, cfg.Streams = encoderPlan(cfg.Threads, cfg.Streams, runtime.GOMAXPROCS(0))
+	cfg.Threads, cfg.Streams = EncoderPlan(cfg)
 	e, err := newEngine(cfg)
 	if err != nil {
 		return Rate{}, 0, err

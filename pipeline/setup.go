@@ -102,7 +102,7 @@ func newJob(cfg Config) (_ *job, err error) {
 	default:
 		return nil, fmt.Errorf("pipeline: format %q: want safetensors or npz", cfg.Format)
 	}
-	cfg.Threads, cfg.Streams = encoderPlan(cfg.Threads, cfg.Streams, runtime.GOMAXPROCS(0))
+	cfg.Threads, cfg.Streams = EncoderPlan(cfg)
 	if j.engine, err = newEngine(cfg); err != nil {
 		return nil, err
 	}

@@ -174,13 +174,24 @@ func (t *Tokenizer) Fit(full []int, n int) (ids, mask []int64, truncated bool, e
 	if n < 2 {
 		return nil, nil, false, fmt.Errorf("text: length %d: want at least 2 (BOS and EOS)", n)
 	}
+	ids, mask = make([]int64, n), make([]int64, n)
+	if truncated, err = t.fitInto(ids, mask, full); err != nil {
+		return nil, nil, false, err
+	}
+	return ids, mask, truncated, nil
+}
+
+// fitInto writes full (BOS, tokens, EOS) into ids and mask (len >= 2):
+// padded, or cut to its first len(ids)-1 ids and EOS (an error with
+// Options.ErrorOnOverflow); it reports whether it cut.
+func (t *Tokenizer) fitInto(ids, mask []int64, full []int) (truncated bool, err error) {
+	n := len(ids)
 	if len(full) > n {
 		if t.opts.ErrorOnOverflow {
-			return nil, nil, false, &TooLongError{Tokens: len(full), Limit: n}
+			return false, &TooLongError{Tokens: len(full), Limit: n}
 		}
 		truncated = true
 	}
-	ids, mask = make([]int64, n), make([]int64, n)
 	for i := range ids {
 		switch {
 		case truncated && i == n-1:
@@ -188,10 +199,10 @@ func (t *Tokenizer) Fit(full []int, n int) (ids, mask []int64, truncated bool, e
 		case i < len(full):
 			ids[i], mask[i] = int64(full[i]), 1
 		default:
-			ids[i] = int64(t.pad)
+			ids[i], mask[i] = int64(t.pad), 0
 		}
 	}
-	return ids, mask, truncated, nil
+	return truncated, nil
 }
 
 // EncodeBatch encodes texts as EncodePadded does into ids and mask of shape
@@ -221,20 +232,8 @@ func (t *Tokenizer) encodeInto(ids, mask []int64, s string) error {
 	full = t.appendContent(full, s, &sc.buf)
 	full = append(full, t.eos)
 	sc.ids = full
-	if len(full) > n {
-		if t.opts.ErrorOnOverflow {
-			return &TooLongError{Tokens: len(full), Limit: n}
-		}
-		full = append(full[:n-1], t.eos)
-	}
-	for i := range ids {
-		if i < len(full) {
-			ids[i], mask[i] = int64(full[i]), 1
-		} else {
-			ids[i], mask[i] = int64(t.pad), 0
-		}
-	}
-	return nil
+	_, err := t.fitInto(ids, mask, full)
+	return err
 }
 
 // scratch is reusable memory for encodeInto.

@@ -567,7 +567,7 @@ func (w *Workspace) attend(res *Result, q []float32, pq *Query, tq int, src *Sou
 	p.kind, p.a, p.qry, p.src, p.res, p.mode = phChunks, q, pq, src, res, mode
 	p.probs = mode != NoAttention
 	p.rows = w.chunks(tq)
-	w.sizeScratch(src.tkc, p.rows)
+	w.sizeScratch(src.tkc, p.rows, p.probs)
 	w.times.Calls++
 	w.pool.do(p.rows.n, p)
 	var t [4]time.Duration
@@ -586,7 +586,9 @@ func (w *Workspace) attend(res *Result, q []float32, pq *Query, tq int, src *Sou
 	p.a, p.qry, p.src, p.res = nil, nil, nil, nil
 }
 
-func (w *Workspace) sizeScratch(tkc int, rows split) {
+// sizeScratch sizes every worker's scratch for tkc keys, the chunks rows
+// and, with probs, a chunk's probabilities of one head.
+func (w *Workspace) sizeScratch(tkc int, rows split, probs bool) {
 	hd := w.l.hd
 	maxRows := 0
 	if rows.n > 0 {
@@ -598,7 +600,7 @@ func (w *Workspace) sizeScratch(tkc int, rows split) {
 		sc.qs = grow(sc.qs, attn.MR*hd)
 		sc.os = grow(sc.os, attn.MR*hd)
 		sc.ps = grow(sc.ps, attn.MR*tkc)
-		if w.ph.probs {
+		if probs {
 			sc.prob = grow(sc.prob, maxRows*tkc)
 		}
 	}

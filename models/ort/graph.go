@@ -1,6 +1,7 @@
 package ort
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -89,12 +90,11 @@ func (g Graph) checkInMemory() error {
 	if g.path != "" {
 		return nil
 	}
-	m, err := onnxgraph.Parse(g.data)
+	ext, err := onnxgraph.ExternalDataFiles(bytes.NewReader(g.data), int64(len(g.data)))
 	if err != nil {
 		return nil // ONNX Runtime says what is wrong with it
 	}
-	if ext := m.ExternalFiles(); len(ext) > 0 {
-		sort.Strings(ext)
+	if len(ext) > 0 {
 		return fmt.Errorf("ort: %s keeps its initializers in external data (%s), which ONNX Runtime can only find beside the graph's file on disk; "+
 			"this graph was given as bytes (open the model from a directory or the hub cache, not from memory)", g.name, strings.Join(ext, ", "))
 	}
@@ -119,18 +119,24 @@ func (g Graph) loadError(err error) error {
 }
 
 // missingExternal returns the external data files that the graph in path
-// names and that are not in its folder, as paths.
+// names and that are not in its folder, as paths. It reads only the graph's
+// framing and initializer headers, not its weights.
 func missingExternal(path string) []string {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
-	m, err := onnxgraph.Parse(b)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	locs, err := onnxgraph.ExternalDataFiles(f, st.Size())
 	if err != nil {
 		return nil
 	}
 	var missing []string
-	for _, loc := range m.ExternalFiles() {
+	for _, loc := range locs {
 		p := filepath.Join(filepath.Dir(path), filepath.FromSlash(loc))
 		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
 			missing = append(missing, p)
@@ -178,12 +184,7 @@ func (g Graph) NewSession(inputs, outputs []string, opts SessionOptions) (*Sessi
 		s, err = onnx.NewDynamicAdvancedSessionWithONNXData(g.data, inputs, outputs, so)
 	}
 	if err != nil {
-		if g.path != "" {
-			if missing := missingExternal(g.path); len(missing) > 0 {
-				return nil, g.loadError(err)
-			}
-		}
-		return nil, fmt.Errorf("ort: %s: create session: %w", name, err)
+		return nil, g.loadError(fmt.Errorf("create session: %w", err))
 	}
 	return &Session{name: name, inputs: append([]string(nil), inputs...), outputs: append([]string(nil), outputs...), s: s}, nil
 }

@@ -253,6 +253,12 @@ func Attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32,
 	attendBlocks(o, ldo, q, ldq, tiles, kp, vp, n, hd, scale, s, prob, ldp)
 }
 
+// rowStats returns the maximum and the sum the kernel wrote into ml for
+// row r of its call (see AttendGeneric).
+func rowStats(ml []float32, r int) (m, l float64) {
+	return float64(ml[8*(r/MR)+r%MR]), float64(ml[8*(r/MR)+4+r%MR])
+}
+
 // attendBlocks is Attend for n > BlockKeys, in groups of up to blockTiles
 // tiles: one kernel call per group and block of keys, block 0's output to
 // o, each later block's to scratch, merged by the weights of online softmax
@@ -285,13 +291,13 @@ func attendBlocks(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []fl
 			if b == 0 {
 				attend(ot, ldo, qt, ldq, g, kp, vp, nk, hd, scale, sc, pb, ldp, bst)
 				for r := range rows {
-					mRun[r], lRun[r] = float64(bst[8*(r/MR)+r%MR]), float64(bst[8*(r/MR)+4+r%MR])
+					mRun[r], lRun[r] = rowStats(bst, r)
 				}
 				continue
 			}
 			attend(ob, hd, qt, ldq, g, kp[j0*hd:], vp[j0*hp:], nk, hd, scale, sc, pb, ldp, bst)
 			for r := range rows {
-				mb, lb := float64(bst[8*(r/MR)+r%MR]), float64(bst[8*(r/MR)+4+r%MR])
+				mb, lb := rowStats(bst, r)
 				m := max(mRun[r], mb)
 				a, c := lRun[r]*math.Exp(mRun[r]-m), lb*math.Exp(mb-m)
 				l := a + c
@@ -311,7 +317,7 @@ func attendBlocks(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []fl
 			nk := min(BlockKeys, n-j0)
 			bst := st[8*blockTiles*b:]
 			for r := range rows {
-				mb, lb := float64(bst[8*(r/MR)+r%MR]), float64(bst[8*(r/MR)+4+r%MR])
+				mb, lb := rowStats(bst, r)
 				f := float32(lb * math.Exp(mb-mRun[r]) / lRun[r])
 				row := pt[r*ldp+j0 : r*ldp+j0+nk]
 				for j := range row {

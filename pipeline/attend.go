@@ -52,16 +52,12 @@ func AttendImage(ctx context.Context, cfg Config, path string) (image.Image, ima
 	enc := encs[0]
 	p := enc.Tokens - 1
 	patches := enc.States[enc.Width:]
-	var res xattn.Result
-	var i2t, t2i *xattn.Workspace
-	if e.i2t != nil {
-		i2t = e.i2t.NewWorkspace(cfg.Threads)
-		defer i2t.Close()
+	ws := e.newWorkspaces()
+	defer ws.close()
+	if err := e.preparePatches(ws, patches, p); err != nil {
+		return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: %w", err)
 	}
-	if e.t2i != nil {
-		t2i = e.t2i.NewWorkspace(cfg.Threads)
-		defer t2i.Close()
-	}
+	res := &ws.res
 	var out []Attention
 	for _, ps := range e.prompts {
 		a := Attention{Prompt: ps.text, Words: ps.words, Grid: enc.Grid}
@@ -70,14 +66,14 @@ func AttendImage(ctx context.Context, cfg Config, path string) (image.Image, ima
 			ids[i] = int(ps.ids[i])
 		}
 		a.Tokens, _ = e.tok.Tokens(ids)
-		if i2t != nil {
-			if err := i2t.ForwardSource(&res, patches, p, ps.src, xattn.MeanAttention); err != nil {
+		if ws.i2t != nil {
+			if err := ws.i2t.ForwardPrepared(res, &ws.patchQ, ps.src, xattn.MeanAttention); err != nil {
 				return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: attention: %w", err)
 			}
 			a.ImageToText = clone(res.Attn[:p*ps.t])
 		}
-		if t2i != nil {
-			if err := t2i.ForwardQuery(&res, ps.q, patches, p, nil, xattn.MeanAttention); err != nil {
+		if ws.t2i != nil {
+			if err := ws.t2i.ForwardPrepared(res, ps.q, &ws.patchSrc, xattn.MeanAttention); err != nil {
 				return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: attention: %w", err)
 			}
 			a.TextToImage = clone(res.Attn[:ps.t*p])

@@ -414,13 +414,18 @@ func (j *job) encodeLoop(in <-chan *work, out chan<- *work, batch int) {
 	}
 }
 
-// workspaces are one writer's attention workspaces and result buffers.
+// workspaces are one writer's attention workspaces and result buffers,
+// and the image side of the attention, prepared once per image for every
+// prompt.
 type workspaces struct {
 	i2t, t2i *xattn.Workspace
 	res      xattn.Result
+	patchQ   xattn.Query  // the patches as queries (image → text)
+	patchSrc xattn.Source // the patches as keys and values (text → image)
+	file     []byte       // the encoding of the last output file
 }
 
-func (j *job) newWorkspaces() *workspaces {
+func (j *engine) newWorkspaces() *workspaces {
 	ws := &workspaces{}
 	if j.i2t != nil {
 		ws.i2t = j.i2t.NewWorkspace(j.cfg.Threads)
@@ -455,6 +460,10 @@ func (j *job) attendAndWrite(w *work, ws *workspaces) {
 	if j.cfg.PerHead {
 		mode = xattn.PerHeadAttention
 	}
+	if err := j.preparePatches(ws, patches, p); err != nil {
+		w.fail = err
+		return
+	}
 	scores := map[string]float64{}
 	var sheets [][]Overlay
 	for k, ps := range j.prompts {
@@ -462,7 +471,7 @@ func (j *job) attendAndWrite(w *work, ws *workspaces) {
 		ts[pre+"input_ids"] = tensorio.I64([]int{len(ps.ids)}, ps.ids)
 		var i2tMap, t2iMap []float32
 		if j.i2t != nil {
-			if err := ws.i2t.ForwardSource(&ws.res, patches, p, ps.src, mode); err != nil {
+			if err := ws.i2t.ForwardPrepared(&ws.res, &ws.patchQ, ps.src, mode); err != nil {
 				w.fail = fmt.Errorf("attention (image to text, prompt %d): %w", k, err)
 				return
 			}
@@ -474,7 +483,7 @@ func (j *job) attendAndWrite(w *work, ws *workspaces) {
 			}
 		}
 		if j.t2i != nil {
-			if err := ws.t2i.ForwardQuery(&ws.res, ps.q, patches, p, nil, mode); err != nil {
+			if err := ws.t2i.ForwardPrepared(&ws.res, ps.q, &ws.patchSrc, mode); err != nil {
 				w.fail = fmt.Errorf("attention (text to image, prompt %d): %w", k, err)
 				return
 			}
@@ -510,7 +519,8 @@ func (j *job) attendAndWrite(w *work, ws *workspaces) {
 		ts["metadata_json"] = tensorio.Tensor{DType: tensorio.DTypeU8, Shape: []int{len(mb)}, Data: mb}
 		data, err = tensorio.EncodeNPZ(ts)
 	} else {
-		data, err = tensorio.EncodeSafetensors(ts, meta)
+		data, err = tensorio.AppendSafetensors(ws.file[:0], ts, meta)
+		ws.file = data
 	}
 	if err == nil {
 		err = j.out.WriteFile(outName, data)
@@ -536,6 +546,31 @@ func (j *job) attendAndWrite(w *work, ws *workspaces) {
 		w.entry.Scores = scores
 	}
 	w.mark("write", t)
+}
+
+// preparePatches projects an image's patches [p, width] once for all the
+// prompts: as queries (image → text) and as keys and values (text → image),
+// the latter from the former in CLIP's joint space, where both are the same
+// rows.
+func (j *engine) preparePatches(ws *workspaces, patches []float32, p int) error {
+	if j.i2t != nil {
+		if err := ws.i2t.PrepareQuery(&ws.patchQ, patches, p); err != nil {
+			return fmt.Errorf("attention (image to text): %w", err)
+		}
+	}
+	if j.t2i == nil {
+		return nil
+	}
+	var err error
+	if j.jointPatches {
+		err = ws.t2i.PrepareSourceProjected(&ws.patchSrc, ws.patchQ.Rows(), nil, p, nil)
+	} else {
+		err = ws.t2i.PrepareSource(&ws.patchSrc, patches, p, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("attention (text to image): %w", err)
+	}
+	return nil
 }
 
 // headMean returns the head-averaged map [n] from attn, which holds it

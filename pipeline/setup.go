@@ -41,16 +41,19 @@ type promptSide struct {
 // engine is the model side of a job: tokenizer, encoders, preprocessing,
 // attention layers and the prompts, encoded and prepared once.
 type engine struct {
-	cfg        Config
-	log        *slog.Logger
-	tok        *text.Tokenizer
-	tenc       *text.Encoder
-	venc       *vision.Encoder
-	pre        *vision.Preprocessor
-	inH, inW   int
-	i2t, t2i   *xattn.Layer
-	logitScale float64
-	prompts    []*promptSide
+	cfg      Config
+	log      *slog.Logger
+	tok      *text.Tokenizer
+	tenc     *text.Encoder
+	venc     *vision.Encoder
+	pre      *vision.Preprocessor
+	inH, inW int
+	i2t, t2i *xattn.Layer
+	// jointPatches: i2t projects patches as queries exactly as t2i
+	// projects them as keys (and values), so one projection serves both.
+	jointPatches bool
+	logitScale   float64
+	prompts      []*promptSide
 }
 
 func (e *engine) close() {
@@ -326,6 +329,7 @@ func (j *engine) buildLayers(dt, dv int) error {
 				return fmt.Errorf("pipeline: joint space of %s: %w", cfg.Model.Name(), err)
 			}
 		}
+		j.jointPatches = j.i2t != nil && j.t2i != nil
 	case "identity":
 		if dt != dv {
 			return fmt.Errorf("pipeline: --xattn identity needs token and patch states of one width; model %s has %d and %d (use --xattn joint)", cfg.Model.Name(), dt, dv)

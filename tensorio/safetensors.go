@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 )
 
@@ -209,6 +210,13 @@ func ReadSafetensorsFunc(path string, keep func(name string) bool) (map[string]T
 // EncodeSafetensors returns the safetensors encoding of tensors (in sorted
 // name order, header padded to 8 bytes as the reference writer does).
 func EncodeSafetensors(tensors map[string]Tensor, meta map[string]string) ([]byte, error) {
+	return AppendSafetensors(nil, tensors, meta)
+}
+
+// AppendSafetensors appends the safetensors encoding of tensors (as
+// EncodeSafetensors makes it) to dst and returns the extended buffer: a
+// writer of many files reuses one buffer (AppendSafetensors(buf[:0], ...)).
+func AppendSafetensors(dst []byte, tensors map[string]Tensor, meta map[string]string) ([]byte, error) {
 	names := make([]string, 0, len(tensors))
 	for n := range tensors {
 		if n == "__metadata__" {
@@ -250,8 +258,8 @@ func EncodeSafetensors(tensors map[string]Tensor, meta map[string]string) ([]byt
 	for hdr.Len()%8 != 0 {
 		hdr.WriteByte(' ')
 	}
-	out := make([]byte, 8, 8+hdr.Len()+int(off))
-	binary.LittleEndian.PutUint64(out, uint64(hdr.Len()))
+	out := slices.Grow(dst, 8+hdr.Len()+int(off))
+	out = binary.LittleEndian.AppendUint64(out, uint64(hdr.Len()))
 	out = append(out, hdr.Bytes()...)
 	for _, n := range names {
 		out = encodeLE(out, tensors[n])

@@ -212,3 +212,78 @@ func pythonWithNumPy() string {
 	}
 	return ""
 }
+
+// TestBulkBytesMatchPortable checks the bulk byte copies of little-endian
+// machines against the element-by-element encoding and decoding, for every
+// dtype, with values that use every byte.
+func TestBulkBytesMatchPortable(t *testing.T) {
+	if !nativeLE {
+		t.Skip("big-endian machine: only the portable path runs here")
+	}
+	const n = 37
+	data := map[DType]any{
+		DTypeF64: make([]float64, n), DTypeF32: make([]float32, n), DTypeF16: make([]uint16, n),
+		DTypeBF16: make([]uint16, n), DTypeI64: make([]int64, n), DTypeI32: make([]int32, n),
+		DTypeI16: make([]int16, n), DTypeI8: make([]int8, n), DTypeU8: make([]uint8, n), DTypeBool: make([]bool, n),
+	}
+	for i := range n {
+		x := uint64(i+1) * 0x9E3779B97F4A7C15
+		data[DTypeF64].([]float64)[i] = math.Float64frombits(x)
+		data[DTypeF32].([]float32)[i] = math.Float32frombits(uint32(x >> 7))
+		data[DTypeF16].([]uint16)[i] = uint16(x >> 3)
+		data[DTypeBF16].([]uint16)[i] = uint16(x >> 5)
+		data[DTypeI64].([]int64)[i] = int64(x)
+		data[DTypeI32].([]int32)[i] = int32(x >> 11)
+		data[DTypeI16].([]int16)[i] = int16(x >> 13)
+		data[DTypeI8].([]int8)[i] = int8(x >> 17)
+		data[DTypeU8].([]uint8)[i] = uint8(x >> 19)
+		data[DTypeBool].([]bool)[i] = x>>23&1 == 1
+	}
+	for dt, d := range data {
+		tn := Tensor{DType: dt, Shape: []int{n}, Data: d}
+		prefix := []byte("xyz")
+		got := encodeLE(append([]byte(nil), prefix...), tn)
+		want := encodeLEPortable(append([]byte(nil), prefix...), tn)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: encodeLE differs from the portable encoding", dt)
+			continue
+		}
+		back, err := decodeLE(dt, want[len(prefix):], n)
+		if err != nil {
+			t.Fatalf("%s: %v", dt, err)
+		}
+		ref, _ := decodeLEPortable(dt, want[len(prefix):], n)
+		if !bytes.Equal(encodeLEPortable(nil, Tensor{DType: dt, Data: back}), encodeLEPortable(nil, Tensor{DType: dt, Data: ref})) {
+			t.Errorf("%s: decodeLE differs from the portable decoding", dt)
+		}
+		if reflect.TypeOf(back) != reflect.TypeOf(ref) {
+			t.Errorf("%s: decodeLE gives %T, portable %T", dt, back, ref)
+		}
+	}
+}
+
+// TestAppendSafetensors checks that appending to a used buffer gives the
+// buffer's bytes followed by EncodeSafetensors' encoding, every time.
+func TestAppendSafetensors(t *testing.T) {
+	ts := map[string]Tensor{"b": F32([]int{2, 3}, []float32{1, 2, 3, 4, 5, 6}), "a": I64([]int{1}, []int64{-7})}
+	meta := map[string]string{"k": "v"}
+	want, err := EncodeSafetensors(ts, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := []byte("prefix")
+	for range 3 {
+		got, err := AppendSafetensors(buf[:6], ts, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got[:6]) != "prefix" || !bytes.Equal(got[6:], want) {
+			t.Fatalf("AppendSafetensors gave %q, want prefix then %q", got, want)
+		}
+		back, m, err := DecodeSafetensors(got[6:])
+		if err != nil || m["k"] != "v" || !reflect.DeepEqual(back["b"].Data, ts["b"].Data) {
+			t.Fatalf("decoded %v %v %v", back, m, err)
+		}
+		buf = got
+	}
+}

@@ -47,6 +47,7 @@ type Source struct {
 	// scratch while preparing
 	x, k, v []float32 // x: gathered (masked) or layer-normed source rows
 	idxBuf  []int32
+	pv      []float32 // projected values of PrepareSourceProjected
 }
 
 // TK returns the number of keys the source was prepared with (masked ones
@@ -64,6 +65,10 @@ type Query struct {
 
 // TQ returns the number of queries.
 func (q *Query) TQ() int { return q.tq }
+
+// Rows returns the projected queries [TQ, inner] (layer norm, W_Q, bias
+// and normalisation applied). They are the query's own; do not modify.
+func (q *Query) Rows() []float32 { return q.q[:q.tq*q.l.inner] }
 
 // ErrClosed is returned by a closed Workspace.
 var ErrClosed = errors.New("xattn: workspace closed")
@@ -157,7 +162,7 @@ func (w *Workspace) Forward(res *Result, q []float32, tq int, kv []float32, tk i
 	if err := w.l.checkKV(kv, tk, mask); err != nil {
 		return err
 	}
-	w.prepareSource(&w.src, kv, tk, mask)
+	w.prepareSource(&w.src, kv, tk, mask, false)
 	w.attend(res, q, &w.qry, tq, &w.src, mode)
 	return nil
 }
@@ -188,7 +193,7 @@ func (w *Workspace) ForwardQuery(res *Result, pq *Query, kv []float32, tk int, m
 	if err := w.l.checkKV(kv, tk, mask); err != nil {
 		return err
 	}
-	w.prepareSource(&w.src, kv, tk, mask)
+	w.prepareSource(&w.src, kv, tk, mask, false)
 	w.attend(res, nil, pq, pq.tq, &w.src, mode)
 	return nil
 }
@@ -250,13 +255,12 @@ func (l *Layer) Forward(q []float32, tq int, kv []float32, tk int, mask []bool, 
 // PrepareSource projects and packs the source kv [tk, DKV] with an optional
 // key padding mask [tk] once, for any number of ForwardSource calls.
 func (l *Layer) PrepareSource(kv []float32, tk int, mask []bool) (*Source, error) {
-	if err := l.checkKV(kv, tk, mask); err != nil {
-		return nil, err
-	}
 	w := l.NewWorkspace(1)
 	defer w.Close()
-	src := &Source{l: l}
-	w.prepareSource(src, kv, tk, mask)
+	src := new(Source)
+	if err := w.PrepareSource(src, kv, tk, mask); err != nil {
+		return nil, err
+	}
 	src.x, src.k, src.v, src.idxBuf = nil, nil, nil, nil
 	return src, nil
 }
@@ -264,16 +268,99 @@ func (l *Layer) PrepareSource(kv []float32, tk int, mask []bool) (*Source, error
 // PrepareQuery projects (and normalises) the queries q [tq, DQ] once, for
 // any number of ForwardQuery calls.
 func (l *Layer) PrepareQuery(q []float32, tq int) (*Query, error) {
-	if err := l.checkQ(q, tq); err != nil {
-		return nil, err
-	}
 	w := l.NewWorkspace(1)
 	defer w.Close()
-	pq := &Query{l: l}
-	w.sizeQuery(pq, tq)
-	l.projectRows(pq.q, q, pq.x, 0, tq, l.dq, l.qln, l.wq, l.bq, l.normQ)
+	pq := new(Query)
+	if err := w.PrepareQuery(pq, q, tq); err != nil {
+		return nil, err
+	}
 	pq.x = nil
 	return pq, nil
+}
+
+// PrepareSource is Layer.PrepareSource into dst on the workspace's
+// threads, reusing dst's buffers: dst is a zero Source or one this layer
+// prepared before, and no workspace may be reading it meanwhile. It is for
+// a source that changes per item, such as an image's patches that several
+// prompts query: after the first call of a given size it allocates
+// nothing (dst keeps its scratch buffers for the next call).
+func (w *Workspace) PrepareSource(dst *Source, kv []float32, tk int, mask []bool) error {
+	if err := w.checkDst(dst == nil, dst != nil && dst.l != nil && dst.l != w.l); err != nil {
+		return err
+	}
+	if err := w.l.checkKV(kv, tk, mask); err != nil {
+		return err
+	}
+	dst.l = w.l
+	w.prepareSource(dst, kv, tk, mask, false)
+	return nil
+}
+
+// PrepareSourceProjected prepares dst, as PrepareSource does, from keys
+// already projected: k [tk, inner] holds the rows the layer's key side
+// would make of the source (layer norm, W_K, bias and normalisation
+// applied), v [tk, inner] the values (nil when the layer's values are its
+// keys). A query side projected by another layer with the same weights
+// (Query.Rows) can so become this layer's source without projecting it
+// again: CLIP's joint space projects an image's patches alike in both
+// directions.
+func (w *Workspace) PrepareSourceProjected(dst *Source, k, v []float32, tk int, mask []bool) error {
+	if err := w.checkDst(dst == nil, dst != nil && dst.l != nil && dst.l != w.l); err != nil {
+		return err
+	}
+	l := w.l
+	if tk < 0 || len(k) != tk*l.inner {
+		return fmt.Errorf("xattn: projected keys have %d values, want [%d, %d] = %d: %w", len(k), tk, l.inner, tk*l.inner, ErrShape)
+	}
+	switch {
+	case l.vIsK && v != nil:
+		return errors.New("xattn: the layer's values are its keys; pass nil values")
+	case !l.vIsK && len(v) != tk*l.inner:
+		return fmt.Errorf("xattn: projected values have %d values, want [%d, %d] = %d: %w", len(v), tk, l.inner, tk*l.inner, ErrShape)
+	}
+	if mask != nil && len(mask) != tk {
+		return fmt.Errorf("xattn: mask has %d values, want %d (one per key): %w", len(mask), tk, ErrShape)
+	}
+	dst.l = l
+	dst.pv = v
+	w.prepareSource(dst, k, tk, mask, true)
+	dst.pv = nil
+	return nil
+}
+
+// PrepareQuery is Layer.PrepareQuery into dst on the workspace's threads,
+// reusing dst's buffers: dst is a zero Query or one this layer prepared
+// before, and no workspace may be reading it meanwhile. After the first
+// call of a given size it allocates nothing.
+func (w *Workspace) PrepareQuery(dst *Query, q []float32, tq int) error {
+	if err := w.checkDst(dst == nil, dst != nil && dst.l != nil && dst.l != w.l); err != nil {
+		return err
+	}
+	if err := w.l.checkQ(q, tq); err != nil {
+		return err
+	}
+	start := time.Now()
+	dst.l = w.l
+	w.sizeQuery(dst, tq)
+	p := &w.ph
+	p.kind, p.qry, p.a = phQuery, dst, q
+	p.rows = w.split(tq, gemmRows, 4*gemmRows)
+	w.pool.do(p.rows.n, p)
+	p.qry, p.a = nil, nil
+	w.times.Inputs += time.Since(start)
+	return nil
+}
+
+func (w *Workspace) checkDst(isNil, other bool) error {
+	switch {
+	case w.pool.closed:
+		return ErrClosed
+	case isNil:
+		return errors.New("xattn: nil destination")
+	case other:
+		return errors.New("xattn: destination prepared by another layer")
+	}
+	return nil
 }
 
 func grow(b []float32, n int) []float32 {
@@ -288,8 +375,8 @@ type phase struct {
 	w    *Workspace
 	kind int
 	// arguments of the current phase
-	rows  split     // phChunks: query rows; phSource: source rows (tkc), in whole key panels
-	a     []float32 // phChunks: queries to project (nil: prepared); phSource: the source rows
+	rows  split     // phChunks, phQuery: query rows; phSource, phProjected: source rows (tkc), in whole key panels
+	a     []float32 // phChunks: queries to project (nil: prepared); phQuery: queries; phSource: the source rows; phProjected: the keys
 	src   *Source
 	qry   *Query
 	res   *Result
@@ -307,6 +394,8 @@ const (
 
 const (
 	phSource = iota
+	phProjected
+	phQuery
 	phChunks
 )
 
@@ -315,6 +404,13 @@ func (p *phase) run(i, wid int) {
 	case phSource:
 		r0, r1 := p.rows.bounds(i)
 		p.w.sourceRows(p.src, p.a, r0, r1)
+	case phProjected:
+		r0, r1 := p.rows.bounds(i)
+		p.w.projectedRows(p.src, p.a, r0, r1)
+	case phQuery:
+		r0, r1 := p.rows.bounds(i)
+		l := p.w.l
+		l.projectRows(p.qry.q[r0*l.inner:r1*l.inner], p.a[r0*l.dq:r1*l.dq], p.qry.x, r0, r1-r0, l.dq, l.qln, l.wq, l.bq, l.normQ)
 	case phChunks:
 		r0, r1 := p.rows.bounds(i)
 		p.w.chunk(p, r0, r1, wid)
@@ -432,12 +528,16 @@ func (w *Workspace) sizeQuery(pq *Query, tq int) {
 
 // prepareSource projects and packs the source kv [tk, DKV] with its mask
 // into s in one parallel phase whose items are pieces of whole key panels
-// (each packs its own keys and values for every head).
-func (w *Workspace) prepareSource(s *Source, kv []float32, tk int, mask []bool) {
+// (each packs its own keys and values for every head). With projected, kv
+// is the keys [tk, inner] already projected (and s.pv the values, or nil).
+func (w *Workspace) prepareSource(s *Source, kv []float32, tk int, mask []bool, projected bool) {
 	start := time.Now()
-	w.setupSource(s, tk, mask)
+	w.setupSource(s, tk, mask, projected)
 	p := &w.ph
 	p.kind, p.src, p.a = phSource, s, kv
+	if projected {
+		p.kind = phProjected
+	}
 	p.rows = w.split(s.tkc, attn.NR, attn.NR)
 	w.pool.do(p.rows.n, p)
 	p.src, p.a = nil, nil
@@ -445,8 +545,8 @@ func (w *Workspace) prepareSource(s *Source, kv []float32, tk int, mask []bool) 
 }
 
 // setupSource finds the unmasked keys of a source of tk keys and sizes s's
-// buffers.
-func (w *Workspace) setupSource(s *Source, tk int, mask []bool) {
+// buffers (for keys already projected, when projected).
+func (w *Workspace) setupSource(s *Source, tk int, mask []bool, projected bool) {
 	l := w.l
 	s.tk = tk
 	all := true
@@ -471,12 +571,14 @@ func (w *Workspace) setupSource(s *Source, tk int, mask []bool) {
 			s.idx = []int32{}
 		}
 	}
-	if s.idx != nil || l.kvln != nil {
+	if (s.idx != nil || l.kvln != nil) && !projected {
 		s.x = grow(s.x, s.tkc*l.dkv)
 	}
-	s.k = grow(s.k, s.tkc*l.inner)
-	if !l.vIsK {
-		s.v = grow(s.v, s.tkc*l.inner)
+	if s.idx != nil || !projected {
+		s.k = grow(s.k, s.tkc*l.inner)
+		if !l.vIsK {
+			s.v = grow(s.v, s.tkc*l.inner)
+		}
 	}
 	s.kp = grow(s.kp, l.heads*attn.PackedKLen(s.tkc, l.hd))
 	s.vp = grow(s.vp, l.heads*s.tkc*attn.PadHD(l.hd))
@@ -487,7 +589,7 @@ func (w *Workspace) setupSource(s *Source, tk int, mask []bool) {
 // keys and values and packs them for every head.
 func (w *Workspace) sourceRows(s *Source, kv []float32, r0, r1 int) {
 	l := w.l
-	n, inner, hd, d := r1-r0, l.inner, l.hd, l.dkv
+	n, inner, d := r1-r0, l.inner, l.dkv
 	x := kv[r0*d : r1*d]
 	if s.idx != nil {
 		x = s.x[r0*d : r1*d]
@@ -506,9 +608,41 @@ func (w *Workspace) sourceRows(s *Source, kv []float32, r0, r1 int) {
 		l.projectRows(s.v[r0*inner:r1*inner], x, nil, 0, n, d, nil, l.wv, l.bv, false)
 		v = s.v
 	}
+	w.packRows(s, s.k, v, r0, r1)
+}
+
+// projectedRows packs the attended rows [r0, r1) of keys already projected,
+// k [tk, inner], and of s.pv (the values, nil when they are the keys),
+// gathered past masked keys.
+func (w *Workspace) projectedRows(s *Source, k []float32, r0, r1 int) {
+	inner := w.l.inner
+	v := s.pv
+	if s.idx != nil {
+		for i, j := range s.idx[r0:r1] {
+			copy(s.k[(r0+i)*inner:(r0+i+1)*inner], k[int(j)*inner:])
+			if v != nil {
+				copy(s.v[(r0+i)*inner:(r0+i+1)*inner], v[int(j)*inner:])
+			}
+		}
+		k = s.k
+		if v != nil {
+			v = s.v
+		}
+	}
+	if v == nil {
+		v = k
+	}
+	w.packRows(s, k, v, r0, r1)
+}
+
+// packRows packs rows [r0, r1) of the attended keys k and values v
+// [tkc, inner] into s's panels for every head.
+func (w *Workspace) packRows(s *Source, k, v []float32, r0, r1 int) {
+	l := w.l
+	n, inner, hd := r1-r0, l.inner, l.hd
 	klen, hp := attn.PackedKLen(s.tkc, hd), attn.PadHD(hd)
 	for h := 0; h < l.heads; h++ {
-		attn.PackK(s.kp[h*klen+r0*hd:(h+1)*klen], s.k[r0*inner+h*hd:], inner, n, hd)
+		attn.PackK(s.kp[h*klen+r0*hd:(h+1)*klen], k[r0*inner+h*hd:], inner, n, hd)
 		attn.PackV(s.vp[(h*s.tkc+r0)*hp:(h+1)*s.tkc*hp], v[r0*inner+h*hd:], inner, n, hd)
 	}
 }

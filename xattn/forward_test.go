@@ -228,6 +228,134 @@ func TestPrepared(t *testing.T) {
 	})
 }
 
+// TestWorkspacePrepare checks Workspace.PrepareSource, PrepareQuery and
+// PrepareSourceProjected: one Source and one Query reused for sides of
+// growing and shrinking sizes (so stale rows of a larger earlier side would
+// show), masks of every kind, results against the float64 reference.
+func TestWorkspacePrepare(t *testing.T) {
+	forEachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(11, 12))
+		w := randWeights(r, 40, 24, 32, 40, 2, true)
+		w.KVNorm = &LayerNorm{Weight: randVec(r, 24, 1), Bias: randVec(r, 24, 0.5), Eps: 1e-5}
+		w.QNorm = &LayerNorm{Weight: randVec(r, 40, 1), Eps: 1e-5}
+		w.NormalizeK = true
+		l, err := New(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Layers whose query sides are l's key and value sides.
+		kside, err := New(Weights{DQ: 24, DKV: 32, Inner: 32, Heads: 2, Q: w.K, BQ: w.BK, QNorm: w.KVNorm, NormalizeQ: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vside, err := New(Weights{DQ: 24, DKV: 32, Inner: 32, Heads: 2, Q: w.V, BQ: w.BV, QNorm: w.KVNorm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := l.NewWorkspace(2)
+		defer ws.Close()
+		wk, wv := kside.NewWorkspace(2), vside.NewWorkspace(1)
+		defer wk.Close()
+		defer wv.Close()
+		var src, proj Source
+		var pq, pk, pv Query
+		res := new(Result)
+		for i, tk := range []int{30, 7, 19, 1, 45} {
+			tq := []int{13, 3, 25, 1, 8}[i]
+			kv, q := randVec(r, tk*24, 1), randVec(r, tq*40, 1)
+			mask := maskFor(r, []string{"none", "prefix", "random", "false", "random"}[i], tk)
+			want, wantP := forwardRef(w, q, tq, kv, tk, mask)
+			if err := ws.PrepareSource(&src, kv, tk, mask); err != nil {
+				t.Fatal(err)
+			}
+			if err := ws.PrepareQuery(&pq, q, tq); err != nil {
+				t.Fatal(err)
+			}
+			if err := ws.ForwardPrepared(res, &pq, &src, PerHeadAttention); err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("tk %d tq %d", tk, tq)
+			checkClose(t, name+"/out", res.Out, want, outAbs, outRel)
+			checkClose(t, name+"/attn", res.Attn, wantP, probAbs, probRel)
+			// The same source from keys and values projected elsewhere.
+			if err := wk.PrepareQuery(&pk, kv, tk); err != nil {
+				t.Fatal(err)
+			}
+			if err := wv.PrepareQuery(&pv, kv, tk); err != nil {
+				t.Fatal(err)
+			}
+			if err := ws.PrepareSourceProjected(&proj, pk.Rows(), pv.Rows(), tk, mask); err != nil {
+				t.Fatal(err)
+			}
+			if err := ws.ForwardSource(res, q, tq, &proj, MeanAttention); err != nil {
+				t.Fatal(err)
+			}
+			checkClose(t, name+"/projected/out", res.Out, want, outAbs, outRel)
+			checkClose(t, name+"/projected/mean", res.Attn, meanHeads(wantP, 2, tq, tk), probAbs, probRel)
+		}
+		if n := testing.AllocsPerRun(10, func() {
+			kv, q := make([]float32, 19*24), make([]float32, 25*40)
+			_ = ws.PrepareSource(&src, kv, 19, nil)
+			_ = ws.PrepareQuery(&pq, q, 25)
+		}); n > 2 {
+			t.Errorf("%v allocations per prepare of a size seen before, want only the test's own 2", n)
+		}
+
+		// Values that are the keys: CLIP's joint space, both directions
+		// sharing one projection of the image side.
+		jw := Weights{DQ: 20, DKV: 12, Inner: 16, Heads: 1, Scale: 50,
+			Q: randVec(r, 16*20, 0.2), K: randVec(r, 16*12, 0.3),
+			KVNorm: &LayerNorm{Weight: randVec(r, 12, 1), Bias: randVec(r, 12, 1), Eps: 1e-5}, NormalizeQ: true, NormalizeK: true, ValueIsKey: true}
+		img := Weights{DQ: 12, DKV: 20, Inner: 16, Heads: 1, Scale: 50, Q: jw.K, K: jw.Q, QNorm: jw.KVNorm,
+			NormalizeQ: true, NormalizeK: true, ValueIsKey: true}
+		lj, err := New(jw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		li, err := New(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wj, wi := lj.NewWorkspace(1), li.NewWorkspace(2)
+		defer wj.Close()
+		defer wi.Close()
+		patches, tokens := randVec(r, 9*12, 1), randVec(r, 5*20, 1)
+		var imgQ Query
+		var imgSrc Source
+		if err := wi.PrepareQuery(&imgQ, patches, 9); err != nil {
+			t.Fatal(err)
+		}
+		if err := wj.PrepareSourceProjected(&imgSrc, imgQ.Rows(), nil, 9, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := wj.ForwardSource(res, tokens, 5, &imgSrc, MeanAttention); err != nil {
+			t.Fatal(err)
+		}
+		want, wantP := forwardRef(jw, tokens, 5, patches, 9, nil)
+		checkClose(t, "joint/out", res.Out, want, outAbs, outRel)
+		checkClose(t, "joint/mean", res.Attn, wantP, probAbs, probRel)
+
+		// Errors name what is wrong.
+		for _, c := range []struct {
+			name string
+			err  error
+		}{
+			{"values of a values-are-keys layer", wj.PrepareSourceProjected(new(Source), imgQ.Rows(), imgQ.Rows(), 9, nil)},
+			{"short keys", ws.PrepareSourceProjected(new(Source), make([]float32, 5), pv.Rows(), pk.TQ(), nil)},
+			{"no values", ws.PrepareSourceProjected(new(Source), pk.Rows(), nil, pk.TQ(), nil)},
+			{"short mask", ws.PrepareSourceProjected(new(Source), pk.Rows(), pv.Rows(), pk.TQ(), make([]bool, 3))},
+			{"another layer's source", wj.PrepareSource(&src, patches, 9, nil)},
+			{"another layer's query", wi.PrepareQuery(&pq, patches, 9)},
+			{"nil source", ws.PrepareSource(nil, nil, 0, nil)},
+			{"short queries", ws.PrepareQuery(new(Query), make([]float32, 39), 1)},
+		} {
+			if c.err == nil {
+				t.Errorf("%s: no error", c.name)
+			}
+		}
+	})
+}
+
 // TestIdentityAndJointWeights covers layers without some projections: the
 // identity layer and a joint-space layer (layer norm, normalisation, values
 // = keys, no W_O).

@@ -17,6 +17,8 @@ var (
 	mhaBlockONNX []byte
 	//go:embed benchdata/mha_core.onnx
 	mhaCoreONNX []byte
+	//go:embed benchdata/mha_proj.onnx
+	mhaProjONNX []byte
 )
 
 // numHeadsAttr is MultiHeadAttention's num_heads attribute as the graphs
@@ -40,11 +42,12 @@ func withHeads(graph []byte, heads int) ([]byte, error) {
 }
 
 // ortBench runs ONNX Runtime's block and core, one pair of sessions per
-// head count.
+// head count, and the projections alone.
 type ortBench struct {
 	version  string
 	threads  int
 	sessions map[int][2]*ort.Session // heads → block, core
+	proj     *ort.Session
 }
 
 func newORTBench(e *env, o benchOptions) (*ortBench, error) {
@@ -59,6 +62,9 @@ func (b *ortBench) close() {
 	for _, s := range b.sessions {
 		s[0].Close()
 		s[1].Close()
+	}
+	if b.proj != nil {
+		b.proj.Close()
 	}
 }
 
@@ -108,6 +114,12 @@ func (b *ortBench) run(ctx context.Context, s benchShape, c benchCase, o benchOp
 	if err != nil {
 		return err
 	}
+	if b.proj == nil {
+		if b.proj, err = ort.NewSession(mhaProjONNX, "mha_proj.onnx", []string{"q", "kv", "a", "wq", "wk", "wv", "wo", "bo"},
+			[]string{"Q", "K", "V", "out"}, ort.SessionOptions{Threads: b.threads}); err != nil {
+			return err
+		}
+	}
 	r.ORTVersion = b.version
 	w := c.w
 	block := []tensorio.Tensor{
@@ -119,6 +131,7 @@ func (b *ortBench) run(ctx context.Context, s benchShape, c benchCase, o benchOp
 		tensorio.F32([]int{s.Inner, s.DQ}, transpose(w.O, s.DQ, s.Inner)),
 		tensorio.F32([]int{s.DQ}, w.BO),
 	}
+	proj := []tensorio.Tensor{block[0], block[1], tensorio.F32([]int{1, s.TQ, s.Inner}, c.cq), block[2], block[3], block[4], block[5], block[6]}
 	core := []tensorio.Tensor{
 		tensorio.F32([]int{1, s.TQ, s.Inner}, c.cq),
 		tensorio.F32([]int{1, s.TK, s.Inner}, c.ckv),
@@ -134,6 +147,7 @@ func (b *ortBench) run(ctx context.Context, s benchShape, c benchCase, o benchOp
 	}{
 		{"block", sess[0], block, c.out, &r.ORTBlockMS, &r.ORTBlockDiff},
 		{"core", sess[1], core, c.core, &r.ORTCoreMS, &r.ORTCoreDiff},
+		{"projections", b.proj, proj, c.projQ, &r.ORTProjMS, &r.ORTProjDiff}, // compared on Q = q·W_Qᵀ
 	} {
 		var out []tensorio.Tensor
 		t, _, err := timeIt(o, nil, func() error {

@@ -54,8 +54,11 @@ func TestBenchORT(t *testing.T) {
 		if r.ORTBlockMS <= 0 || r.ORTCoreMS <= 0 || r.BlockMS <= 0 || r.CoreMS <= 0 || r.ProjMS <= 0 {
 			t.Errorf("%v: missing timings: %+v", args, r)
 		}
-		if r.ORTBlockDiff > 2e-5 || r.ORTCoreDiff > 2e-5 {
-			t.Errorf("%v: ONNX Runtime differs from ours: block %.3g, core %.3g of the largest output", args, r.ORTBlockDiff, r.ORTCoreDiff)
+		if r.ORTProjMS <= 0 || r.ORTProjGFLOPS <= 0 || r.SpeedupProj <= 0 {
+			t.Errorf("%v: no ONNX Runtime projection timing: %+v", args, r)
+		}
+		if r.ORTBlockDiff > 2e-5 || r.ORTCoreDiff > 2e-5 || r.ORTProjDiff > 2e-5 {
+			t.Errorf("%v: ONNX Runtime differs from ours: block %.3g, core %.3g, projection %.3g of the largest output", args, r.ORTBlockDiff, r.ORTCoreDiff, r.ORTProjDiff)
 		}
 		t.Logf("%v: relative differences block %.3g core %.3g", args, r.ORTBlockDiff, r.ORTCoreDiff)
 	}

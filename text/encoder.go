@@ -2,6 +2,7 @@ package text
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -107,8 +108,27 @@ func NewEncoderFile(path string, opts EncoderOptions) (*Encoder, error) {
 }
 
 func newEncoder(g ort.Graph, opts EncoderOptions) (*Encoder, error) {
+	e, err := openEncoder(g, opts, g.Inspect)
+	var open openSizeError
+	if errors.As(err, &open) {
+		// The graph leaves open a size that ONNX Runtime's shape inference
+		// fills in: ask ONNX Runtime, which loads the graph once more.
+		e, err = openEncoder(g, opts, g.InspectLoaded)
+	}
+	return e, err
+}
+
+// openSizeError is an output size that the graph does not declare and that
+// a preallocated (not float32) output needs.
+type openSizeError struct{ error }
+
+func (e openSizeError) Unwrap() error { return e.error }
+
+// openEncoder creates the encoder from the graph's inputs and outputs as
+// inspect reports them.
+func openEncoder(g ort.Graph, opts EncoderOptions, inspect func() ([]ort.IOInfo, []ort.IOInfo, error)) (*Encoder, error) {
 	name := g.Name()
-	ins, outs, err := g.Inspect()
+	ins, outs, err := inspect()
 	if err != nil {
 		return nil, fmt.Errorf("text: %w", err)
 	}
@@ -156,9 +176,9 @@ func newEncoder(g ort.Graph, opts EncoderOptions) (*Encoder, error) {
 			return nil, fmt.Errorf("text: %s: output %s is %s, expected a float32, float16 or bfloat16 tensor", name, o.Name, o.TypeName())
 		}
 		if o.Type.NeedsShape() && ((o.Name == hiddenOutputName && e.width <= 0) || (o.Name == embedsOutputName && e.dim <= 0)) {
-			return nil, fmt.Errorf("text: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
+			return nil, openSizeError{fmt.Errorf("text: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
 				"(give EncoderOptions.Width for %s and ProjectionDim for %s; OpenEncoder reads them from config.json)",
-				name, o.Name, o.Type, o.Shape, o.Type, hiddenOutputName, embedsOutputName)
+				name, o.Name, o.Type, o.Shape, o.Type, hiddenOutputName, embedsOutputName)}
 		}
 	}
 	if !haveHidden {

@@ -2,6 +2,7 @@ package vision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/conditionhq/condition/models"
@@ -107,8 +108,27 @@ func NewEncoderFile(path string, opts EncoderOptions) (*Encoder, error) {
 }
 
 func newEncoder(g ort.Graph, opts EncoderOptions) (*Encoder, error) {
+	e, err := openEncoder(g, opts, g.Inspect)
+	var open openSizeError
+	if errors.As(err, &open) {
+		// The graph leaves open a size that ONNX Runtime's shape inference
+		// fills in: ask ONNX Runtime, which loads the graph once more.
+		e, err = openEncoder(g, opts, g.InspectLoaded)
+	}
+	return e, err
+}
+
+// openSizeError is an output size that the graph does not declare and that
+// a preallocated (not float32) output needs.
+type openSizeError struct{ error }
+
+func (e openSizeError) Unwrap() error { return e.error }
+
+// openEncoder creates the encoder from the graph's inputs and outputs as
+// inspect reports them.
+func openEncoder(g ort.Graph, opts EncoderOptions, inspect func() ([]ort.IOInfo, []ort.IOInfo, error)) (*Encoder, error) {
 	name := g.Name()
-	ins, outs, err := g.Inspect()
+	ins, outs, err := inspect()
 	if err != nil {
 		return nil, fmt.Errorf("vision: %w", err)
 	}
@@ -159,13 +179,13 @@ func newEncoder(g ort.Graph, opts EncoderOptions) (*Encoder, error) {
 			continue
 		}
 		if (o.Name == visionHiddenOutputName && e.width <= 0) || (o.Name == imageEmbedsOutputName && e.dim <= 0) {
-			return nil, fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
+			return nil, openSizeError{fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
 				"(give EncoderOptions.Width for %s and ProjectionDim for %s; OpenEncoder reads them from config.json)",
-				name, o.Name, o.Type, o.Shape, o.Type, visionHiddenOutputName, imageEmbedsOutputName)
+				name, o.Name, o.Type, o.Shape, o.Type, visionHiddenOutputName, imageEmbedsOutputName)}
 		}
 		if o.Name == visionHiddenOutputName && e.tokens <= 0 && e.patch <= 0 {
-			return nil, fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its number of tokens, which a %s output needs "+
-				"(give EncoderOptions.PatchSize; OpenEncoder reads it from config.json)", name, o.Name, o.Type, o.Shape, o.Type)
+			return nil, openSizeError{fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its number of tokens, which a %s output needs "+
+				"(give EncoderOptions.PatchSize; OpenEncoder reads it from config.json)", name, o.Name, o.Type, o.Shape, o.Type)}
 		}
 	}
 	if !haveHidden {

@@ -111,6 +111,7 @@ type ValueInfo struct {
 	ElemType int32 // 0 when not a tensor or not given
 	Shape    []Dim // nil when the rank is unknown
 	HasShape bool
+	Tensor   bool // the type is a (dense) tensor type
 }
 
 // Dim is one dimension: a value, a symbolic name, or neither (unknown).
@@ -411,6 +412,7 @@ func parseValueInfo(b []byte) (ValueInfo, error) {
 				if tf.num != 1 || tf.wire != wireBytes { // tensor_type only
 					return nil
 				}
+				v.Tensor = true
 				return fields(tf.bytes, func(tt field) error {
 					switch tt.num {
 					case 1:

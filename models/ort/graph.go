@@ -63,9 +63,47 @@ func (g Graph) Name() string { return g.name }
 // Path returns the file the graph is read from, or "" for a graph in memory.
 func (g Graph) Path() string { return g.path }
 
-// Inspect returns the graph's inputs and outputs. ONNX Runtime is loaded with
-// the default search if it is not loaded yet.
+// Inspect returns the graph's inputs (those a caller feeds: not
+// initializers) and outputs, with the types and shapes the graph declares.
+// It reads the graph's framing and its inputs' and outputs' descriptions,
+// not its weights: ONNX Runtime's own inspection loads and optimises the
+// whole model, seconds for a real-size CLIP, and opening an encoder would
+// pay that twice. ONNX Runtime is loaded with the default search if it is
+// not loaded yet (a session follows).
 func (g Graph) Inspect() (inputs, outputs []IOInfo, err error) {
+	if err := ensureLoaded(); err != nil {
+		return nil, nil, err
+	}
+	if err := g.checkInMemory(); err != nil {
+		return nil, nil, err
+	}
+	var in, out []onnxgraph.ValueInfo
+	if g.path != "" {
+		f, err := os.Open(g.path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ort: %w", err)
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return nil, nil, fmt.Errorf("ort: %w", err)
+		}
+		in, out, err = onnxgraph.GraphIO(f, st.Size())
+	} else {
+		in, out, err = onnxgraph.GraphIO(bytes.NewReader(g.data), int64(len(g.data)))
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("ort: %s: %w", g.name, err)
+	}
+	return valueInfos(in), valueInfos(out), nil
+}
+
+// InspectLoaded returns the graph's inputs and outputs as ONNX Runtime
+// reports them after loading the graph, with the output sizes its shape
+// inference fills in where the graph leaves them open. It loads the whole
+// graph (seconds for a real-size model): use it when Inspect's declared
+// shapes are not enough.
+func (g Graph) InspectLoaded() (inputs, outputs []IOInfo, err error) {
 	if err := ensureLoaded(); err != nil {
 		return nil, nil, err
 	}
@@ -82,6 +120,29 @@ func (g Graph) Inspect() (inputs, outputs []IOInfo, err error) {
 		return nil, nil, g.loadError(err)
 	}
 	return ioInfos(in), ioInfos(out), nil
+}
+
+// valueInfos converts declared value infos to IOInfos as ONNX Runtime
+// reports them: -1 for a dimension without a fixed size.
+func valueInfos(vs []onnxgraph.ValueInfo) []IOInfo {
+	out := make([]IOInfo, len(vs))
+	for i, v := range vs {
+		info := IOInfo{Name: v.Name, Tensor: v.Tensor}
+		if v.Tensor {
+			info.Type = elementType(onnx.TensorElementDataType(v.ElemType))
+			if v.HasShape {
+				info.Shape = make([]int64, len(v.Shape))
+				for k, d := range v.Shape {
+					info.Shape[k] = -1
+					if d.Param == "" && d.Value > 0 {
+						info.Shape[k] = d.Value
+					}
+				}
+			}
+		}
+		out[i] = info
+	}
+	return out
 }
 
 // checkInMemory refuses a graph in memory whose initializers live in external

@@ -353,3 +353,63 @@ func TestGraphExternalData(t *testing.T) {
 		t.Errorf("NewSession from memory: %v", err)
 	}
 }
+
+// TestInspectAgreesWithONNXRuntime checks Graph.Inspect, which reads the
+// graph's declarations, against ONNX Runtime's own inspection of every test
+// graph: the same inputs and outputs, in order, with the same types and
+// ranks, and every size the graph declares equal to ONNX Runtime's (which
+// may know more sizes from shape inference).
+func TestInspectAgreesWithONNXRuntime(t *testing.T) {
+	orttest.Load(t)
+	var graphs []string
+	for _, root := range []string{filepath.Join("..", "..", "testdata", "tinyclip"), filepath.Join("..", "..", "testdata", "hub")} {
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && strings.HasSuffix(p, ".onnx") {
+				graphs = append(graphs, p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(graphs) < 10 {
+		t.Fatalf("found %d test graphs, want the dozen under testdata", len(graphs))
+	}
+	for _, p := range graphs {
+		g := ort.GraphFile(p)
+		ins, outs, err := g.Inspect()
+		if err != nil {
+			t.Errorf("%s: Inspect: %v", p, err)
+			continue
+		}
+		wantIns, wantOuts, err := g.InspectLoaded()
+		if err != nil {
+			t.Logf("%s: ONNX Runtime does not load it (%v); Inspect gave %s", p, err, ort.ListIO(ins))
+			continue
+		}
+		for _, c := range []struct {
+			what      string
+			got, want []ort.IOInfo
+		}{{"inputs", ins, wantIns}, {"outputs", outs, wantOuts}} {
+			if len(c.got) != len(c.want) {
+				t.Errorf("%s: %s %s, ONNX Runtime %s", p, c.what, ort.ListIO(c.got), ort.ListIO(c.want))
+				continue
+			}
+			for i, got := range c.got {
+				want := c.want[i]
+				// ONNX Runtime reports no shape where its inference
+				// disagrees with a declared one (the hand-made graphs of
+				// onnx/bad): then only the declaration is known.
+				ok := got.Name == want.Name && got.Tensor == want.Tensor && got.Type == want.Type &&
+					(len(got.Shape) == len(want.Shape) || len(want.Shape) == 0)
+				for k := 0; ok && k < len(want.Shape); k++ {
+					ok = got.Shape[k] < 0 || got.Shape[k] == want.Shape[k]
+				}
+				if !ok {
+					t.Errorf("%s: %s %d is %s, ONNX Runtime says %s", p, c.what, i, got, want)
+				}
+			}
+		}
+	}
+}

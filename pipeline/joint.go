@@ -41,10 +41,7 @@ func NewJointEncoder(m *models.Model, threads int) (_ *JointEncoder, err error) 
 	if j.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
 		return nil, err
 	}
-	if j.te, err = text.OpenEncoder(m, text.EncoderOptions{Threads: threads}); err != nil {
-		return nil, err
-	}
-	if j.ve, err = vision.OpenEncoder(m, vision.EncoderOptions{Threads: threads}); err != nil {
+	if j.te, j.ve, err = openEncoders(m, text.EncoderOptions{Threads: threads}, vision.EncoderOptions{Threads: threads}); err != nil {
 		return nil, err
 	}
 	names := []string{"text_projection.weight", "visual_projection.weight", "vision_model.post_layernorm.weight", "vision_model.post_layernorm.bias"}

@@ -195,10 +195,9 @@ func newEngine(cfg Config) (_ *engine, err error) {
 	if j.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
-	if j.tenc, err = text.OpenEncoder(m, text.EncoderOptions{Threads: cfg.Threads, NoSpinning: true}); err != nil {
-		return nil, err
-	}
-	if j.venc, err = vision.OpenEncoder(m, vision.EncoderOptions{Threads: cfg.Threads, NoSpinning: true}); err != nil {
+	j.tenc, j.venc, err = openEncoders(m, text.EncoderOptions{Threads: cfg.Threads, NoSpinning: true},
+		vision.EncoderOptions{Threads: cfg.Threads, NoSpinning: true})
+	if err != nil {
 		return nil, err
 	}
 	if _, j.inH, j.inW = j.venc.InputSize(); j.inH <= 0 || j.inW <= 0 {
@@ -268,6 +267,27 @@ func newEngine(cfg Config) (_ *engine, err error) {
 	}
 
 	return j, nil
+}
+
+// openEncoders opens m's text and vision encoders side by side: ONNX
+// Runtime spends seconds creating a real-size model's sessions, most of it
+// on one thread copying weights. On error it closes what it opened.
+func openEncoders(m *models.Model, topts text.EncoderOptions, vopts vision.EncoderOptions) (*text.Encoder, *vision.Encoder, error) {
+	var ve *vision.Encoder
+	var verr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ve, verr = vision.OpenEncoder(m, vopts)
+	}()
+	te, err := text.OpenEncoder(m, topts)
+	<-done
+	if err = errors.Join(err, verr); err != nil {
+		te.Close()
+		ve.Close()
+		return nil, nil, err
+	}
+	return te, ve, nil
 }
 
 // EncoderPlan returns the intra-op threads of each vision encoder run and

@@ -234,6 +234,10 @@ func (l *Layer) checkKV(kv []float32, tk int, mask []bool) error {
 	if tk < 0 || len(kv) != tk*l.dkv {
 		return fmt.Errorf("xattn: source has %d values, want [%d, %d] = %d: %w", len(kv), tk, l.dkv, tk*l.dkv, ErrShape)
 	}
+	return checkMask(mask, tk)
+}
+
+func checkMask(mask []bool, tk int) error {
 	if mask != nil && len(mask) != tk {
 		return fmt.Errorf("xattn: mask has %d values, want %d (one per key): %w", len(mask), tk, ErrShape)
 	}
@@ -285,7 +289,7 @@ func (l *Layer) PrepareQuery(q []float32, tq int) (*Query, error) {
 // prompts query: after the first call of a given size it allocates
 // nothing (dst keeps its scratch buffers for the next call).
 func (w *Workspace) PrepareSource(dst *Source, kv []float32, tk int, mask []bool) error {
-	if err := w.checkDst(dst == nil, dst != nil && dst.l != nil && dst.l != w.l); err != nil {
+	if err := w.checkDst(dst == nil, dst.owner()); err != nil {
 		return err
 	}
 	if err := w.l.checkKV(kv, tk, mask); err != nil {
@@ -305,7 +309,7 @@ func (w *Workspace) PrepareSource(dst *Source, kv []float32, tk int, mask []bool
 // again: CLIP's joint space projects an image's patches alike in both
 // directions.
 func (w *Workspace) PrepareSourceProjected(dst *Source, k, v []float32, tk int, mask []bool) error {
-	if err := w.checkDst(dst == nil, dst != nil && dst.l != nil && dst.l != w.l); err != nil {
+	if err := w.checkDst(dst == nil, dst.owner()); err != nil {
 		return err
 	}
 	l := w.l
@@ -318,8 +322,8 @@ func (w *Workspace) PrepareSourceProjected(dst *Source, k, v []float32, tk int, 
 	case !l.vIsK && len(v) != tk*l.inner:
 		return fmt.Errorf("xattn: projected values have %d values, want [%d, %d] = %d: %w", len(v), tk, l.inner, tk*l.inner, ErrShape)
 	}
-	if mask != nil && len(mask) != tk {
-		return fmt.Errorf("xattn: mask has %d values, want %d (one per key): %w", len(mask), tk, ErrShape)
+	if err := checkMask(mask, tk); err != nil {
+		return err
 	}
 	dst.l = l
 	dst.pv = v
@@ -333,7 +337,7 @@ func (w *Workspace) PrepareSourceProjected(dst *Source, k, v []float32, tk int, 
 // before, and no workspace may be reading it meanwhile. After the first
 // call of a given size it allocates nothing.
 func (w *Workspace) PrepareQuery(dst *Query, q []float32, tq int) error {
-	if err := w.checkDst(dst == nil, dst != nil && dst.l != nil && dst.l != w.l); err != nil {
+	if err := w.checkDst(dst == nil, dst.owner()); err != nil {
 		return err
 	}
 	if err := w.l.checkQ(q, tq); err != nil {
@@ -351,16 +355,32 @@ func (w *Workspace) PrepareQuery(dst *Query, q []float32, tq int) error {
 	return nil
 }
 
-func (w *Workspace) checkDst(isNil, other bool) error {
+// checkDst checks the destination of a prepare: not nil, and new or
+// prepared by this workspace's layer (owner).
+func (w *Workspace) checkDst(isNil bool, owner *Layer) error {
 	switch {
 	case w.pool.closed:
 		return ErrClosed
 	case isNil:
 		return errors.New("xattn: nil destination")
-	case other:
+	case owner != nil && owner != w.l:
 		return errors.New("xattn: destination prepared by another layer")
 	}
 	return nil
+}
+
+func (s *Source) owner() *Layer {
+	if s == nil {
+		return nil
+	}
+	return s.l
+}
+
+func (q *Query) owner() *Layer {
+	if q == nil {
+		return nil
+	}
+	return q.l
 }
 
 func grow(b []float32, n int) []float32 {

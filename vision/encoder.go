@@ -108,30 +108,17 @@ func NewEncoderFile(path string, opts EncoderOptions) (*Encoder, error) {
 }
 
 func newEncoder(g ort.Graph, opts EncoderOptions) (*Encoder, error) {
-	e, err := openEncoder(g, opts, g.Inspect)
-	var open openSizeError
-	if errors.As(err, &open) {
-		// The graph leaves open a size that ONNX Runtime's shape inference
-		// fills in: ask ONNX Runtime, which loads the graph once more.
-		e, err = openEncoder(g, opts, g.InspectLoaded)
+	e, err := ort.WithIO(g, func(ins, outs []ort.IOInfo) (*Encoder, error) { return openEncoder(g, opts, ins, outs) })
+	var ie *ort.InspectError
+	if errors.As(err, &ie) {
+		return nil, fmt.Errorf("vision: %w", ie.Err)
 	}
 	return e, err
 }
 
-// openSizeError is an output size that the graph does not declare and that
-// a preallocated (not float32) output needs.
-type openSizeError struct{ error }
-
-func (e openSizeError) Unwrap() error { return e.error }
-
-// openEncoder creates the encoder from the graph's inputs and outputs as
-// inspect reports them.
-func openEncoder(g ort.Graph, opts EncoderOptions, inspect func() ([]ort.IOInfo, []ort.IOInfo, error)) (*Encoder, error) {
+// openEncoder creates the encoder from the graph's inputs and outputs.
+func openEncoder(g ort.Graph, opts EncoderOptions, ins, outs []ort.IOInfo) (*Encoder, error) {
 	name := g.Name()
-	ins, outs, err := inspect()
-	if err != nil {
-		return nil, fmt.Errorf("vision: %w", err)
-	}
 	e := &Encoder{name: name, patch: opts.PatchSize}
 	var in *ort.IOInfo
 	for i := range ins {
@@ -179,12 +166,12 @@ func openEncoder(g ort.Graph, opts EncoderOptions, inspect func() ([]ort.IOInfo,
 			continue
 		}
 		if (o.Name == visionHiddenOutputName && e.width <= 0) || (o.Name == imageEmbedsOutputName && e.dim <= 0) {
-			return nil, openSizeError{fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
+			return nil, &ort.UndeclaredSizeError{Err: fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
 				"(give EncoderOptions.Width for %s and ProjectionDim for %s; OpenEncoder reads them from config.json)",
 				name, o.Name, o.Type, o.Shape, o.Type, visionHiddenOutputName, imageEmbedsOutputName)}
 		}
 		if o.Name == visionHiddenOutputName && e.tokens <= 0 && e.patch <= 0 {
-			return nil, openSizeError{fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its number of tokens, which a %s output needs "+
+			return nil, &ort.UndeclaredSizeError{Err: fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its number of tokens, which a %s output needs "+
 				"(give EncoderOptions.PatchSize; OpenEncoder reads it from config.json)", name, o.Name, o.Type, o.Shape, o.Type)}
 		}
 	}
@@ -194,6 +181,7 @@ func openEncoder(g ort.Graph, opts EncoderOptions, inspect func() ([]ort.IOInfo,
 			"(or run `condition models expose` on the model to add it)",
 			name, visionHiddenOutputName, ort.ListIO(outs), visionHiddenOutputName, visionHiddenOutputName, imageEmbedsOutputName)
 	}
+	var err error
 	e.sess, err = g.NewSession([]string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
 	if err != nil {
 		return nil, fmt.Errorf("vision: %w", err)

@@ -122,6 +122,45 @@ func (g Graph) InspectLoaded() (inputs, outputs []IOInfo, err error) {
 	return ioInfos(in), ioInfos(out), nil
 }
 
+// UndeclaredSizeError wraps the error of a use of a graph's inputs and
+// outputs that needed a size the graph leaves open (see WithIO).
+type UndeclaredSizeError struct{ Err error }
+
+func (e *UndeclaredSizeError) Error() string { return e.Err.Error() }
+
+func (e *UndeclaredSizeError) Unwrap() error { return e.Err }
+
+// InspectError is WithIO's error when the graph's inputs and outputs could
+// not be read.
+type InspectError struct{ Err error }
+
+func (e *InspectError) Error() string { return e.Err.Error() }
+
+func (e *InspectError) Unwrap() error { return e.Err }
+
+// WithIO returns use(inputs, outputs) with the graph's declared inputs and
+// outputs (Inspect, cheap). When use fails with an *UndeclaredSizeError, it
+// calls use once more with ONNX Runtime's own (InspectLoaded, which loads
+// the graph): its shape inference may fill in the size. A failure to
+// inspect the graph is an *InspectError; use's errors are returned as they
+// are.
+func WithIO[T any](g Graph, use func(inputs, outputs []IOInfo) (T, error)) (T, error) {
+	var zero T
+	ins, outs, err := g.Inspect()
+	if err != nil {
+		return zero, &InspectError{err}
+	}
+	v, err := use(ins, outs)
+	var open *UndeclaredSizeError
+	if !errors.As(err, &open) {
+		return v, err
+	}
+	if ins, outs, err = g.InspectLoaded(); err != nil {
+		return zero, &InspectError{err}
+	}
+	return use(ins, outs)
+}
+
 // valueInfos converts declared value infos to IOInfos as ONNX Runtime
 // reports them: -1 for a dimension without a fixed size.
 func valueInfos(vs []onnxgraph.ValueInfo) []IOInfo {

@@ -141,7 +141,7 @@ func checkOutput(t *testing.T, src, path string, e Entry, p, dv, nPrompts int) {
 	if meta["source_sha256"] != hex.EncodeToString(h[:]) || e.SHA256 != meta["source_sha256"] {
 		t.Errorf("%s: sha256 %q, file has %x", path, meta["source_sha256"], h)
 	}
-	for _, k := range []string{"model", "prompts", "tokens", "preprocessing", "program_version", "settings", "revision"} {
+	for _, k := range []string{"model", "prompts", "tokens", "preprocessing", "program_version", "settings", "revision", "jpeg_decoder"} {
 		if _, ok := meta[k]; !ok {
 			t.Errorf("%s: metadata lacks %q", path, k)
 		}

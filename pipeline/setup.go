@@ -125,6 +125,7 @@ func newJob(cfg Config) (_ *job, err error) {
 		"model": m.Name(), "revision": m.Revision(), "prompts": cfg.Prompts, "direction": cfg.Direction.String(),
 		"xattn": xattnName(cfg), "xattn_prefix": cfg.XAttnPrefix, "heads": cfg.Heads, "per_head": cfg.PerHead,
 		"heatmaps": cfg.Heatmaps, "format": j.format, "preprocessing": json.RawMessage(preJSON),
+		"jpeg_decoder": vision.JPEGDecoder(), // its JPEG pixels differ by a few levels from the other's
 	}
 	sb, _ := json.Marshal(settings)
 	h := sha256.Sum256(sb)
@@ -143,6 +144,7 @@ func newJob(cfg Config) (_ *job, err error) {
 		"format": "condition/v1", "model": m.Name(), "revision": m.Revision(), "prompts": string(promptsJSON),
 		"tokens": string(tokJSON), "preprocessing": string(preJSON), "direction": cfg.Direction.String(),
 		"xattn": xattnName(cfg), "program_version": cfg.Version, "settings": j.settings,
+		"jpeg_decoder": vision.JPEGDecoder(),
 	}
 
 	// Outputs.

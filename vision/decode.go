@@ -63,6 +63,11 @@ func (e *TooLargeError) Error() string {
 // opt.NoOrientation, applies the EXIF orientation. The result keeps the
 // decoder's colour model (gray, 16-bit, paletted, CMYK, YCbCr...);
 // Preprocessor.Apply converts it to RGB as Pillow does.
+//
+// JPEGs go to Go's image/jpeg (planes as *image.YCbCr), or, in builds with
+// the libjpeg tag, to libjpeg-turbo as in Pillow (opaque *image.RGBA,
+// *image.Gray, *image.CMYK), which makes them Pillow's bit for bit;
+// JPEGDecoder says which.
 func Decode(data []byte, opt DecodeOptions) (image.Image, error) {
 	img, err := decode(data, opt)
 	if err != nil {
@@ -111,10 +116,23 @@ func decode(data []byte, opt DecodeOptions) (image.Image, error) {
 	if cfg.Width <= 0 || cfg.Height <= 0 {
 		return nil, fmt.Errorf("%s image has no pixels (%dx%d)", format, cfg.Width, cfg.Height)
 	}
-	if lim := opt.limit(); lim > 0 && int64(cfg.Width)*int64(cfg.Height) > lim {
+	lim := opt.limit()
+	if lim > 0 && int64(cfg.Width)*int64(cfg.Height) > lim {
 		return nil, &TooLargeError{Format: format, Width: cfg.Width, Height: cfg.Height, Limit: lim}
 	}
-	img, _, err := image.Decode(bytes.NewReader(data))
+	var img image.Image
+	if format == "jpeg" {
+		// libjpeg, as Pillow, in builds with the libjpeg tag; nil, nil
+		// leaves the file to image/jpeg.
+		img, err = decodeLibjpeg(data, lim)
+		var tl *TooLargeError
+		if errors.As(err, &tl) {
+			return nil, err
+		}
+	}
+	if img == nil && err == nil {
+		img, _, err = image.Decode(bytes.NewReader(data))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("corrupt %s image (%dx%d): %w", format, cfg.Width, cfg.Height, err)
 	}

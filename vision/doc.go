@@ -13,7 +13,9 @@
 // Image.convert("RGB") does, resize the shortest edge (or to a height and
 // width) with Pillow's two-pass fixed-point resampler, centre-crop (padding
 // with zeros when the crop is larger), rescale, normalise, channels first.
-// On lossless inputs the result is bit-identical to Pillow 9.4 + transformers;
-// JPEG decoders differ (Go's IDCT against libjpeg-turbo's), so JPEG inputs
-// land within a few 8-bit levels.
+// On lossless inputs the result is bit-identical to Pillow 9.4 + transformers.
+// JPEGs are too in builds with the libjpeg tag, which decode them with
+// libjpeg-turbo (cgo, -ljpeg) as Pillow does; Go's image/jpeg, the default,
+// has another IDCT, and its JPEG inputs land within a few 8-bit levels.
+// JPEGDecoder says which this build uses.
 package vision

@@ -19,9 +19,11 @@ import (
 // CLIPImageProcessor's steps reproduced in numpy give the pixel_values.
 //
 // Tolerances: lossless inputs ("exact") must match bit for bit, the uint8
-// RGB and every float32 of pixel_values. JPEG inputs ("lossy") cannot, as
-// Go's IDCT is not libjpeg-turbo's; for them the test logs the differences
-// and bounds them in 8-bit levels (jpegMaxLevels, jpegMeanLevels).
+// RGB and every float32 of pixel_values. JPEG inputs ("lossy") must too when
+// Decode uses libjpeg (jpegExact, the libjpeg build tag); with Go's
+// image/jpeg they cannot, as Go's IDCT is not libjpeg-turbo's, and the test
+// logs the differences and bounds them in 8-bit levels (jpegMaxLevels,
+// jpegMeanLevels).
 const (
 	goldenDir      = "../testdata/images"
 	jpegMaxLevels  = 3
@@ -102,7 +104,13 @@ func (d diffStats) check(t *testing.T, kind, what string) {
 			t.Errorf("%s: %v (want bit-identical)", what, d)
 		}
 	case "lossy":
-		t.Logf("%s: %v", what, d)
+		t.Logf("%s: %v (decoder %s)", what, d, JPEGDecoder())
+		if jpegExact {
+			if d.differ != 0 {
+				t.Errorf("%s: %v (want bit-identical with %s)", what, d, JPEGDecoder())
+			}
+			return
+		}
 		if d.max > jpegMaxLevels || d.mean() > jpegMeanLevels {
 			t.Errorf("%s: %v (want max <= %d, mean <= %g levels)", what, d, jpegMaxLevels, jpegMeanLevels)
 		}

@@ -8,7 +8,11 @@
 //
 // It works both ways (image → text with patches as queries and prompt tokens
 // as keys and values; text → image the reverse). The side that stays fixed
-// for a job can be prepared once (PrepareSource, PrepareQuery) and reused.
+// for a job can be prepared once (PrepareSource, PrepareQuery) and reused;
+// a side that changes per item but meets several partners (an image's
+// patches and many prompts) is prepared per item into reused buffers
+// (Workspace.PrepareSource, Workspace.PrepareQuery), and rows projected by
+// one layer can become another's source (PrepareSourceProjected).
 // Weights come from diffusers-named tensors (FromDiffusers), CLIP's joint
 // embedding space (Joint) or nothing (Identity); xattn reads no files.
 //

@@ -275,12 +275,21 @@ func StageMedians(entries []Entry) map[string]float64 {
 	}
 	out := make(map[string]float64, len(vals))
 	for k, v := range vals {
-		slices.Sort(v)
-		if n := len(v); n%2 == 1 {
-			out[k] = v[n/2]
-		} else {
-			out[k] = (v[n/2-1] + v[n/2]) / 2
-		}
+		out[k] = Median(v)
 	}
 	return out
+}
+
+// Median returns the median of v (the mean of the middle two for an even
+// count; 0 for none), sorting v in place.
+func Median(v []float64) float64 {
+	n := len(v)
+	if n == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }

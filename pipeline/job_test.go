@@ -316,3 +316,91 @@ func pythonWithNumPy() string {
 	}
 	return ""
 }
+
+// TestEncoderPlan checks how a job of Config.Threads and Config.Streams
+// shares the cores among vision encoder runs.
+func TestEncoderPlan(t *testing.T) {
+	for _, tc := range []struct {
+		threads, streams, cores int
+		wantT, wantS            int
+	}{
+		{0, 0, 1, 1, 1},
+		{0, 0, 2, 1, 2},
+		{0, 0, 3, 1, 3},
+		{0, 0, 8, 2, 4},
+		{0, 0, 64, 16, 4},
+		{0, 0, 0, 1, 1}, // no core count: one of each
+		{2, 0, 2, 2, 1}, // threads alone: one stream of them
+		{6, 0, 8, 6, 1},
+		{0, 2, 8, 4, 2}, // streams alone share the cores
+		{0, 3, 2, 1, 3},
+		{3, 5, 2, 3, 5}, // both as given
+	} {
+		th, st := encoderPlan(tc.threads, tc.streams, tc.cores)
+		if th != tc.wantT || st != tc.wantS {
+			t.Errorf("encoderPlan(threads %d, streams %d, cores %d) = %d threads × %d streams; want %d × %d",
+				tc.threads, tc.streams, tc.cores, th, st, tc.wantT, tc.wantS)
+		}
+	}
+}
+
+// TestRunStreams runs one job with one encoder stream and with three: every
+// image is done once, and the outputs agree (batches of different make-up
+// may round differently in the last bits, hence the tolerance).
+func TestRunStreams(t *testing.T) {
+	m := openTiny(t)
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 11)
+	outs := map[int]string{}
+	for _, streams := range []int{1, 3} {
+		out := filepath.Join(t.TempDir(), "out")
+		sum, err := Run(context.Background(), Config{Model: m, Inputs: []string{in}, Prompts: []string{"a red circle"},
+			Out: out, Batch: 2, Threads: 1, Streams: streams})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Done != 11 || sum.Failed != 0 {
+			t.Fatalf("streams %d: summary %+v, want 11 done", streams, sum)
+		}
+		seen := map[string]int{}
+		for _, e := range readManifest(t, sum.Manifest) {
+			seen[e.Path]++
+		}
+		if len(seen) != 11 {
+			t.Errorf("streams %d: manifest has %d images, want 11: %v", streams, len(seen), seen)
+		}
+		for p, n := range seen {
+			if n != 1 {
+				t.Errorf("streams %d: %s in the manifest %d times", streams, p, n)
+			}
+		}
+		outs[streams] = out
+	}
+	files, err := filepath.Glob(filepath.Join(outs[1], "*.safetensors"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no outputs in %s (%v)", outs[1], err)
+	}
+	sub, _ := filepath.Glob(filepath.Join(outs[1], "sub", "*.safetensors"))
+	for _, f := range append(files, sub...) {
+		rel, _ := filepath.Rel(outs[1], f)
+		a, _, err := tensorio.ReadSafetensors(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := tensorio.ReadSafetensors(filepath.Join(outs[3], rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"patch_features", "image_embeds", "prompt.0.image_to_text", "prompt.0.text_to_image"} {
+			x, y := a[name].Data.([]float32), b[name].Data.([]float32)
+			if len(x) == 0 || len(x) != len(y) {
+				t.Fatalf("%s %s: %d and %d values", rel, name, len(x), len(y))
+			}
+			for i := range x {
+				if d := math.Abs(float64(x[i] - y[i])); d > 1e-5*(1+math.Abs(float64(x[i]))) {
+					t.Fatalf("%s %s[%d]: %v with one stream, %v with three", rel, name, i, x[i], y[i])
+				}
+			}
+		}
+	}
+}

@@ -47,7 +47,6 @@ type Source struct {
 	// scratch while preparing
 	x, k, v []float32 // x: gathered (masked) or layer-normed source rows
 	idxBuf  []int32
-	pv      []float32 // projected values of PrepareSourceProjected
 }
 
 // TK returns the number of keys the source was prepared with (masked ones
@@ -326,9 +325,9 @@ func (w *Workspace) PrepareSourceProjected(dst *Source, k, v []float32, tk int, 
 		return err
 	}
 	dst.l = l
-	dst.pv = v
+	w.ph.v = v
 	w.prepareSource(dst, k, tk, mask, true)
-	dst.pv = nil
+	w.ph.v = nil
 	return nil
 }
 
@@ -397,6 +396,7 @@ type phase struct {
 	// arguments of the current phase
 	rows  split     // phChunks, phQuery: query rows; phSource, phProjected: source rows (tkc), in whole key panels
 	a     []float32 // phChunks: queries to project (nil: prepared); phQuery: queries; phSource: the source rows; phProjected: the keys
+	v     []float32 // phProjected: the values (nil: the keys)
 	src   *Source
 	qry   *Query
 	res   *Result
@@ -426,7 +426,7 @@ func (p *phase) run(i, wid int) {
 		p.w.sourceRows(p.src, p.a, r0, r1)
 	case phProjected:
 		r0, r1 := p.rows.bounds(i)
-		p.w.projectedRows(p.src, p.a, r0, r1)
+		p.w.projectedRows(p.src, p.a, p.v, r0, r1)
 	case phQuery:
 		r0, r1 := p.rows.bounds(i)
 		l := p.w.l
@@ -632,11 +632,10 @@ func (w *Workspace) sourceRows(s *Source, kv []float32, r0, r1 int) {
 }
 
 // projectedRows packs the attended rows [r0, r1) of keys already projected,
-// k [tk, inner], and of s.pv (the values, nil when they are the keys),
-// gathered past masked keys.
-func (w *Workspace) projectedRows(s *Source, k []float32, r0, r1 int) {
+// k [tk, inner], and of the values v (nil when they are the keys), gathered
+// past masked keys.
+func (w *Workspace) projectedRows(s *Source, k, v []float32, r0, r1 int) {
 	inner := w.l.inner
-	v := s.pv
 	if s.idx != nil {
 		for i, j := range s.idx[r0:r1] {
 			copy(s.k[(r0+i)*inner:(r0+i+1)*inner], k[int(j)*inner:])

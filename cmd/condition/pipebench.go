@@ -213,11 +213,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		for i, p := range res.Pairs {
 			v[i] = f(p)
 		}
-		sort.Float64s(v)
-		if n := len(v); n%2 == 0 {
-			return (v[n/2-1] + v[n/2]) / 2
-		}
-		return v[len(v)/2]
+		return pipeline.Median(v)
 	}
 	res.EncoderPerSec = med(func(p pipeBenchPair) float64 { return p.EncoderPerSec })
 	res.JobPerSec = med(func(p pipeBenchPair) float64 { return p.JobPerSec })

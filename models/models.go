@@ -464,9 +464,9 @@ func SplitRef(s string) (model, weights string, err error) {
 			continue
 		}
 		a, b := s[:i], s[i+1:]
-		_, errA := ParseRef(a)
+		_, errA := ParseRef(a) // an error for "" too
 		_, errB := ParseRef(b)
-		if a != "" && b != "" && errA == nil && errB == nil {
+		if errA == nil && errB == nil {
 			return a, b, nil
 		}
 		if first == nil {
@@ -528,7 +528,7 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 		// Offline, a snapshot without graphs still serves its config and
 		// tokenizer; asking for a missing graph then names it. A graph whose
 		// external data is missing is an error: ONNX Runtime could not load it.
-		if len(missing.files) == 0 || (c.Offline && missing.config == "" && len(missing.side) == 0) {
+		if len(missing.files) == 0 || (c.Offline && !missing.config && len(missing.side) == 0) {
 			m.revision, m.dir = commit, cache.SnapshotDir(r.Repo, commit)
 			m.base = os.DirFS(m.dir)
 			return nil
@@ -621,7 +621,7 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 
 // snapshotGaps is what a cached snapshot lacks for a model.
 type snapshotGaps struct {
-	config string   // ConfigFile when missing
+	config bool     // the config is missing
 	side   []string // external-data files of cached graphs
 	files  []string // everything missing, for messages
 }
@@ -632,7 +632,7 @@ type snapshotGaps struct {
 func missingFromSnapshot(cache hub.Cache, repo, commit string, graphs []string) snapshotGaps {
 	var g snapshotGaps
 	if _, ok := cache.File(repo, commit, ConfigFile); !ok {
-		g.config = ConfigFile
+		g.config = true
 		g.files = append(g.files, ConfigFile)
 	}
 	for _, name := range graphs {

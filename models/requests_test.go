@@ -48,7 +48,6 @@ func TestOneMetadataRequestPerFile(t *testing.T) {
 			}
 			reqs := srv.Requests()
 			for _, repo := range uniq(strings.SplitN(c.ref, "+", 2)[0], c.weightsRepo) {
-				repo, _, _ = strings.Cut(repo, "@")
 				for file, n := range heads(reqs, repo) {
 					if n != 1 {
 						t.Errorf("%s: %d metadata requests for %s, want 1", repo, n, file)
@@ -67,6 +66,7 @@ func TestOneMetadataRequestPerFile(t *testing.T) {
 	}
 }
 
+// uniq returns the repositories of hub ids (without "@revision"), each once.
 func uniq(s ...string) []string {
 	var out []string
 	seen := map[string]bool{}

@@ -68,14 +68,20 @@ func BenchmarkDecodePreprocess(b *testing.B) {
 	data := benchJPEG(b)
 	p := DefaultPreprocessor()
 	dst := make([]float32, 3*224*224)
-	benchImages(b, func() error {
+	benchImages(b, decodePreprocess(p, data, dst))
+}
+
+// decodePreprocess decodes data and preprocesses it into dst, a benchImages
+// function.
+func decodePreprocess(p *Preprocessor, data []byte, dst []float32) func() error {
+	return func() error {
 		img, err := Decode(data, DecodeOptions{})
 		if err != nil {
 			return err
 		}
 		_, _, err = p.ApplyInto(dst, img)
 		return err
-	})
+	}
 }
 
 // jobJPEG is a size×size 4:2:0 JPEG (quality 90) like the pipeline
@@ -136,13 +142,6 @@ func BenchmarkJob256to64(b *testing.B) {
 		benchImages(b, func() error { _, err := Decode(data, DecodeOptions{}); return err })
 	})
 	b.Run("decode+preprocess", func(b *testing.B) {
-		benchImages(b, func() error {
-			img, err := Decode(data, DecodeOptions{})
-			if err != nil {
-				return err
-			}
-			_, _, err = p.ApplyInto(dst, img)
-			return err
-		})
+		benchImages(b, decodePreprocess(p, data, dst))
 	})
 }

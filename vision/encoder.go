@@ -243,15 +243,22 @@ func (e *Encoder) Encode(ctx context.Context, pixels []float32, n, height, width
 		}
 		in = tensorio.Tensor{DType: tensorio.DTypeF16, Shape: shape, Data: half}
 	}
+	// With the patch size known, the grid (and so the number of tokens) is
+	// known before the run.
+	var grid Grid
+	if e.patch > 0 {
+		var err error
+		if grid, err = GridFor(height, width, e.patch); err != nil {
+			return nil, err
+		}
+	}
 	var alloc []ort.Output
 	if e.hiddenType.NeedsShape() || (e.hasEmbeds && e.embedsType.NeedsShape()) {
 		tokens := e.tokens
 		if tokens <= 0 {
-			g, err := GridFor(height, width, e.patch)
-			if err != nil {
-				return nil, err
-			}
-			tokens = 1 + g.Patches()
+			// Used only for a float16 or bfloat16 last_hidden_state, for
+			// which openEncoder made sure of a patch size.
+			tokens = 1 + grid.Patches()
 		}
 		alloc = []ort.Output{ort.OutputFor(e.hiddenType, n, tokens, e.width)}
 		if e.hasEmbeds {
@@ -267,17 +274,12 @@ func (e *Encoder) Encode(ctx context.Context, pixels []float32, n, height, width
 		return nil, fmt.Errorf("vision: %s: %s is %s%v, expected [%d 1+patches width] floats", e.name, visionHiddenOutputName, out[0].DType, out[0].Shape, n)
 	}
 	tokens, width2 := out[0].Shape[1], out[0].Shape[2]
-	var grid Grid
-	if e.patch > 0 {
-		grid, err = GridFor(height, width, e.patch)
-		if err != nil {
+	if e.patch <= 0 {
+		if grid, err = InferGrid(tokens-1, height, width); err != nil {
 			return nil, err
 		}
-		if grid.Patches() != tokens-1 {
-			return nil, fmt.Errorf("vision: %s: %d patch tokens, but a %dx%d image in %d-pixel patches has %s = %d", e.name, tokens-1, height, width, e.patch, grid, grid.Patches())
-		}
-	} else if grid, err = InferGrid(tokens-1, height, width); err != nil {
-		return nil, err
+	} else if grid.Patches() != tokens-1 {
+		return nil, fmt.Errorf("vision: %s: %d patch tokens, but a %dx%d image in %d-pixel patches has %s = %d", e.name, tokens-1, height, width, e.patch, grid, grid.Patches())
 	}
 	var embeds []float32
 	dim := 0

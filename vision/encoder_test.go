@@ -45,7 +45,7 @@ func closeToTorch(t *testing.T, what string, got, want []float32) {
 	closeWithin(t, what, got, want, encoderTol)
 }
 
-func closeWithin(t *testing.T, what string, got, want []float32, encoderTol float64) {
+func closeWithin(t *testing.T, what string, got, want []float32, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, torch has %d", what, len(got), len(want))
@@ -59,17 +59,20 @@ func closeWithin(t *testing.T, what string, got, want []float32, encoderTol floa
 	if testing.Verbose() {
 		t.Logf("%s: max abs difference %.2g", what, worst)
 	}
-	if worst > encoderTol || math.IsNaN(worst) {
-		t.Fatalf("%s: |ort - torch| = %g at %d (ort %g, torch %g), tolerance %g", what, worst, at, got[at], want[at], encoderTol)
+	if worst > tol || math.IsNaN(worst) {
+		t.Fatalf("%s: |ort - torch| = %g at %d (ort %g, torch %g), tolerance %g", what, worst, at, got[at], want[at], tol)
 	}
 }
 
-func checkVision(t *testing.T, e *vision.Encoder) {
+// checkVision encodes the golden pixel values, checks the batch and one
+// image alone against torch within encoderTol, and returns the batch's
+// encodings.
+func checkVision(t *testing.T, e *vision.Encoder) []vision.Encoding {
 	t.Helper()
-	checkVisionWithin(t, e, encoderTol)
+	return checkVisionWithin(t, e, encoderTol)
 }
 
-func checkVisionWithin(t *testing.T, e *vision.Encoder, tol float64) {
+func checkVisionWithin(t *testing.T, e *vision.Encoder, tol float64) []vision.Encoding {
 	t.Helper()
 	px := readGolden(t, "vision_pixel_values")
 	hs := readGolden(t, "vision_last_hidden_state")
@@ -97,6 +100,7 @@ func checkVisionWithin(t *testing.T, e *vision.Encoder, tol float64) {
 		t.Fatal(err)
 	}
 	closeWithin(t, "image_embeds[2] alone", one[0].Embeds, ev[2*p:3*p], tol)
+	return got
 }
 
 func TestEncoderMatchesTorch(t *testing.T) {
@@ -243,6 +247,27 @@ func TestEncoderFloat16(t *testing.T) {
 	}
 }
 
+// TestOpenEncoderVariant opens the fp16 variant the way --variant fp16 does,
+// from a model directory: the sizes of its float16 outputs, which the graph
+// leaves open, come from config.json (the number of tokens from the patch
+// size), not from ONNX Runtime's shape inference.
+func TestOpenEncoderVariant(t *testing.T) {
+	orttest.Load(t)
+	dir := t.TempDir()
+	copyFile(t, filepath.Join(tinyclip, models.ConfigFile), filepath.Join(dir, models.ConfigFile))
+	copyFile(t, filepath.Join(tinyclip, "onnx", "variants", "vision_model_fp16.onnx"), filepath.Join(dir, "onnx", "vision_model_fp16.onnx"))
+	m, err := models.Open(dir, models.Options{Variant: "fp16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := vision.OpenEncoder(m, vision.EncoderOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	checkVisionWithin(t, e, fp16EncoderTol)
+}
+
 // TestEncoderBFloat16Outputs runs the float32 graph with its outputs cast to
 // bfloat16 (8-bit significands): each output is torch's rounded to bfloat16,
 // so within 2^-8 of its magnitude (plus the float32 tolerance).
@@ -312,8 +337,7 @@ func TestEncoderExternalData(t *testing.T) {
 	dir := filepath.Join(tinyclip, "external")
 	same := func(t *testing.T, e *vision.Encoder) {
 		t.Helper()
-		checkVision(t, e)
-		got := encodeGolden(t, e)
+		got := checkVision(t, e)
 		for i := range want {
 			if !equalFloats(got[i].States, want[i].States) || !equalFloats(got[i].Embeds, want[i].Embeds) {
 				t.Fatalf("image %d: the external-data graph's outputs differ from the plain graph's", i)
@@ -458,19 +482,7 @@ func BenchmarkEncoderTiny(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	px, err := tensorio.ReadNPY(filepath.Join(tinyclip, "golden", "vision_pixel_values.npy"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := px.Shape[0]
-	ctx := context.Background()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := e.Encode(ctx, px.Data.([]float32), n, 32, 32); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "images/s")
+	benchEncode(b, e)
 }
 
 // BenchmarkEncoderTinyFloat16 is BenchmarkEncoderTiny on the float16 export:
@@ -483,6 +495,12 @@ func BenchmarkEncoderTinyFloat16(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
+	benchEncode(b, e)
+}
+
+// benchEncode encodes the golden batch of 32×32 images b.N times and reports
+// images/s.
+func benchEncode(b *testing.B, e *vision.Encoder) {
 	px, err := tensorio.ReadNPY(filepath.Join(tinyclip, "golden", "vision_pixel_values.npy"))
 	if err != nil {
 		b.Fatal(err)

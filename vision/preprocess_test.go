@@ -2,11 +2,11 @@ package vision
 
 import (
 	"bytes"
+	"fmt"
 	"image"
 	"image/color"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -269,12 +269,9 @@ func testImage(w, h int) *image.RGBA {
 
 func TestLoadPreprocessorFileGolden(t *testing.T) {
 	path := filepath.Join(goldenDir, "configs", "clip224.json")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("committed golden data missing: %v", err)
-	}
 	p, err := LoadPreprocessorFile(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("committed golden data: %v", err)
 	}
 	if *p != *DefaultPreprocessor() {
 		t.Errorf("OpenAI CLIP's config parses to %+v, want the defaults %+v", *p, *DefaultPreprocessor())
@@ -396,6 +393,27 @@ func randomImage(rng *rand.Rand, kind string, w, h, ox, oy int, pattern bool) im
 	return m.SubImage(r)
 }
 
+// toRGB writes img as packed 8-bit RGB (3 bytes a pixel, rows of 3·w bytes,
+// no padding) into dst, growing it as needed, and returns it with the size.
+// The conversion is Pillow's Image.convert("RGB") for the mode Pillow opens
+// the same file in (see rgbRows). The tests check conversions with it;
+// preprocessing reads rows (rgbRows) instead.
+//
+// tmp, if not nil, holds working rows reused across calls.
+func toRGB(dst []byte, img image.Image, tmp *convScratch) ([]byte, int, int) {
+	if tmp == nil {
+		tmp = new(convScratch)
+	}
+	var r rgbRows
+	r.init(img, tmp)
+	w, h := r.w, r.h
+	dst = grow(dst, 3*w*h)
+	for y := 0; y < h; y++ {
+		r.rgbRow(dst[3*w*y:][:3*w], y, 0, w)
+	}
+	return dst, w, h
+}
+
 var imageKinds = []string{"rgba", "rgba-alpha", "nrgba", "gray", "gray16", "rgba64", "nrgba64", "paletted", "cmyk",
 	"ycbcr444", "ycbcr422", "ycbcr420", "ycbcr440", "ycbcr411", "ycbcr410"}
 
@@ -467,20 +485,30 @@ func TestApplyMatchesGeneric(t *testing.T) {
 		if int64(rh)*int64(rw) > 1<<22 {
 			continue
 		}
-		oh, ow := p.OutputSize(w, h)
-		want := make([]float32, 3*oh*ow)
-		got := make([]float32, 3*oh*ow)
-		if _, _, err := p.applyGeneric(want, img); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := p.ApplyInto(got, img); err != nil {
-			t.Fatal(err)
-		}
-		for j := range want {
-			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
-				t.Fatalf("case %d: %s %dx%d, %v to %+v, crop %v %+v: value %d (channel %d, y %d, x %d) is %v, reference %v",
-					i, kind, w, h, p.Resample, p.Size, p.DoCenterCrop, p.CropSize, j, j/(oh*ow), j%(oh*ow)/ow, j%ow, got[j], want[j])
-			}
+		checkApplyMatchesGeneric(t, p, img,
+			fmt.Sprintf("case %d: %s %dx%d, %v to %+v, crop %v %+v", i, kind, w, h, p.Resample, p.Size, p.DoCenterCrop, p.CropSize))
+	}
+}
+
+// checkApplyMatchesGeneric fails t unless ApplyInto gives img's
+// pixel_values bit for bit as applyGeneric (the reference) does; what names
+// the case in the message.
+func checkApplyMatchesGeneric(t *testing.T, p *Preprocessor, img image.Image, what string) {
+	t.Helper()
+	b := img.Bounds()
+	oh, ow := p.OutputSize(b.Dx(), b.Dy())
+	want := make([]float32, 3*oh*ow)
+	got := make([]float32, 3*oh*ow)
+	if _, _, err := p.applyGeneric(want, img); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.ApplyInto(got, img); err != nil {
+		t.Fatal(err)
+	}
+	for j := range want {
+		if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+			t.Fatalf("%s: value %d (channel %d, y %d, x %d) is %v, reference %v",
+				what, j, j/(oh*ow), j%(oh*ow)/ow, j%ow, got[j], want[j])
 		}
 	}
 }
@@ -545,20 +573,7 @@ func TestApplyMatchesGenericIntegerScale(t *testing.T) {
 				p.Resample = r
 				p.Size = Size{ShortestEdge: sz[2]}
 				p.CropSize = Size{Height: sz[2], Width: sz[2]}
-				oh, ow := p.OutputSize(sz[0], sz[1])
-				want := make([]float32, 3*oh*ow)
-				got := make([]float32, 3*oh*ow)
-				if _, _, err := p.applyGeneric(want, img); err != nil {
-					t.Fatal(err)
-				}
-				if _, _, err := p.ApplyInto(got, img); err != nil {
-					t.Fatal(err)
-				}
-				for j := range want {
-					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
-						t.Fatalf("%v %s %dx%d to %d: value %d is %v, reference %v", r, kind, sz[0], sz[1], sz[2], j, got[j], want[j])
-					}
-				}
+				checkApplyMatchesGeneric(t, p, img, fmt.Sprintf("%v %s %dx%d to %d", r, kind, sz[0], sz[1], sz[2]))
 			}
 		}
 	}
@@ -583,19 +598,7 @@ func TestApplyLUTChanges(t *testing.T) {
 			p := DefaultPreprocessor()
 			p.Size, p.CropSize = Size{ShortestEdge: 16}, Size{Height: 16, Width: 16}
 			set(p)
-			want := make([]float32, 3*16*16)
-			got := make([]float32, 3*16*16)
-			if _, _, err := p.applyGeneric(want, img); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := p.ApplyInto(got, img); err != nil {
-				t.Fatal(err)
-			}
-			for j := range want {
-				if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
-					t.Fatalf("round %d, config %d: value %d is %v, reference %v", round, i, j, got[j], want[j])
-				}
-			}
+			checkApplyMatchesGeneric(t, p, img, fmt.Sprintf("round %d, config %d", round, i))
 		}
 	}
 }

@@ -5,26 +5,6 @@ import (
 	"image/color"
 )
 
-// toRGB writes img as packed 8-bit RGB (3 bytes a pixel, rows of 3·w bytes,
-// no padding) into dst, growing it as needed, and returns it with the size.
-// The conversion is Pillow's Image.convert("RGB") for the mode Pillow opens
-// the same file in (see rgbRows).
-//
-// tmp, if not nil, holds working rows reused across calls.
-func toRGB(dst []byte, img image.Image, tmp *convScratch) ([]byte, int, int) {
-	if tmp == nil {
-		tmp = new(convScratch)
-	}
-	var r rgbRows
-	r.init(img, tmp)
-	w, h := r.w, r.h
-	dst = grow(dst, 3*w*h)
-	for y := 0; y < h; y++ {
-		r.rgbRow(dst[3*w*y:][:3*w], y, 0, w)
-	}
-	return dst, w, h
-}
-
 // rowSource gives rows of an image as packed 8-bit RGB: rgbRow writes
 // columns x0 <= x < x1 of row y (0-based, relative to the image's bounds)
 // into dst[:3·(x1-x0)].

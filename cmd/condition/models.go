@@ -338,9 +338,7 @@ func runModelsRef(ctx context.Context, e *env, sub string, args []string) error 
 		return err
 	}
 	switch sub {
-	case "fetch":
-		return printModel(e, m, o.JSON)
-	case "info":
+	case "fetch", "info":
 		return printModel(e, m, o.JSON)
 	case "expose":
 		res, err := m.Expose()
@@ -443,11 +441,13 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	}
 	info["graphs"] = graphs
 	var heads []string
+	var headsErr string
 	shapes := map[string][]int{}
 	if m.Has(models.WeightsFile) {
 		h, err := m.WeightsHeader() // parsed once for every head
 		if err != nil {
-			info["heads_error"] = err.Error()
+			headsErr = err.Error()
+			info["heads_error"] = headsErr
 		} else {
 			for _, n := range models.HeadNames {
 				if t, ok := h.Tensors[n]; ok {
@@ -509,8 +509,8 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 			hs[i] = fmt.Sprintf("%s %v", n, shapes[n])
 		}
 		fmt.Fprintf(out, "heads:    %s\n", strings.Join(hs, ", "))
-	} else if e, ok := info["heads_error"]; ok {
-		fmt.Fprintf(out, "heads:    unreadable: %s\n", e)
+	} else if headsErr != "" {
+		fmt.Fprintf(out, "heads:    unreadable: %s\n", headsErr)
 	} else {
 		fmt.Fprintf(out, "heads:    none (the joint space needs them: add +<model with model.safetensors> to the reference)\n")
 	}

@@ -392,6 +392,22 @@ func TestConcurrentDownloads(t *testing.T) {
 	}
 }
 
+// safetensorsHub serves tensors as org/pt's model.safetensors (an LFS file,
+// at commit1 on main), and returns the server, a client of it with an empty
+// cache, and the file's bytes.
+func safetensorsHub(t *testing.T, tensors map[string]tensorio.Tensor) (*hubtest.Server, *hub.Client, []byte) {
+	t.Helper()
+	st, err := tensorio.EncodeSafetensors(tensors, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := hubtest.New(t, map[string]*hubtest.Repo{"org/pt": {
+		Commits:  map[string]map[string]hubtest.File{commit1: {"model.safetensors": {Data: st, LFS: true}}},
+		Branches: map[string]string{"main": commit1},
+	}})
+	return srv, &hub.Client{Endpoint: srv.URL(), CacheDir: t.TempDir()}, st
+}
+
 func TestReadTensors(t *testing.T) {
 	// A checkpoint with a large tensor and two small heads.
 	big := make([]float32, 1<<20) // 4 MiB
@@ -400,15 +416,7 @@ func TestReadTensors(t *testing.T) {
 		"text_projection.weight":    tensorio.F32([]int{2, 3}, []float32{1, 2, 3, 4, 5, 6}),
 		"logit_scale":               tensorio.F32([]int{}, []float32{2.5}),
 	}
-	st, err := tensorio.EncodeSafetensors(heads, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := hubtest.New(t, map[string]*hubtest.Repo{"org/pt": {
-		Commits:  map[string]map[string]hubtest.File{commit1: {"model.safetensors": {Data: st, LFS: true}}},
-		Branches: map[string]string{"main": commit1},
-	}})
-	c := &hub.Client{Endpoint: srv.URL(), CacheDir: t.TempDir()}
+	srv, c, st := safetensorsHub(t, heads)
 	got, meta, err := c.ReadTensors(context.Background(), "org/pt", "main", "model.safetensors", []string{"text_projection.weight", "logit_scale"})
 	if err != nil {
 		t.Fatal(err)
@@ -439,19 +447,11 @@ func TestReadTensors(t *testing.T) {
 // TestReadTensorsFunc reads the tensors a filter keeps from metadata the
 // caller already has: no second HEAD request.
 func TestReadTensorsFunc(t *testing.T) {
-	st, err := tensorio.EncodeSafetensors(map[string]tensorio.Tensor{
+	srv, c, st := safetensorsHub(t, map[string]tensorio.Tensor{
 		"big":                    tensorio.F32([]int{1 << 18}, make([]float32, 1<<18)),
 		"text_projection.weight": tensorio.F32([]int{2, 3}, []float32{1, 2, 3, 4, 5, 6}),
 		"logit_scale":            tensorio.F32([]int{}, []float32{2.5}),
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := hubtest.New(t, map[string]*hubtest.Repo{"org/pt": {
-		Commits:  map[string]map[string]hubtest.File{commit1: {"model.safetensors": {Data: st, LFS: true}}},
-		Branches: map[string]string{"main": commit1},
-	}})
-	c := &hub.Client{Endpoint: srv.URL(), CacheDir: t.TempDir()}
+	})
 	ctx := context.Background()
 	meta, err := c.Metadata(ctx, "org/pt", "main", "model.safetensors")
 	if err != nil {

@@ -175,16 +175,8 @@ func (s *skimmer) tensorLocation(off, end int64) (loc string, external bool, err
 			if err != nil {
 				return err
 			}
-			var k, v string
-			if err := fields(b, func(e field) error {
-				switch e.num {
-				case 1:
-					k = string(e.bytes)
-				case 2:
-					v = string(e.bytes)
-				}
-				return nil
-			}); err != nil {
+			k, v, err := stringEntry(b)
+			if err != nil {
 				return err
 			}
 			if k == "location" {

@@ -379,18 +379,8 @@ func parseTensor(b []byte) (*Tensor, error) {
 			if t.Raw == nil {
 				t.Raw = []byte{}
 			}
-		case 13: // external_data: StringStringEntryProto key=1 value=2
-			var k, v string
-			fields(f.bytes, func(e field) error {
-				switch e.num {
-				case 1:
-					k = string(e.bytes)
-				case 2:
-					v = string(e.bytes)
-				}
-				return nil
-			})
-			if k == "location" {
+		case 13: // external_data
+			if k, v, _ := stringEntry(f.bytes); k == "location" {
 				t.Location = v
 			}
 		case 14:
@@ -399,6 +389,21 @@ func parseTensor(b []byte) (*Tensor, error) {
 		return err
 	})
 	return t, err
+}
+
+// stringEntry parses a StringStringEntryProto (key = 1, value = 2), as far
+// as it is well formed.
+func stringEntry(b []byte) (key, value string, err error) {
+	err = fields(b, func(e field) error {
+		switch e.num {
+		case 1:
+			key = string(e.bytes)
+		case 2:
+			value = string(e.bytes)
+		}
+		return nil
+	})
+	return key, value, err
 }
 
 func parseValueInfo(b []byte) (ValueInfo, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -77,21 +78,12 @@ func (g Graph) Inspect() (inputs, outputs []IOInfo, err error) {
 	if err := g.checkInMemory(); err != nil {
 		return nil, nil, err
 	}
-	var in, out []onnxgraph.ValueInfo
-	if g.path != "" {
-		f, err := os.Open(g.path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("ort: %w", err)
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return nil, nil, fmt.Errorf("ort: %w", err)
-		}
-		in, out, err = onnxgraph.GraphIO(f, st.Size())
-	} else {
-		in, out, err = onnxgraph.GraphIO(bytes.NewReader(g.data), int64(len(g.data)))
+	r, size, done, err := g.reader()
+	if err != nil {
+		return nil, nil, fmt.Errorf("ort: %w", err)
 	}
+	defer done()
+	in, out, err := onnxgraph.GraphIO(r, size)
 	if err != nil {
 		return nil, nil, fmt.Errorf("ort: %s: %w", g.name, err)
 	}
@@ -161,6 +153,24 @@ func WithIO[T any](g Graph, use func(inputs, outputs []IOInfo) (T, error)) (T, e
 	return use(ins, outs)
 }
 
+// reader returns the graph's bytes for the onnxgraph skimmers, which read
+// only its framing: the file, or the bytes in memory. done closes the file.
+func (g Graph) reader() (r io.ReaderAt, size int64, done func(), err error) {
+	if g.path == "" {
+		return bytes.NewReader(g.data), int64(len(g.data)), func() {}, nil
+	}
+	f, err := os.Open(g.path)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
+	return f, st.Size(), func() { f.Close() }, nil
+}
+
 // valueInfos converts declared value infos to IOInfos as ONNX Runtime
 // reports them: -1 for a dimension without a fixed size.
 func valueInfos(vs []onnxgraph.ValueInfo) []IOInfo {
@@ -222,16 +232,12 @@ func (g Graph) loadError(err error) error {
 // names and that are not in its folder, as paths. It reads only the graph's
 // framing and initializer headers, not its weights.
 func missingExternal(path string) []string {
-	f, err := os.Open(path)
+	r, size, done, err := GraphFile(path).reader()
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil
-	}
-	locs, err := onnxgraph.ExternalDataFiles(f, st.Size())
+	defer done()
+	locs, err := onnxgraph.ExternalDataFiles(r, size)
 	if err != nil {
 		return nil
 	}

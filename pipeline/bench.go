@@ -11,6 +11,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -64,10 +65,30 @@ func WriteSyntheticImages(dir string, n, size int, seed int64) error {
 // Rate is a throughput measurement: images processed, the wall time they
 // took and the CPU time the whole process used meanwhile (every thread,
 // ONNX Runtime's included; zero where the system does not report it).
+//
+// EncoderCPU is the part of CPU spent in the vision encoder's calls, read
+// from the threads that made them: all of the encoder's work when each
+// encoder stream runs on one thread (ONNX Runtime then computes on the
+// calling thread), only part of it otherwise; zero where thread CPU time
+// cannot be read.
 type Rate struct {
-	Images int
-	Wall   time.Duration
-	CPU    time.Duration
+	Images     int
+	Wall       time.Duration
+	CPU        time.Duration
+	EncoderCPU time.Duration
+}
+
+// EncoderShare is EncoderCPU / CPU: the encoder's share of the CPU the
+// process used (0 when either is unknown). For a job it is the rate the job
+// reaches relative to the encoder alone when the encoder keeps every core
+// busy and runs as fast inside the job as on its own; both parts are read
+// over the same seconds, so a machine's changing load moves it far less
+// than a ratio of two rates measured one after the other.
+func (r Rate) EncoderShare() float64 {
+	if r.CPU <= 0 || r.EncoderCPU <= 0 {
+		return 0
+	}
+	return r.EncoderCPU.Seconds() / r.CPU.Seconds()
 }
 
 // PerSec is the rate in images per second of wall time.
@@ -189,16 +210,21 @@ func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct 
 			starts = append(starts, i)
 		}
 	}
+	var encCPU encoderCPU
 	encode := func(i int) error {
 		k := min(batch, n-i)
-		_, err := e.venc.Encode(ctx, pixels[i*per:(i+k)*per], k, e.inH, e.inW)
-		return err
+		return encCPU.encode(func() error {
+			_, err := e.venc.Encode(ctx, pixels[i*per:(i+k)*per], k, e.inH, e.inW)
+			return err
+		})
 	}
 	var next atomic.Int64
 	errs := make([]error, cfg.Streams)
 	var wg sync.WaitGroup
 	stream := func(s int) {
 		defer wg.Done()
+		runtime.LockOSThread() // for encCPU
+		defer runtime.UnlockOSThread()
 		for {
 			b := int(next.Add(1)) - 1
 			if b >= len(starts) {
@@ -223,6 +249,7 @@ func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct 
 	if err := errors.Join(errs...); err != nil {
 		return Rate{}, 0, err
 	}
+	encCPU.reset()
 	sw := startStopwatch()
 	for s := range cfg.Streams {
 		wg.Add(1)
@@ -232,7 +259,9 @@ func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct 
 	if err := errors.Join(errs...); err != nil {
 		return Rate{}, 0, err
 	}
-	return sw.rate(max(rounds, 1) * n), n, nil
+	r = sw.rate(max(rounds, 1) * n)
+	r.EncoderCPU = encCPU.total()
+	return r, n, nil
 }
 
 // JobRate runs the job cfg describes (as Run does) and measures it: the
@@ -254,9 +283,39 @@ func JobRate(ctx context.Context, cfg Config, started func()) (*Summary, Rate, e
 	sum, err := j.run(ctx)
 	r := sw.rate(0)
 	if sum != nil {
-		r.Images, r.Wall = sum.Done, sum.Elapsed
+		r.Images, r.Wall, r.EncoderCPU = sum.Done, sum.Elapsed, sum.EncoderCPU
 	}
 	return sum, r, err
+}
+
+// encoderCPU adds up the CPU time of encoder calls, each read on its
+// calling thread; the callers lock their goroutines to their threads.
+type encoderCPU struct {
+	ns     atomic.Int64
+	failed atomic.Bool // a thread's CPU time could not be read
+}
+
+// encode runs fn and adds the CPU time its thread spent in it.
+func (c *encoderCPU) encode(fn func() error) error {
+	t0, ok0 := threadCPU()
+	err := fn()
+	t1, ok1 := threadCPU()
+	if ok0 && ok1 {
+		c.ns.Add(int64(t1 - t0))
+	} else {
+		c.failed.Store(true)
+	}
+	return err
+}
+
+func (c *encoderCPU) reset() { c.ns.Store(0); c.failed.Store(false) }
+
+// total is the CPU time added up, 0 when any reading failed.
+func (c *encoderCPU) total() time.Duration {
+	if c.failed.Load() {
+		return 0
+	}
+	return time.Duration(c.ns.Load())
 }
 
 // StageMedians returns, for each stage in the timings_ms of the entries with

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -69,8 +71,105 @@ func TestRate(t *testing.T) {
 		t.Errorf("CPUPerImage = %v, want 60ms", got)
 	}
 	var z Rate
-	if z.PerSec() != 0 || z.CPUPerImage() != 0 {
-		t.Errorf("zero Rate gives %v images/s, %v per image; want 0, 0", z.PerSec(), z.CPUPerImage())
+	if z.PerSec() != 0 || z.CPUPerImage() != 0 || z.EncoderShare() != 0 {
+		t.Errorf("zero Rate gives %v images/s, %v per image, encoder share %v; want 0, 0, 0", z.PerSec(), z.CPUPerImage(), z.EncoderShare())
+	}
+	r.EncoderCPU = 2400 * time.Millisecond
+	if got := r.EncoderShare(); math.Abs(got-0.8) > 1e-12 {
+		t.Errorf("EncoderShare = %v, want 0.8 (2.4 s of 3 s)", got)
+	}
+}
+
+// TestThreadCPU checks what the encoder's share rests on: threadCPU counts
+// the calling thread's work and not another thread's.
+func TestThreadCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("threadCPU reads CLOCK_THREAD_CPUTIME_ID, which this package uses on Linux only")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a, ok := threadCPU()
+	if !ok {
+		t.Fatal("threadCPU: unreadable on Linux")
+	}
+	// Another goroutine (another thread) busy for 100 ms of wall time while
+	// this thread sleeps.
+	stop := make(chan struct{})
+	done := make(chan float64)
+	go func() {
+		x := 1.0
+		for {
+			select {
+			case <-stop:
+				done <- x
+				return
+			default:
+			}
+			for i := 0; i < 10000; i++ {
+				x = x*1.0000001 + 1e-9
+			}
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	<-done
+	b, _ := threadCPU()
+	if b-a > 30*time.Millisecond {
+		t.Errorf("threadCPU grew by %v while this thread slept and another worked; it counts other threads", b-a)
+	}
+	// This thread busy until it reports 50 ms more.
+	x, deadline := 1.0, time.Now().Add(30*time.Second)
+	for {
+		for i := 0; i < 100000; i++ {
+			x = x*1.0000001 + 1e-9
+		}
+		c, ok := threadCPU()
+		if !ok || c < b {
+			t.Fatalf("threadCPU went from %v to %v, %v", b, c, ok)
+		}
+		if c-b >= 50*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("threadCPU grew by only %v over 30 s of busy loop (x=%g)", c-b, x)
+		}
+	}
+}
+
+func TestEncoderCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("encoderCPU reads thread CPU time, which this package reads on Linux only")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var c encoderCPU
+	boom := errors.New("boom")
+	busy := func(d time.Duration) func() error {
+		return func() error {
+			a, _ := threadCPU()
+			for x := 1.0; ; x = x*1.0000001 + 1e-9 {
+				if b, _ := threadCPU(); b-a >= d {
+					return boom
+				}
+			}
+		}
+	}
+	if err := c.encode(busy(20 * time.Millisecond)); err != boom {
+		t.Errorf("encode returned %v, want fn's error", err)
+	}
+	if err := c.encode(func() error { time.Sleep(50 * time.Millisecond); return nil }); err != nil {
+		t.Errorf("encode returned %v, want nil", err)
+	}
+	if got := c.total(); got < 20*time.Millisecond || got > 40*time.Millisecond {
+		t.Errorf("total = %v after 20 ms of work and 50 ms of sleep, want 20–40 ms", got)
+	}
+	c.failed.Store(true)
+	if got := c.total(); got != 0 {
+		t.Errorf("total = %v with a failed reading, want 0 (unknown)", got)
+	}
+	c.reset()
+	if got := c.total(); got != 0 || c.failed.Load() {
+		t.Errorf("after reset: total %v, failed %v; want 0, false", got, c.failed.Load())
 	}
 }
 
@@ -117,6 +216,12 @@ func TestBenchRates(t *testing.T) {
 	if n != 13 || enc.Images != 39 || enc.Wall <= 0 || enc.PerSec() <= 0 {
 		t.Errorf("EncoderRate = %+v, %d distinct; want 39 images (13 × 3 rounds), 13 distinct, a positive time", enc, n)
 	}
+	// The process's CPU time counts in 10 ms ticks, the encoder's calls' in ns.
+	const tick = 10 * time.Millisecond
+	linux := runtime.GOOS == "linux"
+	if linux && (enc.EncoderCPU <= 0 || enc.EncoderCPU > enc.CPU+tick) {
+		t.Errorf("EncoderRate: encoder calls' CPU %v, process CPU %v; want more than 0 and at most the process's", enc.EncoderCPU, enc.CPU)
+	}
 	calls := 0
 	sum, job, err := JobRate(context.Background(), cfg, func() { calls++ })
 	if err != nil {
@@ -125,8 +230,11 @@ func TestBenchRates(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("JobRate called started %d times, want once", calls)
 	}
-	if sum.Done != 13 || sum.Failed != 1 || job.Images != 13 || job.Wall != sum.Elapsed {
-		t.Errorf("JobRate = %+v, summary %+v; want 13 done, 1 failed, the summary's elapsed time", job, sum)
+	if sum.Done != 13 || sum.Failed != 1 || job.Images != 13 || job.Wall != sum.Elapsed || job.EncoderCPU != sum.EncoderCPU {
+		t.Errorf("JobRate = %+v, summary %+v; want 13 done, 1 failed, the summary's elapsed time and encoder CPU", job, sum)
+	}
+	if linux && (job.EncoderCPU <= 0 || job.EncoderCPU > job.CPU+tick) {
+		t.Errorf("JobRate: encoder calls' CPU %v, process CPU %v; want more than 0 and at most the process's", job.EncoderCPU, job.CPU)
 	}
 	f, err := os.Open(sum.Manifest)
 	if err != nil {

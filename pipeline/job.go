@@ -110,6 +110,10 @@ type Summary struct {
 	Elapsed               time.Duration
 	Manifest              string // path of the manifest written
 	Interrupted           bool
+	// EncoderCPU is the CPU time of the vision encoder's calls, read on
+	// the threads that made them: all of the encoder's work when each
+	// stream runs one thread (see Rate); 0 where it cannot be read.
+	EncoderCPU time.Duration
 }
 
 // ImagesPerSec is the rate of images done (not skipped) per second.
@@ -216,12 +220,13 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 	go func() { wg.Wait(); close(decoded) }()
 
 	// Stage 3: batch and encode, cfg.Streams batches at a time.
+	var encCPU encoderCPU
 	var wg3 sync.WaitGroup
 	for range max(cfg.Streams, 1) {
 		wg3.Add(1)
 		go func() {
 			defer wg3.Done()
-			j.encodeLoop(decoded, encoded, batch)
+			j.encodeLoop(decoded, encoded, batch, &encCPU)
 		}()
 	}
 	go func() { wg3.Wait(); close(encoded) }()
@@ -278,6 +283,7 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	sum.Elapsed = time.Since(start)
+	sum.EncoderCPU = encCPU.total()
 	if err := j.man.Close(); err != nil && manErr == nil {
 		manErr = err
 	}
@@ -363,8 +369,11 @@ func (j *job) outputsExist(outs []string) bool {
 
 // encodeLoop gathers up to batch decoded images (not waiting for a full
 // batch when the decoders are slower) and runs the vision encoder on them.
-// Several loops may share in and out, one per encoder stream.
-func (j *job) encodeLoop(in <-chan *work, out chan<- *work, batch int) {
+// Several loops may share in and out, one per encoder stream. Each keeps to
+// its thread and adds the CPU time of its encoder calls to cpu.
+func (j *job) encodeLoop(in <-chan *work, out chan<- *work, batch int, cpu *encoderCPU) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	per := 3 * j.inH * j.inW
 	buf := make([]float32, batch*per)
 	pending := make([]*work, 0, batch)
@@ -401,7 +410,11 @@ func (j *job) encodeLoop(in <-chan *work, out chan<- *work, batch int) {
 			j.pixelPool.Put(w.pixels)
 			w.pixels = nil
 		}
-		encs, err := j.venc.Encode(context.Background(), buf[:len(pending)*per], len(pending), j.inH, j.inW)
+		var encs []vision.Encoding
+		err := cpu.encode(func() (err error) {
+			encs, err = j.venc.Encode(context.Background(), buf[:len(pending)*per], len(pending), j.inH, j.inW)
+			return err
+		})
 		for i, w := range pending {
 			if err != nil {
 				w.fail = err

@@ -57,23 +57,27 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 type pipeBenchResult struct {
-	Model          string             `json:"model"`
-	Images         int                `json:"images"`
-	ImageSize      int                `json:"image_size,omitempty"` // side of the synthetic images
-	Batch          int                `json:"batch"`
-	Cores          int                `json:"cores"`
-	Streams        int                `json:"encoder_streams"`
-	Threads        int                `json:"encoder_threads"`
-	EncoderPerSec  float64            `json:"encoder_images_per_sec"`
-	JobPerSec      float64            `json:"job_images_per_sec"`
-	Ratio          float64            `json:"job_to_encoder_ratio"`
-	EncoderCPUms   float64            `json:"encoder_cpu_ms_per_image,omitempty"`
-	JobCPUms       float64            `json:"job_cpu_ms_per_image,omitempty"`
-	StagesMs       map[string]float64 `json:"job_stage_medians_ms,omitempty"`
-	Pairs          []pipeBenchPair    `json:"pairs"`
-	RSSSmallMB     float64            `json:"rss_100_mb,omitempty"`
-	RSSLargeMB     float64            `json:"rss_large_mb,omitempty"`
-	RSSLargeImages int                `json:"rss_large_images,omitempty"`
+	Model         string  `json:"model"`
+	Images        int     `json:"images"`
+	ImageSize     int     `json:"image_size,omitempty"` // side of the synthetic images
+	Batch         int     `json:"batch"`
+	Cores         int     `json:"cores"`
+	Streams       int     `json:"encoder_streams"`
+	Threads       int     `json:"encoder_threads"`
+	EncoderPerSec float64 `json:"encoder_images_per_sec"`
+	JobPerSec     float64 `json:"job_images_per_sec"`
+	Ratio         float64 `json:"job_to_encoder_ratio"`
+	EncoderCPUms  float64 `json:"encoder_cpu_ms_per_image,omitempty"`
+	JobCPUms      float64 `json:"job_cpu_ms_per_image,omitempty"`
+	// The encoder's calls, read on their threads (streams of one thread only).
+	EncoderCallCPUms    float64            `json:"encoder_call_cpu_ms_per_image,omitempty"`
+	JobEncoderCallCPUms float64            `json:"job_encoder_call_cpu_ms_per_image,omitempty"`
+	JobEncoderShare     float64            `json:"job_encoder_cpu_share,omitempty"`
+	StagesMs            map[string]float64 `json:"job_stage_medians_ms,omitempty"`
+	Pairs               []pipeBenchPair    `json:"pairs"`
+	RSSSmallMB          float64            `json:"rss_100_mb,omitempty"`
+	RSSLargeMB          float64            `json:"rss_large_mb,omitempty"`
+	RSSLargeImages      int                `json:"rss_large_images,omitempty"`
 }
 
 // pipeBenchPair is one measurement of the encoder alone and the job right after it.
@@ -83,6 +87,11 @@ type pipeBenchPair struct {
 	JobPerSec     float64 `json:"job_images_per_sec"`
 	JobCPUms      float64 `json:"job_cpu_ms_per_image,omitempty"`
 	Ratio         float64 `json:"job_to_encoder_ratio"`
+	// The encoder's calls' CPU per image alone and inside the job, and
+	// their share of the job's CPU (streams of one thread only).
+	EncoderCallCPUms    float64 `json:"encoder_call_cpu_ms_per_image,omitempty"`
+	JobEncoderCallCPUms float64 `json:"job_encoder_call_cpu_ms_per_image,omitempty"`
+	JobEncoderShare     float64 `json:"job_encoder_cpu_share,omitempty"`
 }
 
 func runBenchPipeline(ctx context.Context, e *env, args []string) error {
@@ -198,6 +207,13 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		p := pipeBenchPair{EncoderPerSec: enc.PerSec(), EncoderCPUms: ms(enc.CPUPerImage()),
 			JobPerSec: job.PerSec(), JobCPUms: ms(job.CPUPerImage())}
 		p.Ratio = p.JobPerSec / p.EncoderPerSec
+		if res.Threads == 1 && enc.EncoderCPU > 0 && job.EncoderCPU > 0 && job.Images > 0 {
+			// With more threads a stream's work is partly on ONNX Runtime's
+			// own threads, which the calls' threads do not see.
+			p.EncoderCallCPUms = ms(enc.EncoderCPU / time.Duration(enc.Images))
+			p.JobEncoderCallCPUms = ms(job.EncoderCPU / time.Duration(job.Images))
+			p.JobEncoderShare = job.EncoderShare()
+		}
 		res.Pairs = append(res.Pairs, p)
 		if f, err := os.Open(sum.Manifest); err == nil {
 			entries, perr := pipeline.ParseManifest(f)
@@ -220,6 +236,9 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	res.Ratio = med(func(p pipeBenchPair) float64 { return p.Ratio })
 	res.EncoderCPUms = med(func(p pipeBenchPair) float64 { return p.EncoderCPUms })
 	res.JobCPUms = med(func(p pipeBenchPair) float64 { return p.JobCPUms })
+	res.EncoderCallCPUms = med(func(p pipeBenchPair) float64 { return p.EncoderCallCPUms })
+	res.JobEncoderCallCPUms = med(func(p pipeBenchPair) float64 { return p.JobEncoderCallCPUms })
+	res.JobEncoderShare = med(func(p pipeBenchPair) float64 { return p.JobEncoderShare })
 	if o.json {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(e.Stdout, string(b))
@@ -232,8 +251,12 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.Stdout, "model %s, %s, batch %d, %d cores, encoder %d stream(s) × %d thread(s)\n", res.Model, what, res.Batch, res.Cores, res.Streams, res.Threads)
 	if len(res.Pairs) > 1 {
 		for i, p := range res.Pairs {
-			fmt.Fprintf(e.Stdout, "  pair %d: encoder %.1f images/s (CPU %.2f ms/image), job %.1f images/s (CPU %.2f ms/image): %.0f%%\n",
-				i+1, p.EncoderPerSec, p.EncoderCPUms, p.JobPerSec, p.JobCPUms, 100*p.Ratio)
+			share := ""
+			if p.JobEncoderShare > 0 {
+				share = fmt.Sprintf("; encoder's share of the job's CPU %.0f%%", 100*p.JobEncoderShare)
+			}
+			fmt.Fprintf(e.Stdout, "  pair %d: encoder %.1f images/s (CPU %.2f ms/image), job %.1f images/s (CPU %.2f ms/image): %.0f%%%s\n",
+				i+1, p.EncoderPerSec, p.EncoderCPUms, p.JobPerSec, p.JobCPUms, 100*p.Ratio, share)
 		}
 		fmt.Fprintf(e.Stdout, "  medians of %d pairs:\n", len(res.Pairs))
 	}
@@ -241,6 +264,10 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.Stdout, "  whole job             %8.1f images/s%s  (%.0f%% of the encoder's rate; target ≥ 90%%)\n", res.JobPerSec, cpuNote(res.JobCPUms), 100*res.Ratio)
 	if res.EncoderCPUms > 0 && res.JobCPUms > 0 {
 		fmt.Fprintf(e.Stdout, "  CPU per image, encoder alone / job: %.0f%% (the job's ceiling when the encoder keeps every core busy)\n", 100*res.EncoderCPUms/res.JobCPUms)
+	}
+	if res.JobEncoderShare > 0 {
+		fmt.Fprintf(e.Stdout, "  encoder's share of the job's CPU: %.0f%% (read inside the job, over the same seconds: the job's rate relative to the encoder's when the encoder keeps every core busy; the machine's load moves it far less)\n", 100*res.JobEncoderShare)
+		fmt.Fprintf(e.Stdout, "  encoder calls' CPU per image: alone %.2f ms, inside the job %.2f ms\n", res.EncoderCallCPUms, res.JobEncoderCallCPUms)
 	}
 	if len(res.StagesMs) > 0 {
 		fmt.Fprintf(e.Stdout, "  job stages, median ms per image: %s (encode: the wall time of a batch)\n", stageList(res.StagesMs))

@@ -63,11 +63,17 @@ func (d Direction) String() string {
 // The vision encoder runs Streams batches at once, each on Threads ONNX
 // Runtime intra-op threads. Left at zero, a job of C cores (GOMAXPROCS) runs
 // min(C, 4) streams of C/min(C, 4) threads: separate batches on separate
-// cores keep the cores busier than one batch split across them, and a
-// decoding goroutine that takes a core slows one batch instead of stalling
-// every thread of a split one at each operator's barrier. Threads alone
-// means one stream of that many threads; Streams alone shares the cores
-// among the streams.
+// cores keep the cores busier than one batch split across them. Threads
+// alone means one stream of that many threads; Streams alone shares the
+// cores among the streams.
+//
+// Each stream does all the CPU work of its batch in turn on its own
+// threads: decoding and preprocessing its images (on Threads goroutines),
+// encoding them, then the attention and the writing. Only reading files
+// runs ahead of it, on Workers goroutines. With every core running an
+// encoder, work beside the encoder could only take a core from it; done in
+// turn, it does not break into the encoder's computation, which then runs
+// as fast as alone (bench pipeline measures both).
 type Config struct {
 	Model   *models.Model
 	Inputs  []string // folders (walked recursively) and files
@@ -82,7 +88,7 @@ type Config struct {
 	Heatmaps    bool   // write a PNG per image and prompt
 	Format      string // "safetensors" (default) or "npz"
 
-	Workers   int   // decode and preprocess goroutines (default GOMAXPROCS)
+	Workers   int   // goroutines reading and hashing files ahead of the encoder streams (default GOMAXPROCS)
 	Batch     int   // images per vision encoder call (default 8)
 	Threads   int   // ONNX Runtime intra-op and attention threads per encoder stream (0: see above)
 	Streams   int   // vision encoder runs in flight at once (0: see above)
@@ -128,7 +134,7 @@ func (s *Summary) ImagesPerSec() float64 {
 type work struct {
 	it      Item
 	entry   Entry
-	pixels  []float32   // [3, H, W]
+	data    []byte      // the file, read and not yet decoded
 	base    *image.RGBA // the heatmap base panel (HeatmapBase), when heatmaps are asked for
 	enc     *vision.Encoding
 	started time.Time
@@ -141,8 +147,9 @@ func (w *work) mark(stage string, since time.Time) {
 }
 
 // Run runs the job to the end, or until ctx is cancelled: then it stops
-// taking new images, finishes the ones already decoded, closes the manifest
-// and returns the summary with ctx's error.
+// taking new images, finishes the batches already being decoded or encoded
+// (attending and writing their images), closes the manifest and returns
+// the summary with ctx's error.
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	j, err := newJob(cfg)
 	if err != nil {
@@ -164,8 +171,7 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 		batch = 8
 	}
 	items := make(chan *work, 2*workers)
-	decoded := make(chan *work, (cfg.Streams+1)*batch)
-	encoded := make(chan *work, 2*batch)
+	ready := make(chan *work, (cfg.Streams+1)*batch)
 	done := make(chan *work, 2*batch)
 
 	var seen atomic.Int64
@@ -198,7 +204,9 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 		})
 	}()
 
-	// Stage 2: read, hash, decode, preprocess.
+	// Stage 2: read and hash, ahead of the streams (a slow disk waits here,
+	// not in an encoder stream); images done before (--resume) and files
+	// that cannot be read go straight to the manifest.
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -208,50 +216,28 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 				if ctx.Err() != nil {
 					continue // interrupted: take no new images
 				}
-				j.decode(w)
-				if w.entry.Status == statusSkipped {
+				if j.read(w); w.fail != nil || w.entry.Status == statusSkipped {
 					done <- w
 					continue
 				}
-				decoded <- w
+				ready <- w
 			}
 		}()
 	}
-	go func() { wg.Wait(); close(decoded) }()
+	go func() { wg.Wait(); close(ready) }()
 
-	// Stage 3: batch and encode, cfg.Streams batches at a time.
+	// Stage 3: the encoder streams, each decoding, encoding, attending and
+	// writing its batches in turn (see Config).
 	var encCPU encoderCPU
 	var wg3 sync.WaitGroup
 	for range max(cfg.Streams, 1) {
 		wg3.Add(1)
 		go func() {
 			defer wg3.Done()
-			j.encodeLoop(decoded, encoded, batch, &encCPU)
+			j.stream(ctx, ready, done, batch, &encCPU)
 		}()
 	}
-	go func() { wg3.Wait(); close(encoded) }()
-
-	// Stage 4: attend and write.
-	var wg4 sync.WaitGroup
-	writers := 1
-	if workers > 2 {
-		writers = 2
-	}
-	for range writers {
-		wg4.Add(1)
-		go func() {
-			defer wg4.Done()
-			ws := j.newWorkspaces()
-			defer ws.close()
-			for w := range encoded {
-				if w.fail == nil {
-					j.attendAndWrite(w, ws)
-				}
-				done <- w
-			}
-		}()
-	}
-	go func() { wg4.Wait(); close(done) }()
+	go func() { wg3.Wait(); close(done) }()
 
 	// Collect: manifest entries and progress, in one goroutine.
 	sum := &Summary{Manifest: j.manifestPath}
@@ -303,12 +289,14 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 // statusSkipped marks work that resume found done; it is never written.
 const statusSkipped = "skipped"
 
-func (j *job) decode(w *work) {
+// read reads and hashes w's file, and marks it skipped when --resume finds
+// it done with the same contents and settings.
+func (j *job) read(w *work) {
+	w.entry = Entry{Path: w.it.Rel, Source: w.it.Path, Settings: j.settings}
 	if w.fail != nil {
 		return
 	}
 	t := time.Now()
-	w.entry = Entry{Path: w.it.Rel, Source: w.it.Path, Settings: j.settings}
 	data, err := os.ReadFile(w.it.Path)
 	if err != nil {
 		w.fail = fmt.Errorf("read: %w", err)
@@ -327,7 +315,14 @@ func (j *job) decode(w *work) {
 		w.fail = fmt.Errorf("empty file")
 		return
 	}
-	t = time.Now()
+	w.data = data
+}
+
+// decode decodes w's file and preprocesses it into dst, [3, inH, inW].
+func (j *job) decode(w *work, dst []float32) {
+	data := w.data
+	w.data = nil
+	t := time.Now()
 	img, err := vision.Decode(data, vision.DecodeOptions{MaxPixels: j.cfg.MaxPixels})
 	if err != nil {
 		w.fail = err
@@ -341,15 +336,12 @@ func (j *job) decode(w *work) {
 		w.fail = fmt.Errorf("preprocessing gives %d×%d pixels, the vision model takes %d×%d", h, wd, j.inH, j.inW)
 		return
 	}
-	px := j.pixelPool.Get().([]float32)
-	if _, _, err := j.pre.ApplyInto(px, img); err != nil {
-		j.pixelPool.Put(px)
+	if _, _, err := j.pre.ApplyInto(dst, img); err != nil {
 		w.fail = err
 		return
 	}
-	w.pixels = px
 	if j.cfg.Heatmaps {
-		// Keep the 224² panel, not the decoded image, through the queues.
+		// Keep the 224² panel, not the decoded image, until the writing.
 		w.base = HeatmapBase(img, j.cropRegion(img.Bounds()))
 	}
 	w.mark("preprocess", t)
@@ -367,13 +359,17 @@ func (j *job) outputsExist(outs []string) bool {
 	return true
 }
 
-// encodeLoop gathers up to batch decoded images (not waiting for a full
-// batch when the decoders are slower) and runs the vision encoder on them.
-// Several loops may share in and out, one per encoder stream. Each keeps to
-// its thread and adds the CPU time of its encoder calls to cpu.
-func (j *job) encodeLoop(in <-chan *work, out chan<- *work, batch int, cpu *encoderCPU) {
+// stream is one encoder stream: it gathers up to batch read images (not
+// waiting for a full batch when reading is slower), decodes them into its
+// input buffer, encodes them, then attends and writes each, and passes
+// every image it took to out, failed or done. Several streams share in and
+// out. Each keeps to its thread and adds the CPU time of its encoder calls
+// to cpu. Once ctx is cancelled it takes no new images.
+func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, batch int, cpu *encoderCPU) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	ws := j.newWorkspaces()
+	defer ws.close()
 	per := 3 * j.inH * j.inW
 	buf := make([]float32, batch*per)
 	pending := make([]*work, 0, batch)
@@ -382,12 +378,7 @@ func (j *job) encodeLoop(in <-chan *work, out chan<- *work, batch int, cpu *enco
 		if !ok {
 			return
 		}
-		pending = pending[:0]
-		if w.fail != nil {
-			out <- w
-			continue
-		}
-		pending = append(pending, w)
+		pending = append(pending[:0], w)
 	gather:
 		for len(pending) < batch {
 			select {
@@ -395,39 +386,78 @@ func (j *job) encodeLoop(in <-chan *work, out chan<- *work, batch int, cpu *enco
 				if !ok {
 					break gather
 				}
-				if w.fail != nil {
-					out <- w
-					continue
-				}
 				pending = append(pending, w)
 			case <-time.After(2 * time.Millisecond):
 				break gather
 			}
 		}
-		t := time.Now()
-		for i, w := range pending {
-			copy(buf[i*per:(i+1)*per], w.pixels)
-			j.pixelPool.Put(w.pixels)
-			w.pixels = nil
+		if ctx.Err() != nil {
+			continue // interrupted: take no new images
 		}
+		pending = j.decodeBatch(pending, buf, per, out)
+		if len(pending) == 0 {
+			continue
+		}
+		t := time.Now()
 		var encs []vision.Encoding
 		err := cpu.encode(func() (err error) {
 			encs, err = j.venc.Encode(context.Background(), buf[:len(pending)*per], len(pending), j.inH, j.inW)
 			return err
 		})
 		for i, w := range pending {
+			w.mark("encode", t)
 			if err != nil {
 				w.fail = err
 			} else {
 				w.enc = &encs[i]
+				j.attendAndWrite(w, ws)
+				w.enc = nil
 			}
-			w.mark("encode", t)
 			out <- w
 		}
 	}
 }
 
-// workspaces are one writer's attention workspaces and result buffers,
+// decodeBatch decodes and preprocesses the images of ws into buf, image i
+// at [i·per, (i+1)·per), on up to Config.Threads goroutines. The ones that
+// fail go to out; it returns the others, their pixels moved up to close the
+// gaps.
+func (j *job) decodeBatch(ws []*work, buf []float32, per int, out chan<- *work) []*work {
+	par := min(max(j.cfg.Threads, 1), len(ws))
+	if par == 1 {
+		for i, w := range ws {
+			j.decode(w, buf[i*per:(i+1)*per])
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range par {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1)) - 1; i < len(ws); i = int(next.Add(1)) - 1 {
+					j.decode(ws[i], buf[i*per:(i+1)*per])
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	k := 0
+	for i, w := range ws {
+		if w.fail != nil {
+			out <- w
+			continue
+		}
+		if k != i {
+			copy(buf[k*per:(k+1)*per], buf[i*per:(i+1)*per])
+		}
+		ws[k] = w
+		k++
+	}
+	return ws[:k]
+}
+
+// workspaces are one stream's attention workspaces and result buffers,
 // and the image side of the attention, prepared once per image for every
 // prompt.
 type workspaces struct {

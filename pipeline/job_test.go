@@ -344,61 +344,83 @@ func TestEncoderPlan(t *testing.T) {
 	}
 }
 
-// TestRunStreams runs one job with one encoder stream and with three: every
-// image is done once, and the outputs agree (batches of different make-up
-// may round differently in the last bits, hence the tolerance).
+// TestRunStreams runs one job with one encoder stream and with three, and
+// with one stream decoding its batches on two goroutines from a folder where
+// files that are not images sit between the images (so batches lose images
+// in the middle and close the gaps): every image is done once, and the
+// outputs agree with one stream's on the clean folder (batches of different
+// make-up may round differently in the last bits, hence the tolerance).
 func TestRunStreams(t *testing.T) {
 	m := openTiny(t)
 	in := filepath.Join(t.TempDir(), "in")
 	makeImages(t, in, 11)
-	outs := map[int]string{}
-	for _, streams := range []int{1, 3} {
-		out := filepath.Join(t.TempDir(), "out")
-		sum, err := Run(context.Background(), Config{Model: m, Inputs: []string{in}, Prompts: []string{"a red circle"},
-			Out: out, Batch: 2, Threads: 1, Streams: streams})
-		if err != nil {
+	inBad := filepath.Join(t.TempDir(), "in")
+	makeImages(t, inBad, 11)
+	for _, name := range []string{"img-001x.png", "img-004x.png", filepath.Join("sub", "img-000x.png")} {
+		if err := os.WriteFile(filepath.Join(inBad, name), []byte("not a png"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if sum.Done != 11 || sum.Failed != 0 {
-			t.Fatalf("streams %d: summary %+v, want 11 done", streams, sum)
+	}
+	outs := map[string]string{}
+	for _, tc := range []struct {
+		name                    string
+		in                      string
+		streams, threads, batch int
+		failed                  int
+	}{
+		{"1 stream", in, 1, 1, 2, 0},
+		{"3 streams", in, 3, 1, 2, 0},
+		{"1 stream of 2 threads, bad files", inBad, 1, 2, 4, 3},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		sum, err := Run(context.Background(), Config{Model: m, Inputs: []string{tc.in}, Prompts: []string{"a red circle"},
+			Out: out, Batch: tc.batch, Threads: tc.threads, Streams: tc.streams})
+		if err != nil && tc.failed == 0 {
+			t.Fatal(err)
+		}
+		if sum.Done != 11 || sum.Failed != tc.failed {
+			t.Fatalf("%s: summary %+v, want 11 done, %d failed", tc.name, sum, tc.failed)
 		}
 		seen := map[string]int{}
 		for _, e := range readManifest(t, sum.Manifest) {
 			seen[e.Path]++
 		}
-		if len(seen) != 11 {
-			t.Errorf("streams %d: manifest has %d images, want 11: %v", streams, len(seen), seen)
+		if len(seen) != 11+tc.failed {
+			t.Errorf("%s: manifest has %d images, want %d: %v", tc.name, len(seen), 11+tc.failed, seen)
 		}
 		for p, n := range seen {
 			if n != 1 {
-				t.Errorf("streams %d: %s in the manifest %d times", streams, p, n)
+				t.Errorf("%s: %s in the manifest %d times", tc.name, p, n)
 			}
 		}
-		outs[streams] = out
+		outs[tc.name] = out
 	}
-	files, err := filepath.Glob(filepath.Join(outs[1], "*.safetensors"))
+	ref := outs["1 stream"]
+	files, err := filepath.Glob(filepath.Join(ref, "*.safetensors"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no outputs in %s (%v)", outs[1], err)
+		t.Fatalf("no outputs in %s (%v)", ref, err)
 	}
-	sub, _ := filepath.Glob(filepath.Join(outs[1], "sub", "*.safetensors"))
+	sub, _ := filepath.Glob(filepath.Join(ref, "sub", "*.safetensors"))
 	for _, f := range append(files, sub...) {
-		rel, _ := filepath.Rel(outs[1], f)
+		rel, _ := filepath.Rel(ref, f)
 		a, _, err := tensorio.ReadSafetensors(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _, err := tensorio.ReadSafetensors(filepath.Join(outs[3], rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range []string{"patch_features", "image_embeds", "prompt.0.image_to_text", "prompt.0.text_to_image"} {
-			x, y := a[name].Data.([]float32), b[name].Data.([]float32)
-			if len(x) == 0 || len(x) != len(y) {
-				t.Fatalf("%s %s: %d and %d values", rel, name, len(x), len(y))
+		for _, other := range []string{"3 streams", "1 stream of 2 threads, bad files"} {
+			b, _, err := tensorio.ReadSafetensors(filepath.Join(outs[other], rel))
+			if err != nil {
+				t.Fatal(err)
 			}
-			for i := range x {
-				if d := math.Abs(float64(x[i] - y[i])); d > 1e-5*(1+math.Abs(float64(x[i]))) {
-					t.Fatalf("%s %s[%d]: %v with one stream, %v with three", rel, name, i, x[i], y[i])
+			for _, name := range []string{"patch_features", "image_embeds", "prompt.0.image_to_text", "prompt.0.text_to_image"} {
+				x, y := a[name].Data.([]float32), b[name].Data.([]float32)
+				if len(x) == 0 || len(x) != len(y) {
+					t.Fatalf("%s %s: %d and %d values", rel, name, len(x), len(y))
+				}
+				for i := range x {
+					if d := math.Abs(float64(x[i] - y[i])); d > 1e-5*(1+math.Abs(float64(x[i]))) {
+						t.Fatalf("%s %s[%d]: %v with one stream, %v with %s", rel, name, i, x[i], y[i], other)
+					}
 				}
 			}
 		}

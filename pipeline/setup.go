@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/tensorio"
@@ -67,7 +66,6 @@ func (e *engine) close() {
 
 type job struct {
 	*engine
-	pixelPool    sync.Pool // []float32 [3, inH, inW] buffers, decode stage → encoder batch
 	out          *OutDir
 	man          *Manifest
 	manifestPath string
@@ -109,8 +107,6 @@ func newJob(cfg Config) (_ *job, err error) {
 	if j.engine, err = newEngine(cfg); err != nil {
 		return nil, err
 	}
-	per := 3 * j.inH * j.inW
-	j.pixelPool.New = func() any { return make([]float32, per) }
 	defer func() {
 		if err != nil {
 			j.close()

@@ -45,7 +45,7 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.n, "n", 200, "synthetic images to make")
 	fs.IntVar(&o.size, "size", 256, "side of the synthetic images in pixels")
 	fs.IntVar(&o.batch, "batch", 8, "images per vision encoder call (the same for the job and the encoder alone)")
-	fs.IntVar(&o.workers, "workers", 0, "decode goroutines of the job (0: one per core)")
+	fs.IntVar(&o.workers, "workers", 0, "file-reading goroutines of the job (0: one per core)")
 	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches in flight at once, each on --threads threads (0: as a job chooses: min(cores, 4) streams sharing the cores, or one stream when --threads is set)")
 	fs.IntVar(&o.rounds, "rounds", 2, "passes of the encoder-alone measurement")
 	fs.IntVar(&o.repeat, "repeat", 1, "measure the encoder alone and then the job this many times (reports the medians)")

@@ -61,7 +61,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.heatmaps, "heatmaps", false, "write a PNG per image and prompt: the image and one overlay per word")
 	fs.BoolVar(&o.perHead, "per-head", false, "also write the attention maps of every head")
 	fs.StringVar(&o.format, "format", "safetensors", "output format: safetensors or npz")
-	fs.IntVar(&o.workers, "workers", 0, "decode and preprocess goroutines (0: one per core)")
+	fs.IntVar(&o.workers, "workers", 0, "goroutines reading and hashing files ahead of the encoder (0: one per core; decoding and preprocessing run on the encoder streams' threads)")
 	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
 	fs.IntVar(&o.batch, "batch", 8, "images per vision encoder call")
 	fs.BoolVar(&o.resume, "resume", false, "skip images already done with the same inputs and settings; keep the manifest")

@@ -426,3 +426,34 @@ func TestRunStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSameOutputName gives two folders of the same name: their images
+// would write the same outputs, so the second folder's fail, each recorded
+// in the manifest under its own path with the reason.
+func TestRunSameOutputName(t *testing.T) {
+	m := openTiny(t)
+	a, b := filepath.Join(t.TempDir(), "imgs"), filepath.Join(t.TempDir(), "imgs")
+	makeImages(t, a, 2)
+	makeImages(t, b, 2)
+	sum, err := Run(context.Background(), Config{Model: m, Inputs: []string{a, b}, Prompts: []string{"red"},
+		Out: filepath.Join(t.TempDir(), "out"), Batch: 2, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 2 || sum.Failed != 2 {
+		t.Fatalf("summary %+v, want 2 done, 2 failed", sum)
+	}
+	failed := 0
+	for _, e := range readManifest(t, sum.Manifest) {
+		if e.Status != StatusError {
+			continue
+		}
+		failed++
+		if !strings.HasPrefix(e.Path, "imgs/") || !strings.HasPrefix(e.Source, b) || !strings.Contains(e.Error, "two inputs map to the output name") {
+			t.Errorf("failed entry %+v: want its path under imgs/, its source under %s and the reason", e, b)
+		}
+	}
+	if failed != 2 {
+		t.Errorf("%d failed entries in the manifest, want 2", failed)
+	}
+}

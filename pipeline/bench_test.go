@@ -42,22 +42,28 @@ func TestProcessCPU(t *testing.T) {
 	if !ok {
 		t.Fatal("processCPU: /proc/self/stat unreadable on Linux")
 	}
-	// Busy-loop until it reports 50 ms (5 ticks) more; on a loaded machine
-	// that takes longer in wall time, so only a generous deadline fails.
+	spinUntil(t, "processCPU", processCPU, a, 50*time.Millisecond) // 5 ticks
+}
+
+// spinUntil busy-loops until clock reports at least d more than from. On a
+// loaded machine that takes longer in wall time, so only a generous
+// deadline fails it.
+func spinUntil(t *testing.T, name string, clock func() (time.Duration, bool), from, d time.Duration) {
+	t.Helper()
 	x, deadline := 1.0, time.Now().Add(30*time.Second)
 	for {
 		for i := 0; i < 100000; i++ {
 			x = x*1.0000001 + 1e-9
 		}
-		b, ok := processCPU()
-		if !ok || b < a {
-			t.Fatalf("processCPU went from %v to %v, %v", a, b, ok)
+		now, ok := clock()
+		if !ok || now < from {
+			t.Fatalf("%s went from %v to %v, %v", name, from, now, ok)
 		}
-		if b-a >= 50*time.Millisecond {
-			break
+		if now-from >= d {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("processCPU grew by only %v over 30 s of busy loop (x=%g)", b-a, x)
+			t.Fatalf("%s grew by only %v over 30 s of busy loop (x=%g)", name, now-from, x)
 		}
 	}
 }
@@ -117,23 +123,7 @@ func TestThreadCPU(t *testing.T) {
 	if b-a > 30*time.Millisecond {
 		t.Errorf("threadCPU grew by %v while this thread slept and another worked; it counts other threads", b-a)
 	}
-	// This thread busy until it reports 50 ms more.
-	x, deadline := 1.0, time.Now().Add(30*time.Second)
-	for {
-		for i := 0; i < 100000; i++ {
-			x = x*1.0000001 + 1e-9
-		}
-		c, ok := threadCPU()
-		if !ok || c < b {
-			t.Fatalf("threadCPU went from %v to %v, %v", b, c, ok)
-		}
-		if c-b >= 50*time.Millisecond {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("threadCPU grew by only %v over 30 s of busy loop (x=%g)", c-b, x)
-		}
-	}
+	spinUntil(t, "threadCPU", threadCPU, b, 50*time.Millisecond) // this thread busy
 }
 
 func TestEncoderCPU(t *testing.T) {

@@ -89,6 +89,7 @@ type Config struct {
 	Format      string // "safetensors" (default) or "npz"
 
 	Workers   int   // goroutines reading and hashing files ahead of the encoder streams (default GOMAXPROCS)
+	ReadAhead int64 // bytes of files read ahead of the encoder streams, at most (default 256 MiB; one file larger passes alone)
 	Batch     int   // images per vision encoder call (default 8)
 	Threads   int   // ONNX Runtime intra-op and attention threads per encoder stream (0: see above)
 	Streams   int   // vision encoder runs in flight at once (0: see above)
@@ -135,6 +136,7 @@ type work struct {
 	it      Item
 	entry   Entry
 	data    []byte      // the file, read and not yet decoded
+	held    int64       // bytes of data counted in the job's read-ahead budget
 	base    *image.RGBA // the heatmap base panel (HeatmapBase), when heatmaps are asked for
 	enc     *vision.Encoding
 	started time.Time
@@ -171,7 +173,14 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 		batch = 8
 	}
 	items := make(chan *work, 2*workers)
+	// Read ahead: enough files for every stream's next batch, within
+	// readAheadBytes (the queue and the files being read together).
 	ready := make(chan *work, (cfg.Streams+1)*batch)
+	readAhead := cfg.ReadAhead
+	if readAhead <= 0 {
+		readAhead = readAheadBytes
+	}
+	budget := newByteBudget(readAhead)
 	done := make(chan *work, 2*batch)
 
 	var seen atomic.Int64
@@ -220,6 +229,8 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 					done <- w
 					continue
 				}
+				w.held = int64(len(w.data))
+				budget.take(w.held)
 				ready <- w
 			}
 		}()
@@ -234,7 +245,7 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 		wg3.Add(1)
 		go func() {
 			defer wg3.Done()
-			j.stream(ctx, ready, done, batch, &encCPU)
+			j.stream(ctx, ready, done, batch, budget, &encCPU)
 		}()
 	}
 	go func() { wg3.Wait(); close(done) }()
@@ -269,6 +280,9 @@ func (j *job) run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	sum.Elapsed = time.Since(start)
+	if budget.used != 0 && manErr == nil { // every stream has returned
+		manErr = fmt.Errorf("pipeline: %d bytes of files read ahead were never given back", budget.used)
+	}
 	sum.EncoderCPU = encCPU.total()
 	if err := j.man.Close(); err != nil && manErr == nil {
 		manErr = err
@@ -364,8 +378,9 @@ func (j *job) outputsExist(outs []string) bool {
 // input buffer, encodes them, then attends and writes each, and passes
 // every image it took to out, failed or done. Several streams share in and
 // out. Each keeps to its thread and adds the CPU time of its encoder calls
-// to cpu. Once ctx is cancelled it takes no new images.
-func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, batch int, cpu *encoderCPU) {
+// to cpu. Once ctx is cancelled it takes no new images. It gives the bytes
+// of the files it takes back to budget once they are decoded (or dropped).
+func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, batch int, budget *byteBudget, cpu *encoderCPU) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	ws := j.newWorkspaces()
@@ -392,9 +407,12 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 			}
 		}
 		if ctx.Err() != nil {
+			for _, w := range pending {
+				budget.give(w.held)
+			}
 			continue // interrupted: take no new images
 		}
-		pending = j.decodeBatch(pending, buf, per, out)
+		pending = j.decodeBatch(pending, buf, per, budget, out)
 		if len(pending) == 0 {
 			continue
 		}
@@ -419,10 +437,10 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 }
 
 // decodeBatch decodes and preprocesses the images of ws into buf, image i
-// at [i·per, (i+1)·per), on up to Config.Threads goroutines. The ones that
-// fail go to out; it returns the others, their pixels moved up to close the
-// gaps.
-func (j *job) decodeBatch(ws []*work, buf []float32, per int, out chan<- *work) []*work {
+// at [i·per, (i+1)·per), on up to Config.Threads goroutines, and gives
+// their files' bytes back to budget. The ones that fail go to out; it
+// returns the others, their pixels moved up to close the gaps.
+func (j *job) decodeBatch(ws []*work, buf []float32, per int, budget *byteBudget, out chan<- *work) []*work {
 	par := min(max(j.cfg.Threads, 1), len(ws))
 	if par == 1 {
 		for i, w := range ws {
@@ -444,6 +462,7 @@ func (j *job) decodeBatch(ws []*work, buf []float32, per int, out chan<- *work) 
 	}
 	k := 0
 	for i, w := range ws {
+		budget.give(w.held)
 		if w.fail != nil {
 			out <- w
 			continue

@@ -366,17 +366,21 @@ func TestRunStreams(t *testing.T) {
 		name                    string
 		in                      string
 		streams, threads, batch int
+		readAhead               int64
 		failed                  int
 	}{
-		{"1 stream", in, 1, 1, 2, 0},
-		{"3 streams", in, 3, 1, 2, 0},
-		{"1 stream of 2 threads, bad files", inBad, 1, 2, 4, 3},
+		{"1 stream", in, 1, 1, 2, 0, 0},
+		{"3 streams", in, 3, 1, 2, 0, 0},
+		{"1 stream of 2 threads, bad files", inBad, 1, 2, 4, 0, 3},
+		// Each file passes alone, once the one before is decoded (a byte
+		// not given back would stop the job with an error).
+		{"2 streams, 1 byte read ahead, bad files", inBad, 2, 1, 4, 1, 3},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		sum, err := Run(context.Background(), Config{Model: m, Inputs: []string{tc.in}, Prompts: []string{"a red circle"},
-			Out: out, Batch: tc.batch, Threads: tc.threads, Streams: tc.streams})
-		if err != nil && tc.failed == 0 {
-			t.Fatal(err)
+			Out: out, Batch: tc.batch, Threads: tc.threads, Streams: tc.streams, ReadAhead: tc.readAhead})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
 		}
 		if sum.Done != 11 || sum.Failed != tc.failed {
 			t.Fatalf("%s: summary %+v, want 11 done, %d failed", tc.name, sum, tc.failed)
@@ -407,7 +411,7 @@ func TestRunStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, other := range []string{"3 streams", "1 stream of 2 threads, bad files"} {
+		for _, other := range []string{"3 streams", "1 stream of 2 threads, bad files", "2 streams, 1 byte read ahead, bad files"} {
 			b, _, err := tensorio.ReadSafetensors(filepath.Join(outs[other], rel))
 			if err != nil {
 				t.Fatal(err)

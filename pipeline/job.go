@@ -422,8 +422,9 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 			encs, err = j.venc.Encode(context.Background(), buf[:len(pending)*per], len(pending), j.inH, j.inW)
 			return err
 		})
+		encodeMs := float64(time.Since(t).Microseconds()) / 1000
 		for i, w := range pending {
-			w.mark("encode", t)
+			w.timings["encode"] += encodeMs // the batch's, not counting the attention and writing of the images before
 			if err != nil {
 				w.fail = err
 			} else {

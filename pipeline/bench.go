@@ -249,7 +249,7 @@ func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct 
 	if err := errors.Join(errs...); err != nil {
 		return Rate{}, 0, err
 	}
-	encCPU.reset()
+	encCPU.reset() // the warm-up batches do not count
 	sw := startStopwatch()
 	for s := range cfg.Streams {
 		wg.Add(1)

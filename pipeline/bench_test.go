@@ -134,17 +134,12 @@ func TestEncoderCPU(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	var c encoderCPU
 	boom := errors.New("boom")
-	busy := func(d time.Duration) func() error {
-		return func() error {
-			a, _ := threadCPU()
-			for x := 1.0; ; x = x*1.0000001 + 1e-9 {
-				if b, _ := threadCPU(); b-a >= d {
-					return boom
-				}
-			}
-		}
+	busy := func() error {
+		a, _ := threadCPU()
+		spinUntil(t, "threadCPU", threadCPU, a, 20*time.Millisecond)
+		return boom
 	}
-	if err := c.encode(busy(20 * time.Millisecond)); err != boom {
+	if err := c.encode(busy); err != boom {
 		t.Errorf("encode returned %v, want fn's error", err)
 	}
 	if err := c.encode(func() error { time.Sleep(50 * time.Millisecond); return nil }); err != nil {

@@ -138,7 +138,6 @@ type work struct {
 	data    []byte      // the file, read and not yet decoded
 	held    int64       // bytes of data counted in the job's read-ahead budget
 	base    *image.RGBA // the heatmap base panel (HeatmapBase), when heatmaps are asked for
-	enc     *vision.Encoding
 	started time.Time
 	timings map[string]float64
 	fail    error
@@ -428,9 +427,7 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 			if err != nil {
 				w.fail = err
 			} else {
-				w.enc = &encs[i]
-				j.attendAndWrite(w, ws)
-				w.enc = nil
+				j.attendAndWrite(w, &encs[i], ws)
 			}
 			out <- w
 		}
@@ -508,9 +505,8 @@ func (ws *workspaces) close() {
 	}
 }
 
-func (j *job) attendAndWrite(w *work, ws *workspaces) {
+func (j *job) attendAndWrite(w *work, enc *vision.Encoding, ws *workspaces) {
 	t := time.Now()
-	enc := w.enc
 	p := enc.Tokens - 1
 	patches := enc.States[enc.Width:] // rows 1..P: drop the class token
 	ts := map[string]tensorio.Tensor{

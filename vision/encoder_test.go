@@ -124,14 +124,7 @@ func TestEncoderMatchesTorch(t *testing.T) {
 
 func TestOpenEncoder(t *testing.T) {
 	orttest.Load(t)
-	m, err := models.Open(tinyclip, models.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := vision.OpenEncoder(m, vision.EncoderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := openModelEncoder(t, tinyclip, models.Options{}, vision.EncoderOptions{})
 	checkVision(t, e)
 	ctx := context.Background()
 	px := make([]float32, 2*3*32*32)
@@ -256,15 +249,7 @@ func TestOpenEncoderVariant(t *testing.T) {
 	dir := t.TempDir()
 	copyFile(t, filepath.Join(tinyclip, models.ConfigFile), filepath.Join(dir, models.ConfigFile))
 	copyFile(t, filepath.Join(tinyclip, "onnx", "variants", "vision_model_fp16.onnx"), filepath.Join(dir, "onnx", "vision_model_fp16.onnx"))
-	m, err := models.Open(dir, models.Options{Variant: "fp16"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := vision.OpenEncoder(m, vision.EncoderOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openModelEncoder(t, dir, models.Options{Variant: "fp16"}, vision.EncoderOptions{Threads: 1})
 	checkVisionWithin(t, e, fp16EncoderTol)
 }
 
@@ -345,15 +330,7 @@ func TestEncoderExternalData(t *testing.T) {
 		}
 	}
 	t.Run("model directory", func(t *testing.T) {
-		m, err := models.Open(dir, models.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := vision.OpenEncoder(m, vision.EncoderOptions{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := openModelEncoder(t, dir, models.Options{}, vision.EncoderOptions{Threads: 1})
 		same(t, e)
 	})
 	t.Run("file", func(t *testing.T) {
@@ -384,15 +361,7 @@ func TestEncoderExternalData(t *testing.T) {
 				t.Skipf("no symbolic links here: %v", err)
 			}
 		}
-		m, err := models.Open(snap, models.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := vision.OpenEncoder(m, vision.EncoderOptions{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := openModelEncoder(t, snap, models.Options{}, vision.EncoderOptions{Threads: 1})
 		same(t, e)
 	})
 }
@@ -473,15 +442,7 @@ func copyFile(t *testing.T, from, to string) {
 // of 3) on one ONNX Runtime thread: mostly per-run overhead.
 func BenchmarkEncoderTiny(b *testing.B) {
 	orttest.Load(b)
-	m, err := models.Open(tinyclip, models.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	e, err := vision.OpenEncoder(m, vision.EncoderOptions{Threads: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	e := openModelEncoder(b, tinyclip, models.Options{}, vision.EncoderOptions{Threads: 1})
 	benchEncode(b, e)
 }
 
@@ -514,4 +475,20 @@ func benchEncode(b *testing.B, e *vision.Encoder) {
 		}
 	}
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "images/s")
+}
+
+// openModelEncoder opens the model in dir and its vision encoder, closed
+// when the test ends.
+func openModelEncoder(t testing.TB, dir string, mo models.Options, eo vision.EncoderOptions) *vision.Encoder {
+	t.Helper()
+	m, err := models.Open(dir, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := vision.OpenEncoder(m, eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }

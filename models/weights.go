@@ -1,8 +1,10 @@
 package models
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 
@@ -50,4 +52,50 @@ func (m *Model) LogitScale() (scale float32, fromWeights bool, err error) {
 		return 0, false, fmt.Errorf("models: model %s: %s: logit_scale is %v, expected one finite number", m.where(), WeightsFile, w["logit_scale"].Shape)
 	}
 	return v[0], true, nil
+}
+
+// WeightsHeader parses the header of the model's model.safetensors once: the
+// name, dtype, shape and byte range of every tensor, without reading the
+// tensors (for listing which heads a model has, and their shapes). A missing
+// file is an error naming the model that wraps fs.ErrNotExist.
+func (m *Model) WeightsHeader() (*tensorio.Header, error) {
+	_, h, closeFn, err := m.weightsFile()
+	if err != nil {
+		return nil, err
+	}
+	closeFn()
+	return h, nil
+}
+
+// weightsFile opens model.safetensors and reads its header; the caller
+// reads tensors through ra and then calls closeFn.
+func (m *Model) weightsFile() (ra io.ReaderAt, h *tensorio.Header, closeFn func(), err error) {
+	f, err := m.fsys.Open(WeightsFile)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, nil, fmt.Errorf("models: model %s has no %s: %w", m.where(), WeightsFile, fs.ErrNotExist)
+		}
+		return nil, nil, nil, fmt.Errorf("models: model %s: %w", m.where(), err)
+	}
+	fail := func(err error) (io.ReaderAt, *tensorio.Header, func(), error) {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("models: model %s: %s: %w", m.where(), WeightsFile, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	ra, ok := f.(io.ReaderAt)
+	size := fi.Size()
+	if !ok {
+		b, err := io.ReadAll(f)
+		if err != nil {
+			return fail(err)
+		}
+		ra, size = bytes.NewReader(b), int64(len(b))
+	}
+	if h, err = tensorio.ReadSafetensorsHeader(ra, size); err != nil {
+		return fail(err)
+	}
+	return ra, h, func() { f.Close() }, nil
 }

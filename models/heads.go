@@ -1,0 +1,114 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/conditionhq/condition/models/hub"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// HeadsFile is where the projection heads read out of a large
+// model.safetensors are kept, in the cache snapshot of the repository they
+// were read from: snapshots/<commit>/condition-heads.safetensors (a link
+// into blobs/, like every file of the snapshot).
+const HeadsFile = "condition-heads.safetensors"
+
+// HeadNames are the tensors of CLIPModel's joint-space heads.
+var HeadNames = []string{
+	"text_projection.weight",
+	"visual_projection.weight",
+	"vision_model.post_layernorm.weight",
+	"vision_model.post_layernorm.bias",
+	"logit_scale",
+}
+
+// SmallWeights is the default size up to which a model.safetensors on the
+// hub is downloaded whole; a larger one has only its heads read, by ranges.
+const SmallWeights = 64 << 20
+
+// cachedHeads returns where the cache holds repo@commit's heads: its
+// model.safetensors, or the heads read out of it by ranges.
+func cachedHeads(cache hub.Cache, repo, commit string) (string, bool) {
+	if p, ok := cache.File(repo, commit, WeightsFile); ok {
+		return p, true
+	}
+	return cache.File(repo, commit, HeadsFile)
+}
+
+// openWeights makes model.safetensors come from another model's heads.
+func (m *Model) openWeights(ctx context.Context, ref string, opts Options) error {
+	r, err := ParseRef(ref)
+	if err != nil {
+		return fmt.Errorf("models: weights: %w", err)
+	}
+	var p string
+	switch {
+	case r.Dir != "":
+		p = filepath.Join(r.Dir, WeightsFile)
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("models: weights %s have no %s: %w", ref, WeightsFile, fs.ErrNotExist)
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("models: %w", err)
+		}
+		p = abs
+	case r.Hub.Repo != "":
+		c := m.hub
+		if c == nil {
+			c = HubClient(opts)
+		}
+		commit := ""
+		if !opts.Update || c.Offline {
+			if cm, err := c.Cache().Commit(r.Hub.Repo, r.Hub.Rev()); err == nil {
+				commit = cm
+			} else if c.Offline {
+				return fmt.Errorf("models: HF_HUB_OFFLINE is set, and the weights %s@%s are not in the Hugging Face cache %s: %w", r.Hub.Repo, r.Hub.Rev(), c.CacheDir, hub.ErrOffline)
+			}
+		}
+		if p, err = fetchHeads(ctx, c, r.Hub.Repo, r.Hub.Rev(), commit, opts.MaxWeightsDownload); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("models: weights %q: give a directory or org/name[@revision] with a %s", ref, WeightsFile)
+	}
+	m.extra[WeightsFile] = p
+	m.weights = ref
+	return m.checkHeads()
+}
+
+// checkHeads checks that the heads fit the model's config.
+func (m *Model) checkHeads() error {
+	f, err := os.Open(m.extra[WeightsFile])
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	h, err := tensorio.ReadSafetensorsHeader(f, fi.Size())
+	if err != nil {
+		return fmt.Errorf("models: weights %s: %w", m.weights, err)
+	}
+	c := m.config
+	for name, want := range map[string][2]int{
+		"text_projection.weight":   {c.ProjectionDim, c.TextConfig.HiddenSize},
+		"visual_projection.weight": {c.ProjectionDim, c.VisionConfig.HiddenSize},
+	} {
+		t, ok := h.Tensors[name]
+		if !ok {
+			continue
+		}
+		if len(t.Shape) != 2 || t.Shape[0] != want[0] || t.Shape[1] != want[1] {
+			return fmt.Errorf("models: the weights %s do not fit %s: %s is %v, its config.json says [%d %d] (projection_dim × hidden_size)",
+				m.weights, m.ref, name, t.Shape, want[0], want[1])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/conditionhq/condition/models/hub"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// HubCacheDir returns the Hugging Face hub cache folder: HF_HUB_CACHE, else
+// HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
+func HubCacheDir() string { return hub.CacheDirFromEnv() }
+
+// HubClient returns the hub client Open uses for opts: opts.Hub or one from
+// the environment, with the options' cache folder, offline mode, progress
+// callback and logger applied to a copy.
+func HubClient(opts Options) *hub.Client {
+	var c hub.Client
+	if opts.Hub != nil {
+		c = *opts.Hub
+	} else {
+		c = *hub.FromEnv()
+	}
+	if opts.HubCache != "" {
+		c.CacheDir = opts.HubCache
+	}
+	if opts.Offline {
+		c.Offline = true
+	}
+	if opts.Progress != nil {
+		c.Progress = opts.Progress
+	}
+	if opts.Logger != nil {
+		c.Logger = opts.Logger
+	}
+	return &c
+}
+
+// optionalFiles are fetched with a hub model when the repository has them.
+var optionalFiles = []string{
+	PreprocessorFile, "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
+}
+
+// openHub resolves org/name[@revision] in the cache, fetching what is missing.
+func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
+	ref := r.String()
+	c := HubClient(opts)
+	m.hub, m.repo = c, r.Repo
+	cache := c.Cache()
+	graphs := []string{variantName(TextModelFile, m.variant), variantName(VisionModelFile, m.variant)}
+	// A cached snapshot with the config and both graphs (or a record that a
+	// graph does not exist), and the files holding the graphs' external
+	// data, is used without asking the hub.
+	if commit, err := cache.Commit(r.Repo, r.Rev()); err == nil && (!opts.Update || c.Offline) {
+		missing := missingFromSnapshot(cache, r.Repo, commit, graphs)
+		// Offline, a snapshot without graphs still serves its config and
+		// tokenizer; asking for a missing graph then names it. A graph whose
+		// external data is missing is an error: ONNX Runtime could not load it.
+		if len(missing.files) == 0 || (c.Offline && !missing.config && len(missing.side) == 0) {
+			m.revision, m.dir = commit, cache.SnapshotDir(r.Repo, commit)
+			m.base = os.DirFS(m.dir)
+			return nil
+		}
+		if c.Offline {
+			return fmt.Errorf("models: HF_HUB_OFFLINE is set, and the cached %s@%s (%s) lacks %s; unset HF_HUB_OFFLINE to fetch it, or run `condition models fetch %s` where there is a network: %w",
+				r.Repo, r.Rev(), cache.SnapshotDir(r.Repo, commit), strings.Join(missing.files, ", "), ref, hub.ErrOffline)
+		}
+	} else if c.Offline {
+		return fmt.Errorf("models: HF_HUB_OFFLINE is set, and %s@%s is not in the Hugging Face cache %s (it needs %s); unset HF_HUB_OFFLINE to fetch it, or run `condition models fetch %s` where there is a network: %w",
+			r.Repo, r.Rev(), c.CacheDir, ConfigFile+", "+strings.Join(graphs, ", "), ref, hub.ErrOffline)
+	}
+	info, err := c.ListFiles(ctx, r.Repo, r.Rev())
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	commit := info.Commit
+	has := map[string]bool{}
+	for _, f := range info.Files {
+		has[f] = true
+	}
+	if !has[ConfigFile] {
+		return fmt.Errorf("models: hub model %s@%s (commit %s) has no %s; is it a model in the Hugging Face layout?", r.Repo, r.Rev(), commit, ConfigFile)
+	}
+	var present []string
+	for _, g := range graphs {
+		if has[g] {
+			present = append(present, g)
+		} else {
+			cache.MarkNoExist(r.Repo, commit, g)
+		}
+	}
+	if len(present) == 0 && m.variant != "" {
+		return fmt.Errorf("models: hub model %s@%s has no %s variant (%s, %s); graph variants present: %s",
+			r.Repo, r.Rev(), m.variant, graphs[0], graphs[1], listOrNone(variantsOf(info.Files)))
+	}
+	fetch := func(f string) error {
+		got, err := c.Download(ctx, r.Repo, commit, f)
+		if err != nil {
+			return fmt.Errorf("models: %w", err)
+		}
+		if got.Downloaded && opts.Logger != nil {
+			opts.Logger.Info("fetched", "repo", r.Repo, "file", f, "bytes", got.Size)
+		}
+		return nil
+	}
+	for _, f := range append([]string{ConfigFile}, present...) {
+		if err := fetch(f); err != nil {
+			return err
+		}
+	}
+	// The files holding the graphs' external data, read from the graphs
+	// themselves, beside them in the snapshot.
+	for _, g := range present {
+		side, err := sideFiles(cache, r.Repo, commit, g)
+		if err != nil {
+			return err
+		}
+		for _, f := range side {
+			if !has[f] {
+				return fmt.Errorf("models: hub model %s@%s (commit %s): %s keeps tensor data in %s, which the repository does not have",
+					r.Repo, r.Rev(), commit, g, f)
+			}
+			if err := fetch(f); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range optionalFiles {
+		if has[f] {
+			if err := fetch(f); err != nil {
+				return err
+			}
+		}
+	}
+	m.revision, m.dir = commit, cache.SnapshotDir(r.Repo, commit)
+	m.base = os.DirFS(m.dir)
+	// Projection heads from the repository's own model.safetensors.
+	if has[WeightsFile] && m.weights == "" {
+		p, err := fetchHeads(ctx, c, r.Repo, commit, commit, opts.MaxWeightsDownload)
+		if err != nil {
+			return err
+		}
+		if filepath.Base(p) == HeadsFile {
+			m.extra[WeightsFile] = p
+		}
+	}
+	return nil
+}
+
+// fetchHeads makes the heads of repo's model.safetensors available at
+// revision rev (commit, when known, is the commit rev is at; "" to ask the
+// hub): the file itself when small or already cached, else the heads read by
+// ranges into snapshots/<commit>/condition-heads.safetensors. It returns the
+// path to read them from. The hub is asked about the file once (one HEAD
+// request); the download or the range reads reuse that answer.
+func fetchHeads(ctx context.Context, c *hub.Client, repo, rev, commit string, maxDownload int64) (string, error) {
+	if maxDownload <= 0 {
+		maxDownload = SmallWeights
+	}
+	cache := c.Cache()
+	if commit != "" {
+		if p, ok := cachedHeads(cache, repo, commit); ok {
+			return p, nil
+		}
+	}
+	at := rev
+	if commit != "" {
+		at = commit
+	}
+	if c.Offline {
+		return "", fmt.Errorf("models: HF_HUB_OFFLINE is set, and neither %s nor its heads (%s) of %s@%s are in the cache: %w", WeightsFile, HeadsFile, repo, at, hub.ErrOffline)
+	}
+	meta, err := c.Metadata(ctx, repo, at, WeightsFile)
+	if err != nil {
+		return "", fmt.Errorf("models: weights %s@%s: %w", repo, at, err)
+	}
+	if commit == "" {
+		if err := cache.WriteRef(repo, rev, meta.Commit); err != nil {
+			return "", fmt.Errorf("models: %w", err)
+		}
+		if p, ok := cachedHeads(cache, repo, meta.Commit); ok {
+			return p, nil
+		}
+	}
+	if meta.Size >= 0 && meta.Size <= maxDownload {
+		f, err := c.Fetch(ctx, meta)
+		if err != nil {
+			return "", fmt.Errorf("models: %w", err)
+		}
+		return f.Path, nil
+	}
+	isHead := map[string]bool{}
+	for _, n := range HeadNames {
+		isHead[n] = true
+	}
+	heads, err := c.ReadTensorsFunc(ctx, meta, func(n string) bool { return isHead[n] })
+	if err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	if len(heads) == 0 {
+		return "", fmt.Errorf("models: %s@%s: %s has none of the heads (%s)", repo, meta.Commit, WeightsFile, strings.Join(HeadNames, ", "))
+	}
+	note := map[string]string{"format": "pt", "source": repo + "@" + meta.Commit + ":" + WeightsFile,
+		"note": "projection heads read by condition with HTTP range requests"}
+	p, err := cache.AddFile(repo, meta.Commit, HeadsFile, func(w io.Writer) error {
+		b, err := tensorio.EncodeSafetensors(heads, note)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	return p, nil
+}

@@ -1,0 +1,82 @@
+package models
+
+import (
+	"fmt"
+	"os"
+	"path"
+
+	"github.com/conditionhq/condition/models/hub"
+	"github.com/conditionhq/condition/models/onnxgraph"
+)
+
+// snapshotGaps is what a cached snapshot lacks for a model.
+type snapshotGaps struct {
+	config bool     // the config is missing
+	side   []string // external-data files of cached graphs
+	files  []string // everything missing, for messages
+}
+
+// missingFromSnapshot lists what repo@commit's snapshot lacks: the config,
+// graphs neither cached nor recorded as absent, and the external-data files
+// of the graphs it has.
+func missingFromSnapshot(cache hub.Cache, repo, commit string, graphs []string) snapshotGaps {
+	var g snapshotGaps
+	if _, ok := cache.File(repo, commit, ConfigFile); !ok {
+		g.config = true
+		g.files = append(g.files, ConfigFile)
+	}
+	for _, name := range graphs {
+		if _, ok := cache.File(repo, commit, name); !ok {
+			if !cache.NoExist(repo, commit, name) {
+				g.files = append(g.files, name)
+			}
+			continue
+		}
+		side, err := sideFiles(cache, repo, commit, name)
+		if err != nil {
+			what := fmt.Sprintf("the external data of %s (%v)", name, err)
+			g.side = append(g.side, what)
+			g.files = append(g.files, what)
+			continue
+		}
+		for _, f := range side {
+			if _, ok := cache.File(repo, commit, f); !ok {
+				g.side = append(g.side, f)
+				g.files = append(g.files, f)
+			}
+		}
+	}
+	return g
+}
+
+// sideFiles returns the files, as paths in the repository, that hold the
+// external data of the cached graph repo@commit:graph: the locations its
+// initializers name, relative to the graph's folder. Only the graph's
+// framing is read (onnxgraph.ExternalDataFiles), not its tensors.
+func sideFiles(cache hub.Cache, repo, commit, graph string) ([]string, error) {
+	p, ok := cache.File(repo, commit, graph)
+	if !ok {
+		return nil, fmt.Errorf("models: %s@%s: %s is not in the cache", repo, commit, graph)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	locs, err := onnxgraph.ExternalDataFiles(f, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("models: %s@%s: %s: %w", repo, commit, graph, err)
+	}
+	out := make([]string, 0, len(locs))
+	for _, l := range locs {
+		if err := onnxgraph.CheckLocation(l); err != nil {
+			return nil, fmt.Errorf("models: %s@%s: %s: %w", repo, commit, graph, err)
+		}
+		out = append(out, path.Join(path.Dir(graph), l))
+	}
+	return out, nil
+}

@@ -1,13 +1,14 @@
 package onnxgraph
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"path"
 	"sort"
 	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // ExternalDataFiles returns the files holding the data of initializers
@@ -25,12 +26,12 @@ func ExternalDataFiles(r io.ReaderAt, size int64) ([]string, error) {
 	seen := map[string]bool{}
 	haveGraph := false
 	err := s.walk(0, size, func(f skimField) error {
-		if f.num != 7 || f.wire != wireBytes { // ModelProto.graph
+		if f.num != 7 || f.wire != protowire.BytesType { // ModelProto.graph
 			return nil
 		}
 		haveGraph = true
 		return s.walk(f.off, f.end, func(g skimField) error {
-			if g.num != 5 || g.wire != wireBytes { // GraphProto.initializer
+			if g.num != 5 || g.wire != protowire.BytesType { // GraphProto.initializer
 				return nil
 			}
 			loc, external, err := s.tensorLocation(g.off, g.end)
@@ -84,9 +85,10 @@ type skimmer struct {
 
 // skimField is one field: a varint's value, or where a bytes field's payload is.
 type skimField struct {
-	num, wire int
-	v         uint64
-	off, end  int64 // payload of a bytes field
+	num      protowire.Number
+	wire     protowire.Type
+	v        uint64
+	off, end int64 // payload of a bytes field
 }
 
 // maxSmallField bounds what the skimmer reads into memory (names, keys,
@@ -105,30 +107,27 @@ func (s *skimmer) walk(off, end int64, fn func(skimField) error) error {
 			return err
 		}
 		b := s.buf[:n]
-		tag, k := binary.Uvarint(b)
-		if k <= 0 {
-			return errTruncated
+		num, typ, k := protowire.ConsumeTag(b)
+		if k < 0 {
+			return fmt.Errorf("field at byte %d: %w", off, wireError(k))
 		}
-		f := skimField{num: int(tag >> 3), wire: int(tag & 7)}
-		if f.num <= 0 {
-			return fmt.Errorf("bad protobuf field number %d at byte %d", f.num, off)
-		}
+		f := skimField{num: num, wire: typ}
 		i := int64(k)
-		switch f.wire {
-		case wireVarint:
-			v, k := binary.Uvarint(b[i:])
-			if k <= 0 {
-				return errTruncated
+		switch typ {
+		case protowire.VarintType:
+			v, k := protowire.ConsumeVarint(b[i:])
+			if k < 0 {
+				return fmt.Errorf("field %d at byte %d: %w", num, off, wireError(k))
 			}
 			f.v, i = v, i+int64(k)
-		case wireFixed64:
+		case protowire.Fixed64Type:
 			i += 8
-		case wireFixed32:
+		case protowire.Fixed32Type:
 			i += 4
-		case wireBytes:
-			l, k := binary.Uvarint(b[i:])
-			if k <= 0 {
-				return errTruncated
+		case protowire.BytesType:
+			l, k := protowire.ConsumeVarint(b[i:])
+			if k < 0 {
+				return fmt.Errorf("field %d at byte %d: %w", num, off, wireError(k))
 			}
 			i += int64(k)
 			if l > uint64(end-off-i) {
@@ -137,7 +136,7 @@ func (s *skimmer) walk(off, end int64, fn func(skimField) error) error {
 			f.off, f.end = off+i, off+i+int64(l)
 			i += int64(l)
 		default:
-			return fmt.Errorf("unsupported protobuf wire type %d (field %d) at byte %d", f.wire, f.num, off)
+			return fmt.Errorf("unsupported protobuf wire type %d (field %d) at byte %d", typ, num, off)
 		}
 		if off+i > end {
 			return errTruncated
@@ -170,7 +169,7 @@ func (s *skimmer) read(f skimField) ([]byte, error) {
 func (s *skimmer) tensorLocation(off, end int64) (loc string, external bool, err error) {
 	err = s.walk(off, end, func(f skimField) error {
 		switch {
-		case f.num == 13 && f.wire == wireBytes: // external_data: StringStringEntryProto
+		case f.num == 13 && f.wire == protowire.BytesType: // external_data: StringStringEntryProto
 			b, err := s.read(f)
 			if err != nil {
 				return err
@@ -182,7 +181,7 @@ func (s *skimmer) tensorLocation(off, end int64) (loc string, external bool, err
 			if k == "location" {
 				loc = v
 			}
-		case f.num == 14 && f.wire == wireVarint: // data_location
+		case f.num == 14 && f.wire == protowire.VarintType: // data_location
 			external = f.v == 1
 		}
 		return nil

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // ONNX TensorProto element types.
@@ -187,11 +189,11 @@ func Parse(b []byte) (*Model, error) {
 		case 1:
 			m.IRVersion = int64(f.v)
 		case 2:
-			if f.wire == wireBytes {
+			if f.wire == protowire.BytesType {
 				m.Producer = string(f.bytes)
 			}
 		case 7:
-			if f.wire != wireBytes {
+			if f.wire != protowire.BytesType {
 				return fmt.Errorf("ModelProto.graph has wire type %d", f.wire)
 			}
 			if haveGraph {
@@ -203,7 +205,7 @@ func Parse(b []byte) (*Model, error) {
 			}
 			m.Graph, m.graphField, haveGraph = g, f, true
 		case 8:
-			if f.wire != wireBytes {
+			if f.wire != protowire.BytesType {
 				return fmt.Errorf("opset_import has wire type %d", f.wire)
 			}
 			var dom string
@@ -238,7 +240,7 @@ func Parse(b []byte) (*Model, error) {
 func parseGraph(b []byte) (*Graph, error) {
 	g := &Graph{Initializers: map[string]*Tensor{}}
 	err := fields(b, func(f field) error {
-		if f.wire != wireBytes {
+		if f.wire != protowire.BytesType {
 			return nil
 		}
 		switch f.num {
@@ -289,7 +291,7 @@ func parseGraph(b []byte) (*Graph, error) {
 func parseNode(b []byte) (Node, error) {
 	n := Node{Attrs: map[string]*Attr{}}
 	err := fields(b, func(f field) error {
-		if f.wire != wireBytes {
+		if f.wire != protowire.BytesType {
 			return nil
 		}
 		switch f.num {
@@ -328,7 +330,7 @@ func parseAttr(b []byte) (*Attr, error) {
 		case 20:
 			a.Type = int32(f.v)
 		case 2:
-			if f.wire == wireFixed32 {
+			if f.wire == protowire.Fixed32Type {
 				a.F = math.Float32frombits(uint32(f.v))
 			}
 		case 3:
@@ -336,7 +338,7 @@ func parseAttr(b []byte) (*Attr, error) {
 		case 4:
 			a.S = f.bytes
 		case 5:
-			if f.wire == wireBytes {
+			if f.wire == protowire.BytesType {
 				a.T, err = parseTensor(f.bytes)
 			}
 		case 7:
@@ -414,7 +416,7 @@ func parseValueInfo(b []byte) (ValueInfo, error) {
 			v.Name = string(f.bytes)
 		case 2: // TypeProto
 			return fields(f.bytes, func(tf field) error {
-				if tf.num != 1 || tf.wire != wireBytes { // tensor_type only
+				if tf.num != 1 || tf.wire != protowire.BytesType { // tensor_type only
 					return nil
 				}
 				v.Tensor = true
@@ -494,9 +496,8 @@ func (m *Model) WriteAppended(w io.Writer, nodes []Node, outputs []ValueInfo) er
 		extra = appendBytesField(extra, 12, encodeValueInfo(o))
 	}
 	gf := m.graphField
-	var hdr []byte
-	hdr = appendTag(hdr, 7, wireBytes)
-	hdr = binary.AppendUvarint(hdr, uint64(len(gf.bytes)+len(extra)))
+	hdr := protowire.AppendTag(nil, 7, protowire.BytesType)
+	hdr = protowire.AppendVarint(hdr, uint64(len(gf.bytes)+len(extra)))
 	for _, part := range [][]byte{m.raw[:gf.start], hdr, gf.bytes, extra, m.raw[gf.end:]} {
 		if _, err := w.Write(part); err != nil {
 			return fmt.Errorf("onnxgraph: write: %w", err)

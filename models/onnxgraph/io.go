@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // GraphIO returns the inputs a caller feeds (graph inputs that are not
@@ -21,12 +23,12 @@ func GraphIO(r io.ReaderAt, size int64) (inputs, outputs []ValueInfo, err error)
 	var all []ValueInfo
 	inits := map[string]bool{}
 	err = s.walk(0, size, func(f skimField) error {
-		if f.num != 7 || f.wire != wireBytes { // ModelProto.graph
+		if f.num != 7 || f.wire != protowire.BytesType { // ModelProto.graph
 			return nil
 		}
 		haveGraph = true
 		return s.walk(f.off, f.end, func(g skimField) error {
-			if g.wire != wireBytes {
+			if g.wire != protowire.BytesType {
 				return nil
 			}
 			switch g.num {
@@ -71,7 +73,7 @@ func GraphIO(r io.ReaderAt, size int64) (inputs, outputs []ValueInfo, err error)
 // tensorName reads a TensorProto's name, skipping its data.
 func (s *skimmer) tensorName(off, end int64) (name string, err error) {
 	err = s.walk(off, end, func(f skimField) error {
-		if f.num == 8 && f.wire == wireBytes { // TensorProto.name
+		if f.num == 8 && f.wire == protowire.BytesType { // TensorProto.name
 			b, err := s.read(f)
 			if err != nil {
 				return err

@@ -1,32 +1,33 @@
 package onnxgraph
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// Protocol buffers wire format, as much as ONNX files need.
-
-const (
-	wireVarint  = 0
-	wireFixed64 = 1
-	wireBytes   = 2
-	wireFixed32 = 5
-)
+// The protocol buffers wire format is read and written with protowire; this
+// file holds the few helpers ONNX files need on top of it.
 
 var errTruncated = errors.New("truncated protobuf")
 
 // field is one decoded field: its number, wire type, and either its varint
 // (or fixed) value or its bytes (a slice of the input, not a copy).
 type field struct {
-	num   int
-	wire  int
+	num   protowire.Number
+	wire  protowire.Type
 	v     uint64
 	bytes []byte
 	start int // offset of the tag in the message
 	end   int // offset after the field
+}
+
+// wireError describes a negative length returned by a protowire Consume
+// function.
+func wireError(n int) error {
+	return fmt.Errorf("bad protobuf: %w", protowire.ParseError(n))
 }
 
 // fields iterates the fields of message b, calling fn for each; fn returning
@@ -34,43 +35,30 @@ type field struct {
 func fields(b []byte, fn func(f field) error) error {
 	i := 0
 	for i < len(b) {
-		start := i
-		tag, n := binary.Uvarint(b[i:])
-		if n <= 0 {
-			return errTruncated
+		num, typ, n := protowire.ConsumeTag(b[i:])
+		if n < 0 {
+			return wireError(n)
+		}
+		f := field{num: num, wire: typ, start: i}
+		i += n
+		switch typ {
+		case protowire.VarintType:
+			f.v, n = protowire.ConsumeVarint(b[i:])
+		case protowire.Fixed64Type:
+			f.v, n = protowire.ConsumeFixed64(b[i:])
+		case protowire.Fixed32Type:
+			var v uint32
+			v, n = protowire.ConsumeFixed32(b[i:])
+			f.v = uint64(v)
+		case protowire.BytesType:
+			f.bytes, n = protowire.ConsumeBytes(b[i:])
+		default:
+			return fmt.Errorf("unsupported protobuf wire type %d (field %d)", typ, num)
+		}
+		if n < 0 {
+			return wireError(n)
 		}
 		i += n
-		f := field{num: int(tag >> 3), wire: int(tag & 7), start: start}
-		if f.num <= 0 {
-			return fmt.Errorf("bad protobuf field number %d", f.num)
-		}
-		switch f.wire {
-		case wireVarint:
-			v, n := binary.Uvarint(b[i:])
-			if n <= 0 {
-				return errTruncated
-			}
-			f.v, i = v, i+n
-		case wireFixed64:
-			if len(b)-i < 8 {
-				return errTruncated
-			}
-			f.v, i = binary.LittleEndian.Uint64(b[i:]), i+8
-		case wireFixed32:
-			if len(b)-i < 4 {
-				return errTruncated
-			}
-			f.v, i = uint64(binary.LittleEndian.Uint32(b[i:])), i+4
-		case wireBytes:
-			l, n := binary.Uvarint(b[i:])
-			if n <= 0 || l > uint64(len(b)-i-n) {
-				return errTruncated
-			}
-			i += n
-			f.bytes, i = b[i:i+int(l)], i+int(l)
-		default:
-			return fmt.Errorf("unsupported protobuf wire type %d (field %d)", f.wire, f.num)
-		}
 		f.end = i
 		if err := fn(f); err != nil {
 			return err
@@ -79,17 +67,16 @@ func fields(b []byte, fn func(f field) error) error {
 	return nil
 }
 
-// ints decodes a repeated int64 field that may be packed or not.
+// appendInts decodes a repeated int64 field that may be packed or not.
 func appendInts(dst []int64, f field) ([]int64, error) {
 	switch f.wire {
-	case wireVarint:
+	case protowire.VarintType:
 		return append(dst, int64(f.v)), nil
-	case wireBytes:
-		b := f.bytes
-		for len(b) > 0 {
-			v, n := binary.Uvarint(b)
-			if n <= 0 {
-				return nil, errTruncated
+	case protowire.BytesType:
+		for b := f.bytes; len(b) > 0; {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return nil, wireError(n)
 			}
 			dst = append(dst, int64(v))
 			b = b[n:]
@@ -99,37 +86,39 @@ func appendInts(dst []int64, f field) ([]int64, error) {
 	return nil, fmt.Errorf("bad wire type %d for an integer field", f.wire)
 }
 
+// appendFloats decodes a repeated float field that may be packed or not.
 func appendFloats(dst []float32, f field) ([]float32, error) {
 	switch f.wire {
-	case wireFixed32:
+	case protowire.Fixed32Type:
 		return append(dst, math.Float32frombits(uint32(f.v))), nil
-	case wireBytes:
+	case protowire.BytesType:
 		if len(f.bytes)%4 != 0 {
 			return nil, errTruncated
 		}
-		for i := 0; i < len(f.bytes); i += 4 {
-			dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(f.bytes[i:])))
+		for b := f.bytes; len(b) > 0; {
+			v, n := protowire.ConsumeFixed32(b)
+			if n < 0 {
+				return nil, wireError(n)
+			}
+			dst = append(dst, math.Float32frombits(v))
+			b = b[n:]
 		}
 		return dst, nil
 	}
 	return nil, fmt.Errorf("bad wire type %d for a float field", f.wire)
 }
 
-// Encoding.
-
-func appendTag(b []byte, num, wire int) []byte {
-	return binary.AppendUvarint(b, uint64(num)<<3|uint64(wire))
+// appendVarintField appends field num holding the varint v.
+func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
+	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
 }
 
-func appendVarintField(b []byte, num int, v uint64) []byte {
-	return binary.AppendUvarint(appendTag(b, num, wireVarint), v)
+// appendBytesField appends field num holding the length-delimited v.
+func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
 }
 
-func appendBytesField(b []byte, num int, v []byte) []byte {
-	b = binary.AppendUvarint(appendTag(b, num, wireBytes), uint64(len(v)))
-	return append(b, v...)
-}
-
-func appendStringField(b []byte, num int, s string) []byte {
-	return appendBytesField(b, num, []byte(s))
+// appendStringField appends field num holding the string s.
+func appendStringField(b []byte, num protowire.Number, s string) []byte {
+	return protowire.AppendString(protowire.AppendTag(b, num, protowire.BytesType), s)
 }

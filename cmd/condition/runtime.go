@@ -9,6 +9,7 @@ import (
 	"runtime"
 
 	"github.com/conditionhq/condition/models/ort"
+	"github.com/conditionhq/condition/models/ort/ortinstall"
 	"github.com/spf13/pflag"
 )
 
@@ -78,7 +79,7 @@ func (o *installOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Force, "force", false, "download and install again even if already installed")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.NoNPM, "no-npm", false, "do not use npm; download the GitHub release tarball")
-	fs.StringVar(&o.ReleaseURL, "release-url", ort.DefaultReleaseURL, "base URL of the release tarballs (<url>/v<version>/onnxruntime-<platform>-<version>.tgz)")
+	fs.StringVar(&o.ReleaseURL, "release-url", ortinstall.DefaultReleaseURL, "base URL of the release tarballs (<url>/v<version>/onnxruntime-<platform>-<version>.tgz)")
 	fs.StringVar(&o.Version, "version", ort.InstallVersion, "ONNX Runtime version to install")
 	_ = fs.MarkHidden("version")
 }
@@ -151,7 +152,7 @@ func runRuntimeInstall(ctx context.Context, e *env, args []string) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	last := int64(-1)
-	res, err := ort.Install(ctx, ort.InstallOptions{
+	res, err := ortinstall.Install(ctx, ortinstall.InstallOptions{
 		Version:    o.Version,
 		Force:      o.Force,
 		NoNPM:      o.NoNPM,

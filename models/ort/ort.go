@@ -1,20 +1,24 @@
-// Package ort finds, loads and installs the ONNX Runtime shared library and
-// runs ONNX graphs on it. It is the only package of the project that talks to
-// github.com/yalue/onnxruntime_go.
+// Package ort finds and loads the ONNX Runtime shared library and runs ONNX
+// graphs on it. It is the only package of the project that talks to
+// github.com/yalue/onnxruntime_go. Package ortinstall installs the library
+// where Load finds it.
 //
 // ONNX Runtime is loaded once per process. Load looks for the library in this
-// order and logs which one it used:
+// order:
 //
 //  1. the path given by the caller (the --ort-lib flag);
 //  2. ONNXRUNTIME_SHARED_LIBRARY_PATH;
 //  3. beside the executable, then in ../lib relative to it;
-//  4. the user cache folder where Install puts it
+//  4. the user cache folder where ortinstall puts it
 //     (os.UserCacheDir()/condition/onnxruntime/<version>/);
 //  5. the system library folders;
 //  6. the bare soname (the dynamic loader's own search: LD_LIBRARY_PATH, ld.so.cache).
 //
-// A library older than MinVersion is skipped with a note. When nothing loads,
-// the error lists every place tried and says how to install the library.
+// A library older than MinVersion is skipped. When nothing loads, the error
+// lists every place tried and says how to install the library. The package
+// logs nothing unless given a logger (LoadOptions.Logger); Inspect and
+// NewSession, when nothing is loaded yet, load ONNX Runtime with the default
+// search and no logger.
 package ort
 
 import (
@@ -36,8 +40,13 @@ import (
 // (it asks for ORT API version 24).
 const MinVersion = "1.24.0"
 
-// InstallVersion is the ONNX Runtime version Install installs by default.
+// InstallVersion is the ONNX Runtime version ortinstall installs by default,
+// and the first version Load looks for in the user cache folder.
 const InstallVersion = "1.30.0"
+
+// ManifestName is the file ortinstall writes beside the library in a version
+// folder of the user cache folder.
+const ManifestName = "INSTALL.json"
 
 // EnvLibraryPath is the environment variable naming the library file.
 const EnvLibraryPath = "ONNXRUNTIME_SHARED_LIBRARY_PATH"
@@ -79,7 +88,7 @@ type LoadOptions struct {
 	// is the only candidate: if it cannot be loaded, Load fails.
 	LibPath string
 	// Logger receives one Info line naming the library used, and Debug lines
-	// for candidates that were skipped. Nil means slog.Default().
+	// for candidates that were skipped. Nil means nothing is logged.
 	Logger *slog.Logger
 	// CacheDir overrides the install root (default DefaultCacheDir()).
 	CacheDir string
@@ -119,7 +128,8 @@ func Loaded() *Runtime {
 	return &r
 }
 
-// Load finds and loads ONNX Runtime and initialises its environment. It is
+// Load finds and loads ONNX Runtime and initialises its environment, logging
+// to opts.Logger, if set, which library it used and why it skipped others. It is
 // safe to call more than once: later calls return the library already loaded,
 // unless they ask for a different explicit LibPath, which is an error (one
 // process holds one ONNX Runtime).
@@ -135,7 +145,7 @@ func Load(opts LoadOptions) (*Runtime, error) {
 	}
 	log := opts.Logger
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	cands := Candidates(opts)
 	var tried []Attempt
@@ -209,8 +219,8 @@ func Candidates(opts LoadOptions) []Candidate {
 	return out
 }
 
-// DefaultCacheDir is os.UserCacheDir()/condition/onnxruntime, the folder
-// Install writes to and Load searches (one sub-folder per version).
+// DefaultCacheDir returns os.UserCacheDir()/condition/onnxruntime, the
+// folder ortinstall writes to and Load searches (one sub-folder per version).
 func DefaultCacheDir() (string, error) {
 	d, err := os.UserCacheDir()
 	if err != nil {
@@ -219,7 +229,8 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(d, "condition", "onnxruntime"), nil
 }
 
-// InstalledLibName is the file name Install gives the library in its version folder.
+// InstalledLibName returns the file name ortinstall gives the library in its
+// version folder.
 func InstalledLibName() string {
 	if runtime.GOOS == "darwin" {
 		return "libonnxruntime.dylib"

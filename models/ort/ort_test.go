@@ -3,6 +3,7 @@ package ort_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -10,14 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/conditionhq/condition/models/ort"
 	"github.com/conditionhq/condition/models/ort/orttest"
 	"github.com/conditionhq/condition/tensorio"
 )
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestLoad(t *testing.T) {
 	rt := orttest.Load(t)
@@ -33,11 +33,11 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("Tried does not end with the loaded library: %+v", rt.Tried)
 	}
 	// Loading again returns the same library; asking for another one is an error.
-	rt2, err := ort.Load(ort.LoadOptions{Logger: quiet()})
+	rt2, err := ort.Load(ort.LoadOptions{})
 	if err != nil || rt2.Path != rt.Path {
 		t.Fatalf("second Load: %v, %+v", err, rt2)
 	}
-	if _, err := ort.Load(ort.LoadOptions{LibPath: "/some/other/libonnxruntime.so", Logger: quiet()}); err == nil || !strings.Contains(err.Error(), "already loaded") {
+	if _, err := ort.Load(ort.LoadOptions{LibPath: "/some/other/libonnxruntime.so"}); err == nil || !strings.Contains(err.Error(), "already loaded") {
 		t.Fatalf("Load of another library: got %v, want an 'already loaded' error", err)
 	}
 	// Probe reads the version without initialising anything.
@@ -131,7 +131,7 @@ func TestCandidatesOrder(t *testing.T) {
 // process) with nothing to find, and checks the error lists every place.
 func TestNotFound(t *testing.T) {
 	if os.Getenv("ORT_TEST_CHILD") == "notfound" {
-		rt, err := ort.Load(ort.LoadOptions{CacheDir: os.Getenv("ORT_TEST_CACHE"), Logger: quiet()})
+		rt, err := ort.Load(ort.LoadOptions{CacheDir: os.Getenv("ORT_TEST_CACHE")})
 		if err == nil {
 			io.WriteString(os.Stdout, "FOUND<<"+rt.Path+">>")
 			return
@@ -144,7 +144,7 @@ func TestNotFound(t *testing.T) {
 		return
 	}
 	if os.Getenv("ORT_TEST_CHILD") == "badenv" {
-		_, err := ort.Load(ort.LoadOptions{Logger: quiet()})
+		_, err := ort.Load(ort.LoadOptions{})
 		if err == nil {
 			t.Fatal("Load with a bad env path: no error")
 		}
@@ -184,6 +184,71 @@ func TestNotFound(t *testing.T) {
 	msg = run("badenv", ort.EnvLibraryPath+"=/nonexistent/libonnxruntime.so.1")
 	if !strings.Contains(msg, "/nonexistent/libonnxruntime.so.1: not found") || strings.Contains(msg, "soname") {
 		t.Errorf("a bad %s must be the only candidate tried:\n%s", ort.EnvLibraryPath, msg)
+	}
+}
+
+// countingHandler counts the records logged through it.
+type countingHandler struct{ n atomic.Int64 }
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *countingHandler) Handle(context.Context, slog.Record) error { h.n.Add(1); return nil }
+
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+func (h *countingHandler) WithGroup(string) slog.Handler { return h }
+
+// TestLoadSilent loads ONNX Runtime in child processes (it loads once per
+// process): with no Logger, neither Load nor the load a graph's first use
+// makes logs anything, to slog's default logger or elsewhere; with one, Load
+// logs the library it used there.
+func TestLoadSilent(t *testing.T) {
+	switch os.Getenv("ORT_TEST_CHILD") {
+	case "silent-load", "silent-graph", "logger":
+		var def, given countingHandler
+		slog.SetDefault(slog.New(&def))
+		var err error
+		switch os.Getenv("ORT_TEST_CHILD") {
+		case "silent-load":
+			_, err = ort.Load(ort.LoadOptions{})
+		case "silent-graph":
+			_, _, err = ort.GraphFile(filepath.Join("..", "..", "testdata", "tinyclip", "onnx", "bad", "vision_float16.onnx")).Inspect()
+		case "logger":
+			_, err = ort.Load(ort.LoadOptions{Logger: slog.New(&given)})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(os.Stdout, "LOGGED<<%d %d>>", def.n.Load(), given.n.Load())
+		return
+	}
+	orttest.Load(t) // fails here, with the install hint, when there is nothing to load
+	for _, c := range []struct {
+		mode             string
+		wantDef, wantGiv int
+	}{{"silent-load", 0, 0}, {"silent-graph", 0, 0}, {"logger", 0, 1}} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLoadSilent$")
+		cmd.Env = append(os.Environ(), "ORT_TEST_CHILD="+c.mode)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("child %s: %v\n%s%s", c.mode, err, stdout.String(), stderr.String())
+		}
+		var def, giv int
+		s := stdout.String()
+		i := strings.Index(s, "LOGGED<<")
+		if i < 0 {
+			t.Fatalf("child %s printed no count:\n%s", c.mode, s)
+		}
+		if _, err := fmt.Sscanf(s[i:], "LOGGED<<%d %d>>", &def, &giv); err != nil {
+			t.Fatalf("child %s: %v:\n%s", c.mode, err, s)
+		}
+		if def != c.wantDef || giv < c.wantGiv {
+			t.Errorf("%s: %d records to the default logger, %d to the given one; want %d and at least %d", c.mode, def, giv, c.wantDef, c.wantGiv)
+		}
+		if e := stderr.String(); e != "" {
+			t.Errorf("%s: the child wrote to stderr: %s", c.mode, e)
+		}
 	}
 }
 

@@ -151,7 +151,8 @@ func (t ElementType) IsFloat() bool {
 	return t == ElementFloat32 || t == ElementFloat16 || t == ElementBFloat16
 }
 
-// ensureLoaded loads ONNX Runtime with the default search if nothing is loaded yet.
+// ensureLoaded loads ONNX Runtime with the default search, logging nothing,
+// if nothing is loaded yet.
 func ensureLoaded() error {
 	if Loaded() != nil {
 		return nil
@@ -286,15 +287,19 @@ func (s *Session) Run(ctx context.Context, in []tensorio.Tensor, outs ...Output)
 	if err != nil {
 		return nil, fmt.Errorf("ort: %s: run options: %w", s.name, err)
 	}
-	defer ro.Destroy()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = ro.Terminate()
-		case <-done:
+	// Cancelling ctx terminates the run. The options are destroyed only when
+	// no terminate is under way or still to come: stop keeps the terminate
+	// from starting, or, when it has started, Run waits for it to end.
+	terminated := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(terminated)
+		_ = terminateRunOptions(ro)
+	})
+	defer func() {
+		if !stop() {
+			<-terminated
 		}
+		_ = destroyRunOptions(ro)
 	}()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -319,6 +324,13 @@ func (s *Session) Run(ctx context.Context, in []tensorio.Tensor, outs ...Output)
 	}
 	return res, nil
 }
+
+// terminateRunOptions and destroyRunOptions are the calls Run makes on a
+// run's options; tests wrap them to check the order of the two.
+var (
+	terminateRunOptions = (*onnx.RunOptions).Terminate
+	destroyRunOptions   = (*onnx.RunOptions).Destroy
+)
 
 func destroyAll(vs []onnx.Value) {
 	for _, v := range vs {

@@ -2,8 +2,6 @@
 package orttest
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/conditionhq/condition/models/ort"
@@ -14,7 +12,7 @@ import (
 // usable library is found: tests that need ONNX Runtime must run in CI.
 func Load(t testing.TB) *ort.Runtime {
 	t.Helper()
-	rt, err := ort.Load(ort.LoadOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rt, err := ort.Load(ort.LoadOptions{})
 	if err != nil {
 		t.Fatalf("this test needs ONNX Runtime %s or newer; install it with `go run ./cmd/condition runtime install` (from the repository root), then run the tests again.\n%v", ort.MinVersion, err)
 	}

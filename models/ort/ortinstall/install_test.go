@@ -1,4 +1,4 @@
-package ort_test
+package ortinstall_test
 
 import (
 	"archive/tar"
@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,13 +19,14 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/models/ort"
+	"github.com/conditionhq/condition/models/ort/ortinstall"
 	"github.com/conditionhq/condition/models/ort/orttest"
 )
 
 // npmLinuxAMD64SHA256 is the sha256 of libonnxruntime.so.1 in onnxruntime-node@1.30.0 (linux/x64).
 const npmLinuxAMD64SHA256 = "ffb75a925ba05e47b235bb66e3e3911714a80b328a9c9425539feb204aa32a23"
 
-// members returns the library's path in the GitHub release tarball (below its
+// releaseNames returns the library's path in the GitHub release tarball (below its
 // top folder) and the release asset name, for this platform.
 func releaseNames(t *testing.T, version string) (asset, top, member, npmMember string) {
 	switch runtime.GOOS + "/" + runtime.GOARCH {
@@ -148,22 +150,44 @@ func assertClean(t *testing.T, root string, wantVersions ...string) {
 	}
 }
 
+// countingHandler counts the records logged through it.
+type countingHandler struct{ n atomic.Int64 }
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *countingHandler) Handle(context.Context, slog.Record) error { h.n.Add(1); return nil }
+
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+func (h *countingHandler) WithGroup(string) slog.Handler { return h }
+
+// TestInstallFromRelease installs from a fake release with no Logger, which
+// must log nothing, not even to slog's default logger.
 func TestInstallFromRelease(t *testing.T) {
 	lib := realLibrary(t)
+	var logged countingHandler
+	old := slog.Default()
+	slog.SetDefault(slog.New(&logged))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	defer func() {
+		if n := logged.n.Load(); n != 0 {
+			t.Errorf("Install with no Logger logged %d records to the default logger", n)
+		}
+	}()
 	rel := newFakeRelease(t)
 	asset, tgz := releaseTgz(t, ort.InstallVersion, lib)
 	rel.serve("/v"+ort.InstallVersion+"/"+asset, tgz)
 	root := filepath.Join(t.TempDir(), "onnxruntime")
-	opts := ort.InstallOptions{CacheDir: root, NoNPM: true, ReleaseURL: rel.srv.URL, Logger: quiet()}
+	opts := ortinstall.InstallOptions{CacheDir: root, NoNPM: true, ReleaseURL: rel.srv.URL}
 	var progressed atomic.Int64
 	opts.Progress = func(done, total int64) { progressed.Store(done) }
 
-	res, err := ort.Install(context.Background(), opts)
+	res, err := ortinstall.Install(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantPath := filepath.Join(root, ort.InstallVersion, ort.InstalledLibName())
-	if res.Path != wantPath || res.Source != ort.FromGitHub || res.Version != ort.InstallVersion || res.AlreadyInstalled {
+	if res.Path != wantPath || res.Source != ortinstall.FromGitHub || res.Version != ort.InstallVersion || res.AlreadyInstalled {
 		t.Fatalf("result %+v", res)
 	}
 	if res.SHA256 != sha(lib) || res.Size != int64(len(lib)) {
@@ -182,7 +206,7 @@ func TestInstallFromRelease(t *testing.T) {
 
 	// Installed: a second call downloads nothing.
 	hits := rel.hits.Load()
-	res, err = ort.Install(context.Background(), opts)
+	res, err = ortinstall.Install(context.Background(), opts)
 	if err != nil || !res.AlreadyInstalled || res.Path != wantPath {
 		t.Fatalf("second install: %+v, %v", res, err)
 	}
@@ -191,7 +215,7 @@ func TestInstallFromRelease(t *testing.T) {
 	}
 	// Force downloads and replaces it.
 	opts.Force = true
-	res, err = ort.Install(context.Background(), opts)
+	res, err = ortinstall.Install(context.Background(), opts)
 	if err != nil || res.AlreadyInstalled {
 		t.Fatalf("forced install: %+v, %v", res, err)
 	}
@@ -217,7 +241,7 @@ func TestInstallFromRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.Force = false
-	res, err = ort.Install(context.Background(), opts)
+	res, err = ortinstall.Install(context.Background(), opts)
 	if err != nil || res.AlreadyInstalled {
 		t.Fatalf("repair: %+v, %v", res, err)
 	}
@@ -259,7 +283,7 @@ func TestInstallRejects(t *testing.T) {
 				rel.serve("/v"+ort.InstallVersion+"/"+asset, c.body)
 			}
 			root := filepath.Join(t.TempDir(), "onnxruntime")
-			_, err := ort.Install(context.Background(), ort.InstallOptions{CacheDir: root, NoNPM: true, ReleaseURL: rel.srv.URL, Logger: quiet()})
+			_, err := ortinstall.Install(context.Background(), ortinstall.InstallOptions{CacheDir: root, NoNPM: true, ReleaseURL: rel.srv.URL})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -279,7 +303,7 @@ func TestInstallVersionMismatch(t *testing.T) {
 	asset, tgz := releaseTgz(t, "1.29.0", lib) // a 1.30.0 library where 1.29.0 should be
 	rel.serve("/v1.29.0/"+asset, tgz)
 	root := filepath.Join(t.TempDir(), "onnxruntime")
-	_, err := ort.Install(context.Background(), ort.InstallOptions{Version: "1.29.0", CacheDir: root, NoNPM: true, ReleaseURL: rel.srv.URL, Logger: quiet()})
+	_, err := ortinstall.Install(context.Background(), ortinstall.InstallOptions{Version: "1.29.0", CacheDir: root, NoNPM: true, ReleaseURL: rel.srv.URL})
 	if err == nil || !strings.Contains(err.Error(), "asked for ONNX Runtime 1.29.0") {
 		t.Fatalf("error %v, want a version mismatch", err)
 	}
@@ -317,13 +341,13 @@ func TestInstallFromNPM(t *testing.T) {
 	}
 	npm, argsFile := fakeNPM(t, pkg(lib))
 	root := filepath.Join(t.TempDir(), "onnxruntime")
-	res, err := ort.Install(context.Background(), ort.InstallOptions{CacheDir: root, NPM: npm, Logger: quiet()})
+	res, err := ortinstall.Install(context.Background(), ortinstall.InstallOptions{CacheDir: root, NPM: npm})
 	pinned := runtime.GOOS == "linux" && runtime.GOARCH == "amd64" && sha(lib) == npmLinuxAMD64SHA256
 	switch {
 	case pinned && err != nil:
 		t.Fatal(err)
 	case pinned:
-		if res.Source != ort.FromNPM || res.SHA256 != npmLinuxAMD64SHA256 || res.URL != "onnxruntime-node@"+ort.InstallVersion {
+		if res.Source != ortinstall.FromNPM || res.SHA256 != npmLinuxAMD64SHA256 || res.URL != "onnxruntime-node@"+ort.InstallVersion {
 			t.Fatalf("result %+v", res)
 		}
 		assertClean(t, root, ort.InstallVersion)
@@ -343,7 +367,7 @@ func TestInstallFromNPM(t *testing.T) {
 	tampered[len(tampered)-1] ^= 0xff
 	npm, _ = fakeNPM(t, pkg(tampered))
 	root = filepath.Join(t.TempDir(), "onnxruntime")
-	_, err = ort.Install(context.Background(), ort.InstallOptions{CacheDir: root, NPM: npm, Logger: quiet()})
+	_, err = ortinstall.Install(context.Background(), ortinstall.InstallOptions{CacheDir: root, NPM: npm})
 	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" && (err == nil || !strings.Contains(err.Error(), "expected "+npmLinuxAMD64SHA256)) {
 		t.Fatalf("tampered library: error %v, want a sha256 mismatch", err)
 	}
@@ -362,13 +386,13 @@ func TestInstallNPMFailsFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(t.TempDir(), "onnxruntime")
-	res, err := ort.Install(context.Background(), ort.InstallOptions{CacheDir: root, NPM: npm, ReleaseURL: rel.srv.URL, Logger: quiet()})
-	if err != nil || res.Source != ort.FromGitHub {
+	res, err := ortinstall.Install(context.Background(), ortinstall.InstallOptions{CacheDir: root, NPM: npm, ReleaseURL: rel.srv.URL})
+	if err != nil || res.Source != ortinstall.FromGitHub {
 		t.Fatalf("Install: %+v, %v", res, err)
 	}
 	// Both failing: the error tells both stories.
 	root = filepath.Join(t.TempDir(), "onnxruntime")
-	_, err = ort.Install(context.Background(), ort.InstallOptions{CacheDir: root, NPM: npm, ReleaseURL: rel.srv.URL + "/missing", Logger: quiet()})
+	_, err = ortinstall.Install(context.Background(), ortinstall.InstallOptions{CacheDir: root, NPM: npm, ReleaseURL: rel.srv.URL + "/missing"})
 	if err == nil || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "network unreachable") {
 		t.Fatalf("error %v, want the download's and npm's failures", err)
 	}

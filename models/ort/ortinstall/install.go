@@ -1,4 +1,9 @@
-package ort
+// Package ortinstall installs the official ONNX Runtime build into the user
+// cache folder, where ort.Load finds it: it downloads the library with
+// `npm pack` or from the GitHub release, checks it, and moves it into place
+// atomically. It is kept apart from package ort so that programs that only
+// load and run ONNX Runtime do not link a downloader.
+package ortinstall
 
 import (
 	"archive/tar"
@@ -23,16 +28,15 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/conditionhq/condition/models/ort"
 )
 
 // DefaultReleaseURL is where the GitHub release tarballs live:
 // <DefaultReleaseURL>/v<version>/onnxruntime-<platform>-<version>.tgz.
 const DefaultReleaseURL = "https://github.com/microsoft/onnxruntime/releases/download"
 
-// ManifestName is the file Install writes beside the library.
-const ManifestName = "INSTALL.json"
-
-// Install sources.
+// The sources of a library, as InstallResult.Source names them.
 const (
 	FromNPM    = "npm"
 	FromGitHub = "github"
@@ -49,8 +53,8 @@ var pinnedSHA256 = map[string]string{
 
 // InstallOptions controls Install.
 type InstallOptions struct {
-	Version  string // default InstallVersion
-	CacheDir string // default DefaultCacheDir()
+	Version  string // default ort.InstallVersion
+	CacheDir string // default ort.DefaultCacheDir()
 	Force    bool   // reinstall even when the version is already installed
 
 	// NPM is the npm executable; empty means look it up on PATH. With
@@ -64,7 +68,10 @@ type InstallOptions struct {
 	// Progress, when set, is called as a download advances (total is -1
 	// when unknown). It is not called for npm, which reports nothing.
 	Progress func(done, total int64)
-	Logger   *slog.Logger
+	// Logger receives Info lines as the install advances and Warn lines
+	// when it falls back or repairs a broken install. Nil means nothing is
+	// logged.
+	Logger *slog.Logger
 }
 
 // InstallResult says what Install did.
@@ -111,7 +118,7 @@ func platformFor(goos, goarch, version string) (platform, error) {
 	case "darwin/amd64":
 		return platform{"", "onnxruntime-osx-x86_64-" + version + ".tgz", "lib/libonnxruntime." + version + ".dylib"}, nil
 	}
-	return platform{}, fmt.Errorf("ort: install: no official ONNX Runtime build for %s/%s; build or install it yourself and use --ort-lib", goos, goarch)
+	return platform{}, fmt.Errorf("ortinstall: no official ONNX Runtime build for %s/%s; build or install it yourself and use --ort-lib", goos, goarch)
 }
 
 // Install installs the official ONNX Runtime build into the user cache folder
@@ -126,20 +133,20 @@ func platformFor(goos, goarch, version string) (platform, error) {
 // already there returns at once with AlreadyInstalled set, unless Force.
 func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	if opts.Version == "" {
-		opts.Version = InstallVersion
+		opts.Version = ort.InstallVersion
 	}
-	if _, err := ParseVersion(opts.Version); err != nil {
-		return nil, fmt.Errorf("ort: install: %q is not a version like %s", opts.Version, InstallVersion)
+	if _, err := ort.ParseVersion(opts.Version); err != nil {
+		return nil, fmt.Errorf("ortinstall: %q is not a version like %s", opts.Version, ort.InstallVersion)
 	}
 	log := opts.Logger
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	root := opts.CacheDir
 	if root == "" {
 		var err error
-		if root, err = DefaultCacheDir(); err != nil {
-			return nil, fmt.Errorf("ort: install: %w", err)
+		if root, err = ort.DefaultCacheDir(); err != nil {
+			return nil, fmt.Errorf("ortinstall: %w", err)
 		}
 	}
 	plat, err := platformFor(runtime.GOOS, runtime.GOARCH, opts.Version)
@@ -155,17 +162,17 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 		}
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("ort: install: %w", err)
+		return nil, fmt.Errorf("ortinstall: %w", err)
 	}
 	staging, err := os.MkdirTemp(root, ".staging-"+opts.Version+"-")
 	if err != nil {
-		return nil, fmt.Errorf("ort: install: %w", err)
+		return nil, fmt.Errorf("ortinstall: %w", err)
 	}
 	defer os.RemoveAll(staging)
 	if err := os.Chmod(staging, 0o755); err != nil {
-		return nil, fmt.Errorf("ort: install: %w", err)
+		return nil, fmt.Errorf("ortinstall: %w", err)
 	}
-	libPath := filepath.Join(staging, InstalledLibName())
+	libPath := filepath.Join(staging, ort.InstalledLibName())
 
 	npm := ""
 	if !opts.NoNPM && plat.npmMember != "" {
@@ -205,40 +212,40 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	}
 	if m.Source == FromNPM {
 		if want, ok := pinnedSHA256[opts.Version+"/"+runtime.GOOS+"/"+runtime.GOARCH]; ok && want != m.SHA256 {
-			return nil, fmt.Errorf("ort: install: %s from %s has sha256 %s, expected %s", path.Base(plat.npmMember), m.URL, m.SHA256, want)
+			return nil, fmt.Errorf("ortinstall: %s from %s has sha256 %s, expected %s", path.Base(plat.npmMember), m.URL, m.SHA256, want)
 		}
 	}
 	if err := checkBinary(libPath); err != nil {
-		return nil, fmt.Errorf("ort: install: %s from %s: %w", path.Base(plat.npmMember+plat.ghMember), m.URL, err)
+		return nil, fmt.Errorf("ortinstall: %s from %s: %w", path.Base(plat.npmMember+plat.ghMember), m.URL, err)
 	}
-	ver, err := Probe(libPath)
+	ver, err := ort.Probe(libPath)
 	if err != nil {
-		return nil, fmt.Errorf("ort: install: the downloaded library does not load: %w", err)
+		return nil, fmt.Errorf("ortinstall: the downloaded library does not load: %w", err)
 	}
 	if err := checkVersion(ver); err != nil {
-		return nil, fmt.Errorf("ort: install: the downloaded library %w", err)
+		return nil, fmt.Errorf("ortinstall: the downloaded library %w", err)
 	}
 	if ver != opts.Version {
-		return nil, fmt.Errorf("ort: install: asked for ONNX Runtime %s, the downloaded library reports %s", opts.Version, ver)
+		return nil, fmt.Errorf("ortinstall: asked for ONNX Runtime %s, the downloaded library reports %s", opts.Version, ver)
 	}
 	m.InstalledAt = time.Now().UTC().Format(time.RFC3339)
 	mj, _ := json.MarshalIndent(m, "", "  ")
-	if err := writeSynced(filepath.Join(staging, ManifestName), append(mj, '\n')); err != nil {
-		return nil, fmt.Errorf("ort: install: %w", err)
+	if err := writeSynced(filepath.Join(staging, ort.ManifestName), append(mj, '\n')); err != nil {
+		return nil, fmt.Errorf("ortinstall: %w", err)
 	}
 	if err := syncDir(staging); err != nil {
-		return nil, fmt.Errorf("ort: install: %w", err)
+		return nil, fmt.Errorf("ortinstall: %w", err)
 	}
 	if err := replaceDir(staging, dest, root); err != nil {
 		// Another process may have finished the same install first.
 		if r, err2 := checkInstalled(dest, opts.Version); err2 == nil && !opts.Force {
 			return r, nil
 		}
-		return nil, fmt.Errorf("ort: install: %w", err)
+		return nil, fmt.Errorf("ortinstall: %w", err)
 	}
 	_ = syncDir(root)
-	log.Info("onnxruntime: installed", "version", ver, "path", filepath.Join(dest, InstalledLibName()))
-	return &InstallResult{Path: filepath.Join(dest, InstalledLibName()), Version: ver, Source: m.Source,
+	log.Info("onnxruntime: installed", "version", ver, "path", filepath.Join(dest, ort.InstalledLibName()))
+	return &InstallResult{Path: filepath.Join(dest, ort.InstalledLibName()), Version: ver, Source: m.Source,
 		URL: m.URL, SHA256: m.SHA256, Size: m.Size}, nil
 }
 
@@ -246,17 +253,17 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 // manifest, the file size and the binary header; no hashing, no loading).
 // The error wraps os.ErrNotExist when nothing is installed there.
 func checkInstalled(dir, version string) (*InstallResult, error) {
-	lib := filepath.Join(dir, InstalledLibName())
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	lib := filepath.Join(dir, ort.InstalledLibName())
+	b, err := os.ReadFile(filepath.Join(dir, ort.ManifestName))
 	if err != nil {
 		return nil, err
 	}
 	var m manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestName), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ort.ManifestName), err)
 	}
 	if m.Version != version {
-		return nil, fmt.Errorf("%s: version %q, expected %q", filepath.Join(dir, ManifestName), m.Version, version)
+		return nil, fmt.Errorf("%s: version %q, expected %q", filepath.Join(dir, ort.ManifestName), m.Version, version)
 	}
 	fi, err := os.Stat(lib)
 	if err != nil {
@@ -277,7 +284,7 @@ func checkInstalled(dir, version string) (*InstallResult, error) {
 func fetchNPM(ctx context.Context, npm, spec, dir, member, dst string) (string, int64, error) {
 	tmp, err := os.MkdirTemp(dir, ".npm-")
 	if err != nil {
-		return "", 0, fmt.Errorf("ort: install: %w", err)
+		return "", 0, fmt.Errorf("ortinstall: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	cmd := exec.CommandContext(ctx, npm, "pack", spec, "--ignore-scripts", "--silent", "--pack-destination", tmp)
@@ -289,11 +296,11 @@ func fetchNPM(ctx context.Context, npm, spec, dir, member, dst string) (string, 
 		if ctx.Err() != nil {
 			return "", 0, ctx.Err()
 		}
-		return "", 0, fmt.Errorf("ort: install: npm pack %s: %w: %s", spec, err, strings.TrimSpace(stderr.String()))
+		return "", 0, fmt.Errorf("ortinstall: npm pack %s: %w: %s", spec, err, strings.TrimSpace(stderr.String()))
 	}
 	ents, err := os.ReadDir(tmp)
 	if err != nil {
-		return "", 0, fmt.Errorf("ort: install: %w", err)
+		return "", 0, fmt.Errorf("ortinstall: %w", err)
 	}
 	var tgz string
 	for _, e := range ents {
@@ -302,16 +309,16 @@ func fetchNPM(ctx context.Context, npm, spec, dir, member, dst string) (string, 
 		}
 	}
 	if tgz == "" {
-		return "", 0, fmt.Errorf("ort: install: npm pack %s wrote no .tgz (stdout %q)", spec, strings.TrimSpace(stdout.String()))
+		return "", 0, fmt.Errorf("ortinstall: npm pack %s wrote no .tgz (stdout %q)", spec, strings.TrimSpace(stdout.String()))
 	}
 	f, err := os.Open(tgz)
 	if err != nil {
-		return "", 0, fmt.Errorf("ort: install: %w", err)
+		return "", 0, fmt.Errorf("ortinstall: %w", err)
 	}
 	defer f.Close()
 	sum, n, err := extractMember(ctx, f, member, false, dst)
 	if err != nil {
-		return "", 0, fmt.Errorf("ort: install: %s from npm pack %s: %w", filepath.Base(tgz), spec, err)
+		return "", 0, fmt.Errorf("ortinstall: %s from npm pack %s: %w", filepath.Base(tgz), spec, err)
 	}
 	return sum, n, nil
 }
@@ -325,18 +332,18 @@ func fetchHTTP(ctx context.Context, opts InstallOptions, url, member, dst string
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return "", 0, fmt.Errorf("ort: install: %w", err)
+		return "", 0, fmt.Errorf("ortinstall: %w", err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", 0, ctx.Err()
 		}
-		return "", 0, fmt.Errorf("ort: install: download %s: %w (without internet access, put libonnxruntime in place yourself and use --ort-lib)", url, err)
+		return "", 0, fmt.Errorf("ortinstall: download %s: %w (without internet access, put libonnxruntime in place yourself and use --ort-lib)", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", 0, fmt.Errorf("ort: install: download %s: %s", url, resp.Status)
+		return "", 0, fmt.Errorf("ortinstall: download %s: %s", url, resp.Status)
 	}
 	var body io.Reader = resp.Body
 	if opts.Progress != nil {
@@ -347,7 +354,7 @@ func fetchHTTP(ctx context.Context, opts InstallOptions, url, member, dst string
 		if ctx.Err() != nil {
 			return "", 0, ctx.Err()
 		}
-		return "", 0, fmt.Errorf("ort: install: %s: %w", url, err)
+		return "", 0, fmt.Errorf("ortinstall: %s: %w", url, err)
 	}
 	return sum, n, nil
 }
@@ -525,6 +532,19 @@ func syncDir(d string) error {
 	defer f.Close()
 	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
 		return err
+	}
+	return nil
+}
+
+// checkVersion checks that ver is a version number no older than ort.MinVersion.
+func checkVersion(ver string) error {
+	v, err := ort.ParseVersion(ver)
+	if err != nil {
+		return fmt.Errorf("reports version %q, which is not a version number", ver)
+	}
+	min, _ := ort.ParseVersion(ort.MinVersion)
+	if ort.CompareVersions(v, min) < 0 {
+		return fmt.Errorf("version %s is older than %s", ver, ort.MinVersion)
 	}
 	return nil
 }

@@ -4,85 +4,336 @@ import (
 	"context"
 	"fmt"
 	"image"
-	"os"
+	"math"
+	"strings"
 
-	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"
 	"github.com/conditionhq/condition/xattn"
 )
 
-// Attention is one image attended with one prompt.
-type Attention struct {
-	Prompt      string
-	Tokens      []string    // BOS … EOS, as the vocabulary spells them
-	Words       []text.Word // the prompt's words over Tokens
-	Grid        vision.Grid // the patch grid, P = Grid.H × Grid.W
-	ImageToText []float32   // [P, T]: row p is what patch p draws on (nil if not computed)
-	TextToImage []float32   // [T, P]: row t is where token t looks (nil if not computed)
-	Score       float64     // CLIP score: exp(logit_scale) · cos(image_embeds, text_embeds); 0 if unknown
-	Overlays    []Overlay   // one per content word, for heatmaps
+// AttendOptions controls Attend.
+type AttendOptions struct {
+	// Direction picks the attention to compute, among the engine's (0: all
+	// of the engine's).
+	Direction xattn.Direction
+	// PerHead also returns the maps of each head.
+	PerHead bool
+	// Conditioned also returns the attention outputs: the patches
+	// conditioned on the prompt (image → text) and the tokens conditioned
+	// on the image (text → image).
+	Conditioned bool
 }
 
-// AttendImage runs one image through the model and attends it with every
-// prompt of cfg, both ways as cfg.Direction asks. It returns the decoded
-// image, the region of it the model saw (for drawing) and one Attention per
-// prompt. cfg's Inputs, Out and job settings are ignored.
-func AttendImage(ctx context.Context, cfg Config, path string) (image.Image, image.Rectangle, []Attention, error) {
-	e, err := newEngine(cfg)
+// Attention is one image attended with one prompt.
+type Attention struct {
+	Prompt *Prompt
+	Grid   vision.Grid // the patch grid, P = Grid.H × Grid.W
+	// ImageToText [P, T] (head-averaged): row p is what patch p draws on
+	// from the prompt's tokens, BOS to EOS. Nil when not computed.
+	ImageToText []float32
+	// TextToImage [T, P] (head-averaged): row t is where token t looks.
+	// Nil when not computed.
+	TextToImage []float32
+	// Per head, with AttendOptions.PerHead: [Heads, P, T] and [Heads, T, P].
+	ImageToTextHeads, TextToImageHeads []float32
+	Heads                              int
+	// With AttendOptions.Conditioned: the attention outputs,
+	// ConditionedPatches [P, DOut] (image → text) and ConditionedTokens
+	// [T, DOut] (text → image).
+	ConditionedPatches, ConditionedTokens []float32
+	DOut                                  int
+	// Cosine is cos(image_embeds, text_embeds) and Score the CLIP logit
+	// exp(logit_scale)·Cosine; HasScore says they were computed (both
+	// graphs give embeddings, and the model has a logit scale).
+	Cosine, Score float64
+	HasScore      bool
+}
+
+// Attend attends one encoded image with each prepared prompt (made by this
+// engine's Prepare), in the directions asked for, and returns one Attention
+// per prompt. The image's side of the attention is projected once for all
+// the prompts.
+func (e *Engine) Attend(ctx context.Context, img *ImageEncoding, prompts Prompts, opts AttendOptions) ([]Attention, error) {
+	ws := e.getWorkspaces()
+	defer e.putWorkspaces(ws)
+	return e.attend(ctx, ws, img, prompts, opts)
+}
+
+// AttendImages encodes images in batches and attends each with the
+// prompts: one []Attention per image.
+func (e *Engine) AttendImages(ctx context.Context, imgs []image.Image, prompts Prompts, opts AttendOptions) ([][]Attention, error) {
+	encs, err := e.EncodeImages(ctx, imgs)
 	if err != nil {
-		return nil, image.Rectangle{}, nil, err
+		return nil, err
 	}
-	defer e.close()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: %w", err)
+	ws := e.getWorkspaces()
+	defer e.putWorkspaces(ws)
+	out := make([][]Attention, len(encs))
+	for i := range encs {
+		if out[i], err = e.attend(ctx, ws, &encs[i], prompts, opts); err != nil {
+			return nil, fmt.Errorf("%w (image %d)", err, i)
+		}
 	}
-	img, err := vision.Decode(data, vision.DecodeOptions{MaxPixels: cfg.MaxPixels})
-	if err != nil {
-		return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: %s: %w", path, err)
+	return out, nil
+}
+
+func (e *Engine) attend(ctx context.Context, ws *workspaces, img *ImageEncoding, prompts Prompts, opts AttendOptions) ([]Attention, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	px, h, w, err := e.pre.Apply(img)
-	if err != nil {
-		return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: %s: %w", path, err)
+	dir := opts.Direction
+	if dir == 0 {
+		dir = xattn.Both
 	}
-	encs, err := e.venc.Encode(ctx, px, 1, h, w)
-	if err != nil {
-		return nil, image.Rectangle{}, nil, err
+	i2t := dir&xattn.ImageToText != 0 && e.i2t != nil
+	t2i := dir&xattn.TextToImage != 0 && e.t2i != nil
+	if !i2t && !t2i {
+		return nil, fmt.Errorf("pipeline: attend %s: the engine computes %s only", dir, e.Direction())
 	}
-	enc := encs[0]
-	p := enc.Tokens - 1
-	patches := enc.States[enc.Width:]
-	ws := e.newWorkspaces()
-	defer ws.close()
-	if err := e.preparePatches(ws, patches, p); err != nil {
-		return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: %w", err)
+	p := img.P()
+	if p <= 0 || len(img.States) != (1+p)*img.Width || img.Width != e.dv {
+		return nil, fmt.Errorf("pipeline: attend: image encoding of %d values for %d patches of width %d; the engine's patches have width %d", len(img.States), p, img.Width, e.dv)
+	}
+	mode := xattn.MeanAttention
+	if opts.PerHead {
+		mode = xattn.PerHeadAttention
+	}
+	if err := e.preparePatches(ws, img.Patches(), p, i2t, t2i); err != nil {
+		return nil, err
 	}
 	res := &ws.res
-	var out []Attention
-	for _, ps := range e.prompts {
-		a := Attention{Prompt: ps.text, Words: ps.words, Grid: enc.Grid}
-		ids := make([]int, ps.t)
-		for i := range ids {
-			ids[i] = int(ps.ids[i])
+	out := make([]Attention, len(prompts))
+	for k, ps := range prompts {
+		if ps == nil || ps.eng != e {
+			return nil, fmt.Errorf("pipeline: attend: prompt %d was not prepared by this engine", k)
 		}
-		a.Tokens, _ = e.tok.Tokens(ids)
-		if ws.i2t != nil {
-			if err := ws.i2t.ForwardPrepared(res, &ws.patchQ, ps.src, xattn.MeanAttention); err != nil {
-				return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: attention: %w", err)
+		t := ps.T()
+		a := &out[k]
+		a.Prompt, a.Grid = ps, img.Grid
+		if i2t {
+			if err := ws.i2t.ForwardPrepared(res, &ws.patchQ, ps.src, mode); err != nil {
+				return nil, fmt.Errorf("pipeline: attention (image to text, prompt %d): %w", k, err)
 			}
-			a.ImageToText = clone(res.Attn[:p*ps.t])
-		}
-		if ws.t2i != nil {
-			if err := ws.t2i.ForwardPrepared(res, ps.q, &ws.patchSrc, xattn.MeanAttention); err != nil {
-				return nil, image.Rectangle{}, nil, fmt.Errorf("pipeline: attention: %w", err)
+			a.ImageToText = headMean(res.Attn, res.Heads, p*t, mode)
+			if opts.PerHead {
+				a.ImageToTextHeads = clone(res.Attn)
 			}
-			a.TextToImage = clone(res.Attn[:ps.t*p])
+			if opts.Conditioned {
+				a.ConditionedPatches = clone(res.Out)
+			}
+			a.Heads, a.DOut = res.Heads, res.DOut
 		}
-		if enc.Embeds != nil && ps.embeds != nil && e.logitScale != 0 {
-			a.Score = e.logitScale * cosine(enc.Embeds, ps.embeds)
+		if t2i {
+			if err := ws.t2i.ForwardPrepared(res, ps.q, &ws.patchSrc, mode); err != nil {
+				return nil, fmt.Errorf("pipeline: attention (text to image, prompt %d): %w", k, err)
+			}
+			a.TextToImage = headMean(res.Attn, res.Heads, t*p, mode)
+			if opts.PerHead {
+				a.TextToImageHeads = clone(res.Attn)
+			}
+			if opts.Conditioned {
+				a.ConditionedTokens = clone(res.Out)
+			}
+			a.Heads, a.DOut = res.Heads, res.DOut
 		}
-		a.Overlays = wordOverlays(ps, a.TextToImage, a.ImageToText, p)
-		out = append(out, a)
+		if img.Embeds != nil && ps.Embeds != nil && e.logitScale != 0 && len(img.Embeds) == len(ps.Embeds) {
+			a.Cosine = Cosine(img.Embeds, ps.Embeds)
+			a.Score, a.HasScore = e.logitScale*a.Cosine, true
+		}
 	}
-	return img, e.cropRegion(img.Bounds()), out, nil
+	return out, nil
+}
+
+// workspaces are one call's attention workspaces and result buffers, and
+// the image side of the attention, prepared once per image for every
+// prompt.
+type workspaces struct {
+	i2t, t2i *xattn.Workspace
+	res      xattn.Result
+	patchQ   xattn.Query  // the patches as queries (image → text)
+	patchSrc xattn.Source // the patches as keys and values (text → image)
+	file     []byte       // the encoding of the last output file (the job's)
+}
+
+func (e *Engine) newWorkspaces() *workspaces {
+	ws := &workspaces{}
+	if e.i2t != nil {
+		ws.i2t = e.i2t.NewWorkspace(e.threads)
+	}
+	if e.t2i != nil {
+		ws.t2i = e.t2i.NewWorkspace(e.threads)
+	}
+	return ws
+}
+
+// getWorkspaces takes workspaces from the free list, or makes new ones.
+func (e *Engine) getWorkspaces() *workspaces {
+	select {
+	case ws := <-e.free:
+		return ws
+	default:
+		return e.newWorkspaces()
+	}
+}
+
+// putWorkspaces gives ws back to the free list, or closes it when the list
+// is full.
+func (e *Engine) putWorkspaces(ws *workspaces) {
+	select {
+	case e.free <- ws:
+	default:
+		ws.close()
+	}
+}
+
+func (ws *workspaces) close() {
+	if ws.i2t != nil {
+		ws.i2t.Close()
+	}
+	if ws.t2i != nil {
+		ws.t2i.Close()
+	}
+}
+
+// preparePatches projects an image's patches [p, width] once for all the
+// prompts: as queries (image → text) and as keys and values (text → image),
+// the latter from the former in CLIP's joint space, where both are the same
+// rows.
+func (e *Engine) preparePatches(ws *workspaces, patches []float32, p int, i2t, t2i bool) error {
+	if i2t || (t2i && e.jointPatches) {
+		if err := ws.i2t.PrepareQuery(&ws.patchQ, patches, p); err != nil {
+			return fmt.Errorf("pipeline: attention (image to text): %w", err)
+		}
+	}
+	if !t2i {
+		return nil
+	}
+	var err error
+	if e.jointPatches {
+		err = ws.t2i.PrepareSourceProjected(&ws.patchSrc, ws.patchQ.Rows(), nil, p, nil)
+	} else {
+		err = ws.t2i.PrepareSource(&ws.patchSrc, patches, p, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("pipeline: attention (text to image): %w", err)
+	}
+	return nil
+}
+
+// headMean returns the head-averaged map [n] from attn, which holds it
+// already (MeanAttention) or per head [heads, n].
+func headMean(attn []float32, heads, n int, mode xattn.AttnMode) []float32 {
+	out := make([]float32, n)
+	if mode != xattn.PerHeadAttention || heads <= 1 {
+		copy(out, attn[:n])
+		return out
+	}
+	for h := range heads {
+		for i, v := range attn[h*n : (h+1)*n] {
+			out[i] += v
+		}
+	}
+	inv := 1 / float32(heads)
+	for i := range out {
+		out[i] *= inv
+	}
+	return out
+}
+
+func clone(x []float32) []float32 { return append([]float32(nil), x...) }
+
+// Cosine returns cos(a, b) in float64 (0 when either is zero).
+func Cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
+// Similarity returns, for every image and prompt, the cosine of their
+// embeddings and the CLIP logit exp(logit_scale)·cosine (Hugging Face's
+// logits_per_image), [image][prompt]. Encodings without embeddings, or of
+// different widths, are an error.
+func (e *Engine) Similarity(images []ImageEncoding, texts []TextEncoding) (cos, logits [][]float32, err error) {
+	cos = make([][]float32, len(images))
+	logits = make([][]float32, len(images))
+	for i, im := range images {
+		if im.Embeds == nil {
+			return nil, nil, fmt.Errorf("pipeline: similarity: image %d has no image_embeds (the vision graph gives none)", i)
+		}
+		cos[i] = make([]float32, len(texts))
+		logits[i] = make([]float32, len(texts))
+		for j, t := range texts {
+			if t.Embeds == nil {
+				return nil, nil, fmt.Errorf("pipeline: similarity: prompt %d has no text_embeds (the text graph gives none)", j)
+			}
+			if len(t.Embeds) != len(im.Embeds) {
+				return nil, nil, fmt.Errorf("pipeline: similarity: text_embeds have %d dimensions, image_embeds %d: not one joint space", len(t.Embeds), len(im.Embeds))
+			}
+			c := Cosine(im.Embeds, t.Embeds)
+			cos[i][j], logits[i][j] = float32(c), float32(e.logitScale*c)
+		}
+	}
+	return cos, logits, nil
+}
+
+// Overlays makes one heatmap overlay per content word of the prompt: the
+// text → image map averaged over the word's tokens, or, without it, the
+// image → text attention the patches give the word (averaged likewise).
+func (a *Attention) Overlays() []Overlay {
+	ps, p := a.Prompt, a.Grid.Patches()
+	t := ps.T()
+	var out []Overlay
+	for _, wd := range ps.Words {
+		if wd.Special || IsStopWord(wd.Text) {
+			continue
+		}
+		m := make([]float32, p)
+		for tok := wd.Start; tok < wd.End; tok++ {
+			for j := range p {
+				if a.TextToImage != nil {
+					m[j] += a.TextToImage[tok*p+j]
+				} else if a.ImageToText != nil {
+					m[j] += a.ImageToText[j*t+tok]
+				}
+			}
+		}
+		if n := wd.End - wd.Start; n > 1 {
+			for j := range m {
+				m[j] /= float32(n)
+			}
+		}
+		out = append(out, Overlay{Label: wd.Text, Start: wd.Start, End: wd.End, Map: m})
+	}
+	return out
+}
+
+var stopWords = map[string]bool{
+	"a": true, "an": true, "the": true, "of": true, "on": true, "in": true, "and": true, "with": true,
+	"at": true, "to": true, "is": true, "are": true, ",": true, ".": true, "'s": true,
+}
+
+// IsStopWord reports whether a word is too common to deserve its own heatmap.
+func IsStopWord(w string) bool { return stopWords[strings.ToLower(strings.TrimSpace(w))] }
+
+// CropRegion is the part of a source image of bounds b that the model
+// sees: the centre crop, mapped back from the resized image to source
+// pixels (for drawing heatmaps over the source).
+func (e *Engine) CropRegion(b image.Rectangle) image.Rectangle {
+	w, h := b.Dx(), b.Dy()
+	rh, rw := e.pre.ResizedSize(w, h)
+	if !e.pre.DoCenterCrop || rh <= 0 || rw <= 0 {
+		return b
+	}
+	ch, cw := e.pre.CropSize.Height, e.pre.CropSize.Width
+	top, left := (rh-ch)/2, (rw-cw)/2
+	sx, sy := float64(w)/float64(rw), float64(h)/float64(rh)
+	r := image.Rect(int(float64(left)*sx), int(float64(top)*sy), int(float64(left+cw)*sx+0.5), int(float64(top+ch)*sy+0.5))
+	return r.Add(b.Min).Intersect(b)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/xattn"
 )
 
 // jobGoldenDir holds the float64 torch reference made by
@@ -66,20 +67,20 @@ func TestRunMatchesTorch(t *testing.T) {
 	t2i := []string{"conditioned_tokens", "text_to_image"}
 	for _, c := range []struct {
 		name      string
-		dir       Direction
+		dir       xattn.Direction
 		perHead   bool
 		has, lack []string
 	}{
-		{"both", Both, false, append(slices.Clone(i2t), t2i...), nil},
-		{"both/per-head", Both, true, append(slices.Clone(i2t), t2i...), nil},
-		{"image-to-text", ImageToText, false, i2t, t2i},
-		{"text-to-image", TextToImage, true, t2i, i2t},
+		{"both", xattn.Both, false, append(slices.Clone(i2t), t2i...), nil},
+		{"both/per-head", xattn.Both, true, append(slices.Clone(i2t), t2i...), nil},
+		{"image-to-text", xattn.ImageToText, false, i2t, t2i},
+		{"text-to-image", xattn.TextToImage, true, t2i, i2t},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			sum, err := Run(context.Background(), Config{
-				Model: m, Inputs: []string{in}, Prompts: prompts, Out: out,
-				Direction: c.dir, PerHead: c.perHead, Batch: 2, Version: "test",
+				Engine: tinyEngine(t, m, Options{Direction: c.dir}), Inputs: []string{in}, Prompts: prompts, Out: out,
+				PerHead: c.perHead, Batch: 2, Version: "test",
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/ort/orttest"
 	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/xattn"
 )
 
 const tinyModel = "../testdata/tinyclip"
@@ -61,6 +62,18 @@ func openTiny(t testing.TB) *models.Model {
 	return m
 }
 
+// tinyEngine opens the engine of model m with opts, closed when the test
+// ends.
+func tinyEngine(t testing.TB, m *models.Model, opts Options) *Engine {
+	t.Helper()
+	eng, err := New(context.Background(), m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
+}
+
 func readManifest(t testing.TB, path string) []Entry {
 	t.Helper()
 	f, err := os.Open(path)
@@ -86,7 +99,7 @@ func TestRunOutputsAndFailures(t *testing.T) {
 	prompts := []string{"a red circle", "blue"}
 	var progress []Progress
 	sum, err := Run(context.Background(), Config{
-		Model: m, Inputs: []string{in}, Prompts: prompts, Out: out, Heatmaps: true, PerHead: true,
+		Engine: tinyEngine(t, m, Options{}), Inputs: []string{in}, Prompts: prompts, Out: out, Heatmaps: true, PerHead: true,
 		Batch: 2, Workers: 2, Version: "test",
 		Progress: func(p Progress) { progress = append(progress, p) },
 	})
@@ -196,7 +209,7 @@ func TestNumPyLoadsOutputs(t *testing.T) {
 	makeImages(t, in, 2)
 	for _, format := range []string{"safetensors", "npz"} {
 		out := filepath.Join(t.TempDir(), format)
-		if _, err := Run(context.Background(), Config{Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: out, Format: format}); err != nil {
+		if _, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out, Format: format}); err != nil {
 			t.Fatal(err)
 		}
 		script := `
@@ -233,7 +246,7 @@ func TestRunResumeSkipsDone(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "in")
 	makeImages(t, in, 4)
 	out := filepath.Join(t.TempDir(), "out")
-	cfg := Config{Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: out}
+	cfg := Config{Engine: tinyEngine(t, m, Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out}
 	if _, err := Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +277,7 @@ func TestRunCancelled(t *testing.T) {
 	makeImages(t, in, 30)
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	sum, err := Run(ctx, Config{Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: filepath.Join(t.TempDir(), "out"), Batch: 1, Workers: 1,
+	sum, err := Run(ctx, Config{Engine: tinyEngine(t, m, Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: filepath.Join(t.TempDir(), "out"), Batch: 1, Workers: 1,
 		Progress: func(Progress) {
 			if n++; n == 3 {
 				cancel()
@@ -280,20 +293,37 @@ func TestRunCancelled(t *testing.T) {
 
 func TestRunBadConfig(t *testing.T) {
 	m := openTiny(t)
+	eng := tinyEngine(t, m, Options{})
 	in := t.TempDir()
 	for name, cfg := range map[string]Config{
-		"no prompts":   {Model: m, Inputs: []string{in}, Out: t.TempDir()},
-		"empty prompt": {Model: m, Inputs: []string{in}, Prompts: []string{"  "}, Out: t.TempDir()},
-		"long prompt":  {Model: m, Inputs: []string{in}, Prompts: []string{strings.Repeat("red ", 40)}, Out: t.TempDir()},
-		"format":       {Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: t.TempDir(), Format: "csv"},
-		"identity":     {Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: t.TempDir(), XAttn: "identity"},
-		"weights file": {Model: m, Inputs: []string{in}, Prompts: []string{"red"}, Out: t.TempDir(), XAttn: filepath.Join(in, "none.safetensors")},
+		"no engine":    {Inputs: []string{in}, Prompts: []string{"red"}, Out: t.TempDir()},
+		"no prompts":   {Engine: eng, Inputs: []string{in}, Out: t.TempDir()},
+		"empty prompt": {Engine: eng, Inputs: []string{in}, Prompts: []string{"  "}, Out: t.TempDir()},
+		"long prompt":  {Engine: eng, Inputs: []string{in}, Prompts: []string{strings.Repeat("red ", 40)}, Out: t.TempDir()},
+		"format":       {Engine: eng, Inputs: []string{in}, Prompts: []string{"red"}, Out: t.TempDir(), Format: "csv"},
 	} {
 		if _, err := Run(context.Background(), cfg); err == nil {
 			t.Errorf("%s: no error", name)
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
+	}
+	// Layers the model cannot take.
+	id, err := xattn.Identity(7, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opts := range map[string]Options{
+		"identity of another width": {Layer: id, Direction: xattn.ImageToText},
+	} {
+		if _, err := New(context.Background(), m, opts); err == nil {
+			t.Errorf("%s: no error", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	if _, err := LoadDiffusersLayer(filepath.Join(in, "none.safetensors"), "", 8); err == nil {
+		t.Error("a missing weights file: no error")
 	}
 }
 
@@ -317,7 +347,7 @@ func pythonWithNumPy() string {
 	return ""
 }
 
-// TestEncoderPlan checks how a job of Config.Threads and Config.Streams
+// TestEncoderPlan checks how a job of --threads and --streams
 // shares the cores among vision encoder runs.
 func TestEncoderPlan(t *testing.T) {
 	for _, tc := range []struct {
@@ -377,8 +407,9 @@ func TestRunStreams(t *testing.T) {
 		{"2 streams, 1 byte read ahead, bad files", inBad, 2, 1, 4, 1, 3},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
-		sum, err := Run(context.Background(), Config{Model: m, Inputs: []string{tc.in}, Prompts: []string{"a red circle"},
-			Out: out, Batch: tc.batch, Threads: tc.threads, Streams: tc.streams, ReadAhead: tc.readAhead})
+		eng := tinyEngine(t, m, Options{Threads: tc.threads, NoSpinning: true})
+		sum, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{tc.in}, Prompts: []string{"a red circle"},
+			Out: out, Batch: tc.batch, Streams: tc.streams, ReadAhead: tc.readAhead})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -439,8 +470,8 @@ func TestRunSameOutputName(t *testing.T) {
 	a, b := filepath.Join(t.TempDir(), "imgs"), filepath.Join(t.TempDir(), "imgs")
 	makeImages(t, a, 2)
 	makeImages(t, b, 2)
-	sum, err := Run(context.Background(), Config{Model: m, Inputs: []string{a, b}, Prompts: []string{"red"},
-		Out: filepath.Join(t.TempDir(), "out"), Batch: 2, Threads: 1})
+	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{Threads: 1}), Inputs: []string{a, b}, Prompts: []string{"red"},
+		Out: filepath.Join(t.TempDir(), "out"), Batch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

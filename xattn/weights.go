@@ -124,25 +124,45 @@ func FromDiffusers(ts map[string]tensorio.Tensor, prefix string, heads int, scal
 	return New(w)
 }
 
-// Direction says which side of CLIP's joint space provides the queries.
+// Direction says which side provides the queries: image → text (patches
+// query tokens), text → image (tokens query patches), or, where a caller
+// computes several, both (a bit set).
 type Direction int
 
 // Directions.
 const (
 	// ImageToText: image patches [P, d_v] are the queries, prompt tokens
-	// [T, d_t] the keys and values.
-	ImageToText Direction = iota
+	// [T, d_t] the keys and values (diffusion style).
+	ImageToText Direction = 1 << iota
 	// TextToImage: prompt tokens are the queries, image patches the keys
-	// and values.
+	// and values (VLM style).
 	TextToImage
+	// Both is ImageToText and TextToImage.
+	Both = ImageToText | TextToImage
 )
+
+// ParseDirection parses image-to-text, text-to-image or both (the names
+// String gives).
+func ParseDirection(s string) (Direction, error) {
+	switch s {
+	case "image-to-text":
+		return ImageToText, nil
+	case "text-to-image":
+		return TextToImage, nil
+	case "both":
+		return Both, nil
+	}
+	return 0, fmt.Errorf("xattn: direction %q: want image-to-text, text-to-image or both", s)
+}
 
 func (d Direction) String() string {
 	switch d {
 	case ImageToText:
-		return "image→text"
+		return "image-to-text"
 	case TextToImage:
-		return "text→image"
+		return "text-to-image"
+	case Both:
+		return "both"
 	}
 	return fmt.Sprintf("Direction(%d)", int(d))
 }
@@ -189,7 +209,7 @@ func Joint(ts map[string]tensorio.Tensor, dir Direction, lnEps float32) (*Layer,
 		w.DQ, w.Q = dt, tp
 		w.DKV, w.K, w.KVNorm = dv, vp, ln
 	default:
-		return nil, fmt.Errorf("xattn: unknown direction %d", int(dir))
+		return nil, fmt.Errorf("xattn: joint space: direction %s: want ImageToText or TextToImage", dir)
 	}
 	if math.IsInf(float64(w.Scale), 0) {
 		return nil, fmt.Errorf("xattn: exp(logit_scale) = exp(%v) overflows", ls)

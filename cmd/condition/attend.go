@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -105,23 +107,41 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	path := fs.Arg(0)
-	img, crop, atts, err := pipeline.AttendImage(ctx, pipeline.Config{Model: m, Prompts: o.prompts, Threads: o.ort.threads(), MaxPixels: o.maxPixels, Log: e.Log}, path)
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.threads(), MaxPixels: o.maxPixels})
 	if err != nil {
 		return err
 	}
-	base := pipeline.HeatmapBase(img, crop)
+	defer eng.Close()
+	prompts, err := eng.Prepare(ctx, o.prompts...)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	img, err := eng.DecodeImage(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	atts, err := eng.AttendImages(ctx, []image.Image{img}, prompts, pipeline.AttendOptions{})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	base := pipeline.HeatmapBase(img, eng.CropRegion(img.Bounds()))
 	var reports []attendReport
-	for k, a := range atts {
-		r := summarise(a, o.top)
-		if !o.noHeatmap && len(a.Overlays) > 0 {
+	for k, a := range atts[0] {
+		r := summarise(&a, o.top)
+		overlays := a.Overlays()
+		if !o.noHeatmap && len(overlays) > 0 {
 			name := o.heatmap
 			if name == "" {
 				name = filepath.Base(path) + ".heatmap.png"
 			}
-			if len(atts) > 1 {
+			if len(atts[0]) > 1 {
 				name = strings.TrimSuffix(name, ".png") + fmt.Sprintf(".%d.png", k)
 			}
-			sheet, err := pipeline.RenderHeatmaps(base, a.Grid.H, a.Grid.W, a.Overlays)
+			sheet, err := pipeline.RenderHeatmaps(base, a.Grid.H, a.Grid.W, overlays)
 			if err != nil {
 				return err
 			}
@@ -179,12 +199,13 @@ func formatScored(xs []scored) string {
 // summarise picks, per content word, its top patches (text → image, or the
 // image → text column when that is all there is) and, per 3×3 region of
 // the grid, the words its patches attend to most (image → text).
-func summarise(a pipeline.Attention, top int) attendReport {
+func summarise(a *pipeline.Attention, top int) attendReport {
 	g := a.Grid
 	p := g.H * g.W
-	t := len(a.Tokens)
-	r := attendReport{Prompt: a.Prompt, Score: a.Score, Tokens: a.Tokens, Grid: [2]int{g.H, g.W}}
-	for _, ov := range a.Overlays {
+	ps := a.Prompt
+	t := ps.T()
+	r := attendReport{Prompt: ps.Text, Score: a.Score, Tokens: ps.Tokens, Grid: [2]int{g.H, g.W}}
+	for _, ov := range a.Overlays() {
 		var ps []scored
 		for j, v := range ov.Map {
 			ps = append(ps, scored{Name: fmt.Sprintf("%d,%d", j/g.W, j%g.W), Weight: v})
@@ -198,14 +219,14 @@ func summarise(a pipeline.Attention, top int) attendReport {
 		for rx := range 3 {
 			var ws []scored
 			n := 0
-			sums := make([]float32, len(a.Words))
+			sums := make([]float32, len(ps.Words))
 			for j := range p {
 				row, col := j/g.W, j%g.W
 				if row*3/g.H != ry || col*3/g.W != rx {
 					continue
 				}
 				n++
-				for wi, w := range a.Words {
+				for wi, w := range ps.Words {
 					for tok := w.Start; tok < w.End; tok++ {
 						sums[wi] += a.ImageToText[j*t+tok]
 					}
@@ -214,7 +235,7 @@ func summarise(a pipeline.Attention, top int) attendReport {
 			if n == 0 {
 				continue
 			}
-			for wi, w := range a.Words {
+			for wi, w := range ps.Words {
 				if w.Special || pipeline.IsStopWord(w.Text) {
 					continue
 				}

@@ -4,16 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
-	"github.com/conditionhq/condition/text"
-	"github.com/conditionhq/condition/vision"
 	"github.com/spf13/pflag"
 )
 
@@ -100,8 +101,8 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	images := fs.Args()
-	if len(o.Prompts) == 0 && len(images) == 0 {
+	paths := fs.Args()
+	if len(o.Prompts) == 0 && len(paths) == 0 {
 		return usagef("nothing to embed: give at least one --prompt or image")
 	}
 	if o.Batch < 1 {
@@ -110,6 +111,11 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if err := o.ort.validate(); err != nil {
 		return err
 	}
+	for i, p := range o.Prompts {
+		if strings.TrimSpace(p) == "" {
+			return usagef("--prompt %d is empty (prompts are numbered from 0)", i)
+		}
+	}
 	m, err := openModel(ctx, e, o.Model, o.variant)
 	if err != nil {
 		return err
@@ -117,6 +123,11 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if _, err := o.ort.load(e); err != nil {
 		return err
 	}
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.threads(), Batch: o.Batch, Truncate: o.Truncate})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
 	scale, fromWeights, err := m.LogitScale()
 	if err != nil {
 		return err
@@ -130,74 +141,75 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		meta["revision"] = m.Revision()
 	}
 
-	var textEmb, imageEmb [][]float32
+	var texts []pipeline.TextEncoding
+	var images []pipeline.ImageEncoding
 	if len(o.Prompts) > 0 {
-		encs, ids, masks, err := embedPrompts(ctx, m, o)
-		if err != nil {
+		if texts, err = eng.EncodeTexts(ctx, o.Prompts); err != nil {
 			return err
 		}
-		t, dt := encs[0].T, encs[0].Width
-		states := make([]float32, 0, len(encs)*t*dt)
-		flatIDs := make([]int64, 0, len(encs)*t)
-		flatMask := make([]int64, 0, len(encs)*t)
-		for i, enc := range encs {
+		t, dt := texts[0].Padded, texts[0].Width
+		states := make([]float32, 0, len(texts)*t*dt)
+		flatIDs := make([]int64, 0, len(texts)*t)
+		flatMask := make([]int64, 0, len(texts)*t)
+		var textEmb []float32
+		for i, enc := range texts {
 			if enc.Embeds == nil {
 				return fmt.Errorf("embed: %s has no text_embeds output", m.Path(models.TextModelFile))
 			}
 			states = append(states, enc.States...)
-			flatIDs = append(flatIDs, ids[i]...)
-			flatMask = append(flatMask, masks[i]...)
-			textEmb = append(textEmb, enc.Embeds)
-			n := 0
-			for _, v := range masks[i] {
-				n += int(v)
+			ids := make([]int64, t)
+			for k := range ids {
+				ids[k] = int64(eng.Tokenizer().Pad())
 			}
-			res.Prompts = append(res.Prompts, embedPrompt{Text: o.Prompts[i], Tokens: n, TextEmbeds: enc.Embeds})
+			copy(ids, enc.IDs)
+			flatIDs = append(flatIDs, ids...)
+			flatMask = append(flatMask, enc.Mask...)
+			textEmb = append(textEmb, enc.Embeds...)
+			res.Prompts = append(res.Prompts, embedPrompt{Text: o.Prompts[i], Tokens: enc.T(), TextEmbeds: enc.Embeds})
 		}
-		np := len(encs)
-		tensors["text_embeds"] = tensorio.F32([]int{np, len(textEmb[0])}, flatten(textEmb))
+		np := len(texts)
+		tensors["text_embeds"] = tensorio.F32([]int{np, len(texts[0].Embeds)}, textEmb)
 		tensors["token_states"] = tensorio.F32([]int{np, t, dt}, states)
 		tensors["input_ids"] = tensorio.I64([]int{np, t}, flatIDs)
 		tensors["attention_mask"] = tensorio.I64([]int{np, t}, flatMask)
 		pj, _ := json.Marshal(o.Prompts)
 		meta["prompts"] = string(pj)
 	}
-	if len(images) > 0 {
-		encs, err := embedImages(ctx, m, o, images)
-		if err != nil {
+	if len(paths) > 0 {
+		if images, err = embedImages(ctx, eng, paths, o.Batch); err != nil {
 			return err
 		}
-		tok, dv := encs[0].Tokens, encs[0].Width
-		states := make([]float32, 0, len(encs)*tok*dv)
-		for i, enc := range encs {
+		tok, dv := len(images[0].States)/images[0].Width, images[0].Width
+		states := make([]float32, 0, len(images)*tok*dv)
+		var imageEmb []float32
+		for i, enc := range images {
 			if enc.Embeds == nil {
 				return fmt.Errorf("embed: %s has no image_embeds output", m.Path(models.VisionModelFile))
 			}
 			states = append(states, enc.States...)
-			imageEmb = append(imageEmb, enc.Embeds)
-			res.Images = append(res.Images, embedImage{Path: images[i], Grid: [2]int{enc.Grid.H, enc.Grid.W}, ImageEmbeds: enc.Embeds})
+			imageEmb = append(imageEmb, enc.Embeds...)
+			res.Images = append(res.Images, embedImage{Path: paths[i], Grid: [2]int{enc.Grid.H, enc.Grid.W}, ImageEmbeds: enc.Embeds})
 		}
-		ni := len(encs)
-		tensors["image_embeds"] = tensorio.F32([]int{ni, len(imageEmb[0])}, flatten(imageEmb))
+		ni := len(images)
+		tensors["image_embeds"] = tensorio.F32([]int{ni, len(images[0].Embeds)}, imageEmb)
 		tensors["patch_states"] = tensorio.F32([]int{ni, tok, dv}, states)
-		ij, _ := json.Marshal(images)
+		ij, _ := json.Marshal(paths)
 		meta["images"] = string(ij)
-		meta["grid"] = encs[0].Grid.String()
+		meta["grid"] = images[0].Grid.String()
 	}
-	if len(textEmb) > 0 && len(imageEmb) > 0 {
-		if len(textEmb[0]) != len(imageEmb[0]) {
-			return fmt.Errorf("embed: text_embeds have %d dimensions, image_embeds %d: not one joint space", len(textEmb[0]), len(imageEmb[0]))
+	if len(texts) > 0 && len(images) > 0 {
+		if res.Cosine, res.LogitsPerImage, err = eng.Similarity(images, texts); err != nil {
+			return fmt.Errorf("embed: %w", err)
 		}
-		res.Cosine, res.LogitsPerImage = similarity(imageEmb, textEmb, scale)
-		tensors["cosine"] = tensorio.F32([]int{len(imageEmb), len(textEmb)}, flatten(res.Cosine))
-		tensors["logits_per_image"] = tensorio.F32([]int{len(imageEmb), len(textEmb)}, flatten(res.LogitsPerImage))
+		tensors["cosine"] = tensorio.F32([]int{len(images), len(texts)}, flatten(res.Cosine))
+		tensors["logits_per_image"] = tensorio.F32([]int{len(images), len(texts)}, flatten(res.LogitsPerImage))
 	}
 	if o.Out != "" {
 		if err := tensorio.WriteSafetensors(o.Out, tensors, meta); err != nil {
 			return fmt.Errorf("embed: write %s: %w", o.Out, err)
 		}
 		res.Out = o.Out
-		e.Log.Info("embed: wrote", "file", o.Out, "prompts", len(textEmb), "images", len(imageEmb))
+		e.Log.Info("embed: wrote", "file", o.Out, "prompts", len(texts), "images", len(images))
 	}
 	if o.JSON {
 		return writeJSONIndent(e.Stdout, res)
@@ -206,120 +218,30 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// embedPrompts tokenizes and encodes the prompts in one batch.
-func embedPrompts(ctx context.Context, m *models.Model, o embedOptions) ([]text.Encoding, [][]int64, [][]int64, error) {
-	tok, err := text.LoadTokenizer(m.FS())
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("embed: model %s: %w", m.Name(), err)
-	}
-	n := tok.ForModel(m.Config().TextConfig.MaxPositionEmbeddings).ContextLength()
-	for i, p := range o.Prompts {
-		if strings.TrimSpace(p) == "" {
-			return nil, nil, nil, usagef("--prompt %d is empty", i+1)
-		}
-	}
-	if tok, err = tok.WithOptions(text.Options{ContextLength: n, ErrorOnOverflow: !o.Truncate}); err != nil {
-		return nil, nil, nil, fmt.Errorf("embed: %w", err)
-	}
-	flatIDs, flatMask, err := tok.EncodeBatch(o.Prompts, n)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("embed: %w", err)
-	}
-	ids := make([][]int64, len(o.Prompts))
-	masks := make([][]int64, len(o.Prompts))
-	for i := range ids {
-		ids[i] = flatIDs[i*n : (i+1)*n]
-		masks[i] = flatMask[i*n : (i+1)*n]
-	}
-	enc, err := text.OpenEncoder(m, text.EncoderOptions{Threads: o.ort.threads()})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	defer enc.Close()
-	encs, err := enc.Encode(ctx, ids, masks)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return encs, ids, masks, nil
-}
-
-// embedImages decodes, preprocesses and encodes the images, o.Batch at a time.
-func embedImages(ctx context.Context, m *models.Model, o embedOptions, paths []string) ([]vision.Encoding, error) {
-	pre, err := vision.LoadPreprocessor(m.FS())
-	if err != nil {
-		return nil, fmt.Errorf("embed: model %s: %w", m.Name(), err)
-	}
-	enc, err := vision.OpenEncoder(m, vision.EncoderOptions{Threads: o.ort.threads()})
-	if err != nil {
-		return nil, err
-	}
-	defer enc.Close()
-	var out []vision.Encoding
-	for start := 0; start < len(paths); start += o.Batch {
-		end := min(start+o.Batch, len(paths))
-		var batch []float32
-		h, w := 0, 0
+// embedImages decodes and encodes the images, batch at a time.
+func embedImages(ctx context.Context, eng *pipeline.Engine, paths []string, batch int) ([]pipeline.ImageEncoding, error) {
+	var out []pipeline.ImageEncoding
+	for start := 0; start < len(paths); start += batch {
+		end := min(start+batch, len(paths))
+		imgs := make([]image.Image, 0, end-start)
 		for _, p := range paths[start:end] {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			img, err := vision.DecodeFile(p, vision.DecodeOptions{})
+			data, err := os.ReadFile(p)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("embed: %w", err)
 			}
-			px, ph, pw, err := pre.Apply(img)
+			img, err := eng.DecodeImage(data)
 			if err != nil {
 				return nil, fmt.Errorf("embed: %s: %w", p, err)
 			}
-			if h == 0 {
-				h, w = ph, pw
-			} else if ph != h || pw != w {
-				return nil, fmt.Errorf("embed: %s preprocesses to %dx%d, the images before it to %dx%d (the model's preprocessor does not crop to one size)", p, ph, pw, h, w)
-			}
-			batch = append(batch, px...)
+			imgs = append(imgs, img)
 		}
-		encs, err := enc.Encode(ctx, batch, end-start, h, w)
+		encs, err := eng.EncodeImages(ctx, imgs)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("embed: %s: %w", strings.Join(paths[start:end], ", "), err)
 		}
 		out = append(out, encs...)
 	}
 	return out, nil
-}
-
-// similarity returns cos(image_i, text_j) and exp(scale)·cos, [image][text].
-func similarity(images, texts [][]float32, scale float32) (cos, logits [][]float32) {
-	norm := func(v []float32) float64 {
-		s := 0.0
-		for _, x := range v {
-			s += float64(x) * float64(x)
-		}
-		return math.Sqrt(s)
-	}
-	tn := make([]float64, len(texts))
-	for j, t := range texts {
-		tn[j] = norm(t)
-	}
-	k := math.Exp(float64(scale))
-	cos = make([][]float32, len(images))
-	logits = make([][]float32, len(images))
-	for i, im := range images {
-		in := norm(im)
-		cos[i] = make([]float32, len(texts))
-		logits[i] = make([]float32, len(texts))
-		for j, t := range texts {
-			d := 0.0
-			for c := range t {
-				d += float64(im[c]) * float64(t[c])
-			}
-			c := 0.0
-			if in > 0 && tn[j] > 0 {
-				c = d / (in * tn[j])
-			}
-			cos[i][j], logits[i][j] = float32(c), float32(k*c)
-		}
-	}
-	return cos, logits
 }
 
 func flatten(rows [][]float32) []float32 {

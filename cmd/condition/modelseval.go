@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/internal/scenes"
-	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
 )
 
@@ -57,17 +56,17 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc, err := pipeline.NewJointEncoder(m, o.ort.threads())
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.threads()})
 	if err != nil {
 		return err
 	}
-	defer enc.Close()
-	opts := models.EvalOptions{Scenes: o.scenes}
+	defer eng.Close()
+	opts := pipeline.EvalOptions{Scenes: o.scenes}
 	if isTerminal(e.Stderr) {
 		opts.Progress = func(done, total int) { fmt.Fprintf(e.Stderr, "\r\033[Kevaluating: %d/%d images", done, total) }
 		defer fmt.Fprint(e.Stderr, "\r\033[K")
 	}
-	res, err := models.Evaluate(ctx, enc, opts)
+	res, err := pipeline.Evaluate(ctx, eng, opts)
 	if err != nil {
 		return err
 	}
@@ -76,7 +75,7 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.Stdout, string(b))
 		return nil
 	}
-	fmt.Fprintf(e.Stdout, "model %s on held-out generated scenes (seeds %d and %d)\n", m.Name(), models.EvalSingleSeed, models.EvalPairSeed)
+	fmt.Fprintf(e.Stdout, "model %s on held-out generated scenes (seeds %d and %d)\n", m.Name(), pipeline.EvalSingleSeed, pipeline.EvalPairSeed)
 	fmt.Fprintf(e.Stdout, "  zero-shot top-1, single objects, %d colour×shape prompts: %5.1f%%  (%d scenes; target ≥ 90%%)\n", len(scenes.Colours)*len(scenes.Shapes), 100*res.ZeroShotTop1, res.ZeroShotN)
 	fmt.Fprintf(e.Stdout, "  text → image peak inside the named object:            %5.1f%%  (%d words; target ≥ 80%%)\n", 100*res.PeakInside, res.PeakWords)
 	fmt.Fprintf(e.Stdout, "  image → text: object patches attend most to its words: %5.1f%%  (%d patches; target ≥ 70%%)\n", 100*res.OwnWord, res.OwnPatches)

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/pipeline"
 )
 
 func TestModelsEvalDefault(t *testing.T) {
@@ -16,7 +16,7 @@ func TestModelsEvalDefault(t *testing.T) {
 	if code := mainContext(context.Background(), []string{"models", "eval", "--scenes", "40", "--json"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	var res models.EvalResult
+	var res pipeline.EvalResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/conditionhq/condition/internal/pipebench"
 	"github.com/conditionhq/condition/pipeline"
 )
 
@@ -125,7 +126,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		}
 		for _, k := range []int{100, o.rssBig} {
 			dir := filepath.Join(tmp, fmt.Sprintf("rss-%d", k))
-			if err := pipeline.WriteSyntheticImages(dir, k, 64, 2); err != nil {
+			if err := pipebench.WriteSyntheticImages(dir, k, 64, 2); err != nil {
 				return err
 			}
 			cmd := exec.CommandContext(ctx, exe, "run", "--model", o.model, "--images", dir, "--out", dir+"-out", "--quiet",
@@ -159,14 +160,19 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	images := o.images
 	if images == "" {
 		images = filepath.Join(tmp, "images")
-		if err := pipeline.WriteSyntheticImages(images, o.n, o.size, 1); err != nil {
+		if err := pipebench.WriteSyntheticImages(images, o.n, o.size, 1); err != nil {
 			return err
 		}
 	}
-	cfg := pipeline.Config{Model: m, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
-		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Threads: o.ort.Threads, Streams: o.streams, Version: Version, Log: e.Log}
 	res.Model, res.Batch, res.Cores = m.Name(), o.batch, runtime.GOMAXPROCS(0)
-	res.Threads, res.Streams = pipeline.EncoderPlan(cfg)
+	res.Threads, res.Streams = pipeline.EncoderPlan(o.ort.Threads, o.streams)
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: res.Threads, NoSpinning: true})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	cfg := pipeline.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
+		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Streams: res.Streams, Version: Version, Log: e.Log}
 	if o.images == "" {
 		res.ImageSize = o.size
 	}
@@ -180,18 +186,19 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	// Encoder alone, then the job, repeat times: back-to-back pairs, so
 	// that a change in the machine's load spoils one pair, not the figure.
 	for r := range o.repeat {
-		enc, n, err := pipeline.EncoderRate(ctx, cfg, o.rounds)
+		enc, n, err := pipebench.EncoderRate(ctx, eng, cfg, o.rounds)
 		if err != nil {
 			return err
 		}
 		res.Images = n
 		var profErr error
 		cfg.Out = filepath.Join(tmp, fmt.Sprintf("out-%d", r))
-		sum, job, err := pipeline.JobRate(ctx, cfg, func() {
+		cfg.Started = func() {
 			if prof != nil && r == 0 {
 				profErr = pprof.StartCPUProfile(prof)
 			}
-		})
+		}
+		sum, job, err := pipebench.JobRate(ctx, cfg)
 		if prof != nil && r == 0 && profErr == nil {
 			pprof.StopCPUProfile()
 		}
@@ -219,7 +226,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 			entries, perr := pipeline.ParseManifest(f)
 			f.Close()
 			if perr == nil {
-				res.StagesMs = pipeline.StageMedians(entries)
+				res.StagesMs = pipebench.StageMedians(entries)
 			}
 		}
 		os.RemoveAll(cfg.Out)
@@ -229,7 +236,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		for i, p := range res.Pairs {
 			v[i] = f(p)
 		}
-		return pipeline.Median(v)
+		return pipebench.Median(v)
 	}
 	res.EncoderPerSec = med(func(p pipeBenchPair) float64 { return p.EncoderPerSec })
 	res.JobPerSec = med(func(p pipeBenchPair) float64 { return p.JobPerSec })

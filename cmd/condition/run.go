@@ -28,10 +28,7 @@ type runOptions struct {
 	prompts     []string
 	promptsFile string
 	out         string
-	direction   string
-	xattn       string
-	xattnPrefix string
-	heads       int
+	layer       layerOptions
 	heatmaps    bool
 	perHead     bool
 	format      string
@@ -54,10 +51,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
 	fs.StringVar(&o.promptsFile, "prompts", "", "file with one prompt per line (blank lines and lines starting with # are skipped)")
 	fs.StringVarP(&o.out, "out", "o", "", "output folder (required)")
-	fs.StringVar(&o.direction, "direction", "both", "image-to-text, text-to-image or both")
-	fs.StringVar(&o.xattn, "xattn", "joint", "attention weights: joint (CLIP's joint space), identity, or a .safetensors file of a learned layer")
-	fs.StringVar(&o.xattnPrefix, "xattn-prefix", "", "tensor name prefix of the learned layer (diffusers names to_q, to_k, to_v, to_out.0 follow it)")
-	fs.IntVar(&o.heads, "heads", 0, "heads of a learned or identity layer (default 8 learned, 1 identity)")
+	o.layer.AddFlags(fs)
 	fs.BoolVar(&o.heatmaps, "heatmaps", false, "write a PNG per image and prompt: the image and one overlay per word")
 	fs.BoolVar(&o.perHead, "per-head", false, "also write the attention maps of every head")
 	fs.StringVar(&o.format, "format", "safetensors", "output format: safetensors or npz")
@@ -98,15 +92,11 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if len(o.prompts) == 0 {
 		return usagef("no prompts: give --prompt TEXT or --prompts FILE")
 	}
-	dir, err := pipeline.ParseDirection(o.direction)
-	if err != nil {
-		return usageError{err}
-	}
 	if o.format != "safetensors" && o.format != "npz" {
 		return usagef("--format %q: want safetensors or npz", o.format)
 	}
-	if o.batch < 1 || o.workers < 0 || o.streams < 0 || o.maxFailures < 0 || o.heads < 0 || o.maxPixels < 0 {
-		return usagef("--batch must be at least 1; --workers, --streams, --heads, --max-pixels and --max-failures 0 or more")
+	if o.batch < 1 || o.workers < 0 || o.streams < 0 || o.maxFailures < 0 || o.maxPixels < 0 {
+		return usagef("--batch must be at least 1; --workers, --streams, --max-pixels and --max-failures 0 or more")
 	}
 	if err := o.ort.validate(); err != nil {
 		return err
@@ -129,13 +119,18 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	threads, streams := pipeline.EncoderPlan(o.ort.Threads, o.streams)
+	eng, err := openEngine(ctx, e, m, &o.layer, pipeline.Options{Threads: threads, NoSpinning: true, MaxPixels: o.maxPixels})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
 	prog := newProgressDisplay(e.Stderr, o.quiet)
 	cfg := pipeline.Config{
-		Model: m, Inputs: o.images, Prompts: o.prompts, Out: o.out,
-		Direction: dir, XAttn: o.xattn, XAttnPrefix: o.xattnPrefix, Heads: o.heads,
+		Engine: eng, Inputs: o.images, Prompts: o.prompts, Out: o.out,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, Format: o.format,
-		Workers: o.workers, Batch: o.batch, Threads: o.ort.Threads, Streams: o.streams, Resume: o.resume, Shard: shard,
-		MaxPixels: o.maxPixels, Version: Version, Log: e.Log,
+		Workers: o.workers, Batch: o.batch, Streams: streams, Resume: o.resume, Shard: shard,
+		Version: Version, Log: e.Log,
 		Progress: prog.update,
 	}
 	e.Log.Info("job", "model", m.Name(), "images", strings.Join(o.images, ","), "prompts", len(o.prompts), "out", o.out, "shard", fmt.Sprintf("%d/%d", shard.Index, max(shard.Count, 1)))

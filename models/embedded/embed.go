@@ -8,12 +8,21 @@
 // onnx/vision_model.onnx). The vision tower takes 64×64 images cut in 8×8
 // patches: last_hidden_state [B, 65, d_v]; the text tower's
 // last_hidden_state is [B, T, d_t] with T ≤ 77.
+//
+// Importing the package registers the model as the reference "default" of
+// package models:
+//
+//	import _ "github.com/conditionhq/condition/models/embedded"
 package embedded
 
 import (
 	"embed"
 	"io/fs"
+
+	"github.com/conditionhq/condition/models"
 )
+
+func init() { models.RegisterDefault(FS) }
 
 //go:embed model
 var files embed.FS

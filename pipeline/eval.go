@@ -1,13 +1,13 @@
-package models
+package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"image"
 	"math"
 
 	"github.com/conditionhq/condition/internal/scenes"
+	"github.com/conditionhq/condition/xattn"
 )
 
 // The held-out evaluation of the default model. Its scenes come from the
@@ -31,35 +31,6 @@ const (
 	// the patch to count as the object's (image → text).
 	EvalOwned = 0.5
 )
-
-// JointText is one prompt in CLIP's joint space.
-type JointText struct {
-	// Tokens [T][d_p] holds normalize(text_projection(last_hidden_state[i]))
-	// for the prompt's tokens, BOS to EOS; padding is left out.
-	Tokens [][]float32
-	// Embed is text_embeds [d_p] (normalised or not).
-	Embed []float32
-}
-
-// JointImage is one image in CLIP's joint space.
-type JointImage struct {
-	// Patches [P][d_p] holds
-	// normalize(visual_projection(post_layernorm(last_hidden_state[1+j])))
-	// for the patches in row-major grid order.
-	Patches [][]float32
-	// GridH, GridW is the patch grid (GridH·GridW = P).
-	GridH, GridW int
-	// Embed is image_embeds [d_p] (normalised or not).
-	Embed []float32
-}
-
-// JointEncoder puts prompts and images into CLIP's joint space. The
-// evaluation is written against it so that it does not depend on the
-// encoders (which import this package).
-type JointEncoder interface {
-	Texts(ctx context.Context, prompts []string) ([]JointText, error)
-	Images(ctx context.Context, imgs []image.Image) ([]JointImage, error)
-}
 
 // EvalOptions controls Evaluate.
 type EvalOptions struct {
@@ -104,8 +75,13 @@ func EvalPrompt(colour, shape string) string {
 	return "a " + colour + " " + shape
 }
 
-// Evaluate measures enc on the held-out scenes.
-func Evaluate(ctx context.Context, enc JointEncoder, opts EvalOptions) (EvalResult, error) {
+// Evaluate measures the engine's model on the held-out scenes, through the
+// engine as a job runs it: zero-shot classification by the cosine of
+// image_embeds and text_embeds, and the attention maps of each two-object
+// scene's caption (the engine's layers: CLIP's joint space by default,
+// whose scores t·p are what the definitions above rank; a softmax keeps
+// each row's order).
+func Evaluate(ctx context.Context, eng *Engine, opts EvalOptions) (EvalResult, error) {
 	n := opts.Scenes
 	if n <= 0 {
 		n = 1000
@@ -113,6 +89,9 @@ func Evaluate(ctx context.Context, enc JointEncoder, opts EvalOptions) (EvalResu
 	batch := opts.Batch
 	if batch <= 0 {
 		batch = 100
+	}
+	if eng.Direction() != xattn.Both {
+		return EvalResult{}, fmt.Errorf("pipeline: eval needs attention both ways; the engine computes %s", eng.Direction())
 	}
 	var res EvalResult
 	done, total := 0, 2*n
@@ -133,44 +112,28 @@ func Evaluate(ctx context.Context, enc JointEncoder, opts EvalOptions) (EvalResu
 			prompts = append(prompts, EvalPrompt(c, s))
 		}
 	}
-	texts, err := enc.Texts(ctx, prompts)
+	classes, err := eng.EncodeTexts(ctx, prompts)
 	if err != nil {
-		return res, fmt.Errorf("models: eval: %w", err)
-	}
-	if len(texts) != len(prompts) {
-		return res, fmt.Errorf("models: eval: %d text encodings for %d prompts", len(texts), len(prompts))
-	}
-	classes := make([][]float32, len(texts))
-	for i, t := range texts {
-		if t.Embed == nil {
-			return res, errors.New("models: eval: the text encoder gives no text_embeds")
-		}
-		classes[i] = normalized(t.Embed)
+		return res, fmt.Errorf("pipeline: eval: %w", err)
 	}
 	single := scenes.Generator{Seed: EvalSingleSeed, MinObjects: 1, MaxObjects: 1, Distinct: true}
 	correct := 0
 	for a := 0; a < n; a += batch {
 		b := min(n, a+batch)
 		sc, imgs := render(single, a, b)
-		out, err := enc.Images(ctx, imgs)
+		ims, err := eng.EncodeImages(ctx, imgs)
 		if err != nil {
-			return res, fmt.Errorf("models: eval: %w", err)
+			return res, fmt.Errorf("pipeline: eval: %w", err)
 		}
-		if len(out) != len(imgs) {
-			return res, fmt.Errorf("models: eval: %d image encodings for %d images", len(out), len(imgs))
+		cos, _, err := eng.Similarity(ims, classes)
+		if err != nil {
+			return res, fmt.Errorf("pipeline: eval: %w", err)
 		}
-		for i, im := range out {
-			if im.Embed == nil {
-				return res, errors.New("models: eval: the vision encoder gives no image_embeds")
-			}
-			e := normalized(im.Embed)
-			best, at := math.Inf(-1), -1
-			for k, c := range classes {
-				if len(c) != len(e) {
-					return res, fmt.Errorf("models: eval: text_embeds has %d values, image_embeds %d", len(c), len(e))
-				}
-				if d := dot(c, e); d > best {
-					best, at = d, k
+		for i, row := range cos {
+			at := 0
+			for k, c := range row {
+				if c > row[at] {
+					at = k
 				}
 			}
 			o := sc[i].Objects[0]
@@ -183,7 +146,7 @@ func Evaluate(ctx context.Context, enc JointEncoder, opts EvalOptions) (EvalResu
 	res.ZeroShotN = n
 	res.ZeroShotTop1 = float64(correct) / float64(n)
 
-	// Attention maps on two-object scenes.
+	// Attention maps on two-object scenes, each with its own caption.
 	pair := scenes.Generator{Seed: EvalPairSeed, MinObjects: 2, MaxObjects: 2, Distinct: true}
 	peakOK, ownOK := 0, 0
 	for a := 0; a < n; a += batch {
@@ -193,28 +156,30 @@ func Evaluate(ctx context.Context, enc JointEncoder, opts EvalOptions) (EvalResu
 		for i, s := range sc {
 			caps[i] = s.Caption
 		}
-		ims, err := enc.Images(ctx, imgs)
+		ims, err := eng.EncodeImages(ctx, imgs)
 		if err != nil {
-			return res, fmt.Errorf("models: eval: %w", err)
+			return res, fmt.Errorf("pipeline: eval: %w", err)
 		}
-		txs, err := enc.Texts(ctx, caps)
+		ps, err := eng.Prepare(ctx, caps...)
 		if err != nil {
-			return res, fmt.Errorf("models: eval: %w", err)
-		}
-		if len(ims) != len(sc) || len(txs) != len(sc) {
-			return res, fmt.Errorf("models: eval: %d image and %d text encodings for %d scenes", len(ims), len(txs), len(sc))
+			return res, fmt.Errorf("pipeline: eval: %w", err)
 		}
 		for i, s := range sc {
-			im, tx := ims[i], txs[i]
-			if len(tx.Tokens) != len(s.Words)+2 {
-				return res, fmt.Errorf("models: eval: caption %q has %d words but %d tokens; the evaluation needs one token per word plus BOS and EOS", s.Caption, len(s.Words), len(tx.Tokens))
+			im := &ims[i]
+			atts, err := eng.Attend(ctx, im, ps[i:i+1], AttendOptions{})
+			if err != nil {
+				return res, fmt.Errorf("pipeline: eval: %w", err)
 			}
-			if im.GridH*im.GridW != len(im.Patches) || im.GridH != im.GridW || EvalImageSize%im.GridH != 0 {
-				return res, fmt.Errorf("models: eval: patch grid %dx%d (%d patches) does not divide a %d-pixel image", im.GridH, im.GridW, len(im.Patches), EvalImageSize)
+			att := &atts[0]
+			t, p := ps[i].T(), im.P()
+			if t != len(s.Words)+2 {
+				return res, fmt.Errorf("pipeline: eval: caption %q has %d words but %d tokens; the evaluation needs one token per word plus BOS and EOS", s.Caption, len(s.Words), t)
 			}
-			cov := s.Coverage(EvalImageSize, im.GridH)
-			// scores[t][j] = t_i·p_j (the scale exp(logit_scale) changes no argmax).
-			score := func(tok, j int) float64 { return dot(tx.Tokens[tok], im.Patches[j]) }
+			g := im.Grid
+			if g.H != g.W || EvalImageSize%g.H != 0 {
+				return res, fmt.Errorf("pipeline: eval: patch grid %s does not divide a %d-pixel image", g, EvalImageSize)
+			}
+			cov := s.Coverage(EvalImageSize, g.H)
 			for _, ref := range s.Refs {
 				c := cov[ref.Object]
 				if maxOf(c) < EvalInside {
@@ -222,10 +187,11 @@ func Evaluate(ctx context.Context, enc JointEncoder, opts EvalOptions) (EvalResu
 					continue
 				}
 				tok := ref.Word + 1
-				best, at := math.Inf(-1), -1
-				for j := range im.Patches {
-					if v := score(tok, j); v > best {
-						best, at = v, j
+				row := att.TextToImage[tok*p : (tok+1)*p]
+				at := 0
+				for j, v := range row {
+					if v > row[at] {
+						at = j
 					}
 				}
 				res.PeakWords++
@@ -233,7 +199,7 @@ func Evaluate(ctx context.Context, enc JointEncoder, opts EvalOptions) (EvalResu
 					peakOK++
 				}
 			}
-			for j := range im.Patches {
+			for j := range p {
 				owner, most := -1, 0.0
 				for k := range cov {
 					if cov[k][j] > most {
@@ -243,10 +209,11 @@ func Evaluate(ctx context.Context, enc JointEncoder, opts EvalOptions) (EvalResu
 				if most < EvalOwned {
 					continue
 				}
-				best, at := math.Inf(-1), -1
+				row := att.ImageToText[j*t : (j+1)*t]
+				at := 0
 				for r, ref := range s.Refs {
-					if v := score(ref.Word+1, j); v > best {
-						best, at = v, r
+					if row[ref.Word+1] > row[s.Refs[at].Word+1] {
+						at = r
 					}
 				}
 				res.OwnPatches++
@@ -276,26 +243,6 @@ func render(g scenes.Generator, a, b int) ([]scenes.Scene, []image.Image) {
 		imgs = append(imgs, s.Render(EvalImageSize))
 	}
 	return sc, imgs
-}
-
-func dot(a, b []float32) float64 {
-	var s float64
-	for i := range a {
-		s += float64(a[i]) * float64(b[i])
-	}
-	return s
-}
-
-func normalized(v []float32) []float32 {
-	n := math.Sqrt(dot(v, v))
-	out := make([]float32, len(v))
-	if n == 0 {
-		return out
-	}
-	for i, x := range v {
-		out[i] = float32(float64(x) / n)
-	}
-	return out
 }
 
 func maxOf(v []float64) float64 {

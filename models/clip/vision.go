@@ -1,8 +1,7 @@
-package vision
+package clip
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/conditionhq/condition/models"
@@ -17,33 +16,33 @@ const (
 	imageEmbedsOutputName  = "image_embeds"
 )
 
-// EncoderOptions controls NewEncoder.
-type EncoderOptions struct {
+// VisionOptions controls OpenVision, NewVision and NewVisionFile.
+type VisionOptions struct {
 	// Threads is ONNX Runtime's intra-op thread count (0: ONNX Runtime's default).
 	Threads int
 	// NoSpinning keeps ONNX Runtime's threads from spinning between runs
 	// (for pipelines that share the cores with other stages).
 	NoSpinning bool
 	// PatchSize, when positive, gives the patch grid of each image
-	// (config.json's vision_config.patch_size; OpenEncoder sets it). Without
+	// (config.json's vision_config.patch_size; OpenVision sets it). Without
 	// it the grid is inferred from the number of patch tokens.
 	PatchSize int
 	// Width and ProjectionDim, when positive, are the widths of
 	// last_hidden_state and image_embeds (config.json's
-	// vision_config.hidden_size and projection_dim; OpenEncoder sets them).
+	// vision_config.hidden_size and projection_dim; OpenVision sets them).
 	// Only a float16 or bfloat16 graph whose outputs have dynamic widths
 	// needs them: its outputs are allocated before each run (and, when the
 	// graph does not fix the number of tokens, PatchSize too).
 	Width, ProjectionDim int
 }
 
-// Encoder runs a CLIP vision tower exported to ONNX (onnx/vision_model.onnx)
+// VisionEncoder runs a CLIP vision tower exported to ONNX (onnx/vision_model.onnx)
 // with ONNX Runtime. pixel_values must be a float32 or float16 tensor [batch,
 // 3, H, W] and the outputs float32, float16 or bfloat16 (as in the hub's
 // `_fp16` exports): Encode takes and returns float32 whatever the graph's
 // types, rounding pixel values to float16 (to nearest even) for a float16
 // input. Encode may be called from several goroutines. Close it when done.
-type Encoder struct {
+type VisionEncoder struct {
 	name      string
 	input     string
 	sess      *ort.Session
@@ -58,29 +57,26 @@ type Encoder struct {
 	tokens, width, dim     int
 }
 
-// Encoding is one image's output.
-type Encoding struct {
+// VisionEncoding is one image's output.
+type VisionEncoding struct {
 	// States is last_hidden_state [1+P, Width], row-major: row 0 is the class
-	// token, rows 1..P the patches in Grid order. These are the encoder's
+	// token, rows 1..P the patches row by row. These are the encoder's
 	// outputs before post_layernorm (Hugging Face CLIPVisionModel semantics).
 	States        []float32
 	Tokens, Width int // 1+P and d_v
-	Grid          Grid
 	// Embeds is image_embeds [Dim]: visual_projection(post_layernorm(class
 	// token)), in CLIP's joint space (not normalised). Nil when the graph has
 	// no image_embeds output.
 	Embeds []float32
 }
 
-// OpenEncoder creates the encoder of a model's onnx/vision_model.onnx (or
-// the variant the model was opened with). A model on disk has its graph
-// opened by path, so that a graph keeping its weights in external data (such
-// as onnx/vision_model.onnx_data) finds them beside it.
-func OpenEncoder(m *models.Model, opts EncoderOptions) (*Encoder, error) {
-	g, err := ort.ModelGraph(m, models.VisionModelFile)
-	if err != nil {
-		return nil, fmt.Errorf("vision: %w", err)
-	}
+// OpenVision creates the vision encoder of a model's
+// onnx/vision_model.onnx (or the variant the model was opened with), taking
+// PatchSize, Width and ProjectionDim from its config.json where opts leaves
+// them at zero. A model on disk has its graph opened by path, so that a
+// graph keeping its weights in external data (such as
+// onnx/vision_model.onnx_data) finds them beside it.
+func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 	c := m.Config()
 	if opts.PatchSize == 0 {
 		opts.PatchSize = c.VisionConfig.PatchSize
@@ -91,35 +87,27 @@ func OpenEncoder(m *models.Model, opts EncoderOptions) (*Encoder, error) {
 	if opts.ProjectionDim == 0 {
 		opts.ProjectionDim = c.ProjectionDim
 	}
-	return newEncoder(g, opts)
+	return openModelGraph(m, models.VisionModelFile, opts, openVision)
 }
 
-// NewEncoder creates an encoder over an ONNX graph held in memory; name (the
-// file's path) is used in errors. The graph must hold all its weights (no
-// external data); see NewEncoderFile.
-func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error) {
-	return newEncoder(ort.GraphBytes(graph, name), opts)
+// NewVision creates a vision encoder over an ONNX graph held in memory;
+// name (the file's path) is used in errors. The graph must hold all its
+// weights (no external data); see NewVisionFile.
+func NewVision(graph []byte, name string, opts VisionOptions) (*VisionEncoder, error) {
+	return openGraph(ort.GraphBytes(graph, name), opts, openVision)
 }
 
-// NewEncoderFile creates an encoder over the ONNX graph in the file path,
-// which ONNX Runtime reads itself: external data files beside it are found.
-func NewEncoderFile(path string, opts EncoderOptions) (*Encoder, error) {
-	return newEncoder(ort.GraphFile(path), opts)
+// NewVisionFile creates a vision encoder over the ONNX graph in the file
+// path, which ONNX Runtime reads itself: external data files beside it are
+// found.
+func NewVisionFile(path string, opts VisionOptions) (*VisionEncoder, error) {
+	return openGraph(ort.GraphFile(path), opts, openVision)
 }
 
-func newEncoder(g ort.Graph, opts EncoderOptions) (*Encoder, error) {
-	e, err := ort.WithIO(g, func(ins, outs []ort.IOInfo) (*Encoder, error) { return openEncoder(g, opts, ins, outs) })
-	var ie *ort.InspectError
-	if errors.As(err, &ie) {
-		return nil, fmt.Errorf("vision: %w", ie.Err)
-	}
-	return e, err
-}
-
-// openEncoder creates the encoder from the graph's inputs and outputs.
-func openEncoder(g ort.Graph, opts EncoderOptions, ins, outs []ort.IOInfo) (*Encoder, error) {
+// openVision creates the encoder from the graph's inputs and outputs.
+func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*VisionEncoder, error) {
 	name := g.Name()
-	e := &Encoder{name: name, patch: opts.PatchSize}
+	e := &VisionEncoder{name: name, patch: opts.PatchSize}
 	var in *ort.IOInfo
 	for i := range ins {
 		if ins[i].Name == pixelValuesName {
@@ -130,16 +118,16 @@ func openEncoder(g ort.Graph, opts EncoderOptions, ins, outs []ort.IOInfo) (*Enc
 		in = &ins[0] // one input under another name: it can only be the pixels
 	}
 	if in == nil {
-		return nil, fmt.Errorf("vision: %s: the graph has no %s input (inputs: %s)", name, pixelValuesName, ort.ListIO(ins))
+		return nil, fmt.Errorf("clip: vision: %s: the graph has no %s input (inputs: %s)", name, pixelValuesName, ort.ListIO(ins))
 	}
 	if len(ins) != 1 {
-		return nil, fmt.Errorf("vision: %s: the graph has %d inputs (%s); a CLIP vision graph takes %s only", name, len(ins), ort.ListIO(ins), pixelValuesName)
+		return nil, fmt.Errorf("clip: vision: %s: the graph has %d inputs (%s); a CLIP vision graph takes %s only", name, len(ins), ort.ListIO(ins), pixelValuesName)
 	}
 	if !in.Tensor || (in.Type != ort.ElementFloat32 && in.Type != ort.ElementFloat16) {
-		return nil, fmt.Errorf("vision: %s: input %s is %s, expected a float32 or float16 tensor [batch, 3, height, width]", name, in.Name, in.TypeName())
+		return nil, fmt.Errorf("clip: vision: %s: input %s is %s, expected a float32 or float16 tensor [batch, 3, height, width]", name, in.Name, in.TypeName())
 	}
 	if len(in.Shape) != 4 {
-		return nil, fmt.Errorf("vision: %s: input %s has shape %v, expected [batch, 3, height, width]", name, in.Name, in.Shape)
+		return nil, fmt.Errorf("clip: vision: %s: input %s has shape %v, expected [batch, 3, height, width]", name, in.Name, in.Shape)
 	}
 	e.input, e.inType, e.inShape = in.Name, in.Type, in.Shape
 	outNames := []string{visionHiddenOutputName}
@@ -160,23 +148,23 @@ func openEncoder(g ort.Graph, opts EncoderOptions, ins, outs []ort.IOInfo) (*Enc
 			continue
 		}
 		if !o.Tensor || !o.Type.IsFloat() {
-			return nil, fmt.Errorf("vision: %s: output %s is %s, expected a float32, float16 or bfloat16 tensor", name, o.Name, o.TypeName())
+			return nil, fmt.Errorf("clip: vision: %s: output %s is %s, expected a float32, float16 or bfloat16 tensor", name, o.Name, o.TypeName())
 		}
 		if !o.Type.NeedsShape() {
 			continue
 		}
 		if (o.Name == visionHiddenOutputName && e.width <= 0) || (o.Name == imageEmbedsOutputName && e.dim <= 0) {
-			return nil, &ort.UndeclaredSizeError{Err: fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
-				"(give EncoderOptions.Width for %s and ProjectionDim for %s; OpenEncoder reads them from config.json)",
+			return nil, &ort.UndeclaredSizeError{Err: fmt.Errorf("clip: vision: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
+				"(give VisionOptions.Width for %s and ProjectionDim for %s; OpenVision reads them from config.json)",
 				name, o.Name, o.Type, o.Shape, o.Type, visionHiddenOutputName, imageEmbedsOutputName)}
 		}
 		if o.Name == visionHiddenOutputName && e.tokens <= 0 && e.patch <= 0 {
-			return nil, &ort.UndeclaredSizeError{Err: fmt.Errorf("vision: %s: output %s is %s%v, and the graph does not fix its number of tokens, which a %s output needs "+
-				"(give EncoderOptions.PatchSize; OpenEncoder reads it from config.json)", name, o.Name, o.Type, o.Shape, o.Type)}
+			return nil, &ort.UndeclaredSizeError{Err: fmt.Errorf("clip: vision: %s: output %s is %s%v, and the graph does not fix its number of tokens, which a %s output needs "+
+				"(give VisionOptions.PatchSize; OpenVision reads it from config.json)", name, o.Name, o.Type, o.Shape, o.Type)}
 		}
 	}
 	if !haveHidden {
-		return nil, fmt.Errorf("vision: %s: the graph has no %s output (outputs: %s): it gives pooled embeddings only, "+
+		return nil, fmt.Errorf("clip: vision: %s: the graph has no %s output (outputs: %s): it gives pooled embeddings only, "+
 			"and patch states need %s; use a full export with %s and %s as outputs "+
 			"(or run `condition models expose` on the model to add it)",
 			name, visionHiddenOutputName, ort.ListIO(outs), visionHiddenOutputName, visionHiddenOutputName, imageEmbedsOutputName)
@@ -184,13 +172,13 @@ func openEncoder(g ort.Graph, opts EncoderOptions, ins, outs []ort.IOInfo) (*Enc
 	var err error
 	e.sess, err = g.NewSession([]string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
 	if err != nil {
-		return nil, fmt.Errorf("vision: %w", err)
+		return nil, fmt.Errorf("clip: vision: %w", err)
 	}
 	return e, nil
 }
 
 // InputSize returns the image size the graph fixes (0 for a dynamic dimension).
-func (e *Encoder) InputSize() (channels, height, width int) {
+func (e *VisionEncoder) InputSize() (channels, height, width int) {
 	d := func(v int64) int {
 		if v < 0 {
 			return 0
@@ -200,16 +188,20 @@ func (e *Encoder) InputSize() (channels, height, width int) {
 	return d(e.inShape[1]), d(e.inShape[2]), d(e.inShape[3])
 }
 
+// PatchSize returns the side of a patch in pixels (0 when unknown: then the
+// caller infers the grid from the number of tokens).
+func (e *VisionEncoder) PatchSize() int { return e.patch }
+
 // HasEmbeds reports whether the graph outputs image_embeds.
-func (e *Encoder) HasEmbeds() bool { return e.hasEmbeds }
+func (e *VisionEncoder) HasEmbeds() bool { return e.hasEmbeds }
 
 // Close releases the ONNX Runtime session. It is safe to call more than once.
-func (e *Encoder) Close() error {
+func (e *VisionEncoder) Close() error {
 	if e == nil || e.sess == nil {
 		return nil
 	}
 	if err := e.sess.Close(); err != nil {
-		return fmt.Errorf("vision: %w", err)
+		return fmt.Errorf("clip: vision: %w", err)
 	}
 	return nil
 }
@@ -217,7 +209,7 @@ func (e *Encoder) Close() error {
 // Encode runs n images in one batch: pixels holds pixel_values [n, 3, height,
 // width] row-major (as the preprocessor makes them). It returns one Encoding
 // per image, in order.
-func (e *Encoder) Encode(ctx context.Context, pixels []float32, n, height, width int) ([]Encoding, error) {
+func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height, width int) ([]VisionEncoding, error) {
 	if n == 0 {
 		return nil, nil
 	}
@@ -226,13 +218,13 @@ func (e *Encoder) Encode(ctx context.Context, pixels []float32, n, height, width
 		c = 3
 	}
 	if n < 0 || height <= 0 || width <= 0 {
-		return nil, fmt.Errorf("vision: encode: bad batch shape [%d %d %d %d]", n, c, height, width)
+		return nil, fmt.Errorf("clip: vision: encode: bad batch shape [%d %d %d %d]", n, c, height, width)
 	}
 	if (gh > 0 && height != gh) || (gw > 0 && width != gw) {
-		return nil, fmt.Errorf("vision: encode: images are %dx%d, %s takes %dx%d", height, width, e.name, gh, gw)
+		return nil, fmt.Errorf("clip: vision: encode: images are %dx%d, %s takes %dx%d", height, width, e.name, gh, gw)
 	}
 	if len(pixels) != n*c*height*width {
-		return nil, fmt.Errorf("vision: encode: %d pixel values for a batch of [%d %d %d %d] (%d values)", len(pixels), n, c, height, width, n*c*height*width)
+		return nil, fmt.Errorf("clip: vision: encode: %d pixel values for a batch of [%d %d %d %d] (%d values)", len(pixels), n, c, height, width, n*c*height*width)
 	}
 	shape := []int{n, c, height, width}
 	in := tensorio.F32(shape, pixels)
@@ -243,13 +235,13 @@ func (e *Encoder) Encode(ctx context.Context, pixels []float32, n, height, width
 		}
 		in = tensorio.Tensor{DType: tensorio.DTypeF16, Shape: shape, Data: half}
 	}
-	// With the patch size known, the grid (and so the number of tokens) is
-	// known before the run.
-	var grid Grid
+	// With the patch size known, the number of tokens is known before the
+	// run: the class token and a patch per patch×patch square (a remainder
+	// smaller than a patch is dropped, as a convolution of that stride does).
+	patches := 0
 	if e.patch > 0 {
-		var err error
-		if grid, err = GridFor(height, width, e.patch); err != nil {
-			return nil, err
+		if patches = (height / e.patch) * (width / e.patch); patches == 0 {
+			return nil, fmt.Errorf("clip: vision: encode: a %dx%d image is smaller than one %d-pixel patch", height, width, e.patch)
 		}
 	}
 	var alloc []ort.Output
@@ -258,7 +250,7 @@ func (e *Encoder) Encode(ctx context.Context, pixels []float32, n, height, width
 		if tokens <= 0 {
 			// Used only for a float16 or bfloat16 last_hidden_state, for
 			// which openEncoder made sure of a patch size.
-			tokens = 1 + grid.Patches()
+			tokens = 1 + patches
 		}
 		alloc = []ort.Output{ort.OutputFor(e.hiddenType, n, tokens, e.width)}
 		if e.hasEmbeds {
@@ -267,34 +259,30 @@ func (e *Encoder) Encode(ctx context.Context, pixels []float32, n, height, width
 	}
 	out, err := e.sess.Run(ctx, []tensorio.Tensor{in}, alloc...)
 	if err != nil {
-		return nil, fmt.Errorf("vision: encode %d images: %w", n, err)
+		return nil, fmt.Errorf("clip: vision: encode %d images: %w", n, err)
 	}
 	hidden, err := out[0].Float32()
 	if err != nil || len(out[0].Shape) != 3 || out[0].Shape[0] != n || out[0].Shape[1] < 2 {
-		return nil, fmt.Errorf("vision: %s: %s is %s%v, expected [%d 1+patches width] floats", e.name, visionHiddenOutputName, out[0].DType, out[0].Shape, n)
+		return nil, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d 1+patches width] floats", e.name, visionHiddenOutputName, out[0].DType, out[0].Shape, n)
 	}
 	tokens, width2 := out[0].Shape[1], out[0].Shape[2]
-	if e.patch <= 0 {
-		if grid, err = InferGrid(tokens-1, height, width); err != nil {
-			return nil, err
-		}
-	} else if grid.Patches() != tokens-1 {
-		return nil, fmt.Errorf("vision: %s: %d patch tokens, but a %dx%d image in %d-pixel patches has %s = %d", e.name, tokens-1, height, width, e.patch, grid, grid.Patches())
+	if e.patch > 0 && patches != tokens-1 {
+		return nil, fmt.Errorf("clip: vision: %s: %d patch tokens, but a %dx%d image in %d-pixel patches has %dx%d = %d", e.name, tokens-1, height, width, e.patch, height/e.patch, width/e.patch, patches)
 	}
 	var embeds []float32
 	dim := 0
 	if e.hasEmbeds {
 		embeds, err = out[1].Float32()
 		if err != nil || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
-			return nil, fmt.Errorf("vision: %s: %s is %s%v, expected [%d dim] floats", e.name, imageEmbedsOutputName, out[1].DType, out[1].Shape, n)
+			return nil, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d dim] floats", e.name, imageEmbedsOutputName, out[1].DType, out[1].Shape, n)
 		}
 		dim = out[1].Shape[1]
 	}
-	res := make([]Encoding, n)
+	res := make([]VisionEncoding, n)
 	sz := tokens * width2
 	for i := range res {
 		r := &res[i]
-		r.Tokens, r.Width, r.Grid = tokens, width2, grid
+		r.Tokens, r.Width = tokens, width2
 		r.States = hidden[i*sz : (i+1)*sz : (i+1)*sz]
 		if embeds != nil {
 			r.Embeds = embeds[i*dim : (i+1)*dim : (i+1)*dim]

@@ -1,8 +1,7 @@
-package text
+package clip
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -19,8 +18,8 @@ const (
 	embedsOutputName  = "text_embeds"
 )
 
-// EncoderOptions controls NewEncoder.
-type EncoderOptions struct {
+// TextOptions controls OpenText, NewText and NewTextFile.
+type TextOptions struct {
 	// Threads is ONNX Runtime's intra-op thread count (0: ONNX Runtime's default).
 	Threads int
 	// NoSpinning keeps ONNX Runtime's threads from spinning between runs
@@ -28,23 +27,23 @@ type EncoderOptions struct {
 	NoSpinning bool
 	// MaxLength, when positive, is the longest sequence the model takes
 	// (config.json's text_config.max_position_embeddings); longer input is
-	// an error before the graph runs. OpenEncoder sets it from the config.
+	// an error before the graph runs. OpenText sets it from the config.
 	MaxLength int
 	// Width and ProjectionDim, when positive, are the widths of
 	// last_hidden_state and text_embeds (config.json's
-	// text_config.hidden_size and projection_dim; OpenEncoder sets them).
+	// text_config.hidden_size and projection_dim; OpenText sets them).
 	// Only a float16 or bfloat16 graph whose outputs have dynamic widths
 	// needs them: its outputs are allocated before each run.
 	Width, ProjectionDim int
 }
 
-// Encoder runs a CLIP text tower exported to ONNX (onnx/text_model.onnx) with
+// TextEncoder runs a CLIP text tower exported to ONNX (onnx/text_model.onnx) with
 // ONNX Runtime. It reads input and output names and element types from the
 // graph: input_ids may be int64 or int32, attention_mask may be absent, and
 // the outputs may be float32, float16 or bfloat16 (as in the hub's `_fp16`
 // exports); Encode returns float32 whatever the graph's output type. Encode
 // may be called from several goroutines. Close it when done.
-type Encoder struct {
+type TextEncoder struct {
 	name      string
 	sess      *ort.Session
 	idsType   ort.ElementType
@@ -58,8 +57,8 @@ type Encoder struct {
 	width, dim             int
 }
 
-// Encoding is one prompt's output.
-type Encoding struct {
+// TextEncoding is one prompt's output.
+type TextEncoding struct {
 	// States is last_hidden_state [T, Width], row-major: one row per token,
 	// after the final layer norm (Hugging Face CLIPTextModel semantics).
 	States []float32
@@ -72,15 +71,12 @@ type Encoding struct {
 	Embeds []float32
 }
 
-// OpenEncoder creates the encoder of a model's onnx/text_model.onnx (or the
-// variant the model was opened with). A model on disk has its graph opened
-// by path, so that a graph keeping its weights in external data (such as
-// onnx/text_model.onnx_data) finds them beside it.
-func OpenEncoder(m *models.Model, opts EncoderOptions) (*Encoder, error) {
-	g, err := ort.ModelGraph(m, models.TextModelFile)
-	if err != nil {
-		return nil, fmt.Errorf("text: %w", err)
-	}
+// OpenText creates the text encoder of a model's onnx/text_model.onnx (or
+// the variant the model was opened with), taking MaxLength, Width and
+// ProjectionDim from its config.json where opts leaves them at zero. A model
+// on disk has its graph opened by path, so that a graph keeping its weights
+// in external data (such as onnx/text_model.onnx_data) finds them beside it.
+func OpenText(m *models.Model, opts TextOptions) (*TextEncoder, error) {
 	c := m.Config()
 	if opts.MaxLength == 0 {
 		opts.MaxLength = c.TextConfig.MaxPositionEmbeddings
@@ -91,35 +87,26 @@ func OpenEncoder(m *models.Model, opts EncoderOptions) (*Encoder, error) {
 	if opts.ProjectionDim == 0 {
 		opts.ProjectionDim = c.ProjectionDim
 	}
-	return newEncoder(g, opts)
+	return openModelGraph(m, models.TextModelFile, opts, openText)
 }
 
-// NewEncoder creates an encoder over an ONNX graph held in memory; name (the
-// file's path) is used in errors. The graph must hold all its weights (no
-// external data); see NewEncoderFile.
-func NewEncoder(graph []byte, name string, opts EncoderOptions) (*Encoder, error) {
-	return newEncoder(ort.GraphBytes(graph, name), opts)
+// NewText creates a text encoder over an ONNX graph held in memory; name
+// (the file's path) is used in errors. The graph must hold all its weights
+// (no external data); see NewTextFile.
+func NewText(graph []byte, name string, opts TextOptions) (*TextEncoder, error) {
+	return openGraph(ort.GraphBytes(graph, name), opts, openText)
 }
 
-// NewEncoderFile creates an encoder over the ONNX graph in the file path,
+// NewTextFile creates a text encoder over the ONNX graph in the file path,
 // which ONNX Runtime reads itself: external data files beside it are found.
-func NewEncoderFile(path string, opts EncoderOptions) (*Encoder, error) {
-	return newEncoder(ort.GraphFile(path), opts)
+func NewTextFile(path string, opts TextOptions) (*TextEncoder, error) {
+	return openGraph(ort.GraphFile(path), opts, openText)
 }
 
-func newEncoder(g ort.Graph, opts EncoderOptions) (*Encoder, error) {
-	e, err := ort.WithIO(g, func(ins, outs []ort.IOInfo) (*Encoder, error) { return openEncoder(g, opts, ins, outs) })
-	var ie *ort.InspectError
-	if errors.As(err, &ie) {
-		return nil, fmt.Errorf("text: %w", ie.Err)
-	}
-	return e, err
-}
-
-// openEncoder creates the encoder from the graph's inputs and outputs.
-func openEncoder(g ort.Graph, opts EncoderOptions, ins, outs []ort.IOInfo) (*Encoder, error) {
+// openText creates the encoder from the graph's inputs and outputs.
+func openText(g ort.Graph, opts TextOptions, ins, outs []ort.IOInfo) (*TextEncoder, error) {
 	name := g.Name()
-	e := &Encoder{name: name, maxLen: opts.MaxLength}
+	e := &TextEncoder{name: name, maxLen: opts.MaxLength}
 	inNames := []string{inputIDsName}
 	var haveIDs bool
 	for _, in := range ins {
@@ -127,21 +114,21 @@ func openEncoder(g ort.Graph, opts EncoderOptions, ins, outs []ort.IOInfo) (*Enc
 		case inputIDsName:
 			haveIDs = true
 			if !in.Tensor || (in.Type != ort.ElementInt64 && in.Type != ort.ElementInt32) {
-				return nil, fmt.Errorf("text: %s: input %s is %s, expected an int64 or int32 tensor", name, in.Name, in.TypeName())
+				return nil, fmt.Errorf("clip: text: %s: input %s is %s, expected an int64 or int32 tensor", name, in.Name, in.TypeName())
 			}
 			e.idsType = in.Type
 		case attentionMaskName:
 			if !in.Tensor || (in.Type != ort.ElementInt64 && in.Type != ort.ElementInt32) {
-				return nil, fmt.Errorf("text: %s: input %s is %s, expected an int64 or int32 tensor", name, in.Name, in.TypeName())
+				return nil, fmt.Errorf("clip: text: %s: input %s is %s, expected an int64 or int32 tensor", name, in.Name, in.TypeName())
 			}
 			e.maskType = in.Type
 			inNames = append(inNames, attentionMaskName)
 		default:
-			return nil, fmt.Errorf("text: %s: unexpected input %s (a CLIP text graph takes input_ids and, optionally, attention_mask)", name, in)
+			return nil, fmt.Errorf("clip: text: %s: unexpected input %s (a CLIP text graph takes input_ids and, optionally, attention_mask)", name, in)
 		}
 	}
 	if !haveIDs {
-		return nil, fmt.Errorf("text: %s: the graph has no input_ids input (inputs: %s)", name, ort.ListIO(ins))
+		return nil, fmt.Errorf("clip: text: %s: the graph has no input_ids input (inputs: %s)", name, ort.ListIO(ins))
 	}
 	outNames := []string{hiddenOutputName}
 	var haveHidden bool
@@ -160,16 +147,16 @@ func openEncoder(g ort.Graph, opts EncoderOptions, ins, outs []ort.IOInfo) (*Enc
 			continue
 		}
 		if !o.Tensor || !o.Type.IsFloat() {
-			return nil, fmt.Errorf("text: %s: output %s is %s, expected a float32, float16 or bfloat16 tensor", name, o.Name, o.TypeName())
+			return nil, fmt.Errorf("clip: text: %s: output %s is %s, expected a float32, float16 or bfloat16 tensor", name, o.Name, o.TypeName())
 		}
 		if o.Type.NeedsShape() && ((o.Name == hiddenOutputName && e.width <= 0) || (o.Name == embedsOutputName && e.dim <= 0)) {
-			return nil, &ort.UndeclaredSizeError{Err: fmt.Errorf("text: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
-				"(give EncoderOptions.Width for %s and ProjectionDim for %s; OpenEncoder reads them from config.json)",
+			return nil, &ort.UndeclaredSizeError{Err: fmt.Errorf("clip: text: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
+				"(give TextOptions.Width for %s and ProjectionDim for %s; OpenText reads them from config.json)",
 				name, o.Name, o.Type, o.Shape, o.Type, hiddenOutputName, embedsOutputName)}
 		}
 	}
 	if !haveHidden {
-		return nil, fmt.Errorf("text: %s: the graph has no %s output (outputs: %s): it gives pooled embeddings only, "+
+		return nil, fmt.Errorf("clip: text: %s: the graph has no %s output (outputs: %s): it gives pooled embeddings only, "+
 			"and token states need %s; use a full export with %s and %s as outputs "+
 			"(or run `condition models expose` on the model to add it)",
 			name, hiddenOutputName, ort.ListIO(outs), hiddenOutputName, hiddenOutputName, embedsOutputName)
@@ -177,27 +164,27 @@ func openEncoder(g ort.Graph, opts EncoderOptions, ins, outs []ort.IOInfo) (*Enc
 	var err error
 	e.sess, err = g.NewSession(inNames, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
 	if err != nil {
-		return nil, fmt.Errorf("text: %w", err)
+		return nil, fmt.Errorf("clip: text: %w", err)
 	}
 	return e, nil
 }
 
 // HasEmbeds reports whether the graph outputs text_embeds.
-func (e *Encoder) HasEmbeds() bool { return e.hasEmbeds }
+func (e *TextEncoder) HasEmbeds() bool { return e.hasEmbeds }
 
 // HasAttentionMask reports whether the graph takes an attention_mask.
-func (e *Encoder) HasAttentionMask() bool { return e.maskType != ort.ElementUndefined }
+func (e *TextEncoder) HasAttentionMask() bool { return e.maskType != ort.ElementUndefined }
 
 // IDsType returns the element type of the graph's input_ids ("int64" or "int32").
-func (e *Encoder) IDsType() string { return e.idsType.String() }
+func (e *TextEncoder) IDsType() string { return e.idsType.String() }
 
 // Close releases the ONNX Runtime session. It is safe to call more than once.
-func (e *Encoder) Close() error {
+func (e *TextEncoder) Close() error {
 	if e == nil || e.sess == nil {
 		return nil
 	}
 	if err := e.sess.Close(); err != nil {
-		return fmt.Errorf("text: %w", err)
+		return fmt.Errorf("clip: text: %w", err)
 	}
 	return nil
 }
@@ -205,31 +192,31 @@ func (e *Encoder) Close() error {
 // Encode runs N prompts in one batch: ids [N][T] token ids (every prompt
 // padded to the same length T, as the tokenizer's EncodeBatch does) and masks
 // [N][T] (1 for tokens, 0 for padding; nil means all ones). It returns one
-// Encoding per prompt, in order.
-func (e *Encoder) Encode(ctx context.Context, ids [][]int64, masks [][]int64) ([]Encoding, error) {
+// TextEncoding per prompt, in order.
+func (e *TextEncoder) Encode(ctx context.Context, ids [][]int64, masks [][]int64) ([]TextEncoding, error) {
 	n := len(ids)
 	if n == 0 {
 		return nil, nil
 	}
 	t := len(ids[0])
 	if t == 0 {
-		return nil, fmt.Errorf("text: encode: prompt 0 has no token ids")
+		return nil, fmt.Errorf("clip: text: encode: prompt 0 has no token ids")
 	}
 	if e.maxLen > 0 && t > e.maxLen {
-		return nil, fmt.Errorf("text: encode: %d token ids per prompt, the model takes at most %d", t, e.maxLen)
+		return nil, fmt.Errorf("clip: text: encode: %d token ids per prompt, the model takes at most %d", t, e.maxLen)
 	}
 	if masks != nil && len(masks) != n {
-		return nil, fmt.Errorf("text: encode: %d masks for %d prompts", len(masks), n)
+		return nil, fmt.Errorf("clip: text: encode: %d masks for %d prompts", len(masks), n)
 	}
 	flatIDs := make([]int64, 0, n*t)
 	flatMask := make([]int64, 0, n*t)
 	for i, row := range ids {
 		if len(row) != t {
-			return nil, fmt.Errorf("text: encode: prompt %d has %d token ids, prompt 0 has %d (pad every prompt to one length)", i, len(row), t)
+			return nil, fmt.Errorf("clip: text: encode: prompt %d has %d token ids, prompt 0 has %d (pad every prompt to one length)", i, len(row), t)
 		}
 		for _, id := range row {
 			if id < 0 || (e.idsType == ort.ElementInt32 && id > math.MaxInt32) {
-				return nil, fmt.Errorf("text: encode: prompt %d: token id %d is out of range", i, id)
+				return nil, fmt.Errorf("clip: text: encode: prompt %d: token id %d is out of range", i, id)
 			}
 		}
 		flatIDs = append(flatIDs, row...)
@@ -240,11 +227,11 @@ func (e *Encoder) Encode(ctx context.Context, ids [][]int64, masks [][]int64) ([
 			continue
 		}
 		if len(masks[i]) != t {
-			return nil, fmt.Errorf("text: encode: prompt %d has %d token ids and a mask of %d", i, t, len(masks[i]))
+			return nil, fmt.Errorf("clip: text: encode: prompt %d has %d token ids and a mask of %d", i, t, len(masks[i]))
 		}
 		for _, m := range masks[i] {
 			if m != 0 && m != 1 {
-				return nil, fmt.Errorf("text: encode: prompt %d: mask value %d, expected 0 or 1", i, m)
+				return nil, fmt.Errorf("clip: text: encode: prompt %d: mask value %d, expected 0 or 1", i, m)
 			}
 		}
 		flatMask = append(flatMask, masks[i]...)
@@ -263,11 +250,11 @@ func (e *Encoder) Encode(ctx context.Context, ids [][]int64, masks [][]int64) ([
 	}
 	out, err := e.sess.Run(ctx, in, alloc...)
 	if err != nil {
-		return nil, fmt.Errorf("text: encode %d prompts of %d tokens: %w", n, t, err)
+		return nil, fmt.Errorf("clip: text: encode %d prompts of %d tokens: %w", n, t, err)
 	}
 	hidden, err := out[0].Float32()
 	if err != nil || len(out[0].Shape) != 3 || out[0].Shape[0] != n || out[0].Shape[1] != t {
-		return nil, fmt.Errorf("text: %s: %s is %s%v, expected [%d %d width] floats", e.name, hiddenOutputName, out[0].DType, out[0].Shape, n, t)
+		return nil, fmt.Errorf("clip: text: %s: %s is %s%v, expected [%d %d width] floats", e.name, hiddenOutputName, out[0].DType, out[0].Shape, n, t)
 	}
 	width := out[0].Shape[2]
 	var embeds []float32
@@ -275,11 +262,11 @@ func (e *Encoder) Encode(ctx context.Context, ids [][]int64, masks [][]int64) ([
 	if e.hasEmbeds {
 		embeds, err = out[1].Float32()
 		if err != nil || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
-			return nil, fmt.Errorf("text: %s: %s is %s%v, expected [%d dim] floats", e.name, embedsOutputName, out[1].DType, out[1].Shape, n)
+			return nil, fmt.Errorf("clip: text: %s: %s is %s%v, expected [%d dim] floats", e.name, embedsOutputName, out[1].DType, out[1].Shape, n)
 		}
 		dim = out[1].Shape[1]
 	}
-	res := make([]Encoding, n)
+	res := make([]TextEncoding, n)
 	for i := range res {
 		r := &res[i]
 		r.T, r.Width = t, width

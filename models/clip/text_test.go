@@ -1,4 +1,4 @@
-package text_test
+package clip_test
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/models/ort/orttest"
 	"github.com/conditionhq/condition/tensorio"
-	"github.com/conditionhq/condition/text"
 )
 
 // tiny is the tiny random CLIP made by testdata/tinyclip/generate.py; its
 // golden outputs come from torch.
-var tiny = filepath.Join("..", "testdata", "tinyclip")
+var tiny = filepath.Join("..", "..", "testdata", "tinyclip")
 
 // tol is the largest difference allowed between ONNX Runtime and torch.
 const tol = 1e-4
@@ -57,26 +57,7 @@ func closeTo(t *testing.T, what string, got, want []float32) {
 	closeWithin(t, what, got, want, tol)
 }
 
-func closeWithin(t *testing.T, what string, got, want []float32, tol float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, torch has %d", what, len(got), len(want))
-	}
-	worst, at := 0.0, 0
-	for i := range want {
-		if d := math.Abs(float64(got[i] - want[i])); d > worst || math.IsNaN(d) {
-			worst, at = d, i
-		}
-	}
-	if testing.Verbose() && strings.HasSuffix(what, "[0]") {
-		t.Logf("%s: max abs difference %.2g", what, worst)
-	}
-	if worst > tol || math.IsNaN(worst) {
-		t.Fatalf("%s: |ort - torch| = %g at %d (ort %g, torch %g), tolerance %g", what, worst, at, got[at], want[at], tol)
-	}
-}
-
-func newEncoder(t *testing.T, file string) *text.Encoder {
+func newEncoder(t *testing.T, file string) *clip.TextEncoder {
 	t.Helper()
 	orttest.Load(t)
 	p := filepath.Join(tiny, "onnx", file)
@@ -84,7 +65,7 @@ func newEncoder(t *testing.T, file string) *text.Encoder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := text.NewEncoder(b, p, text.EncoderOptions{Threads: 1})
+	e, err := clip.NewText(b, p, clip.TextOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +75,12 @@ func newEncoder(t *testing.T, file string) *text.Encoder {
 
 // checkAgainstTorch encodes the golden ids (and masks, unless noMask) and
 // compares every prompt's states and embeds with torch's.
-func checkAgainstTorch(t *testing.T, e *text.Encoder, prefix string, useMask bool, goldenPrefix string) {
+func checkAgainstTorch(t *testing.T, e *clip.TextEncoder, prefix string, useMask bool, goldenPrefix string) {
 	t.Helper()
 	checkWithin(t, e, prefix, useMask, goldenPrefix, tol)
 }
 
-func checkWithin(t *testing.T, e *text.Encoder, prefix string, useMask bool, goldenPrefix string, tol float64) {
+func checkWithin(t *testing.T, e *clip.TextEncoder, prefix string, useMask bool, goldenPrefix string, tol float64) {
 	t.Helper()
 	ids := rows(t, readNPY(t, prefix+"input_ids"))
 	var masks [][]int64
@@ -133,7 +114,7 @@ func checkWithin(t *testing.T, e *text.Encoder, prefix string, useMask bool, gol
 	}
 }
 
-func TestEncoderMatchesTorch(t *testing.T) {
+func TestTextEncoderMatchesTorch(t *testing.T) {
 	e := newEncoder(t, "text_model.onnx")
 	if e.IDsType() != "int64" || !e.HasAttentionMask() || !e.HasEmbeds() {
 		t.Fatalf("graph read as ids %s, mask %v, embeds %v", e.IDsType(), e.HasAttentionMask(), e.HasEmbeds())
@@ -144,7 +125,7 @@ func TestEncoderMatchesTorch(t *testing.T) {
 	t.Run("nil masks", func(t *testing.T) { checkAgainstTorch(t, e, "text_", false, "text_nomask_") })
 }
 
-func TestEncoderInt32IDs(t *testing.T) {
+func TestTextEncoderInt32IDs(t *testing.T) {
 	e := newEncoder(t, filepath.Join("variants", "text_model_int32.onnx"))
 	if e.IDsType() != "int32" {
 		t.Fatalf("input_ids read as %s, want int32", e.IDsType())
@@ -152,7 +133,7 @@ func TestEncoderInt32IDs(t *testing.T) {
 	checkAgainstTorch(t, e, "text_", true, "text_")
 }
 
-func TestEncoderNoAttentionMask(t *testing.T) {
+func TestTextEncoderNoAttentionMask(t *testing.T) {
 	e := newEncoder(t, filepath.Join("variants", "text_model_nomask.onnx"))
 	if e.HasAttentionMask() {
 		t.Fatal("the graph has no attention_mask, the encoder says it has")
@@ -164,10 +145,10 @@ func TestEncoderNoAttentionMask(t *testing.T) {
 // TestEncoderFloat16 runs the float16 export (float16 weights, activations
 // and outputs, as the hub's _fp16 graphs) from its file and from memory: the
 // encoder returns float32 close to torch's float32 outputs.
-func TestEncoderFloat16(t *testing.T) {
+func TestTextEncoderFloat16(t *testing.T) {
 	orttest.Load(t)
 	p := filepath.Join(tiny, "onnx", "variants", "text_model_fp16.onnx")
-	fromFile, err := text.NewEncoderFile(p, text.EncoderOptions{Threads: 1})
+	fromFile, err := clip.NewTextFile(p, clip.TextOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,14 +157,14 @@ func TestEncoderFloat16(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromBytes, err := text.NewEncoder(b, p, text.EncoderOptions{Threads: 1})
+	fromBytes, err := clip.NewText(b, p, clip.TextOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fromBytes.Close()
 	for _, c := range []struct {
 		name string
-		e    *text.Encoder
+		e    *clip.TextEncoder
 	}{{"file", fromFile}, {"bytes", fromBytes}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Run("padded", func(t *testing.T) { checkWithin(t, c.e, "text_", true, "text_", fp16Tol) })
@@ -216,7 +197,7 @@ func TestEncoderFloat16(t *testing.T) {
 
 // TestOpenEncoderVariant opens the fp16 variant the way --variant fp16 does,
 // from a model directory.
-func TestOpenEncoderVariant(t *testing.T) {
+func TestOpenTextEncoderVariant(t *testing.T) {
 	orttest.Load(t)
 	dir := t.TempDir()
 	copyFile(t, filepath.Join(tiny, models.ConfigFile), filepath.Join(dir, models.ConfigFile))
@@ -225,7 +206,7 @@ func TestOpenEncoderVariant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := text.OpenEncoder(m, text.EncoderOptions{Threads: 1})
+	e, err := clip.OpenText(m, clip.TextOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,27 +214,13 @@ func TestOpenEncoderVariant(t *testing.T) {
 	checkWithin(t, e, "text_", true, "text_", fp16Tol)
 }
 
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestOpenEncoder(t *testing.T) {
+func TestOpenTextEncoder(t *testing.T) {
 	orttest.Load(t)
 	m, err := models.Open(tiny, models.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := text.OpenEncoder(m, text.EncoderOptions{})
+	e, err := clip.OpenText(m, clip.TextOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +240,7 @@ func TestOpenEncoder(t *testing.T) {
 	}
 }
 
-func TestEncoderBadInput(t *testing.T) {
+func TestTextEncoderBadInput(t *testing.T) {
 	e := newEncoder(t, "text_model.onnx")
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -298,7 +265,7 @@ func TestEncoderBadInput(t *testing.T) {
 	}
 }
 
-func TestEncoderRejectsGraphs(t *testing.T) {
+func TestTextEncoderRejectsGraphs(t *testing.T) {
 	orttest.Load(t)
 	for _, c := range []struct {
 		file  string
@@ -313,7 +280,7 @@ func TestEncoderRejectsGraphs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := text.NewEncoder(b, p, text.EncoderOptions{})
+		e, err := clip.NewText(b, p, clip.TextOptions{})
 		if err == nil {
 			e.Close()
 			t.Errorf("%s: no error", c.file)
@@ -329,13 +296,13 @@ func TestEncoderRejectsGraphs(t *testing.T) {
 
 // BenchmarkEncoderTiny measures prompts/s of the tiny model (16 tokens,
 // batch of 4) on one ONNX Runtime thread: mostly per-run overhead.
-func BenchmarkEncoderTiny(b *testing.B) {
+func BenchmarkTextEncoderTiny(b *testing.B) {
 	orttest.Load(b)
 	m, err := models.Open(tiny, models.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := text.OpenEncoder(m, text.EncoderOptions{Threads: 1})
+	e, err := clip.OpenText(m, clip.TextOptions{Threads: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

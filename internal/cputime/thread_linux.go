@@ -1,6 +1,6 @@
 //go:build linux
 
-package pipeline
+package cputime
 
 import (
 	"time"
@@ -8,10 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU returns the CPU time the calling thread has used so far; the
+// Thread returns the CPU time the calling thread has used so far; the
 // caller keeps its goroutine on one thread (runtime.LockOSThread) between
 // two readings. false where it cannot be read.
-func threadCPU() (time.Duration, bool) {
+func Thread() (time.Duration, bool) {
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
 		return 0, false

@@ -1,4 +1,4 @@
-package models_test
+package pipeline_test
 
 import (
 	"context"
@@ -37,14 +37,14 @@ func TestEvalDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	orttest.Load(t)
-	// The joint-space encoder `condition models eval` uses: tokenizer,
-	// preprocessing, both ONNX Runtime encoders and the projection heads.
-	enc, err := pipeline.NewJointEncoder(m, 1)
+	// The engine `condition models eval` and `run` use: tokenizer,
+	// preprocessing, both ONNX Runtime encoders and the joint-space layers.
+	eng, err := pipeline.New(context.Background(), m, pipeline.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer enc.Close()
-	res, err := models.Evaluate(context.Background(), enc, models.EvalOptions{})
+	defer eng.Close()
+	res, err := pipeline.Evaluate(context.Background(), eng, pipeline.EvalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

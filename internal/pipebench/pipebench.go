@@ -1,7 +1,9 @@
-package pipeline
+// Package pipebench measures the job against its vision encoder: the rate
+// of each, the encoder's share of the process's CPU, and the synthetic
+// images they run on (condition bench pipeline).
+package pipebench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,12 +15,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/conditionhq/condition/vision"
+	"github.com/conditionhq/condition/internal/cputime"
+	"github.com/conditionhq/condition/pipeline"
 )
 
 // WriteSyntheticImages writes n JPEGs (quality 90, as photo folders hold)
@@ -45,18 +47,18 @@ func WriteSyntheticImages(dir string, n, size int, seed int64) error {
 		}
 		p := filepath.Join(dir, fmt.Sprintf("%03d", i/100), fmt.Sprintf("%06d.jpg", i))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("pipeline: %w", err)
+			return fmt.Errorf("pipebench: %w", err)
 		}
 		f, err := os.Create(p)
 		if err != nil {
-			return fmt.Errorf("pipeline: %w", err)
+			return fmt.Errorf("pipebench: %w", err)
 		}
 		err = jpeg.Encode(f, img, &jpeg.Options{Quality: 90})
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("pipeline: %w", err)
+			return fmt.Errorf("pipebench: %w", err)
 		}
 	}
 	return nil
@@ -118,82 +120,51 @@ type stopwatch struct {
 }
 
 func startStopwatch() stopwatch {
-	cpu, ok := processCPU()
+	cpu, ok := cputime.Process()
 	return stopwatch{wall: time.Now(), cpu: cpu, ok: ok}
 }
 
 func (s stopwatch) rate(images int) Rate {
 	r := Rate{Images: images, Wall: time.Since(s.wall)}
-	if cpu, ok := processCPU(); ok && s.ok {
+	if cpu, ok := cputime.Process(); ok && s.ok {
 		r.CPU = cpu - s.cpu
 	}
 	return r
 }
 
-// processCPU returns the user plus system CPU time of this process, all its
-// threads, from /proc/self/stat (Linux; false elsewhere). The kernel reports
-// it in USER_HZ ticks, 100 a second on every Linux ABI, so it is exact to
-// 10 ms: measure seconds, not single images.
-func processCPU() (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	return parseStatCPU(b)
-}
-
-// parseStatCPU reads utime and stime (fields 14 and 15) from the text of
-// /proc/PID/stat. The command name (field 2) is in parentheses and may
-// hold spaces and parentheses itself, so fields are counted from the last ')'.
-func parseStatCPU(b []byte) (time.Duration, bool) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseInt(string(f[11]), 10, 64)
-	s, err2 := strconv.ParseInt(string(f[12]), 10, 64)
-	if err1 != nil || err2 != nil || u < 0 || s < 0 {
-		return 0, false
-	}
-	const tick = time.Second / 100 // USER_HZ
-	return time.Duration(u+s) * tick, true
-}
-
-// EncoderRate measures the vision encoder alone on the job's model, batch
-// size and encoder plan (the streams and threads a job of cfg runs, see
-// Config): the images under cfg.Inputs are decoded and preprocessed first
-// (not timed), then encoded in batches of cfg.Batch, rounds times over, by
-// the streams at once after one warm-up batch each. Rate.Images counts every
-// image encoded (rounds × the images found); distinct is the number of
-// images found.
-func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct int, err error) {
-	cfg.Threads, cfg.Streams = EncoderPlan(cfg)
-	e, err := newEngine(cfg)
-	if err != nil {
-		return Rate{}, 0, err
-	}
-	defer e.close()
+// EncoderRate measures the vision encoder of eng alone on the job's batch
+// size and streams (cfg.Batch, cfg.Streams; a job's defaults when zero):
+// the images under cfg.Inputs are decoded and preprocessed first (not
+// timed), then encoded in batches, rounds times over, by the streams at once
+// after one warm-up batch each. Rate.Images counts every image encoded
+// (rounds × the images found); distinct is the number of images found.
+func EncoderRate(ctx context.Context, eng *pipeline.Engine, cfg pipeline.Config, rounds int) (r Rate, distinct int, err error) {
 	batch := cfg.Batch
 	if batch <= 0 {
 		batch = 8
 	}
-	per := 3 * e.inH * e.inW
+	streams := cfg.Streams
+	if streams <= 0 {
+		_, streams = pipeline.EncoderPlan(eng.Threads(), 0)
+	}
+	h, w := eng.InputSize()
+	per := 3 * h * w
 	var pixels []float32
 	n := 0
-	err = Walk(ctx, cfg.Inputs, func(it Item) error {
-		img, err := vision.DecodeFile(it.Path, vision.DecodeOptions{MaxPixels: cfg.MaxPixels})
+	err = pipeline.Walk(ctx, cfg.Inputs, func(it pipeline.Item) error {
+		data, err := os.ReadFile(it.Path)
 		if err != nil {
 			return nil
 		}
-		px, _, _, err := e.pre.Apply(img)
+		img, err := eng.DecodeImage(data)
 		if err != nil {
 			return nil
 		}
-		pixels = append(pixels, px...)
+		pixels = append(pixels, make([]float32, per)...)
+		if eng.Preprocess(pixels[n*per:], img) != nil {
+			pixels = pixels[:n*per]
+			return nil
+		}
 		n++
 		return nil
 	}, nil)
@@ -201,7 +172,7 @@ func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct 
 		return Rate{}, 0, err
 	}
 	if n == 0 {
-		return Rate{}, 0, fmt.Errorf("pipeline: no images to encode under %v", cfg.Inputs)
+		return Rate{}, 0, fmt.Errorf("pipebench: no images to encode under %v", cfg.Inputs)
 	}
 	// The batches of all rounds, taken in turn by the streams.
 	var starts []int
@@ -210,16 +181,16 @@ func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct 
 			starts = append(starts, i)
 		}
 	}
-	var encCPU encoderCPU
+	var encCPU cputime.Counter
 	encode := func(i int) error {
 		k := min(batch, n-i)
-		return encCPU.encode(func() error {
-			_, err := e.venc.Encode(ctx, pixels[i*per:(i+k)*per], k, e.inH, e.inW)
+		return encCPU.Run(func() error {
+			_, err := eng.EncodePixels(ctx, pixels[i*per:(i+k)*per], k)
 			return err
 		})
 	}
 	var next atomic.Int64
-	errs := make([]error, cfg.Streams)
+	errs := make([]error, streams)
 	var wg sync.WaitGroup
 	stream := func(s int) {
 		defer wg.Done()
@@ -238,7 +209,7 @@ func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct 
 		}
 	}
 	// One warm-up batch per stream, at once, then the timed rounds.
-	for s := range cfg.Streams {
+	for s := range streams {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -249,9 +220,9 @@ func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct 
 	if err := errors.Join(errs...); err != nil {
 		return Rate{}, 0, err
 	}
-	encCPU.reset() // the warm-up batches do not count
+	encCPU.Reset() // the warm-up batches do not count
 	sw := startStopwatch()
-	for s := range cfg.Streams {
+	for s := range streams {
 		wg.Add(1)
 		go stream(s)
 	}
@@ -260,27 +231,26 @@ func EncoderRate(ctx context.Context, cfg Config, rounds int) (r Rate, distinct 
 		return Rate{}, 0, err
 	}
 	r = sw.rate(max(rounds, 1) * n)
-	r.EncoderCPU = encCPU.total()
+	r.EncoderCPU = encCPU.Total()
 	return r, n, nil
 }
 
-// JobRate runs the job cfg describes (as Run does) and measures it: the
+// JobRate runs the job cfg describes (pipeline.Run) and measures it: the
 // rate counts the images done, over the job's own elapsed time (from the
-// start of the walk to the last manifest line; loading the model and
-// encoding the prompts come before it and are not counted). started, when
-// not nil, is called once the job is set up, just before it starts (to
-// begin a profile of the job alone, say).
-func JobRate(ctx context.Context, cfg Config, started func()) (*Summary, Rate, error) {
-	j, err := newJob(cfg)
-	if err != nil {
-		return nil, Rate{}, err
+// start of the walk to the last manifest line; preparing the prompts comes
+// before it and is not counted). cfg.Started, when set, is called once the
+// job is set up, just before it starts (to begin a profile of the job alone,
+// say).
+func JobRate(ctx context.Context, cfg pipeline.Config) (*pipeline.Summary, Rate, error) {
+	var sw stopwatch
+	started := cfg.Started
+	cfg.Started = func() {
+		if started != nil {
+			started()
+		}
+		sw = startStopwatch()
 	}
-	defer j.close()
-	if started != nil {
-		started()
-	}
-	sw := startStopwatch()
-	sum, err := j.run(ctx)
+	sum, err := pipeline.Run(ctx, cfg)
 	r := sw.rate(0)
 	if sum != nil {
 		r.Images, r.Wall, r.EncoderCPU = sum.Done, sum.Elapsed, sum.EncoderCPU
@@ -288,44 +258,14 @@ func JobRate(ctx context.Context, cfg Config, started func()) (*Summary, Rate, e
 	return sum, r, err
 }
 
-// encoderCPU adds up the CPU time of encoder calls, each read on its
-// calling thread; the callers lock their goroutines to their threads.
-type encoderCPU struct {
-	ns     atomic.Int64
-	failed atomic.Bool // a thread's CPU time could not be read
-}
-
-// encode runs fn and adds the CPU time its thread spent in it.
-func (c *encoderCPU) encode(fn func() error) error {
-	t0, ok0 := threadCPU()
-	err := fn()
-	t1, ok1 := threadCPU()
-	if ok0 && ok1 {
-		c.ns.Add(int64(t1 - t0))
-	} else {
-		c.failed.Store(true)
-	}
-	return err
-}
-
-func (c *encoderCPU) reset() { c.ns.Store(0); c.failed.Store(false) }
-
-// total is the CPU time added up, 0 when any reading failed.
-func (c *encoderCPU) total() time.Duration {
-	if c.failed.Load() {
-		return 0
-	}
-	return time.Duration(c.ns.Load())
-}
-
 // StageMedians returns, for each stage in the timings_ms of the entries with
 // status ok, the median time in milliseconds over those entries. The
 // "encode" stage of a job is the wall time of the whole batch an image was
 // encoded in.
-func StageMedians(entries []Entry) map[string]float64 {
+func StageMedians(entries []pipeline.Entry) map[string]float64 {
 	vals := map[string][]float64{}
 	for _, e := range entries {
-		if e.Status != StatusOK {
+		if e.Status != pipeline.StatusOK {
 			continue
 		}
 		for k, v := range e.Timings {
@@ -340,7 +280,9 @@ func StageMedians(entries []Entry) map[string]float64 {
 }
 
 // Median returns the median of v (the mean of the middle two for an even
-// count; 0 for none), sorting v in place.
+// count; 0 for none), sorting v in place. gonum's stat.Quantile has no
+// estimator that averages the middle two (its Empirical and LinInterp give
+// the lower one), which is the median benchmarks have always reported here.
 func Median(v []float64) float64 {
 	n := len(v)
 	if n == 0 {

@@ -1,4 +1,4 @@
-package vision_test
+package clip_test
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/models/ort/orttest"
 	"github.com/conditionhq/condition/tensorio"
-	"github.com/conditionhq/condition/vision"
 )
 
 // tinyclip is the tiny random CLIP made by testdata/tinyclip/generate.py;
 // its golden outputs come from torch.
-var tinyclip = filepath.Join("..", "testdata", "tinyclip")
+var tinyclip = filepath.Join("..", "..", "testdata", "tinyclip")
 
 // encoderTol is the largest difference allowed between ONNX Runtime and torch.
 const encoderTol = 1e-4
@@ -45,34 +45,15 @@ func closeToTorch(t *testing.T, what string, got, want []float32) {
 	closeWithin(t, what, got, want, encoderTol)
 }
 
-func closeWithin(t *testing.T, what string, got, want []float32, tol float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, torch has %d", what, len(got), len(want))
-	}
-	worst, at := 0.0, 0
-	for i := range want {
-		if d := math.Abs(float64(got[i] - want[i])); d > worst || math.IsNaN(d) {
-			worst, at = d, i
-		}
-	}
-	if testing.Verbose() {
-		t.Logf("%s: max abs difference %.2g", what, worst)
-	}
-	if worst > tol || math.IsNaN(worst) {
-		t.Fatalf("%s: |ort - torch| = %g at %d (ort %g, torch %g), tolerance %g", what, worst, at, got[at], want[at], tol)
-	}
-}
-
 // checkVision encodes the golden pixel values, checks the batch and one
 // image alone against torch within encoderTol, and returns the batch's
 // encodings.
-func checkVision(t *testing.T, e *vision.Encoder) []vision.Encoding {
+func checkVision(t *testing.T, e *clip.VisionEncoder) []clip.VisionEncoding {
 	t.Helper()
 	return checkVisionWithin(t, e, encoderTol)
 }
 
-func checkVisionWithin(t *testing.T, e *vision.Encoder, tol float64) []vision.Encoding {
+func checkVisionWithin(t *testing.T, e *clip.VisionEncoder, tol float64) []clip.VisionEncoding {
 	t.Helper()
 	px := readGolden(t, "vision_pixel_values")
 	hs := readGolden(t, "vision_last_hidden_state")
@@ -88,8 +69,8 @@ func checkVisionWithin(t *testing.T, e *vision.Encoder, tol float64) []vision.En
 	tok, d, p := hs.Shape[1], hs.Shape[2], em.Shape[1]
 	hv, ev := hs.Data.([]float32), em.Data.([]float32)
 	for i, g := range got {
-		if g.Tokens != tok || g.Width != d || g.Grid != (vision.Grid{H: 4, W: 4}) {
-			t.Fatalf("image %d: tokens %d width %d grid %v, want %d %d 4x4", i, g.Tokens, g.Width, g.Grid, tok, d)
+		if g.Tokens != tok || g.Width != d {
+			t.Fatalf("image %d: tokens %d width %d, want %d %d", i, g.Tokens, g.Width, tok, d)
 		}
 		closeWithin(t, "vision last_hidden_state", g.States, hv[i*tok*d:(i+1)*tok*d], tol)
 		closeWithin(t, "image_embeds", g.Embeds, ev[i*p:(i+1)*p], tol)
@@ -103,7 +84,7 @@ func checkVisionWithin(t *testing.T, e *vision.Encoder, tol float64) []vision.En
 	return got
 }
 
-func TestEncoderMatchesTorch(t *testing.T) {
+func TestVisionEncoderMatchesTorch(t *testing.T) {
 	orttest.Load(t)
 	p := filepath.Join(tinyclip, "onnx", "vision_model.onnx")
 	b, err := os.ReadFile(p)
@@ -111,7 +92,7 @@ func TestEncoderMatchesTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No patch size: the grid is inferred from 16 patch tokens of a square image.
-	e, err := vision.NewEncoder(b, p, vision.EncoderOptions{Threads: 1})
+	e, err := clip.NewVision(b, p, clip.VisionOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +103,9 @@ func TestEncoderMatchesTorch(t *testing.T) {
 	checkVision(t, e)
 }
 
-func TestOpenEncoder(t *testing.T) {
+func TestOpenVisionEncoder(t *testing.T) {
 	orttest.Load(t)
-	e := openModelEncoder(t, tinyclip, models.Options{}, vision.EncoderOptions{})
+	e := openModelEncoder(t, tinyclip, models.Options{}, clip.VisionOptions{})
 	checkVision(t, e)
 	ctx := context.Background()
 	px := make([]float32, 2*3*32*32)
@@ -153,7 +134,7 @@ func TestOpenEncoder(t *testing.T) {
 	}
 }
 
-func TestEncoderRejectsGraphs(t *testing.T) {
+func TestVisionEncoderRejectsGraphs(t *testing.T) {
 	orttest.Load(t)
 	for _, c := range []struct {
 		file  string
@@ -168,7 +149,7 @@ func TestEncoderRejectsGraphs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := vision.NewEncoder(b, p, vision.EncoderOptions{})
+		e, err := clip.NewVision(b, p, clip.VisionOptions{})
 		if err == nil {
 			e.Close()
 			t.Errorf("%s: no error", c.file)
@@ -183,7 +164,7 @@ func TestEncoderRejectsGraphs(t *testing.T) {
 }
 
 // encodeGolden encodes the golden pixel values.
-func encodeGolden(t *testing.T, e *vision.Encoder) []vision.Encoding {
+func encodeGolden(t *testing.T, e *clip.VisionEncoder) []clip.VisionEncoding {
 	t.Helper()
 	px := readGolden(t, "vision_pixel_values")
 	got, err := e.Encode(context.Background(), px.Data.([]float32), px.Shape[0], px.Shape[2], px.Shape[3])
@@ -194,7 +175,7 @@ func encodeGolden(t *testing.T, e *vision.Encoder) []vision.Encoding {
 }
 
 // maxDiff returns the largest |got - torch| over all images, for states and embeds.
-func maxDiff(t *testing.T, got []vision.Encoding) (states, embeds float64) {
+func maxDiff(t *testing.T, got []clip.VisionEncoding) (states, embeds float64) {
 	t.Helper()
 	hv := readGolden(t, "vision_last_hidden_state").Data.([]float32)
 	ev := readGolden(t, "image_embeds").Data.([]float32)
@@ -213,10 +194,10 @@ func maxDiff(t *testing.T, got []vision.Encoding) (states, embeds float64) {
 // TestEncoderFloat16 runs the float16 export (float16 pixel_values, weights
 // and outputs, as the hub's _fp16 graphs) from its file and from memory: the
 // encoder takes and returns float32, close to torch's float32 outputs.
-func TestEncoderFloat16(t *testing.T) {
+func TestVisionEncoderFloat16(t *testing.T) {
 	orttest.Load(t)
 	p := filepath.Join(tinyclip, "onnx", "variants", "vision_model_fp16.onnx")
-	fromFile, err := vision.NewEncoderFile(p, vision.EncoderOptions{Threads: 1})
+	fromFile, err := clip.NewVisionFile(p, clip.VisionOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +206,7 @@ func TestEncoderFloat16(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromBytes, err := vision.NewEncoder(b, p, vision.EncoderOptions{Threads: 1, PatchSize: 8})
+	fromBytes, err := clip.NewVision(b, p, clip.VisionOptions{Threads: 1, PatchSize: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,21 +225,21 @@ func TestEncoderFloat16(t *testing.T) {
 // from a model directory: the sizes of its float16 outputs, which the graph
 // leaves open, come from config.json (the number of tokens from the patch
 // size), not from ONNX Runtime's shape inference.
-func TestOpenEncoderVariant(t *testing.T) {
+func TestOpenVisionEncoderVariant(t *testing.T) {
 	orttest.Load(t)
 	dir := t.TempDir()
 	copyFile(t, filepath.Join(tinyclip, models.ConfigFile), filepath.Join(dir, models.ConfigFile))
 	copyFile(t, filepath.Join(tinyclip, "onnx", "variants", "vision_model_fp16.onnx"), filepath.Join(dir, "onnx", "vision_model_fp16.onnx"))
-	e := openModelEncoder(t, dir, models.Options{Variant: "fp16"}, vision.EncoderOptions{Threads: 1})
+	e := openModelEncoder(t, dir, models.Options{Variant: "fp16"}, clip.VisionOptions{Threads: 1})
 	checkVisionWithin(t, e, fp16EncoderTol)
 }
 
 // TestEncoderBFloat16Outputs runs the float32 graph with its outputs cast to
 // bfloat16 (8-bit significands): each output is torch's rounded to bfloat16,
 // so within 2^-8 of its magnitude (plus the float32 tolerance).
-func TestEncoderBFloat16Outputs(t *testing.T) {
+func TestVisionEncoderBFloat16Outputs(t *testing.T) {
 	orttest.Load(t)
-	e, err := vision.NewEncoderFile(filepath.Join(tinyclip, "onnx", "variants", "vision_model_bf16out.onnx"), vision.EncoderOptions{Threads: 1})
+	e, err := clip.NewVisionFile(filepath.Join(tinyclip, "onnx", "variants", "vision_model_bf16out.onnx"), clip.VisionOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,9 +278,9 @@ func TestEncoderBFloat16Outputs(t *testing.T) {
 // TestEncoderFloat16Input opens a graph that takes float16 pixel_values and
 // gives float32 outputs (testdata/tinyclip/generate.py's
 // onnx/bad/vision_float16.onnx, once refused): it is accepted now.
-func TestEncoderFloat16Input(t *testing.T) {
+func TestVisionEncoderFloat16Input(t *testing.T) {
 	orttest.Load(t)
-	e, err := vision.NewEncoderFile(filepath.Join(tinyclip, "onnx", "bad", "vision_float16.onnx"), vision.EncoderOptions{})
+	e, err := clip.NewVisionFile(filepath.Join(tinyclip, "onnx", "bad", "vision_float16.onnx"), clip.VisionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,16 +292,16 @@ func TestEncoderFloat16Input(t *testing.T) {
 
 // TestEncoderExternalData opens a model whose vision graph keeps its weights
 // in onnx/vision_model.onnx_data: the outputs equal the plain graph's exactly.
-func TestEncoderExternalData(t *testing.T) {
+func TestVisionEncoderExternalData(t *testing.T) {
 	orttest.Load(t)
-	plain, err := vision.NewEncoderFile(filepath.Join(tinyclip, "onnx", "vision_model.onnx"), vision.EncoderOptions{Threads: 1})
+	plain, err := clip.NewVisionFile(filepath.Join(tinyclip, "onnx", "vision_model.onnx"), clip.VisionOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close()
 	want := encodeGolden(t, plain)
 	dir := filepath.Join(tinyclip, "external")
-	same := func(t *testing.T, e *vision.Encoder) {
+	same := func(t *testing.T, e *clip.VisionEncoder) {
 		t.Helper()
 		got := checkVision(t, e)
 		for i := range want {
@@ -330,11 +311,11 @@ func TestEncoderExternalData(t *testing.T) {
 		}
 	}
 	t.Run("model directory", func(t *testing.T) {
-		e := openModelEncoder(t, dir, models.Options{}, vision.EncoderOptions{Threads: 1})
+		e := openModelEncoder(t, dir, models.Options{}, clip.VisionOptions{Threads: 1})
 		same(t, e)
 	})
 	t.Run("file", func(t *testing.T) {
-		e, err := vision.NewEncoderFile(filepath.Join(dir, "onnx", "vision_model.onnx"), vision.EncoderOptions{Threads: 1})
+		e, err := clip.NewVisionFile(filepath.Join(dir, "onnx", "vision_model.onnx"), clip.VisionOptions{Threads: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,7 +342,7 @@ func TestEncoderExternalData(t *testing.T) {
 				t.Skipf("no symbolic links here: %v", err)
 			}
 		}
-		e := openModelEncoder(t, snap, models.Options{}, vision.EncoderOptions{Threads: 1})
+		e := openModelEncoder(t, snap, models.Options{}, clip.VisionOptions{Threads: 1})
 		same(t, e)
 	})
 }
@@ -369,7 +350,7 @@ func TestEncoderExternalData(t *testing.T) {
 // TestEncoderExternalDataMissing: a graph whose external data is not beside
 // it, or that is given as bytes, fails with an error naming the graph and the
 // data file.
-func TestEncoderExternalDataMissing(t *testing.T) {
+func TestVisionEncoderExternalDataMissing(t *testing.T) {
 	orttest.Load(t)
 	dir := t.TempDir()
 	src := filepath.Join(tinyclip, "external")
@@ -380,7 +361,7 @@ func TestEncoderExternalDataMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := vision.OpenEncoder(m, vision.EncoderOptions{})
+	e, err := clip.OpenVision(m, clip.VisionOptions{})
 	if err == nil {
 		e.Close()
 		t.Fatal("no error for a graph without its external data")
@@ -400,7 +381,7 @@ func TestEncoderExternalDataMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err = vision.NewEncoder(b, p, vision.EncoderOptions{})
+	e, err = clip.NewVision(b, p, clip.VisionOptions{})
 	if err == nil {
 		e.Close()
 		t.Fatal("no error for an external-data graph given as bytes")
@@ -424,34 +405,20 @@ func equalFloats(a, b []float32) bool {
 	return true
 }
 
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // BenchmarkEncoderTiny measures images/s of the tiny model (32×32, batch
 // of 3) on one ONNX Runtime thread: mostly per-run overhead.
-func BenchmarkEncoderTiny(b *testing.B) {
+func BenchmarkVisionEncoderTiny(b *testing.B) {
 	orttest.Load(b)
-	e := openModelEncoder(b, tinyclip, models.Options{}, vision.EncoderOptions{Threads: 1})
+	e := openModelEncoder(b, tinyclip, models.Options{}, clip.VisionOptions{Threads: 1})
 	benchEncode(b, e)
 }
 
 // BenchmarkEncoderTinyFloat16 is BenchmarkEncoderTiny on the float16 export:
 // the same graph plus the float32 → float16 conversion of the pixels and the
 // float16 → float32 conversion of the outputs.
-func BenchmarkEncoderTinyFloat16(b *testing.B) {
+func BenchmarkVisionEncoderTinyFloat16(b *testing.B) {
 	orttest.Load(b)
-	e, err := vision.NewEncoderFile(filepath.Join(tinyclip, "onnx", "variants", "vision_model_fp16.onnx"), vision.EncoderOptions{Threads: 1})
+	e, err := clip.NewVisionFile(filepath.Join(tinyclip, "onnx", "variants", "vision_model_fp16.onnx"), clip.VisionOptions{Threads: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -461,7 +428,7 @@ func BenchmarkEncoderTinyFloat16(b *testing.B) {
 
 // benchEncode encodes the golden batch of 32×32 images b.N times and reports
 // images/s.
-func benchEncode(b *testing.B, e *vision.Encoder) {
+func benchEncode(b *testing.B, e *clip.VisionEncoder) {
 	px, err := tensorio.ReadNPY(filepath.Join(tinyclip, "golden", "vision_pixel_values.npy"))
 	if err != nil {
 		b.Fatal(err)
@@ -479,13 +446,13 @@ func benchEncode(b *testing.B, e *vision.Encoder) {
 
 // openModelEncoder opens the model in dir and its vision encoder, closed
 // when the test ends.
-func openModelEncoder(t testing.TB, dir string, mo models.Options, eo vision.EncoderOptions) *vision.Encoder {
+func openModelEncoder(t testing.TB, dir string, mo models.Options, eo clip.VisionOptions) *clip.VisionEncoder {
 	t.Helper()
 	m, err := models.Open(dir, mo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := vision.OpenEncoder(m, eo)
+	e, err := clip.OpenVision(m, eo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,231 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"strings"
+
+	"github.com/conditionhq/condition/text"
+	"github.com/conditionhq/condition/vision"
+)
+
+// TextEncoding is one prompt through the text encoder.
+type TextEncoding struct {
+	Text   string
+	IDs    []int64     // BOS … EOS [T], no padding
+	Tokens []string    // the tokens of IDs, as the vocabulary spells them
+	Words  []text.Word // the prompt's words over Tokens
+	// Truncated says the prompt was cut to the model's context.
+	Truncated bool
+	// States is last_hidden_state [Padded, Width] (after the final layer
+	// norm): rows 0..T-1 are the prompt's tokens, the rest padding.
+	States        []float32
+	Mask          []int64 // attention_mask [Padded]: 1 for the T tokens, 0 for padding
+	Padded, Width int
+	// Embeds is text_embeds [d_p], in CLIP's joint space, not normalised;
+	// nil when the graph has none.
+	Embeds []float32
+}
+
+// T returns the prompt's number of tokens, BOS to EOS.
+func (t *TextEncoding) T() int { return len(t.IDs) }
+
+// TokenStates returns the rows of States that are tokens, [T, Width].
+func (t *TextEncoding) TokenStates() []float32 { return t.States[:len(t.IDs)*t.Width] }
+
+// ImageEncoding is one image through the vision encoder.
+type ImageEncoding struct {
+	Grid vision.Grid // the patch grid, P = Grid.H × Grid.W
+	// States is last_hidden_state [1+P, Width] (before post_layernorm):
+	// row 0 is the class token, then the patches row by row.
+	States []float32
+	Width  int
+	// Embeds is image_embeds [d_p], in CLIP's joint space, not normalised;
+	// nil when the graph has none.
+	Embeds []float32
+}
+
+// Patches returns the patch rows of States, [P, Width].
+func (im *ImageEncoding) Patches() []float32 { return im.States[im.Width:] }
+
+// P returns the number of patches.
+func (im *ImageEncoding) P() int { return im.Grid.Patches() }
+
+// EncodeTexts tokenizes the prompts, padded to the model's context, and runs
+// them through the text encoder in one batch. An empty prompt, or one longer
+// than the context without Options.Truncate, is an error naming it (prompts
+// are numbered from 0).
+func (e *Engine) EncodeTexts(ctx context.Context, prompts []string) ([]TextEncoding, error) {
+	if len(prompts) == 0 {
+		return nil, nil
+	}
+	out := make([]TextEncoding, len(prompts))
+	ids := make([][]int64, len(prompts))
+	masks := make([][]int64, len(prompts))
+	for i, p := range prompts {
+		if strings.TrimSpace(p) == "" {
+			return nil, &PromptError{Index: i, Text: p, Err: errors.New("empty")}
+		}
+		full, err := e.tok.Encode(p)
+		if err != nil {
+			return nil, &PromptError{Index: i, Text: p, Err: err}
+		}
+		var trunc bool
+		if ids[i], masks[i], trunc, err = e.tok.Fit(full, e.ctxLen); err != nil {
+			return nil, &PromptError{Index: i, Text: p, Err: err}
+		}
+		t := 0
+		for _, v := range masks[i] {
+			t += int(v)
+		}
+		row := make([]int, t)
+		for k := range row {
+			row[k] = int(ids[i][k])
+		}
+		r := &out[i]
+		r.Text, r.IDs, r.Truncated = p, ids[i][:t:t], trunc
+		if r.Tokens, err = e.tok.Tokens(row); err == nil {
+			r.Words, err = e.tok.Words(row)
+		}
+		if err != nil {
+			return nil, &PromptError{Index: i, Text: p, Err: err}
+		}
+	}
+	encs, err := e.tenc.Encode(ctx, ids, masks)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	for i, enc := range encs {
+		r := &out[i]
+		r.States, r.Mask, r.Padded, r.Width, r.Embeds = enc.States, enc.Mask, enc.T, enc.Width, enc.Embeds
+	}
+	return out, nil
+}
+
+// PromptError is a prompt the engine cannot take.
+type PromptError struct {
+	Index int    // from 0, in the order given
+	Text  string // the prompt
+	Err   error
+}
+
+func (e *PromptError) Error() string {
+	return fmt.Sprintf("pipeline: prompt %d (%s): %v", e.Index, QuotePrompt(e.Text), e.Err)
+}
+
+func (e *PromptError) Unwrap() error { return e.Err }
+
+// QuotePrompt quotes a prompt for a message: the whole of a short one, the
+// start of a long one.
+func QuotePrompt(s string) string {
+	const most = 60
+	if r := []rune(s); len(r) > most {
+		return fmt.Sprintf("%q… (%d characters)", string(r[:most]), len(r))
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// DecodeImage decodes an encoded image (JPEG, PNG, GIF, WebP, BMP, TIFF),
+// applying its EXIF orientation, and refuses images over Options.MaxPixels.
+// A decoder that panics on a malformed file gives an error, not a crash.
+func (e *Engine) DecodeImage(data []byte) (img image.Image, err error) {
+	return decodeImage(data, e.opts.MaxPixels)
+}
+
+func decodeImage(data []byte, maxPixels int64) (img image.Image, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			img, err = nil, fmt.Errorf("decoder panicked: %v", r)
+		}
+	}()
+	return vision.Decode(data, vision.DecodeOptions{MaxPixels: maxPixels})
+}
+
+// Preprocess writes img's pixel_values [3, H, W] (H, W from InputSize) into
+// dst, which must hold 3·H·W values.
+func (e *Engine) Preprocess(dst []float32, img image.Image) error {
+	b := img.Bounds()
+	if h, w := e.pre.OutputSize(b.Dx(), b.Dy()); h != e.inH || w != e.inW {
+		return fmt.Errorf("pipeline: preprocessing a %dx%d image gives %d×%d pixels, the vision model takes %d×%d", b.Dx(), b.Dy(), h, w, e.inH, e.inW)
+	}
+	if len(dst) != 3*e.inH*e.inW {
+		return fmt.Errorf("pipeline: preprocess: %d values for [3 %d %d]", len(dst), e.inH, e.inW)
+	}
+	if _, _, err := e.pre.ApplyInto(dst, img); err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	return nil
+}
+
+// EncodeImages preprocesses the images and runs them through the vision
+// encoder, Options.Batch at a time.
+func (e *Engine) EncodeImages(ctx context.Context, imgs []image.Image) ([]ImageEncoding, error) {
+	per := 3 * e.inH * e.inW
+	out := make([]ImageEncoding, 0, len(imgs))
+	var buf []float32
+	for start := 0; start < len(imgs); start += e.opts.Batch {
+		end := min(start+e.opts.Batch, len(imgs))
+		buf = grow(buf, (end-start)*per)
+		for i, img := range imgs[start:end] {
+			if err := e.Preprocess(buf[i*per:(i+1)*per], img); err != nil {
+				return nil, fmt.Errorf("%w (image %d)", err, start+i)
+			}
+		}
+		encs, err := e.EncodePixels(ctx, buf, end-start)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, encs...)
+	}
+	return out, nil
+}
+
+// EncodeImageData decodes, preprocesses and encodes images given as files'
+// bytes, Options.Batch at a time. Errors name the image by its index.
+func (e *Engine) EncodeImageData(ctx context.Context, data [][]byte) ([]ImageEncoding, error) {
+	imgs := make([]image.Image, len(data))
+	for i, d := range data {
+		img, err := e.DecodeImage(d)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: image %d: %w", i, err)
+		}
+		imgs[i] = img
+	}
+	return e.EncodeImages(ctx, imgs)
+}
+
+// EncodePixels runs n preprocessed images, pixels [n, 3, H, W] (see
+// Preprocess), through the vision encoder in one batch. The encodings'
+// States share one buffer per call.
+func (e *Engine) EncodePixels(ctx context.Context, pixels []float32, n int) ([]ImageEncoding, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	encs, err := e.venc.Encode(ctx, pixels[:n*3*e.inH*e.inW], n, e.inH, e.inW)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	var grid vision.Grid
+	if p := e.venc.PatchSize(); p > 0 {
+		grid, err = vision.GridFor(e.inH, e.inW, p)
+	} else {
+		grid, err = vision.InferGrid(encs[0].Tokens-1, e.inH, e.inW)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	out := make([]ImageEncoding, n)
+	for i, enc := range encs {
+		out[i] = ImageEncoding{Grid: grid, States: enc.States, Width: enc.Width, Embeds: enc.Embeds}
+	}
+	return out, nil
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}

@@ -1,0 +1,253 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sync"
+
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/clip"
+	"github.com/conditionhq/condition/text"
+	"github.com/conditionhq/condition/vision"
+	"github.com/conditionhq/condition/xattn"
+)
+
+// Options controls Open and New. The zero value is a usable engine: CLIP's
+// joint space both ways, ONNX Runtime's default threads, prompts longer
+// than the model's context refused.
+type Options struct {
+	// Model is how Open resolves its reference: hub cache, variant, heads,
+	// downloads (see models.Options). Its Logger defaults to Log.
+	Model models.Options
+
+	// Layer is the attention layer, nil for CLIP's joint space (the model's
+	// own projection heads, one head; see xattn.Joint). A learned layer
+	// (xattn.FromDiffusers, LoadDiffusersLayer) or xattn.Identity serves
+	// image → text when it takes patches as queries and tokens as source
+	// (d_q = d_v, d_kv = d_t) and text → image when it takes them the other
+	// way round; a direction asked for explicitly that the layer does not
+	// fit is an error.
+	Layer *xattn.Layer
+	// LayerName names Layer in metadata and resume settings ("joint" when
+	// Layer is nil; "custom" when empty).
+	LayerName string
+	// Direction is which attention Attend computes (0: both).
+	Direction xattn.Direction
+
+	// Threads is each encoder run's ONNX Runtime intra-op threads and each
+	// attention call's goroutines (0: ONNX Runtime's default, and one
+	// goroutine for attention).
+	Threads int
+	// NoSpinning keeps ONNX Runtime's threads from spinning between runs
+	// (for programs that share the cores with other work).
+	NoSpinning bool
+	// Batch is the most images EncodeImages gives the vision encoder at
+	// once (default 8).
+	Batch int
+	// Truncate cuts prompts longer than the model's context (as Hugging
+	// Face's truncation=True: BOS, the first tokens, EOS) instead of
+	// refusing them.
+	Truncate bool
+	// MaxPixels refuses larger images in DecodeImage (0:
+	// vision.DefaultMaxPixels).
+	MaxPixels int64
+
+	// Log receives what the engine has to say; nil discards.
+	Log *slog.Logger
+}
+
+// Engine is one opened model ready to encode prompts and images and attend
+// between them: the tokenizer, the preprocessor, both ONNX Runtime encoders,
+// the projection heads and the attention layers.
+//
+// An Engine is safe for concurrent use by any number of goroutines. Shared
+// and read-only after Open: the model, the tokenizer, the preprocessor, the
+// encoders' sessions (ONNX Runtime runs concurrent calls on one session) and
+// the layers' packed weights. Per call: the tensors fed to and read from ONNX
+// Runtime, and the attention workspace (projections of the image side and
+// score buffers), taken from a small free list and given back. Prepared
+// prompts (Prompts) are immutable and may be shared too. Concurrent image
+// requests may be gathered into one EncodePixels call by the caller.
+type Engine struct {
+	m        *models.Model
+	opts     Options
+	log      *slog.Logger
+	tok      *text.Tokenizer // pads to the model's context; errors or truncates per Options.Truncate
+	ctxLen   int
+	pre      *vision.Preprocessor
+	tenc     *clip.TextEncoder
+	venc     *clip.VisionEncoder
+	inH, inW int
+	dt, dv   int
+	i2t, t2i *xattn.Layer
+	// jointPatches: i2t projects patches as queries exactly as t2i
+	// projects them as keys (and values), so one projection serves both.
+	jointPatches bool
+	layerName    string
+	logitScale   float64 // exp(logit_scale); 0 when unknown
+	threads      int     // attention goroutines per call
+
+	free      chan *workspaces
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open resolves ref (a folder, a hub id org/name[@revision], or "default"
+// when the built-in model is linked in: see models/embedded) and opens its
+// engine. ctx bounds any download and the opening.
+func Open(ctx context.Context, ref string, opts Options) (*Engine, error) {
+	mo := opts.Model
+	if mo.Logger == nil {
+		mo.Logger = opts.Log
+	}
+	m, err := models.OpenContext(ctx, ref, mo)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, m, opts)
+}
+
+// New opens the engine of a model already opened.
+func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err error) {
+	if m == nil {
+		return nil, errors.New("pipeline: no model")
+	}
+	e := &Engine{m: m, opts: opts, log: opts.Log, threads: max(opts.Threads, 1), free: make(chan *workspaces, 8)}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Direction == 0 {
+		e.opts.Direction = xattn.Both
+	}
+	if opts.Batch <= 0 {
+		e.opts.Batch = 8
+	}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	tok, err := text.LoadTokenizer(m.FS())
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+	}
+	e.ctxLen = tok.ForModel(m.Config().TextConfig.MaxPositionEmbeddings).ContextLength()
+	if e.tok, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen, ErrorOnOverflow: !opts.Truncate}); err != nil {
+		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+	}
+	if e.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
+		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning},
+		clip.VisionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning}); err != nil {
+		return nil, err
+	}
+	if _, e.inH, e.inW = e.venc.InputSize(); e.inH <= 0 || e.inW <= 0 {
+		// A graph with dynamic spatial size takes what the preprocessor makes.
+		sz := m.Config().VisionConfig.ImageSize
+		e.inH, e.inW = e.pre.OutputSize(sz, sz)
+	}
+	e.dt, e.dv = m.Config().TextConfig.HiddenSize, m.Config().VisionConfig.HiddenSize
+	if s, _, err := m.LogitScale(); err == nil {
+		e.logitScale = math.Exp(float64(s))
+	} else {
+		e.log.Warn("no logit_scale: scores are left out", "model", m.Name(), "err", err)
+	}
+	if err := e.buildLayers(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// openEncoders opens m's text and vision encoders side by side: ONNX
+// Runtime spends seconds creating a real-size model's sessions, most of it
+// on one thread copying weights. On error it closes what it opened.
+func openEncoders(ctx context.Context, m *models.Model, topts clip.TextOptions, vopts clip.VisionOptions) (*clip.TextEncoder, *clip.VisionEncoder, error) {
+	var ve *clip.VisionEncoder
+	var verr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ve, verr = clip.OpenVision(m, vopts)
+	}()
+	te, err := clip.OpenText(m, topts)
+	<-done
+	if err = errors.Join(err, verr, ctx.Err()); err != nil {
+		te.Close()
+		ve.Close()
+		return nil, nil, err
+	}
+	return te, ve, nil
+}
+
+// Close releases the encoders and the pooled workspaces. It is safe to call
+// more than once; calls in flight must have returned.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		var errs []error
+		if e.tenc != nil {
+			errs = append(errs, e.tenc.Close())
+		}
+		if e.venc != nil {
+			errs = append(errs, e.venc.Close())
+		}
+		for {
+			select {
+			case ws := <-e.free:
+				ws.close()
+				continue
+			default:
+			}
+			break
+		}
+		e.closeErr = errors.Join(errs...)
+	})
+	return e.closeErr
+}
+
+// Model returns the engine's model.
+func (e *Engine) Model() *models.Model { return e.m }
+
+// Tokenizer returns the model's tokenizer, set to the model's context
+// length (and to truncate when Options.Truncate).
+func (e *Engine) Tokenizer() *text.Tokenizer { return e.tok }
+
+// Preprocessor returns the model's image preprocessing.
+func (e *Engine) Preprocessor() *vision.Preprocessor { return e.pre }
+
+// InputSize returns the height and width of the pixel_values the vision
+// encoder takes.
+func (e *Engine) InputSize() (height, width int) { return e.inH, e.inW }
+
+// ContextLength returns the number of token positions prompts are padded to.
+func (e *Engine) ContextLength() int { return e.ctxLen }
+
+// LogitScale returns exp(logit_scale), the factor from cosine to CLIP
+// logit (0 when the model has none).
+func (e *Engine) LogitScale() float64 { return e.logitScale }
+
+// Direction returns the directions Attend computes.
+func (e *Engine) Direction() xattn.Direction {
+	var d xattn.Direction
+	if e.i2t != nil {
+		d |= xattn.ImageToText
+	}
+	if e.t2i != nil {
+		d |= xattn.TextToImage
+	}
+	return d
+}
+
+// LayerName names the attention layers ("joint" for CLIP's joint space).
+func (e *Engine) LayerName() string { return e.layerName }
+
+// Threads returns the ONNX Runtime intra-op threads of the encoders (0:
+// ONNX Runtime's default).
+func (e *Engine) Threads() int { return e.opts.Threads }

@@ -1,0 +1,58 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/conditionhq/condition/xattn"
+)
+
+// Prompt is one prompt encoded once with its attention sides prepared: its
+// tokens as keys and values (image → text) and as queries (text → image),
+// projected by the engine's layers. A Prompt is immutable: share it between
+// goroutines and reuse it for every image.
+type Prompt struct {
+	TextEncoding
+	src *xattn.Source // the tokens as keys and values (image → text); nil when not computed
+	q   *xattn.Query  // the tokens as queries (text → image); nil when not computed
+	eng *Engine
+}
+
+// Prompts is a set of prepared prompts, in order. Slice it to attend with
+// some of them.
+type Prompts []*Prompt
+
+// Texts returns the prompts' texts.
+func (ps Prompts) Texts() []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Text
+	}
+	return out
+}
+
+// Prepare encodes the prompts in one batch and prepares their attention
+// sides, once for every later Attend.
+func (e *Engine) Prepare(ctx context.Context, prompts ...string) (Prompts, error) {
+	encs, err := e.EncodeTexts(ctx, prompts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(Prompts, len(encs))
+	for i := range encs {
+		p := &Prompt{TextEncoding: encs[i], eng: e}
+		states, t := p.TokenStates(), p.T()
+		if e.i2t != nil {
+			if p.src, err = e.i2t.PrepareSource(states, t, nil); err != nil {
+				return nil, &PromptError{Index: i, Text: p.Text, Err: fmt.Errorf("prepare image to text: %w", err)}
+			}
+		}
+		if e.t2i != nil {
+			if p.q, err = e.t2i.PrepareQuery(states, t); err != nil {
+				return nil, &PromptError{Index: i, Text: p.Text, Err: fmt.Errorf("prepare text to image: %w", err)}
+			}
+		}
+		out[i] = p
+	}
+	return out, nil
+}

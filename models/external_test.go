@@ -19,7 +19,7 @@ import (
 func TestFetchExternalData(t *testing.T) {
 	srv := fakeHub(t)
 	cache := t.TempDir()
-	opts := hubOptions(srv, cache)
+	opts := hubOptions(t, srv, cache)
 	m, err := models.Open("org/external", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestFetchExternalData(t *testing.T) {
 		"org/nodata": {"onnx/vision_model.onnx", "onnx/vision_model.onnx_data", "does not have"},
 		"org/escape": {"onnx/vision_model.onnx", "../escape.bin", "outside"},
 	} {
-		_, err := models.Open(ref, hubOptions(srv, t.TempDir()))
+		_, err := models.Open(ref, hubOptions(t, srv, t.TempDir()))
 		if err == nil {
 			t.Errorf("Open(%s): no error", ref)
 			continue

@@ -12,9 +12,11 @@ import (
 )
 
 // HeadsFile is where the projection heads read out of a large
-// model.safetensors are kept, in the cache snapshot of the repository they
-// were read from: snapshots/<commit>/condition-heads.safetensors (a link
-// into blobs/, like every file of the snapshot).
+// model.safetensors are kept, in the derived cache (see DefaultDerivedDir):
+// <derived>/models--org--name/<commit>/condition-heads.safetensors, for the
+// repository and commit they were read from. Older versions kept it in the
+// Hugging Face cache, snapshots/<commit>/condition-heads.safetensors, where
+// it is still read.
 const HeadsFile = "condition-heads.safetensors"
 
 // HeadNames are the tensors of CLIPModel's joint-space heads.
@@ -30,13 +32,18 @@ var HeadNames = []string{
 // hub is downloaded whole; a larger one has only its heads read, by ranges.
 const SmallWeights = 64 << 20
 
-// cachedHeads returns where the cache holds repo@commit's heads: its
-// model.safetensors, or the heads read out of it by ranges.
-func cachedHeads(cache hub.Cache, repo, commit string) (string, bool) {
+// cachedHeads returns where repo@commit's heads are on disk: its
+// model.safetensors in the hub cache, else the heads read out of it by
+// ranges, in the snapshot (where older versions put them) or in the
+// derived cache.
+func cachedHeads(cache hub.Cache, derived derivedCache, repo, commit string) (string, bool) {
 	if p, ok := cache.File(repo, commit, WeightsFile); ok {
 		return p, true
 	}
-	return cache.File(repo, commit, HeadsFile)
+	if p, ok := cache.File(repo, commit, HeadsFile); ok {
+		return p, true
+	}
+	return derived.file(repo, commit, HeadsFile)
 }
 
 // openWeights makes model.safetensors come from another model's heads.
@@ -70,7 +77,7 @@ func (m *Model) openWeights(ctx context.Context, ref string, opts Options) error
 				return fmt.Errorf("models: HF_HUB_OFFLINE is set, and the weights %s@%s are not in the Hugging Face cache %s: %w", r.Hub.Repo, r.Hub.Rev(), c.CacheDir, hub.ErrOffline)
 			}
 		}
-		if p, err = fetchHeads(ctx, c, r.Hub.Repo, r.Hub.Rev(), commit, opts.MaxWeightsDownload); err != nil {
+		if p, err = fetchHeads(ctx, c, m.derived, r.Hub.Repo, r.Hub.Rev(), commit, opts.MaxWeightsDownload); err != nil {
 			return err
 		}
 	default:

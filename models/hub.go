@@ -141,7 +141,7 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 	m.base = os.DirFS(m.dir)
 	// Projection heads from the repository's own model.safetensors.
 	if has[WeightsFile] && m.weights == "" {
-		p, err := fetchHeads(ctx, c, r.Repo, commit, commit, opts.MaxWeightsDownload)
+		p, err := fetchHeads(ctx, c, m.derived, r.Repo, commit, commit, opts.MaxWeightsDownload)
 		if err != nil {
 			return err
 		}
@@ -155,16 +155,17 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 // fetchHeads makes the heads of repo's model.safetensors available at
 // revision rev (commit, when known, is the commit rev is at; "" to ask the
 // hub): the file itself when small or already cached, else the heads read by
-// ranges into snapshots/<commit>/condition-heads.safetensors. It returns the
-// path to read them from. The hub is asked about the file once (one HEAD
-// request); the download or the range reads reuse that answer.
-func fetchHeads(ctx context.Context, c *hub.Client, repo, rev, commit string, maxDownload int64) (string, error) {
+// ranges into the derived cache, <derived>/models--org--name/<commit>/
+// condition-heads.safetensors. It returns the path to read them from. The
+// hub is asked about the file once (one HEAD request); the download or the
+// range reads reuse that answer.
+func fetchHeads(ctx context.Context, c *hub.Client, derived derivedCache, repo, rev, commit string, maxDownload int64) (string, error) {
 	if maxDownload <= 0 {
 		maxDownload = SmallWeights
 	}
 	cache := c.Cache()
 	if commit != "" {
-		if p, ok := cachedHeads(cache, repo, commit); ok {
+		if p, ok := cachedHeads(cache, derived, repo, commit); ok {
 			return p, nil
 		}
 	}
@@ -183,7 +184,7 @@ func fetchHeads(ctx context.Context, c *hub.Client, repo, rev, commit string, ma
 		if err := cache.WriteRef(repo, rev, meta.Commit); err != nil {
 			return "", fmt.Errorf("models: %w", err)
 		}
-		if p, ok := cachedHeads(cache, repo, meta.Commit); ok {
+		if p, ok := cachedHeads(cache, derived, repo, meta.Commit); ok {
 			return p, nil
 		}
 	}
@@ -207,7 +208,7 @@ func fetchHeads(ctx context.Context, c *hub.Client, repo, rev, commit string, ma
 	}
 	note := map[string]string{"format": "pt", "source": repo + "@" + meta.Commit + ":" + WeightsFile,
 		"note": "projection heads read by condition with HTTP range requests"}
-	p, err := cache.AddFile(repo, meta.Commit, HeadsFile, func(w io.Writer) error {
+	p, err := derived.write(repo, meta.Commit, HeadsFile, func(w io.Writer) error {
 		b, err := tensorio.EncodeSafetensors(heads, note)
 		if err != nil {
 			return err
@@ -216,7 +217,7 @@ func fetchHeads(ctx context.Context, c *hub.Client, repo, rev, commit string, ma
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("models: %w", err)
+		return "", fmt.Errorf("models: heads of %s@%s: %w", repo, meta.Commit, err)
 	}
 	return p, nil
 }

@@ -20,11 +20,12 @@ type Model struct {
 	repo     string // org/name for hub references
 	fsys     fs.FS
 	base     fs.FS             // the folder, before aliases
-	alias    map[string]string // canonical name → name in base
+	alias    map[string]string // canonical name → name in base (or in the derived cache)
 	extra    map[string]string // canonical name → file on disk outside the folder
 	weights  string            // where the heads come from, when not the model itself
 	variant  string
 	hub      *hub.Client
+	derived  derivedCache // files made from hub models
 	config   Config
 }
 
@@ -51,7 +52,8 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 		return nil, err
 	}
 	variant := strings.TrimPrefix(opts.Variant, "_")
-	m := &Model{ref: model, variant: variant, weights: weights, alias: map[string]string{}, extra: map[string]string{}}
+	m := &Model{ref: model, variant: variant, weights: weights, alias: map[string]string{}, extra: map[string]string{},
+		derived: newDerivedCache(opts)}
 	switch {
 	case r.Default:
 		fsys, err := defaultFS()
@@ -85,8 +87,10 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 		if err := m.openWeights(ctx, weights, opts); err != nil {
 			return nil, err
 		}
-	} else if m.repo != "" && !fsHas(m.base, WeightsFile) && fsHas(m.base, HeadsFile) {
-		m.extra[WeightsFile] = filepath.Join(m.dir, HeadsFile)
+	} else if m.repo != "" && !fsHas(m.base, WeightsFile) {
+		if p, ok := cachedHeads(m.hub.Cache(), m.derived, m.repo, m.revision); ok {
+			m.extra[WeightsFile] = p
+		}
 	}
 	return m, nil
 }
@@ -168,14 +172,16 @@ func (m *Model) Path(name string) string {
 	return m.ref + ":" + real
 }
 
-// Source returns the name under the model's folder that serves the canonical
-// name (the variant or exposed graph), or "" when it comes from outside it.
+// Source returns the name of the model's file that serves the canonical
+// name (the variant or exposed graph; a hub model's exposed graph is kept in
+// the derived cache, see Path), or "" when the file is not one of the
+// model's own (heads from another model, or read by ranges).
 func (m *Model) Source(name string) string {
-	if _, ok := m.extra[name]; ok {
-		return ""
-	}
 	if a, ok := m.alias[name]; ok {
 		return a
+	}
+	if _, ok := m.extra[name]; ok {
+		return ""
 	}
 	return name
 }

@@ -26,9 +26,16 @@
 // external data point to (onnx/vision_model.onnx_data, ...), in the same
 // snapshot folder, so that ONNX Runtime finds them beside the graph.
 //
+// The Hugging Face cache is a mirror of the hub: its snapshots hold what the
+// hub serves and nothing else. What this program makes from a hub model
+// (the heads read by ranges, graphs rewritten by Expose) is kept in its own
+// cache, DefaultDerivedDir(), by repository and commit. Files older versions
+// wrote into snapshots are still read from there.
+//
 // Options.Variant picks graphs by suffix (onnx/text_model_fp16.onnx for
 // "fp16"). A graph rewritten by Model.Expose (onnx/<name>.exposed.onnx,
-// beside the original) is used in place of the original.
+// beside the original in a directory, in the derived cache for a hub model)
+// is used in place of the original.
 //
 // Whatever the files' real names, the model's FS serves them under the
 // canonical names: onnx/text_model.onnx, onnx/vision_model.onnx and
@@ -58,6 +65,10 @@ type Options struct {
 	// HubCache overrides the Hugging Face hub cache folder (default:
 	// HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub).
 	HubCache string
+	// DerivedCache overrides the folder of the files made from hub models:
+	// projection heads read by ranges and graphs rewritten by Expose
+	// (default: DefaultDerivedDir()).
+	DerivedCache string
 	// Offline never touches the network (as HF_HUB_OFFLINE=1 does).
 	Offline bool
 	// Update asks the hub which commit a branch is at even when the cache

@@ -254,14 +254,16 @@ func fakeHub(t *testing.T) *hubtest.Server {
 	})
 }
 
-func hubOptions(srv *hubtest.Server, cache string) models.Options {
-	return models.Options{Hub: &hub.Client{Endpoint: srv.URL(), CacheDir: cache, RetryWait: 1}}
+// hubOptions opens models from the fake hub into the hub cache folder
+// cache, keeping derived files in a folder of the test's own.
+func hubOptions(t *testing.T, srv *hubtest.Server, cache string) models.Options {
+	return models.Options{Hub: &hub.Client{Endpoint: srv.URL(), CacheDir: cache, RetryWait: 1}, DerivedCache: t.TempDir()}
 }
 
 func TestOpenFetchesFromHub(t *testing.T) {
 	srv := fakeHub(t)
 	cache := t.TempDir()
-	opts := hubOptions(srv, cache)
+	opts := hubOptions(t, srv, cache)
 	var progressed int
 	opts.Progress = func(hub.Progress) { progressed++ }
 	m, err := models.Open("org/tinyclip", opts)
@@ -326,7 +328,7 @@ func TestOpenFetchesFromHub(t *testing.T) {
 
 func TestOpenVariant(t *testing.T) {
 	srv := fakeHub(t)
-	opts := hubOptions(srv, t.TempDir())
+	opts := hubOptions(t, srv, t.TempDir())
 	opts.Variant = "int32"
 	m, err := models.Open("org/tinyclip", opts)
 	if err != nil {
@@ -355,7 +357,7 @@ func TestOpenVariant(t *testing.T) {
 func TestOpenWeightsFromAnotherRepo(t *testing.T) {
 	srv := fakeHub(t)
 	cache := t.TempDir()
-	opts := hubOptions(srv, cache)
+	opts := hubOptions(t, srv, cache)
 	opts.MaxWeightsDownload = 1000 // the checkpoint counts as large: read the heads by ranges
 	m, err := models.Open("org/onnx+org/pt", opts)
 	if err != nil {
@@ -364,12 +366,16 @@ func TestOpenWeightsFromAnotherRepo(t *testing.T) {
 	if m.WeightsSource() != "org/pt" || m.Revision() != commitB {
 		t.Errorf("weights %q revision %s", m.WeightsSource(), m.Revision())
 	}
-	heads := filepath.Join(cache, "models--org--pt", "snapshots", commitC, models.HeadsFile)
+	// The heads go to the derived cache, not into the hub cache's snapshot.
+	heads := filepath.Join(opts.DerivedCache, "models--org--pt", commitC, models.HeadsFile)
 	if m.Path(models.WeightsFile) != heads {
 		t.Errorf("weights path %s, want %s", m.Path(models.WeightsFile), heads)
 	}
-	if l, err := os.Readlink(heads); err != nil || !strings.HasPrefix(l, "../../blobs/") {
-		t.Errorf("heads file is not a link into blobs: %q %v", l, err)
+	if fi, err := os.Lstat(heads); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("heads file: %v %v", fi, err)
+	}
+	if _, err := os.Lstat(filepath.Join(cache, "models--org--pt", "snapshots", commitC, models.HeadsFile)); err == nil {
+		t.Errorf("heads written into the hub cache's snapshot")
 	}
 	// The heads equal the checkpoint's.
 	full, _, err := tensorio.ReadSafetensors(filepath.Join(tiny, "model.safetensors"))
@@ -431,7 +437,7 @@ func TestOpenWeightsFromAnotherRepo(t *testing.T) {
 func TestExposeHubModel(t *testing.T) {
 	srv := fakeHub(t)
 	cache := t.TempDir()
-	opts := hubOptions(srv, cache)
+	opts := hubOptions(t, srv, cache)
 	m, err := models.Open("org/pooled", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -440,14 +446,19 @@ func TestExposeHubModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Written to the derived cache, by repository and commit.
+	derived := filepath.Join(opts.DerivedCache, "models--org--pooled", commitB)
 	snap := filepath.Join(cache, "models--org--pooled", "snapshots", commitB)
 	for i, g := range []string{"onnx/text_model", "onnx/vision_model"} {
 		r := res[i]
-		if r.Written != filepath.Join(snap, filepath.FromSlash(g+".exposed.onnx")) || r.Walk == nil || r.Already {
+		if r.Written != filepath.Join(derived, filepath.FromSlash(g+".exposed.onnx")) || r.Walk == nil || r.Already {
 			t.Errorf("%s: %+v", g, r)
 		}
-		if l, err := os.Readlink(r.Written); err != nil || !strings.HasPrefix(l, "../../../blobs/") {
-			t.Errorf("%s: not a link into blobs: %q %v", r.Written, l, err)
+		if _, err := os.Lstat(filepath.Join(snap, filepath.FromSlash(g+".exposed.onnx"))); err == nil {
+			t.Errorf("%s written into the hub cache's snapshot", g)
+		}
+		if canon := []string{models.TextModelFile, models.VisionModelFile}[i]; m.Path(canon) != r.Written {
+			t.Errorf("after expose, %s from %s", canon, m.Path(canon))
 		}
 	}
 	// Opened again (offline), the model serves the rewritten graphs.
@@ -457,8 +468,8 @@ func TestExposeHubModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
-		if !strings.HasSuffix(m.Source(g), models.ExposedSuffix) {
-			t.Errorf("%s served from %s", g, m.Source(g))
+		if !strings.HasSuffix(m.Source(g), models.ExposedSuffix) || !strings.HasPrefix(m.Path(g), derived) {
+			t.Errorf("%s served from %s (%s)", g, m.Source(g), m.Path(g))
 		}
 		b, err := m.ReadFile(g)
 		if err != nil {

@@ -115,7 +115,7 @@ func TestOpenLocalBeatsHub(t *testing.T) {
 	os.MkdirAll(local, 0o755)
 	os.WriteFile(filepath.Join(local, "config.json"), cfg, 0o644)
 	srv.Reset()
-	m, err := models.Open("org/tinyclip", hubOptions(srv, t.TempDir()))
+	m, err := models.Open("org/tinyclip", hubOptions(t, srv, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestOpenLocalBeatsHub(t *testing.T) {
 func TestOpenRevisionWithSlashes(t *testing.T) {
 	srv := fakeHub(t)
 	cache := t.TempDir()
-	opts := hubOptions(srv, cache)
+	opts := hubOptions(t, srv, cache)
 	m, err := models.Open("org/pr@refs/pr/1", opts)
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func TestOneMetadataRequestPerFile(t *testing.T) {
 		{"weights from another repo whole", "org/onnx+org/pt@main", "org/pt", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			opts := hubOptions(srv, t.TempDir())
+			opts := hubOptions(t, srv, t.TempDir())
 			opts.MaxWeightsDownload = c.max
 			srv.Reset()
 			if _, err := models.Open(c.ref, opts); err != nil {

@@ -58,23 +58,40 @@ func sideFiles(cache hub.Cache, repo, commit, graph string) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("models: %s@%s: %s is not in the cache", repo, commit, graph)
 	}
+	out, err := externalSides(p, graph)
+	if err != nil {
+		return nil, fmt.Errorf("models: %s@%s: %s: %w", repo, commit, graph, err)
+	}
+	return out, nil
+}
+
+// externalSides returns the files that hold the external data of the graph
+// file p, as slash-separated paths beside graph, p's name in its model.
+// Each location must stay inside the graph's folder.
+func externalSides(p, graph string) ([]string, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("models: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("models: %w", err)
+		return nil, err
 	}
 	locs, err := onnxgraph.ExternalDataFiles(f, fi.Size())
 	if err != nil {
-		return nil, fmt.Errorf("models: %s@%s: %s: %w", repo, commit, graph, err)
+		return nil, err
 	}
+	return sidesOf(graph, locs)
+}
+
+// sidesOf turns the external-data locations a graph names into paths beside
+// it, checking that each stays inside the graph's folder.
+func sidesOf(graph string, locs []string) ([]string, error) {
 	out := make([]string, 0, len(locs))
 	for _, l := range locs {
 		if err := onnxgraph.CheckLocation(l); err != nil {
-			return nil, fmt.Errorf("models: %s@%s: %s: %w", repo, commit, graph, err)
+			return nil, err
 		}
 		out = append(out, path.Join(path.Dir(graph), l))
 	}

@@ -18,13 +18,21 @@ func variantName(name, variant string) string {
 }
 
 // pickGraphs maps the canonical graph names to the variant asked for and to
-// exposed rewrites, when there are.
+// exposed rewrites, when there are: in the model's folder (a directory, or a
+// hub snapshot where older versions wrote them), else in the derived cache.
 func (m *Model) pickGraphs() error {
 	found := 0
 	for _, g := range []string{TextModelFile, VisionModelFile} {
 		name := variantName(g, m.variant)
 		if fsHas(m.base, exposedName(name)) {
 			m.alias[g] = exposedName(name)
+			found++
+			continue
+		}
+		if p, ok, err := m.derivedExposed(exposedName(name)); err != nil {
+			return err
+		} else if ok {
+			m.alias[g], m.extra[g] = exposedName(name), p
 			found++
 			continue
 		}

@@ -171,6 +171,10 @@ func (c Cache) link(repo, commit, file, etag string) (string, error) {
 // cache like a downloaded one: the contents go to blobs/<sha256>, and
 // snapshots/<commit>/<file> links to it. write is called once with the
 // destination; the result is installed atomically. It returns the snapshot path.
+//
+// Deprecated: the cache is a mirror of the hub, and a file made here does
+// not belong in it; package models keeps such files in a cache of its own
+// (models.DefaultDerivedDir) and only reads those older versions added here.
 func (c Cache) AddFile(repo, commit, file string, write func(w io.Writer) error) (string, error) {
 	if err := checkFile(file); err != nil {
 		return "", err

@@ -48,3 +48,38 @@ func TestRenderHeatmapsPeakWhereTheMapPeaks(t *testing.T) {
 		t.Fatal("short map accepted")
 	}
 }
+
+func BenchmarkRenderHeatmaps(b *testing.B) {
+	img := image.NewRGBA(image.Rect(0, 0, 320, 240))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+	}
+	base := HeatmapBase(img, img.Bounds())
+	const g = 8
+	overlays := make([]Overlay, 3)
+	for i := range overlays {
+		m := make([]float32, g*g)
+		for j := range m {
+			m[j] = float32((j*(i+3))%17) / 17
+		}
+		overlays[i] = Overlay{Label: "word", Map: m}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := RenderHeatmaps(base, g, g, overlays); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkHeatmapBase(b *testing.B) {
+	img := image.NewRGBA(image.Rect(0, 0, 640, 480))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+	}
+	crop := image.Rect(80, 0, 560, 480)
+	b.ReportAllocs()
+	for b.Loop() {
+		HeatmapBase(img, crop)
+	}
+}

@@ -241,7 +241,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 			w.mark("total", w.started)
 			w.entry.Timings = w.timings
 			if err := j.man.Add(w.entry); err != nil && manErr == nil {
-				manErr = fmt.Errorf("pipeline: manifest: %w", err)
+				manErr = err
 				stop() // no result may be lost: take no new images
 			}
 		}

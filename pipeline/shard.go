@@ -74,7 +74,7 @@ func ResolveShard(index, count int, getenv func(string) string) (Shard, error) {
 			}
 		}
 		if index < 0 {
-			return Shard{}, fmt.Errorf("pipeline: shard count %d given without a shard index (set --shard-index or %s)", count, ShardEnv[0])
+			return Shard{}, fmt.Errorf("pipeline: shard count %d given without a shard index (give one, or set %s)", count, ShardEnv[0])
 		}
 	}
 	if index >= count {

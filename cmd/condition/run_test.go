@@ -107,6 +107,11 @@ func TestRunKilledThenResumedEqualsUninterrupted(t *testing.T) {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
 	}
 	killAfter(t, program(append(jobArgs, "--images", in, "--out", killed)...), filepath.Join(killed, "manifest.jsonl"), 5)
+	// The kill left the job unfinished: fewer images listed than given,
+	// so that the resumed run below has work to do.
+	if n := manifestLines(filepath.Join(killed, "manifest.jsonl")); n >= 24 {
+		t.Fatalf("the job finished (%d manifest lines for 24 images) before it was killed; nothing tests the resume", n)
+	}
 	// Whatever the kill left is whole: every output file parses.
 	for name, b := range outputs(t, killed) {
 		if strings.Contains(name, ".tmp-") {

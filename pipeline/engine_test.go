@@ -1,0 +1,230 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/xattn"
+)
+
+// TestEngineAttendEqualsJob: what a program gets from the engine for one
+// image is what the job writes for it, tensor for tensor.
+func TestEngineAttendEqualsJob(t *testing.T) {
+	m := openTiny(t)
+	eng := tinyEngine(t, m, Options{Threads: 1})
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 2)
+	prompts := []string{"a photo of a cat", "a red car"}
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{in}, Prompts: prompts, Out: out, PerHead: true}); err != nil {
+		t.Fatal(err)
+	}
+	ts, _, err := tensorio.ReadSafetensors(filepath.Join(out, "img-001.png.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(in, "img-001.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := eng.DecodeImage(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := eng.Prepare(context.Background(), prompts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atts, err := eng.AttendImages(context.Background(), []image.Image{img}, ps, AttendOptions{PerHead: true, Conditioned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(name string, got []float32) {
+		t.Helper()
+		want := ts[name].Data.([]float32)
+		if len(got) != len(want) || len(got) == 0 {
+			t.Fatalf("%s: %d values, the job wrote %d", name, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%s[%d]: engine %v, job %v", name, i, got[i], want[i])
+			}
+		}
+	}
+	for k, a := range atts[0] {
+		pre := fmt.Sprintf("prompt.%d.", k)
+		same(pre+"image_to_text", a.ImageToText)
+		same(pre+"text_to_image", a.TextToImage)
+		same(pre+"image_to_text_heads", a.ImageToTextHeads)
+		same(pre+"conditioned_patches", a.ConditionedPatches)
+		same(pre+"conditioned_tokens", a.ConditionedTokens)
+		if !a.HasScore || float32(a.Score) != ts["scores"].Data.([]float32)[k] {
+			t.Errorf("prompt %d: score %v (%v), job %v", k, a.Score, a.HasScore, ts["scores"].Data.([]float32)[k])
+		}
+		// Each row of a map is a distribution over the other side.
+		p, tk := a.Grid.Patches(), a.Prompt.T()
+		for r := range tk {
+			s := 0.0
+			for _, v := range a.TextToImage[r*p : (r+1)*p] {
+				s += float64(v)
+			}
+			if math.Abs(s-1) > 1e-4 {
+				t.Fatalf("prompt %d: text_to_image row %d sums to %v", k, r, s)
+			}
+		}
+	}
+}
+
+// TestEngineConcurrent: many goroutines share one engine and its prepared
+// prompts; each gets what a call alone gets (run with -race).
+func TestEngineConcurrent(t *testing.T) {
+	m := openTiny(t)
+	eng := tinyEngine(t, m, Options{Threads: 1})
+	ctx := context.Background()
+	ps, err := eng.Prepare(ctx, "a photo of a cat", "zebra 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 6)
+	var imgs []image.Image
+	for i := range 6 {
+		name := fmt.Sprintf("img-%03d.png", i)
+		if i%3 == 0 {
+			name = filepath.Join("sub", name)
+		}
+		data, err := os.ReadFile(filepath.Join(in, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := eng.DecodeImage(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs = append(imgs, img)
+	}
+	alone := make([][]Attention, len(imgs))
+	for i, img := range imgs {
+		a, err := eng.AttendImages(ctx, []image.Image{img}, ps, AttendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone[i] = a[0]
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*len(imgs))
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range len(imgs) {
+				i := (g + r) % len(imgs)
+				// Alternate one image per call and a batch of them.
+				var got []Attention
+				if r%2 == 0 {
+					a, err := eng.AttendImages(ctx, []image.Image{imgs[i]}, ps, AttendOptions{})
+					if err != nil {
+						errs <- err
+						return
+					}
+					got = a[0]
+				} else {
+					encs, err := eng.EncodeImages(ctx, []image.Image{imgs[(i+1)%len(imgs)], imgs[i]})
+					if err != nil {
+						errs <- err
+						return
+					}
+					if got, err = eng.Attend(ctx, &encs[1], ps, AttendOptions{}); err != nil {
+						errs <- err
+						return
+					}
+				}
+				for k := range got {
+					if d := maxAbsDiff(got[k].TextToImage, alone[i][k].TextToImage); d > 1e-5 {
+						errs <- fmt.Errorf("goroutine %d, image %d, prompt %d: text_to_image differs from a call alone by %g", g, i, k, d)
+						return
+					}
+					if d := maxAbsDiff(got[k].ImageToText, alone[i][k].ImageToText); d > 1e-5 {
+						errs <- fmt.Errorf("goroutine %d, image %d, prompt %d: image_to_text differs from a call alone by %g", g, i, k, d)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	d := 0.0
+	for i := range a {
+		d = max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
+}
+
+// TestEngineErrors: misuse gets an error naming what was wrong, and Close
+// may be called twice.
+func TestEngineErrors(t *testing.T) {
+	m := openTiny(t)
+	ctx := context.Background()
+	eng := tinyEngine(t, m, Options{Direction: xattn.TextToImage})
+	other := tinyEngine(t, m, Options{})
+	ps, err := other.Prepare(ctx, "red")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := eng.EncodeImages(ctx, []image.Image{image.NewRGBA(image.Rect(0, 0, 40, 30))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Attend(ctx, &enc[0], ps, AttendOptions{}); err == nil || !strings.Contains(err.Error(), "not prepared by this engine") {
+		t.Errorf("prompts of another engine: %v", err)
+	}
+	own, err := eng.Prepare(ctx, "red")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Attend(ctx, &enc[0], own, AttendOptions{Direction: xattn.ImageToText}); err == nil || !strings.Contains(err.Error(), "text-to-image only") {
+		t.Errorf("a direction the engine does not compute: %v", err)
+	}
+	for i, p := range []string{"", "   ", strings.Repeat("zebra ", 100)} {
+		_, err := eng.Prepare(ctx, "red", p)
+		var pe *PromptError
+		if !errors.As(err, &pe) || pe.Index != 1 {
+			t.Errorf("prompt %d %.20q: %v, want a PromptError for prompt 1", i, p, err)
+		} else if len(p) > 100 && strings.Contains(err.Error(), p) {
+			t.Errorf("the error quotes the whole prompt: %s", err)
+		}
+	}
+	trunc := tinyEngine(t, m, Options{Truncate: true})
+	texts, err := trunc.EncodeTexts(ctx, []string{strings.Repeat("zebra ", 100)})
+	if err != nil || !texts[0].Truncated || texts[0].T() != trunc.ContextLength() {
+		t.Errorf("Truncate: %v, %d tokens (context %d)", err, len(texts), trunc.ContextLength())
+	}
+	if _, err := eng.DecodeImage([]byte("not an image")); err == nil {
+		t.Error("DecodeImage of text: no error")
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

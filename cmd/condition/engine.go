@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	_ "github.com/conditionhq/condition/models/embedded" // the model "default"
 	"github.com/conditionhq/condition/models"
+	_ "github.com/conditionhq/condition/models/embedded" // the model "default"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/xattn"
 )

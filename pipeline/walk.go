@@ -1,8 +1,24 @@
-// Package pipeline runs condition's jobs: it walks folders of images, stages
-// decode → encode → attend → write with bounded queues, caches the prompt
-// side, writes outputs and a manifest atomically, resumes, and shards work
-// across processes. It never prints or exits: progress goes through a
-// callback and logs through an optional *slog.Logger.
+// Package pipeline is condition's engine and its batch job.
+//
+// Engine (Open, New) holds one model ready to use: the tokenizer (package
+// text), the image preprocessing (package vision), both ONNX Runtime
+// encoders (package models/clip) and the attention layers (package xattn:
+// CLIP's joint space by default, or a learned diffusers layer). It encodes
+// prompts (EncodeTexts) and images (EncodeImages, EncodePixels), compares
+// them (Similarity, Cosine), prepares prompts once (Prepare: their keys and
+// values for image → text, their queries for text → image) and attends an
+// image with them either or both ways (Attend): maps [P, T] and [T, P],
+// conditioned rows, per-head maps, CLIP scores. One Engine serves any number
+// of goroutines. Evaluate measures a model on held-out generated scenes
+// through it.
+//
+// Run is the batch job on an engine: it walks folders of images, decodes,
+// encodes, attends and writes with bounded queues, writes outputs and a
+// manifest atomically, resumes, and shards work across processes.
+//
+// The package never prints or exits: progress goes through a callback and
+// logs through an optional *slog.Logger. The built-in model is linked only
+// where models/embedded is imported.
 package pipeline
 
 import (

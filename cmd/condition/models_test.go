@@ -60,6 +60,9 @@ func fakeModelHub(t *testing.T) (srv *hubtest.Server, cache string) {
 	t.Setenv("HF_HUB_CACHE", cache)
 	t.Setenv("HF_HUB_OFFLINE", "")
 	t.Setenv("HF_TOKEN", "")
+	// Derived files (heads read by ranges, exposed graphs) go to the user
+	// cache folder; the models commands load no ONNX Runtime from it.
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	return srv, cache
 }
 

@@ -3,6 +3,7 @@ module github.com/conditionhq/condition
 go 1.26.0
 
 require (
+	github.com/disintegration/imaging v1.6.2
 	github.com/spf13/pflag v1.1.0
 	github.com/yalue/onnxruntime_go v1.27.0
 	golang.org/x/image v0.48.0

@@ -7,7 +7,7 @@ import (
 	"image/draw"
 	"math"
 
-	xdraw "golang.org/x/image/draw"
+	"github.com/disintegration/imaging"
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
@@ -15,6 +15,15 @@ import (
 
 // HeatmapPanel is the side of one square panel of a heatmap sheet, in pixels.
 const HeatmapPanel = 224
+
+const (
+	heatmapLabel   = 18   // height of the strip above a panel that holds its label
+	heatmapCols    = 6    // most panels in one row of a sheet
+	heatmapOpacity = 0.65 // the map's weight over the image in grey
+)
+
+// heatmapBackground is the colour of a sheet around and between its panels.
+var heatmapBackground = color.RGBA{24, 24, 24, 255}
 
 // Overlay is one word's attention over the patch grid: Map holds
 // [GridH*GridW] weights in row-major patch order.
@@ -28,119 +37,155 @@ type Overlay struct {
 // coordinates; the whole image when crop is empty) to one HeatmapPanel ×
 // HeatmapPanel panel. Make it once per image: every prompt's sheet draws on
 // it, and it is all a job needs to keep of the decoded image.
+//
+// The crop is stretched to the square (imaging.Resize), not cut to it
+// (imaging.Fill): it already is what the model saw and the patch grid covers
+// all of it, so cutting a crop that is not square (an image the model
+// squashed whole) again would put every map off its patches.
 func HeatmapBase(img image.Image, crop image.Rectangle) *image.RGBA {
 	crop = crop.Intersect(img.Bounds())
 	if crop.Empty() {
 		crop = img.Bounds()
 	}
-	base := image.NewRGBA(image.Rect(0, 0, HeatmapPanel, HeatmapPanel))
-	xdraw.CatmullRom.Scale(base, base.Bounds(), img, crop, xdraw.Src, nil)
-	return base
+	if crop.Empty() {
+		return image.NewRGBA(image.Rect(0, 0, HeatmapPanel, HeatmapPanel))
+	}
+	src := img
+	if crop != img.Bounds() {
+		// A view of the crop where the image has one; imaging.Crop copies it.
+		if s, ok := img.(interface {
+			SubImage(image.Rectangle) image.Image
+		}); ok {
+			src = s.SubImage(crop)
+		} else {
+			src = imaging.Crop(img, crop)
+		}
+	}
+	return toRGBA(imaging.Resize(src, HeatmapPanel, HeatmapPanel, imaging.CatmullRom))
 }
 
 // RenderHeatmaps draws a sheet: the base panel (HeatmapBase) and one panel
-// per overlay, each the base with the word's map upsampled smoothly
-// (bilinear) to the panel, coloured with viridis and blended, labelled with
-// its word. gridH×gridW is the patch grid.
+// per overlay, each the base in grey under the word's map upsampled smoothly
+// (bilinear) to the panel and coloured with viridis, labelled with its word;
+// at most six panels a row. gridH×gridW is the patch grid.
 func RenderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*image.RGBA, error) {
 	if b := base.Bounds(); b.Dx() != HeatmapPanel || b.Dy() != HeatmapPanel {
 		return nil, fmt.Errorf("pipeline: heatmap: base panel is %v, want %d×%d", b, HeatmapPanel, HeatmapPanel)
 	}
+	for _, o := range overlays {
+		if gridH <= 0 || gridW <= 0 {
+			return nil, fmt.Errorf("pipeline: heatmap %q: patch grid %d×%d", o.Label, gridH, gridW)
+		}
+		if len(o.Map) != gridH*gridW {
+			return nil, fmt.Errorf("pipeline: heatmap %q: %d weights for a %d×%d patch grid", o.Label, len(o.Map), gridH, gridW)
+		}
+	}
 	if gridH <= 0 || gridW <= 0 {
 		return nil, fmt.Errorf("pipeline: heatmap: patch grid %d×%d", gridH, gridW)
 	}
-	for _, o := range overlays {
-		if len(o.Map) != gridH*gridW {
-			return nil, fmt.Errorf("pipeline: heatmap %q: %d weights for a %d×%d grid", o.Label, len(o.Map), gridH, gridW)
-		}
-	}
+
 	const p = HeatmapPanel
-	const label = 18
-	cols := len(overlays) + 1
-	if cols > 6 {
-		cols = 6
+	cols := min(len(overlays)+1, heatmapCols)
+	rows := (len(overlays) + cols) / cols
+	sheet := toRGBA(imaging.New(cols*p, rows*(p+heatmapLabel), heatmapBackground))
+	// place puts panel i of the sheet, labelled. It draws into the sheet with
+	// image/draw: imaging.Paste returns a new copy of the whole sheet for
+	// every panel, so a sheet of n panels would be allocated n+1 times.
+	place := func(i int, panel image.Image, label string) {
+		at := image.Pt((i%cols)*p, (i/cols)*(p+heatmapLabel))
+		b := panel.Bounds()
+		draw.Draw(sheet, b.Sub(b.Min).Add(at.Add(image.Pt(0, heatmapLabel))), panel, b.Min, draw.Src)
+		drawLabel(sheet, at, label)
 	}
-	rows := (len(overlays) + 1 + cols - 1) / cols
-	sheet := image.NewRGBA(image.Rect(0, 0, cols*p, rows*(p+label)))
-	draw.Draw(sheet, sheet.Bounds(), image.NewUniform(color.RGBA{24, 24, 24, 255}), image.Point{}, draw.Src)
+	place(0, base, "image")
 
-	panel := func(i int) image.Rectangle {
-		x, y := (i%cols)*p, (i/cols)*(p+label)
-		return image.Rect(x, y+label, x+p, y+label+p)
+	// The map over the image in grey, so that the colours read as the map,
+	// not as the picture; opaque, so that no panel fades where the image is
+	// transparent.
+	grey := imaging.Grayscale(base)
+	for i := 3; i < len(grey.Pix); i += 4 {
+		grey.Pix[i] = 0xff
 	}
-	r0 := panel(0)
-	draw.Draw(sheet, r0, base, image.Point{}, draw.Src)
-	drawLabel(sheet, r0.Min.X, r0.Min.Y-label, "image")
-
-	up := make([]float32, p*p)
+	grid := image.NewGray(image.Rect(0, 0, gridW, gridH))
 	for i, o := range overlays {
-		r := panel(i + 1)
-		upsample(up, p, o.Map, gridH, gridW)
-		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
-		for _, v := range up {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		span := hi - lo
-		if span <= 0 || math.IsNaN(float64(span)) {
-			span = 1
-		}
-		for y := 0; y < p; y++ {
-			for x := 0; x < p; x++ {
-				t := (up[y*p+x] - lo) / span
-				c := viridis(t)
-				b := base.RGBAAt(x, y)
-				// The map at 65% over the image in grey, so that the
-				// colours read as the map, not as the picture.
-				const a = 0.65
-				g := (1 - a) * (0.299*float32(b.R) + 0.587*float32(b.G) + 0.114*float32(b.B))
-				sheet.SetRGBA(r.Min.X+x, r.Min.Y+y, color.RGBA{
-					R: uint8(a*float32(c.R) + g),
-					G: uint8(a*float32(c.G) + g),
-					B: uint8(a*float32(c.B) + g),
-					A: 255,
-				})
-			}
-		}
-		drawLabel(sheet, r.Min.X, r.Min.Y-label, o.Label)
+		place(i+1, imaging.Overlay(grey, heatPanel(grid, o.Map), image.Point{}, heatmapOpacity), o.Label)
 	}
 	return sheet, nil
 }
 
-// upsample resizes a gh×gw map to n×n bilinearly, sampling at pixel centres
-// (half-pixel offsets, edges clamped).
-func upsample(dst []float32, n int, m []float32, gh, gw int) {
-	for y := 0; y < n; y++ {
-		fy := (float32(y)+0.5)*float32(gh)/float32(n) - 0.5
-		y0 := int(math.Floor(float64(fy)))
-		wy := fy - float32(y0)
-		y1 := min(y0+1, gh-1)
-		y0 = max(y0, 0)
-		for x := 0; x < n; x++ {
-			fx := (float32(x)+0.5)*float32(gw)/float32(n) - 0.5
-			x0 := int(math.Floor(float64(fx)))
-			wx := fx - float32(x0)
-			x1 := min(x0+1, gw-1)
-			x0 = max(x0, 0)
-			top := m[y0*gw+x0]*(1-wx) + m[y0*gw+x1]*wx
-			bot := m[y1*gw+x0]*(1-wx) + m[y1*gw+x1]*wx
-			dst[y*n+x] = top*(1-wy) + bot*wy
-		}
+// heatPanel colours one word's map m over a panel: m stretched over its own
+// range to 0–255 in grid (a gridW×gridH scratch image), upsampled to the
+// panel by imaging.Resize with the Linear filter, stretched again over the
+// upsampled range (the peak of an inner patch falls between pixel centres),
+// and coloured with viridis. The Linear filter is the bilinear resize
+// wanted: samples at pixel centres, edges clamped. Its 8-bit result is as
+// fine as the colour map needs (256 colours), and it lets viridis be looked
+// up per level instead of computed per pixel. A map with no range (flat, or
+// with NaN or ±Inf) is drawn all at the low end.
+func heatPanel(grid *image.Gray, m []float32) *image.NRGBA {
+	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+	for _, v := range m {
+		lo, hi = min(lo, v), max(hi, v)
 	}
+	if span := float64(hi - lo); span > 0 && !math.IsInf(span, 0) {
+		for i, v := range m {
+			grid.Pix[i] = uint8(math.Round(255 * float64(v-lo) / span))
+		}
+	} else {
+		clear(grid.Pix)
+	}
+	up := imaging.Resize(grid, HeatmapPanel, HeatmapPanel, imaging.Linear)
+
+	lo8, hi8 := uint8(255), uint8(0)
+	for i := 0; i < len(up.Pix); i += 4 {
+		lo8, hi8 = min(lo8, up.Pix[i]), max(hi8, up.Pix[i])
+	}
+	var lut [256]color.RGBA
+	for v := int(lo8); v <= int(hi8); v++ {
+		t := float32(0)
+		if hi8 > lo8 {
+			t = float32(v-int(lo8)) / float32(hi8-lo8)
+		}
+		lut[v] = viridis(t)
+	}
+	for i := 0; i < len(up.Pix); i += 4 {
+		c := lut[up.Pix[i]]
+		up.Pix[i], up.Pix[i+1], up.Pix[i+2], up.Pix[i+3] = c.R, c.G, c.B, 0xff
+	}
+	return up
 }
 
-func drawLabel(dst *image.RGBA, x, y int, s string) {
+// toRGBA returns imaging's non-premultiplied result as an *image.RGBA, the
+// type the API hands out. An opaque image (a photo, a blank sheet) shares
+// its pixels: with every alpha 255 the two layouts are the same bytes.
+func toRGBA(n *image.NRGBA) *image.RGBA {
+	for i := 3; i < len(n.Pix); i += 4 {
+		if n.Pix[i] != 0xff {
+			m := image.NewRGBA(n.Rect)
+			draw.Draw(m, m.Rect, n, n.Rect.Min, draw.Src)
+			return m
+		}
+	}
+	return &image.RGBA{Pix: n.Pix, Stride: n.Stride, Rect: n.Rect}
+}
+
+// drawLabel writes s in the label strip whose top-left corner is at, cut to
+// the panel's width. imaging draws no text, so this is x/image/font with
+// basicfont's 7×13 face. The face is ASCII (anything else is drawn as its
+// replacement glyph), so a cut label ends in "..." rather than "…".
+func drawLabel(dst *image.RGBA, at image.Point, s string) {
 	const maxChars = HeatmapPanel/7 - 1
-	if len(s) > maxChars {
-		s = s[:maxChars-1] + "…"
+	if r := []rune(s); len(r) > maxChars {
+		s = string(r[:maxChars-3]) + "..."
 	}
 	d := font.Drawer{Dst: dst, Src: image.White, Face: basicfont.Face7x13,
-		Dot: fixed.P(x+4, y+13)}
+		Dot: fixed.P(at.X+4, at.Y+13)}
 	d.DrawString(s)
 }
 
 // viridis maps t in [0, 1] to matplotlib's viridis colour map (perceptually
 // uniform, readable in grey and by colour-blind readers) through a
-// degree-6 polynomial fit of it per channel.
+// degree-6 polynomial fit of it per channel. imaging has no colour maps.
 func viridis(t float32) color.RGBA {
 	if !(t >= 0) {
 		t = 0

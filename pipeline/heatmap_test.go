@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"fmt"
 	"image"
 	"image/color"
+	"strings"
 	"testing"
 )
 
@@ -49,10 +51,109 @@ func TestRenderHeatmapsPeakWhereTheMapPeaks(t *testing.T) {
 	}
 }
 
+func TestRenderHeatmapsLayout(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 300, 200))
+	for y := 0; y < 200; y++ {
+		for x := 0; x < 300; x++ {
+			img.SetRGBA(x, y, color.RGBA{uint8(x), uint8(y), 200, 255})
+		}
+	}
+	base := HeatmapBase(img, image.Rect(50, 0, 250, 200))
+	if b := base.Bounds(); b != image.Rect(0, 0, HeatmapPanel, HeatmapPanel) {
+		t.Fatalf("base panel %v", b)
+	}
+	const p, label = HeatmapPanel, 18
+	bg := color.RGBA{24, 24, 24, 255}
+	for _, c := range []struct{ n, cols, rows int }{{1, 2, 1}, {5, 6, 1}, {6, 6, 2}, {7, 6, 2}} {
+		overlays := make([]Overlay, c.n)
+		for i := range overlays {
+			m := make([]float32, 3*5)
+			for j := range m {
+				m[j] = float32(j % (i + 2))
+			}
+			overlays[i] = Overlay{Label: fmt.Sprintf("w%d", i), Map: m}
+		}
+		sheet, err := RenderHeatmaps(base, 3, 5, overlays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := sheet.Bounds(), image.Rect(0, 0, c.cols*p, c.rows*(p+label)); got != want {
+			t.Errorf("%d overlays: sheet %v, want %v", c.n, got, want)
+			continue
+		}
+		panels := 0
+		for slot := 0; slot < c.cols*c.rows; slot++ {
+			x0, y0 := (slot%c.cols)*p, (slot/c.cols)*(p+label)
+			inked, drawn := false, false
+			for y := y0; y < y0+label; y++ {
+				for x := x0; x < x0+p; x++ {
+					inked = inked || sheet.RGBAAt(x, y) != bg
+				}
+			}
+			for y := y0 + label; y < y0+label+p; y++ {
+				for x := x0; x < x0+p; x++ {
+					drawn = drawn || sheet.RGBAAt(x, y) != bg
+				}
+			}
+			if inked != drawn {
+				t.Errorf("%d overlays: slot %d labelled %v, drawn %v", c.n, slot, inked, drawn)
+			}
+			if drawn {
+				panels++
+			}
+		}
+		if panels != c.n+1 {
+			t.Errorf("%d overlays: %d panels drawn, want %d", c.n, panels, c.n+1)
+		}
+		for y := 0; y < p; y++ {
+			for x := 0; x < p; x++ {
+				if got, want := sheet.RGBAAt(x, label+y), base.RGBAAt(x, y); got != want {
+					t.Fatalf("%d overlays: base panel (%d,%d) is %v, HeatmapBase's %v", c.n, x, y, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestRenderHeatmapsBadInput(t *testing.T) {
+	base := HeatmapBase(image.NewRGBA(image.Rect(0, 0, 32, 32)), image.Rectangle{})
+	good := Overlay{Label: "cat", Map: make([]float32, 4*4)}
+	bad := Overlay{Label: "dog", Map: make([]float32, 15)}
+	for _, c := range []struct {
+		name         string
+		gridH, gridW int
+		overlays     []Overlay
+	}{
+		{"short map", 4, 4, []Overlay{good, bad}},
+		{"long map", 2, 4, []Overlay{{Label: "dog", Map: make([]float32, 9)}}},
+		{"zero rows", 0, 4, []Overlay{{Label: "dog"}}},
+		{"zero columns", 4, 0, []Overlay{{Label: "dog"}}},
+		{"negative grid", -4, -4, []Overlay{{Label: "dog", Map: make([]float32, 16)}}},
+	} {
+		_, err := RenderHeatmaps(base, c.gridH, c.gridW, c.overlays)
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, "pipeline: ") || !strings.Contains(msg, `"dog"`) {
+			t.Errorf("%s: error %q does not name the overlay", c.name, msg)
+		}
+	}
+	if _, err := RenderHeatmaps(base, 0, 0, nil); err == nil {
+		t.Error("zero grid without overlays: no error")
+	}
+	if _, err := RenderHeatmaps(image.NewRGBA(image.Rect(0, 0, 10, 10)), 4, 4, []Overlay{good}); err == nil {
+		t.Error("small base panel: no error")
+	}
+}
+
 func BenchmarkRenderHeatmaps(b *testing.B) {
 	img := image.NewRGBA(image.Rect(0, 0, 320, 240))
 	for i := range img.Pix {
 		img.Pix[i] = uint8(i * 7)
+		if i%4 == 3 {
+			img.Pix[i] = 0xff // opaque, as a photo
+		}
 	}
 	base := HeatmapBase(img, img.Bounds())
 	const g = 8
@@ -76,6 +177,9 @@ func BenchmarkHeatmapBase(b *testing.B) {
 	img := image.NewRGBA(image.Rect(0, 0, 640, 480))
 	for i := range img.Pix {
 		img.Pix[i] = uint8(i * 7)
+		if i%4 == 3 {
+			img.Pix[i] = 0xff // opaque, as a photo
+		}
 	}
 	crop := image.Rect(80, 0, 560, 480)
 	b.ReportAllocs()

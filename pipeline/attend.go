@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"math"
@@ -90,6 +91,9 @@ func (e *Engine) attend(ctx context.Context, ws *workspaces, img *ImageEncoding,
 	if !i2t && !t2i {
 		return nil, fmt.Errorf("pipeline: attend %s: the engine computes %s only", dir, e.Direction())
 	}
+	if img == nil {
+		return nil, errors.New("pipeline: attend: no image encoding")
+	}
 	p := img.P()
 	if p <= 0 || len(img.States) != (1+p)*img.Width || img.Width != e.dv {
 		return nil, fmt.Errorf("pipeline: attend: image encoding of %d values for %d patches of width %d; the engine's patches have width %d", len(img.States), p, img.Width, e.dv)
@@ -177,8 +181,14 @@ func (e *Engine) getWorkspaces() *workspaces {
 }
 
 // putWorkspaces gives ws back to the free list, or closes it when the list
-// is full.
+// is full or the engine closed.
 func (e *Engine) putWorkspaces(ws *workspaces) {
+	e.freeMu.RLock()
+	defer e.freeMu.RUnlock()
+	if e.closed {
+		ws.close()
+		return
+	}
 	select {
 	case e.free <- ws:
 	default:

@@ -58,6 +58,26 @@ func (im *ImageEncoding) P() int { return im.Grid.Patches() }
 // than the context without Options.Truncate, is an error naming it (prompts
 // are numbered from 0).
 func (e *Engine) EncodeTexts(ctx context.Context, prompts []string) ([]TextEncoding, error) {
+	return e.encodeTexts(ctx, prompts, e.tok)
+}
+
+// TextOptions overrides the engine's Options for one call.
+type TextOptions struct {
+	// Truncate cuts prompts longer than the model's context instead of
+	// refusing them.
+	Truncate bool
+}
+
+// EncodeTextsWith is EncodeTexts with the truncation of opts.
+func (e *Engine) EncodeTextsWith(ctx context.Context, opts TextOptions, prompts []string) ([]TextEncoding, error) {
+	tok := e.strict
+	if opts.Truncate {
+		tok = e.trunc
+	}
+	return e.encodeTexts(ctx, prompts, tok)
+}
+
+func (e *Engine) encodeTexts(ctx context.Context, prompts []string, tok *text.Tokenizer) ([]TextEncoding, error) {
 	if len(prompts) == 0 {
 		return nil, nil
 	}
@@ -68,12 +88,12 @@ func (e *Engine) EncodeTexts(ctx context.Context, prompts []string) ([]TextEncod
 		if strings.TrimSpace(p) == "" {
 			return nil, &PromptError{Index: i, Text: p, Err: errors.New("empty")}
 		}
-		full, err := e.tok.Encode(p)
+		full, err := tok.Encode(p)
 		if err != nil {
 			return nil, &PromptError{Index: i, Text: p, Err: err}
 		}
 		var trunc bool
-		if ids[i], masks[i], trunc, err = e.tok.Fit(full, e.ctxLen); err != nil {
+		if ids[i], masks[i], trunc, err = tok.Fit(full, e.ctxLen); err != nil {
 			return nil, &PromptError{Index: i, Text: p, Err: err}
 		}
 		t := 0
@@ -86,8 +106,8 @@ func (e *Engine) EncodeTexts(ctx context.Context, prompts []string) ([]TextEncod
 		}
 		r := &out[i]
 		r.Text, r.IDs, r.Truncated = p, ids[i][:t:t], trunc
-		if r.Tokens, err = e.tok.Tokens(row); err == nil {
-			r.Words, err = e.tok.Words(row)
+		if r.Tokens, err = tok.Tokens(row); err == nil {
+			r.Words, err = tok.Words(row)
 		}
 		if err != nil {
 			return nil, &PromptError{Index: i, Text: p, Err: err}
@@ -202,6 +222,9 @@ func (e *Engine) EncodeImageData(ctx context.Context, data [][]byte) ([]ImageEnc
 func (e *Engine) EncodePixels(ctx context.Context, pixels []float32, n int) ([]ImageEncoding, error) {
 	if n == 0 {
 		return nil, nil
+	}
+	if per := 3 * e.inH * e.inW; n < 0 || len(pixels) < n*per {
+		return nil, fmt.Errorf("pipeline: encode pixels: %d values for %d images of [3 %d %d] (%d values)", len(pixels), n, e.inH, e.inW, max(n, 0)*per)
 	}
 	encs, err := e.venc.Encode(ctx, pixels[:n*3*e.inH*e.inW], n, e.inH, e.inW)
 	if err != nil {

@@ -77,6 +77,8 @@ type Engine struct {
 	opts     Options
 	log      *slog.Logger
 	tok      *text.Tokenizer // pads to the model's context; errors or truncates per Options.Truncate
+	strict   *text.Tokenizer // refuses prompts over the context
+	trunc    *text.Tokenizer // truncates them
 	ctxLen   int
 	pre      *vision.Preprocessor
 	tenc     *clip.TextEncoder
@@ -92,6 +94,8 @@ type Engine struct {
 	threads      int     // attention goroutines per call
 
 	free      chan *workspaces
+	freeMu    sync.RWMutex // putWorkspaces holds it shared, Close exclusively
+	closed    bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -136,8 +140,14 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
 	e.ctxLen = tok.ForModel(m.Config().TextConfig.MaxPositionEmbeddings).ContextLength()
-	if e.tok, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen, ErrorOnOverflow: !opts.Truncate}); err != nil {
+	if e.strict, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen, ErrorOnOverflow: true}); err != nil {
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+	}
+	if e.trunc, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen}); err != nil {
+		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+	}
+	if e.tok = e.strict; opts.Truncate {
+		e.tok = e.trunc
 	}
 	if e.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
@@ -188,9 +198,13 @@ func openEncoders(ctx context.Context, m *models.Model, topts clip.TextOptions, 
 }
 
 // Close releases the encoders and the pooled workspaces. It is safe to call
-// more than once; calls in flight must have returned.
+// more than once. Calls still in flight fail with a closed-session error or
+// finish; their workspaces are released as they return.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
+		e.freeMu.Lock()
+		defer e.freeMu.Unlock()
+		e.closed = true
 		var errs []error
 		if e.tenc != nil {
 			errs = append(errs, e.tenc.Close())

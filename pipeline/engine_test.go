@@ -218,6 +218,12 @@ func TestEngineErrors(t *testing.T) {
 	if err != nil || !texts[0].Truncated || texts[0].T() != trunc.ContextLength() {
 		t.Errorf("Truncate: %v, %d tokens (context %d)", err, len(texts), trunc.ContextLength())
 	}
+	if _, err := eng.EncodePixels(ctx, make([]float32, 10), 1); err == nil || !strings.Contains(err.Error(), "10 values for 1 images") {
+		t.Errorf("EncodePixels with too few values: %v", err)
+	}
+	if _, err := eng.Attend(ctx, nil, own, AttendOptions{}); err == nil {
+		t.Error("Attend of no image: no error")
+	}
 	if _, err := eng.DecodeImage([]byte("not an image")); err == nil {
 		t.Error("DecodeImage of text: no error")
 	}

@@ -38,6 +38,19 @@ func (e *Engine) Prepare(ctx context.Context, prompts ...string) (Prompts, error
 	if err != nil {
 		return nil, err
 	}
+	return e.prepare(encs)
+}
+
+// PrepareWith is Prepare with the truncation of opts.
+func (e *Engine) PrepareWith(ctx context.Context, opts TextOptions, prompts ...string) (Prompts, error) {
+	encs, err := e.EncodeTextsWith(ctx, opts, prompts)
+	if err != nil {
+		return nil, err
+	}
+	return e.prepare(encs)
+}
+
+func (e *Engine) prepare(encs []TextEncoding) (_ Prompts, err error) {
 	out := make(Prompts, len(encs))
 	for i := range encs {
 		p := &Prompt{TextEncoding: encs[i], eng: e}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/serve"
+)
+
+func init() {
+	register(command{name: "serve", summary: "one loaded model behind HTTP: /v1/embeddings, /v1/attend, /v1/classify, probes, /metrics and a page", run: runServe})
+}
+
+// tokenEnv holds the bearer token when --token is not given.
+const tokenEnv = "CONDITION_TOKEN"
+
+type serveOptions struct {
+	ort         ortOptions
+	model       string
+	variant     string
+	addr        string
+	token       string
+	allowPublic bool
+	maxBatch    int
+	maxWait     time.Duration
+	workers     int
+	maxQueue    int
+	cache       int
+	maxBody     int64
+	maxPixels   int64
+	maxPrompts  int
+	maxItems    int
+	maxChars    int
+	grace       time.Duration
+	logFormat   string
+}
+
+func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.model, "model", "default", "model: a directory, a hub id org/name[@revision], or default (built in)")
+	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ...")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&o.token, "token", "", "require 'Authorization: Bearer TOKEN' on every route but the probes (default: $"+tokenEnv+")")
+	fs.BoolVar(&o.allowPublic, "allow-public", false, "allow listening on a non-loopback address without a token")
+	fs.IntVar(&o.maxBatch, "max-batch", 8, "most images (and prompts) per encoder call; 1 turns batching off")
+	fs.DurationVar(&o.maxWait, "max-wait", 5*time.Millisecond, "longest a request waits for others to fill a batch")
+	fs.IntVar(&o.workers, "workers", 0, "image batches encoded at once (0: min(cores, 4), the cores shared among them)")
+	fs.IntVar(&o.maxQueue, "max-queue", 64, "images (and prompts) waiting for the encoders; past it requests get 429")
+	fs.IntVar(&o.cache, "prompt-cache", 1024, "prepared prompts kept (least recently used dropped)")
+	fs.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in bytes")
+	fs.Int64Var(&o.maxPixels, "max-pixels", 0, "refuse images with more pixels than this, read from the header (0: 89478485)")
+	fs.IntVar(&o.maxPrompts, "max-prompts", 32, "prompts (or labels) per request")
+	fs.IntVar(&o.maxItems, "max-items", 64, "inputs per embeddings request")
+	fs.IntVar(&o.maxChars, "max-chars", 4096, "characters per prompt")
+	fs.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM or SIGINT, how long requests in flight have to finish")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	o.ort.AddFlags(fs)
+}
+
+func runServe(ctx context.Context, e *env, args []string) error {
+	var o serveOptions
+	fs := newFlagSet(e, "serve", "serve [--model REF] [--addr 127.0.0.1:8080] [--token T] [flags]")
+	o.AddFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("serve takes no arguments, got %q", fs.Args())
+	}
+	if o.maxBatch < 1 || o.maxQueue < 1 || o.maxBody < 1 || o.maxPrompts < 1 || o.maxItems < 1 || o.maxChars < 1 {
+		return usagef("--max-batch, --max-queue, --max-body, --max-prompts, --max-items and --max-chars must be at least 1")
+	}
+	if o.workers < 0 || o.cache < 0 || o.maxPixels < 0 || o.maxWait < 0 || o.grace < 0 {
+		return usagef("--workers, --prompt-cache, --max-pixels, --max-wait and --grace must be 0 or more")
+	}
+	if err := o.ort.validate(); err != nil {
+		return err
+	}
+	switch o.logFormat {
+	case "text":
+	case "json":
+		e.Log = slog.New(slog.NewJSONHandler(e.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	default:
+		return usagef("--log-format %q: want text or json", o.logFormat)
+	}
+	if o.token == "" {
+		o.token = os.Getenv(tokenEnv)
+	}
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return usagef("--addr %q: %v", o.addr, err)
+	}
+	if !isLoopback(host) {
+		if o.token == "" && !o.allowPublic {
+			return usagef("--addr %s is not a loopback address: set --token (or $%s), or pass --allow-public to serve without one", o.addr, tokenEnv)
+		}
+		if o.token == "" {
+			e.Log.Warn("serving on a non-loopback address without a token: anyone who reaches it can use it", "addr", o.addr)
+		}
+	}
+	if _, err := o.ort.load(e); err != nil {
+		return err
+	}
+	m, err := openModel(ctx, e, o.model, o.variant)
+	if err != nil {
+		return err
+	}
+	threads, streams := pipeline.EncoderPlan(o.ort.Threads, o.workers)
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: threads, NoSpinning: true, MaxPixels: o.maxPixels})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	srv, err := serve.New(serve.Options{Engine: eng, MaxBatch: o.maxBatch, MaxWait: o.maxWait, Workers: streams, MaxQueue: o.maxQueue,
+		PromptCache: o.cache, MaxBodyBytes: o.maxBody, MaxPrompts: o.maxPrompts, MaxItems: o.maxItems, MaxChars: o.maxChars,
+		Token: o.token, Log: e.Log})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      5 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(e.Log.Handler(), slog.LevelWarn),
+	}
+	e.Log.Info("serving", "addr", "http://"+ln.Addr().String(), "model", m.Name(), "workers", streams, "threads", threads,
+		"max_batch", o.maxBatch, "token", o.token != "")
+	fmt.Fprintf(e.Stderr, "condition serve: model %s on http://%s/\n", m.Name(), ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	// SIGTERM or SIGINT: stop accepting, let requests in flight finish
+	// within the grace period, then stop the encoders.
+	e.Log.Info("shutting down", "grace", o.grace)
+	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	srv.Close()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	if err != nil {
+		e.Log.Warn("requests still in flight after the grace period were cut off", "grace", o.grace)
+	}
+	return nil
+}
+
+// isLoopback reports whether host (a --addr host part) names only the
+// loopback interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

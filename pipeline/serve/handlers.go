@@ -1,0 +1,506 @@
+package serve
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"image"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/text"
+	"github.com/conditionhq/condition/vision"
+	"github.com/conditionhq/condition/xattn"
+)
+
+func contextBackground() context.Context { return context.Background() }
+
+// apiErr turns an error of the engine into the request's answer.
+func (s *Server) apiErr(err error) error {
+	var ae *apiError
+	var pe *pipeline.PromptError
+	var tl *vision.TooLargeError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The client left (or timed out): nobody reads the answer.
+		return &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: "cancelled", Message: "the request was cancelled"}
+	case errors.As(err, &tl):
+		return badRequest("image_too_large", "the image is %dx%d, over the limit of %d pixels", tl.Width, tl.Height, tl.Limit)
+	case errors.As(err, &pe):
+		return badRequest("invalid_prompt", "%v", err)
+	}
+	return err
+}
+
+// checkPrompts refuses prompts a request cannot have: none, too many, or
+// one that checkPrompt refuses.
+func (s *Server) checkPrompts(what string, prompts []string, truncate bool) error {
+	if len(prompts) == 0 {
+		return badRequest("missing_"+what, "no %s given", what)
+	}
+	if len(prompts) > s.opts.MaxPrompts {
+		return badRequest("too_many_"+what, "%d %s, at most %d per request", len(prompts), what, s.opts.MaxPrompts)
+	}
+	for i, p := range prompts {
+		if err := s.checkPrompt(strings.TrimSuffix(what, "s"), i, p, truncate); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPrompt refuses a prompt that is empty, too long in characters, or
+// (unless truncate) in tokens, naming it (what and its index i) and the
+// numbers.
+func (s *Server) checkPrompt(what string, i int, p string, truncate bool) error {
+	if strings.TrimSpace(p) == "" {
+		return badRequest("invalid_prompt", "%s %d is empty", what, i)
+	}
+	if c := len([]rune(p)); c > s.opts.MaxChars {
+		return badRequest("prompt_too_long", "%s %d has %d characters, at most %d", what, i, c, s.opts.MaxChars)
+	}
+	if truncate {
+		return nil
+	}
+	ids, err := s.eng.Tokenizer().Encode(p)
+	if err != nil {
+		return badRequest("invalid_prompt", "%s %d: %v", what, i, err)
+	}
+	if n := s.eng.ContextLength(); len(ids) > n {
+		return badRequest("prompt_too_long", "%s %d is %d tokens with BOS and EOS; the model takes at most %d (send \"truncate\": true to cut it)",
+			what, i, len(ids), n)
+	}
+	return nil
+}
+
+// prompts returns the prepared prompts of texts: from the cache, or
+// encoded in one batch with other requests' misses.
+func (s *Server) prompts(ctx context.Context, texts []string, truncate bool) (pipeline.Prompts, error) {
+	out := make(pipeline.Prompts, len(texts))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i, t := range texts {
+		k := promptKey{text: t, truncate: truncate}
+		if p := s.cache.get(k); p != nil {
+			s.m.cacheHits.Inc()
+			out[i] = p
+			continue
+		}
+		s.m.cacheMisses.Inc()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := s.texts.submit(ctx, k)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			out[i] = p
+			s.cache.add(k, p)
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
+}
+
+// prepare is the text batcher's work: a batch of prompts prepared at once
+// (those to truncate apart from the others).
+func (s *Server) prepare(keys []promptKey) ([]*pipeline.Prompt, error) {
+	out := make([]*pipeline.Prompt, len(keys))
+	for _, trunc := range []bool{false, true} {
+		var idx []int
+		var texts []string
+		for i, k := range keys {
+			if k.truncate == trunc {
+				idx, texts = append(idx, i), append(texts, k.text)
+			}
+		}
+		if len(texts) == 0 {
+			continue
+		}
+		ps, err := s.eng.PrepareWith(contextBackground(), pipeline.TextOptions{Truncate: trunc}, texts...)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			out[i] = ps[j]
+		}
+	}
+	return out, nil
+}
+
+// image decodes and preprocesses an image's bytes, then encodes it in a
+// batch with other requests' images.
+func (s *Server) image(ctx context.Context, data []byte) (image.Image, pipeline.ImageEncoding, error) {
+	img, err := s.eng.DecodeImage(data)
+	if err != nil {
+		var tl *vision.TooLargeError
+		if errors.As(err, &tl) {
+			return nil, pipeline.ImageEncoding{}, err
+		}
+		return nil, pipeline.ImageEncoding{}, badRequest("invalid_image", "the image cannot be decoded: %v", err)
+	}
+	h, w := s.eng.InputSize()
+	px := make([]float32, 3*h*w)
+	if err := s.eng.Preprocess(px, img); err != nil {
+		return nil, pipeline.ImageEncoding{}, badRequest("invalid_image", "%v", err)
+	}
+	enc, err := s.images.submit(ctx, px)
+	return img, enc, err
+}
+
+// attendPrompt is one prompt's part of an attend answer.
+type attendPrompt struct {
+	Text              string        `json:"text"`
+	Tokens            []string      `json:"tokens"`
+	Truncated         bool          `json:"truncated,omitempty"`
+	Words             []text.Word   `json:"words"`
+	Score             *float64      `json:"score,omitempty"`  // CLIP logit: exp(logit_scale)·cosine
+	Cosine            *float64      `json:"cosine,omitempty"` // of image_embeds and text_embeds
+	TextToImage       [][]float32   `json:"text_to_image,omitempty"`
+	ImageToText       [][]float32   `json:"image_to_text,omitempty"`
+	TextToImageHeads  [][][]float32 `json:"text_to_image_heads,omitempty"`
+	ImageToTextHeads  [][][]float32 `json:"image_to_text_heads,omitempty"`
+	ConditionedTokens [][]float32   `json:"conditioned_tokens,omitempty"`
+	ConditionedPatch  [][]float32   `json:"conditioned_patches,omitempty"`
+	Overlays          []overlay     `json:"overlays"`
+	Heatmap           string        `json:"heatmap,omitempty"` // PNG data URI
+}
+
+// overlay is one content word's map over the patch grid [P], row by row.
+type overlay struct {
+	Word  string    `json:"word"`
+	Start int       `json:"start"`
+	End   int       `json:"end"`
+	Map   []float32 `json:"map"`
+}
+
+type attendResponse struct {
+	Model   string         `json:"model"`
+	Grid    [2]int         `json:"grid"`       // patch rows, columns
+	Size    [2]int         `json:"image_size"` // width, height after orientation
+	Crop    [4]int         `json:"crop"`       // x0, y0, x1, y1: the part of the image the model sees
+	Prompts []attendPrompt `json:"prompts"`
+}
+
+func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
+	req, err := readImageRequest(r)
+	if err != nil {
+		return err
+	}
+	if err := s.checkPrompts("prompts", req.Prompts, req.Truncate); err != nil {
+		return err
+	}
+	dir := xattn.Both
+	if req.Direction != "" {
+		if dir, err = xattn.ParseDirection(req.Direction); err != nil {
+			return badRequest("invalid_direction", `"direction" %q: want image-to-text, text-to-image or both`, req.Direction)
+		}
+	}
+	ctx := r.Context()
+	img, enc, err := s.image(ctx, req.ImageData)
+	if err != nil {
+		return s.apiErr(err)
+	}
+	ps, err := s.prompts(ctx, req.Prompts, req.Truncate)
+	if err != nil {
+		return s.apiErr(err)
+	}
+	atts, err := s.eng.Attend(ctx, &enc, ps, pipeline.AttendOptions{Direction: dir, PerHead: req.PerHead, Conditioned: req.Conditioned})
+	if err != nil {
+		return s.apiErr(err)
+	}
+	b := img.Bounds()
+	crop := s.eng.CropRegion(b)
+	res := attendResponse{Model: s.eng.Model().Name(), Grid: [2]int{enc.Grid.H, enc.Grid.W}, Size: [2]int{b.Dx(), b.Dy()},
+		Crop: [4]int{crop.Min.X - b.Min.X, crop.Min.Y - b.Min.Y, crop.Max.X - b.Min.X, crop.Max.Y - b.Min.Y}}
+	var base *image.RGBA
+	if req.Heatmaps {
+		base = pipeline.HeatmapBase(img, crop)
+	}
+	p := enc.P()
+	for _, a := range atts {
+		t := a.Prompt.T()
+		ap := attendPrompt{Text: a.Prompt.Text, Tokens: a.Prompt.Tokens, Truncated: a.Prompt.Truncated, Words: a.Prompt.Words,
+			TextToImage: rows(a.TextToImage, p), ImageToText: rows(a.ImageToText, t),
+			TextToImageHeads: heads(a.TextToImageHeads, a.Heads, p), ImageToTextHeads: heads(a.ImageToTextHeads, a.Heads, t),
+			ConditionedTokens: rows(a.ConditionedTokens, a.DOut), ConditionedPatch: rows(a.ConditionedPatches, a.DOut),
+			Overlays: []overlay{}}
+		if a.HasScore {
+			ap.Score, ap.Cosine = &a.Score, &a.Cosine
+		}
+		ovs := a.Overlays()
+		for _, o := range ovs {
+			ap.Overlays = append(ap.Overlays, overlay{Word: o.Label, Start: o.Start, End: o.End, Map: o.Map})
+		}
+		if base != nil && len(ovs) > 0 {
+			sheet, err := pipeline.RenderHeatmaps(base, a.Grid.H, a.Grid.W, ovs)
+			if err == nil {
+				var png []byte
+				if png, err = pipeline.EncodePNG(sheet); err == nil {
+					ap.Heatmap = "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+				}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		res.Prompts = append(res.Prompts, ap)
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// rows splits a row-major matrix into rows of n (nil for nil).
+func rows(m []float32, n int) [][]float32 {
+	if m == nil || n <= 0 {
+		return nil
+	}
+	out := make([][]float32, 0, len(m)/n)
+	for i := 0; i+n <= len(m); i += n {
+		out = append(out, m[i:i+n])
+	}
+	return out
+}
+
+// heads splits [H, R, n] into H matrices of rows of n.
+func heads(m []float32, h, n int) [][][]float32 {
+	if m == nil || h <= 0 {
+		return nil
+	}
+	per := len(m) / h
+	out := make([][][]float32, h)
+	for k := range out {
+		out[k] = rows(m[k*per:(k+1)*per], n)
+	}
+	return out
+}
+
+type classifyLabel struct {
+	Label       string  `json:"label"`
+	Prompt      string  `json:"prompt"`
+	Probability float64 `json:"probability"` // softmax of the scores over the labels
+	Score       float64 `json:"score"`       // CLIP logit: exp(logit_scale)·cosine
+}
+
+type classifyResponse struct {
+	Model  string          `json:"model"`
+	Best   string          `json:"best"`
+	Labels []classifyLabel `json:"labels"` // in the order given
+}
+
+func (s *Server) classify(w http.ResponseWriter, r *http.Request) error {
+	req, err := readImageRequest(r)
+	if err != nil {
+		return err
+	}
+	if len(req.Prompts) > 0 {
+		return badRequest("invalid_field", `classify takes "labels" (and an optional "template"), not "prompts"`)
+	}
+	if err := s.checkPrompts("labels", req.Labels, req.Truncate); err != nil {
+		return err
+	}
+	texts := make([]string, len(req.Labels))
+	for i, l := range req.Labels {
+		texts[i] = l
+		if strings.Contains(req.Template, "{}") {
+			texts[i] = strings.ReplaceAll(req.Template, "{}", l)
+		}
+	}
+	if err := s.checkPrompts("labels", texts, req.Truncate); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	_, enc, err := s.image(ctx, req.ImageData)
+	if err != nil {
+		return s.apiErr(err)
+	}
+	ps, err := s.prompts(ctx, texts, req.Truncate)
+	if err != nil {
+		return s.apiErr(err)
+	}
+	encs := make([]pipeline.TextEncoding, len(ps))
+	for i, p := range ps {
+		encs[i] = p.TextEncoding
+	}
+	_, logits, err := s.eng.Similarity([]pipeline.ImageEncoding{enc}, encs)
+	if err != nil {
+		return s.apiErr(err)
+	}
+	res := classifyResponse{Model: s.eng.Model().Name()}
+	top := math.Inf(-1)
+	for _, l := range logits[0] {
+		top = max(top, float64(l))
+	}
+	sum := 0.0
+	for _, l := range logits[0] {
+		sum += math.Exp(float64(l) - top)
+	}
+	best := 0
+	for i, l := range logits[0] {
+		res.Labels = append(res.Labels, classifyLabel{Label: req.Labels[i], Prompt: texts[i], Score: float64(l), Probability: math.Exp(float64(l)-top) / sum})
+		if l > logits[0][best] {
+			best = i
+		}
+	}
+	res.Best = req.Labels[best]
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+type embedding struct {
+	Object    string `json:"object"`
+	Index     int    `json:"index"`
+	Embedding any    `json:"embedding"` // []float32, or a base64 string of little-endian float32
+}
+
+type embeddingsResponse struct {
+	Object string      `json:"object"`
+	Data   []embedding `json:"data"`
+	Model  string      `json:"model"`
+	Usage  struct {
+		PromptTokens int `json:"prompt_tokens"`
+		TotalTokens  int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
+	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); ct != "" && strings.TrimSpace(ct) != "application/json" {
+		return &apiError{Status: http.StatusUnsupportedMediaType, Type: typeInvalid, Code: "bad_content_type",
+			Message: fmt.Sprintf("Content-Type %q: send application/json", ct)}
+	}
+	var req embeddingsRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	inputs, err := req.inputs()
+	if err != nil {
+		return err
+	}
+	if len(inputs) > s.opts.MaxItems {
+		return badRequest("too_many_inputs", "%d inputs, at most %d per request", len(inputs), s.opts.MaxItems)
+	}
+	switch req.EncodingFormat {
+	case "", "float", "base64":
+	default:
+		return badRequest("invalid_encoding_format", `"encoding_format" %q: want float or base64`, req.EncodingFormat)
+	}
+	var texts []string
+	var textAt, imageAt []int
+	var images [][]byte
+	for i, in := range inputs {
+		if strings.HasPrefix(in, "data:") {
+			b, err := parseDataURI(in)
+			if err != nil {
+				return badRequest("invalid_image", "input %d: %v", i, err)
+			}
+			images, imageAt = append(images, b), append(imageAt, i)
+			continue
+		}
+		texts, textAt = append(texts, in), append(textAt, i)
+	}
+	for j, t := range texts {
+		if err := s.checkPrompt("input", textAt[j], t, req.Truncate); err != nil {
+			return err
+		}
+	}
+	ctx := r.Context()
+	vecs := make([][]float32, len(inputs))
+	res := embeddingsResponse{Object: "list", Model: s.eng.Model().Name()}
+	if len(texts) > 0 {
+		ps, err := s.prompts(ctx, texts, req.Truncate)
+		if err != nil {
+			return s.apiErr(err)
+		}
+		for j, p := range ps {
+			if p.Embeds == nil {
+				return &apiError{Status: http.StatusNotImplemented, Type: typeServer, Code: "no_embeddings", Message: "the model's text graph gives no text_embeds"}
+			}
+			vecs[textAt[j]] = p.Embeds
+			res.Usage.PromptTokens += p.T()
+		}
+	}
+	// The images of one request go to the batcher together.
+	type out struct {
+		enc pipeline.ImageEncoding
+		err error
+	}
+	outs := make([]out, len(images))
+	var wg sync.WaitGroup
+	for j, b := range images {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, outs[j].enc, outs[j].err = s.image(ctx, b)
+		}()
+	}
+	wg.Wait()
+	for j, o := range outs {
+		if o.err != nil {
+			var ae *apiError
+			if errors.As(o.err, &ae) && ae.Status == http.StatusBadRequest {
+				return badRequest(ae.Code, "input %d: %s", imageAt[j], ae.Message)
+			}
+			return s.apiErr(o.err)
+		}
+		if o.enc.Embeds == nil {
+			return &apiError{Status: http.StatusNotImplemented, Type: typeServer, Code: "no_embeddings", Message: "the model's vision graph gives no image_embeds"}
+		}
+		vecs[imageAt[j]] = o.enc.Embeds
+		res.Usage.PromptTokens += 1 + o.enc.P()
+	}
+	res.Usage.TotalTokens = res.Usage.PromptTokens
+	normalize := req.Normalize == nil || *req.Normalize
+	for i, v := range vecs {
+		if normalize {
+			v = unit(v)
+		}
+		e := embedding{Object: "embedding", Index: i, Embedding: v}
+		if req.EncodingFormat == "base64" {
+			b := make([]byte, 4*len(v))
+			for k, x := range v {
+				binary.LittleEndian.PutUint32(b[4*k:], math.Float32bits(x))
+			}
+			e.Embedding = base64.StdEncoding.EncodeToString(b)
+		}
+		res.Data = append(res.Data, e)
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// unit returns v scaled to length 1 (v itself when zero).
+func unit(v []float32) []float32 {
+	n := 0.0
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n == 0 {
+		return v
+	}
+	inv := 1 / math.Sqrt(n)
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(float64(x) * inv)
+	}
+	return out
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]string{
+		{"id": s.eng.Model().Name(), "object": "model", "owned_by": "condition"},
+	}})
+	return nil
+}

@@ -53,6 +53,11 @@ type Config struct {
 	Batch     int   // images per vision encoder call (default 8)
 	Streams   int   // vision encoder runs in flight at once (0: see EncoderPlan)
 	Resume    bool  // skip images already done with the same inputs and settings
+	// Overwrite clears what an earlier job in Out wrote (the files its
+	// manifest lists) before starting. Without Resume or Overwrite a job
+	// refuses an output folder holding an earlier job's manifest (or, for
+	// an unsharded job, anything).
+	Overwrite bool
 	Shard     Shard // the part of the inputs this process takes
 
 	Version  string // program version, written into metadata
@@ -161,7 +166,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 		defer close(items)
 		defer walked.Store(true)
 		rels := map[string]bool{}
-		walkErr = Walk(ctx, cfg.Inputs, func(it Item) error {
+		walkErr = WalkExcept(ctx, cfg.Inputs, []string{cfg.Out}, func(it Item) error {
 			if !cfg.Shard.Takes(it.Rel) {
 				return nil
 			}
@@ -480,7 +485,7 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces) {
 		w.fail = err
 		return
 	}
-	scores := map[string]float64{}
+	var scores []Score
 	var sheets [][]Overlay
 	sc := make([]float32, len(atts))
 	for k := range atts {
@@ -504,7 +509,7 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces) {
 			}
 		}
 		if a.HasScore {
-			scores[ps.Text] = a.Score
+			scores = append(scores, Score{Prompt: k, Text: ps.Text, Score: a.Score})
 			sc[k] = float32(a.Score)
 		}
 		if j.cfg.Heatmaps {

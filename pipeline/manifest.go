@@ -25,11 +25,20 @@ type Entry struct {
 	Status   string             `json:"status"`           // "ok" or "error"
 	Error    string             `json:"error,omitempty"`
 	Outputs  []string           `json:"outputs,omitempty"`    // relative to the output folder
-	Scores   map[string]float64 `json:"scores,omitempty"`     // CLIP score (logit) per prompt
+	Scores   []Score            `json:"scores,omitempty"`     // CLIP score (logit) per prompt, in prompt order
 	Width    int                `json:"width,omitempty"`      // source size after orientation
 	Height   int                `json:"height,omitempty"`     //
 	Timings  map[string]float64 `json:"timings_ms,omitempty"` // per stage
 	Settings string             `json:"settings"`             // hash of the job's settings
+}
+
+// Score is one prompt's CLIP score (logit: exp(logit_scale) · cosine) for
+// an image. Prompts are numbered from 0 in the order given, as in the
+// output files' prompt.<k>. tensors.
+type Score struct {
+	Prompt int     `json:"prompt"`
+	Text   string  `json:"text"`
+	Score  float64 `json:"score"`
 }
 
 // Manifest appends entries to a JSONL file as a job goes. Each entry is

@@ -3,7 +3,9 @@ package pipeline
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -30,6 +32,18 @@ func OpenOutDir(dir string) (*OutDir, error) {
 		return nil, fmt.Errorf("pipeline: output folder: %w", err)
 	}
 	return &OutDir{root: r, dir: dir}, nil
+}
+
+// Remove removes the file rel; a file already gone is not an error.
+func (o *OutDir) Remove(rel string) error {
+	rel, err := checkRel(rel)
+	if err != nil {
+		return err
+	}
+	if err := o.root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("pipeline: output folder: %w", err)
+	}
+	return nil
 }
 
 // Dir returns the folder's path as given.

@@ -11,9 +11,13 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/conditionhq/condition/vision"
 )
@@ -76,6 +80,9 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 			j.close()
 		}
 	}()
+	if err := checkInputs(ctx, cfg.Inputs, cfg.Out); err != nil {
+		return nil, err
+	}
 	// The prompt side: encoded and prepared once for the whole job.
 	if j.prompts, err = eng.Prepare(ctx, cfg.Prompts...); err != nil {
 		return nil, err
@@ -107,16 +114,26 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		"jpeg_decoder": vision.JPEGDecoder(),
 	}
 
-	// Outputs.
+	// Outputs: never over an earlier job's without Resume or Overwrite.
+	name := cfg.Shard.ManifestName()
+	if !cfg.Resume && !cfg.Overwrite {
+		if err := checkOutputFree(cfg.Out, name, cfg.Shard.Active()); err != nil {
+			return nil, err
+		}
+	}
 	if j.out, err = OpenOutDir(cfg.Out); err != nil {
 		return nil, err
+	}
+	if cfg.Overwrite && !cfg.Resume {
+		if err := j.clearEarlier(name); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Resume {
 		if err := j.out.CleanTemps(); err != nil {
 			j.log.Warn("could not remove temporary files", "err", err)
 		}
 	}
-	name := cfg.Shard.ManifestName()
 	j.manifestPath = filepath.Join(cfg.Out, name)
 	var prior []Entry
 	if j.man, prior, err = OpenManifest(j.out, name, cfg.Resume); err != nil {
@@ -162,4 +179,107 @@ func EncodePNG(img image.Image) ([]byte, error) {
 		return nil, fmt.Errorf("pipeline: heatmap png: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// InputError is an input the job cannot take: a path that does not exist,
+// or inputs that hold no image.
+type InputError struct {
+	Path string
+	Err  error
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("pipeline: input %s: %v", e.Path, e.Err) }
+
+func (e *InputError) Unwrap() error { return e.Err }
+
+// errFound stops a walk at its first image.
+var errFound = errors.New("found")
+
+// checkInputs makes sure, before any work, that every input exists and that
+// they hold at least one image (out, a job's output folder, left out).
+func checkInputs(ctx context.Context, inputs []string, out string) error {
+	for _, in := range inputs {
+		if _, err := os.Stat(in); err != nil {
+			return &InputError{Path: in, Err: err}
+		}
+	}
+	err := WalkExcept(ctx, inputs, []string{out}, func(Item) error { return errFound }, func(string, error) error { return nil })
+	switch {
+	case errors.Is(err, errFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	exts := make([]string, 0, len(imageExts))
+	for e := range imageExts {
+		exts = append(exts, e)
+	}
+	slices.Sort(exts)
+	return &InputError{Path: strings.Join(inputs, ", "), Err: fmt.Errorf("no images found (folders are searched for %s, case-insensitive)", strings.Join(exts, " "))}
+}
+
+// OutputExistsError is an output folder that holds an earlier job's
+// results, which a job neither resumes nor overwrites.
+type OutputExistsError struct {
+	Dir      string
+	Manifest string // the earlier job's manifest, "" when the folder holds other files
+}
+
+func (e *OutputExistsError) Error() string {
+	if e.Manifest != "" {
+		return fmt.Sprintf("pipeline: output folder %s holds an earlier job's results (%s): resume that job, or overwrite what it wrote", e.Dir, e.Manifest)
+	}
+	return fmt.Sprintf("pipeline: output folder %s is not empty: give an empty or new folder, or overwrite", e.Dir)
+}
+
+// checkOutputFree refuses an output folder where a job would mix its files
+// with an earlier job's: one that holds the manifest name, or (unless the
+// job is one shard of several, whose siblings share the folder) anything.
+func checkOutputFree(dir, manifest string, sharded bool) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pipeline: output folder: %w", err)
+	}
+	for _, e := range ents {
+		if e.Name() == manifest {
+			return &OutputExistsError{Dir: dir, Manifest: manifest}
+		}
+	}
+	if len(ents) > 0 && !sharded {
+		return &OutputExistsError{Dir: dir}
+	}
+	return nil
+}
+
+// clearEarlier removes what the earlier job of this manifest wrote: the
+// files its manifest lists, then the manifest. Other files are left alone.
+func (j *job) clearEarlier(manifest string) error {
+	b, err := j.out.ReadFile(manifest)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pipeline: read manifest %q: %w", manifest, err)
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1] // a killed job's partial last line
+	}
+	entries, err := ParseManifest(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("pipeline: manifest %q: %w", manifest, err)
+	}
+	for _, e := range entries {
+		for _, o := range e.Outputs {
+			if err := j.out.Remove(o); err != nil {
+				return err
+			}
+		}
+	}
+	if err := j.out.CleanTemps(); err != nil {
+		return err
+	}
+	return j.out.Remove(manifest)
 }

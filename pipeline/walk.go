@@ -60,10 +60,24 @@ type Item struct {
 // through onErr (and skipped) unless it returns an error, which stops the
 // walk. fn's error stops the walk.
 func Walk(ctx context.Context, roots []string, fn func(Item) error, onErr func(path string, err error) error) error {
+	return WalkExcept(ctx, roots, nil, fn, onErr)
+}
+
+// WalkExcept is Walk leaving out the folders skip (and all below them),
+// matched by identity, not by name: a job's output folder inside one of its
+// inputs is never an input.
+func WalkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, onErr func(path string, err error) error) error {
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
 	}
 	w := &walker{ctx: ctx, fn: fn, onErr: onErr, seen: map[fileID]bool{}}
+	for _, s := range skip {
+		if st, err := os.Stat(s); err == nil && st.IsDir() {
+			if id, ok := idOf(st); ok {
+				w.seen[id] = true // as if walked already
+			}
+		}
+	}
 	single := len(roots) == 1
 	for _, root := range roots {
 		st, err := os.Stat(root)

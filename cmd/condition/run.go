@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/text"
 )
 
 func init() {
@@ -36,6 +39,8 @@ type runOptions struct {
 	streams     int
 	batch       int
 	resume      bool
+	overwrite   bool
+	truncate    bool
 	shardIndex  int
 	shardCount  int
 	maxFailures int
@@ -59,6 +64,8 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
 	fs.IntVar(&o.batch, "batch", 8, "images per vision encoder call")
 	fs.BoolVar(&o.resume, "resume", false, "skip images already done with the same inputs and settings; keep the manifest")
+	fs.BoolVar(&o.overwrite, "overwrite", false, "first remove what an earlier job in --out wrote (only the files its manifest lists)")
+	fs.BoolVar(&o.truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
 	fs.IntVar(&o.shardIndex, "shard-index", -1, "this process's shard (default: JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX)")
 	fs.IntVar(&o.shardCount, "shard-count", 0, "number of shards the job is split into")
 	fs.IntVar(&o.maxFailures, "max-failures", 0, "exit 1 when more images than this fail (the job still runs to the end)")
@@ -95,8 +102,24 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if o.format != "safetensors" && o.format != "npz" {
 		return usagef("--format %q: want safetensors or npz", o.format)
 	}
-	if o.batch < 1 || o.workers < 0 || o.streams < 0 || o.maxFailures < 0 || o.maxPixels < 0 {
-		return usagef("--batch must be at least 1; --workers, --streams, --max-pixels and --max-failures 0 or more")
+	for flag, v := range map[string]int{"--workers": o.workers, "--streams": o.streams, "--max-failures": o.maxFailures} {
+		if v < 0 {
+			return usagef("%s must be 0 or more, got %d", flag, v)
+		}
+	}
+	if o.batch < 1 {
+		return usagef("--batch must be at least 1, got %d", o.batch)
+	}
+	if o.maxPixels < 0 {
+		return usagef("--max-pixels must be 0 or more, got %d", o.maxPixels)
+	}
+	if o.resume && o.overwrite {
+		return usagef("--resume and --overwrite exclude each other")
+	}
+	for i, p := range o.prompts {
+		if strings.TrimSpace(p) == "" {
+			return usagef("prompt %d is empty (prompts are numbered from 0)", i)
+		}
 	}
 	if err := o.ort.validate(); err != nil {
 		return err
@@ -120,7 +143,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	threads, streams := pipeline.EncoderPlan(o.ort.Threads, o.streams)
-	eng, err := openEngine(ctx, e, m, &o.layer, pipeline.Options{Threads: threads, NoSpinning: true, MaxPixels: o.maxPixels})
+	eng, err := openEngine(ctx, e, m, &o.layer, pipeline.Options{Threads: threads, NoSpinning: true, MaxPixels: o.maxPixels, Truncate: o.truncate})
 	if err != nil {
 		return err
 	}
@@ -129,21 +152,26 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	cfg := pipeline.Config{
 		Engine: eng, Inputs: o.images, Prompts: o.prompts, Out: o.out,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, Format: o.format,
-		Workers: o.workers, Batch: o.batch, Streams: streams, Resume: o.resume, Shard: shard,
+		Workers: o.workers, Batch: o.batch, Streams: streams, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,
 		Progress: prog.update,
 	}
 	e.Log.Info("job", "model", m.Name(), "images", strings.Join(o.images, ","), "prompts", len(o.prompts), "out", o.out, "shard", fmt.Sprintf("%d/%d", shard.Index, max(shard.Count, 1)))
 	sum, err := pipeline.Run(ctx, cfg)
 	prog.finish()
+	if err != nil {
+		if err := jobUsageError(err); err != nil {
+			return err
+		}
+	}
 	if sum != nil {
 		fmt.Fprintf(e.Stderr, "done %d, skipped %d, failed %d in %s (%.1f images/s); manifest %s\n",
 			sum.Done, sum.Skipped, sum.Failed, sum.Elapsed.Round(time.Millisecond), sum.ImagesPerSec(), sum.Manifest)
 		if sum.Done > 0 {
-			fmt.Fprintf(e.Stderr, "results: %s/<image>.%s (features and attention maps)\n", o.out, o.format)
+			fmt.Fprintf(e.Stderr, "results: %s (features and attention maps)\n", filepath.Join(o.out, "<image>."+o.format))
 			if o.heatmaps {
 				for k, p := range o.prompts {
-					fmt.Fprintf(e.Stderr, "heatmaps: %s/<image>.heatmap.%d.png for %q\n", o.out, k, p)
+					fmt.Fprintf(e.Stderr, "heatmaps: %s for prompt %d, %s\n", filepath.Join(o.out, fmt.Sprintf("<image>.heatmap.%d.png", k)), k, pipeline.QuotePrompt(p))
 				}
 			}
 		}
@@ -157,6 +185,31 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// jobUsageError returns the usage error (exit 2) a job's setup error is, or
+// nil when it is not one: inputs that do not exist or hold no image, an
+// output folder holding an earlier job's results, a prompt the model cannot
+// take.
+func jobUsageError(err error) error {
+	var ie *pipeline.InputError
+	var oe *pipeline.OutputExistsError
+	var pe *pipeline.PromptError
+	switch {
+	case errors.As(err, &oe):
+		if oe.Manifest != "" {
+			return usagef("--out %s holds an earlier job's results (%s): add --resume to finish that job, or --overwrite to remove what it wrote first", oe.Dir, oe.Manifest)
+		}
+		return usagef("--out %s is not empty: give an empty or new folder, or add --overwrite to write into it anyway", oe.Dir)
+	case errors.As(err, &ie):
+		return usageError{err}
+	case errors.As(err, &pe):
+		if errors.Is(err, text.ErrTooLong) {
+			return usagef("%v (add --truncate to cut it)", err)
+		}
+		return usageError{err}
+	}
+	return nil
+}
+
 func readPromptsFile(path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -165,8 +218,12 @@ func readPromptsFile(path string) ([]string, error) {
 	defer f.Close()
 	var out []string
 	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for first := true; sc.Scan(); first = false {
+		line := sc.Text()
+		if first {
+			line = strings.TrimPrefix(line, "\ufeff") // a UTF-8 byte-order mark
+		}
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

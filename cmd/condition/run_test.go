@@ -251,9 +251,16 @@ func TestRunExitCodes(t *testing.T) {
 		t.Fatalf("one failure with --max-failures 0: exit %d\n%s", code, buf.String())
 	}
 	buf.Reset()
-	if code := mainContext(context.Background(), append(args, "--max-failures", "1"), nil, &buf, &buf); code != exitOK {
+	// The same folder again: refused (exit 2) without --resume or --overwrite.
+	if code := mainContext(context.Background(), append(args, "--max-failures", "1"), nil, &buf, &buf); code != exitUsage ||
+		!strings.Contains(buf.String(), "--resume") || !strings.Contains(buf.String(), "--overwrite") {
+		t.Fatalf("a second job into the same --out: exit %d\n%s", code, buf.String())
+	}
+	buf.Reset()
+	if code := mainContext(context.Background(), append(args, "--max-failures", "1", "--overwrite"), nil, &buf, &buf); code != exitOK {
 		t.Fatalf("one failure with --max-failures 1: exit %d\n%s", code, buf.String())
 	}
+	args = append(append([]string{}, jobArgs...), "--images", in, "--out", t.TempDir())
 	if code := mainContext(context.Background(), []string{"run", "--images", in}, nil, &buf, &buf); code != exitUsage {
 		t.Fatalf("no --out: exit %d", code)
 	}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/pipeline"
+)
+
+// listFiles returns every file under dir, relative and sorted.
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+// TestRunOutputInsideInput: an output folder inside the input folder is
+// never walked: a resumed run skips what the first did and writes nothing
+// under out/out.
+func TestRunOutputInsideInput(t *testing.T) {
+	orttest.Load(t)
+	nest := t.TempDir()
+	writeImages(t, nest, 3)
+	out := filepath.Join(nest, "out")
+	args := []string{"run", "--images", nest, "--out", out, "-p", "a red circle", "--heatmaps", "--quiet"}
+	for i, extra := range [][]string{nil, {"--resume"}, {"--resume"}} {
+		code, _, errs := runCLI(t, append(args, extra...)...)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", i, code, errs)
+		}
+		if i > 0 && !strings.Contains(errs, "done 0, skipped 3") {
+			t.Errorf("run %d: %s", i, errs)
+		}
+	}
+	for _, f := range listFiles(t, out) {
+		if strings.HasPrefix(f, "out/") || strings.Count(f, ".heatmap.") > 1 {
+			t.Errorf("the job walked its own output: %s", f)
+		}
+	}
+}
+
+// TestRunRefusesEarlierOutput: a second job into an earlier job's folder is
+// refused (exit 2) naming --resume and --overwrite; --overwrite removes
+// only what the earlier job listed, so its heatmaps of another prompt do not
+// linger beside the new ones.
+func TestRunRefusesEarlierOutput(t *testing.T) {
+	orttest.Load(t)
+	in, out := t.TempDir(), t.TempDir()
+	writeImages(t, in, 2)
+	mine := filepath.Join(out, "notes.txt")
+	if err := os.WriteFile(mine, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A folder with other files: refused too.
+	code, _, errs := runCLI(t, "run", "--images", in, "--out", out, "-p", "a red circle", "--quiet")
+	if code != exitUsage || !strings.Contains(errs, "not empty") || !strings.Contains(errs, "--overwrite") {
+		t.Fatalf("a non-empty --out: exit %d\n%s", code, errs)
+	}
+	base := []string{"run", "--images", in, "--out", out, "--heatmaps", "--quiet", "--overwrite"}
+	if code, _, errs := runCLI(t, append(base, "-p", "a red circle", "-p", "a blue square")...); code != 0 {
+		t.Fatalf("first job: exit %d\n%s", code, errs)
+	}
+	code, _, errs = runCLI(t, "run", "--images", in, "--out", out, "-p", "a green star", "--quiet")
+	if code != exitUsage || !strings.Contains(errs, "--resume") || !strings.Contains(errs, "--overwrite") || !strings.Contains(errs, "manifest.jsonl") {
+		t.Fatalf("second job without --resume or --overwrite: exit %d\n%s", code, errs)
+	}
+	if code, _, errs := runCLI(t, append(base, "-p", "a green star")...); code != 0 {
+		t.Fatalf("second job with --overwrite: exit %d\n%s", code, errs)
+	}
+	for _, f := range listFiles(t, out) {
+		if strings.HasSuffix(f, ".heatmap.1.png") {
+			t.Errorf("the first job's heatmap of its prompt 1 is still there: %s", f)
+		}
+	}
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "mine" {
+		t.Errorf("--overwrite removed a file no job wrote: %v", err)
+	}
+	if code, _, errs := runCLI(t, "run", "--images", in, "--out", out, "-p", "x", "--resume", "--overwrite"); code != exitUsage {
+		t.Errorf("--resume with --overwrite: exit %d\n%s", code, errs)
+	}
+}
+
+// TestRunChecksInputsFirst: a missing input or inputs with no image stop
+// the job before any work (exit 2, naming the path or the extensions), and
+// leave no manifest.
+func TestRunChecksInputsFirst(t *testing.T) {
+	orttest.Load(t)
+	good := t.TempDir()
+	writeImages(t, good, 2)
+	empty := t.TempDir()
+	os.WriteFile(filepath.Join(empty, "notes.txt"), []byte("not an image"), 0o644)
+	for _, tc := range []struct {
+		name   string
+		inputs []string
+		want   []string
+	}{
+		{"missing", []string{good, filepath.Join(good, "nope")}, []string{"nope", "no such file"}},
+		{"no images", []string{empty}, []string{"no images found", ".jpg", ".png"}},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		args := []string{"run", "--out", out, "-p", "a red circle", "--quiet"}
+		for _, in := range tc.inputs {
+			args = append(args, "--images", in)
+		}
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage {
+			t.Errorf("%s: exit %d\n%s", tc.name, code, errs)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%s: the error lacks %q: %s", tc.name, w, errs)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(out, "manifest.jsonl")); err == nil {
+			t.Errorf("%s: a manifest was left behind", tc.name)
+		}
+	}
+}
+
+// TestRunPrompts: prompts numbered from 0 in errors, files and the
+// manifest; usage errors exit 2; --truncate cuts a long prompt; a
+// byte-order mark in a prompts file is not a token; duplicate prompts keep
+// a score each.
+func TestRunPrompts(t *testing.T) {
+	orttest.Load(t)
+	in := t.TempDir()
+	writeImages(t, in, 1)
+	long := strings.Repeat("red circle ", 60)
+	code, _, errs := runCLI(t, "run", "--images", in, "--out", filepath.Join(t.TempDir(), "o"), "-p", "a red circle", "-p", long, "--quiet")
+	if code != exitUsage || !strings.Contains(errs, "prompt 1") || !strings.Contains(errs, "--truncate") || strings.Contains(errs, long) {
+		t.Errorf("a long prompt: exit %d\n%s", code, errs)
+	}
+	code, _, errs = runCLI(t, "run", "--images", in, "--out", filepath.Join(t.TempDir(), "o"), "-p", "a red circle", "-p", " ", "--quiet")
+	if code != exitUsage || !strings.Contains(errs, "prompt 1 is empty") {
+		t.Errorf("an empty prompt: exit %d\n%s", code, errs)
+	}
+	file := filepath.Join(t.TempDir(), "prompts.txt")
+	os.WriteFile(file, []byte("\ufeffa red circle\r\na red circle\r\n"), 0o644)
+	out := filepath.Join(t.TempDir(), "o")
+	if code, _, errs := runCLI(t, "run", "--images", in, "--out", out, "--prompts", file, "-p", long, "--truncate", "--quiet"); code != 0 {
+		t.Fatalf("--truncate: exit %d\n%s", code, errs)
+	}
+	f, err := os.Open(filepath.Join(out, "manifest.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	entries, err := pipeline.ParseManifest(f)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("manifest: %v, %d entries", err, len(entries))
+	}
+	sc := entries[0].Scores
+	if len(sc) != 3 || sc[0].Prompt != 0 || sc[1].Prompt != 1 || sc[2].Prompt != 2 || sc[1].Text != "a red circle" || sc[1].Score != sc[2].Score {
+		b, _ := json.Marshal(sc)
+		t.Errorf("scores by prompt number: %s (the byte-order mark must not change prompt 0)", b)
+	}
+}

@@ -4,7 +4,8 @@
 // rank), read from a model's tokenizer.json or vocab.json + merges.txt
 // and tokenizer_config.json. It gives token ids padded or truncated to the
 // context length with their attention mask, the tokens as the vocabulary
-// spells them, and the words they make up (for per-word heatmaps).
+// spells them, the words they make up (for per-word heatmaps), and which of
+// those words the vocabulary can only spell out letter by letter (Unknown).
 //
 // It is written here rather than taken from a library because the ids must
 // equal Hugging Face's for every input (checked against the reference ids of

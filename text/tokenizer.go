@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -508,4 +509,68 @@ func appendTokenBytes(dst []byte, tok string) []byte {
 		}
 	}
 	return dst
+}
+
+// Unknown returns the words of ids, grouped as Words groups them, that the
+// vocabulary does not know: words holding a letter that BPE could only spell
+// out in pieces of one character or less (single letters, or single bytes of
+// a character). The text encoder then sees a run of letters rather than the
+// word, and what it makes of them, its attention maps among it, means little.
+// Special tokens, words of one token, and words with any piece longer than
+// one character are not reported; ids are checked as Words checks them.
+//
+// With a vocabulary that has "a</w>" and every single letter but no "dog":
+//
+//	ids, _ := tok.Encode("a dog")     // <|startoftext|> a</w> d o g</w> <|endoftext|>
+//	unknown, _ := tok.Unknown(ids)    // [{Text: "dog", Start: 2, End: 5}]
+//	for _, w := range unknown {
+//		pieces, _ := tok.Tokens(ids[w.Start:w.End]) // ["d" "o" "g</w>"]
+//		...
+//	}
+func (t *Tokenizer) Unknown(ids []int) ([]Word, error) {
+	words, err := t.Words(ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []Word
+	for _, w := range words {
+		if !w.Special && w.End-w.Start > 1 && hasLetter(w.Text) && t.spelledOut(ids[w.Start:w.End]) {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// spelledOut reports whether every token of ids (known ids) spells at most
+// one character.
+func (t *Tokenizer) spelledOut(ids []int) bool {
+	var buf []byte
+	for _, id := range ids {
+		buf = appendTokenBytes(buf[:0], strings.TrimSuffix(t.tokens[id], t.suffix))
+		if !oneCharOrLess(buf) {
+			return false
+		}
+	}
+	return true
+}
+
+// oneCharOrLess reports whether b is at most one character: one byte, one
+// valid UTF-8 character, or a part of one (fewer bytes than UTF-8's longest).
+func oneCharOrLess(b []byte) bool {
+	switch {
+	case len(b) <= 1:
+		return true
+	case utf8.Valid(b):
+		return utf8.RuneCount(b) == 1
+	}
+	return len(b) < utf8.UTFMax
+}
+
+func hasLetter(s string) bool {
+	for _, r := range s {
+		if unicode.IsLetter(r) {
+			return true
+		}
+	}
+	return false
 }

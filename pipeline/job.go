@@ -71,8 +71,8 @@ type Config struct {
 // Progress is a job's state, reported after every image.
 type Progress struct {
 	Done, Skipped, Failed int
-	Seen                  int  // images found (in this shard) so far
-	Walked                bool // the walk has finished, so Seen is the total
+	Seen                  int  // images found (in this shard) so far, counted ahead of the job
+	Walked                bool // the count has finished, so Seen is the total
 	Elapsed               time.Duration
 	Last                  string // the image just finished
 }
@@ -161,6 +161,24 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	var seen atomic.Int64
 	var walked atomic.Bool
 	var walkErr error
+	// Count ahead: a walk that only lists runs ahead of the bounded read
+	// queue, so that the progress knows the total long before the job's
+	// own walk ends.
+	var counted atomic.Int64
+	var countDone atomic.Bool
+	go func() {
+		var n int64
+		err := WalkExcept(ctx, cfg.Inputs, []string{cfg.Out}, func(it Item) error {
+			if cfg.Shard.Takes(it.Rel) {
+				n++
+				counted.Store(n)
+			}
+			return nil
+		}, func(string, error) error { return nil })
+		if err == nil {
+			countDone.Store(true)
+		}
+	}()
 	// Stage 1: walk, in a stable order, keeping this shard's files.
 	go func() {
 		defer close(items)
@@ -251,8 +269,12 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 			}
 		}
 		if cfg.Progress != nil {
-			cfg.Progress(Progress{Done: sum.Done, Skipped: sum.Skipped, Failed: sum.Failed,
-				Seen: int(seen.Load()), Walked: walked.Load(), Elapsed: time.Since(start), Last: w.it.Rel})
+			p := Progress{Done: sum.Done, Skipped: sum.Skipped, Failed: sum.Failed,
+				Seen: int(max(seen.Load(), counted.Load())), Walked: walked.Load() || countDone.Load(), Elapsed: time.Since(start), Last: w.it.Rel}
+			if walked.Load() {
+				p.Seen = int(seen.Load()) // the job's own count, which skips the files a walk cannot read twice alike
+			}
+			cfg.Progress(p)
 		}
 	}
 	sum.Elapsed = time.Since(start)

@@ -492,3 +492,25 @@ func TestRunSameOutputName(t *testing.T) {
 		t.Errorf("%d failed entries in the manifest, want 2", failed)
 	}
 }
+
+// TestRunCountsAhead: the progress knows the total early, from a walk that
+// only lists, long before the job's own walk (held back by its bounded
+// queue) ends.
+func TestRunCountsAhead(t *testing.T) {
+	m := openTiny(t)
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 60)
+	var calls []Progress
+	_, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{Threads: 1}), Inputs: []string{in}, Prompts: []string{"red"},
+		Out: filepath.Join(t.TempDir(), "out"), Batch: 1, Workers: 1, Streams: 1,
+		Progress: func(p Progress) { calls = append(calls, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 60 || !calls[59].Walked || calls[59].Seen != 60 {
+		t.Fatalf("%d progress calls, last %+v", len(calls), calls[len(calls)-1])
+	}
+	if p := calls[4]; !p.Walked || p.Seen != 60 {
+		t.Errorf("after 5 of 60 images the total is not known: %+v", p)
+	}
+}

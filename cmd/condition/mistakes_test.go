@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/conditionhq/condition/models/ort/orttest"
 	"github.com/conditionhq/condition/pipeline"
@@ -166,5 +167,42 @@ func TestRunPrompts(t *testing.T) {
 	if len(sc) != 3 || sc[0].Prompt != 0 || sc[1].Prompt != 1 || sc[2].Prompt != 2 || sc[1].Text != "a red circle" || sc[1].Score != sc[2].Score {
 		b, _ := json.Marshal(sc)
 		t.Errorf("scores by prompt number: %s (the byte-order mark must not change prompt 0)", b)
+	}
+}
+
+// TestProgressLine: the line fits the terminal and says "counting…" until
+// the total is known; --quiet silences INFO logs; --log-format json makes
+// the summary JSON too.
+func TestProgressLine(t *testing.T) {
+	if got := fit("abcdefgh", 5); got != "abcd…" {
+		t.Errorf("fit = %q", got)
+	}
+	if got := fit("abc", 5); got != "abc" {
+		t.Errorf("fit of a short line = %q", got)
+	}
+	line := progressText(pipeline.Progress{Done: 3, Seen: 10, Elapsed: time.Second}, true)
+	if !strings.Contains(line, "3/10+ (counting…) images") || strings.Contains(line, "[") {
+		t.Errorf("while counting: %q", line)
+	}
+	line = progressText(pipeline.Progress{Done: 3, Seen: 10, Walked: true, Elapsed: time.Second}, true)
+	if !strings.HasPrefix(line, "[=========") || !strings.Contains(line, "3/10 images") || !strings.Contains(line, "ETA 2s") {
+		t.Errorf("counted: %q", line)
+	}
+	orttest.Load(t)
+	in := t.TempDir()
+	writeImages(t, in, 2)
+	code, _, errs := runCLI(t, "run", "--images", in, "--out", filepath.Join(t.TempDir(), "o"), "-p", "a red circle", "--quiet")
+	if code != 0 || strings.Contains(errs, "level=INFO") || !strings.Contains(errs, "done 2") {
+		t.Errorf("--quiet: exit %d\n%s", code, errs)
+	}
+	code, _, errs = runCLI(t, "run", "--images", in, "--out", filepath.Join(t.TempDir(), "o"), "-p", "a red circle", "--quiet", "--log-format", "json")
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	var sum struct {
+		Summary struct {
+			Done int `json:"done"`
+		} `json:"summary"`
+	}
+	if code != 0 || json.Unmarshal([]byte(lines[len(lines)-1]), &sum) != nil || sum.Summary.Done != 2 {
+		t.Errorf("--log-format json: exit %d\n%s", code, errs)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -128,10 +128,15 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	level := logLevel()
+	if o.quiet {
+		level = max(level, slog.LevelWarn) // --quiet: warnings and errors only
+	}
 	switch o.logFormat {
 	case "text":
+		e.Log = slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: level}))
 	case "json":
-		e.Log = slog.New(slog.NewJSONHandler(e.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+		e.Log = slog.New(slog.NewJSONHandler(e.Stderr, &slog.HandlerOptions{Level: level}))
 	default:
 		return usagef("--log-format %q: want text or json", o.logFormat)
 	}
@@ -164,7 +169,12 @@ func runRun(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	if sum != nil {
+	if sum != nil && o.logFormat == "json" {
+		b, _ := json.Marshal(map[string]any{"summary": map[string]any{"done": sum.Done, "skipped": sum.Skipped, "failed": sum.Failed,
+			"elapsed_s": sum.Elapsed.Seconds(), "images_per_s": sum.ImagesPerSec(), "manifest": sum.Manifest, "interrupted": sum.Interrupted,
+			"outputs": filepath.Join(o.out, "<image>."+o.format)}})
+		fmt.Fprintln(e.Stderr, string(b))
+	} else if sum != nil {
 		fmt.Fprintf(e.Stderr, "done %d, skipped %d, failed %d in %s (%.1f images/s); manifest %s\n",
 			sum.Done, sum.Skipped, sum.Failed, sum.Elapsed.Round(time.Millisecond), sum.ImagesPerSec(), sum.Manifest)
 		if sum.Done > 0 {
@@ -235,73 +245,39 @@ func readPromptsFile(path string) ([]string, error) {
 	return out, nil
 }
 
-// progressDisplay shows a job's progress on stderr: a redrawn bar on a
-// terminal, a line every few seconds otherwise, nothing when quiet.
+// progressDisplay shows a job's progress: images done of the total (counted
+// ahead of the job; "counting…" until known), the rate, the time left and
+// the failures.
 type progressDisplay struct {
-	mu       sync.Mutex
-	w        io.Writer
-	quiet    bool
-	terminal bool
-	last     time.Time
-	drawn    bool
+	line *statusLine
 }
 
 func newProgressDisplay(w io.Writer, quiet bool) *progressDisplay {
-	return &progressDisplay{w: w, quiet: quiet, last: time.Now(), terminal: isTerminal(w)}
-}
-
-// isTerminal reports whether w is a terminal (a character device).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return &progressDisplay{line: newStatusLine(w, quiet)}
 }
 
 func (p *progressDisplay) update(s pipeline.Progress) {
-	if p.quiet {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	every := 5 * time.Second
-	if p.terminal {
-		every = 100 * time.Millisecond
-	}
-	if time.Since(p.last) < every {
-		return
-	}
-	p.last = time.Now()
+	p.line.show(progressText(s, p.line.terminal), false)
+}
+
+// progressText is the line of a job's state.
+func progressText(s pipeline.Progress, withBar bool) string {
 	n := s.Done + s.Skipped + s.Failed
-	rate := float64(s.Done+s.Failed) / s.Elapsed.Seconds()
-	total, eta := "?", "?"
+	rate := float64(s.Done+s.Failed) / max(s.Elapsed.Seconds(), 1e-9)
+	total, eta := "counting…", "?"
 	if s.Walked {
 		total = fmt.Sprint(s.Seen)
 		if rate > 0 {
 			eta = (time.Duration(float64(s.Seen-n)/rate) * time.Second).Round(time.Second).String()
 		}
+	} else if s.Seen > 0 {
+		total = fmt.Sprintf("%d+ (counting…)", s.Seen)
 	}
 	line := fmt.Sprintf("%d/%s images, %.1f/s, ETA %s, %d failed, %d skipped", n, total, rate, eta, s.Failed, s.Skipped)
-	if p.terminal {
-		bar := ""
-		if s.Walked && s.Seen > 0 {
-			const width = 30
-			k := width * n / s.Seen
-			bar = "[" + strings.Repeat("=", k) + strings.Repeat(" ", width-k) + "] "
-		}
-		fmt.Fprintf(p.w, "\r\033[K%s%s", bar, line)
-		p.drawn = true
-	} else {
-		fmt.Fprintln(p.w, line)
+	if withBar && s.Walked {
+		line = bar(n, s.Seen, 30) + line
 	}
+	return line
 }
 
-func (p *progressDisplay) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-}
+func (p *progressDisplay) finish() { p.line.done() }

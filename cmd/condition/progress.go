@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+)
+
+// statusLine is one line of progress on stderr, shared by every command
+// that shows progress: redrawn in place on a terminal (fitted to its
+// width, at most ten times a second), printed as a new line every few
+// seconds otherwise, nothing when quiet.
+type statusLine struct {
+	mu       sync.Mutex
+	w        io.Writer
+	quiet    bool
+	terminal bool
+	fd       int
+	every    time.Duration
+	last     time.Time
+	drawn    bool
+}
+
+func newStatusLine(w io.Writer, quiet bool) *statusLine {
+	s := &statusLine{w: w, quiet: quiet, every: 5 * time.Second, last: time.Now()}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		s.terminal, s.fd, s.every = true, int(f.Fd()), 100*time.Millisecond
+	}
+	return s
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// show draws line, unless the last one was drawn too recently and force is
+// false.
+func (s *statusLine) show(line string, force bool) {
+	if s.quiet {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !force && time.Since(s.last) < s.every {
+		return
+	}
+	s.last = time.Now()
+	if !s.terminal {
+		fmt.Fprintln(s.w, line)
+		return
+	}
+	width := 80
+	if w, _, err := term.GetSize(s.fd); err == nil && w > 0 {
+		width = w
+	}
+	fmt.Fprintf(s.w, "\r\033[K%s", fit(line, width-1))
+	s.drawn = true
+}
+
+// done clears a line drawn in place, so that what follows starts clean.
+func (s *statusLine) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.drawn {
+		fmt.Fprint(s.w, "\r\033[K")
+		s.drawn = false
+	}
+}
+
+// fit cuts line to at most width characters, marking the cut.
+func fit(line string, width int) string {
+	r := []rune(line)
+	if width < 2 || len(r) <= width {
+		return line
+	}
+	return string(r[:width-1]) + "…"
+}
+
+// bar returns "[===   ] " for done of total, or "" when the total
+// is not known.
+func bar(done, total, width int) string {
+	if total <= 0 {
+		return ""
+	}
+	k := min(width*done/total, width)
+	return "[" + strings.Repeat("=", k) + strings.Repeat(" ", width-k) + "] "
+}

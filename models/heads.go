@@ -74,7 +74,7 @@ func (m *Model) openWeights(ctx context.Context, ref string, opts Options) error
 			if cm, err := c.Cache().Commit(r.Hub.Repo, r.Hub.Rev()); err == nil {
 				commit = cm
 			} else if c.Offline {
-				return fmt.Errorf("models: HF_HUB_OFFLINE is set, and the weights %s@%s are not in the Hugging Face cache %s: %w", r.Hub.Repo, r.Hub.Rev(), c.CacheDir, hub.ErrOffline)
+				return offlineError(fmt.Sprintf("models: the weights %s@%s are not in the Hugging Face cache %s; %s", r.Hub.Repo, r.Hub.Rev(), c.CacheDir, offlineNote("fetch them", headsWhere)))
 			}
 		}
 		if p, err = fetchHeads(ctx, c, m.derived, r.Hub.Repo, r.Hub.Rev(), commit, opts.MaxWeightsDownload); err != nil {

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,6 +42,34 @@ func HubClient(opts Options) *hub.Client {
 	return &c
 }
 
+// offlineNote says, in an error about something missing from the cache in
+// offline mode, why the network was not used and what to do: unset
+// HF_HUB_OFFLINE to todo ("fetch it") when it is the reason, or else. Offline
+// mode the program chose is not blamed on the environment.
+func offlineNote(todo, orElse string) string {
+	if hub.OfflineFromEnv() {
+		return "HF_HUB_OFFLINE is set: unset it to " + todo + ", or " + orElse
+	}
+	return "offline, so not fetched: " + orElse
+}
+
+// fetchWhere is the advice to fetch ref with a network.
+func fetchWhere(ref string) string {
+	return "run `condition models fetch " + ref + "` where there is a network"
+}
+
+// headsWhere is the advice to fetch projection heads with a network.
+const headsWhere = "open the model once where there is a network (the heads are kept in the cache)"
+
+// offlineErr is an error of offline mode: it reads as its message and
+// matches hub.ErrOffline.
+type offlineErr struct{ msg string }
+
+func offlineError(msg string) error { return &offlineErr{msg} }
+
+func (e *offlineErr) Error() string { return e.msg }
+func (e *offlineErr) Unwrap() error { return hub.ErrOffline }
+
 // optionalFiles are fetched with a hub model when the repository has them.
 var optionalFiles = []string{
 	PreprocessorFile, "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
@@ -67,16 +96,20 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 			return nil
 		}
 		if c.Offline {
-			return fmt.Errorf("models: HF_HUB_OFFLINE is set, and the cached %s@%s (%s) lacks %s; unset HF_HUB_OFFLINE to fetch it, or run `condition models fetch %s` where there is a network: %w",
-				r.Repo, r.Rev(), cache.SnapshotDir(r.Repo, commit), strings.Join(missing.files, ", "), ref, hub.ErrOffline)
+			return offlineError(fmt.Sprintf("models: the cached %s@%s (%s) lacks %s; %s",
+				r.Repo, r.Rev(), cache.SnapshotDir(r.Repo, commit), strings.Join(missing.files, ", "), offlineNote("fetch it", fetchWhere(ref))))
 		}
 	} else if c.Offline {
-		return fmt.Errorf("models: HF_HUB_OFFLINE is set, and %s@%s is not in the Hugging Face cache %s (it needs %s); unset HF_HUB_OFFLINE to fetch it, or run `condition models fetch %s` where there is a network: %w",
-			r.Repo, r.Rev(), c.CacheDir, ConfigFile+", "+strings.Join(graphs, ", "), ref, hub.ErrOffline)
+		return &locateError{offlineError(fmt.Sprintf("models: %s@%s is not in the Hugging Face cache %s (it needs %s); %s",
+			r.Repo, r.Rev(), c.CacheDir, ConfigFile+", "+strings.Join(graphs, ", "), offlineNote("fetch it", fetchWhere(ref))))}
 	}
 	info, err := c.ListFiles(ctx, r.Repo, r.Rev())
 	if err != nil {
-		return fmt.Errorf("models: %w", err)
+		err = fmt.Errorf("models: %w", err)
+		if !errors.Is(err, hub.ErrRevisionNotFound) && !errors.Is(err, context.Canceled) {
+			err = &locateError{err}
+		}
+		return err
 	}
 	commit := info.Commit
 	has := map[string]bool{}
@@ -174,7 +207,7 @@ func fetchHeads(ctx context.Context, c *hub.Client, derived derivedCache, repo, 
 		at = commit
 	}
 	if c.Offline {
-		return "", fmt.Errorf("models: HF_HUB_OFFLINE is set, and neither %s nor its heads (%s) of %s@%s are in the cache: %w", WeightsFile, HeadsFile, repo, at, hub.ErrOffline)
+		return "", offlineError(fmt.Sprintf("models: neither %s nor its heads (%s) of %s@%s are in the cache; %s", WeightsFile, HeadsFile, repo, at, offlineNote("fetch them", headsWhere)))
 	}
 	meta, err := c.Metadata(ctx, repo, at, WeightsFile)
 	if err != nil {

@@ -35,7 +35,12 @@ func Open(ref string, opts Options) (*Model, error) {
 	return OpenContext(context.Background(), ref, opts)
 }
 
-// OpenContext is Open with a context bounding any download.
+// OpenContext is Open with a context bounding any download. When a hub id
+// cannot be opened and it looks like a path (./, ../, /, ~, more parts than
+// org/name, or a first part that is a folder here), or the repository could
+// not be found (not cached and offline, unknown to the hub, the hub out of
+// reach), the error gives both readings: "no folder mymodels/clip (mymodels
+// has no clip); as a hub id: ...". It wraps the hub's error.
 func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) {
 	model, weights, err := SplitRef(ref)
 	if err != nil {
@@ -69,7 +74,7 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 		m.dir, m.base = abs, os.DirFS(abs)
 	default:
 		if err := m.openHub(ctx, r.Hub, opts); err != nil {
-			return nil, err
+			return nil, withFolderReading(model, err)
 		}
 	}
 	m.fsys = overlay{m}

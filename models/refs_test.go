@@ -46,7 +46,7 @@ func TestParseRef(t *testing.T) {
 		{ref: "", err: "empty model reference"},
 		{ref: "name", err: "not a hub id"},
 		{ref: "org/name/x", err: "not a hub id"},
-		{ref: "./missing/dir", err: "no such directory"},
+		{ref: "./missing/dir", err: "no folder"},
 		{ref: "org/na--me", err: "not a hub id"},
 		{ref: "org/na..me", err: "not a hub id"},
 		{ref: "org/-name", err: "not a hub id"},
@@ -62,7 +62,7 @@ func TestParseRef(t *testing.T) {
 		{ref: "org/onnx+org/pt", split1: "org/onnx", split2: "org/pt", err: "not a hub id"},
 		{ref: "org/onnx@v2+org/pt@refs/pr/1", split1: "org/onnx@v2", split2: "org/pt@refs/pr/1", err: "bad revision"},
 		{ref: "with+plus", dir: "with+plus"}, // a folder named with '+' is not split
-		{ref: "with+plus+org/pt", split1: "with+plus", split2: "org/pt", err: "no such directory"},
+		{ref: "with+plus+org/pt", split1: "with+plus", split2: "org/pt", err: "no folder"},
 		{ref: "default+org/pt", split1: "default", split2: "org/pt", err: "not a hub id"},
 		{ref: "org/onnx+", splitErr: "expected <model>+<weights>", err: "not a hub id"},
 		{ref: "+org/pt", splitErr: "expected <model>+<weights>", err: "not a hub id"},

@@ -171,7 +171,7 @@ func redact(u *url.URL) string {
 // Metadata asks the hub about file at revision with a HEAD request.
 func (c *Client) Metadata(ctx context.Context, repo, revision, file string) (*FileMeta, error) {
 	if c.Offline {
-		return nil, fmt.Errorf("hub: %s@%s: %s: HF_HUB_OFFLINE forbids asking the hub: %w", repo, revision, file, ErrOffline)
+		return nil, fmt.Errorf("hub: %s@%s: %s: not asking the hub (%s): %w", repo, revision, file, offlineWhy(), ErrOffline)
 	}
 	if err := checkFile(file); err != nil {
 		return nil, err
@@ -273,8 +273,8 @@ func (c *Client) Download(ctx context.Context, repo, revision, file string) (*Fi
 			if errors.Is(err, ErrEntryNotFound) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("hub: HF_HUB_OFFLINE is set, and %s@%s: %s is not in the cache %s (%v); unset HF_HUB_OFFLINE to download it: %w",
-				repo, revision, file, c.CacheDir, err, ErrOffline)
+			return nil, fmt.Errorf("hub: %s@%s: %s is not in the cache %s (%v); %s: %w",
+				repo, revision, file, c.CacheDir, err, offlineNote("download it"), ErrOffline)
 		}
 		return f, nil
 	}
@@ -302,7 +302,7 @@ func (c *Client) Fetch(ctx context.Context, meta *FileMeta) (*File, error) {
 		return nil, errors.New("hub: Fetch needs the metadata of a file as Metadata returns it")
 	}
 	if c.Offline {
-		return nil, fmt.Errorf("hub: %s@%s: %s: HF_HUB_OFFLINE forbids downloading: %w", meta.Repo, meta.Revision, meta.File, ErrOffline)
+		return nil, fmt.Errorf("hub: %s@%s: %s: not downloading (%s): %w", meta.Repo, meta.Revision, meta.File, offlineWhy(), ErrOffline)
 	}
 	cache := c.Cache()
 	repo := meta.Repo
@@ -614,7 +614,7 @@ func (c *Client) ListFiles(ctx context.Context, repo, revision string) (*RepoInf
 	if c.Offline {
 		commit, err := c.Cache().Commit(repo, revision)
 		if err != nil {
-			return nil, fmt.Errorf("hub: HF_HUB_OFFLINE is set, and %s@%s is not in the cache %s: %w", repo, revision, c.CacheDir, ErrOffline)
+			return nil, fmt.Errorf("hub: %s@%s is not in the cache %s; %s: %w", repo, revision, c.CacheDir, offlineNote("download it"), ErrOffline)
 		}
 		r, err := c.Cache().Repo(repo)
 		if err != nil {
@@ -625,7 +625,7 @@ func (c *Client) ListFiles(ctx context.Context, repo, revision string) (*RepoInf
 				return &RepoInfo{Repo: repo, Commit: commit, Files: s.Files}, nil
 			}
 		}
-		return nil, fmt.Errorf("hub: HF_HUB_OFFLINE is set, and %s@%s (commit %s) has no snapshot in the cache %s: %w", repo, revision, commit, c.CacheDir, ErrOffline)
+		return nil, fmt.Errorf("hub: %s@%s (commit %s) has no snapshot in the cache %s; %s: %w", repo, revision, commit, c.CacheDir, offlineNote("download it"), ErrOffline)
 	}
 	u := c.endpoint() + "/api/models/" + repo + "/revision/" + url.PathEscape(revision)
 	req, err := c.newRequest(ctx, http.MethodGet, u)

@@ -171,6 +171,25 @@ func OfflineFromEnv() bool {
 	return false
 }
 
+// offlineWhy says, in errors, why a client stays off the network:
+// "HF_HUB_OFFLINE is set" when it is, else "offline mode" (Client.Offline set
+// by the program, which the environment is not blamed for).
+func offlineWhy() string {
+	if OfflineFromEnv() {
+		return "HF_HUB_OFFLINE is set"
+	}
+	return "offline mode"
+}
+
+// offlineNote ends an error about something offline mode cannot get: why,
+// and, when HF_HUB_OFFLINE is the reason, that unsetting it allows todo.
+func offlineNote(todo string) string {
+	if OfflineFromEnv() {
+		return "HF_HUB_OFFLINE is set: unset it to " + todo
+	}
+	return "offline mode: not fetched"
+}
+
 // Ref is a parsed hub reference "org/name[@revision]".
 type Ref struct {
 	Repo     string // org/name

@@ -41,7 +41,7 @@ func (c *Client) OpenRemoteMeta(ctx context.Context, meta *FileMeta) (*Remote, e
 		return nil, fmt.Errorf("hub: OpenRemoteMeta needs the metadata of a file as Metadata returns it")
 	}
 	if c.Offline {
-		return nil, fmt.Errorf("hub: %s@%s: %s: HF_HUB_OFFLINE forbids reading from the hub: %w", meta.Repo, meta.Revision, meta.File, ErrOffline)
+		return nil, fmt.Errorf("hub: %s@%s: %s: not reading from the hub (%s): %w", meta.Repo, meta.Revision, meta.File, offlineWhy(), ErrOffline)
 	}
 	if meta.Size < 0 {
 		return nil, fmt.Errorf("hub: %s@%s: %s: the hub did not say how large the file is, so it cannot be read by ranges", meta.Repo, meta.Revision, meta.File)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/conditionhq/condition/vision"
@@ -43,6 +44,12 @@ type Attention struct {
 	// [T, DOut] (text → image).
 	ConditionedPatches, ConditionedTokens []float32
 	DOut                                  int
+	// Similarity [T, P] is the cosine of each token and each patch in
+	// CLIP's joint space (the attention's scores before the scale and the
+	// softmax): an absolute measure, comparable across words and images,
+	// where the maps' rows are only relative. Computed when the engine
+	// attends both ways in the joint space; nil otherwise.
+	Similarity []float32
 	// Cosine is cos(image_embeds, text_embeds) and Score the CLIP logit
 	// exp(logit_scale)·Cosine; HasScore says they were computed (both
 	// graphs give embeddings, and the model has a logit scale).
@@ -126,6 +133,9 @@ func (e *Engine) attend(ctx context.Context, ws *workspaces, img *ImageEncoding,
 				a.ConditionedPatches = clone(res.Out)
 			}
 			a.Heads, a.DOut = res.Heads, res.DOut
+		}
+		if e.jointPatches && t2i {
+			a.Similarity = similarity(ps.q.Rows(), ws.patchQ.Rows(), t, p)
 		}
 		if t2i {
 			if err := ws.t2i.ForwardPrepared(res, ps.q, &ws.patchSrc, mode); err != nil {
@@ -252,6 +262,25 @@ func headMean(attn []float32, heads, n int, mode xattn.AttnMode) []float32 {
 
 func clone(x []float32) []float32 { return append([]float32(nil), x...) }
 
+// similarity returns tokens·patchesᵀ [t, p] for unit-length rows of tokens
+// [t, d] and patches [p, d]: their cosines.
+func similarity(tokens, patches []float32, t, p int) []float32 {
+	d := len(tokens) / t
+	out := make([]float32, t*p)
+	for i := range t {
+		ti := tokens[i*d : (i+1)*d]
+		for j := range p {
+			pj := patches[j*d : (j+1)*d]
+			var s float32
+			for k, v := range ti {
+				s += v * pj[k]
+			}
+			out[i*p+j] = s
+		}
+	}
+	return out
+}
+
 // Cosine returns cos(a, b) in float64 (0 when either is zero).
 func Cosine(a, b []float32) float64 {
 	var ab, aa, bb float64
@@ -293,9 +322,13 @@ func (e *Engine) Similarity(images []ImageEncoding, texts []TextEncoding) (cos, 
 	return cos, logits, nil
 }
 
-// Overlays makes one heatmap overlay per content word of the prompt: the
-// text → image map averaged over the word's tokens, or, without it, the
-// image → text attention the patches give the word (averaged likewise).
+// Overlays makes one heatmap overlay per content word of the prompt. With
+// Similarity (the joint space both ways) a word's map is its tokens' mean
+// cosine with each patch, on the fixed scale [0, 1], so that a word absent
+// from the image is drawn dimmer than a present one; otherwise it is the
+// text → image map averaged over the word's tokens or, without it, the
+// image → text attention the patches give the word, each stretched over its
+// own range (where, not how much).
 func (a *Attention) Overlays() []Overlay {
 	ps, p := a.Prompt, a.Grid.Patches()
 	t := ps.T()
@@ -307,9 +340,12 @@ func (a *Attention) Overlays() []Overlay {
 		m := make([]float32, p)
 		for tok := wd.Start; tok < wd.End; tok++ {
 			for j := range p {
-				if a.TextToImage != nil {
+				switch {
+				case a.Similarity != nil:
+					m[j] += a.Similarity[tok*p+j]
+				case a.TextToImage != nil:
 					m[j] += a.TextToImage[tok*p+j]
-				} else if a.ImageToText != nil {
+				case a.ImageToText != nil:
 					m[j] += a.ImageToText[j*t+tok]
 				}
 			}
@@ -319,7 +355,12 @@ func (a *Attention) Overlays() []Overlay {
 				m[j] /= float32(n)
 			}
 		}
-		out = append(out, Overlay{Label: wd.Text, Start: wd.Start, End: wd.End, Map: m})
+		o := Overlay{Label: wd.Text, Start: wd.Start, End: wd.End, Map: m}
+		if a.Similarity != nil {
+			o.Lo, o.Hi = 0, 1
+			o.Peak = slices.Max(m)
+		}
+		out = append(out, o)
 	}
 	return out
 }

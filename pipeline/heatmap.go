@@ -17,7 +17,7 @@ import (
 const HeatmapPanel = 224
 
 const (
-	heatmapLabel   = 18   // height of the strip above a panel that holds its label
+	heatmapLabel   = 30   // height of the strip above a panel that holds its label
 	heatmapCols    = 6    // most panels in one row of a sheet
 	heatmapOpacity = 0.65 // the map's weight over the image in grey
 )
@@ -25,13 +25,24 @@ const (
 // heatmapBackground is the colour of a sheet around and between its panels.
 var heatmapBackground = color.RGBA{24, 24, 24, 255}
 
-// Overlay is one word's attention over the patch grid: Map holds
-// [GridH*GridW] weights in row-major patch order.
+// Overlay is one word's map over the patch grid: Map holds [GridH*GridW]
+// values in row-major patch order.
 type Overlay struct {
 	Label      string
 	Start, End int // the word's tokens, [Start, End) in the prompt's ids
 	Map        []float32
+	// Lo and Hi, when Hi > Lo, are the fixed values the colour scale runs
+	// between, so that panels compare across words and images (a word
+	// absent from the image is drawn dimmer); otherwise each map is
+	// stretched over its own range and shows only where, not how much.
+	Lo, Hi float32
+	// Peak is the largest value of Map, printed in the label of a fixed
+	// scale.
+	Peak float32
 }
+
+// Absolute reports whether o has a fixed colour scale.
+func (o *Overlay) Absolute() bool { return o.Hi > o.Lo }
 
 // HeatmapBase scales the region of img the model saw (crop, in source
 // coordinates; the whole image when crop is empty) to one HeatmapPanel ×
@@ -108,12 +119,43 @@ func RenderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*im
 	}
 	grid := image.NewGray(image.Rect(0, 0, gridW, gridH))
 	for i, o := range overlays {
-		place(i+1, imaging.Overlay(grey, heatPanel(grid, o.Map), image.Point{}, heatmapOpacity), o.Label)
+		label := o.Label
+		if o.Absolute() {
+			label = fmt.Sprintf("%s %.2f", o.Label, o.Peak)
+		}
+		panel := imaging.Overlay(grey, heatPanel(grid, &o), image.Point{}, heatmapOpacity)
+		if o.Absolute() {
+			drawColourBar(panel, o.Lo, o.Hi)
+		}
+		place(i+1, panel, label)
 	}
 	return sheet, nil
 }
 
-// heatPanel colours one word's map m over a panel: m stretched over its own
+// drawColourBar draws the colour scale from lo (bottom) to hi (top) along
+// the right edge of a panel, with its two ends written beside it.
+func drawColourBar(panel *image.NRGBA, lo, hi float32) {
+	const w, top, bottom = 8, 20, HeatmapPanel - 20
+	x0 := HeatmapPanel - w - 4
+	for y := top; y < bottom; y++ {
+		c := viridis(float32(bottom-1-y) / float32(bottom-1-top))
+		for x := x0; x < x0+w; x++ {
+			panel.SetNRGBA(x, y, color.NRGBA{c.R, c.G, c.B, 0xff})
+		}
+	}
+	for _, l := range []struct {
+		v float32
+		y int
+	}{{hi, top - 4}, {lo, bottom + 12}} {
+		s := fmt.Sprintf("%.1f", l.v)
+		d := font.Drawer{Dst: panel, Src: image.White, Face: basicfont.Face7x13, Dot: fixed.P(HeatmapPanel-4-7*len(s), l.y)}
+		d.DrawString(s)
+	}
+}
+
+// heatPanel colours one word's map over a panel. On a fixed scale (see
+// Overlay) the values are placed between Lo and Hi (clamped), upsampled and
+// coloured. Otherwise the map is stretched over its own
 // range to 0–255 in grid (a gridW×gridH scratch image), upsampled to the
 // panel by imaging.Resize with the Linear filter, stretched again over the
 // upsampled range (the peak of an inner patch falls between pixel centres),
@@ -122,10 +164,27 @@ func RenderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*im
 // fine as the colour map needs (256 colours), and it lets viridis be looked
 // up per level instead of computed per pixel. A map with no range (flat, or
 // with NaN or ±Inf) is drawn all at the low end.
-func heatPanel(grid *image.Gray, m []float32) *image.NRGBA {
+func heatPanel(grid *image.Gray, o *Overlay) *image.NRGBA {
+	m := o.Map
 	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
 	for _, v := range m {
 		lo, hi = min(lo, v), max(hi, v)
+	}
+	if o.Absolute() {
+		lo, hi = o.Lo, o.Hi
+		for i, v := range m {
+			grid.Pix[i] = uint8(math.Round(255 * float64(min(max(v, lo), hi)-lo) / float64(hi-lo)))
+		}
+		up := imaging.Resize(grid, HeatmapPanel, HeatmapPanel, imaging.Linear)
+		var lut [256]color.RGBA
+		for v := range lut {
+			lut[v] = viridis(float32(v) / 255)
+		}
+		for i := 0; i < len(up.Pix); i += 4 {
+			c := lut[up.Pix[i]]
+			up.Pix[i], up.Pix[i+1], up.Pix[i+2], up.Pix[i+3] = c.R, c.G, c.B, 0xff
+		}
+		return up
 	}
 	if span := float64(hi - lo); span > 0 && !math.IsInf(span, 0) {
 		for i, v := range m {
@@ -170,17 +229,24 @@ func toRGBA(n *image.NRGBA) *image.RGBA {
 }
 
 // drawLabel writes s in the label strip whose top-left corner is at, cut to
-// the panel's width. imaging draws no text, so this is x/image/font with
-// basicfont's 7×13 face. The face is ASCII (anything else is drawn as its
-// replacement glyph), so a cut label ends in "..." rather than "…".
+// the panel's width, at twice the size of basicfont's 7×13 face so that it
+// reads at 100% zoom. imaging draws no text, so this is x/image/font,
+// drawn small and scaled up with nearest-neighbour (crisp, no blur). The
+// face is ASCII (anything else is drawn as its replacement glyph), so a cut
+// label ends in "..." rather than "…".
 func drawLabel(dst *image.RGBA, at image.Point, s string) {
-	const maxChars = HeatmapPanel/7 - 1
+	const scale = 2
+	const maxChars = HeatmapPanel/(7*scale) - 1
 	if r := []rune(s); len(r) > maxChars {
 		s = string(r[:maxChars-3]) + "..."
 	}
-	d := font.Drawer{Dst: dst, Src: image.White, Face: basicfont.Face7x13,
-		Dot: fixed.P(at.X+4, at.Y+13)}
+	small := image.NewRGBA(image.Rect(0, 0, 7*len([]rune(s))+2, 14))
+	draw.Draw(small, small.Rect, &image.Uniform{heatmapBackground}, image.Point{}, draw.Src)
+	d := font.Drawer{Dst: small, Src: image.White, Face: basicfont.Face7x13, Dot: fixed.P(1, 11)}
 	d.DrawString(s)
+	big := imaging.Resize(small, small.Rect.Dx()*scale, small.Rect.Dy()*scale, imaging.NearestNeighbor)
+	r := big.Bounds().Add(at.Add(image.Pt(4, 1)))
+	draw.Draw(dst, r.Intersect(image.Rect(at.X, at.Y, at.X+HeatmapPanel, at.Y+heatmapLabel)), big, image.Point{}, draw.Src)
 }
 
 // viridis maps t in [0, 1] to matplotlib's viridis colour map (perceptually

@@ -41,8 +41,8 @@ func TestRenderHeatmapsPeakWhereTheMapPeaks(t *testing.T) {
 	}
 	// In the overlay panel, top-right must be bright (yellow) and bottom-left dark.
 	x0 := HeatmapPanel
-	tr := sheet.RGBAAt(x0+HeatmapPanel-10, 18+10)
-	bl := sheet.RGBAAt(x0+10, 18+HeatmapPanel-10)
+	tr := sheet.RGBAAt(x0+HeatmapPanel-10, heatmapLabel+10)
+	bl := sheet.RGBAAt(x0+10, heatmapLabel+HeatmapPanel-10)
 	if int(tr.R)+int(tr.G) <= int(bl.R)+int(bl.G)+100 {
 		t.Fatalf("peak not shown: top-right %v, bottom-left %v", tr, bl)
 	}
@@ -62,7 +62,7 @@ func TestRenderHeatmapsLayout(t *testing.T) {
 	if b := base.Bounds(); b != image.Rect(0, 0, HeatmapPanel, HeatmapPanel) {
 		t.Fatalf("base panel %v", b)
 	}
-	const p, label = HeatmapPanel, 18
+	const p, label = HeatmapPanel, heatmapLabel
 	bg := color.RGBA{24, 24, 24, 255}
 	for _, c := range []struct{ n, cols, rows int }{{1, 2, 1}, {5, 6, 1}, {6, 6, 2}, {7, 6, 2}} {
 		overlays := make([]Overlay, c.n)

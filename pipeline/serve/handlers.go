@@ -179,12 +179,17 @@ type attendPrompt struct {
 	Heatmap           string        `json:"heatmap,omitempty"` // PNG data URI
 }
 
-// overlay is one content word's map over the patch grid [P], row by row.
+// overlay is one content word's map over the patch grid [P], row by row:
+// the word's cosine with each patch, on the fixed scale [lo, hi], in CLIP's
+// joint space; otherwise its attention map (lo = hi = 0: no fixed scale).
 type overlay struct {
 	Word  string    `json:"word"`
 	Start int       `json:"start"`
 	End   int       `json:"end"`
 	Map   []float32 `json:"map"`
+	Lo    float32   `json:"lo"`
+	Hi    float32   `json:"hi"`
+	Peak  float32   `json:"peak"`
 }
 
 type attendResponse struct {
@@ -243,7 +248,7 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 		}
 		ovs := a.Overlays()
 		for _, o := range ovs {
-			ap.Overlays = append(ap.Overlays, overlay{Word: o.Label, Start: o.Start, End: o.End, Map: o.Map})
+			ap.Overlays = append(ap.Overlays, overlay{Word: o.Label, Start: o.Start, End: o.End, Map: o.Map, Lo: o.Lo, Hi: o.Hi, Peak: o.Peak})
 		}
 		if base != nil && len(ovs) > 0 {
 			sheet, err := pipeline.RenderHeatmaps(base, a.Grid.H, a.Grid.W, ovs)

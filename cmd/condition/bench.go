@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +19,45 @@ import (
 
 func init() {
 	register(command{name: "bench", summary: "benchmarks: `bench xattn` (GFLOP/s against the measured peak, ONNX Runtime with --ort), `bench pipeline` (images/s, RSS)", run: runBench})
+	addBenchSub(benchSub{name: "xattn", summary: "the cross-attention kernels: GFLOP/s against the measured peak, ONNX Runtime's with --ort", run: runBenchXattn})
+	addBenchSub(benchSub{name: "pipeline", summary: "the whole pipeline on a folder of images: images/s, peak RSS", run: runBenchPipeline})
+}
+
+// benchSub is one subcommand of bench: condition bench <name> [flags].
+type benchSub struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+// benchSubs are bench's subcommands by name; each file adds its own from
+// init with addBenchSub, and bench --help lists them all.
+var benchSubs = map[string]benchSub{}
+
+func addBenchSub(s benchSub) {
+	if _, dup := benchSubs[s.name]; dup {
+		panic("condition: bench subcommand registered twice: " + s.name)
+	}
+	benchSubs[s.name] = s
+}
+
+func benchSubNames() []string {
+	names := make([]string, 0, len(benchSubs))
+	for n := range benchSubs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// printBenchUsage lists bench's subcommands on w.
+func printBenchUsage(w io.Writer) {
+	names := benchSubNames()
+	fmt.Fprintf(w, "usage: condition bench <%s> [flags]\n\n%s\n\nsubcommands:\n", strings.Join(names, "|"), commands["bench"].summary)
+	for _, n := range names {
+		fmt.Fprintf(w, "  bench %-9s %s\n", n, benchSubs[n].summary)
+	}
+	fmt.Fprintf(w, "\nrun 'condition bench <subcommand> --help' for its flags\n")
 }
 
 type benchOptions struct {
@@ -44,7 +85,7 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.minTime, "time", 100*time.Millisecond, "minimum time per measurement")
 	fs.IntVar(&o.count, "count", 10, "measurements per figure (the best is reported: on a shared machine, the least disturbed)")
 	fs.BoolVar(&o.ort, "ort", false, "also time ONNX Runtime's own block (MatMul projections, com.microsoft MultiHeadAttention) and attention core on the same inputs")
-	fs.StringVar(&o.ortLib, "ort-lib", "", "ONNX Runtime shared library for --ort (default: the usual search, see `condition runtime`)")
+	fs.StringVar(&o.ortLib, "ort-lib", "", "ONNX Runtime shared library for --ort (default: the usual search, which 'condition runtime' shows)")
 }
 
 // benchShape is one cross-attention shape of the suite.
@@ -116,17 +157,43 @@ type benchResult struct {
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 && args[0] == "pipeline" {
-		return runBenchPipeline(ctx, e, args[1:])
+	if len(args) == 0 {
+		printBenchUsage(e.Stderr)
+		return usagef("bench needs a subcommand: %s", strings.Join(benchSubNames(), ", "))
 	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		printBenchUsage(e.Stdout)
+		return errHelp
+	}
+	if s, ok := benchSubs[args[0]]; ok {
+		return s.run(ctx, e, args[1:])
+	}
+	// Flags before the subcommand: bench --tq 50 ... xattn.
+	return benchXattnArgs(ctx, e, args, false)
+}
+
+// runBenchXattn is bench xattn, its flags in args.
+func runBenchXattn(ctx context.Context, e *env, args []string) error {
+	return benchXattnArgs(ctx, e, args, true)
+}
+
+// benchXattnArgs runs bench xattn; args hold "xattn" among the flags unless
+// named says it came first.
+func benchXattnArgs(ctx context.Context, e *env, args []string, named bool) error {
 	var o benchOptions
-	fs := newFlagSet(e, "bench", "bench xattn [--tq N --tk N --dq N --dkv N --heads N [--inner N]] [--impl auto|avx512|avx2|go] [--threads N] [--ort [--ort-lib PATH]] [--json | --markdown]")
+	fs := newFlagSet(e, "bench xattn", "bench xattn [--tq N --tk N --dq N --dkv N --heads N [--inner N]] [--impl auto|avx512|avx2|go] [--threads N] [--ort [--ort-lib PATH]] [--json | --markdown]")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || fs.Arg(0) != "xattn" {
-		return usagef("bench takes one suite name: xattn")
+	switch {
+	case !named && fs.NArg() == 0:
+		return usagef("bench needs a subcommand: %s", strings.Join(benchSubNames(), ", "))
+	case !named && (fs.NArg() != 1 || fs.Arg(0) != "xattn"):
+		return usagef("bench: unknown subcommand %q (%s)", strings.Join(fs.Args(), " "), strings.Join(benchSubNames(), ", "))
+	case named && fs.NArg() != 0:
+		return usagef("bench xattn takes flags only, got %q", strings.Join(fs.Args(), " "))
 	}
 	if o.threads < 1 || o.count < 1 {
 		return usagef("--threads and --count must be at least 1")

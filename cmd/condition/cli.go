@@ -69,13 +69,14 @@ type exitError struct {
 func (x exitError) Error() string { return x.msg }
 
 // newFlagSet returns a flag set for a subcommand that reports parse errors
-// as usage errors instead of exiting.
+// as usage errors instead of exiting. Its help (-h, --help) goes to stdout,
+// as asked for, and parseFlags ends the command with exit code 0.
 func newFlagSet(e *env, name, usage string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(e.Stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(e.Stderr, "usage: condition %s\n\nflags:\n%s", usage, fs.FlagUsages())
+		fmt.Fprintf(e.Stdout, "usage: condition %s\n\nflags:\n%s", usage, fs.FlagUsages())
 	}
 	return fs
 }
@@ -103,11 +104,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func mainContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
 		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		printUsage(stderr)
-		if len(args) == 0 {
-			return exitUsage
+		return exitUsage
+	}
+	if args[0] == "help" && len(args) == 2 {
+		if _, ok := commands[args[1]]; ok {
+			args = []string{args[1], "--help"} // condition help run = condition run --help
 		}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stdout)
 		return exitOK
 	}
 	if args[0] == "version" || args[0] == "--version" {

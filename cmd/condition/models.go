@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -33,6 +35,7 @@ const modelsUsage = `models <list|fetch|info|verify|expose|eval> [flags]
   models fetch REF [--variant V]          download a hub model into the cache, with progress
   models info REF [--variant V]           files, config, graph inputs and outputs, variants
   models verify REF                       re-hash a cached hub model against its blob names
+                                          (a folder or default: check that its files parse)
   models expose REF [--variant V]         add last_hidden_state to pooled-only graphs
   models eval [REF] [--scenes N]          quality on held-out generated scenes (default: the built-in model)
 
@@ -117,11 +120,12 @@ func human(n int64) string {
 }
 
 func runModels(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		fmt.Fprintf(e.Stderr, "usage: condition %s\n", modelsUsage)
-		if len(args) == 0 {
-			return usagef("models needs a subcommand: list, fetch, info, verify, expose or eval")
-		}
+		return usagef("models needs a subcommand: list, fetch, info, verify, expose or eval")
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintf(e.Stdout, "usage: condition %s\n", modelsUsage)
 		return errHelp
 	}
 	sub, rest := args[0], args[1:]
@@ -326,15 +330,19 @@ func runModelsRef(ctx context.Context, e *env, sub string, args []string) error 
 	if sub == "verify" {
 		return runModelsVerify(e, ref, o)
 	}
+	cacheOnly := false
 	if sub == "info" && !o.Offline {
 		// info reads what is there; it fetches nothing unless asked (models
 		// fetch), except the heads of a <graphs>+<weights> reference.
 		if _, weights, err := models.SplitRef(ref); err == nil && weights == "" {
-			o.Offline = true
+			o.Offline, cacheOnly = true, true
 		}
 	}
 	m, err := models.OpenContext(ctx, ref, o.options(e))
 	if err != nil {
+		if cacheOnly && !hub.OfflineFromEnv() && errors.Is(err, hub.ErrOffline) {
+			return fmt.Errorf("info reads only the Hugging Face cache, fetching nothing (`condition models fetch %s` fetches): %w", ref, err)
+		}
 		return err
 	}
 	switch sub {
@@ -517,14 +525,16 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	return nil
 }
 
-// runModelsVerify re-hashes a cached hub model, or checks that a model
-// directory's files parse.
+// runModelsVerify re-hashes a cached hub model, or checks that the files of
+// a model folder or of the built-in model parse (they have no hashes to be
+// checked against).
 func runModelsVerify(e *env, ref string, o modelFlags) error {
 	type result struct {
 		Ref    string      `json:"ref"`
 		Commit string      `json:"commit,omitempty"`
 		Checks []hub.Check `json:"checks"`
 		OK     bool        `json:"ok"`
+		Note   string      `json:"note,omitempty"` // what was checked, when not hashes
 	}
 	res := result{Ref: ref, OK: true}
 	graphRef, _, err := models.SplitRef(ref)
@@ -560,31 +570,11 @@ func runModelsVerify(e *env, ref string, o modelFlags) error {
 		if err != nil {
 			return err
 		}
-		for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
-			ck := hub.Check{File: g, Kind: "onnx"}
-			if fi, err := os.Stat(m.Path(g)); err == nil {
-				ck.Size = fi.Size()
-			}
-			if gi := describeGraph(m, g); gi == nil {
-				ck.Reason = "missing"
-			} else if gi.Error != "" {
-				ck.Reason = gi.Error
-			} else {
-				ck.OK = true
-			}
-			res.Checks = append(res.Checks, ck)
-		}
-		if m.Has(models.WeightsFile) {
-			ck := hub.Check{File: models.WeightsFile, Kind: "safetensors"}
-			if fi, err := os.Stat(m.Path(models.WeightsFile)); err == nil {
-				ck.Size = fi.Size()
-			}
-			if _, _, err := tensorio.ReadSafetensors(m.Path(models.WeightsFile)); err != nil {
-				ck.Reason = err.Error()
-			} else {
-				ck.OK = true
-			}
-			res.Checks = append(res.Checks, ck)
+		res.Checks = checkModelFiles(m)
+		if m.Dir() == "" {
+			res.Note = "built into the program: there are no hashes to check its files against; they parse"
+		} else {
+			res.Note = "a folder: there are no hashes to check its files against; they parse"
 		}
 	}
 	for _, c := range res.Checks {
@@ -606,7 +596,51 @@ func runModelsVerify(e *env, ref string, o modelFlags) error {
 		}
 	}
 	if !res.OK {
+		if res.Commit == "" {
+			return exitError{code: exitFailed, msg: fmt.Sprintf("verify: some files of %s do not parse", ref)}
+		}
 		return exitError{code: exitFailed, msg: "verify: some files do not match their hashes (delete them from the cache and fetch again)"}
 	}
+	if res.Note != "" && !o.JSON {
+		fmt.Fprintf(e.Stdout, "%s: %s\n", ref, res.Note)
+	}
 	return nil
+}
+
+// checkModelFiles checks that the graphs and model.safetensors of a model
+// that is not a cached hub snapshot (a folder, the built-in model) parse.
+// Files are read through the model, so the built-in one's too.
+func checkModelFiles(m *models.Model) []hub.Check {
+	var checks []hub.Check
+	size := func(name string) int64 {
+		if fi, err := fs.Stat(m.FS(), name); err == nil {
+			return fi.Size()
+		}
+		return 0
+	}
+	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+		ck := hub.Check{File: g, Kind: "onnx", Size: size(g)}
+		if gi := describeGraph(m, g); gi == nil {
+			ck.Reason = "missing"
+		} else if gi.Error != "" {
+			ck.Reason = gi.Error
+		} else {
+			ck.OK = true
+		}
+		checks = append(checks, ck)
+	}
+	if m.Has(models.WeightsFile) {
+		ck := hub.Check{File: models.WeightsFile, Kind: "safetensors", Size: size(models.WeightsFile)}
+		b, err := m.ReadFile(models.WeightsFile)
+		if err == nil {
+			_, _, err = tensorio.DecodeSafetensors(b)
+		}
+		if err != nil {
+			ck.Reason = err.Error()
+		} else {
+			ck.OK = true
+		}
+		checks = append(checks, ck)
+	}
+	return checks
 }

@@ -146,7 +146,7 @@ func TestModelsErrors(t *testing.T) {
 		{[]string{"models", "fetch"}, 2, "one model reference"},
 		{[]string{"models", "fetch", "org/missing"}, 1, "HF_TOKEN"},
 		{[]string{"models", "fetch", "org/tinyclip", "--variant", "fp16"}, 1, "no fp16 variant"},
-		{[]string{"models", "info", "org/tinyclip"}, 1, "HF_HUB_OFFLINE"},
+		{[]string{"models", "info", "org/tinyclip"}, 1, "reads only the Hugging Face cache"},
 		{[]string{"models", "verify", "org/tinyclip"}, 1, "models fetch org/tinyclip"},
 	} {
 		code, _, errs := modelsRun(t, c.args...)

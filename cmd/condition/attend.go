@@ -41,7 +41,7 @@ func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noHeatmap, "no-heatmap", false, "do not write a heatmap")
 	fs.IntVar(&o.top, "top", 3, "how many patches per word and words per region to print")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (maps included)")
-	fs.Int64Var(&o.maxPixels, "max-pixels", 0, "refuse images with more pixels than this (0: 89478485)")
+	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
 	o.ort.AddFlags(fs)
 }
 
@@ -95,6 +95,9 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	}
 	if o.top < 1 {
 		return usagef("--top must be at least 1")
+	}
+	if err := checkMaxPixels(o.maxPixels); err != nil {
+		return err
 	}
 	if err := o.ort.validate(); err != nil {
 		return err

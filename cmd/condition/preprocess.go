@@ -47,9 +47,21 @@ func (o *preprocessOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Model, "model", models.DefaultRef, "model directory, hub id org/name[@revision], or default: its preprocessor_config.json")
 	fs.StringVar(&o.Preprocessor, "preprocessor", "", "a preprocessor_config.json file (instead of --model)")
 	fs.StringVarP(&o.Out, "out", "o", "", "the .npy file to write pixel_values [1, 3, H, W] float32 to (required)")
-	fs.Int64Var(&o.MaxPixels, "max-pixels", vision.DefaultMaxPixels, "refuse images with more pixels than this, from their header (0: no limit)")
+	fs.Int64Var(&o.MaxPixels, "max-pixels", 0, maxPixelsUsage)
 	fs.BoolVar(&o.NoOrientation, "no-exif-orientation", false, "ignore the EXIF orientation tag (CLIPImageProcessor alone does not apply it)")
 	fs.BoolVar(&o.JSON, "json", false, "print a JSON object instead of a line")
+}
+
+// maxPixelsUsage describes --max-pixels, the same in every command that
+// decodes images for itself.
+var maxPixelsUsage = fmt.Sprintf("refuse images with more pixels than this, read from the header (0: Pillow's limit, %d; -1: no limit)", vision.DefaultMaxPixels)
+
+// checkMaxPixels checks a --max-pixels value.
+func checkMaxPixels(n int64) error {
+	if n < -1 {
+		return usagef("--max-pixels must be -1 (no limit), 0 (Pillow's limit, %d) or positive, got %d", vision.DefaultMaxPixels, n)
+	}
+	return nil
 }
 
 // loadPreprocessor reads the preprocessor config that --preprocessor or
@@ -93,8 +105,8 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 	if o.Preprocessor != "" && fs.Changed("model") {
 		return usagef("give --model or --preprocessor, not both")
 	}
-	if o.MaxPixels < 0 {
-		return usagef("--max-pixels must be 0 (no limit) or positive, got %d", o.MaxPixels)
+	if err := checkMaxPixels(o.MaxPixels); err != nil {
+		return err
 	}
 	p, from, err := loadPreprocessor(ctx, e, &o)
 	if err != nil {
@@ -104,10 +116,7 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	path := fs.Arg(0)
-	opt := vision.DecodeOptions{MaxPixels: o.MaxPixels, NoOrientation: o.NoOrientation}
-	if o.MaxPixels == 0 {
-		opt.MaxPixels = -1
-	}
+	opt := vision.DecodeOptions{MaxPixels: o.MaxPixels, NoOrientation: o.NoOrientation} // 0: Pillow's limit, -1: none
 	img, err := vision.DecodeFile(path, opt)
 	if err != nil {
 		return err

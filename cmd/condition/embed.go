@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
+	iofs "io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -49,10 +51,12 @@ func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
 	o.ort.AddFlags(fs)
 }
 
-const embedUsage = `embed [--model REF] [--prompt TEXT]... [IMAGE...] [--out F.safetensors] [--json]
+const embedUsage = `embed [--model REF] [--prompt TEXT]... [IMAGE|FOLDER...] [--out F.safetensors] [--json]
 
 Encodes the prompts with the model's text encoder and the images with its
-vision encoder, and prints the similarity of every image to every prompt:
+vision encoder (a folder gives the images under it, walked as run walks
+them: recursively, by extension, in name order), and prints the similarity
+of every image to every prompt:
 the cosine of their CLIP embeddings and the logit exp(logit_scale) x cosine
 (Hugging Face's logits_per_image). logit_scale comes from model.safetensors,
 else from config.json.
@@ -101,8 +105,7 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	paths := fs.Args()
-	if len(o.Prompts) == 0 && len(paths) == 0 {
+	if len(o.Prompts) == 0 && fs.NArg() == 0 {
 		return usagef("nothing to embed: give at least one --prompt or image")
 	}
 	if o.Batch < 1 {
@@ -115,6 +118,10 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		if strings.TrimSpace(p) == "" {
 			return usagef("--prompt %d is empty (prompts are numbered from 0)", i)
 		}
+	}
+	paths, err := embedInputs(ctx, fs.Args())
+	if err != nil {
+		return err
 	}
 	m, err := openModel(ctx, e, o.Model, o.variant)
 	if err != nil {
@@ -216,6 +223,45 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	}
 	printEmbed(e, res)
 	return nil
+}
+
+// embedInputs turns the image arguments into image files, before any work:
+// a file is taken as it is, a folder gives the images under it as run walks
+// them (pipeline.Walk). A missing path, or a folder without images, is a
+// usage error naming it.
+func embedInputs(ctx context.Context, args []string) ([]string, error) {
+	var paths []string
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, usagef("no image or folder %s", a)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("embed: %w", err)
+		}
+		n := len(paths)
+		if err := pipeline.Walk(ctx, []string{a}, func(it pipeline.Item) error {
+			paths = append(paths, it.Path)
+			return nil
+		}, nil); err != nil {
+			return nil, fmt.Errorf("embed: %w", err)
+		}
+		if st.IsDir() && len(paths) == n {
+			return nil, usagef("folder %s holds no images (files named %s, any case)", a, strings.Join(imageExtensions(), ", "))
+		}
+	}
+	return paths, nil
+}
+
+// imageExtensions lists the extensions a folder walk takes.
+func imageExtensions() []string {
+	var out []string
+	for _, x := range []string{".jpg", ".jpeg", ".jpe", ".png", ".gif", ".bmp", ".tif", ".tiff", ".webp"} {
+		if pipeline.IsImageName("x" + x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // embedImages decodes and encodes the images, batch at a time.

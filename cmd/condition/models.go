@@ -553,7 +553,7 @@ func runModelsVerify(e *env, ref string, o modelFlags) error {
 		cache := hub.Cache{Dir: dir}
 		commit, err := cache.Commit(r.Repo, r.Rev())
 		if err != nil {
-			return fmt.Errorf("%w (fetch it with `condition models fetch %s`)", err, graphRef)
+			return fmt.Errorf("no folder %s; as a hub id: %w (fetch it with `condition models fetch %s`)", graphRef, err, graphRef)
 		}
 		res.Commit = commit
 		bar := progressBar(e.Stderr)

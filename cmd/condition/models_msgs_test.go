@@ -73,3 +73,13 @@ func TestMistypedFolderReadings(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errs)
 	}
 }
+
+// TestModelsVerifyNotCached: verify of a reference that is neither a folder
+// nor a cached hub model gives both readings.
+func TestModelsVerifyNotCached(t *testing.T) {
+	fakeModelHub(t)
+	code, _, errs := modelsRun(t, "models", "verify", "mymodels/clip")
+	if code != exitFailed || !strings.Contains(errs, "no folder mymodels/clip; as a hub id: ") || !strings.Contains(errs, "condition models fetch mymodels/clip") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}

@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "benchmarks: `bench xattn` (GFLOP/s against the measured peak, ONNX Runtime with --ort), `bench pipeline` (images/s, RSS)", run: runBench})
+	register(command{name: "bench", summary: "benchmarks: speed and memory of the attention kernels, the pipeline and more ('condition bench --help' lists them)", run: runBench})
 	addBenchSub(benchSub{name: "xattn", summary: "the cross-attention kernels: GFLOP/s against the measured peak, ONNX Runtime's with --ort", run: runBenchXattn})
 	addBenchSub(benchSub{name: "pipeline", summary: "the whole pipeline on a folder of images: images/s, peak RSS", run: runBenchPipeline})
 }

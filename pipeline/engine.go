@@ -53,7 +53,7 @@ type Options struct {
 	// refusing them.
 	Truncate bool
 	// MaxPixels refuses larger images in DecodeImage (0:
-	// vision.DefaultMaxPixels).
+	// vision.DefaultMaxPixels, Pillow's limit; negative: no limit).
 	MaxPixels int64
 
 	// Log receives what the engine has to say; nil discards.

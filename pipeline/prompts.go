@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/conditionhq/condition/xattn"
 )
@@ -53,6 +54,7 @@ func (e *Engine) PrepareWith(ctx context.Context, opts TextOptions, prompts ...s
 func (e *Engine) prepare(encs []TextEncoding) (_ Prompts, err error) {
 	out := make(Prompts, len(encs))
 	for i := range encs {
+		e.warnUnknown(i, &encs[i])
 		p := &Prompt{TextEncoding: encs[i], eng: e}
 		states, t := p.TokenStates(), p.T()
 		if e.i2t != nil {
@@ -68,4 +70,24 @@ func (e *Engine) prepare(encs []TextEncoding) (_ Prompts, err error) {
 		out[i] = p
 	}
 	return out, nil
+}
+
+// warnUnknown warns, once per prompt, about words the vocabulary can only
+// spell out letter by letter: the model never learned them, and their maps
+// mean nothing.
+func (e *Engine) warnUnknown(i int, enc *TextEncoding) {
+	ids := make([]int, len(enc.IDs))
+	for k, id := range enc.IDs {
+		ids[k] = int(id)
+	}
+	words, err := e.tok.Unknown(ids)
+	if err != nil || len(words) == 0 {
+		return
+	}
+	names := make([]string, len(words))
+	for k, w := range words {
+		names[k] = fmt.Sprintf("%q (%s)", w.Text, strings.Join(enc.Tokens[w.Start:w.End], " "))
+	}
+	e.log.Warn("the model does not know these words, spelled out letter by letter: their maps mean nothing",
+		"prompt", i, "text", QuotePrompt(enc.Text), "words", strings.Join(names, ", "), "model", e.m.Name())
 }

@@ -77,7 +77,14 @@ type attendReport struct {
 	Regions     []regionWords `json:"regions"`
 	Heatmap     string        `json:"heatmap,omitempty"`
 	TextToImage []float32     `json:"text_to_image,omitempty"`
-	ImageToText []float32     `json:"image_to_text,omitempty"`
+	// Similarity [T, P] is each token's cosine with each patch in CLIP's
+	// joint space: the scale of the words' patches and heatmaps.
+	Similarity  []float32 `json:"similarity,omitempty"`
+	ImageToText []float32 `json:"image_to_text,omitempty"`
+	// Scale is what the words' patch values are: "cosine" (the joint
+	// space's token–patch cosine, one scale for every word and image) or
+	// "attention" (the word's attention map).
+	Scale string `json:"scale"`
 }
 
 func runAttend(ctx context.Context, e *env, args []string) error {
@@ -161,7 +168,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 			r.Heatmap = name
 		}
 		if o.json {
-			r.TextToImage, r.ImageToText = a.TextToImage, a.ImageToText
+			r.TextToImage, r.ImageToText, r.Similarity = a.TextToImage, a.ImageToText, a.Similarity
 		}
 		reports = append(reports, r)
 	}
@@ -176,7 +183,11 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	}
 	for _, r := range reports {
 		fmt.Fprintf(e.Stdout, "%q  score %.2f  grid %dx%d\n", r.Prompt, r.Score, r.Grid[0], r.Grid[1])
-		fmt.Fprintln(e.Stdout, "  word → patches it attends to most (row,col: weight)")
+		if r.Scale == "cosine" {
+			fmt.Fprintln(e.Stdout, "  word → patches most like it (row,col: cosine in the joint space)")
+		} else {
+			fmt.Fprintln(e.Stdout, "  word → patches it attends to most (row,col: weight)")
+		}
 		for _, w := range r.Words {
 			fmt.Fprintf(e.Stdout, "    %-12s %s\n", w.Word, formatScored(w.Patches))
 		}
@@ -207,7 +218,10 @@ func summarise(a *pipeline.Attention, top int) attendReport {
 	p := g.H * g.W
 	ps := a.Prompt
 	t := ps.T()
-	r := attendReport{Prompt: ps.Text, Score: a.Score, Tokens: ps.Tokens, Grid: [2]int{g.H, g.W}}
+	r := attendReport{Prompt: ps.Text, Score: a.Score, Tokens: ps.Tokens, Grid: [2]int{g.H, g.W}, Scale: "attention"}
+	if a.Similarity != nil {
+		r.Scale = "cosine"
+	}
 	for _, ov := range a.Overlays() {
 		var ps []scored
 		for j, v := range ov.Map {

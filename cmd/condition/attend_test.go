@@ -37,12 +37,16 @@ func TestAttendJSONAndHeatmap(t *testing.T) {
 	if len(r.Regions) != 9 {
 		t.Fatalf("%d regions", len(r.Regions))
 	}
-	// The top patch printed for a word is the argmax of its map row.
+	// The top patch printed for a word is the argmax of its row of the
+	// token–patch cosines (the joint space's scale).
+	if r.Scale != "cosine" || len(r.Similarity) != len(r.Tokens)*p {
+		t.Fatalf("scale %q, %d similarities", r.Scale, len(r.Similarity))
+	}
 	red := make([]float32, p)
 	span := r.Words[0].Tokens
 	for tok := span[0]; tok < span[1]; tok++ {
 		for j := range p {
-			red[j] += r.TextToImage[tok*p+j] / float32(span[1]-span[0])
+			red[j] += r.Similarity[tok*p+j] / float32(span[1]-span[0])
 		}
 	}
 	best, arg := float32(-1), 0

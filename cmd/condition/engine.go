@@ -40,6 +40,12 @@ func (o *layerOptions) apply(m *models.Model, opts *pipeline.Options) error {
 	opts.Direction = dir
 	switch o.xattn {
 	case "joint", "":
+		if o.heads != 0 {
+			return usagef("--heads applies to --xattn identity or a learned layer; --xattn joint (CLIP's joint space) has no heads")
+		}
+		if o.prefix != "" {
+			return usagef("--xattn-prefix applies to a learned layer (--xattn FILE.safetensors), not to --xattn joint")
+		}
 		return nil
 	case "identity":
 		dt, dv := m.Config().TextConfig.HiddenSize, m.Config().VisionConfig.HiddenSize

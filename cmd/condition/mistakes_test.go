@@ -206,3 +206,17 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("--log-format json: exit %d\n%s", code, errs)
 	}
 }
+
+// TestUnknownWordWarning: a word the built-in model can only spell out
+// letter by letter is named in a warning, once per prompt.
+func TestUnknownWordWarning(t *testing.T) {
+	orttest.Load(t)
+	img := filepath.Join("..", "..", "testdata", "scenes", "images", "scene_000.png")
+	code, _, errs := runCLI(t, "attend", img, "-p", "a dog near a red circle", "-p", "a black star", "--no-heatmap")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if strings.Count(errs, "does not know") != 1 || !strings.Contains(errs, `\"dog\" (d o g</w>)`) || strings.Contains(errs, "black") {
+		t.Errorf("warnings:\n%s", errs)
+	}
+}

@@ -69,7 +69,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.shardIndex, "shard-index", -1, "this process's shard (default: JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX)")
 	fs.IntVar(&o.shardCount, "shard-count", 0, "number of shards the job is split into")
 	fs.IntVar(&o.maxFailures, "max-failures", 0, "exit 1 when more images than this fail (the job still runs to the end)")
-	fs.Int64Var(&o.maxPixels, "max-pixels", 0, "refuse images with more pixels than this, read from the header (0: 89478485, as PIL)")
+	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display (the final summary and errors still print)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	o.ort.AddFlags(fs)
@@ -110,8 +110,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if o.batch < 1 {
 		return usagef("--batch must be at least 1, got %d", o.batch)
 	}
-	if o.maxPixels < 0 {
-		return usagef("--max-pixels must be 0 or more, got %d", o.maxPixels)
+	if err := checkMaxPixels(o.maxPixels); err != nil {
+		return err
 	}
 	if o.resume && o.overwrite {
 		return usagef("--resume and --overwrite exclude each other")

@@ -56,7 +56,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.maxQueue, "max-queue", 64, "images (and prompts) waiting for the encoders; past it requests get 429")
 	fs.IntVar(&o.cache, "prompt-cache", 1024, "prepared prompts kept (least recently used dropped)")
 	fs.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in bytes")
-	fs.Int64Var(&o.maxPixels, "max-pixels", 0, "refuse images with more pixels than this, read from the header (0: 89478485)")
+	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
 	fs.IntVar(&o.maxPrompts, "max-prompts", 32, "prompts (or labels) per request")
 	fs.IntVar(&o.maxItems, "max-items", 64, "inputs per embeddings request")
 	fs.IntVar(&o.maxChars, "max-chars", 4096, "characters per prompt")
@@ -78,8 +78,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if o.maxBatch < 1 || o.maxQueue < 1 || o.maxBody < 1 || o.maxPrompts < 1 || o.maxItems < 1 || o.maxChars < 1 {
 		return usagef("--max-batch, --max-queue, --max-body, --max-prompts, --max-items and --max-chars must be at least 1")
 	}
-	if o.workers < 0 || o.cache < 0 || o.maxPixels < 0 || o.maxWait < 0 || o.grace < 0 {
-		return usagef("--workers, --prompt-cache, --max-pixels, --max-wait and --grace must be 0 or more")
+	if o.workers < 0 || o.cache < 0 || o.maxWait < 0 || o.grace < 0 {
+		return usagef("--workers, --prompt-cache, --max-wait and --grace must be 0 or more")
+	}
+	if err := checkMaxPixels(o.maxPixels); err != nil {
+		return err
 	}
 	if err := o.ort.validate(); err != nil {
 		return err

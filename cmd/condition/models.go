@@ -74,11 +74,12 @@ func (o *modelFlags) options(e *env) models.Options {
 	}
 }
 
-// progressBar returns a callback drawing one line per file on w, redrawn at
-// most every 200 ms, finished with a newline.
+// progressBar returns a callback showing a download on w's status line
+// (see statusLine): the file, a bar, the bytes and the rate; each file's
+// last line is kept.
 func progressBar(w io.Writer) func(hub.Progress) {
+	line := newStatusLine(w, false)
 	var mu sync.Mutex
-	var last time.Time
 	var lastFile string
 	start := time.Now()
 	return func(p hub.Progress) {
@@ -88,21 +89,15 @@ func progressBar(w io.Writer) func(hub.Progress) {
 			lastFile, start = p.File, time.Now()
 		}
 		done := p.Total >= 0 && p.Done >= p.Total
-		if !done && time.Since(last) < 200*time.Millisecond {
-			return
-		}
-		last = time.Now()
 		rate := float64(p.Done) / max(time.Since(start).Seconds(), 1e-3)
+		text := fmt.Sprintf("%s %s %s/s", p.File, human(p.Done), human(int64(rate)))
 		if p.Total > 0 {
-			const width = 24
-			n := int(float64(width) * float64(p.Done) / float64(p.Total))
-			fmt.Fprintf(w, "\r%s [%s%s] %3.0f%% %s/%s %s/s ", p.File, strings.Repeat("=", n), strings.Repeat(" ", width-n),
+			text = fmt.Sprintf("%s %s%3.0f%% %s/%s %s/s", p.File, bar(int(p.Done>>10), int(p.Total>>10), 24),
 				100*float64(p.Done)/float64(p.Total), human(p.Done), human(p.Total), human(int64(rate)))
-		} else {
-			fmt.Fprintf(w, "\r%s %s %s/s ", p.File, human(p.Done), human(int64(rate)))
 		}
+		line.show(text, done)
 		if done {
-			fmt.Fprintln(w)
+			line.keep()
 		}
 	}
 }

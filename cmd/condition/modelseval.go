@@ -62,10 +62,11 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 	}
 	defer eng.Close()
 	opts := pipeline.EvalOptions{Scenes: o.scenes}
-	if isTerminal(e.Stderr) {
-		opts.Progress = func(done, total int) { fmt.Fprintf(e.Stderr, "\r\033[Kevaluating: %d/%d images", done, total) }
-		defer fmt.Fprint(e.Stderr, "\r\033[K")
+	line := newStatusLine(e.Stderr, o.json)
+	opts.Progress = func(done, total int) {
+		line.show(fmt.Sprintf("%sevaluating: %d/%d images", bar(done, total, 24), done, total), false)
 	}
+	defer line.done()
 	res, err := pipeline.Evaluate(ctx, eng, opts)
 	if err != nil {
 		return err

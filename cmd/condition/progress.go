@@ -64,6 +64,16 @@ func (s *statusLine) show(line string, force bool) {
 	s.drawn = true
 }
 
+// keep ends a line drawn in place with a newline, so that it stays.
+func (s *statusLine) keep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.drawn {
+		fmt.Fprintln(s.w)
+		s.drawn = false
+	}
+}
+
 // done clears a line drawn in place, so that what follows starts clean.
 func (s *statusLine) done() {
 	s.mu.Lock()

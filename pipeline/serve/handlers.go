@@ -18,8 +18,6 @@ import (
 	"github.com/conditionhq/condition/xattn"
 )
 
-func contextBackground() context.Context { return context.Background() }
-
 // apiErr turns an error of the engine into the request's answer.
 func (s *Server) apiErr(err error) error {
 	var ae *apiError
@@ -130,7 +128,7 @@ func (s *Server) prepare(keys []promptKey) ([]*pipeline.Prompt, error) {
 		if len(texts) == 0 {
 			continue
 		}
-		ps, err := s.eng.PrepareWith(contextBackground(), pipeline.TextOptions{Truncate: trunc}, texts...)
+		ps, err := s.eng.PrepareWith(context.Background(), pipeline.TextOptions{Truncate: trunc}, texts...)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -117,7 +118,7 @@ func New(opts Options) (*Server, error) {
 		for _, p := range px {
 			buf = append(buf, p...)
 		}
-		return s.eng.EncodePixels(contextBackground(), buf, len(px))
+		return s.eng.EncodePixels(context.Background(), buf, len(px))
 	}, s.m.batchSize.WithLabelValues("image"), s.m.queueDepth.WithLabelValues("image"))
 	s.texts = newBatcher(1, opts.MaxQueue, opts.MaxBatch, opts.MaxWait, s.prepare,
 		s.m.batchSize.WithLabelValues("text"), s.m.queueDepth.WithLabelValues("text"))

@@ -73,9 +73,12 @@ type Result struct {
 	Counted   int
 	Window    time.Duration
 	Latencies []time.Duration
-	// CPU is the process's CPU time (every thread) over the window, 0
-	// where it cannot be read.
-	CPU time.Duration
+	// CPU is the process's CPU time (every thread) over the window, and
+	// MachineBusy the CPU time all of the machine's cores spent on any
+	// process over it (the rest of it is other programs' load); 0 where
+	// they cannot be read.
+	CPU         time.Duration
+	MachineBusy time.Duration
 }
 
 // PerSec is the rate of 200 answers in the window, per second.
@@ -147,15 +150,27 @@ func Run(ctx context.Context, l Load) (*Result, error) {
 		winEnd = winStart.Add(l.Duration)
 		stopAt = winEnd
 	}
-	var cpu0 time.Duration
-	var cpuOK bool
+	var cpu0, busy0, cpu1, busy1 time.Duration
+	var cpuOK, busyOK bool
+	read0 := func() {
+		cpu0, cpuOK = cputime.Process()
+		busy0, busyOK = MachineBusy()
+	}
+	read1 := func() {
+		var ok bool
+		if cpu1, ok = cputime.Process(); !ok {
+			cpuOK = false
+		}
+		if busy1, ok = MachineBusy(); !ok {
+			busyOK = false
+		}
+	}
 	mark := func(end bool) {
 		if l.Window != nil {
 			l.Window(end)
 		}
 	}
 	winDone := make(chan struct{})
-	var cpu1 time.Duration
 	if l.Requests <= 0 {
 		go func() {
 			defer close(winDone)
@@ -167,23 +182,19 @@ func Run(ctx context.Context, l Load) (*Result, error) {
 				return
 			}
 			mark(false)
-			cpu0, cpuOK = cputime.Process()
+			read0()
 			t.Reset(time.Until(winEnd))
 			select {
 			case <-t.C:
 			case <-ctx.Done():
 				return
 			}
-			if c, ok := cputime.Process(); ok && cpuOK {
-				cpu1 = c
-			} else {
-				cpuOK = false
-			}
+			read1()
 			mark(true)
 		}()
 	} else {
 		mark(false)
-		cpu0, cpuOK = cputime.Process()
+		read0()
 		close(winDone)
 	}
 
@@ -255,11 +266,7 @@ func Run(ctx context.Context, l Load) (*Result, error) {
 	wg.Wait()
 	end := time.Now()
 	if l.Requests > 0 {
-		if c, ok := cputime.Process(); ok && cpuOK {
-			cpu1 = c
-		} else {
-			cpuOK = false
-		}
+		read1()
 		mark(true)
 	}
 	<-winDone
@@ -268,6 +275,9 @@ func Run(ctx context.Context, l Load) (*Result, error) {
 	}
 	if cpuOK {
 		res.CPU = cpu1 - cpu0
+	}
+	if busyOK {
+		res.MachineBusy = busy1 - busy0
 	}
 	if l.Requests > 0 {
 		res.Window = end.Sub(start)
@@ -395,6 +405,39 @@ func parseVmRSS(b []byte) (int64, bool) {
 		return kb << 10, true
 	}
 	return 0, false
+}
+
+// MachineBusy returns the CPU time all cores of the machine have spent
+// on anything but idling since boot, from /proc/stat (Linux; false
+// elsewhere): user, nice, system, irq, softirq and steal, in USER_HZ
+// ticks of 10 ms.
+func MachineBusy() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	return parseStatBusy(b)
+}
+
+// parseStatBusy reads the first ("cpu ") line of /proc/stat.
+func parseStatBusy(b []byte) (time.Duration, bool) {
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, false
+	}
+	var busy int64
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	const tick = time.Second / 100 // USER_HZ
+	return time.Duration(busy) * tick, true
 }
 
 // Settle waits until the process has at most want goroutines or timeout

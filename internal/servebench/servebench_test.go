@@ -34,6 +34,21 @@ func TestParseVmRSS(t *testing.T) {
 	}
 }
 
+func TestParseStatBusy(t *testing.T) {
+	got, ok := parseStatBusy([]byte("cpu  100 5 20 900 7 1 2 3 0 0\ncpu0 50 2 10 450 3 0 1 1 0 0\n"))
+	if want := 131 * 10 * time.Millisecond; !ok || got != want {
+		t.Errorf("parseStatBusy = %v, %v; want %v", got, ok, want)
+	}
+	for _, in := range []string{"", "cpu0 1 2 3 4 5 6 7 8\n", "cpu 1 2 3\n", "cpu 1 2 x 4 5 6 7 8\n"} {
+		if _, ok := parseStatBusy([]byte(in)); ok {
+			t.Errorf("parseStatBusy(%q): ok", in)
+		}
+	}
+	if b, ok := MachineBusy(); ok && b <= 0 {
+		t.Errorf("MachineBusy = %v", b)
+	}
+}
+
 func TestQuantile(t *testing.T) {
 	var r Result
 	if r.Quantile(0.5) != 0 {

@@ -168,8 +168,8 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	var countDone atomic.Bool
 	go func() {
 		var n int64
-		err := WalkExcept(ctx, cfg.Inputs, []string{cfg.Out}, func(it Item) error {
-			if cfg.Shard.Takes(it.Rel) {
+		err := walk(ctx, j.inputs, []string{cfg.Out}, true, func(it Item) error {
+			if cfg.Shard.Takes(it.ShardKey()) {
 				n++
 				counted.Store(n)
 			}
@@ -184,8 +184,8 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 		defer close(items)
 		defer walked.Store(true)
 		rels := map[string]bool{}
-		walkErr = WalkExcept(ctx, cfg.Inputs, []string{cfg.Out}, func(it Item) error {
-			if !cfg.Shard.Takes(it.Rel) {
+		walkErr = WalkExcept(ctx, j.inputs, []string{cfg.Out}, func(it Item) error {
+			if !cfg.Shard.Takes(it.ShardKey()) {
 				return nil
 			}
 			seen.Add(1)
@@ -306,11 +306,23 @@ const statusSkipped = "skipped"
 // is taken from budget before it is read, so that the files held ahead of
 // the streams stay within it; the bytes held are in w.held.
 func (j *job) read(w *work, budget *byteBudget) {
-	w.entry = Entry{Path: w.it.Rel, Source: w.it.Path, Settings: j.settings}
+	w.entry = Entry{Path: w.it.Rel, Source: w.it.Path, Settings: j.settings, Caption: w.it.Caption}
+	if w.fail == nil {
+		w.fail = w.it.Err
+	}
 	if w.fail != nil {
 		return
 	}
 	t := time.Now()
+	if w.it.Member {
+		// A tar member, read by the walk.
+		data := w.it.Data
+		w.it.Data = nil
+		w.held = int64(len(data))
+		budget.take(w.held)
+		j.hashed(w, data, t)
+		return
+	}
 	f, err := os.Open(w.it.Path)
 	if err != nil {
 		w.fail = fmt.Errorf("read: %w", err)
@@ -329,6 +341,12 @@ func (j *job) read(w *work, budget *byteBudget) {
 		w.fail = fmt.Errorf("read %s: %w (did the file change while it was read?)", w.it.Path, err)
 		return
 	}
+	j.hashed(w, data, t)
+}
+
+// hashed records data's hash, and keeps it for decoding unless --resume
+// finds the image done with the same contents and settings.
+func (j *job) hashed(w *work, data []byte, t time.Time) {
 	sum := sha256.Sum256(data)
 	w.entry.SHA256 = hex.EncodeToString(sum[:])
 	w.mark("read", t)

@@ -19,10 +19,11 @@ const (
 
 // Entry is one line of manifest.jsonl: what became of one input image.
 type Entry struct {
-	Path     string             `json:"path"`             // relative path (the output name)
-	Source   string             `json:"source,omitempty"` // the path that was read
-	SHA256   string             `json:"sha256,omitempty"` // of the source bytes
-	Status   string             `json:"status"`           // "ok" or "error"
+	Path     string             `json:"path"`              // relative path (the output name)
+	Source   string             `json:"source,omitempty"`  // the path that was read (for a tar member, its shard)
+	Caption  string             `json:"caption,omitempty"` // a tar sample's own caption
+	SHA256   string             `json:"sha256,omitempty"`  // of the source bytes
+	Status   string             `json:"status"`            // "ok" or "error"
 	Error    string             `json:"error,omitempty"`
 	Outputs  []string           `json:"outputs,omitempty"`    // relative to the output folder
 	Scores   []Score            `json:"scores,omitempty"`     // CLIP score (logit) per prompt, in prompt order

@@ -25,6 +25,7 @@ import (
 // job is a batch job over one engine and its prepared prompts.
 type job struct {
 	cfg          Config
+	inputs       []string // cfg.Inputs with brace patterns expanded
 	eng          *Engine
 	log          *slog.Logger
 	prompts      Prompts
@@ -80,7 +81,10 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 			j.close()
 		}
 	}()
-	if err := checkInputs(ctx, cfg.Inputs, cfg.Out); err != nil {
+	if j.inputs, err = expandInputs(cfg.Inputs); err != nil {
+		return nil, &InputError{Path: strings.Join(cfg.Inputs, ", "), Err: err}
+	}
+	if err := checkInputs(ctx, j.inputs, cfg.Out); err != nil {
 		return nil, err
 	}
 	// The prompt side: encoded and prepared once for the whole job.
@@ -203,7 +207,7 @@ func checkInputs(ctx context.Context, inputs []string, out string) error {
 			return &InputError{Path: in, Err: err}
 		}
 	}
-	err := WalkExcept(ctx, inputs, []string{out}, func(Item) error { return errFound }, func(string, error) error { return nil })
+	err := walk(ctx, inputs, []string{out}, true, func(Item) error { return errFound }, func(string, error) error { return nil })
 	switch {
 	case errors.Is(err, errFound):
 		return nil

@@ -43,15 +43,26 @@ func (s Shard) ManifestName() string {
 }
 
 // ShardEnv lists the environment variables that give the shard index when
-// --shard-index is not set, in the order they are read: Kubernetes Indexed
-// Jobs, then AWS Batch array jobs.
-var ShardEnv = []string{"JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX"}
+// none is given, in the order they are read: Kubernetes Indexed Jobs, AWS
+// Batch array jobs, then Slurm job arrays (SLURM_ARRAY_TASK_ID, counted
+// from SLURM_ARRAY_TASK_MIN).
+var ShardEnv = []string{"JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX", "SLURM_ARRAY_TASK_ID"}
 
 // ResolveShard checks index and count, taking the index from the
-// environment (ShardEnv) when index < 0 and count > 1.
+// environment (ShardEnv) when index < 0 and count > 1. A Slurm job array
+// also gives the count: with count 0 and SLURM_ARRAY_TASK_COUNT set, the
+// array's tasks are the shards, and task SLURM_ARRAY_TASK_ID −
+// SLURM_ARRAY_TASK_MIN is the index (sbatch --array=0-7 or 1-8 alike).
 func ResolveShard(index, count int, getenv func(string) string) (Shard, error) {
 	if getenv == nil {
 		getenv = os.Getenv
+	}
+	if count == 0 && getenv("SLURM_ARRAY_TASK_COUNT") != "" {
+		n, err := strconv.Atoi(getenv("SLURM_ARRAY_TASK_COUNT"))
+		if err != nil || n < 1 {
+			return Shard{}, fmt.Errorf("pipeline: SLURM_ARRAY_TASK_COUNT=%q is not a task count", getenv("SLURM_ARRAY_TASK_COUNT"))
+		}
+		count = n
 	}
 	if count < 0 {
 		return Shard{}, fmt.Errorf("pipeline: shard count %d is negative", count)
@@ -68,6 +79,13 @@ func ResolveShard(index, count int, getenv func(string) string) (Shard, error) {
 				i, err := strconv.Atoi(v)
 				if err != nil {
 					return Shard{}, fmt.Errorf("pipeline: %s=%q is not a shard index", name, v)
+				}
+				if name == "SLURM_ARRAY_TASK_ID" && getenv("SLURM_ARRAY_TASK_MIN") != "" {
+					lo, err := strconv.Atoi(getenv("SLURM_ARRAY_TASK_MIN"))
+					if err != nil {
+						return Shard{}, fmt.Errorf("pipeline: SLURM_ARRAY_TASK_MIN=%q is not a task id", getenv("SLURM_ARRAY_TASK_MIN"))
+					}
+					i -= lo
 				}
 				index = i
 				break

@@ -44,15 +44,36 @@ var imageExts = map[string]bool{
 // IsImageName reports whether name has an image extension a folder walk takes.
 func IsImageName(name string) bool { return imageExts[strings.ToLower(filepath.Ext(name))] }
 
-// Item is one input file: its path on disk and the slash-separated path
-// relative to its input, which names its outputs and picks its shard.
+// Item is one input image: its path on disk and the slash-separated path
+// relative to its input, which names its outputs and, unless Unit is set,
+// picks its shard.
 type Item struct {
-	Path string // path to open
+	Path string // path to open (for a tar member, its shard)
 	Rel  string // clean, slash-separated, local (never starts with .. or /)
+	// Unit, when set, is what sharding assigns instead of Rel: a tar
+	// member goes with its shard.
+	Unit string
+	// Member marks a sample of a tar shard; Data holds its image's bytes
+	// (nil when the walk only lists) and Caption its caption, if any.
+	Member  bool
+	Data    []byte
+	Caption string
+	// Err is why the walk could not read this item (a broken tar member):
+	// the job records it as the item's failure.
+	Err error
+}
+
+// ShardKey returns what sharding assigns: Unit, or Rel.
+func (it Item) ShardKey() string {
+	if it.Unit != "" {
+		return it.Unit
+	}
+	return it.Rel
 }
 
 // Walk calls fn for every image under roots, in a stable order: roots in the
-// order given, each folder's entries sorted by name. Symbolic links to files
+// order given, each folder's entries sorted by name. A root that is a .tar
+// file is a WebDataset shard: each sample is an Item (see IsTarName). Symbolic links to files
 // and folders are followed; a folder reached twice (a link loop, or two
 // links to one folder) is walked once. With a single folder root, Rel is
 // relative to it; otherwise each root adds its base name in front, so that
@@ -70,7 +91,15 @@ func WalkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, 
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
 	}
-	w := &walker{ctx: ctx, fn: fn, onErr: onErr, seen: map[fileID]bool{}}
+	return walk(ctx, roots, skip, false, fn, onErr)
+}
+
+// walk is WalkExcept; with listOnly, tar members' bytes are not read.
+func walk(ctx context.Context, roots, skip []string, listOnly bool, fn func(Item) error, onErr func(path string, err error) error) error {
+	if onErr == nil {
+		onErr = func(_ string, err error) error { return err }
+	}
+	w := &walker{ctx: ctx, fn: fn, onErr: onErr, seen: map[fileID]bool{}, listOnly: listOnly}
 	for _, s := range skip {
 		if st, err := os.Stat(s); err == nil && st.IsDir() {
 			if id, ok := idOf(st); ok {
@@ -85,7 +114,14 @@ func WalkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, 
 			return fmt.Errorf("pipeline: input %q: %w", root, err)
 		}
 		if !st.IsDir() {
-			if err := w.emit(Item{Path: root, Rel: filepath.ToSlash(filepath.Base(root))}); err != nil {
+			base := filepath.Base(root)
+			if IsTarName(base) {
+				if err := w.tar(root, strings.TrimSuffix(base, filepath.Ext(base))); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := w.emit(Item{Path: root, Rel: filepath.ToSlash(base)}); err != nil {
 				return err
 			}
 			continue
@@ -108,10 +144,11 @@ func WalkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, 
 type fileID struct{ dev, ino uint64 }
 
 type walker struct {
-	ctx   context.Context
-	fn    func(Item) error
-	onErr func(string, error) error
-	seen  map[fileID]bool
+	ctx      context.Context
+	fn       func(Item) error
+	onErr    func(string, error) error
+	seen     map[fileID]bool
+	listOnly bool // do not read tar members' bytes
 }
 
 func (w *walker) emit(it Item) error {

@@ -52,7 +52,7 @@ type runOptions struct {
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "model", "default", "model: a directory in the Hugging Face layout, a hub id org/name[@revision], or default (built in)")
 	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
-	fs.StringArrayVar(&o.images, "images", nil, "image folder (walked recursively) or file; repeatable; positional arguments are added")
+	fs.StringArrayVar(&o.images, "images", nil, "image folder (walked recursively), file, or WebDataset .tar shard; brace patterns such as 'shards/{000000..000099}.tar' expand; repeatable; positional arguments are added")
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
 	fs.StringVar(&o.promptsFile, "prompts", "", "file with one prompt per line (blank lines and lines starting with # are skipped)")
 	fs.StringVarP(&o.out, "out", "o", "", "output folder (required)")

@@ -1,0 +1,149 @@
+package pipeline
+
+import (
+	"archive/tar"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+)
+
+// IsTarName reports whether name is a WebDataset shard the walk reads: a
+// .tar file.
+func IsTarName(name string) bool { return strings.EqualFold(path.Ext(name), ".tar") }
+
+// sample is one WebDataset sample being gathered: the members of one key.
+type sample struct {
+	key     string
+	image   []byte
+	ext     string
+	caption string
+	err     error
+}
+
+// tar walks a WebDataset shard (img2dataset's layout): members grouped by
+// key (the member name up to the first dot of its base name), one image
+// per key (the first member with an image extension), its caption from a
+// .txt member or the "caption" field of a .json member. Each sample is an
+// Item named <rel>/<key>.<ext>, carrying its bytes (none when listing) and
+// assigned to shards by rel, the tar shard. A member that cannot be read
+// ends the shard with a failed item; a key that would leave the shard
+// ("../x", "/x") is a failed item of its own.
+func (w *walker) tar(p, rel string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return w.emit(Item{Path: p, Rel: rel, Unit: rel, Err: fmt.Errorf("read tar shard: %w", err)})
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	var cur *sample
+	flush := func() error {
+		if cur == nil {
+			return nil
+		}
+		s := cur
+		cur = nil
+		it := Item{Path: p, Unit: rel, Data: s.image, Caption: s.caption, Err: s.err, Member: true}
+		clean := path.Clean(s.key)
+		if path.IsAbs(s.key) || clean == ".." || strings.HasPrefix(clean, "../") {
+			it.Rel, it.Err = rel+"/"+safeName(s.key), fmt.Errorf("tar member %q leaves the shard; not read", s.key)
+			return w.emit(it)
+		}
+		it.Rel = rel + "/" + clean + "." + s.ext
+		if s.ext == "" {
+			if s.err == nil {
+				return nil // a sample with no image (a caption alone, metadata)
+			}
+			it.Rel = rel + "/" + clean
+		}
+		return w.emit(it)
+	}
+	for {
+		if err := w.ctx.Err(); err != nil {
+			return err
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
+			return w.emit(Item{Path: p, Rel: rel + "/" + truncatedName, Unit: rel, Member: true,
+				Err: fmt.Errorf("tar shard %s is corrupt or truncated after its last whole member: %w", p, err)})
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		name := strings.TrimPrefix(h.Name, "./")
+		dir, base := path.Split(name)
+		key, ext, _ := strings.Cut(base, ".")
+		key = dir + key
+		ext = strings.ToLower(ext)
+		if cur != nil && cur.key != key {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if cur == nil {
+			cur = &sample{key: key}
+		}
+		switch {
+		case IsImageName("x."+ext) && cur.ext == "":
+			cur.ext = ext
+			if w.listOnly {
+				continue
+			}
+			if cur.image, err = readMember(tr, h); err != nil {
+				cur.err = fmt.Errorf("tar member %s: %w", h.Name, err)
+			}
+		case (ext == "txt" || ext == "json") && !w.listOnly:
+			b, err := readMember(tr, h)
+			if err != nil {
+				continue // a caption that cannot be read leaves the image without one
+			}
+			if ext == "txt" {
+				cur.caption = strings.TrimSpace(string(b))
+			} else if cur.caption == "" {
+				var meta struct {
+					Caption string `json:"caption"`
+				}
+				if json.Unmarshal(b, &meta) == nil {
+					cur.caption = strings.TrimSpace(meta.Caption)
+				}
+			}
+		}
+	}
+	return flush()
+}
+
+// truncatedName names the failed item of a shard that ends in a broken
+// member.
+const truncatedName = "(truncated)"
+
+// maxMember bounds one tar member read into memory.
+const maxMember = 256 << 20
+
+func readMember(tr *tar.Reader, h *tar.Header) ([]byte, error) {
+	if h.Size > maxMember {
+		return nil, fmt.Errorf("%d bytes, more than the %d a member may hold", h.Size, maxMember)
+	}
+	b := make([]byte, h.Size)
+	if _, err := io.ReadFull(tr, b); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("cut short: %w", err)
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// safeName makes a member name that leaves its shard into one path element
+// for the manifest.
+func safeName(s string) string {
+	return strings.NewReplacer("/", "_", "\\", "_").Replace(strings.TrimLeft(s, "./"))
+}

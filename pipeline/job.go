@@ -40,7 +40,8 @@ type Config struct {
 	// prompts once. Its Threads is each stream's (see EncoderPlan); it
 	// should be opened with NoSpinning.
 	Engine  *Engine
-	Inputs  []string // folders (walked recursively) and files
+	Inputs  []string // folders (walked recursively), files and WebDataset .tar shards; brace patterns expand
+	Lists   []string // list files: text (a path a line), CSV or Parquet with a path or url column
 	Prompts []string
 	Out     string
 
@@ -168,7 +169,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	var countDone atomic.Bool
 	go func() {
 		var n int64
-		err := walk(ctx, j.inputs, []string{cfg.Out}, true, func(it Item) error {
+		err := walk(ctx, j.inputs, cfg.Lists, []string{cfg.Out}, true, func(it Item) error {
 			if cfg.Shard.Takes(it.ShardKey()) {
 				n++
 				counted.Store(n)
@@ -184,7 +185,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 		defer close(items)
 		defer walked.Store(true)
 		rels := map[string]bool{}
-		walkErr = WalkExcept(ctx, j.inputs, []string{cfg.Out}, func(it Item) error {
+		walkErr = walk(ctx, j.inputs, cfg.Lists, []string{cfg.Out}, false, func(it Item) error {
 			if !cfg.Shard.Takes(it.ShardKey()) {
 				return nil
 			}

@@ -53,7 +53,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if cfg.Engine == nil {
 		return nil, errors.New("pipeline: no engine")
 	}
-	if len(cfg.Inputs) == 0 {
+	if len(cfg.Inputs) == 0 && len(cfg.Lists) == 0 {
 		return nil, errors.New("pipeline: no images given")
 	}
 	if cfg.Out == "" {
@@ -84,7 +84,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if j.inputs, err = expandInputs(cfg.Inputs); err != nil {
 		return nil, &InputError{Path: strings.Join(cfg.Inputs, ", "), Err: err}
 	}
-	if err := checkInputs(ctx, j.inputs, cfg.Out); err != nil {
+	if err := checkInputs(ctx, j.inputs, cfg.Lists, cfg.Out); err != nil {
 		return nil, err
 	}
 	// The prompt side: encoded and prepared once for the whole job.
@@ -201,13 +201,13 @@ var errFound = errors.New("found")
 
 // checkInputs makes sure, before any work, that every input exists and that
 // they hold at least one image (out, a job's output folder, left out).
-func checkInputs(ctx context.Context, inputs []string, out string) error {
-	for _, in := range inputs {
+func checkInputs(ctx context.Context, inputs, lists []string, out string) error {
+	for _, in := range append(slices.Clone(inputs), lists...) {
 		if _, err := os.Stat(in); err != nil {
 			return &InputError{Path: in, Err: err}
 		}
 	}
-	err := walk(ctx, inputs, []string{out}, true, func(Item) error { return errFound }, func(string, error) error { return nil })
+	err := walk(ctx, inputs, lists, []string{out}, true, func(Item) error { return errFound }, func(string, error) error { return nil })
 	switch {
 	case errors.Is(err, errFound):
 		return nil
@@ -219,7 +219,7 @@ func checkInputs(ctx context.Context, inputs []string, out string) error {
 		exts = append(exts, e)
 	}
 	slices.Sort(exts)
-	return &InputError{Path: strings.Join(inputs, ", "), Err: fmt.Errorf("no images found (folders are searched for %s, case-insensitive)", strings.Join(exts, " "))}
+	return &InputError{Path: strings.Join(append(slices.Clone(inputs), lists...), ", "), Err: fmt.Errorf("no images found (folders are searched for %s, case-insensitive)", strings.Join(exts, " "))}
 }
 
 // OutputExistsError is an output folder that holds an earlier job's

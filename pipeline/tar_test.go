@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 func TestExpandBraces(t *testing.T) {
@@ -150,7 +152,7 @@ func TestShardTakesWholeTars(t *testing.T) {
 	owner := map[string]int{}
 	for i := range 3 {
 		s := Shard{Index: i, Count: 3}
-		err := walk(context.Background(), names, nil, true, func(it Item) error {
+		err := walk(context.Background(), names, nil, nil, true, func(it Item) error {
 			if s.Takes(it.ShardKey()) {
 				unit, _, _ := strings.Cut(it.Rel, "/")
 				if o, ok := owner[unit]; ok && o != i {
@@ -178,5 +180,43 @@ func TestResolveShardSlurm(t *testing.T) {
 	env["SLURM_ARRAY_TASK_COUNT"] = "x"
 	if _, err := ResolveShard(-1, 0, func(k string) string { return env[k] }); err == nil {
 		t.Error("a bad SLURM_ARRAY_TASK_COUNT: no error")
+	}
+}
+
+// TestRunLists: images named by a text list, a CSV and a Parquet file
+// (img2dataset's url column; a URL entry is a failure naming why).
+func TestRunLists(t *testing.T) {
+	m := openTiny(t)
+	dir := t.TempDir()
+	makeImages(t, filepath.Join(dir, "imgs"), 4)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("\ufeff# two images\nimgs/img-001.png\n\nimgs/img-002.png\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.csv"), []byte("id,path,caption\n1,imgs/sub/img-000.png,x\n"), 0o644)
+	type row struct {
+		URL     string `parquet:"url"`
+		Caption string `parquet:"caption"`
+	}
+	if err := parquet.WriteFile(filepath.Join(dir, "c.parquet"), []row{{URL: filepath.Join(dir, "imgs", "sub", "img-003.png")}, {URL: "https://example.com/x.jpg"}}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{}), Lists: []string{filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.csv"), filepath.Join(dir, "c.parquet")},
+		Prompts: []string{"red"}, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 4 || sum.Failed != 1 {
+		t.Fatalf("summary %+v, want 4 done and the URL failed", sum)
+	}
+	for _, e := range readManifest(t, sum.Manifest) {
+		if strings.Contains(e.Source, "example.com") && !strings.Contains(e.Error, "URL entries are not read") {
+			t.Errorf("URL entry: %+v", e)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "imgs", "img-001.png.safetensors")); err != nil {
+		t.Error(err)
+	}
+	if _, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{}), Lists: []string{filepath.Join(dir, "imgs", "img-001.png.csv")},
+		Prompts: []string{"red"}, Out: filepath.Join(t.TempDir(), "o")}); err == nil {
+		t.Error("a missing list: no error")
 	}
 }

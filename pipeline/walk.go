@@ -91,11 +91,12 @@ func WalkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, 
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
 	}
-	return walk(ctx, roots, skip, false, fn, onErr)
+	return walk(ctx, roots, nil, skip, false, fn, onErr)
 }
 
-// walk is WalkExcept; with listOnly, tar members' bytes are not read.
-func walk(ctx context.Context, roots, skip []string, listOnly bool, fn func(Item) error, onErr func(path string, err error) error) error {
+// walk is WalkExcept, then the entries of the list files lists; with
+// listOnly, tar members' bytes are not read.
+func walk(ctx context.Context, roots, lists, skip []string, listOnly bool, fn func(Item) error, onErr func(path string, err error) error) error {
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
 	}
@@ -135,6 +136,11 @@ func walk(ctx context.Context, roots, skip []string, listOnly bool, fn func(Item
 			}
 		}
 		if err := w.dir(root, prefix, st); err != nil {
+			return err
+		}
+	}
+	for _, l := range lists {
+		if err := w.list(l); err != nil {
 			return err
 		}
 	}

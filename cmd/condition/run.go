@@ -28,6 +28,7 @@ type runOptions struct {
 	ort         ortOptions
 	model       string
 	images      []string
+	lists       []string
 	prompts     []string
 	promptsFile string
 	out         string
@@ -53,6 +54,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "model", "default", "model: a directory in the Hugging Face layout, a hub id org/name[@revision], or default (built in)")
 	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringArrayVar(&o.images, "images", nil, "image folder (walked recursively), file, or WebDataset .tar shard; brace patterns such as 'shards/{000000..000099}.tar' expand; repeatable; positional arguments are added")
+	fs.StringArrayVar(&o.lists, "list", nil, "a list of images: a text file with one path a line, or a CSV or Parquet file with a path (or url) column; relative paths are relative to the list; repeatable")
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
 	fs.StringVar(&o.promptsFile, "prompts", "", "file with one prompt per line (blank lines and lines starting with # are skipped)")
 	fs.StringVarP(&o.out, "out", "o", "", "output folder (required)")
@@ -83,8 +85,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	o.images = append(o.images, fs.Args()...)
-	if len(o.images) == 0 {
-		return usagef("no images: give --images PATH or paths as arguments")
+	if len(o.images) == 0 && len(o.lists) == 0 {
+		return usagef("no images: give --images PATH, --list FILE or paths as arguments")
 	}
 	if o.out == "" {
 		return usagef("--out DIR is required")
@@ -155,7 +157,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	defer eng.Close()
 	prog := newProgressDisplay(e.Stderr, o.quiet)
 	cfg := pipeline.Config{
-		Engine: eng, Inputs: o.images, Prompts: o.prompts, Out: o.out,
+		Engine: eng, Inputs: o.images, Lists: o.lists, Prompts: o.prompts, Out: o.out,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, Format: o.format,
 		Workers: o.workers, Batch: o.batch, Streams: streams, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,

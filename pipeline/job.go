@@ -11,6 +11,9 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,9 +48,13 @@ type Config struct {
 	Prompts []string
 	Out     string
 
-	PerHead  bool   // also write per-head attention maps
-	Heatmaps bool   // write a PNG per image and prompt
-	Format   string // "safetensors" (default) or "npz"
+	PerHead  bool // also write per-head attention maps
+	Heatmaps bool // write a PNG per image and prompt
+	// CaptionPrompt adds each tar sample's own caption as one more prompt
+	// for that image (numbered after the job's prompts, truncated to the
+	// context); images without a caption get the job's prompts alone.
+	CaptionPrompt bool
+	Format        string // "safetensors" (default) or "npz"
 
 	Workers   int   // goroutines reading and hashing files ahead of the encoder streams (default GOMAXPROCS)
 	ReadAhead int64 // bytes of files read ahead of the encoder streams, at most (default 256 MiB; one file larger passes alone)
@@ -458,12 +465,13 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 			return err
 		})
 		encodeMs := float64(time.Since(t).Microseconds()) / 1000
+		captions := j.captionPrompts(pending)
 		for i, w := range pending {
 			w.timings["encode"] += encodeMs // the batch's, not counting the attention and writing of the images before
 			if err != nil {
 				w.fail = err
 			} else {
-				j.attendAndWrite(w, &encs[i], ws)
+				j.attendAndWrite(w, &encs[i], ws, captions[i])
 			}
 			out <- w
 		}
@@ -512,7 +520,7 @@ func (j *job) decodeBatch(ws []*work, buf []float32, per int, budget *byteBudget
 
 // attendAndWrite attends one encoded image with the job's prompts and
 // writes its file (and heatmaps).
-func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces) {
+func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces, caption *Prompt) {
 	t := time.Now()
 	p := enc.P()
 	ts := map[string]tensorio.Tensor{
@@ -521,7 +529,11 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces) {
 	if enc.Embeds != nil {
 		ts["image_embeds"] = tensorio.F32([]int{len(enc.Embeds)}, enc.Embeds)
 	}
-	atts, err := j.eng.attend(context.Background(), ws, enc, j.prompts, AttendOptions{PerHead: j.cfg.PerHead, Conditioned: true})
+	prompts := j.prompts
+	if caption != nil {
+		prompts = append(slices.Clip(prompts), caption)
+	}
+	atts, err := j.eng.attend(context.Background(), ws, enc, prompts, AttendOptions{PerHead: j.cfg.PerHead, Conditioned: true})
 	if err != nil {
 		w.fail = err
 		return
@@ -563,6 +575,10 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces) {
 	w.mark("attend", t)
 	t = time.Now()
 	meta := j.metadata(w, enc.Grid)
+	if caption != nil {
+		meta["caption"] = caption.Text
+		meta["caption_prompt"] = strconv.Itoa(len(j.prompts)) // the prompt.<k>. tensors of the caption
+	}
 	outName := w.it.Rel + "." + j.format
 	var data []byte
 	if j.format == "npz" {
@@ -635,4 +651,34 @@ func (j *job) streams() int {
 		return 1
 	}
 	return min(max(runtime.GOMAXPROCS(0)/th, 1), 4)
+}
+
+// captionPrompts prepares the captions of a batch's images as prompts, in
+// one text encoder call (CaptionPrompt): one per image, nil for those
+// without a caption. A caption that cannot be prepared is logged and left
+// out.
+func (j *job) captionPrompts(batch []*work) []*Prompt {
+	out := make([]*Prompt, len(batch))
+	if !j.cfg.CaptionPrompt {
+		return out
+	}
+	var texts []string
+	var at []int
+	for i, w := range batch {
+		if c := w.it.Caption; strings.TrimSpace(c) != "" && w.fail == nil {
+			texts, at = append(texts, c), append(at, i)
+		}
+	}
+	if len(texts) == 0 {
+		return out
+	}
+	ps, err := j.eng.PrepareWith(context.Background(), TextOptions{Truncate: true}, texts...)
+	if err != nil {
+		j.log.Warn("captions could not be prepared as prompts", "err", err)
+		return out
+	}
+	for k, i := range at {
+		out[i] = ps[k]
+	}
+	return out
 }

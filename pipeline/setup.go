@@ -98,7 +98,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	dir := eng.Direction().String()
 	settings := map[string]any{
 		"model": m.Name(), "revision": m.Revision(), "prompts": cfg.Prompts, "direction": dir,
-		"xattn": eng.LayerName(), "per_head": cfg.PerHead, "truncate": eng.opts.Truncate,
+		"xattn": eng.LayerName(), "per_head": cfg.PerHead, "truncate": eng.opts.Truncate, "caption_prompt": cfg.CaptionPrompt,
 		"heatmaps": cfg.Heatmaps, "format": j.format, "preprocessing": json.RawMessage(preJSON),
 		"jpeg_decoder": vision.JPEGDecoder(), // its JPEG pixels differ by a few levels from the other's
 	}

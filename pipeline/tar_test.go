@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conditionhq/condition/tensorio"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -101,7 +102,7 @@ func TestRunTarShards(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "out")
 	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{}), Inputs: []string{filepath.Join(dir, "shard-{0..2}.tar")},
-		Prompts: []string{"red"}, Out: out, Batch: 2})
+		Prompts: []string{"red"}, Out: out, Batch: 2, CaptionPrompt: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +132,20 @@ func TestRunTarShards(t *testing.T) {
 	if e := got["shard-2/000021.png"]; !strings.Contains(e.Error, "cut short") {
 		t.Errorf("truncated shard: %+v", e)
 	}
-	if _, err := os.Stat(filepath.Join(out, "shard-0", "000000.png.safetensors")); err != nil {
-		t.Error(err)
+	// The caption is one more prompt for its image only.
+	ts, meta, err := tensorio.ReadSafetensors(filepath.Join(out, "shard-0", "000000.png.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ts["prompt.1.text_to_image"]; !ok || meta["caption"] != "a red square" || meta["caption_prompt"] != "1" {
+		t.Errorf("shard-0/000000.png: caption %q as prompt %q, tensors %d", meta["caption"], meta["caption_prompt"], len(ts))
+	}
+	ts, _, err = tensorio.ReadSafetensors(filepath.Join(out, "shard-1", "000010.png.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ts["prompt.1.text_to_image"]; ok {
+		t.Error("an image without a caption got a caption prompt")
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(out), "evil.png.safetensors")); err == nil {
 		t.Error("a member wrote outside the output folder")

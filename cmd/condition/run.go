@@ -34,6 +34,7 @@ type runOptions struct {
 	out         string
 	layer       layerOptions
 	heatmaps    bool
+	captions    bool
 	perHead     bool
 	format      string
 	workers     int
@@ -61,6 +62,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	o.layer.AddFlags(fs)
 	fs.BoolVar(&o.heatmaps, "heatmaps", false, "write a PNG per image and prompt: the image and one overlay per word")
 	fs.BoolVar(&o.perHead, "per-head", false, "also write the attention maps of every head")
+	fs.BoolVar(&o.captions, "caption-prompt", false, "add each tar sample's own caption (its .txt or .json member) as one more prompt for that image")
 	fs.StringVar(&o.format, "format", "safetensors", "output format: safetensors or npz")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines reading and hashing files ahead of the encoder (0: one per core; decoding and preprocessing run on the encoder streams' threads)")
 	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
@@ -158,7 +160,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	prog := newProgressDisplay(e.Stderr, o.quiet)
 	cfg := pipeline.Config{
 		Engine: eng, Inputs: o.images, Lists: o.lists, Prompts: o.prompts, Out: o.out,
-		PerHead: o.perHead, Heatmaps: o.heatmaps, Format: o.format,
+		PerHead: o.perHead, Heatmaps: o.heatmaps, CaptionPrompt: o.captions, Format: o.format,
 		Workers: o.workers, Batch: o.batch, Streams: streams, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,
 		Progress: prog.update,

@@ -144,8 +144,16 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		return nil, err
 	}
 	j.prior = map[string]Entry{}
+	other := 0
 	for _, e := range prior {
 		j.prior[e.Path] = e
+		if e.Settings != j.settings {
+			other++
+		}
+	}
+	if other > 0 {
+		j.log.Warn("resuming a job whose settings differ (other prompts, model, layer or options): its images are done again, and its files of other prompt numbers stay",
+			"entries", other, "manifest", j.manifestPath)
 	}
 	return j, nil
 }

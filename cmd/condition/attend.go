@@ -31,6 +31,7 @@ type attendOptions struct {
 	top       int
 	json      bool
 	maxPixels int64
+	truncate  bool
 }
 
 func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
@@ -41,6 +42,7 @@ func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noHeatmap, "no-heatmap", false, "do not write a heatmap")
 	fs.IntVar(&o.top, "top", 3, "how many patches per word and words per region to print")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (maps included)")
+	fs.BoolVar(&o.truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
 	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
 	o.ort.AddFlags(fs)
 }
@@ -117,13 +119,16 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	path := fs.Arg(0)
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.threads(), MaxPixels: o.maxPixels})
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.threads(), MaxPixels: o.maxPixels, Truncate: o.truncate})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
 	prompts, err := eng.Prepare(ctx, o.prompts...)
 	if err != nil {
+		if uerr := jobUsageError(err); uerr != nil {
+			return uerr
+		}
 		return err
 	}
 	data, err := os.ReadFile(path)

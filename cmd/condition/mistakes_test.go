@@ -220,3 +220,26 @@ func TestUnknownWordWarning(t *testing.T) {
 		t.Errorf("warnings:\n%s", errs)
 	}
 }
+
+// TestResumeOtherSettingsWarns: --resume into a job of other prompts says
+// so, and attend takes --truncate.
+func TestResumeOtherSettingsWarns(t *testing.T) {
+	orttest.Load(t)
+	in, out := t.TempDir(), filepath.Join(t.TempDir(), "o")
+	writeImages(t, in, 1)
+	if code, _, errs := runCLI(t, "run", "--images", in, "--out", out, "-p", "a red circle"); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	code, _, errs := runCLI(t, "run", "--images", in, "--out", out, "-p", "a blue square", "--resume")
+	if code != 0 || !strings.Contains(errs, "settings differ") || !strings.Contains(errs, "done 1") {
+		t.Errorf("--resume with other prompts: exit %d\n%s", code, errs)
+	}
+	img := filepath.Join("..", "..", "testdata", "scenes", "images", "scene_000.png")
+	long := strings.Repeat("a black star ", 40)
+	if code, _, errs := runCLI(t, "attend", img, "-p", long, "--no-heatmap"); code != exitUsage || !strings.Contains(errs, "--truncate") {
+		t.Errorf("attend, a long prompt: exit %d\n%s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "attend", img, "-p", long, "--no-heatmap", "--truncate"); code != 0 {
+		t.Errorf("attend --truncate: exit %d\n%s", code, errs)
+	}
+}

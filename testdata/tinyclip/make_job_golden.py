@@ -12,8 +12,8 @@ It reads config.json, model.safetensors, merges.txt, golden/images/{square,wide}
 golden/prompts.json (to check the tokenizer) of this folder and rewrites nothing else
 (generate.py is not run; it would rewrite every fixture). The output is deterministic.
 
-How each tensor is computed (DESIGN.md "Attention, as this project uses it", README
-"Outputs" and "The joint space"):
+How each tensor is computed (README "Outputs" and "The joint space"; attention is
+softmax(Q K^T / sqrt(d_k)) V with the queries and keys below):
 
   pixel_values      CLIPImageProcessor on the PNG (generate.py's hf_pixel_values: shortest
                     edge 32 with PIL bicubic, centre crop 32x32, rescale, normalise),

@@ -163,8 +163,9 @@ type serveBenchRSS struct {
 	AfterMB   float64   `json:"after_mb"`
 	GrowthMB  float64   `json:"growth_mb"`
 	QuarterMB []float64 `json:"after_each_quarter_mb"`
-	// The Go heap in use (runtime/metrics' view of what Go holds; the rest
-	// of RSS is ONNX Runtime's, the runtime's and the binary's).
+	// The Go heap in use (runtime.MemStats.HeapInuse: what Go's allocations
+	// hold; the rest of RSS is ONNX Runtime's, the runtime's and the
+	// binary's).
 	HeapBeforeMB float64 `json:"go_heap_before_mb"`
 	HeapAfterMB  float64 `json:"go_heap_after_mb"`
 }
@@ -252,8 +253,15 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("bench serve: %w", err)
 	}
 	res.ImageBytes = len(img)
-	if ext == "" {
-		ext = ".img"
+	mime := http.DetectContentType(img)
+	if !strings.HasPrefix(mime, "image/") {
+		mime = ""
+	}
+	// The encoder alone walks a folder of copies, which takes images by
+	// their extension.
+	if known := map[string]string{"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/bmp": ".bmp",
+		"image/webp": ".webp", "image/tiff": ".tif"}[mime]; known != "" {
+		ext = known
 	}
 
 	if _, err := o.ort.load(e); err != nil {
@@ -307,10 +315,6 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 	res.EncoderBatch1PerSec, res.EncoderBatch1CPUms = enc1.PerSec(), ms(enc1.CPUPerImage())
 
 	// Two servers on the one engine: batching on and off.
-	mime := http.DetectContentType(img)
-	if !strings.HasPrefix(mime, "image/") {
-		mime = ""
-	}
 	body, err := json.Marshal(map[string]any{"image": "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(img), "prompts": o.prompts})
 	if err != nil {
 		return fmt.Errorf("bench serve: %w", err)
@@ -474,6 +478,9 @@ func loadRow(ctx context.Context, s *benchServer, o serveBenchOptions, body []by
 	var sum [2]float64
 	var count [2]uint64
 	var merr, perr error
+	if profile {
+		defer pprof.StopCPUProfile() // when the run stopped early; a no-op otherwise
+	}
 	l := servebench.Load{Client: s.client, URL: s.url, Body: body, ContentType: "application/json", Clients: clients,
 		Requests: o.requests, Warmup: o.warmup, Duration: o.duration,
 		Window: func(end bool) {

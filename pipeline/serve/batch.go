@@ -17,10 +17,14 @@ type batcher[In, Out any] struct {
 	maxBatch int
 	maxWait  time.Duration
 	run      func(ins []In) ([]Out, error)
-	done     chan struct{}
-	wg       sync.WaitGroup
-	sizes    prometheus.Observer
-	depth    prometheus.Gauge
+	// coming, when set, reports whether more items are on their way (being
+	// decoded by their requests): a batch waits for more only then, so a
+	// lone request does not wait maxWait for others that never come.
+	coming func() bool
+	done   chan struct{}
+	wg     sync.WaitGroup
+	sizes  prometheus.Observer
+	depth  prometheus.Gauge
 }
 
 // item is one request's part of a batch.
@@ -106,6 +110,16 @@ func (b *batcher[In, Out]) work() {
 			timer.Reset(b.maxWait)
 		gather:
 			for len(batch) < b.maxBatch {
+				select {
+				case it := <-b.queue:
+					b.depth.Dec()
+					batch = append(batch, it)
+					continue
+				default:
+				}
+				if b.coming != nil && !b.coming() {
+					break // nothing queued and nothing on its way
+				}
 				select {
 				case it := <-b.queue:
 					b.depth.Dec()

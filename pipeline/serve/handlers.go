@@ -142,6 +142,13 @@ func (s *Server) prepare(keys []promptKey) ([]*pipeline.Prompt, error) {
 // image decodes and preprocesses an image's bytes, then encodes it in a
 // batch with other requests' images.
 func (s *Server) image(ctx context.Context, data []byte) (image.Image, pipeline.ImageEncoding, error) {
+	s.decoding.Add(1)
+	coming := true
+	defer func() {
+		if coming {
+			s.decoding.Add(-1)
+		}
+	}()
 	img, err := s.eng.DecodeImage(data)
 	if err != nil {
 		var tl *vision.TooLargeError
@@ -155,6 +162,8 @@ func (s *Server) image(ctx context.Context, data []byte) (image.Image, pipeline.
 	if err := s.eng.Preprocess(px, img); err != nil {
 		return nil, pipeline.ImageEncoding{}, badRequest("invalid_image", "%v", err)
 	}
+	s.decoding.Add(-1) // queued from here on
+	coming = false
 	enc, err := s.images.submit(ctx, px)
 	return img, enc, err
 }

@@ -505,3 +505,37 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestBatcherLoneItem: with nothing queued and nothing on its way, a batch
+// does not wait for others; while items are on their way, it waits for them.
+func TestBatcherLoneItem(t *testing.T) {
+	reg := newMetricsForTest(t)
+	var coming atomic.Bool
+	sizes := make(chan int, 4)
+	b := newBatcher(1, 4, 4, time.Hour, func(ins []int) ([]int, error) {
+		sizes <- len(ins)
+		return ins, nil
+	}, reg.batchSize.WithLabelValues("t"), reg.queueDepth.WithLabelValues("t"))
+	b.coming = coming.Load
+	defer b.close()
+	done := make(chan error, 1)
+	go func() { _, err := b.submit(context.Background(), 1); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil || <-sizes != 1 {
+			t.Fatalf("lone item: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a lone item waited for a batch to fill")
+	}
+	// Another item on its way: the first waits for it and they share a batch.
+	coming.Store(true)
+	go func() { _, err := b.submit(context.Background(), 2); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	go func() { coming.Store(false); _, err := b.submit(context.Background(), 3); done <- err }()
+	<-done
+	<-done
+	if n := <-sizes; n != 2 {
+		t.Errorf("two items, one on its way: batches of %d, want one of 2", n)
+	}
+}

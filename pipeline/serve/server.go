@@ -72,6 +72,9 @@ type Server struct {
 	m       *metrics
 	ready   atomic.Bool
 	closing atomic.Bool
+	// decoding counts the images requests are decoding and preprocessing,
+	// on their way to the image batcher.
+	decoding atomic.Int64
 }
 
 // New makes the server of opts.Engine and starts its encoder workers; Close
@@ -120,6 +123,7 @@ func New(opts Options) (*Server, error) {
 		}
 		return s.eng.EncodePixels(context.Background(), buf, len(px))
 	}, s.m.batchSize.WithLabelValues("image"), s.m.queueDepth.WithLabelValues("image"))
+	s.images.coming = func() bool { return s.decoding.Load() > 0 }
 	s.texts = newBatcher(1, opts.MaxQueue, opts.MaxBatch, opts.MaxWait, s.prepare,
 		s.m.batchSize.WithLabelValues("text"), s.m.queueDepth.WithLabelValues("text"))
 	s.routes()

@@ -48,13 +48,13 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "model", "default", "model: a directory, a hub id org/name[@revision], or default (built in)")
 	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ...")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
-	fs.StringVar(&o.token, "token", "", "require 'Authorization: Bearer TOKEN' on every route but the probes (default: $"+tokenEnv+")")
+	fs.StringVar(&o.token, "token", "", "require 'Authorization: Bearer TOKEN' on the /v1/ routes; the probes, /metrics and the page need none (default: $"+tokenEnv+")")
 	fs.BoolVar(&o.allowPublic, "allow-public", false, "allow listening on a non-loopback address without a token")
 	fs.IntVar(&o.maxBatch, "max-batch", 8, "most images (and prompts) per encoder call; 1 turns batching off")
-	fs.DurationVar(&o.maxWait, "max-wait", 5*time.Millisecond, "longest a request waits for others to fill a batch")
+	fs.DurationVar(&o.maxWait, "max-wait", 5*time.Millisecond, "longest a request waits for others to fill a batch (0: no wait)")
 	fs.IntVar(&o.workers, "workers", 0, "image batches encoded at once (0: min(cores, 4), the cores shared among them)")
 	fs.IntVar(&o.maxQueue, "max-queue", 64, "images (and prompts) waiting for the encoders; past it requests get 429")
-	fs.IntVar(&o.cache, "prompt-cache", 1024, "prepared prompts kept (least recently used dropped)")
+	fs.IntVar(&o.cache, "prompt-cache", 1024, "prepared prompts kept (least recently used dropped; 0: none)")
 	fs.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in bytes")
 	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
 	fs.IntVar(&o.maxPrompts, "max-prompts", 32, "prompts (or labels) per request")
@@ -122,8 +122,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	srv, err := serve.New(serve.Options{Engine: eng, MaxBatch: o.maxBatch, MaxWait: o.maxWait, Workers: streams, MaxQueue: o.maxQueue,
-		PromptCache: o.cache, MaxBodyBytes: o.maxBody, MaxPrompts: o.maxPrompts, MaxItems: o.maxItems, MaxChars: o.maxChars,
+	// The flags' 0 means none; the library's 0 means its default.
+	maxWait, cache := o.maxWait, o.cache
+	if maxWait == 0 {
+		maxWait = -1
+	}
+	if cache == 0 {
+		cache = -1
+	}
+	srv, err := serve.New(serve.Options{Engine: eng, MaxBatch: o.maxBatch, MaxWait: maxWait, Workers: streams, MaxQueue: o.maxQueue,
+		PromptCache: cache, MaxBodyBytes: o.maxBody, MaxPrompts: o.maxPrompts, MaxItems: o.maxItems, MaxChars: o.maxChars,
 		Token: o.token, Log: e.Log})
 	if err != nil {
 		return err
@@ -155,6 +163,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// SIGTERM or SIGINT: stop accepting, let requests in flight finish
 	// within the grace period, then stop the encoders.
 	e.Log.Info("shutting down", "grace", o.grace)
+	srv.Drain()
 	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
 	defer cancel()
 	err = hs.Shutdown(sctx)

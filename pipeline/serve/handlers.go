@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/text"
@@ -139,14 +140,43 @@ func (s *Server) prepare(keys []promptKey) ([]*pipeline.Prompt, error) {
 	return out, nil
 }
 
+// onTheWay counts images a request will give the image batcher, from the
+// moment the request comes in until each is queued (or the request fails),
+// so that a batch waits for them and not for images that never come.
+type onTheWay struct {
+	s    *Server
+	left atomic.Int64
+}
+
+// expect counts n images on their way.
+func (s *Server) expect(n int) *onTheWay {
+	s.decoding.Add(int64(n))
+	o := &onTheWay{s: s}
+	o.left.Store(int64(n))
+	return o
+}
+
+// arrived takes one image off the count; after the last, it does nothing.
+func (o *onTheWay) arrived() {
+	if o.left.Add(-1) >= 0 {
+		o.s.decoding.Add(-1)
+	}
+}
+
+// done takes what is left off the count.
+func (o *onTheWay) done() {
+	if n := o.left.Swap(0); n > 0 {
+		o.s.decoding.Add(-n)
+	}
+}
+
 // image decodes and preprocesses an image's bytes, then encodes it in a
 // batch with other requests' images.
-func (s *Server) image(ctx context.Context, data []byte) (image.Image, pipeline.ImageEncoding, error) {
-	s.decoding.Add(1)
-	coming := true
+func (s *Server) image(ctx context.Context, data []byte, on *onTheWay) (image.Image, pipeline.ImageEncoding, error) {
+	queued := false
 	defer func() {
-		if coming {
-			s.decoding.Add(-1)
+		if !queued {
+			on.arrived() // failed before the queue
 		}
 	}()
 	img, err := s.eng.DecodeImage(data)
@@ -162,8 +192,8 @@ func (s *Server) image(ctx context.Context, data []byte) (image.Image, pipeline.
 	if err := s.eng.Preprocess(px, img); err != nil {
 		return nil, pipeline.ImageEncoding{}, badRequest("invalid_image", "%v", err)
 	}
-	s.decoding.Add(-1) // queued from here on
-	coming = false
+	on.arrived() // queued from here on
+	queued = true
 	enc, err := s.images.submit(ctx, px)
 	return img, enc, err
 }
@@ -208,6 +238,8 @@ type attendResponse struct {
 }
 
 func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
+	on := s.expect(1)
+	defer on.done()
 	req, err := readImageRequest(r)
 	if err != nil {
 		return err
@@ -222,7 +254,7 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ctx := r.Context()
-	img, enc, err := s.image(ctx, req.ImageData)
+	img, enc, err := s.image(ctx, req.ImageData, on)
 	if err != nil {
 		return s.apiErr(err)
 	}
@@ -314,6 +346,8 @@ type classifyResponse struct {
 }
 
 func (s *Server) classify(w http.ResponseWriter, r *http.Request) error {
+	on := s.expect(1)
+	defer on.done()
 	req, err := readImageRequest(r)
 	if err != nil {
 		return err
@@ -335,7 +369,7 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	_, enc, err := s.image(ctx, req.ImageData)
+	_, enc, err := s.image(ctx, req.ImageData, on)
 	if err != nil {
 		return s.apiErr(err)
 	}
@@ -450,12 +484,14 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 		err error
 	}
 	outs := make([]out, len(images))
+	on := s.expect(len(images))
+	defer on.done()
 	var wg sync.WaitGroup
 	for j, b := range images {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, outs[j].enc, outs[j].err = s.image(ctx, b)
+			_, outs[j].enc, outs[j].err = s.image(ctx, b, on)
 		}()
 	}
 	wg.Wait()

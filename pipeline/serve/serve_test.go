@@ -539,3 +539,18 @@ func TestBatcherLoneItem(t *testing.T) {
 		t.Errorf("two items, one on its way: batches of %d, want one of 2", n)
 	}
 }
+
+// TestImagesOnTheWay: the count of images on their way to the batcher
+// returns to zero after good and bad requests alike.
+func TestImagesOnTheWay(t *testing.T) {
+	s, ts, _ := newTestServer(t, true, Options{})
+	img := dataURI(scenePNG(t))
+	post(t, ts.URL, "/v1/attend", map[string]any{"image": img, "prompts": []string{"red"}}, nil)
+	post(t, ts.URL, "/v1/attend", map[string]any{"image": "data:image/png;base64,AAAA", "prompts": []string{"red"}}, nil)
+	post(t, ts.URL, "/v1/attend", "nonsense", nil)
+	post(t, ts.URL, "/v1/embeddings", map[string]any{"input": []string{img, "red", img}}, nil)
+	post(t, ts.URL, "/v1/classify", map[string]any{"image": img, "labels": []string{"red", "blue"}}, nil)
+	if n := s.decoding.Load(); n != 0 {
+		t.Errorf("%d images still counted on their way", n)
+	}
+}

@@ -28,7 +28,8 @@ type Options struct {
 
 	// MaxBatch is the most images (and, separately, prompts) encoded in
 	// one call (default 8; 1 turns batching off); MaxWait the longest the
-	// first request of a batch waits for others (default 5 ms).
+	// first request of a batch waits for others (0: 5 ms; negative: no
+	// wait).
 	MaxBatch int
 	MaxWait  time.Duration
 	// Workers is the number of image batches encoded at once (default 1).
@@ -36,7 +37,8 @@ type Options struct {
 	// MaxQueue bounds the images (and prompts) waiting for the encoders
 	// (default 64): past it requests get 429 with Retry-After.
 	MaxQueue int
-	// PromptCache is the number of prepared prompts kept (default 1024).
+	// PromptCache is the number of prepared prompts kept (0: 1024;
+	// negative: none).
 	PromptCache int
 
 	// MaxBodyBytes bounds a request body, checked while reading (default
@@ -48,7 +50,7 @@ type Options struct {
 	MaxPrompts, MaxItems, MaxChars int
 
 	// Token, when set, is required as "Authorization: Bearer <Token>" on
-	// every route but the probes.
+	// the /v1/ routes; the probes, /metrics and the page need none.
 	Token string
 	// Registry receives the server's metrics (nil: a new one, with the Go
 	// and process collectors); /metrics serves it.
@@ -91,11 +93,13 @@ func New(opts Options) (*Server, error) {
 	def(&opts.MaxBatch, 8)
 	def(&opts.Workers, 1)
 	def(&opts.MaxQueue, 64)
-	def(&opts.PromptCache, 1024)
+	if opts.PromptCache == 0 {
+		opts.PromptCache = 1024
+	}
 	def(&opts.MaxPrompts, 32)
 	def(&opts.MaxItems, 64)
 	def(&opts.MaxChars, 4096)
-	if opts.MaxWait <= 0 {
+	if opts.MaxWait == 0 {
 		opts.MaxWait = 5 * time.Millisecond
 	}
 	if opts.MaxBodyBytes <= 0 {
@@ -133,6 +137,11 @@ func New(opts Options) (*Server, error) {
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// Drain marks the server not ready: /readyz answers 503 so that a load
+// balancer stops sending requests, while the server still answers those it
+// gets. Call it on a termination signal, before http.Server.Shutdown.
+func (s *Server) Drain() { s.ready.Store(false) }
 
 // Close marks the server not ready (readyz answers 503), answers the
 // queued requests with 503 and stops the encoder workers. Call it after

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Exit codes, as DESIGN.md gives them.
+// Exit codes, as the README lists them.
 const (
 	exitOK          = 0
 	exitFailed      = 1

@@ -5,7 +5,23 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/conditionhq/condition/tensorio"
 )
+
+// tinyclip is the tiny random CLIP made by testdata/tinyclip/generate.py;
+// its golden outputs come from torch.
+var tinyclip = filepath.Join("..", "..", "testdata", "tinyclip")
+
+// readGolden reads golden/<name>.npy of tinyclip.
+func readGolden(t *testing.T, name string) tensorio.Tensor {
+	t.Helper()
+	x, err := tensorio.ReadNPY(filepath.Join(tinyclip, "golden", name+".npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
 
 // closeWithin fails t when got and want (torch's) differ by more than tol
 // anywhere, naming the worst place.

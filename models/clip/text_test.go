@@ -14,10 +14,6 @@ import (
 	"github.com/conditionhq/condition/tensorio"
 )
 
-// tiny is the tiny random CLIP made by testdata/tinyclip/generate.py; its
-// golden outputs come from torch.
-var tiny = filepath.Join("..", "..", "testdata", "tinyclip")
-
 // tol is the largest difference allowed between ONNX Runtime and torch.
 const tol = 1e-4
 
@@ -27,15 +23,6 @@ const tol = 1e-4
 // two layers. The outputs reach 3.1, where one float16 ulp is 2^-9 ≈ 0.002;
 // measured worst 0.0029 (ONNX Runtime 1.30, x86-64), logged with -v.
 const fp16Tol = 1e-2
-
-func readNPY(t *testing.T, name string) tensorio.Tensor {
-	t.Helper()
-	x, err := tensorio.ReadNPY(filepath.Join(tiny, "golden", name+".npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
 
 // rows splits an int64 [N, T] tensor into N rows.
 func rows(t *testing.T, x tensorio.Tensor) [][]int64 {
@@ -60,7 +47,7 @@ func closeTo(t *testing.T, what string, got, want []float32) {
 func newEncoder(t *testing.T, file string) *clip.TextEncoder {
 	t.Helper()
 	orttest.Load(t)
-	p := filepath.Join(tiny, "onnx", file)
+	p := filepath.Join(tinyclip, "onnx", file)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -82,13 +69,13 @@ func checkAgainstTorch(t *testing.T, e *clip.TextEncoder, prefix string, useMask
 
 func checkWithin(t *testing.T, e *clip.TextEncoder, prefix string, useMask bool, goldenPrefix string, tol float64) {
 	t.Helper()
-	ids := rows(t, readNPY(t, prefix+"input_ids"))
+	ids := rows(t, readGolden(t, prefix+"input_ids"))
 	var masks [][]int64
 	if useMask {
-		masks = rows(t, readNPY(t, prefix+"attention_mask"))
+		masks = rows(t, readGolden(t, prefix+"attention_mask"))
 	}
-	hs := readNPY(t, goldenPrefix+"last_hidden_state")
-	em := readNPY(t, goldenPrefix+"embeds")
+	hs := readGolden(t, goldenPrefix+"last_hidden_state")
+	em := readGolden(t, goldenPrefix+"embeds")
 	got, err := e.Encode(context.Background(), ids, masks)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +134,7 @@ func TestTextEncoderNoAttentionMask(t *testing.T) {
 // encoder returns float32 close to torch's float32 outputs.
 func TestTextEncoderFloat16(t *testing.T) {
 	orttest.Load(t)
-	p := filepath.Join(tiny, "onnx", "variants", "text_model_fp16.onnx")
+	p := filepath.Join(tinyclip, "onnx", "variants", "text_model_fp16.onnx")
 	fromFile, err := clip.NewTextFile(p, clip.TextOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -173,12 +160,12 @@ func TestTextEncoderFloat16(t *testing.T) {
 	}
 	// The float16 graph is not the float32 one: its outputs differ from
 	// torch's by more than the float32 tolerance (else this test proves nothing).
-	got, err := fromFile.Encode(context.Background(), rows(t, readNPY(t, "text_input_ids")), rows(t, readNPY(t, "text_attention_mask")))
+	got, err := fromFile.Encode(context.Background(), rows(t, readGolden(t, "text_input_ids")), rows(t, readGolden(t, "text_attention_mask")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := readNPY(t, "text_last_hidden_state").Data.([]float32)
-	wantEm := readNPY(t, "text_embeds").Data.([]float32)
+	want := readGolden(t, "text_last_hidden_state").Data.([]float32)
+	wantEm := readGolden(t, "text_embeds").Data.([]float32)
 	worst, worstEm := 0.0, 0.0
 	for i, g := range got {
 		n, d := len(g.States), len(g.Embeds)
@@ -200,8 +187,8 @@ func TestTextEncoderFloat16(t *testing.T) {
 func TestOpenTextEncoderVariant(t *testing.T) {
 	orttest.Load(t)
 	dir := t.TempDir()
-	copyFile(t, filepath.Join(tiny, models.ConfigFile), filepath.Join(dir, models.ConfigFile))
-	copyFile(t, filepath.Join(tiny, "onnx", "variants", "text_model_fp16.onnx"), filepath.Join(dir, "onnx", "text_model_fp16.onnx"))
+	copyFile(t, filepath.Join(tinyclip, models.ConfigFile), filepath.Join(dir, models.ConfigFile))
+	copyFile(t, filepath.Join(tinyclip, "onnx", "variants", "text_model_fp16.onnx"), filepath.Join(dir, "onnx", "text_model_fp16.onnx"))
 	m, err := models.Open(dir, models.Options{Variant: "fp16"})
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +203,7 @@ func TestOpenTextEncoderVariant(t *testing.T) {
 
 func TestOpenTextEncoder(t *testing.T) {
 	orttest.Load(t)
-	m, err := models.Open(tiny, models.Options{})
+	m, err := models.Open(tinyclip, models.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +262,7 @@ func TestTextEncoderRejectsGraphs(t *testing.T) {
 		{filepath.Join("bad", "text_float_ids.onnx"), []string{"text_float_ids.onnx", "input input_ids is float32", "int64 or int32"}},
 		{"vision_model.onnx", []string{"vision_model.onnx", "unexpected input pixel_values"}},
 	} {
-		p := filepath.Join(tiny, "onnx", c.file)
+		p := filepath.Join(tinyclip, "onnx", c.file)
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -294,11 +281,11 @@ func TestTextEncoderRejectsGraphs(t *testing.T) {
 	}
 }
 
-// BenchmarkEncoderTiny measures prompts/s of the tiny model (16 tokens,
+// BenchmarkEncoderTiny measures prompts/s of the tinyclip model (16 tokens,
 // batch of 4) on one ONNX Runtime thread: mostly per-run overhead.
 func BenchmarkTextEncoderTiny(b *testing.B) {
 	orttest.Load(b)
-	m, err := models.Open(tiny, models.Options{})
+	m, err := models.Open(tinyclip, models.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -307,7 +294,7 @@ func BenchmarkTextEncoderTiny(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	x, err := tensorio.ReadNPY(filepath.Join(tiny, "golden", "text_input_ids.npy"))
+	x, err := tensorio.ReadNPY(filepath.Join(tinyclip, "golden", "text_input_ids.npy"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,10 +17,6 @@ import (
 	"github.com/conditionhq/condition/tensorio"
 )
 
-// tinyclip is the tiny random CLIP made by testdata/tinyclip/generate.py;
-// its golden outputs come from torch.
-var tinyclip = filepath.Join("..", "..", "testdata", "tinyclip")
-
 // encoderTol is the largest difference allowed between ONNX Runtime and torch.
 const encoderTol = 1e-4
 
@@ -30,15 +26,6 @@ const encoderTol = 1e-4
 // 5.6, where one float16 ulp is 2^-8 ≈ 0.004; measured worst 0.0047 (ONNX
 // Runtime 1.30, x86-64), logged with -v.
 const fp16EncoderTol = 2e-2
-
-func readGolden(t *testing.T, name string) tensorio.Tensor {
-	t.Helper()
-	x, err := tensorio.ReadNPY(filepath.Join(tinyclip, "golden", name+".npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
 
 func closeToTorch(t *testing.T, what string, got, want []float32) {
 	t.Helper()

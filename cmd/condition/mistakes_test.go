@@ -243,3 +243,19 @@ func TestResumeOtherSettingsWarns(t *testing.T) {
 		t.Errorf("attend --truncate: exit %d\n%s", code, errs)
 	}
 }
+
+// TestRunFlagErrorsNameTheFlag: a bad value is reported against its own flag.
+func TestRunFlagErrorsNameTheFlag(t *testing.T) {
+	for flag, args := range map[string][]string{
+		"--streams":      {"--streams", "-2"},
+		"--workers":      {"--workers", "-1"},
+		"--max-failures": {"--max-failures", "-1"},
+		"--batch":        {"--batch", "0"},
+		"--max-pixels":   {"--max-pixels", "-5"},
+	} {
+		code, _, errs := runCLI(t, append([]string{"run", "--images", ".", "--out", t.TempDir(), "-p", "a red circle"}, args...)...)
+		if code != exitUsage || !strings.Contains(errs, flag) || (flag != "--batch" && strings.Contains(errs, "--batch")) {
+			t.Errorf("%v: exit %d\n%s", args, code, errs)
+		}
+	}
+}

@@ -54,7 +54,12 @@ type Config struct {
 	// for that image (numbered after the job's prompts, truncated to the
 	// context); images without a caption get the job's prompts alone.
 	CaptionPrompt bool
-	Format        string // "safetensors" (default) or "npz"
+	Format        string // "safetensors" (default) or "npz", for the files layout
+	// Layout is "files" (default: one file per image) or "shards": every
+	// ShardSize images (default 10,000) one shard of stacked .npy arrays
+	// and a Parquet metadata file (see shardout.go's package comment).
+	Layout    string
+	ShardSize int
 
 	Workers   int   // goroutines reading and hashing files ahead of the encoder streams (default GOMAXPROCS)
 	ReadAhead int64 // bytes of files read ahead of the encoder streams, at most (default 256 MiB; one file larger passes alone)
@@ -112,6 +117,7 @@ type work struct {
 	data    []byte      // the file, read and not yet decoded
 	held    int64       // bytes of data counted in the job's read-ahead budget
 	base    *image.RGBA // the heatmap base panel (HeatmapBase), when heatmaps are asked for
+	seq     int         // the image's place in this process's walk (its shard and row in the shards layout)
 	started time.Time
 	timings map[string]float64
 	fail    error
@@ -202,6 +208,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 				w.fail = fmt.Errorf("two inputs map to the output name %q; pass them as separate jobs or rename one", it.Rel)
 			}
 			rels[it.Rel] = true
+			w.seq = int(seen.Load()) - 1
 			select {
 			case items <- w:
 				return nil
@@ -275,6 +282,16 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 				manErr = err
 				stop() // no result may be lost: take no new images
 			}
+			if j.shards != nil && manErr == nil {
+				total := -1
+				if walked.Load() {
+					total = int(seen.Load())
+				}
+				if err := j.shards.account(w.seq, shardRowOf(w.entry), total); err != nil {
+					manErr = err
+					stop()
+				}
+			}
 		}
 		if cfg.Progress != nil {
 			p := Progress{Done: sum.Done, Skipped: sum.Skipped, Failed: sum.Failed,
@@ -284,6 +301,12 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 			}
 			cfg.Progress(p)
 		}
+	}
+	if j.shards != nil {
+		if manErr == nil && parent.Err() == nil && walkErr == nil {
+			manErr = j.shards.finishAll(int(seen.Load()))
+		}
+		j.shards.abandon() // what is left unfinished stays unseen
 	}
 	sum.Elapsed = time.Since(start)
 	if budget.used != 0 && manErr == nil { // every stream has returned
@@ -317,6 +340,10 @@ func (j *job) read(w *work, budget *byteBudget) {
 	w.entry = Entry{Path: w.it.Rel, Source: w.it.Path, Settings: j.settings, Caption: w.it.Caption}
 	if w.fail == nil {
 		w.fail = w.it.Err
+	}
+	if j.shards != nil && j.cfg.Resume && j.shardComplete(w.seq/j.shards.size) {
+		w.entry.Status = statusSkipped
+		return
 	}
 	if w.fail != nil {
 		return
@@ -579,9 +606,23 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces, captio
 		meta["caption"] = caption.Text
 		meta["caption_prompt"] = strconv.Itoa(len(j.prompts)) // the prompt.<k>. tensors of the caption
 	}
+	if j.shards != nil {
+		if err := j.shards.write(w.seq, ts); err != nil {
+			w.fail = err
+			return
+		}
+		name := shardName(j.cfg.Shard, w.seq/j.shards.size)
+		for tn := range ts {
+			w.entry.Outputs = append(w.entry.Outputs, "shards/"+name+"/"+tn+".npy")
+		}
+		slices.Sort(w.entry.Outputs)
+		w.entry.Outputs = append(w.entry.Outputs, "img_emb/img_emb_"+name+".npy", "metadata/metadata_"+name+".parquet")
+	}
 	outName := w.it.Rel + "." + j.format
 	var data []byte
-	if j.format == "npz" {
+	if j.shards != nil {
+		// The arrays are in the shard; no file of its own.
+	} else if j.format == "npz" {
 		mb, _ := json.Marshal(meta)
 		ts["metadata_json"] = tensorio.Tensor{DType: tensorio.DTypeU8, Shape: []int{len(mb)}, Data: mb}
 		data, err = tensorio.EncodeNPZ(ts)
@@ -589,14 +630,15 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces, captio
 		data, err = tensorio.AppendSafetensors(ws.file[:0], ts, meta)
 		ws.file = data
 	}
-	if err == nil {
-		err = j.out.WriteFile(outName, data)
+	if err == nil && j.shards == nil {
+		if err = j.out.WriteFile(outName, data); err == nil {
+			w.entry.Outputs = append(w.entry.Outputs, outName)
+		}
 	}
 	if err != nil {
 		w.fail = err
 		return
 	}
-	w.entry.Outputs = append(w.entry.Outputs, outName)
 	for k, ov := range sheets {
 		if len(ov) == 0 {
 			continue
@@ -681,4 +723,25 @@ func (j *job) captionPrompts(batch []*work) []*Prompt {
 		out[i] = ps[k]
 	}
 	return out
+}
+
+// shardRowOf is an image's row of its shard's metadata.
+func shardRowOf(e Entry) shardRow {
+	r := shardRow{Key: e.Path, ImagePath: e.Path, Source: e.Source, SHA256: e.SHA256, Status: e.Status, Error: e.Error,
+		Width: int32(e.Width), Height: int32(e.Height)}
+	for _, s := range e.Scores {
+		r.Scores = append(r.Scores, s.Score)
+	}
+	return r
+}
+
+// shardComplete reports whether output shard i was finished by an earlier
+// run with the same settings (read once per shard).
+func (j *job) shardComplete(i int) bool {
+	if v, ok := j.doneShards.Load(i); ok {
+		return v.(bool)
+	}
+	done := j.shards.complete(i)
+	j.doneShards.Store(i, done)
+	return done
 }

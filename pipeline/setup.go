@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/conditionhq/condition/vision"
 )
@@ -25,7 +26,9 @@ import (
 // job is a batch job over one engine and its prepared prompts.
 type job struct {
 	cfg          Config
-	inputs       []string // cfg.Inputs with brace patterns expanded
+	inputs       []string  // cfg.Inputs with brace patterns expanded
+	shards       *shardSet // the shards layout's writer; nil for the files layout
+	doneShards   sync.Map  // shard index → finished by an earlier run (bool)
 	eng          *Engine
 	log          *slog.Logger
 	prompts      Prompts
@@ -68,6 +71,19 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		j.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	j.inH, j.inW = eng.InputSize()
+	switch cfg.Layout {
+	case "", "files":
+	case "shards":
+		if cfg.CaptionPrompt {
+			return nil, errors.New("pipeline: the shards layout stacks every image's prompts; captions (one more prompt per image) need the files layout")
+		}
+		if cfg.ShardSize <= 0 {
+			cfg.ShardSize = 10000
+			j.cfg.ShardSize = cfg.ShardSize
+		}
+	default:
+		return nil, fmt.Errorf("pipeline: layout %q: want files or shards", cfg.Layout)
+	}
 	switch cfg.Format {
 	case "", "safetensors":
 		j.format = "safetensors"
@@ -99,6 +115,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	settings := map[string]any{
 		"model": m.Name(), "revision": m.Revision(), "prompts": cfg.Prompts, "direction": dir,
 		"xattn": eng.LayerName(), "per_head": cfg.PerHead, "truncate": eng.opts.Truncate, "caption_prompt": cfg.CaptionPrompt,
+		"layout": cfg.Layout, "shard_size": cfg.ShardSize,
 		"heatmaps": cfg.Heatmaps, "format": j.format, "preprocessing": json.RawMessage(preJSON),
 		"jpeg_decoder": vision.JPEGDecoder(), // its JPEG pixels differ by a few levels from the other's
 	}
@@ -139,6 +156,9 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		}
 	}
 	j.manifestPath = filepath.Join(cfg.Out, name)
+	if cfg.Layout == "shards" {
+		j.shards = newShardSet(j.out, cfg.ShardSize, cfg.Shard, j.settings)
+	}
 	var prior []Entry
 	if j.man, prior, err = OpenManifest(j.out, name, cfg.Resume); err != nil {
 		return nil, err

@@ -195,3 +195,12 @@ func decodeLEPortable(dt DType, b []byte, n int) (any, error) {
 	}
 	return nil, fmt.Errorf("unsupported dtype %q", dt)
 }
+
+// AppendLE appends t's elements to dst as little-endian bytes, the layout
+// .npy and safetensors files store, and returns the extended slice.
+func AppendLE(dst []byte, t Tensor) ([]byte, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return encodeLE(dst, t), nil
+}

@@ -37,6 +37,8 @@ type runOptions struct {
 	captions    bool
 	perHead     bool
 	format      string
+	layout      string
+	shardSize   int
 	workers     int
 	streams     int
 	batch       int
@@ -63,7 +65,9 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.heatmaps, "heatmaps", false, "write a PNG per image and prompt: the image and one overlay per word")
 	fs.BoolVar(&o.perHead, "per-head", false, "also write the attention maps of every head")
 	fs.BoolVar(&o.captions, "caption-prompt", false, "add each tar sample's own caption (its .txt or .json member) as one more prompt for that image")
-	fs.StringVar(&o.format, "format", "safetensors", "output format: safetensors or npz")
+	fs.StringVar(&o.format, "format", "safetensors", "output format of the files layout: safetensors or npz")
+	fs.StringVar(&o.layout, "layout", "files", "files (one file per image) or shards (every --shard-size images one shard of stacked .npy arrays, img_emb/ and metadata/ Parquet as clip-retrieval names them)")
+	fs.IntVar(&o.shardSize, "shard-size", 10000, "images per output shard with --layout shards")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines reading and hashing files ahead of the encoder (0: one per core; decoding and preprocessing run on the encoder streams' threads)")
 	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
 	fs.IntVar(&o.batch, "batch", 8, "images per vision encoder call")
@@ -114,6 +118,15 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if o.batch < 1 {
 		return usagef("--batch must be at least 1, got %d", o.batch)
 	}
+	if o.layout != "files" && o.layout != "shards" {
+		return usagef("--layout %q: want files or shards", o.layout)
+	}
+	if o.shardSize < 1 {
+		return usagef("--shard-size must be at least 1, got %d", o.shardSize)
+	}
+	if o.layout == "shards" && o.captions {
+		return usagef("--caption-prompt needs --layout files (a shard stacks the same prompts for every image)")
+	}
 	if err := checkMaxPixels(o.maxPixels); err != nil {
 		return err
 	}
@@ -160,7 +173,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	prog := newProgressDisplay(e.Stderr, o.quiet)
 	cfg := pipeline.Config{
 		Engine: eng, Inputs: o.images, Lists: o.lists, Prompts: o.prompts, Out: o.out,
-		PerHead: o.perHead, Heatmaps: o.heatmaps, CaptionPrompt: o.captions, Format: o.format,
+		PerHead: o.perHead, Heatmaps: o.heatmaps, CaptionPrompt: o.captions, Format: o.format, Layout: o.layout, ShardSize: o.shardSize,
 		Workers: o.workers, Batch: o.batch, Streams: streams, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,
 		Progress: prog.update,
@@ -182,7 +195,12 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.Stderr, "done %d, skipped %d, failed %d in %s (%.1f images/s); manifest %s\n",
 			sum.Done, sum.Skipped, sum.Failed, sum.Elapsed.Round(time.Millisecond), sum.ImagesPerSec(), sum.Manifest)
 		if sum.Done > 0 {
-			fmt.Fprintf(e.Stderr, "results: %s (features and attention maps)\n", filepath.Join(o.out, "<image>."+o.format))
+			if o.layout == "shards" {
+				fmt.Fprintf(e.Stderr, "results: %s (stacked arrays), %s, %s\n", filepath.Join(o.out, "shards", "<shard>", "<tensor>.npy"),
+					filepath.Join(o.out, "img_emb", "img_emb_<shard>.npy"), filepath.Join(o.out, "metadata", "metadata_<shard>.parquet"))
+			} else {
+				fmt.Fprintf(e.Stderr, "results: %s (features and attention maps)\n", filepath.Join(o.out, "<image>."+o.format))
+			}
 			if o.heatmaps {
 				for k, p := range o.prompts {
 					fmt.Fprintf(e.Stderr, "heatmaps: %s for prompt %d, %s\n", filepath.Join(o.out, fmt.Sprintf("<image>.heatmap.%d.png", k)), k, pipeline.QuotePrompt(p))

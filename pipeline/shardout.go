@@ -1,0 +1,317 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// The shards layout (Config.Layout "shards"): every ShardSize images, in
+// the order the walk finds them, one output shard:
+//
+//	shards/<name>/<tensor>.npy      stacked arrays [N, ...] (numpy.load, no code of ours)
+//	img_emb/img_emb_<name>.npy      image_embeds [N, d_p], as clip-retrieval names them
+//	metadata/metadata_<name>.parquet one row per image: key, image_path, source, sha256,
+//	                                status, error, width, height, row, scores (per prompt)
+//
+// Row r of every array is the image whose metadata row says r; a failed
+// image's rows are zeros. Token axes have each prompt's own length T_k (its
+// tokens BOS to EOS; the job's prompts are fixed, so no padding). A shard is
+// written under a temporary folder and appears whole: its arrays folder is
+// renamed into place, then img_emb, then the metadata file, written last,
+// marks it complete (with the job's settings hash in its key-value
+// metadata, which --resume compares).
+
+// shardNPYHeader is the room kept before each array's rows for its .npy
+// header, written once the number of rows is known.
+const shardNPYHeader = 256
+
+// shardRow is one image's row of a shard's metadata.
+type shardRow struct {
+	Key       string    `parquet:"key"`
+	ImagePath string    `parquet:"image_path"`
+	Source    string    `parquet:"source"`
+	SHA256    string    `parquet:"sha256"`
+	Status    string    `parquet:"status"`
+	Error     string    `parquet:"error"`
+	Width     int32     `parquet:"width"`
+	Height    int32     `parquet:"height"`
+	Row       int32     `parquet:"row"`
+	Scores    []float64 `parquet:"scores,list"`
+}
+
+// shardName names shard i of this process: i, or <process shard>_<i> when
+// the job is one of several sharing the output folder.
+func shardName(s Shard, i int) string {
+	if s.Active() {
+		return fmt.Sprintf("%05d_%06d", s.Index, i)
+	}
+	return fmt.Sprintf("%06d", i)
+}
+
+// shardSet writes a job's output shards.
+type shardSet struct {
+	out      *OutDir
+	size     int
+	proc     Shard
+	settings string
+	mu       sync.Mutex
+	open     map[int]*shardOut
+}
+
+// shardOut is one shard being written.
+type shardOut struct {
+	name  string
+	tmp   string // its temporary folder, relative to the output folder
+	files map[string]*shardArray
+	rows  []shardRow
+	done  int // images accounted for (written, failed or skipped)
+}
+
+// shardArray is one stacked array being written: rows at fixed offsets.
+type shardArray struct {
+	f     *os.File
+	shape []int // of one row
+	dtype string
+	size  int // bytes of one row
+}
+
+func newShardSet(out *OutDir, size int, proc Shard, settings string) *shardSet {
+	return &shardSet{out: out, size: size, proc: proc, settings: settings, open: map[int]*shardOut{}}
+}
+
+func (s *shardSet) metaName(i int) string {
+	return "metadata/metadata_" + shardName(s.proc, i) + ".parquet"
+}
+
+// complete reports whether shard i was finished by an earlier run with the
+// same settings.
+func (s *shardSet) complete(i int) bool {
+	b, err := s.out.ReadFile(s.metaName(i))
+	if err != nil {
+		return false
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return false
+	}
+	v, ok := f.Lookup("settings")
+	return ok && v == s.settings
+}
+
+// get returns shard i, opening it.
+func (s *shardSet) get(i int) (*shardOut, error) {
+	if o := s.open[i]; o != nil {
+		return o, nil
+	}
+	name := shardName(s.proc, i)
+	o := &shardOut{name: name, tmp: ".tmp-shard-" + name, files: map[string]*shardArray{}, rows: make([]shardRow, 0, s.size)}
+	if err := s.out.root.RemoveAll(o.tmp); err != nil {
+		return nil, fmt.Errorf("pipeline: shard %s: %w", name, err)
+	}
+	if err := s.out.root.MkdirAll(o.tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("pipeline: shard %s: %w", name, err)
+	}
+	s.open[i] = o
+	return o, nil
+}
+
+// write puts image seq's tensors in their rows.
+func (s *shardSet) write(seq int, ts map[string]tensorio.Tensor) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, err := s.get(seq / s.size)
+	if err != nil {
+		return err
+	}
+	row := seq % s.size
+	for name, t := range ts {
+		b, err := tensorio.AppendLE(nil, t)
+		if err != nil {
+			return fmt.Errorf("pipeline: shard %s: %s: %w", o.name, name, err)
+		}
+		a := o.files[name]
+		if a == nil {
+			f, err := s.out.root.OpenFile(path.Join(o.tmp, name+".npy"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+			if err != nil {
+				return fmt.Errorf("pipeline: shard %s: %w", o.name, err)
+			}
+			a = &shardArray{f: f, shape: append([]int(nil), t.Shape...), dtype: string(t.DType), size: len(b)}
+			o.files[name] = a
+		}
+		if len(b) != a.size || string(t.DType) != a.dtype || !equalInts(t.Shape, a.shape) {
+			return fmt.Errorf("pipeline: shard %s: %s is %s%v, earlier rows %s%v", o.name, name, t.DType, t.Shape, a.dtype, a.shape)
+		}
+		if _, err := a.f.WriteAt(b, int64(shardNPYHeader+row*a.size)); err != nil {
+			return fmt.Errorf("pipeline: shard %s: %w", o.name, err)
+		}
+	}
+	return nil
+}
+
+// account records image seq's metadata row; it finishes the shard when it
+// holds all its images: size of them, or, once the walk is over (total ≥
+// 0), the rest.
+func (s *shardSet) account(seq int, r shardRow, total int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := seq / s.size
+	o, err := s.get(i)
+	if err != nil {
+		return err
+	}
+	r.Row = int32(seq % s.size)
+	o.rows = append(o.rows, r)
+	o.done++
+	return s.finishIfWhole(i, total)
+}
+
+// finishAll finishes the shards still open once every image is accounted
+// for (total, the number of images the walk found).
+func (s *shardSet) finishAll(total int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var idx []int
+	for i := range s.open {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		if err := s.finishIfWhole(i, total); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *shardSet) finishIfWhole(i, total int) error {
+	o := s.open[i]
+	want := s.size
+	if total >= 0 {
+		want = min(s.size, total-i*s.size)
+	}
+	if o == nil || o.done < want {
+		return nil
+	}
+	delete(s.open, i)
+	return s.finish(o, want)
+}
+
+// finish writes shard o of n rows: the arrays' headers, the arrays folder
+// renamed into place, img_emb, then the metadata.
+func (s *shardSet) finish(o *shardOut, n int) error {
+	var emb []byte
+	for name, a := range o.files {
+		shape := append([]int{n}, a.shape...)
+		hdr, err := npyHeader(a.dtype, shape)
+		if err != nil {
+			return fmt.Errorf("pipeline: shard %s: %s: %w", o.name, name, err)
+		}
+		if _, err := a.f.WriteAt(hdr, 0); err == nil {
+			err = a.f.Truncate(int64(shardNPYHeader + n*a.size))
+		}
+		if err == nil {
+			err = a.f.Sync()
+		}
+		if cerr := a.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("pipeline: shard %s: %w", o.name, err)
+		}
+		if name == "image_embeds" {
+			if emb, err = s.out.ReadFile(path.Join(o.tmp, name+".npy")); err != nil {
+				return err
+			}
+		}
+	}
+	dst := "shards/" + o.name
+	if err := s.out.root.MkdirAll("shards", 0o755); err != nil {
+		return err
+	}
+	if err := s.out.root.RemoveAll(dst); err != nil {
+		return err
+	}
+	if err := s.out.root.Rename(o.tmp, dst); err != nil {
+		return fmt.Errorf("pipeline: shard %s: %w", o.name, err)
+	}
+	if emb != nil {
+		if err := s.out.WriteFile("img_emb/img_emb_"+o.name+".npy", emb); err != nil {
+			return err
+		}
+	}
+	sort.Slice(o.rows, func(a, b int) bool { return o.rows[a].Row < o.rows[b].Row })
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[shardRow](&buf, parquet.KeyValueMetadata("settings", s.settings),
+		parquet.KeyValueMetadata("rows", fmt.Sprint(n)))
+	if _, err := w.Write(o.rows); err != nil {
+		return fmt.Errorf("pipeline: shard %s: metadata: %w", o.name, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("pipeline: shard %s: metadata: %w", o.name, err)
+	}
+	return s.out.WriteFile("metadata/metadata_"+o.name+".parquet", buf.Bytes())
+}
+
+// abandon closes the shards left unfinished (an interrupted job); their
+// temporary folders stay for --resume to remove.
+func (s *shardSet) abandon() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, o := range s.open {
+		for _, a := range o.files {
+			a.f.Close()
+		}
+		delete(s.open, i)
+	}
+}
+
+// npyHeader is the .npy (version 1.0) header of an array of dtype and
+// shape, padded with spaces to shardNPYHeader bytes.
+func npyHeader(dtype string, shape []int) ([]byte, error) {
+	descr := map[string]string{"F32": "<f4", "I64": "<i8", "I32": "<i4", "U8": "|u1"}[dtype]
+	if descr == "" {
+		return nil, fmt.Errorf("no .npy type for %s", dtype)
+	}
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = fmt.Sprint(d)
+	}
+	tuple := strings.Join(dims, ", ")
+	if len(shape) == 1 {
+		tuple += ","
+	}
+	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, tuple)
+	pad := shardNPYHeader - 10 - len(dict) - 1
+	if pad < 0 {
+		return nil, errors.New("shape too long for the header")
+	}
+	h := make([]byte, 0, shardNPYHeader)
+	h = append(h, "\x93NUMPY\x01\x00"...)
+	h = binary.LittleEndian.AppendUint16(h, uint16(shardNPYHeader-10))
+	h = append(h, dict...)
+	h = append(h, bytes.Repeat([]byte{' '}, pad)...)
+	return append(h, '\n'), nil
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -197,17 +198,20 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	go func() {
 		defer close(items)
 		defer walked.Store(true)
-		rels := map[string]bool{}
+		// Output names seen, to refuse a second image of one name. A folder
+		// cannot hold two, so names are kept only where two can meet:
+		// inputs whose names collide, lists, and within one tar shard (kept
+		// per shard). A job over one huge folder keeps none.
+		names := newNameCheck(j.inputs, cfg.Lists)
 		walkErr = walk(ctx, j.inputs, cfg.Lists, []string{cfg.Out}, false, func(it Item) error {
 			if !cfg.Shard.Takes(it.ShardKey()) {
 				return nil
 			}
 			seen.Add(1)
 			w := &work{it: it, started: time.Now(), timings: map[string]float64{}}
-			if rels[it.Rel] {
+			if names.seen(it) {
 				w.fail = fmt.Errorf("two inputs map to the output name %q; pass them as separate jobs or rename one", it.Rel)
 			}
-			rels[it.Rel] = true
 			w.seq = int(seen.Load()) - 1
 			select {
 			case items <- w:
@@ -744,4 +748,42 @@ func (j *job) shardComplete(i int) bool {
 	done := j.shards.complete(i)
 	j.doneShards.Store(i, done)
 	return done
+}
+
+// nameCheck remembers output names where two images could share one.
+type nameCheck struct {
+	all   bool            // inputs whose own names collide, or lists: every name is kept
+	names map[string]bool // names kept
+	unit  string          // the tar shard whose member names are kept
+}
+
+func newNameCheck(inputs, lists []string) *nameCheck {
+	c := &nameCheck{all: len(lists) > 0, names: map[string]bool{}}
+	base := map[string]bool{}
+	for _, in := range inputs {
+		b := filepath.Base(filepath.Clean(in))
+		if IsTarName(b) {
+			b = strings.TrimSuffix(b, filepath.Ext(b))
+		}
+		if base[b] {
+			c.all = true
+		}
+		base[b] = true
+	}
+	return c
+}
+
+// seen reports whether it's output name came before, and remembers it.
+func (c *nameCheck) seen(it Item) bool {
+	if !c.all {
+		if !it.Member {
+			return false // one folder's files have distinct names
+		}
+		if it.Unit != c.unit {
+			c.unit, c.names = it.Unit, map[string]bool{}
+		}
+	}
+	dup := c.names[it.Rel]
+	c.names[it.Rel] = true
+	return dup
 }

@@ -233,3 +233,31 @@ func TestRunLists(t *testing.T) {
 		t.Error("a missing list: no error")
 	}
 }
+
+// TestNameCheck: names are kept only where two images can share one, and
+// a duplicate there is caught.
+func TestNameCheck(t *testing.T) {
+	c := newNameCheck([]string{"/data/photos"}, nil)
+	for range 3 {
+		if c.seen(Item{Rel: "a.jpg"}) {
+			t.Fatal("one folder: a name flagged (a folder cannot hold two)")
+		}
+	}
+	if len(c.names) != 0 {
+		t.Errorf("one folder: %d names kept", len(c.names))
+	}
+	c = newNameCheck([]string{"s/0.tar", "s/1.tar"}, nil)
+	if c.seen(Item{Rel: "0/k.jpg", Unit: "0", Member: true}) || !c.seen(Item{Rel: "0/k.jpg", Unit: "0", Member: true}) {
+		t.Error("a key twice in one tar shard is not caught")
+	}
+	if c.seen(Item{Rel: "1/k.jpg", Unit: "1", Member: true}) || len(c.names) != 1 {
+		t.Errorf("the next shard starts afresh: %d names kept", len(c.names))
+	}
+	c = newNameCheck([]string{"a/imgs", "b/imgs"}, nil)
+	if c.seen(Item{Rel: "imgs/x.png"}) || !c.seen(Item{Rel: "imgs/x.png"}) {
+		t.Error("two inputs of one name: the second image of one name is not caught")
+	}
+	if c = newNameCheck(nil, []string{"l.txt"}); c.seen(Item{Rel: "x"}) || !c.seen(Item{Rel: "x"}) {
+		t.Error("a list naming one path twice is not caught")
+	}
+}

@@ -125,13 +125,7 @@ func (e *Engine) attend(ctx context.Context, ws *workspaces, img *ImageEncoding,
 			if err := ws.i2t.ForwardPrepared(res, &ws.patchQ, ps.src, mode); err != nil {
 				return nil, fmt.Errorf("pipeline: attention (image to text, prompt %d): %w", k, err)
 			}
-			a.ImageToText = headMean(res.Attn, res.Heads, p*t, mode)
-			if opts.PerHead {
-				a.ImageToTextHeads = clone(res.Attn)
-			}
-			if opts.Conditioned {
-				a.ConditionedPatches = clone(res.Out)
-			}
+			a.ImageToText, a.ImageToTextHeads, a.ConditionedPatches = take(res, p*t, mode, opts)
 			a.Heads, a.DOut = res.Heads, res.DOut
 		}
 		if e.jointPatches && t2i {
@@ -141,13 +135,7 @@ func (e *Engine) attend(ctx context.Context, ws *workspaces, img *ImageEncoding,
 			if err := ws.t2i.ForwardPrepared(res, ps.q, &ws.patchSrc, mode); err != nil {
 				return nil, fmt.Errorf("pipeline: attention (text to image, prompt %d): %w", k, err)
 			}
-			a.TextToImage = headMean(res.Attn, res.Heads, t*p, mode)
-			if opts.PerHead {
-				a.TextToImageHeads = clone(res.Attn)
-			}
-			if opts.Conditioned {
-				a.ConditionedTokens = clone(res.Out)
-			}
+			a.TextToImage, a.TextToImageHeads, a.ConditionedTokens = take(res, t*p, mode, opts)
 			a.Heads, a.DOut = res.Heads, res.DOut
 		}
 		if img.Embeds != nil && ps.Embeds != nil && e.logitScale != 0 && len(img.Embeds) == len(ps.Embeds) {
@@ -238,6 +226,19 @@ func (e *Engine) preparePatches(ws *workspaces, patches []float32, p int, i2t, t
 		return fmt.Errorf("pipeline: attention (text to image): %w", err)
 	}
 	return nil
+}
+
+// take copies out of res what opts asks for: the head-averaged map of n
+// values, the per-head maps [heads, n] and the attention output.
+func take(res *xattn.Result, n int, mode xattn.AttnMode, opts AttendOptions) (mean, perHead, out []float32) {
+	mean = headMean(res.Attn, res.Heads, n, mode)
+	if opts.PerHead {
+		perHead = clone(res.Attn)
+	}
+	if opts.Conditioned {
+		out = clone(res.Out)
+	}
+	return mean, perHead, out
 }
 
 // headMean returns the head-averaged map [n] from attn, which holds it

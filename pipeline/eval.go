@@ -130,12 +130,7 @@ func Evaluate(ctx context.Context, eng *Engine, opts EvalOptions) (EvalResult, e
 			return res, fmt.Errorf("pipeline: eval: %w", err)
 		}
 		for i, row := range cos {
-			at := 0
-			for k, c := range row {
-				if c > row[at] {
-					at = k
-				}
-			}
+			at := argmax(row)
 			o := sc[i].Objects[0]
 			if labels[at] == (label{o.Colour, o.Shape}) {
 				correct++
@@ -188,12 +183,7 @@ func Evaluate(ctx context.Context, eng *Engine, opts EvalOptions) (EvalResult, e
 				}
 				tok := ref.Word + 1
 				row := att.TextToImage[tok*p : (tok+1)*p]
-				at := 0
-				for j, v := range row {
-					if v > row[at] {
-						at = j
-					}
-				}
+				at := argmax(row)
 				res.PeakWords++
 				if c[at] >= EvalInside {
 					peakOK++
@@ -251,4 +241,15 @@ func maxOf(v []float64) float64 {
 		m = max(m, x)
 	}
 	return m
+}
+
+// argmax returns the index of the largest value of v (the first of equals).
+func argmax[T float32 | float64](v []T) int {
+	at := 0
+	for i, x := range v {
+		if x > v[at] {
+			at = i
+		}
+	}
+	return at
 }

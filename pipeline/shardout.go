@@ -2,13 +2,11 @@ package pipeline
 
 import (
 	"bytes"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
@@ -82,7 +80,7 @@ type shardOut struct {
 type shardArray struct {
 	f     *os.File
 	shape []int // of one row
-	dtype string
+	dtype tensorio.DType
 	size  int // bytes of one row
 }
 
@@ -146,10 +144,10 @@ func (s *shardSet) write(seq int, ts map[string]tensorio.Tensor) error {
 			if err != nil {
 				return fmt.Errorf("pipeline: shard %s: %w", o.name, err)
 			}
-			a = &shardArray{f: f, shape: append([]int(nil), t.Shape...), dtype: string(t.DType), size: len(b)}
+			a = &shardArray{f: f, shape: append([]int(nil), t.Shape...), dtype: t.DType, size: len(b)}
 			o.files[name] = a
 		}
-		if len(b) != a.size || string(t.DType) != a.dtype || !equalInts(t.Shape, a.shape) {
+		if len(b) != a.size || t.DType != a.dtype || !slices.Equal(t.Shape, a.shape) {
 			return fmt.Errorf("pipeline: shard %s: %s is %s%v, earlier rows %s%v", o.name, name, t.DType, t.Shape, a.dtype, a.shape)
 		}
 		if _, err := a.f.WriteAt(b, int64(shardNPYHeader+row*a.size)); err != nil {
@@ -213,7 +211,7 @@ func (s *shardSet) finish(o *shardOut, n int) error {
 	var emb []byte
 	for name, a := range o.files {
 		shape := append([]int{n}, a.shape...)
-		hdr, err := npyHeader(a.dtype, shape)
+		hdr, err := tensorio.NPYHeader(a.dtype, shape, shardNPYHeader)
 		if err != nil {
 			return fmt.Errorf("pipeline: shard %s: %s: %w", o.name, name, err)
 		}
@@ -274,44 +272,4 @@ func (s *shardSet) abandon() {
 		}
 		delete(s.open, i)
 	}
-}
-
-// npyHeader is the .npy (version 1.0) header of an array of dtype and
-// shape, padded with spaces to shardNPYHeader bytes.
-func npyHeader(dtype string, shape []int) ([]byte, error) {
-	descr := map[string]string{"F32": "<f4", "I64": "<i8", "I32": "<i4", "U8": "|u1"}[dtype]
-	if descr == "" {
-		return nil, fmt.Errorf("no .npy type for %s", dtype)
-	}
-	dims := make([]string, len(shape))
-	for i, d := range shape {
-		dims[i] = fmt.Sprint(d)
-	}
-	tuple := strings.Join(dims, ", ")
-	if len(shape) == 1 {
-		tuple += ","
-	}
-	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, tuple)
-	pad := shardNPYHeader - 10 - len(dict) - 1
-	if pad < 0 {
-		return nil, errors.New("shape too long for the header")
-	}
-	h := make([]byte, 0, shardNPYHeader)
-	h = append(h, "\x93NUMPY\x01\x00"...)
-	h = binary.LittleEndian.AppendUint16(h, uint16(shardNPYHeader-10))
-	h = append(h, dict...)
-	h = append(h, bytes.Repeat([]byte{' '}, pad)...)
-	return append(h, '\n'), nil
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

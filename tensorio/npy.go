@@ -126,35 +126,52 @@ func ReadNPY(path string) (Tensor, error) {
 	return t, nil
 }
 
-// EncodeNPY returns the .npy (version 1.0) encoding of t.
-func EncodeNPY(t Tensor) ([]byte, error) {
-	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("npy: %w", err)
-	}
-	descr, ok := npyDescr[t.DType]
+// NPYHeader returns the .npy (version 1.0) header of an array of dtype and
+// shape: magic, version, length and the dict, padded with spaces to size
+// bytes (a multiple of 64), or, with size 0, to the next 64-byte boundary
+// as NumPy writes it. A header written ahead of rows whose count is known
+// only later keeps a fixed size.
+func NPYHeader(dtype DType, shape []int, size int) ([]byte, error) {
+	descr, ok := npyDescr[dtype]
 	if !ok {
-		return nil, fmt.Errorf("npy: dtype %s has no NumPy equivalent", t.DType)
+		return nil, fmt.Errorf("npy: dtype %s has no NumPy equivalent", dtype)
 	}
 	var sh strings.Builder
-	for i, d := range t.Shape {
+	for i, d := range shape {
 		if i > 0 {
 			sh.WriteString(", ")
 		}
 		sh.WriteString(strconv.Itoa(d))
 	}
-	if len(t.Shape) == 1 {
+	if len(shape) == 1 {
 		sh.WriteString(",")
 	}
 	hdr := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, sh.String())
-	// Pad with spaces and end with a newline so the data starts on a
-	// 64-byte boundary, as NumPy writes it.
 	total := 10 + len(hdr) + 1
-	hdr += strings.Repeat(" ", (64-total%64)%64) + "\n"
-	out := make([]byte, 0, 10+len(hdr)+t.NumElements()*t.DType.Size())
+	pad := (64 - total%64) % 64
+	if size > 0 {
+		if size%64 != 0 || total > size {
+			return nil, fmt.Errorf("npy: a header of %d bytes does not fit in %d", total, size)
+		}
+		pad = size - total
+	}
+	hdr += strings.Repeat(" ", pad) + "\n"
+	out := make([]byte, 0, 10+len(hdr))
 	out = append(out, npyMagic...)
 	out = append(out, 1, 0)
 	out = binary.LittleEndian.AppendUint16(out, uint16(len(hdr)))
-	out = append(out, hdr...)
+	return append(out, hdr...), nil
+}
+
+// EncodeNPY returns the .npy (version 1.0) encoding of t.
+func EncodeNPY(t Tensor) ([]byte, error) {
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("npy: %w", err)
+	}
+	out, err := NPYHeader(t.DType, t.Shape, 0)
+	if err != nil {
+		return nil, err
+	}
 	return encodeLE(out, t), nil
 }
 

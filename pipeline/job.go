@@ -183,7 +183,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	var countDone atomic.Bool
 	go func() {
 		var n int64
-		err := walk(ctx, j.inputs, cfg.Lists, []string{cfg.Out}, true, func(it Item) error {
+		err := walk(ctx, j.inputs, cfg.Lists, walkOptions{skip: []string{cfg.Out}, listOnly: true, stores: j.stores, counting: true}, func(it Item) error {
 			if cfg.Shard.Takes(it.ShardKey()) {
 				n++
 				counted.Store(n)
@@ -203,7 +203,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 		// inputs whose names collide, lists, and within one tar shard (kept
 		// per shard). A job over one huge folder keeps none.
 		names := newNameCheck(j.inputs, cfg.Lists)
-		walkErr = walk(ctx, j.inputs, cfg.Lists, []string{cfg.Out}, false, func(it Item) error {
+		walkErr = walk(ctx, j.inputs, cfg.Lists, walkOptions{skip: []string{cfg.Out}, stores: j.stores}, func(it Item) error {
 			if !cfg.Shard.Takes(it.ShardKey()) {
 				return nil
 			}
@@ -291,7 +291,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 				if walked.Load() {
 					total = int(seen.Load())
 				}
-				if err := j.shards.account(w.seq, shardRowOf(w.entry), total); err != nil {
+				if err := j.shards.account(w.seq, shardRowOf(w.entry, w.it.ShardKey()), total); err != nil {
 					manErr = err
 					stop()
 				}
@@ -319,6 +319,11 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	sum.EncoderCPU = encCPU.Total()
 	if err := j.man.Close(); err != nil && manErr == nil {
 		manErr = err
+	}
+	if j.remote != nil {
+		if err := j.remote.uploadManifest(ctx, j.out, j.cfg.Shard.ManifestName()); err != nil && manErr == nil {
+			manErr = err
+		}
 	}
 	if manErr != nil {
 		return sum, manErr
@@ -359,6 +364,23 @@ func (j *job) read(w *work, budget *byteBudget) {
 		w.it.Data = nil
 		w.held = int64(len(data))
 		budget.take(w.held)
+		j.hashed(w, data, t)
+		return
+	}
+	if w.it.Obj != nil {
+		// An object in a store: its size (from the listing, when it gave
+		// one) is taken from the budget before it is read.
+		w.held = w.it.Size
+		budget.take(w.held)
+		data, err := j.stores.ReadAll(j.ctx, *w.it.Obj, maxObject)
+		if err != nil {
+			w.fail = fmt.Errorf("read: %w", err)
+			return
+		}
+		if extra := int64(len(data)) - w.held; extra > 0 {
+			budget.take(extra)
+			w.held += extra
+		}
 		j.hashed(w, data, t)
 		return
 	}
@@ -730,9 +752,9 @@ func (j *job) captionPrompts(batch []*work) []*Prompt {
 }
 
 // shardRowOf is an image's row of its shard's metadata.
-func shardRowOf(e Entry) shardRow {
+func shardRowOf(e Entry, unit string) shardRow {
 	r := shardRow{Key: e.Path, ImagePath: e.Path, Source: e.Source, SHA256: e.SHA256, Status: e.Status, Error: e.Error,
-		Width: int32(e.Width), Height: int32(e.Height)}
+		Width: int32(e.Width), Height: int32(e.Height), Unit: unit}
 	for _, s := range e.Scores {
 		r.Scores = append(r.Scores, s.Score)
 	}

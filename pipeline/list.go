@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/conditionhq/condition/pipeline/objstore"
 )
 
 // A list names images one by one: a text file with one path per line
@@ -40,8 +42,11 @@ func (w *walker) list(p string) error {
 		if entry == "" {
 			return nil
 		}
+		if objstore.IsURL(entry) {
+			return w.emit(listObject(entry))
+		}
 		if strings.Contains(entry, "://") {
-			return w.emit(Item{Path: entry, Rel: urlName(entry), Err: fmt.Errorf("%s: URL entries are not read (give local paths)", p)})
+			return w.emit(Item{Path: entry, Rel: urlName(entry), Err: fmt.Errorf("%s: web URLs are not fetched (give local paths or s3://, gs://, azblob:// URLs)", p)})
 		}
 		full := entry
 		if !filepath.IsAbs(full) {

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/conditionhq/condition/pipeline/objstore"
 	"github.com/conditionhq/condition/vision"
 )
 
@@ -35,6 +36,9 @@ type job struct {
 	inH          int
 	inW          int
 	out          *OutDir
+	stores       *objstore.Stores // object-store inputs (and outputs)
+	remote       *remoteOut       // an object-store output; nil for a local folder
+	ctx          context.Context  // the job's, for reads from stores
 	man          *Manifest
 	manifestPath string
 	prior        map[string]Entry
@@ -46,6 +50,12 @@ type job struct {
 func (j *job) close() {
 	if j.man != nil {
 		j.man.Close()
+	}
+	if j.stores != nil {
+		j.stores.Close()
+	}
+	if j.remote != nil {
+		os.RemoveAll(j.remote.stage)
 	}
 	if j.out != nil {
 		j.out.Close()
@@ -66,7 +76,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		return nil, errors.New("pipeline: no prompts given")
 	}
 	eng := cfg.Engine
-	j := &job{cfg: cfg, eng: eng, log: cfg.Log}
+	j := &job{cfg: cfg, eng: eng, log: cfg.Log, stores: &objstore.Stores{}, ctx: ctx}
 	if j.log == nil {
 		j.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -100,7 +110,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if j.inputs, err = expandInputs(cfg.Inputs); err != nil {
 		return nil, &InputError{Path: strings.Join(cfg.Inputs, ", "), Err: err}
 	}
-	if err := checkInputs(ctx, j.inputs, cfg.Lists, cfg.Out); err != nil {
+	if err := checkInputs(ctx, j.stores, j.inputs, cfg.Lists, cfg.Out); err != nil {
 		return nil, err
 	}
 	// The prompt side: encoded and prepared once for the whole job.
@@ -137,27 +147,34 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 
 	// Outputs: never over an earlier job's without Resume or Overwrite.
 	name := cfg.Shard.ManifestName()
-	if !cfg.Resume && !cfg.Overwrite {
-		if err := checkOutputFree(cfg.Out, name, cfg.Shard.Active()); err != nil {
+	if objstore.IsURL(cfg.Out) {
+		if err := j.openRemote(ctx, name); err != nil {
 			return nil, err
 		}
-	}
-	if j.out, err = OpenOutDir(cfg.Out); err != nil {
-		return nil, err
-	}
-	if cfg.Overwrite && !cfg.Resume {
-		if err := j.clearEarlier(name); err != nil {
+	} else {
+		if !cfg.Resume && !cfg.Overwrite {
+			if err := checkOutputFree(cfg.Out, name, cfg.Shard.Active()); err != nil {
+				return nil, err
+			}
+		}
+		if j.out, err = OpenOutDir(cfg.Out); err != nil {
 			return nil, err
 		}
-	}
-	if cfg.Resume {
-		if err := j.out.CleanTemps(); err != nil {
-			j.log.Warn("could not remove temporary files", "err", err)
+		if cfg.Overwrite && !cfg.Resume {
+			if err := j.clearEarlier(name); err != nil {
+				return nil, err
+			}
 		}
+		if cfg.Resume {
+			if err := j.out.CleanTemps(); err != nil {
+				j.log.Warn("could not remove temporary files", "err", err)
+			}
+		}
+		j.manifestPath = filepath.Join(cfg.Out, name)
 	}
-	j.manifestPath = filepath.Join(cfg.Out, name)
 	if cfg.Layout == "shards" {
 		j.shards = newShardSet(j.out, cfg.ShardSize, cfg.Shard, j.settings)
+		j.shards.remote, j.shards.ctx = j.remote, ctx
 	}
 	var prior []Entry
 	if j.man, prior, err = OpenManifest(j.out, name, cfg.Resume); err != nil {
@@ -176,6 +193,39 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 			"entries", other, "manifest", j.manifestPath)
 	}
 	return j, nil
+}
+
+// openRemote opens an object-store output (the shards layout only) with
+// its staging folder, after the same checks as a local folder's.
+func (j *job) openRemote(ctx context.Context, name string) error {
+	cfg := j.cfg
+	if cfg.Layout != "shards" {
+		return errors.New("pipeline: an object-store output takes the shards layout (one object per image is what that layout avoids)")
+	}
+	var err error
+	if j.remote, err = newRemoteOut(j.stores, cfg.Out); err != nil {
+		return err
+	}
+	if j.out, err = OpenOutDir(j.remote.stage); err != nil {
+		return err
+	}
+	if !cfg.Resume && !cfg.Overwrite {
+		if err := j.remote.checkFree(ctx, name, cfg.Shard.Active()); err != nil {
+			return err
+		}
+	}
+	if cfg.Overwrite && !cfg.Resume {
+		if err := j.remote.clear(ctx, cfg.Shard, name); err != nil {
+			return err
+		}
+	}
+	if cfg.Resume {
+		if err := j.remote.fetchManifest(ctx, j.out, name); err != nil {
+			return err
+		}
+	}
+	j.manifestPath = j.remote.at(name).String()
+	return nil
 }
 
 // EncoderPlan resolves a job's threads and streams (see Config.Streams) on
@@ -229,13 +279,16 @@ var errFound = errors.New("found")
 
 // checkInputs makes sure, before any work, that every input exists and that
 // they hold at least one image (out, a job's output folder, left out).
-func checkInputs(ctx context.Context, inputs, lists []string, out string) error {
+func checkInputs(ctx context.Context, stores *objstore.Stores, inputs, lists []string, out string) error {
 	for _, in := range append(slices.Clone(inputs), lists...) {
+		if objstore.IsURL(in) {
+			continue // the walk below opens it
+		}
 		if _, err := os.Stat(in); err != nil {
 			return &InputError{Path: in, Err: err}
 		}
 	}
-	err := walk(ctx, inputs, lists, []string{out}, true, func(Item) error { return errFound }, func(string, error) error { return nil })
+	err := walk(ctx, inputs, lists, walkOptions{skip: []string{out}, listOnly: true, stores: stores}, func(Item) error { return errFound }, func(string, error) error { return nil })
 	switch {
 	case errors.Is(err, errFound):
 		return nil

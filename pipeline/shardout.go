@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path"
@@ -45,6 +46,7 @@ type shardRow struct {
 	Width     int32     `parquet:"width"`
 	Height    int32     `parquet:"height"`
 	Row       int32     `parquet:"row"`
+	Unit      string    `parquet:"unit"` // what sharding assigned: the tar shard, or key
 	Scores    []float64 `parquet:"scores,list"`
 }
 
@@ -65,6 +67,8 @@ type shardSet struct {
 	settings string
 	mu       sync.Mutex
 	open     map[int]*shardOut
+	remote   *remoteOut      // uploads finished shards; nil for a local output
+	ctx      context.Context // for the uploads
 }
 
 // shardOut is one shard being written.
@@ -95,7 +99,13 @@ func (s *shardSet) metaName(i int) string {
 // complete reports whether shard i was finished by an earlier run with the
 // same settings.
 func (s *shardSet) complete(i int) bool {
-	b, err := s.out.ReadFile(s.metaName(i))
+	var b []byte
+	var err error
+	if s.remote != nil {
+		b, err = s.remote.read(s.ctx, s.metaName(i))
+	} else {
+		b, err = s.out.ReadFile(s.metaName(i))
+	}
 	if err != nil {
 		return false
 	}
@@ -251,14 +261,21 @@ func (s *shardSet) finish(o *shardOut, n int) error {
 	sort.Slice(o.rows, func(a, b int) bool { return o.rows[a].Row < o.rows[b].Row })
 	var buf bytes.Buffer
 	w := parquet.NewGenericWriter[shardRow](&buf, parquet.KeyValueMetadata("settings", s.settings),
-		parquet.KeyValueMetadata("rows", fmt.Sprint(n)))
+		parquet.KeyValueMetadata("rows", fmt.Sprint(n)),
+		parquet.KeyValueMetadata("process_shard", fmt.Sprintf("%d/%d", s.proc.Index, max(s.proc.Count, 1))))
 	if _, err := w.Write(o.rows); err != nil {
 		return fmt.Errorf("pipeline: shard %s: metadata: %w", o.name, err)
 	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("pipeline: shard %s: metadata: %w", o.name, err)
 	}
-	return s.out.WriteFile("metadata/metadata_"+o.name+".parquet", buf.Bytes())
+	if err := s.out.WriteFile("metadata/metadata_"+o.name+".parquet", buf.Bytes()); err != nil {
+		return err
+	}
+	if s.remote != nil {
+		return s.remote.uploadShard(s.ctx, s.out, o.name)
+	}
+	return nil
 }
 
 // abandon closes the shards left unfinished (an interrupted job); their

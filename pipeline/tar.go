@@ -38,7 +38,12 @@ func (w *walker) tar(p, rel string) error {
 		return w.emit(Item{Path: p, Rel: rel, Unit: rel, Err: fmt.Errorf("read tar shard: %w", err)})
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
+	return w.tarStream(p, f, rel)
+}
+
+// tarStream walks the shard p read from r (see tar).
+func (w *walker) tarStream(p string, r io.Reader, rel string) error {
+	tr := tar.NewReader(r)
 	var cur *sample
 	flush := func() error {
 		if cur == nil {

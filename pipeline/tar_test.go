@@ -165,7 +165,7 @@ func TestShardTakesWholeTars(t *testing.T) {
 	owner := map[string]int{}
 	for i := range 3 {
 		s := Shard{Index: i, Count: 3}
-		err := walk(context.Background(), names, nil, nil, true, func(it Item) error {
+		err := walk(context.Background(), names, nil, walkOptions{listOnly: true}, func(it Item) error {
 			if s.Takes(it.ShardKey()) {
 				unit, _, _ := strings.Cut(it.Rel, "/")
 				if o, ok := owner[unit]; ok && o != i {
@@ -221,7 +221,7 @@ func TestRunLists(t *testing.T) {
 		t.Fatalf("summary %+v, want 4 done and the URL failed", sum)
 	}
 	for _, e := range readManifest(t, sum.Manifest) {
-		if strings.Contains(e.Source, "example.com") && !strings.Contains(e.Error, "URL entries are not read") {
+		if strings.Contains(e.Source, "example.com") && !strings.Contains(e.Error, "web URLs are not fetched") {
 			t.Errorf("URL entry: %+v", e)
 		}
 	}

@@ -32,6 +32,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/conditionhq/condition/pipeline/objstore"
 )
 
 // imageExts are the extensions a folder walk takes (case-insensitive).
@@ -61,6 +63,11 @@ type Item struct {
 	// Err is why the walk could not read this item (a broken tar member):
 	// the job records it as the item's failure.
 	Err error
+	// Obj, when set, is the object-store location to read instead of Path
+	// (then the object's URL, without its options), and Size its size in
+	// bytes when the listing gave it.
+	Obj  *objstore.Location
+	Size int64
 }
 
 // ShardKey returns what sharding assigns: Unit, or Rel.
@@ -91,17 +98,36 @@ func WalkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, 
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
 	}
-	return walk(ctx, roots, nil, skip, false, fn, onErr)
+	return walk(ctx, roots, nil, walkOptions{skip: skip}, fn, onErr)
 }
 
-// walk is WalkExcept, then the entries of the list files lists; with
-// listOnly, tar members' bytes are not read.
-func walk(ctx context.Context, roots, lists, skip []string, listOnly bool, fn func(Item) error, onErr func(path string, err error) error) error {
+// WalkStores is Walk over roots that may also be object-store URLs
+// (s3://, gs://, azblob://), opened through stores: a prefix is listed
+// page by page (its image objects, in key order), an object is one image
+// or, named .tar, one WebDataset shard read as a stream.
+func WalkStores(ctx context.Context, stores *objstore.Stores, roots []string, fn func(Item) error, onErr func(path string, err error) error) error {
+	return walk(ctx, roots, nil, walkOptions{stores: stores}, fn, onErr)
+}
+
+// walkOptions are how a walk goes.
+type walkOptions struct {
+	skip     []string         // folders left out (see WalkExcept)
+	listOnly bool             // tar members' bytes are not read
+	stores   *objstore.Stores // opens object-store roots and list entries
+	counting bool             // a count ahead: a tar shard in a store, which would be read whole, ends the walk with errUncounted
+}
+
+// errUncounted ends a counting walk that would have to read a remote tar
+// shard to count its samples.
+var errUncounted = errors.New("pipeline: a tar shard in an object store is not read ahead to count its samples")
+
+// walk is WalkExcept, then the entries of the list files lists.
+func walk(ctx context.Context, roots, lists []string, o walkOptions, fn func(Item) error, onErr func(path string, err error) error) error {
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
 	}
-	w := &walker{ctx: ctx, fn: fn, onErr: onErr, seen: map[fileID]bool{}, listOnly: listOnly}
-	for _, s := range skip {
+	w := &walker{ctx: ctx, fn: fn, onErr: onErr, seen: map[fileID]bool{}, listOnly: o.listOnly, stores: o.stores, counting: o.counting}
+	for _, s := range o.skip {
 		if st, err := os.Stat(s); err == nil && st.IsDir() {
 			if id, ok := idOf(st); ok {
 				w.seen[id] = true // as if walked already
@@ -110,6 +136,12 @@ func walk(ctx context.Context, roots, lists, skip []string, listOnly bool, fn fu
 	}
 	single := len(roots) == 1
 	for _, root := range roots {
+		if objstore.IsURL(root) {
+			if err := w.object(root, single); err != nil {
+				return err
+			}
+			continue
+		}
 		st, err := os.Stat(root)
 		if err != nil {
 			return fmt.Errorf("pipeline: input %q: %w", root, err)
@@ -155,6 +187,8 @@ type walker struct {
 	onErr    func(string, error) error
 	seen     map[fileID]bool
 	listOnly bool // do not read tar members' bytes
+	stores   *objstore.Stores
+	counting bool
 }
 
 func (w *walker) emit(it Item) error {

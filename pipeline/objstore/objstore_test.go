@@ -1,0 +1,112 @@
+package objstore_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/internal/s3test"
+	"github.com/conditionhq/condition/pipeline/objstore"
+)
+
+func TestParse(t *testing.T) {
+	for _, c := range []struct{ in, bucket, key, dir string }{
+		{"s3://b/p/", "b", "p/", "p/"},
+		{"s3://b/p", "b", "p", "p/"},
+		{"s3://b", "b", "", ""},
+		{"gs://b/a/x.tar", "b", "a/x.tar", "a/x.tar/"},
+		{"azblob://c/k?x=1", "c", "k", "k/"},
+	} {
+		l, err := objstore.Parse(c.in)
+		if err != nil || l.Bucket != c.bucket || l.Key != c.key || l.Dir() != c.dir {
+			t.Errorf("Parse(%q) = %+v (dir %q), %v; want bucket %q key %q dir %q", c.in, l, l.Dir(), err, c.bucket, c.key, c.dir)
+		}
+	}
+	for _, bad := range []string{"/tmp/x", "s3:///key", "http://x/y"} {
+		if _, err := objstore.Parse(bad); err == nil {
+			t.Errorf("Parse(%q) took it", bad)
+		}
+	}
+}
+
+// makeBucket creates bucket on the server.
+func makeBucket(t *testing.T, s *s3test.Server, bucket string) {
+	t.Helper()
+	st := &objstore.Stores{}
+	defer st.Close()
+	if err := s.CreateBucket(context.Background(), bucket); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStoresAgainstSeaweedFS lists over 1,000 keys (several pages), reads
+// and writes names with spaces and non-ASCII letters, and names wrong
+// credentials clearly, on a real S3-compatible server.
+func TestStoresAgainstSeaweedFS(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	ctx := context.Background()
+	makeBucket(t, srv, "data")
+	st := &objstore.Stores{}
+	defer st.Close()
+	base, _ := objstore.Parse("s3://data/many/")
+	want := []string{}
+	for i := range 1105 {
+		k := fmt.Sprintf("many/k%05d.bin", i)
+		want = append(want, k)
+		if err := st.Write(ctx, base.Child(k[len("many/"):]), []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	if err := st.List(ctx, base, func(o objstore.Object) error { got = append(got, o.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !sort.StringsAreSorted(got) || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("listed %d keys (sorted %v), want %d", len(got), sort.StringsAreSorted(got), len(want))
+	}
+
+	odd := base.Child("with space/naïve ünïcödé 日本.txt")
+	if err := st.Write(ctx, odd, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.ReadAll(ctx, odd, 0)
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("read %q back: %q, %v", odd, b, err)
+	}
+	found := false
+	dir, _ := objstore.Parse("s3://data/many/with space/")
+	st.List(ctx, dir, func(o objstore.Object) error { found = found || o.Key == odd.Key; return nil })
+	if !found {
+		t.Errorf("listing %s did not give %q", dir, odd.Key)
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB: a multipart upload
+	bl := base.Child("big.bin")
+	if err := st.Upload(ctx, bl, bytes.NewReader(big)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Open(ctx, bl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(rb, big) {
+		t.Fatalf("big object read back: %d bytes, %v", len(rb), err)
+	}
+	if _, ok, err := st.Stat(ctx, base.Child("nope.bin")); ok || err != nil {
+		t.Errorf("Stat of a missing object: %v, %v", ok, err)
+	}
+
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	bad := &objstore.Stores{Attempts: 2}
+	defer bad.Close()
+	err = bad.List(ctx, base, func(objstore.Object) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "access denied") || !strings.Contains(err.Error(), "s3://data/many/") {
+		t.Errorf("wrong credentials: %v; want an error naming the location and access denied", err)
+	}
+}

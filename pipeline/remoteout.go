@@ -1,0 +1,189 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/conditionhq/condition/pipeline/objstore"
+)
+
+// remoteOut is a shards-layout output under an object-store prefix. A
+// shard is finished in a local staging folder as for a local output, then
+// uploaded: its arrays, img_emb, and its metadata last, so that, as on a
+// disk, a shard whose metadata can be read is whole (each object appears
+// only when its upload completes). The staged files are removed once
+// uploaded. The manifest is uploaded when the job ends; the shards'
+// metadata, which lists every image with its status, is the record that
+// resume and merge read.
+type remoteOut struct {
+	stores *objstore.Stores
+	loc    objstore.Location // the prefix
+	stage  string            // the local staging folder, removed at the end
+}
+
+// at returns the location of rel below the prefix.
+func (r *remoteOut) at(rel string) objstore.Location { return r.loc.Child(rel) }
+
+// read reads rel from the store.
+func (r *remoteOut) read(ctx context.Context, rel string) ([]byte, error) {
+	return r.stores.ReadAll(ctx, r.at(rel), 0)
+}
+
+// upload uploads the staged files rels in order, each removed once it is
+// in the store.
+func (r *remoteOut) upload(ctx context.Context, out *OutDir, rels ...string) error {
+	for _, rel := range rels {
+		f, err := out.root.Open(rel)
+		if err != nil {
+			return fmt.Errorf("pipeline: upload %s: %w", rel, err)
+		}
+		err = r.stores.Upload(ctx, r.at(rel), f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("pipeline: upload %s: %w", rel, err)
+		}
+		if err := out.root.Remove(rel); err != nil {
+			return fmt.Errorf("pipeline: upload %s: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+// uploadShard uploads finished shard name from the staging folder.
+func (r *remoteOut) uploadShard(ctx context.Context, out *OutDir, name string) error {
+	dir := "shards/" + name
+	ents, err := fs.ReadDir(out.root.FS(), dir)
+	if err != nil {
+		return fmt.Errorf("pipeline: upload shard %s: %w", name, err)
+	}
+	var rels []string
+	for _, e := range ents {
+		rels = append(rels, dir+"/"+e.Name())
+	}
+	sort.Strings(rels)
+	if out.Exists("img_emb/img_emb_" + name + ".npy") {
+		rels = append(rels, "img_emb/img_emb_"+name+".npy")
+	}
+	rels = append(rels, "metadata/metadata_"+name+".parquet")
+	if err := r.upload(ctx, out, rels...); err != nil {
+		return err
+	}
+	return out.root.Remove(dir)
+}
+
+// uploadManifest uploads the manifest name, a copy kept in the staging
+// folder for the rest of the job. It is given a minute even when ctx is
+// done (an interrupted job still leaves its record).
+func (r *remoteOut) uploadManifest(ctx context.Context, out *OutDir, name string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	f, err := out.root.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pipeline: upload manifest: %w", err)
+	}
+	defer f.Close()
+	return r.stores.Upload(ctx, r.at(name), f)
+}
+
+// fetchManifest copies the store's manifest name into the staging folder,
+// for a resumed job to append to; none in the store is not an error.
+func (r *remoteOut) fetchManifest(ctx context.Context, out *OutDir, name string) error {
+	b, err := r.read(ctx, name)
+	if objstore.NotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return out.WriteFile(name, b)
+}
+
+// layoutName matches the objects a shards-layout job writes below its
+// prefix: the shard name is group 1, or group 2 for the manifest.
+var layoutName = regexp.MustCompile(`^(?:shards/([^/]+)/[^/]+\.npy|img_emb/img_emb_([^/]+)\.npy|metadata/metadata_([^/]+)\.parquet)$`)
+
+// checkFree refuses a prefix holding an earlier job's results (its
+// manifest), or, unless this job is one of several sharing it, anything.
+func (r *remoteOut) checkFree(ctx context.Context, manifest string, sharded bool) error {
+	errFull := errors.New("full")
+	var found error
+	err := r.stores.List(ctx, r.loc, func(o objstore.Object) error {
+		rel := o.Key[len(r.loc.Dir()):]
+		if rel == manifest {
+			found = &OutputExistsError{Dir: r.loc.String(), Manifest: manifest}
+			return errFull
+		}
+		if !sharded && found == nil {
+			found = &OutputExistsError{Dir: r.loc.String()}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFull) {
+		return fmt.Errorf("pipeline: output %s: %w", r.loc, err)
+	}
+	return found
+}
+
+// clear removes what an earlier job of this process's shard names wrote
+// below the prefix (its shards, img_emb and metadata objects and its
+// manifest); other objects are left alone.
+func (r *remoteOut) clear(ctx context.Context, proc Shard, manifest string) error {
+	var names []objstore.Location
+	err := r.stores.List(ctx, r.loc, func(o objstore.Object) error {
+		rel := o.Key[len(r.loc.Dir()):]
+		if rel == manifest {
+			names = append(names, r.at(rel))
+			return nil
+		}
+		m := layoutName.FindStringSubmatch(rel)
+		if m == nil {
+			return nil
+		}
+		if ownShardName(proc, m[1]+m[2]+m[3]) {
+			names = append(names, r.at(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pipeline: output %s: %w", r.loc, err)
+	}
+	for _, l := range names {
+		if err := r.stores.Delete(ctx, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownShardName reports whether name is one of the shard names process
+// proc writes (see shardName).
+func ownShardName(proc Shard, name string) bool {
+	if proc.Active() {
+		return regexp.MustCompile(fmt.Sprintf(`^%05d_\d{6}$`, proc.Index)).MatchString(name)
+	}
+	return regexp.MustCompile(`^\d{6}$`).MatchString(name)
+}
+
+// newRemoteOut opens the object-store output out with a staging folder.
+func newRemoteOut(stores *objstore.Stores, out string) (*remoteOut, error) {
+	l, err := objstore.Parse(out)
+	if err != nil {
+		return nil, err
+	}
+	l.Key = l.Dir()
+	stage, err := os.MkdirTemp("", "condition-stage-")
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: staging folder: %w", err)
+	}
+	return &remoteOut{stores: stores, loc: l, stage: path.Clean(stage)}, nil
+}

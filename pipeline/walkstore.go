@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/conditionhq/condition/pipeline/objstore"
+)
+
+// object walks an object-store root: one object (an image, or a .tar
+// WebDataset shard read as a stream), or every image object under a
+// prefix, in key order, listed a page at a time. A URL ending in "/" is a
+// prefix; one that does not is an object if one of that key exists, and a
+// prefix otherwise. With several roots, each prefix adds its last element
+// in front of its images' names, as a folder does.
+func (w *walker) object(root string, single bool) error {
+	if w.stores == nil {
+		return &InputError{Path: root, Err: errors.New("object-store inputs need a store to read them")}
+	}
+	l, err := objstore.Parse(root)
+	if err != nil {
+		return &InputError{Path: root, Err: err}
+	}
+	if l.Key != "" && !strings.HasSuffix(l.Key, "/") {
+		size, ok, err := w.stores.Stat(w.ctx, l)
+		if err != nil {
+			return &InputError{Path: root, Err: err}
+		}
+		if ok {
+			base := l.Base()
+			if IsTarName(base) {
+				return w.remoteTar(l, strings.TrimSuffix(base, path.Ext(base)))
+			}
+			return w.emit(Item{Path: l.String(), Rel: base, Obj: &l, Size: size})
+		}
+	}
+	prefix := ""
+	if !single {
+		prefix = l.Base()
+	}
+	err = w.stores.List(w.ctx, l, func(o objstore.Object) error {
+		name := strings.TrimPrefix(o.Key, l.Dir())
+		base := path.Base(name)
+		if !IsImageName(base) || strings.HasPrefix(base, ".") {
+			return nil
+		}
+		child := l
+		child.Key = o.Key
+		it := Item{Path: child.String(), Obj: &child, Size: o.Size}
+		rel := path.Join(prefix, name)
+		if !filepath.IsLocal(filepath.FromSlash(rel)) {
+			it.Rel, it.Err = safeName(rel), fmt.Errorf("object key %q does not make a name inside the output; not read", o.Key)
+			return w.emit(it)
+		}
+		it.Rel = rel
+		return w.emit(it)
+	})
+	var se *objstore.Error
+	if errors.As(err, &se) {
+		return &InputError{Path: root, Err: err}
+	}
+	return err
+}
+
+// remoteTar walks a WebDataset shard in a store, streaming it.
+func (w *walker) remoteTar(l objstore.Location, rel string) error {
+	if w.counting {
+		return errUncounted
+	}
+	r, err := w.stores.Open(w.ctx, l)
+	if err != nil {
+		return w.emit(Item{Path: l.String(), Rel: rel, Unit: rel, Err: fmt.Errorf("read tar shard: %w", err)})
+	}
+	defer r.Close()
+	return w.tarStream(l.String(), r, rel)
+}
+
+// listObject is a list entry naming an object in a store.
+func listObject(entry string) Item {
+	l, err := objstore.Parse(entry)
+	if err != nil {
+		return Item{Path: entry, Rel: urlName(entry), Err: err}
+	}
+	return Item{Path: l.String(), Rel: urlName(l.String()), Obj: &l}
+}
+
+// maxObject bounds one image object read into memory.
+const maxObject = maxMember

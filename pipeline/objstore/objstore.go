@@ -384,6 +384,8 @@ func Explain(l Location, err error) error {
 		code, hint = gcerrors.NotFound, "no such bucket"
 	case errors.As(err, &status) && (status.HTTPStatusCode() == 403 || status.HTTPStatusCode() == 401):
 		code = gcerrors.PermissionDenied
+	case errors.As(err, &status) && status.HTTPStatusCode() >= 500:
+		code = gcerrors.Internal
 	}
 	switch code {
 	case gcerrors.NotFound:

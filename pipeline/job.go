@@ -62,7 +62,7 @@ type Config struct {
 	Layout    string
 	ShardSize int
 
-	Workers   int   // goroutines reading and hashing files ahead of the encoder streams (default GOMAXPROCS)
+	Workers   int   // goroutines reading and hashing files ahead of the encoder streams (default GOMAXPROCS, and at least 16 when inputs are in object stores or come from lists, which may name objects)
 	ReadAhead int64 // bytes of files read ahead of the encoder streams, at most (default 256 MiB; one file larger passes alone)
 	Batch     int   // images per vision encoder call (default 8)
 	Streams   int   // vision encoder runs in flight at once (0: see EncoderPlan)
@@ -157,6 +157,11 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	workers := cfg.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
+		if j.readsStores() {
+			// A read from a store waits on the network, not the CPU: more
+			// requests in flight keep the streams fed.
+			workers = max(workers, storeReaders)
+		}
 	}
 	batch := cfg.Batch
 	if batch <= 0 {
@@ -759,6 +764,24 @@ func shardRowOf(e Entry, unit string) shardRow {
 		r.Scores = append(r.Scores, s.Score)
 	}
 	return r
+}
+
+// storeReaders is the number of reads in flight by default when inputs are
+// in object stores.
+const storeReaders = 16
+
+// readsStores reports whether any input or list is in an object store (a
+// list may name objects too, so lists count).
+func (j *job) readsStores() bool {
+	if len(j.cfg.Lists) > 0 {
+		return true
+	}
+	for _, in := range j.inputs {
+		if IsStoreURL(in) {
+			return true
+		}
+	}
+	return false
 }
 
 // shardComplete reports whether output shard i was finished by an earlier

@@ -87,5 +87,9 @@ func listObject(entry string) Item {
 	return Item{Path: l.String(), Rel: urlName(l.String()), Obj: &l}
 }
 
+// IsStoreURL reports whether s names an object-store location (s3://,
+// gs://, azblob://) that the job reads or writes.
+func IsStoreURL(s string) bool { return objstore.IsURL(s) }
+
 // maxObject bounds one image object read into memory.
 const maxObject = maxMember

@@ -45,11 +45,12 @@ var (
 	reShape   = regexp.MustCompile(`'shape'\s*:\s*\(([^)]*)\)`)
 )
 
-// DecodeNPY decodes a .npy file held in memory (format versions 1, 2 and 3,
-// C order, little-endian).
-func DecodeNPY(b []byte) (Tensor, error) {
+// ParseNPYHeader parses the header at the start of a .npy file (format
+// versions 1, 2 and 3, C order, little-endian): the dtype, the shape, and
+// the offset of the data. b need hold only the header.
+func ParseNPYHeader(b []byte) (DType, []int, int, error) {
 	if len(b) < 10 || !bytes.Equal(b[:6], npyMagic) {
-		return Tensor{}, fmt.Errorf("npy: not a .npy file (bad magic)")
+		return "", nil, 0, fmt.Errorf("npy: not a .npy file (bad magic)")
 	}
 	major := b[6]
 	var hlen, start int
@@ -58,30 +59,30 @@ func DecodeNPY(b []byte) (Tensor, error) {
 		hlen, start = int(binary.LittleEndian.Uint16(b[8:10])), 10
 	case 2, 3:
 		if len(b) < 12 {
-			return Tensor{}, fmt.Errorf("npy: truncated header")
+			return "", nil, 0, fmt.Errorf("npy: truncated header")
 		}
 		hlen, start = int(binary.LittleEndian.Uint32(b[8:12])), 12
 	default:
-		return Tensor{}, fmt.Errorf("npy: unsupported format version %d", major)
+		return "", nil, 0, fmt.Errorf("npy: unsupported format version %d", major)
 	}
 	if hlen < 0 || start+hlen > len(b) {
-		return Tensor{}, fmt.Errorf("npy: truncated header")
+		return "", nil, 0, fmt.Errorf("npy: truncated header")
 	}
 	hdr := string(b[start : start+hlen])
 	m := reDescr.FindStringSubmatch(hdr)
 	if m == nil {
-		return Tensor{}, fmt.Errorf("npy: header has no descr: %q", hdr)
+		return "", nil, 0, fmt.Errorf("npy: header has no descr: %q", hdr)
 	}
 	dt, ok := descrDType(m[1])
 	if !ok {
-		return Tensor{}, fmt.Errorf("npy: unsupported dtype %q (want little-endian f2/f4/f8/i1/i2/i4/i8/u1/b1)", m[1])
+		return "", nil, 0, fmt.Errorf("npy: unsupported dtype %q (want little-endian f2/f4/f8/i1/i2/i4/i8/u1/b1)", m[1])
 	}
 	if f := reFortran.FindStringSubmatch(hdr); f == nil || f[1] == "True" {
-		return Tensor{}, fmt.Errorf("npy: Fortran-order or unspecified order is not supported (save with C order)")
+		return "", nil, 0, fmt.Errorf("npy: Fortran-order or unspecified order is not supported (save with C order)")
 	}
 	s := reShape.FindStringSubmatch(hdr)
 	if s == nil {
-		return Tensor{}, fmt.Errorf("npy: header has no shape: %q", hdr)
+		return "", nil, 0, fmt.Errorf("npy: header has no shape: %q", hdr)
 	}
 	shape := []int{}
 	for _, p := range strings.Split(s[1], ",") {
@@ -91,9 +92,19 @@ func DecodeNPY(b []byte) (Tensor, error) {
 		}
 		v, err := strconv.Atoi(p)
 		if err != nil || v < 0 || v > 1<<40 {
-			return Tensor{}, fmt.Errorf("npy: bad shape (%s)", s[1])
+			return "", nil, 0, fmt.Errorf("npy: bad shape (%s)", s[1])
 		}
 		shape = append(shape, v)
+	}
+	return dt, shape, start + hlen, nil
+}
+
+// DecodeNPY decodes a .npy file held in memory (format versions 1, 2 and 3,
+// C order, little-endian).
+func DecodeNPY(b []byte) (Tensor, error) {
+	dt, shape, off, err := ParseNPYHeader(b)
+	if err != nil {
+		return Tensor{}, err
 	}
 	n := 1
 	for _, d := range shape {
@@ -102,9 +113,9 @@ func DecodeNPY(b []byte) (Tensor, error) {
 		}
 		n *= d
 	}
-	data := b[start+hlen:]
+	data := b[off:]
 	if want := n * dt.Size(); len(data) != want {
-		return Tensor{}, fmt.Errorf("npy: %d data bytes for shape %v of %s (want %d)", len(data), shape, m[1], want)
+		return Tensor{}, fmt.Errorf("npy: %d data bytes for shape %v of %s (want %d)", len(data), shape, dt, want)
 	}
 	d, err := decodeLE(dt, data, n)
 	if err != nil {

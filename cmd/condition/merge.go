@@ -12,28 +12,36 @@ import (
 )
 
 func init() {
-	register(command{name: "merge", summary: "join the shard manifests of a job's output folder into manifest.jsonl", run: runMerge})
+	register(command{name: "merge", summary: "prove a job's output complete: join the shard manifests of a split job into manifest.jsonl, or check every shard of the shards layout (folder or object-store prefix)", run: runMerge})
 }
 
 type mergeOptions struct {
 	images []string
+	lists  []string
 	json   bool
 }
 
 func (o *mergeOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.images, "images", nil, "the job's inputs (repeatable): also report images that no shard recorded")
+	fs.StringArrayVar(&o.images, "images", nil, "the job's inputs (repeatable, brace patterns and URLs as in run): also report images that no shard recorded")
+	fs.StringArrayVar(&o.lists, "list", nil, "the job's list files (repeatable), walked like --images")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 }
 
 func runMerge(ctx context.Context, e *env, args []string) error {
 	var o mergeOptions
-	fs := newFlagSet(e, "merge", "merge [--images PATH]... [--json] DIR")
+	fs := newFlagSet(e, "merge", "merge [--images PATH]... [--list FILE]... [--json] DIR|URL")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("merge takes one output folder, got %d arguments", fs.NArg())
+	}
+	if out := fs.Arg(0); pipeline.IsStoreURL(out) || pipeline.IsShardsOutput(ctx, out) {
+		return verifyShards(ctx, e, out, o)
+	}
+	if len(o.lists) > 0 {
+		return usagef("--list: give the inputs of a files-layout job with --images")
 	}
 	rep, err := pipeline.Merge(ctx, fs.Arg(0), o.images)
 	if err != nil {
@@ -69,4 +77,43 @@ func head(xs []string, n int) []string {
 		return xs
 	}
 	return append(append([]string(nil), xs[:n]...), fmt.Sprintf("… %d more", len(xs)-n))
+}
+
+// verifyShards reports on a shards-layout output.
+func verifyShards(ctx context.Context, e *env, out string, o mergeOptions) error {
+	rep, err := pipeline.VerifyShards(ctx, out, o.images, o.lists)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(e.Stdout, string(b))
+	} else {
+		fmt.Fprintf(e.Stdout, "%d shards from %d of %d processes in %s: %d images (%d ok, %d failed)\n",
+			rep.Shards, len(rep.ProcessSeen), rep.Processes, out, rep.Images, rep.OK, rep.Failed)
+		list := func(what string, xs []string) {
+			if len(xs) > 0 {
+				fmt.Fprintf(e.Stdout, "%s (%d): %s\n", what, len(xs), strings.Join(head(xs, 20), ", "))
+			}
+		}
+		list("broken shards", rep.Broken)
+		list("duplicated", rep.Duplicated)
+		list("assigned to another process", rep.Misassigned)
+		list("missing", rep.Missing)
+		list("unexpected", rep.Unexpected)
+		if len(rep.Settings) > 1 {
+			fmt.Fprintf(e.Stdout, "shards of %d different settings: %s\n", len(rep.Settings), strings.Join(rep.Settings, ", "))
+		}
+		switch {
+		case !rep.Complete():
+		case rep.Checked:
+			fmt.Fprintln(e.Stdout, "complete: every input image is in exactly one whole shard")
+		default:
+			fmt.Fprintln(e.Stdout, "every shard is whole and no image is in two; give --images/--list to check against the inputs")
+		}
+	}
+	if !rep.Complete() {
+		return exitError{code: exitFailed, msg: "incomplete: see the report above"}
+	}
+	return nil
 }

@@ -56,11 +56,11 @@ type runOptions struct {
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "model", "default", "model: a directory in the Hugging Face layout, a hub id org/name[@revision], or default (built in)")
 	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
-	fs.StringArrayVar(&o.images, "images", nil, "image folder (walked recursively), file, or WebDataset .tar shard; brace patterns such as 'shards/{000000..000099}.tar' expand; repeatable; positional arguments are added")
-	fs.StringArrayVar(&o.lists, "list", nil, "a list of images: a text file with one path a line, or a CSV or Parquet file with a path (or url) column; relative paths are relative to the list; repeatable")
+	fs.StringArrayVar(&o.images, "images", nil, "image folder (walked recursively), file, WebDataset .tar shard, or object-store URL (s3://bucket/prefix/, gs://, azblob://: a prefix's images, or one object); brace patterns such as 'shards/{000000..000099}.tar' expand; repeatable; positional arguments are added")
+	fs.StringArrayVar(&o.lists, "list", nil, "a list of images: a text file with one path or s3://, gs://, azblob:// URL a line, or a CSV or Parquet file with a path (or url) column; relative paths are relative to the list; repeatable")
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
 	fs.StringVar(&o.promptsFile, "prompts", "", "file with one prompt per line (blank lines and lines starting with # are skipped)")
-	fs.StringVarP(&o.out, "out", "o", "", "output folder (required)")
+	fs.StringVarP(&o.out, "out", "o", "", "output folder, or object-store prefix (s3://bucket/prefix/, gs://, azblob://; needs --layout shards) (required)")
 	o.layer.AddFlags(fs)
 	fs.BoolVar(&o.heatmaps, "heatmaps", false, "write a PNG per image and prompt: the image and one overlay per word")
 	fs.BoolVar(&o.perHead, "per-head", false, "also write the attention maps of every head")
@@ -123,6 +123,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	if o.shardSize < 1 {
 		return usagef("--shard-size must be at least 1, got %d", o.shardSize)
+	}
+	if pipeline.IsStoreURL(o.out) && o.layout != "shards" {
+		return usagef("--out %s: an object-store output needs --layout shards (one object per image is what that layout avoids)", o.out)
 	}
 	if o.layout == "shards" && o.captions {
 		return usagef("--caption-prompt needs --layout files (a shard stacks the same prompts for every image)")

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
@@ -182,7 +184,12 @@ func (s *Stores) openS3(ctx context.Context, l Location) (*blob.Bucket, error) {
 			return nil, fmt.Errorf("option %q in the URL: want endpoint, region, profile or use_path_style", k)
 		}
 	}
+	// Many reads in flight to one endpoint: keep their connections.
+	client := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConnsPerHost = 64
+	})
 	loads := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(client),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = s.attempts()
@@ -218,13 +225,13 @@ func (s *Stores) openS3(ctx context.Context, l Location) (*blob.Bucket, error) {
 		cfg.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		opts.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
 		o.UsePathStyle = pathStyle
 	})
-	return s3blob.OpenBucket(ctx, client, l.Bucket, opts)
+	return s3blob.OpenBucket(ctx, s3c, l.Bucket, opts)
 }
 
 func firstEnv(names ...string) string {

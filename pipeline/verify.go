@@ -1,0 +1,315 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/conditionhq/condition/pipeline/objstore"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// ShardsReport says what VerifyShards found in a shards-layout output.
+type ShardsReport struct {
+	Out         string   `json:"out"`
+	Processes   int      `json:"processes"`         // the number of processes the job was split into
+	ProcessSeen []int    `json:"processes_seen"`    // processes that wrote at least one shard
+	Shards      int      `json:"shards"`            // output shards whose metadata was read
+	Images      int      `json:"images"`            // rows over all shards
+	OK          int      `json:"ok"`                // rows with status ok
+	Failed      int      `json:"failed"`            // rows with another status
+	Settings    []string `json:"settings"`          // distinct settings hashes (more than one: mixed jobs)
+	Broken      []string `json:"broken,omitempty"`  // shards whose arrays and metadata disagree, with why
+	Duplicated  []string `json:"duplicated,omitempty"`
+	Misassigned []string `json:"misassigned,omitempty"` // rows whose unit belongs to another process
+	Missing     []string `json:"missing,omitempty"`     // inputs (when given) that no shard holds
+	Unexpected  []string `json:"unexpected,omitempty"`  // rows not among the inputs (when given)
+	Checked     bool     `json:"inputs_checked"`        // inputs were given and walked
+}
+
+// Complete reports whether the output holds every image once, whole, from
+// one job's settings (and, when inputs were given, exactly the inputs).
+func (r *ShardsReport) Complete() bool {
+	return r.Shards > 0 && len(r.Broken) == 0 && len(r.Duplicated) == 0 && len(r.Misassigned) == 0 &&
+		len(r.Missing) == 0 && len(r.Unexpected) == 0 && len(r.Settings) == 1
+}
+
+// IsShardsOutput reports whether out (a folder or an object-store prefix)
+// holds a shards-layout job's metadata.
+func IsShardsOutput(ctx context.Context, out string) bool {
+	stores := &objstore.Stores{Attempts: 2}
+	defer stores.Close()
+	r, err := openOutReader(stores, out)
+	if err != nil {
+		return false
+	}
+	names, err := r.list(ctx, "metadata/")
+	return err == nil && len(names) > 0
+}
+
+// VerifyShards proves a shards-layout output complete: every shard's
+// metadata (all processes' of a split job) is read, its arrays' .npy
+// headers and sizes checked against its row count, every row's unit
+// checked against the process that wrote it (the same deterministic
+// assignment the job made), and, when inputs or lists are given, they are
+// walked as the job walked them and every image is looked for. out is a
+// folder or an object-store prefix.
+func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*ShardsReport, error) {
+	stores := &objstore.Stores{}
+	defer stores.Close()
+	r, err := openOutReader(stores, out)
+	if err != nil {
+		return nil, err
+	}
+	rep := &ShardsReport{Out: out}
+	metas, err := r.list(ctx, "metadata/")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]int{} // key → process
+	procs := map[int]bool{}
+	settings := map[string]bool{}
+	for _, m := range metas {
+		base := path.Base(m.name)
+		if !strings.HasPrefix(base, "metadata_") || !strings.HasSuffix(base, ".parquet") {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(base, "metadata_"), ".parquet")
+		b, err := r.read(ctx, m.name)
+		if err != nil {
+			return nil, err
+		}
+		f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			rep.Broken = append(rep.Broken, fmt.Sprintf("%s: metadata: %v", name, err))
+			continue
+		}
+		rows, err := parquet.Read[shardRow](bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			rep.Broken = append(rep.Broken, fmt.Sprintf("%s: metadata: %v", name, err))
+			continue
+		}
+		rep.Shards++
+		s, _ := f.Lookup("settings")
+		settings[s] = true
+		proc, count := 0, 1
+		if ps, ok := f.Lookup("process_shard"); ok {
+			i, n, _ := strings.Cut(ps, "/")
+			proc, _ = strconv.Atoi(i)
+			count, _ = strconv.Atoi(n)
+		}
+		if rep.Processes != 0 && count != rep.Processes {
+			rep.Broken = append(rep.Broken, fmt.Sprintf("%s: written by process %d of %d, others by a %d-process job", name, proc, count, rep.Processes))
+		}
+		rep.Processes = max(rep.Processes, count)
+		procs[proc] = true
+		n, _ := f.Lookup("rows")
+		nrows, err := strconv.Atoi(n)
+		if err != nil || nrows != len(rows) {
+			rep.Broken = append(rep.Broken, fmt.Sprintf("%s: metadata holds %d rows, says %q", name, len(rows), n))
+		}
+		ok := 0
+		for _, row := range rows {
+			if row.Status == StatusOK {
+				ok++
+			}
+		}
+		if why := r.checkArrays(ctx, name, len(rows), ok > 0); why != "" {
+			rep.Broken = append(rep.Broken, name+": "+why)
+		}
+		used := make([]bool, len(rows))
+		for _, row := range rows {
+			if int(row.Row) < 0 || int(row.Row) >= len(rows) || used[row.Row] {
+				rep.Broken = append(rep.Broken, fmt.Sprintf("%s: row number %d repeated or out of range", name, row.Row))
+				break
+			}
+			used[row.Row] = true
+			if _, dup := seen[row.Key]; dup {
+				rep.Duplicated = append(rep.Duplicated, row.Key)
+			}
+			seen[row.Key] = proc
+			rep.Images++
+			if row.Status == StatusOK {
+				rep.OK++
+			} else {
+				rep.Failed++
+			}
+			if count > 1 && row.Unit != "" && ShardOf(row.Unit, count) != proc {
+				rep.Misassigned = append(rep.Misassigned, row.Key)
+			}
+		}
+	}
+	for p := range procs {
+		rep.ProcessSeen = append(rep.ProcessSeen, p)
+	}
+	sort.Ints(rep.ProcessSeen)
+	for s := range settings {
+		rep.Settings = append(rep.Settings, s)
+	}
+	sort.Strings(rep.Settings)
+	if len(inputs)+len(lists) > 0 {
+		rep.Checked = true
+		ins, err := expandInputs(inputs)
+		if err != nil {
+			return nil, &InputError{Path: strings.Join(inputs, ", "), Err: err}
+		}
+		want := map[string]bool{}
+		err = walk(ctx, ins, lists, walkOptions{listOnly: true, stores: stores}, func(it Item) error {
+			want[it.Rel] = true
+			if _, ok := seen[it.Rel]; !ok {
+				rep.Missing = append(rep.Missing, it.Rel)
+			}
+			return nil
+		}, func(string, error) error { return nil })
+		if err != nil {
+			return nil, err
+		}
+		for k := range seen {
+			if !want[k] {
+				rep.Unexpected = append(rep.Unexpected, k)
+			}
+		}
+	}
+	for _, l := range [][]string{rep.Broken, rep.Duplicated, rep.Misassigned, rep.Missing, rep.Unexpected} {
+		sort.Strings(l)
+	}
+	return rep, nil
+}
+
+// outReader reads a job's output, in a folder or under a store prefix.
+type outReader struct {
+	stores *objstore.Stores
+	loc    *objstore.Location // nil for a folder
+	dir    string
+}
+
+type outFile struct {
+	name string // relative to the output, slash-separated
+	size int64
+}
+
+func openOutReader(stores *objstore.Stores, out string) (*outReader, error) {
+	if objstore.IsURL(out) {
+		l, err := objstore.Parse(out)
+		if err != nil {
+			return nil, err
+		}
+		l.Key = l.Dir()
+		return &outReader{stores: stores, loc: &l}, nil
+	}
+	if st, err := os.Stat(out); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("pipeline: output folder %s: not a folder", out)
+	}
+	return &outReader{dir: out}, nil
+}
+
+// list returns the files below dir (relative, ending in "/").
+func (r *outReader) list(ctx context.Context, dir string) ([]outFile, error) {
+	var out []outFile
+	if r.loc != nil {
+		err := r.stores.List(ctx, r.loc.Child(dir), func(o objstore.Object) error {
+			out = append(out, outFile{name: strings.TrimPrefix(o.Key, r.loc.Dir()), size: o.Size})
+			return nil
+		})
+		return out, err
+	}
+	ents, err := os.ReadDir(filepath.Join(r.dir, filepath.FromSlash(dir)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, outFile{name: dir + e.Name(), size: info.Size()})
+		}
+	}
+	return out, nil
+}
+
+func (r *outReader) read(ctx context.Context, name string) ([]byte, error) {
+	if r.loc != nil {
+		return r.stores.ReadAll(ctx, r.loc.Child(name), 0)
+	}
+	b, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(name)))
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	return b, nil
+}
+
+// head reads the first n bytes of name (fewer if it is shorter).
+func (r *outReader) head(ctx context.Context, name string, n int) ([]byte, error) {
+	var rc io.ReadCloser
+	var err error
+	if r.loc != nil {
+		rc, err = r.stores.Open(ctx, r.loc.Child(name))
+	} else {
+		rc, err = os.Open(filepath.Join(r.dir, filepath.FromSlash(name)))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b := make([]byte, n)
+	k, err := io.ReadFull(rc, b)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return b[:k], err
+}
+
+// checkArrays checks shard name's arrays and img_emb: each a .npy of n rows
+// whose size is its header's shape (a shard of failed images only has
+// none). It returns why not, or "".
+func (r *outReader) checkArrays(ctx context.Context, name string, n int, anyOK bool) string {
+	files, err := r.list(ctx, "shards/"+name+"/")
+	if err != nil {
+		return err.Error()
+	}
+	emb, err := r.list(ctx, "img_emb/")
+	if err != nil {
+		return err.Error()
+	}
+	for _, e := range emb {
+		if e.name == "img_emb/img_emb_"+name+".npy" {
+			files = append(files, e)
+		}
+	}
+	if len(files) == 0 && anyOK {
+		return "no arrays"
+	}
+	for _, f := range files {
+		b, err := r.head(ctx, f.name, shardNPYHeader)
+		if err != nil {
+			return fmt.Sprintf("%s: %v", f.name, err)
+		}
+		dt, shape, off, err := tensorio.ParseNPYHeader(b)
+		if err != nil {
+			return fmt.Sprintf("%s: %v", f.name, err)
+		}
+		size := int64(dt.Size())
+		for _, d := range shape {
+			size *= int64(d)
+		}
+		if len(shape) == 0 || shape[0] != n {
+			return fmt.Sprintf("%s: shape %v, want %d rows", f.name, shape, n)
+		}
+		if int64(off)+size != f.size {
+			return fmt.Sprintf("%s: %d bytes, its header %v says %d", f.name, f.size, shape, int64(off)+size)
+		}
+	}
+	return ""
+}

@@ -199,8 +199,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 			sum.Done, sum.Skipped, sum.Failed, sum.Elapsed.Round(time.Millisecond), sum.ImagesPerSec(), sum.Manifest)
 		if sum.Done > 0 {
 			if o.layout == "shards" {
-				fmt.Fprintf(e.Stderr, "results: %s (stacked arrays), %s, %s\n", filepath.Join(o.out, "shards", "<shard>", "<tensor>.npy"),
-					filepath.Join(o.out, "img_emb", "img_emb_<shard>.npy"), filepath.Join(o.out, "metadata", "metadata_<shard>.parquet"))
+				fmt.Fprintf(e.Stderr, "results: %s (stacked arrays), %s, %s\n", outPath(o.out, "shards", "<shard>", "<tensor>.npy"),
+					outPath(o.out, "img_emb", "img_emb_<shard>.npy"), outPath(o.out, "metadata", "metadata_<shard>.parquet"))
 			} else {
 				fmt.Fprintf(e.Stderr, "results: %s (features and attention maps)\n", filepath.Join(o.out, "<image>."+o.format))
 			}
@@ -306,3 +306,11 @@ func progressText(s pipeline.Progress, withBar bool) string {
 }
 
 func (p *progressDisplay) finish() { p.line.done() }
+
+// outPath joins names below out, a folder or an object-store prefix.
+func outPath(out string, names ...string) string {
+	if pipeline.IsStoreURL(out) {
+		return strings.TrimSuffix(out, "/") + "/" + strings.Join(names, "/")
+	}
+	return filepath.Join(append([]string{out}, names...)...)
+}

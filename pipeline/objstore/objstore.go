@@ -35,6 +35,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob:// URLs
 	_ "gocloud.dev/blob/gcsblob"   // gs:// URLs
@@ -190,6 +191,7 @@ func (s *Stores) openS3(ctx context.Context, l Location) (*blob.Bucket, error) {
 	})
 	loads := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(client),
+		config.WithLogger(logging.Nop{}), // a library does not print
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = s.attempts()
@@ -387,6 +389,8 @@ func Explain(l Location, err error) error {
 	var status interface{ HTTPStatusCode() int }
 	var api interface{ ErrorCode() string }
 	switch {
+	case strings.Contains(err.Error(), "get identity: get credentials"):
+		code, hint = gcerrors.PermissionDenied, "no credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
 	case errors.As(err, &api) && api.ErrorCode() == "NoSuchBucket":
 		code, hint = gcerrors.NotFound, "no such bucket"
 	case errors.As(err, &status) && (status.HTTPStatusCode() == 403 || status.HTTPStatusCode() == 401):
@@ -400,6 +404,9 @@ func Explain(l Location, err error) error {
 			hint = "not found"
 		}
 	case gcerrors.PermissionDenied:
+		if hint != "" {
+			break
+		}
 		hint = "access denied: check the credentials (for s3: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE) and the bucket's permissions"
 	case gcerrors.ResourceExhausted:
 		hint = "the store is throttling requests (retried, still refused)"

@@ -207,3 +207,25 @@ func TestMerge(t *testing.T) {
 		t.Fatalf("merged manifest:\n%s", b)
 	}
 }
+
+// TestMergeOneProcess: a job of one process (manifest.jsonl alone) is
+// checked against its inputs and its manifest left as it was.
+func TestMergeOneProcess(t *testing.T) {
+	dir := t.TempDir()
+	text := `{"path":"a.png","status":"error","error":"x","settings":"s"}` + "\n" + `{"path":"a.png","status":"ok","settings":"s"}` + "\n"
+	os.WriteFile(filepath.Join(dir, "manifest.jsonl"), []byte(text), 0o644)
+	imgs := filepath.Join(dir, "imgs")
+	for _, p := range []string{"a.png", "b.png"} {
+		touch(t, filepath.Join(imgs, p))
+	}
+	rep, err := Merge(context.Background(), dir, []string{imgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ShardCount != 1 || len(rep.MissingShards) != 0 || rep.Images != 1 || rep.OK != 1 || !reflect.DeepEqual(rep.Missing, []string{"b.png"}) {
+		t.Fatalf("report %+v; want 1 image ok, b.png missing", rep)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "manifest.jsonl")); string(b) != text {
+		t.Errorf("the manifest was rewritten:\n%s", b)
+	}
+}

@@ -33,8 +33,9 @@ var shardManifest = regexp.MustCompile(`^manifest-(\d+)-of-(\d+)\.jsonl$`)
 
 // Merge joins the manifest-<i>-of-<n>.jsonl files in dir into manifest.jsonl
 // (written atomically, one line per image, sorted by path, the last entry of
-// a path within a shard winning). When inputs are given, they are walked
-// with the same rules as the job and every image is checked for.
+// a path within a shard winning); a job of one process has only
+// manifest.jsonl, which is read as it is. When inputs are given, they are
+// walked with the same rules as the job and every image is checked for.
 func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -65,8 +66,20 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 		byShard[i] = Latest(list)
 		rep.Shards = append(rep.Shards, i)
 	}
+	single := false
 	if rep.ShardCount == 0 {
-		return nil, fmt.Errorf("pipeline: merge: no manifest-<i>-of-<n>.jsonl files in %q", dir)
+		// A job of one process: its manifest.jsonl is the whole record;
+		// it is checked, and left as it is.
+		f, err := os.Open(rep.Out)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: merge: no manifest-<i>-of-<n>.jsonl files and no manifest.jsonl in %q", dir)
+		}
+		list, err := ParseManifest(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: merge: manifest.jsonl: %w", err)
+		}
+		single, rep.ShardCount, rep.Shards, byShard[0] = true, 1, []int{0}, Latest(list)
 	}
 	sort.Ints(rep.Shards)
 	for i := 0; i < rep.ShardCount; i++ {
@@ -122,6 +135,9 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 				rep.Unexpected = append(rep.Unexpected, p)
 			}
 		}
+	}
+	if single {
+		return rep, nil
 	}
 	if err := tensorio.WriteFileAtomic(rep.Out, func(w io.Writer) error {
 		_, err := w.Write(buf.Bytes())

@@ -175,6 +175,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if cfg.Layout == "shards" {
 		j.shards = newShardSet(j.out, cfg.ShardSize, cfg.Shard, j.settings)
 		j.shards.remote, j.shards.ctx = j.remote, ctx
+		j.shards.embDim = m.Config().ProjectionDim
 	}
 	var prior []Entry
 	if j.man, prior, err = OpenManifest(j.out, name, cfg.Resume); err != nil {

@@ -67,6 +67,7 @@ type shardSet struct {
 	settings string
 	mu       sync.Mutex
 	open     map[int]*shardOut
+	embDim   int             // image_embeds' width, for the zeros of a shard with no image done
 	remote   *remoteOut      // uploads finished shards; nil for a local output
 	ctx      context.Context // for the uploads
 }
@@ -252,6 +253,16 @@ func (s *shardSet) finish(o *shardOut, n int) error {
 	}
 	if err := s.out.root.Rename(o.tmp, dst); err != nil {
 		return fmt.Errorf("pipeline: shard %s: %w", o.name, err)
+	}
+	if emb == nil && s.embDim > 0 {
+		// No image of this shard was done: img_emb still has its n rows
+		// (zeros), so that clip-retrieval's readers, which pair the sorted
+		// img_emb and metadata files, stay aligned.
+		hdr, err := tensorio.NPYHeader(tensorio.DTypeF32, []int{n, s.embDim}, shardNPYHeader)
+		if err != nil {
+			return err
+		}
+		emb = append(hdr, make([]byte, n*s.embDim*4)...)
 	}
 	if emb != nil {
 		if err := s.out.WriteFile("img_emb/img_emb_"+o.name+".npy", emb); err != nil {

@@ -283,12 +283,17 @@ func (r *outReader) checkArrays(ctx context.Context, name string, n int, anyOK b
 	if err != nil {
 		return err.Error()
 	}
+	hasEmb := false
 	for _, e := range emb {
 		if e.name == "img_emb/img_emb_"+name+".npy" {
 			files = append(files, e)
+			hasEmb = true
 		}
 	}
-	if len(files) == 0 && anyOK {
+	if !hasEmb {
+		return "no img_emb/img_emb_" + name + ".npy (clip-retrieval pairs img_emb and metadata files)"
+	}
+	if len(files) == 1 && anyOK {
 		return "no arrays"
 	}
 	for _, f := range files {

@@ -247,4 +247,3 @@ func keys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
-

@@ -23,14 +23,14 @@ import (
 // ShardsReport says what VerifyShards found in a shards-layout output.
 type ShardsReport struct {
 	Out         string   `json:"out"`
-	Processes   int      `json:"processes"`         // the number of processes the job was split into
-	ProcessSeen []int    `json:"processes_seen"`    // processes that wrote at least one shard
-	Shards      int      `json:"shards"`            // output shards whose metadata was read
-	Images      int      `json:"images"`            // rows over all shards
-	OK          int      `json:"ok"`                // rows with status ok
-	Failed      int      `json:"failed"`            // rows with another status
-	Settings    []string `json:"settings"`          // distinct settings hashes (more than one: mixed jobs)
-	Broken      []string `json:"broken,omitempty"`  // shards whose arrays and metadata disagree, with why
+	Processes   int      `json:"processes"`        // the number of processes the job was split into
+	ProcessSeen []int    `json:"processes_seen"`   // processes that wrote at least one shard
+	Shards      int      `json:"shards"`           // output shards whose metadata was read
+	Images      int      `json:"images"`           // rows over all shards
+	OK          int      `json:"ok"`               // rows with status ok
+	Failed      int      `json:"failed"`           // rows with another status
+	Settings    []string `json:"settings"`         // distinct settings hashes (more than one: mixed jobs)
+	Broken      []string `json:"broken,omitempty"` // shards whose arrays and metadata disagree, with why
 	Duplicated  []string `json:"duplicated,omitempty"`
 	Misassigned []string `json:"misassigned,omitempty"` // rows whose unit belongs to another process
 	Missing     []string `json:"missing,omitempty"`     // inputs (when given) that no shard holds

@@ -13,8 +13,10 @@
 // SDK's standard retryer (5xx, throttling and connection errors, with
 // exponential backoff) with more attempts than its default, and a read that
 // breaks off is resumed from where it stopped by a range request.
-// gs:// and azblob:// use gocloud's openers and their SDKs' own credentials
-// (GOOGLE_APPLICATION_CREDENTIALS; AZURE_STORAGE_ACCOUNT and friends).
+// gs:// uses Google's application default credentials (or none, with
+// ?anonymous=true, for public buckets); azblob:// uses gocloud's opener and
+// the Azure SDK's credentials (AZURE_STORAGE_ACCOUNT and a key, a SAS token
+// or Azure AD).
 package objstore
 
 import (
@@ -38,9 +40,10 @@ import (
 	"github.com/aws/smithy-go/logging"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob:// URLs
-	_ "gocloud.dev/blob/gcsblob"   // gs:// URLs
+	"gocloud.dev/blob/gcsblob"
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
+	"gocloud.dev/gcp"
 )
 
 // schemes are the URL schemes of the stores this package opens.
@@ -157,14 +160,20 @@ func (s *Stores) bucket(ctx context.Context, l Location) (*blob.Bucket, error) {
 	}
 	var b *blob.Bucket
 	var err error
-	if l.Scheme == "s3" {
+	hint := "cannot open the bucket"
+	switch l.Scheme {
+	case "s3":
 		b, err = s.openS3(ctx, l)
-	} else {
+	case "gs":
+		b, err = openGCS(ctx, l)
+		hint = "cannot open the bucket: Google credentials come from GOOGLE_APPLICATION_CREDENTIALS or `gcloud auth application-default login` (a public bucket: add ?anonymous=true)"
+	default:
 		u := url.URL{Scheme: l.Scheme, Host: l.Bucket, RawQuery: l.Query.Encode()}
 		b, err = blob.OpenBucket(ctx, u.String())
+		hint = "cannot open the container: set AZURE_STORAGE_ACCOUNT, and AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN (or sign in for Azure AD)"
 	}
 	if err != nil {
-		return nil, fmt.Errorf("objstore: open %s://%s: %w", l.Scheme, l.Bucket, err)
+		return nil, &Error{Loc: Location{Scheme: l.Scheme, Bucket: l.Bucket}, Hint: hint, Err: err}
 	}
 	if s.buckets == nil {
 		s.buckets = map[string]*blob.Bucket{}
@@ -234,6 +243,29 @@ func (s *Stores) openS3(ctx context.Context, l Location) (*blob.Bucket, error) {
 		o.UsePathStyle = pathStyle
 	})
 	return s3blob.OpenBucket(ctx, s3c, l.Bucket, opts)
+}
+
+// openGCS opens a Google Cloud Storage bucket with the application default
+// credentials (gocloud's URL opener would print a warning and go on
+// without them), or none with ?anonymous=true.
+func openGCS(ctx context.Context, l Location) (*blob.Bucket, error) {
+	for k := range l.Query {
+		if k != "anonymous" {
+			return nil, fmt.Errorf("option %q in the URL: want anonymous", k)
+		}
+	}
+	if l.Query.Get("anonymous") == "true" {
+		return gcsblob.OpenBucket(ctx, gcp.NewAnonymousHTTPClient(gcp.DefaultTransport()), l.Bucket, nil)
+	}
+	creds, err := gcp.DefaultCredentials(ctx)
+	if err != nil {
+		return nil, err
+	}
+	client, err := gcp.NewHTTPClient(gcp.DefaultTransport(), gcp.CredentialsTokenSource(creds))
+	if err != nil {
+		return nil, err
+	}
+	return gcsblob.OpenBucket(ctx, client, l.Bucket, nil)
 }
 
 func firstEnv(names ...string) string {

@@ -110,3 +110,27 @@ func TestStoresAgainstSeaweedFS(t *testing.T) {
 		t.Errorf("wrong credentials: %v; want an error naming the location and access denied", err)
 	}
 }
+
+// TestOpenWithoutCredentials: a gs:// or azblob:// location with no
+// credentials in the environment fails saying what to set, and prints
+// nothing.
+func TestOpenWithoutCredentials(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // no gcloud or Azure CLI sign-in
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
+	for _, k := range []string{"AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN"} {
+		t.Setenv(k, "")
+	}
+	st := &objstore.Stores{Attempts: 1}
+	defer st.Close()
+	for url, want := range map[string]string{
+		"gs://some-bucket/x/":  "GOOGLE_APPLICATION_CREDENTIALS",
+		"azblob://cont/x/":     "AZURE_STORAGE_ACCOUNT",
+		"s3://b/x/?bogus=true": `option "bogus"`,
+	} {
+		l, _ := objstore.Parse(url)
+		err := st.List(context.Background(), l, func(objstore.Object) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want an error naming %s", url, err, want)
+		}
+	}
+}

@@ -59,15 +59,15 @@ type OutputCheck struct {
 
 // Optimized is what Optimize did to one graph.
 type Optimized struct {
-	Graph   string                  `json:"graph"`   // canonical name
-	Variant string                  `json:"variant"` // models.VariantOptimized or models.VariantOptimizedInt8
-	Written string                  `json:"written,omitempty"`
-	Fuse    *onnxgraph.FuseReport   `json:"fuse,omitempty"`
-	Quant   *onnxgraph.QuantReport  `json:"quant,omitempty"`
-	Checks  []OutputCheck           `json:"checks,omitempty"`
-	Passed  bool                    `json:"passed"`
-	Error   string                  `json:"error,omitempty"`
-	Probes  string                  `json:"probes,omitempty"` // what the check ran on
+	Graph   string                 `json:"graph"`   // canonical name
+	Variant string                 `json:"variant"` // models.VariantOptimized or models.VariantOptimizedInt8
+	Written string                 `json:"written,omitempty"`
+	Fuse    *onnxgraph.FuseReport  `json:"fuse,omitempty"`
+	Quant   *onnxgraph.QuantReport `json:"quant,omitempty"`
+	Checks  []OutputCheck          `json:"checks,omitempty"`
+	Passed  bool                   `json:"passed"`
+	Error   string                 `json:"error,omitempty"`
+	Probes  string                 `json:"probes,omitempty"` // what the check ran on
 }
 
 // ErrCheckFailed is wrapped by Optimize's error for a rewrite whose

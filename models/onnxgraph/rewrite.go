@@ -495,3 +495,49 @@ func nodeBytes(n *Node) []byte {
 	}
 	return encodeNode(*n)
 }
+
+// Build encodes g as a ModelProto with the given opset imports (domain ""
+// for ai.onnx) and IR version 8: its nodes, initializers (in the model,
+// not external), inputs and outputs. It is for making small graphs, in
+// tests and tools; value_info is not written.
+func Build(g *Graph, opsets map[string]int64) []byte {
+	var gb []byte
+	for i := range g.Nodes {
+		gb = appendBytesField(gb, 1, nodeBytes(&g.Nodes[i]))
+	}
+	gb = appendStringField(gb, 2, g.Name)
+	names := make([]string, 0, len(g.Initializers))
+	for k := range g.Initializers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		t := *g.Initializers[k]
+		t.Name = k
+		gb = appendBytesField(gb, 5, encodeTensor(&t))
+	}
+	for _, v := range g.Inputs {
+		gb = appendBytesField(gb, 11, encodeValueInfo(v))
+	}
+	for _, v := range g.Outputs {
+		gb = appendBytesField(gb, 12, encodeValueInfo(v))
+	}
+	var mb []byte
+	mb = appendVarintField(mb, 1, 8)
+	mb = appendStringField(mb, 2, "condition")
+	mb = appendBytesField(mb, 7, gb)
+	doms := make([]string, 0, len(opsets))
+	for d := range opsets {
+		doms = append(doms, d)
+	}
+	sort.Strings(doms)
+	for _, d := range doms {
+		var op []byte
+		if d != "" {
+			op = appendStringField(op, 1, d)
+		}
+		op = appendVarintField(op, 2, uint64(opsets[d]))
+		mb = appendBytesField(mb, 8, op)
+	}
+	return mb
+}

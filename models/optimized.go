@@ -169,7 +169,7 @@ func (m *Model) useDerivedVariants(variant string) error {
 	}
 	m.variant = variant
 	if auto && m.log != nil {
-		m.log.Info("using the optimized graphs of the model (derived cache; --variant plain for the original ones)", "model", m.ref,
+		m.log.Info("using the optimized graphs of the model (from the derived cache; the variant plain gives the original ones)", "model", m.ref,
 			"text", paths[TextModelFile], "vision", paths[VisionModelFile])
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/conditionhq/condition/internal/cputime"
 	"github.com/conditionhq/condition/models/onnxgraph"
 	"github.com/conditionhq/condition/models/ort"
 	"github.com/conditionhq/condition/tensorio"
@@ -33,6 +34,7 @@ type graphsBenchOptions struct {
 	calls      int
 	noSpinning bool
 	json       bool
+	profile    string
 }
 
 func (o *graphsBenchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -42,17 +44,25 @@ func (o *graphsBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.calls, "calls", 3, "timed calls per graph and round")
 	fs.BoolVar(&o.noSpinning, "no-spinning", false, "stop ONNX Runtime's intra-op threads from spinning between calls")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
+	fs.StringVar(&o.profile, "profile", "", "write ONNX Runtime's per-node profile of each graph to files named PREFIX-<n>_<time>.json")
 	o.ort.AddFlags(fs)
 }
 
 // graphsBenchRow is one graph's result.
 type graphsBenchRow struct {
-	Graph     string    `json:"graph"`
-	MedianMS  float64   `json:"median_ms_per_call"`
-	PerSec    float64   `json:"items_per_sec"`
-	Ratio     float64   `json:"speedup_vs_first"`
-	RoundsMS  []float64 `json:"round_ms_per_call"`
-	MaxRelDif float64   `json:"max_rel_diff_vs_first"`
+	Graph    string    `json:"graph"`
+	MedianMS float64   `json:"median_ms_per_call"`
+	PerSec   float64   `json:"items_per_sec"`
+	Ratio    float64   `json:"speedup_vs_first"`
+	RoundsMS []float64 `json:"round_ms_per_call"`
+	// CPUMedianMS is the process's CPU time per call (every thread), the
+	// median over rounds, and CPURatio the first graph's over this one's:
+	// less disturbed than wall time when other programs share the cores
+	// (with --no-spinning, spinning threads do not count either).
+	CPUMedianMS float64   `json:"cpu_median_ms_per_call,omitempty"`
+	CPURatio    float64   `json:"cpu_speedup_vs_first,omitempty"`
+	RoundsCPUMS []float64 `json:"round_cpu_ms_per_call,omitempty"`
+	MaxRelDif   float64   `json:"max_rel_diff_vs_first"`
 }
 
 func runBenchGraphs(ctx context.Context, e *env, args []string) error {
@@ -117,7 +127,11 @@ func runBenchGraphs(ctx context.Context, e *env, args []string) error {
 		} else if strings.Join(names, ",") != strings.Join(gs[0].names, ",") || strings.Join(outNames, ",") != strings.Join(gs[0].outs, ",") {
 			return fmt.Errorf("%s: inputs %v and outputs %v differ from %s's (%v, %v)", p, names, outNames, paths[0], gs[0].names, gs[0].outs)
 		}
-		s, err := ort.GraphFile(p).NewSession(names, outNames, ort.SessionOptions{Threads: o.ort.threads(), NoSpinning: o.noSpinning})
+		so := ort.SessionOptions{Threads: o.ort.threads(), NoSpinning: o.noSpinning}
+		if o.profile != "" {
+			so.ProfilePrefix = fmt.Sprintf("%s-%d", o.profile, i)
+		}
+		s, err := ort.GraphFile(p).NewSession(names, outNames, so)
 		if err != nil {
 			return err
 		}
@@ -147,12 +161,16 @@ func runBenchGraphs(ctx context.Context, e *env, args []string) error {
 		for j := range gs {
 			i := (j + r) % len(gs) // each round starts with the next graph
 			start := time.Now()
+			cpu0, cpuOK := cputime.Process()
 			for c := 0; c < o.calls; c++ {
 				if _, err := gs[i].sess.Run(ctx, inputs); err != nil {
 					return err
 				}
 			}
 			rows[i].RoundsMS = append(rows[i].RoundsMS, float64(time.Since(start).Microseconds())/1e3/float64(o.calls))
+			if cpu1, ok := cputime.Process(); ok && cpuOK {
+				rows[i].RoundsCPUMS = append(rows[i].RoundsCPUMS, float64((cpu1-cpu0).Microseconds())/1e3/float64(o.calls))
+			}
 		}
 		e.Log.Info("bench graphs", "round", r+1, "of", o.rounds)
 	}
@@ -160,6 +178,10 @@ func runBenchGraphs(ctx context.Context, e *env, args []string) error {
 		rows[i].MedianMS = median(rows[i].RoundsMS)
 		rows[i].PerSec = float64(o.batch) / (rows[i].MedianMS / 1e3)
 		rows[i].Ratio = rows[0].MedianMS / rows[i].MedianMS
+		if len(rows[i].RoundsCPUMS) > 0 {
+			rows[i].CPUMedianMS = median(rows[i].RoundsCPUMS)
+			rows[i].CPURatio = rows[0].CPUMedianMS / rows[i].CPUMedianMS
+		}
 	}
 	if o.json {
 		enc := json.NewEncoder(e.Stdout)
@@ -167,9 +189,10 @@ func runBenchGraphs(ctx context.Context, e *env, args []string) error {
 		return enc.Encode(map[string]any{"batch": o.batch, "threads": o.ort.threads(), "rounds": o.rounds, "calls": o.calls, "graphs": rows})
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "graph\tms/call (median)\titems/s\tvs first\tmax rel diff\n")
+	fmt.Fprintf(tw, "graph\tms/call (median)\titems/s\tvs first\tCPU ms/call\tvs first\tmax rel diff\n")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.3f×\t%.2g\n", filepath.Base(filepath.Dir(filepath.Dir(r.Graph)))+"/"+filepath.Base(r.Graph), r.MedianMS, r.PerSec, r.Ratio, r.MaxRelDif)
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.3f×\t%.1f\t%.3f×\t%.2g\n", filepath.Base(filepath.Dir(filepath.Dir(r.Graph)))+"/"+filepath.Base(r.Graph),
+			r.MedianMS, r.PerSec, r.Ratio, r.CPUMedianMS, r.CPURatio, r.MaxRelDif)
 	}
 	fmt.Fprintf(tw, "batch %d, %d threads, %d rounds of %d calls each, order turned every round\n", o.batch, o.ort.threads(), o.rounds, o.calls)
 	return tw.Flush()

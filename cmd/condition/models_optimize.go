@@ -34,12 +34,14 @@ type optimizeOptions struct {
 	keepQuant bool
 	tolerance float64
 	minCosine float64
+	fusions   []string
 }
 
 func (o *optimizeOptions) AddFlags(fs *pflag.FlagSet) {
 	o.modelFlags.AddFlags(fs)
 	o.ort.AddFlags(fs)
 	fs.BoolVar(&o.int8, "int8", false, "also quantize the weight MatMuls to int8 (variant optimized-int8; activations quantized at run time)")
+	fs.StringSliceVar(&o.fusions, "fusions", []string{"attention", "quick-gelu"}, "fusions to apply: attention, skip-layer-norm, quick-gelu (skip-layer-norm is off by default: ONNX Runtime 1.30's CPU SkipLayerNormalization measured slower than LayerNormalization and Add)")
 	fs.BoolVar(&o.packed, "packed-qkv", false, "fuse self-attention into com.microsoft.Attention with the q, k, v weights packed (default: MultiHeadAttention after the three projections)")
 	fs.StringVar(&o.out, "out", "", "write the rewritten graphs to DIR/onnx/ instead of this program's cache (they are then not picked up by --variant)")
 	fs.StringVar(&o.images, "images", "", "folder of images to check the rewrites on (default: 8 generated scenes)")
@@ -74,13 +76,27 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	fuse := onnxgraph.FuseOptions{PackedQKV: o.packed && !o.int8, NoAttention: true, NoSkipLayerNorm: true, NoBiasGelu: true}
+	for _, f := range o.fusions {
+		switch f {
+		case "attention":
+			fuse.NoAttention = false
+		case "skip-layer-norm":
+			fuse.NoSkipLayerNorm = false
+		case "quick-gelu":
+			fuse.NoBiasGelu = false
+		case "none", "":
+		default:
+			return usagef("--fusions: unknown fusion %q (attention, skip-layer-norm, quick-gelu, none)", f)
+		}
+	}
 	probes, err := optimizeProbes(m, o.images)
 	if err != nil {
 		return err
 	}
 	copts := clip.OptimizeOptions{
 		Int8:      o.int8,
-		Fuse:      onnxgraph.FuseOptions{PackedQKV: o.packed && !o.int8},
+		Fuse:      fuse,
 		Quant:     onnxgraph.QuantOptions{FullRange: o.fullRange, Integer: o.integer},
 		Threads:   o.ort.threads(),
 		Tolerance: o.tolerance,

@@ -23,8 +23,8 @@ func TestModelsOptimize(t *testing.T) {
 	}
 	derived := filepath.Join(cache, "condition", "derived", "default", "onnx")
 	for _, want := range []string{
-		"fused: 314 → 80 nodes: 4 attention, 7 skip layer norm (7 with the projection bias), 4 QuickGelu",
-		"fused: 218 → 98 nodes: 2 attention, 4 skip layer norm",
+		"fused: 314 → 94 nodes: 4 attention, 0 skip layer norm (0 with the projection bias), 4 QuickGelu",
+		"fused: 218 → 106 nodes: 2 attention, 0 skip layer norm (0 with the projection bias), 2 QuickGelu",
 		"wrote " + filepath.Join(derived, "vision_model_optimized.onnx"),
 		"wrote " + filepath.Join(derived, "text_model_optimized.onnx"),
 	} {

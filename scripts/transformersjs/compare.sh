@@ -13,7 +13,7 @@
 # runs, ROUNDS times, in an order that turns each round:
 #   condition-plain      condition run on the model's own graphs        (--variant plain)
 #   condition-optimized  condition run on the fused float32 graphs      (--variant optimized)
-#   condition-int8       condition run on the fused int8 graphs         (--variant optimized-int8)
+#   condition-optimized-int8  condition run on the fused int8 graphs    (--variant optimized-int8)
 #   tjs-fp32             transformers.js on the model's own vision graph
 #   tjs-int8             transformers.js on condition's int8 vision graph
 # Each prints images/s over the whole folder, model loading excluded (condition's
@@ -64,7 +64,7 @@ run_one() {
 	esac
 }
 
-SIDES="condition-plain condition-optimized condition-int8 tjs-fp32 tjs-int8"
+SIDES="condition-plain condition-optimized condition-optimized-int8 tjs-fp32 tjs-int8"
 : >"$TMP/results"
 r=0
 while [ "$r" -lt "$ROUNDS" ]; do
@@ -93,7 +93,7 @@ cat "$TMP/medians"
 awk '{ m[$1] = $2 } END {
 	printf "condition-optimized / tjs-fp32  %.2fx\n", m["condition-optimized"] / m["tjs-fp32"]
 	printf "condition-plain     / tjs-fp32  %.2fx\n", m["condition-plain"] / m["tjs-fp32"]
-	printf "condition-int8      / tjs-fp32  %.2fx\n", m["condition-int8"] / m["tjs-fp32"]
-	printf "condition-int8      / tjs-int8  %.2fx\n", m["condition-int8"] / m["tjs-int8"]
+	printf "condition-optimized-int8 / tjs-fp32  %.2fx\n", m["condition-optimized-int8"] / m["tjs-fp32"]
+	printf "condition-optimized-int8 / tjs-int8  %.2fx\n", m["condition-optimized-int8"] / m["tjs-int8"]
 	printf "condition-optimized / condition-plain  %.2fx\n", m["condition-optimized"] / m["condition-plain"]
 }' "$TMP/medians"

@@ -44,24 +44,28 @@ mkdir -p "$TMP/tjs-int8/onnx"
 cp "$MODEL/config.json" "$MODEL/preprocessor_config.json" "$TMP/tjs-int8/"
 ln -s "$INT8" "$TMP/tjs-int8/onnx/vision_model.onnx"
 
+# run_one SIDE prints "IMAGES_PER_SEC CPU_SECONDS": the side's own rate (model loading
+# excluded) and the CPU time of its whole process (user + system, loading included), which
+# other work on the machine disturbs far less than wall time. Neither side's ONNX Runtime
+# threads spin between calls (condition never lets them; bench.mjs turns it off), so CPU
+# time counts work, not waiting.
 run_one() {
 	case $1 in
 	condition-*)
 		v=${1#condition-}
 		rm -rf "$TMP/out"
-		"$C" run --model "$MODEL" --variant "$v" --images "$PHOTOS" --prompt "a photo" --out "$TMP/out" \
-			--batch "$BATCH" --threads "$THREADS" --streams 1 --quiet 2>"$TMP/log" || { cat "$TMP/log" >&2; exit 1; }
-		sed -n 's/.*done [0-9]*, .* (\([0-9.]*\) images\/s).*/\1/p' "$TMP/log" | tail -1
+		/usr/bin/time -f "cpu %U %S" -o "$TMP/time" "$C" run --model "$MODEL" --variant "$v" --images "$PHOTOS" --prompt "a photo" \
+			--out "$TMP/out" --batch "$BATCH" --threads "$THREADS" --streams 1 --quiet 2>"$TMP/log" || { cat "$TMP/log" >&2; exit 1; }
+		ips=$(sed -n 's/.*done [0-9]*, .* (\([0-9.]*\) images\/s).*/\1/p' "$TMP/log" | tail -1)
 		;;
-	tjs-fp32)
-		(cd "$HERE" && node bench.mjs --model "$MODEL" --images "$PHOTOS" --batch "$BATCH" --threads "$THREADS") |
-			sed -n 's/.*"images_per_sec":\([0-9.]*\).*/\1/p'
-		;;
-	tjs-int8)
-		(cd "$HERE" && node bench.mjs --model "$TMP/tjs-int8" --images "$PHOTOS" --batch "$BATCH" --threads "$THREADS") |
-			sed -n 's/.*"images_per_sec":\([0-9.]*\).*/\1/p'
+	tjs-fp32 | tjs-int8)
+		dir=$MODEL
+		[ "$1" = tjs-int8 ] && dir=$TMP/tjs-int8
+		ips=$(cd "$HERE" && /usr/bin/time -f "cpu %U %S" -o "$TMP/time" node bench.mjs --model "$dir" --images "$PHOTOS" \
+			--batch "$BATCH" --threads "$THREADS" | sed -n 's/.*"images_per_sec":\([0-9.]*\).*/\1/p')
 		;;
 	esac
+	echo "$ips $(awk '/^cpu / { print $2 + $3 }' "$TMP/time")"
 }
 
 SIDES="condition-plain condition-optimized condition-optimized-int8 tjs-fp32 tjs-int8"
@@ -78,22 +82,23 @@ while [ "$r" -lt "$ROUNDS" ]; do
 		i=$((i + 1))
 	done
 	for s in "$@"; do
-		ips=$(run_one "$s")
-		echo "round $((r + 1)) $s $ips images/s" >&2
-		echo "$s $ips" >>"$TMP/results"
+		res=$(run_one "$s")
+		echo "round $((r + 1)) $s: $res (images/s, CPU seconds)" >&2
+		echo "$s $res" >>"$TMP/results"
 	done
 	r=$((r + 1))
 done
 
-echo "images/s, medians of $ROUNDS alternated rounds ($(ls "$PHOTOS" | wc -l) images, batch $BATCH, $THREADS threads, $(nproc) cores):"
+N=$(find "$PHOTOS" -type f | wc -l)
+med() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+echo "medians of $ROUNDS alternated rounds ($N images, batch $BATCH, $THREADS threads, $(nproc) cores): images/s, CPU ms per image"
 for s in $SIDES; do
-	printf '%s %s\n' "$s" "$(awk -v s="$s" '$1 == s { print $2 }' "$TMP/results" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')"
+	printf '%s %s %s\n' "$s" "$(awk -v s="$s" '$1 == s { print $2 }' "$TMP/results" | med)" \
+		"$(awk -v s="$s" -v n="$N" '$1 == s { print 1000 * $3 / n }' "$TMP/results" | med)"
 done >"$TMP/medians"
 cat "$TMP/medians"
-awk '{ m[$1] = $2 } END {
-	printf "condition-optimized / tjs-fp32  %.2fx\n", m["condition-optimized"] / m["tjs-fp32"]
-	printf "condition-plain     / tjs-fp32  %.2fx\n", m["condition-plain"] / m["tjs-fp32"]
-	printf "condition-optimized-int8 / tjs-fp32  %.2fx\n", m["condition-optimized-int8"] / m["tjs-fp32"]
-	printf "condition-optimized-int8 / tjs-int8  %.2fx\n", m["condition-optimized-int8"] / m["tjs-int8"]
-	printf "condition-optimized / condition-plain  %.2fx\n", m["condition-optimized"] / m["condition-plain"]
+echo "ratios (images/s; CPU per image, the other side's over this one's):"
+awk '{ r[$1] = $2; c[$1] = $3 } function p(a, b) { printf "  %-24s / %-16s %.2fx  CPU %.2fx\n", a, b, r[a] / r[b], c[b] / c[a] } END {
+	p("condition-optimized", "tjs-fp32"); p("condition-plain", "tjs-fp32"); p("condition-optimized-int8", "tjs-fp32")
+	p("condition-optimized-int8", "tjs-int8"); p("condition-optimized", "condition-plain"); p("condition-optimized-int8", "condition-plain")
 }' "$TMP/medians"

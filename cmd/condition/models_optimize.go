@@ -27,6 +27,7 @@ type optimizeOptions struct {
 	ort       ortOptions
 	int8      bool
 	packed    bool
+	split     bool
 	out       string
 	images    string
 	fullRange bool
@@ -43,6 +44,7 @@ func (o *optimizeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.int8, "int8", false, "also quantize the weight MatMuls to int8 (variant optimized-int8; activations quantized at run time)")
 	fs.StringSliceVar(&o.fusions, "fusions", []string{"attention", "quick-gelu"}, "fusions to apply: attention, skip-layer-norm, quick-gelu (skip-layer-norm is off by default: ONNX Runtime 1.30's CPU SkipLayerNormalization measured slower than LayerNormalization and Add)")
 	fs.BoolVar(&o.packed, "packed-qkv", false, "fuse self-attention into com.microsoft.Attention with the q, k, v weights packed (default: MultiHeadAttention after the three projections)")
+	fs.BoolVar(&o.split, "split-qkv", false, "compute self-attention's q, k, v projections as one MatMul by packed weights, split for MultiHeadAttention (with --int8: quantized once)")
 	fs.StringVar(&o.out, "out", "", "write the rewritten graphs to DIR/onnx/ instead of this program's cache (they are then not picked up by --variant)")
 	fs.StringVar(&o.images, "images", "", "folder of images to check the rewrites on (default: 8 generated scenes)")
 	fs.BoolVar(&o.fullRange, "int8-full-range", false, "int8 weights over [-127, 127] (default 7 bits, [-63, 63], exact on CPUs without VNNI)")
@@ -76,7 +78,11 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fuse := onnxgraph.FuseOptions{PackedQKV: o.packed && !o.int8, NoAttention: true, NoSkipLayerNorm: true, NoBiasGelu: true}
+	if o.packed && o.split {
+		return usagef("--packed-qkv and --split-qkv are two forms of the same thing: give one")
+	}
+	fuse := onnxgraph.FuseOptions{PackedQKV: o.packed && !o.int8, SplitQKV: o.split || o.packed && o.int8,
+		NoAttention: true, NoSkipLayerNorm: true, NoBiasGelu: true}
 	for _, f := range o.fusions {
 		switch f {
 		case "attention":
@@ -103,7 +109,7 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 		MinCosine: o.minCosine,
 	}
 	if o.packed && o.int8 {
-		e.Log.Warn("--packed-qkv does not apply with --int8: the packed Attention keeps its weights in float32; the q, k, v projections are quantized instead")
+		e.Log.Warn("with --int8, --packed-qkv means --split-qkv: the packed Attention would keep its weights in float32")
 	}
 	save := func(r *clip.Optimized, write func(io.Writer) error) (string, error) {
 		if o.out == "" {

@@ -10,8 +10,9 @@ import (
 type FuseReport struct {
 	NodesBefore int `json:"nodes_before"`
 	NodesAfter  int `json:"nodes_after"`
-	// Attention counts attention subgraphs fused (MultiHeadAttention, or
-	// Attention for those counted in Packed too).
+	// Attention counts attention subgraphs fused; Packed counts those whose
+	// q, k, v projections were packed into one weight (Attention, or one
+	// MatMul split for MultiHeadAttention).
 	Attention int `json:"attention"`
 	Packed    int `json:"packed_qkv"`
 	// SkipLayerNorm counts residual Add + LayerNormalization pairs fused,

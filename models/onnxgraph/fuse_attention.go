@@ -289,6 +289,11 @@ type FuseOptions struct {
 	// into com.microsoft.Attention (one MatMul with the weights packed
 	// [D, 3D]) instead of MultiHeadAttention after three MatMuls.
 	PackedQKV bool
+	// SplitQKV computes the three projections of such self-attention as
+	// one MatMul by the weights packed [D, 3D], split into q, k and v for
+	// MultiHeadAttention (a MatMul that Quantize then quantizes once, where
+	// Attention would keep its weights in float32).
+	SplitQKV bool
 	// NoAttention, NoSkipLayerNorm, NoBiasGelu turn a fusion off.
 	NoAttention, NoSkipLayerNorm, NoBiasGelu bool
 }
@@ -350,6 +355,36 @@ func (e *editor) fuseAttention(opts FuseOptions) (fused, packed int, skipped []s
 					}
 				}
 				e.replace(old, append(newNodes, node)...)
+				e.reindex()
+				fused++
+				packed++
+				continue
+			}
+		}
+		if opts.SplitQKV && okq && okk && okv && pq.x == pk.x && pq.x == pv.x &&
+			e.only(a.q) && e.only(a.k) && e.only(a.v) {
+			if w, b, ok := e.packQKV(pq, pk, pv, width); ok {
+				qkv, q, k, v := e.name("qkv"), e.name("q"), e.name("k"), e.name("v")
+				split := &Node{Name: e.name("split"), OpType: "Split", Inputs: []string{qkv}, Outputs: []string{q, k, v},
+					Attrs: map[string]*Attr{"axis": IntAttr("axis", -1)}}
+				if e.m.Opsets[""] >= 13 {
+					split.Inputs = append(split.Inputs, e.addInit(&Tensor{Name: e.name("qkv_sizes"), Dims: []int64{3}, DataType: Int64, Int64s: []int64{width, width, width}}))
+				} else {
+					split.Attrs["split"] = IntsAttr("split", width, width, width)
+				}
+				node := &Node{Name: name, OpType: "MultiHeadAttention", Domain: MSDomain,
+					Inputs: []string{q, k, v, b, "", bias}, Outputs: []string{a.out}, Attrs: attrs}
+				if bias == "" {
+					node.Inputs = node.Inputs[:4]
+				}
+				old := append(a.nodes, pq.mul, pk.mul, pv.mul)
+				for _, p := range []projection{pq, pk, pv} {
+					if p.add != nil {
+						old = append(old, p.add)
+					}
+				}
+				mm := &Node{Name: qkv, OpType: "MatMul", Inputs: []string{pq.x, w}, Outputs: []string{qkv}, Attrs: map[string]*Attr{}}
+				e.replace(old, append(newNodes, mm, split, node)...)
 				e.reindex()
 				fused++
 				packed++

@@ -185,21 +185,25 @@ func testInputs(b *graphBuilder) ([]string, []tensorio.Tensor) {
 func TestFuseAttentionLayouts(t *testing.T) {
 	orttest.Load(t)
 	for _, layout := range []string{"pyclip", "eager", "sdpa", "div"} {
-		for _, packed := range []bool{false, true} {
+		for _, form := range []string{"separate", "packed", "split"} {
+			packed := form != "separate"
 			b := newBuilder()
 			attentionGraph(b, layout)
 			m := b.build(t)
 			var buf bytes.Buffer
-			r, err := onnxgraph.Fuse(m, onnxgraph.FuseOptions{PackedQKV: packed}, &buf)
+			r, err := onnxgraph.Fuse(m, onnxgraph.FuseOptions{PackedQKV: form == "packed", SplitQKV: form == "split"}, &buf)
 			if err != nil {
 				t.Fatalf("%s: %v", layout, err)
 			}
 			attn := "MultiHeadAttention"
-			if packed {
+			if form == "packed" {
 				attn = "Attention"
 			}
-			if r.Attention != 1 || r.Ops[attn] != 1 || r.Ops["Softmax"] != 0 || r.SkipLayerNorm != 1 || r.SkipBias != 1 || r.Ops["Add"] != 0 || r.Ops["LayerNormalization"] != 0 {
-				t.Errorf("%s packed=%v: %s; %v; %v", layout, packed, r, onnxgraph.SortedOps(r.Ops), r.Skipped)
+			if form == "split" && (r.Ops["Split"] != 1 || r.Ops["MatMul"] != 2) {
+				t.Errorf("%s split: %v", layout, onnxgraph.SortedOps(r.Ops))
+			}
+			if r.Attention != 1 || r.Packed != map[bool]int{false: 0, true: 1}[packed] || r.Ops[attn] != 1 || r.Ops["Softmax"] != 0 || r.SkipLayerNorm != 1 || r.SkipBias != 1 || r.Ops["Add"] != 0 || r.Ops["LayerNormalization"] != 0 {
+				t.Errorf("%s %s: %s; %v; %v", layout, form, r, onnxgraph.SortedOps(r.Ops), r.Skipped)
 			}
 			names, in := testInputs(b)
 			outs := []string{"y", "res"}
@@ -207,7 +211,7 @@ func TestFuseAttentionLayouts(t *testing.T) {
 			got := runGraph(t, buf.Bytes(), layout+" fused", names, in, outs)
 			for i := range want {
 				if d := relDiff(want[i], got[i]); !(d < 1e-5) {
-					t.Errorf("%s packed=%v: %s differs by %.3g", layout, packed, outs[i], d)
+					t.Errorf("%s %s: %s differs by %.3g", layout, form, outs[i], d)
 				}
 			}
 		}

@@ -26,8 +26,7 @@ type optimizeOptions struct {
 	modelFlags
 	ort       ortOptions
 	int8      bool
-	packed    bool
-	split     bool
+	qkv       string
 	out       string
 	images    string
 	fullRange bool
@@ -43,8 +42,7 @@ func (o *optimizeOptions) AddFlags(fs *pflag.FlagSet) {
 	o.ort.AddFlags(fs)
 	fs.BoolVar(&o.int8, "int8", false, "also quantize the weight MatMuls to int8 (variant optimized-int8; activations quantized at run time)")
 	fs.StringSliceVar(&o.fusions, "fusions", []string{"attention", "quick-gelu"}, "fusions to apply: attention, skip-layer-norm, quick-gelu (skip-layer-norm is off by default: ONNX Runtime 1.30's CPU SkipLayerNormalization measured slower than LayerNormalization and Add)")
-	fs.BoolVar(&o.packed, "packed-qkv", false, "fuse self-attention into com.microsoft.Attention with the q, k, v weights packed (default: MultiHeadAttention after the three projections)")
-	fs.BoolVar(&o.split, "split-qkv", false, "compute self-attention's q, k, v projections as one MatMul by packed weights, split for MultiHeadAttention (with --int8: quantized once)")
+	fs.StringVar(&o.qkv, "qkv", "", "self-attention's q, k, v projections: separate (three MatMuls, then MultiHeadAttention), split (one MatMul by the packed weights, split for MultiHeadAttention) or packed (com.microsoft.Attention, float32 only); default separate, split with --int8 (measured faster)")
 	fs.StringVar(&o.out, "out", "", "write the rewritten graphs to DIR/onnx/ instead of this program's cache (they are then not picked up by --variant)")
 	fs.StringVar(&o.images, "images", "", "folder of images to check the rewrites on (default: 8 generated scenes)")
 	fs.BoolVar(&o.fullRange, "int8-full-range", false, "int8 weights over [-127, 127] (default 7 bits, [-63, 63], exact on CPUs without VNNI)")
@@ -55,7 +53,7 @@ func (o *optimizeOptions) AddFlags(fs *pflag.FlagSet) {
 
 func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 	var o optimizeOptions
-	fs := newFlagSet(e, "models optimize", "models optimize REF [--int8] [--packed-qkv] [--out DIR] [--images DIR] [--json]")
+	fs := newFlagSet(e, "models optimize", "models optimize REF [--int8] [--qkv separate|split|packed] [--fusions LIST] [--out DIR] [--images DIR] [--json]")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -78,10 +76,20 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if o.packed && o.split {
-		return usagef("--packed-qkv and --split-qkv are two forms of the same thing: give one")
+	qkv := o.qkv
+	if qkv == "" {
+		qkv = "separate"
+		if o.int8 {
+			qkv = "split"
+		}
 	}
-	fuse := onnxgraph.FuseOptions{PackedQKV: o.packed && !o.int8, SplitQKV: o.split || o.packed && o.int8,
+	switch {
+	case qkv == "packed" && o.int8:
+		return usagef("--qkv packed keeps the projections' weights in float32 inside Attention; with --int8 use split")
+	case qkv != "separate" && qkv != "split" && qkv != "packed":
+		return usagef("--qkv: %q is not separate, split or packed", qkv)
+	}
+	fuse := onnxgraph.FuseOptions{PackedQKV: qkv == "packed", SplitQKV: qkv == "split",
 		NoAttention: true, NoSkipLayerNorm: true, NoBiasGelu: true}
 	for _, f := range o.fusions {
 		switch f {
@@ -107,9 +115,6 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 		Threads:   o.ort.threads(),
 		Tolerance: o.tolerance,
 		MinCosine: o.minCosine,
-	}
-	if o.packed && o.int8 {
-		e.Log.Warn("with --int8, --packed-qkv means --split-qkv: the packed Attention would keep its weights in float32")
 	}
 	save := func(r *clip.Optimized, write func(io.Writer) error) (string, error) {
 		if o.out == "" {

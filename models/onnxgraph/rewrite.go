@@ -387,9 +387,6 @@ func (e *editor) write(w io.Writer) error {
 		for _, in := range n.Inputs {
 			used[in] = true
 		}
-		if n.OpType == "Constant" {
-			continue
-		}
 	}
 	for o := range e.outputs {
 		used[o] = true

@@ -46,6 +46,12 @@ func (e *editor) matchAttention(sm *Node) (*attention, string) {
 	}
 	add(mm2)
 	tr := e.users[mm2.Outputs[0]][0]
+	if tr.OpType == "Reshape" && e.only(tr.Outputs[0]) {
+		// Exports that multiply batches of B·H matrices (torch.bmm) view
+		// the context as [B, H, T, dh] again here.
+		add(tr)
+		tr = e.users[tr.Outputs[0]][0]
+	}
 	if tr.OpType != "Transpose" || !equalInts(perm(tr), 0, 2, 1, 3) || !e.only(tr.Outputs[0]) {
 		return nil, "the context is not transposed back with perm (0,2,1,3)"
 	}
@@ -63,12 +69,17 @@ func (e *editor) matchAttention(sm *Node) (*attention, string) {
 	var mm *Node
 	for hops := 0; mm == nil; hops++ {
 		n := e.node(s)
-		if n == nil || hops > 4 || !e.only(s) {
+		if n == nil || hops > 8 || !e.only(s) {
 			return nil, "the scores are not a MatMul of queries and keys"
 		}
 		switch {
 		case n.OpType == "MatMul":
 			mm = n
+		case n.OpType == "Reshape" && hops < 4:
+			// The bmm exports' views of the scores [B·H, T, T] ↔ [B, H, T, T]
+			// around a mask.
+			add(n)
+			s = n.Inputs[0]
 		case n.OpType == "Add" && !maskSeen && !scaleSeen:
 			// The mask is whichever input does not continue the scores.
 			x, m := n.Inputs[0], n.Inputs[1]
@@ -157,6 +168,20 @@ func (e *editor) headsPath(v string, keys bool, a *attention) (x string, heads, 
 		a.scale *= f
 		a.nodes = append(a.nodes, n)
 		v, n = in, e.node(in)
+	}
+	if n != nil && keys && n.OpType == "Transpose" && equalInts(perm(n), 0, 2, 1) && e.only(v) {
+		// bmm exports: kᵀ of the [B·H, L, dh] keys.
+		if r := e.node(n.Inputs[0]); r != nil && r.OpType == "Reshape" && e.only(n.Inputs[0]) {
+			a.nodes = append(a.nodes, n, r)
+			v, n = r.Inputs[0], e.node(r.Inputs[0])
+			keys = false // what is left is split like the queries and values
+		}
+	} else if n != nil && n.OpType == "Reshape" && e.only(v) {
+		// bmm exports: the heads viewed as [B·H, T, dh].
+		if t := e.node(n.Inputs[0]); t != nil && t.OpType == "Transpose" {
+			a.nodes = append(a.nodes, n)
+			v, n = n.Inputs[0], t
+		}
 	}
 	if n == nil || n.OpType != "Transpose" || !e.only(v) {
 		return "", 0, 0, "not a Transpose of the heads"

@@ -82,10 +82,10 @@ const (
 //	eager:   keys transposed (0,2,1,3) then (0,1,3,2), scores × scale, + mask input
 //	sdpa:    √scale on the split queries and on the transposed keys
 //	div:     scores divided by √dh, a Where mask of a bool input
+//	bmm:     heads viewed [B·H, T, dh] for torch.bmm, the scores viewed [B, H, T, T] for a mask
 func attentionGraph(b *graphBuilder, layout string) {
 	b.g.Inputs = []onnxgraph.ValueInfo{floatIO("x", "B", "T", "D")}
 	split := b.ints("split", 0, 0, tH, tDh)
-	merge := b.ints("merge", 0, 0, tD)
 	proj := func(p string) string {
 		b.node("MatMul", []string{"x", b.random(p+"_w", tD, tD)}, []string{p + "_mm"})
 		b.node("Add", []string{b.random(p+"_b", tD), p + "_mm"}, []string{p})
@@ -93,7 +93,7 @@ func attentionGraph(b *graphBuilder, layout string) {
 	}
 	q, k, v := proj("q"), proj("k"), proj("v")
 	scale := float32(1 / math.Sqrt(tDh))
-	if layout == "pyclip" {
+	if layout == "pyclip" || layout == "bmm" {
 		b.node("Mul", []string{q, b.scalar("s", scale)}, []string{"qs"})
 		q = "qs"
 	}
@@ -102,6 +102,28 @@ func attentionGraph(b *graphBuilder, layout string) {
 	qh := "qh"
 	b.node("Reshape", []string{k, split}, []string{"k4"})
 	kt := "kt"
+	if layout == "bmm" {
+		// transformers before 4.48: q·scale, heads viewed [B·H, T, dh], torch.bmm, the
+		// scores viewed [B, H, T, T] to add the mask and back.
+		flat := b.ints("flat", tB*tH, -1, tDh)
+		b.node("Reshape", []string{"qh", flat}, []string{"q3"})
+		b.node("Transpose", []string{"k4"}, []string{"kh"}, onnxgraph.IntsAttr("perm", 0, 2, 1, 3))
+		b.node("Reshape", []string{"kh", flat}, []string{"k3"})
+		b.node("Transpose", []string{"k3"}, []string{kt}, onnxgraph.IntsAttr("perm", 0, 2, 1))
+		b.node("MatMul", []string{"q3", kt}, []string{"scores"})
+		b.node("Reshape", []string{"scores", b.ints("s4", tB, tH, tT, tT)}, []string{"scores4"})
+		b.g.Inputs = append(b.g.Inputs, floatIO("mask", "B", "one", "T", "T"))
+		b.node("Add", []string{"scores4", "mask"}, []string{"masked4"})
+		b.node("Reshape", []string{"masked4", b.ints("s3", tB*tH, tT, tT)}, []string{"masked"})
+		b.node("Softmax", []string{"masked"}, []string{"probs"}, onnxgraph.IntAttr("axis", -1))
+		b.node("Reshape", []string{v, split}, []string{"v4"})
+		b.node("Transpose", []string{"v4"}, []string{"vh"}, onnxgraph.IntsAttr("perm", 0, 2, 1, 3))
+		b.node("Reshape", []string{"vh", flat}, []string{"v3"})
+		b.node("MatMul", []string{"probs", "v3"}, []string{"ctx3"})
+		b.node("Reshape", []string{"ctx3", b.ints("c4", tB, tH, tT, tDh)}, []string{"ctx"})
+		attentionTail(b)
+		return
+	}
 	switch layout {
 	case "pyclip", "div":
 		b.node("Transpose", []string{"k4"}, []string{kt}, onnxgraph.IntsAttr("perm", 0, 2, 3, 1))
@@ -135,6 +157,13 @@ func attentionGraph(b *graphBuilder, layout string) {
 	b.node("Reshape", []string{v, split}, []string{"v4"})
 	b.node("Transpose", []string{"v4"}, []string{"vh"}, onnxgraph.IntsAttr("perm", 0, 2, 1, 3))
 	b.node("MatMul", []string{"probs", "vh"}, []string{"ctx"})
+	attentionTail(b)
+}
+
+// attentionTail merges the heads of ctx [B, H, T, dh] and adds the output
+// projection, the residual and the layer norm.
+func attentionTail(b *graphBuilder) {
+	merge := b.ints("merge", 0, 0, tD)
 	b.node("Transpose", []string{"ctx"}, []string{"ctxt"}, onnxgraph.IntsAttr("perm", 0, 2, 1, 3))
 	b.node("Reshape", []string{"ctxt", merge}, []string{"attn"})
 	b.node("MatMul", []string{"attn", b.random("o_w", tD, tD)}, []string{"o_mm"})
@@ -184,7 +213,7 @@ func testInputs(b *graphBuilder) ([]string, []tensorio.Tensor) {
 // layout, checks the fused ops, and runs both graphs in ONNX Runtime.
 func TestFuseAttentionLayouts(t *testing.T) {
 	orttest.Load(t)
-	for _, layout := range []string{"pyclip", "eager", "sdpa", "div"} {
+	for _, layout := range []string{"pyclip", "eager", "sdpa", "div", "bmm"} {
 		for _, form := range []string{"separate", "packed", "split"} {
 			packed := form != "separate"
 			b := newBuilder()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ type Model struct {
 	hub      *hub.Client
 	derived  derivedCache // files made from hub models
 	config   Config
+	log      *slog.Logger // nil: silent
 }
 
 // Open resolves ref and reads the model's config.json. Hub models missing
@@ -57,8 +59,14 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 		return nil, err
 	}
 	variant := strings.TrimPrefix(opts.Variant, "_")
+	// Derived variants are looked up once the model's own graphs are known;
+	// with no variant asked for, an optimized one is used when present.
+	derived := variant
+	if IsDerivedVariant(variant) || variant == VariantPlain {
+		variant = ""
+	}
 	m := &Model{ref: model, variant: variant, weights: weights, alias: map[string]string{}, extra: map[string]string{},
-		derived: newDerivedCache(opts)}
+		derived: newDerivedCache(opts), log: opts.Logger}
 	switch {
 	case r.Default:
 		fsys, err := defaultFS()
@@ -80,6 +88,11 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 	m.fsys = overlay{m}
 	if err := m.pickGraphs(); err != nil {
 		return nil, err
+	}
+	if variant == "" && derived != VariantPlain {
+		if err := m.useDerivedVariants(derived); err != nil {
+			return nil, err
+		}
 	}
 	b, err := m.ReadFile(ConfigFile)
 	if err != nil {

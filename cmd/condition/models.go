@@ -23,12 +23,12 @@ import (
 func init() {
 	register(command{
 		name:    "models",
-		summary: "list, fetch, inspect, verify and expose models (Hugging Face hub and cache)",
+		summary: "list, fetch, inspect, verify, expose and optimize models (Hugging Face hub and cache)",
 		run:     runModels,
 	})
 }
 
-const modelsUsage = `models <list|fetch|info|verify|expose|eval> [flags]
+const modelsUsage = `models <list|fetch|info|verify|expose|optimize|eval> [flags]
 
   models list [--known] [--json]          models in the Hugging Face cache (--known: CLIP
                                           exports this program was checked against)
@@ -37,6 +37,10 @@ const modelsUsage = `models <list|fetch|info|verify|expose|eval> [flags]
   models verify REF                       re-hash a cached hub model against its blob names
                                           (a folder or default: check that its files parse)
   models expose REF [--variant V]         add last_hidden_state to pooled-only graphs
+  models optimize REF [--int8] [--out DIR] fuse the graphs for ONNX Runtime (and quantize them to
+                                          int8), check them against the originals, keep them in
+                                          this program's cache as the variant optimized (or
+                                          optimized-int8), used by default when present
   models eval [REF] [--scenes N]          quality on held-out generated scenes (default: the built-in model)
 
 REF is a directory, org/name[@revision], or <graphs>+<weights> (the ONNX graphs
@@ -117,7 +121,7 @@ func human(n int64) string {
 func runModels(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprintf(e.Stderr, "usage: condition %s\n", modelsUsage)
-		return usagef("models needs a subcommand: list, fetch, info, verify, expose or eval")
+		return usagef("models needs a subcommand: list, fetch, info, verify, expose, optimize or eval")
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintf(e.Stdout, "usage: condition %s\n", modelsUsage)
@@ -131,8 +135,10 @@ func runModels(ctx context.Context, e *env, args []string) error {
 		return runModelsRef(ctx, e, sub, rest)
 	case "eval":
 		return runModelsEval(ctx, e, rest)
+	case "optimize":
+		return runModelsOptimize(ctx, e, rest)
 	}
-	return usagef("models: unknown subcommand %q (list, fetch, info, verify, expose, eval)", sub)
+	return usagef("models: unknown subcommand %q (list, fetch, info, verify, expose, optimize, eval)", sub)
 }
 
 // knownModel is a CLIP export whose files were checked against stored

@@ -37,6 +37,7 @@ type pipeBenchOptions struct {
 	rssBig  int
 	json    bool
 	cpuProf string
+	tune    bool
 }
 
 func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -53,6 +54,7 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.rss, "rss", false, "also measure the peak RSS of jobs of 100 and --rss-images images (separate processes)")
 	fs.IntVar(&o.rssBig, "rss-images", 5000, "images of the large job of --rss")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
+	fs.BoolVar(&o.tune, "tune", false, "try streams × threads × batch (8, 16, 32) × spinning on the whole job, --rounds rounds in turned order, and print the best setting for run")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the job phase to this file (Go's threads, and ONNX Runtime's work on the calling thread; not its pool threads)")
 	o.ort.AddFlags(fs)
 }
@@ -163,6 +165,9 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		if err := pipebench.WriteSyntheticImages(images, o.n, o.size, 1); err != nil {
 			return err
 		}
+	}
+	if o.tune {
+		return runPipeTune(ctx, e, o, m, images, tmp)
 	}
 	res.Model, res.Batch, res.Cores = m.Name(), o.batch, runtime.GOMAXPROCS(0)
 	res.Threads, res.Streams = pipeline.EncoderPlan(o.ort.Threads, o.streams)

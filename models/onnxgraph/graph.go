@@ -85,6 +85,8 @@ type Node struct {
 	Inputs  []string
 	Outputs []string
 	Attrs   map[string]*Attr
+
+	raw []byte // the NodeProto it was parsed from; nil for a node made here
 }
 
 // Attr is an AttributeProto (the kinds the project reads).
@@ -289,7 +291,7 @@ func parseGraph(b []byte) (*Graph, error) {
 }
 
 func parseNode(b []byte) (Node, error) {
-	n := Node{Attrs: map[string]*Attr{}}
+	n := Node{Attrs: map[string]*Attr{}, raw: b}
 	err := fields(b, func(f field) error {
 		if f.wire != protowire.BytesType {
 			return nil
@@ -524,12 +526,7 @@ func encodeNode(n Node) []byte {
 	}
 	sortStrings(names)
 	for _, k := range names {
-		a := n.Attrs[k]
-		var ab []byte
-		ab = appendStringField(ab, 1, a.Name)
-		ab = appendVarintField(ab, 3, uint64(a.I))
-		ab = appendVarintField(ab, 20, 2) // AttributeProto.INT
-		b = appendBytesField(b, 5, ab)
+		b = appendBytesField(b, 5, encodeAttr(n.Attrs[k]))
 	}
 	if n.Domain != "" {
 		b = appendStringField(b, 7, n.Domain)

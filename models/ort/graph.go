@@ -283,6 +283,11 @@ func (g Graph) NewSession(inputs, outputs []string, opts SessionOptions) (*Sessi
 			return nil, fmt.Errorf("ort: %s: disable spinning: %w", name, err)
 		}
 	}
+	if opts.ProfilePrefix != "" {
+		if err := so.EnableProfiling(opts.ProfilePrefix); err != nil {
+			return nil, fmt.Errorf("ort: %s: profiling: %w", name, err)
+		}
+	}
 	var s *onnx.DynamicAdvancedSession
 	if g.path != "" {
 		s, err = onnx.NewDynamicAdvancedSession(g.path, inputs, outputs, so)

@@ -177,6 +177,10 @@ type SessionOptions struct {
 	// they wait for work, so that they leave the cores to other stages of a
 	// pipeline (decoding, attention) between runs.
 	NoSpinning bool
+	// ProfilePrefix, when set, makes ONNX Runtime write a profile of every
+	// node's run (Chrome trace JSON) to a file named from it, when the
+	// session closes.
+	ProfilePrefix string
 }
 
 // Session runs one ONNX graph with named inputs and outputs. Run may be

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/conditionhq/condition/internal/scenes"
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/clip"
+	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/text"
+	"github.com/conditionhq/condition/vision"
+)
+
+// optimizeOptions are the flags of `condition models optimize`.
+type optimizeOptions struct {
+	modelFlags
+	ort       ortOptions
+	int8      bool
+	qkv       string
+	out       string
+	images    string
+	fullRange bool
+	integer   bool
+	keepQuant bool
+	tolerance float64
+	minCosine float64
+	fusions   []string
+}
+
+func (o *optimizeOptions) AddFlags(fs *pflag.FlagSet) {
+	o.modelFlags.AddFlags(fs)
+	o.ort.AddFlags(fs)
+	fs.BoolVar(&o.int8, "int8", false, "also quantize the weight MatMuls to int8 (variant optimized-int8; activations quantized at run time)")
+	fs.StringSliceVar(&o.fusions, "fusions", []string{"attention", "quick-gelu"}, "fusions to apply: attention, skip-layer-norm, quick-gelu (skip-layer-norm is off by default: ONNX Runtime 1.30's CPU SkipLayerNormalization measured slower than LayerNormalization and Add)")
+	fs.StringVar(&o.qkv, "qkv", "", "self-attention's q, k, v projections: separate (three MatMuls, then MultiHeadAttention), split (one MatMul by the packed weights, split for MultiHeadAttention) or packed (com.microsoft.Attention, float32 only); default separate, split with --int8 (measured faster)")
+	fs.StringVar(&o.out, "out", "", "write the rewritten graphs to DIR/onnx/ instead of this program's cache (they are then not picked up by --variant)")
+	fs.StringVar(&o.images, "images", "", "folder of images to check the rewrites on (default: 8 generated scenes)")
+	fs.BoolVar(&o.fullRange, "int8-full-range", false, "int8 weights over [-127, 127] (default 7 bits, [-63, 63], exact on CPUs without VNNI)")
+	fs.BoolVar(&o.integer, "int8-integer", false, "write DynamicQuantizeLinear + MatMulInteger instead of DynamicQuantizeMatMul")
+	fs.Float64Var(&o.tolerance, "tolerance", 1e-4, "largest difference of a float32 rewrite's outputs, relative to the original's largest magnitude")
+	fs.Float64Var(&o.minCosine, "min-cosine", 0.99, "smallest cosine of an int8 rewrite's output rows (embeddings, token and patch states) to the original's")
+}
+
+func runModelsOptimize(ctx context.Context, e *env, args []string) error {
+	var o optimizeOptions
+	fs := newFlagSet(e, "models optimize", "models optimize REF [--int8] [--qkv separate|split|packed] [--fusions LIST] [--out DIR] [--images DIR] [--json]")
+	o.AddFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("models optimize takes one model reference (a directory, org/name[@revision], or default)")
+	}
+	if o.Variant != "" {
+		return usagef("models optimize starts from the model's own graphs; --variant does not apply")
+	}
+	if err := o.ort.validate(); err != nil {
+		return err
+	}
+	if _, err := o.ort.load(e); err != nil {
+		return err
+	}
+	opts := o.options(e)
+	opts.Variant = models.VariantPlain
+	m, err := models.OpenContext(ctx, fs.Arg(0), opts)
+	if err != nil {
+		return err
+	}
+	qkv := o.qkv
+	if qkv == "" {
+		qkv = "separate"
+		if o.int8 {
+			qkv = "split"
+		}
+	}
+	switch {
+	case qkv == "packed" && o.int8:
+		return usagef("--qkv packed keeps the projections' weights in float32 inside Attention; with --int8 use split")
+	case qkv != "separate" && qkv != "split" && qkv != "packed":
+		return usagef("--qkv: %q is not separate, split or packed", qkv)
+	}
+	fuse := onnxgraph.FuseOptions{PackedQKV: qkv == "packed", SplitQKV: qkv == "split",
+		NoAttention: true, NoSkipLayerNorm: true, NoBiasGelu: true}
+	for _, f := range o.fusions {
+		switch f {
+		case "attention":
+			fuse.NoAttention = false
+		case "skip-layer-norm":
+			fuse.NoSkipLayerNorm = false
+		case "quick-gelu":
+			fuse.NoBiasGelu = false
+		case "none", "":
+		default:
+			return usagef("--fusions: unknown fusion %q (attention, skip-layer-norm, quick-gelu, none)", f)
+		}
+	}
+	probes, err := optimizeProbes(m, o.images)
+	if err != nil {
+		return err
+	}
+	copts := clip.OptimizeOptions{
+		Int8:      o.int8,
+		Fuse:      fuse,
+		Quant:     onnxgraph.QuantOptions{FullRange: o.fullRange, Integer: o.integer},
+		Threads:   o.ort.threads(),
+		Tolerance: o.tolerance,
+		MinCosine: o.minCosine,
+	}
+	save := func(r *clip.Optimized, write func(io.Writer) error) (string, error) {
+		if o.out == "" {
+			return m.SaveVariant(r.Variant, r.Graph, r, write)
+		}
+		p := filepath.Join(o.out, filepath.FromSlash(strings.TrimSuffix(r.Graph, ".onnx")+"_"+r.Variant+".onnx"))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", err
+		}
+		return p, tensorio.WriteFileAtomic(p, write)
+	}
+	res, err := clip.Optimize(ctx, m, probes, copts, save)
+	if o.JSON {
+		if jerr := writeJSONIndent(e.Stdout, res); jerr != nil {
+			return jerr
+		}
+	} else {
+		for _, r := range res {
+			fmt.Fprintf(e.Stdout, "%s (%s):\n", r.Graph, r.Variant)
+			if r.Fuse != nil {
+				fmt.Fprintf(e.Stdout, "  fused: %s\n", r.Fuse)
+				for _, s := range r.Fuse.Skipped {
+					fmt.Fprintf(e.Stdout, "    left as it was: %s\n", s)
+				}
+			}
+			if r.Quant != nil {
+				fmt.Fprintf(e.Stdout, "  int8: %s\n", r.Quant)
+				for _, s := range r.Quant.Kept {
+					fmt.Fprintf(e.Stdout, "    float32: %s\n", s)
+				}
+			}
+			for _, c := range r.Checks {
+				fmt.Fprintf(e.Stdout, "  check on %s: %-17s relative difference %.3g, max |Δ| %.3g, cosine min %.6f mean %.6f\n",
+					r.Probes, c.Output, c.RelDiff, c.MaxAbs, c.MinCosine, c.MeanCosine)
+			}
+			switch {
+			case r.Written != "":
+				fmt.Fprintf(e.Stdout, "  wrote %s\n", r.Written)
+			case r.Error != "":
+				fmt.Fprintf(e.Stdout, "  not saved: %s\n", r.Error)
+			}
+		}
+		if err == nil && o.out == "" {
+			fmt.Fprintf(e.Stdout, "use it with --variant %s", res[0].Variant)
+			if res[0].Variant == models.VariantOptimized {
+				fmt.Fprintf(e.Stdout, " (picked by default from now on; --variant plain for the original graphs)")
+			}
+			fmt.Fprintln(e.Stdout)
+		}
+	}
+	if errors.Is(err, clip.ErrCheckFailed) {
+		return fmt.Errorf("%w\n(nothing was saved for that graph; --tolerance or --min-cosine set the limits)", err)
+	}
+	return err
+}
+
+// optimizeProbes returns the inputs the rewrites are checked on: the
+// images of dir (sorted, at most 16), or 8 generated scenes, and prompts
+// (the scenes' captions and a few others).
+func optimizeProbes(m *models.Model, dir string) (clip.Probes, error) {
+	var p clip.Probes
+	pre, err := vision.LoadPreprocessor(m.FS())
+	if err != nil {
+		return p, err
+	}
+	tok, err := text.LoadTokenizer(m.FS())
+	if err != nil {
+		return p, err
+	}
+	if n := m.Config().TextConfig.MaxPositionEmbeddings; n > 0 {
+		tok = tok.ForModel(n)
+	}
+	prompts := []string{"a photo of a dog", "a red circle next to a blue square", "two cats sleeping on a sofa in the afternoon sun",
+		"a diagram"}
+	var pixels []float32
+	add := func(px []float32, h, w int) error {
+		if p.N > 0 && (h != p.Height || w != p.Wd) {
+			return fmt.Errorf("probe images preprocess to %dx%d and %dx%d", p.Height, p.Wd, h, w)
+		}
+		pixels = append(pixels, px...)
+		p.N, p.Height, p.Wd = p.N+1, h, w
+		return nil
+	}
+	if dir != "" {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return p, err
+		}
+		var names []string
+		for _, e := range ents {
+			if !e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if p.N == 16 {
+				break
+			}
+			img, err := vision.DecodeFile(filepath.Join(dir, n), vision.DecodeOptions{})
+			if err != nil {
+				continue // not an image
+			}
+			px, h, w, err := pre.Apply(img)
+			if err != nil {
+				return p, fmt.Errorf("%s: %w", n, err)
+			}
+			if err := add(px, h, w); err != nil {
+				return p, err
+			}
+		}
+		if p.N == 0 {
+			return p, fmt.Errorf("no images in %s", dir)
+		}
+	} else {
+		g := scenes.NewGenerator(20261201)
+		for i := 0; i < 8; i++ {
+			s := g.Scene(i)
+			px, h, w, err := pre.Apply(s.Render(256))
+			if err != nil {
+				return p, err
+			}
+			if err := add(px, h, w); err != nil {
+				return p, err
+			}
+			prompts = append(prompts, s.Caption)
+		}
+	}
+	p.Pixels = pixels
+	n := 0
+	for _, s := range prompts {
+		ids, _ := tok.Encode(s)
+		n = max(n, len(ids))
+	}
+	n = min(n, tok.ContextLength())
+	ids, mask, err := tok.EncodeBatch(prompts, n)
+	if err != nil {
+		return p, err
+	}
+	for i := range prompts {
+		p.IDs = append(p.IDs, ids[i*n:(i+1)*n])
+		p.Masks = append(p.Masks, mask[i*n:(i+1)*n])
+	}
+	return p, nil
+}

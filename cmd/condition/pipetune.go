@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+
+	"github.com/conditionhq/condition/internal/pipebench"
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline"
+)
+
+// tuneSetting is one combination `bench pipeline --tune` tries.
+type tuneSetting struct {
+	Streams  int       `json:"streams"`
+	Threads  int       `json:"threads"`
+	Batch    int       `json:"batch"`
+	Spinning bool      `json:"spinning"`
+	Rates    []float64 `json:"rounds_images_per_sec"`
+	Median   float64   `json:"median_images_per_sec"`
+}
+
+// tuneSettings lists the combinations for a machine of cores cores: every
+// split of the cores into streams × threads (1, 2, 4 streams), batches of
+// 8, 16 and 32, ONNX Runtime's threads spinning or not.
+func tuneSettings(cores int, batches []int) []tuneSetting {
+	var out []tuneSetting
+	for _, streams := range []int{1, 2, 4} {
+		if streams > cores {
+			continue
+		}
+		threads := max(1, cores/streams)
+		for _, b := range batches {
+			for _, spin := range []bool{false, true} {
+				if spin && threads == 1 {
+					continue // one thread has nothing to spin for
+				}
+				out = append(out, tuneSetting{Streams: streams, Threads: threads, Batch: b, Spinning: spin})
+			}
+		}
+	}
+	return out
+}
+
+// runPipeTune runs the whole job on images with each setting, o.rounds
+// rounds in an order that turns each round, and prints the medians, best
+// first, and the flags of run for the best.
+func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Model, images, tmp string) error {
+	batches := []int{8, 16, 32}
+	settings := tuneSettings(runtime.GOMAXPROCS(0), batches)
+	type engineKey struct {
+		threads int
+		spin    bool
+	}
+	engines := map[engineKey]*pipeline.Engine{}
+	defer func() {
+		for _, eng := range engines {
+			eng.Close()
+		}
+	}()
+	for r := 0; r < o.rounds; r++ {
+		for j := range settings {
+			s := &settings[(j+r)%len(settings)]
+			k := engineKey{s.Threads, s.Spinning}
+			eng, ok := engines[k]
+			if !ok {
+				var err error
+				if eng, err = openEngine(ctx, e, m, nil, pipeline.Options{Threads: s.Threads, NoSpinning: !s.Spinning}); err != nil {
+					return err
+				}
+				engines[k] = eng
+			}
+			out := filepath.Join(tmp, fmt.Sprintf("tune-%d-%d", r, j))
+			cfg := pipeline.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
+				Out: out, Batch: s.Batch, Workers: o.workers, Streams: s.Streams, Version: Version, Log: e.Log}
+			_, rate, err := pipebench.JobRate(ctx, cfg)
+			os.RemoveAll(out)
+			if err != nil {
+				return err
+			}
+			s.Rates = append(s.Rates, rate.PerSec())
+			e.Log.Info("bench pipeline --tune", "round", r+1, "streams", s.Streams, "threads", s.Threads, "batch", s.Batch,
+				"spinning", s.Spinning, "images/s", fmt.Sprintf("%.2f", rate.PerSec()))
+		}
+	}
+	for i := range settings {
+		settings[i].Median = pipebench.Median(settings[i].Rates)
+	}
+	sort.SliceStable(settings, func(a, b int) bool { return settings[a].Median > settings[b].Median })
+	if o.json {
+		return writeJSONIndent(e.Stdout, map[string]any{"model": m.Name(), "variant": m.Variant(), "rounds": o.rounds, "settings": settings})
+	}
+	fmt.Fprintf(e.Stdout, "model %s%s, %d cores; the whole job, medians of %d rounds in turned order:\n", m.Name(), variantNote(m), runtime.GOMAXPROCS(0), o.rounds)
+	for _, s := range settings {
+		fmt.Fprintf(e.Stdout, "  %d stream(s) × %d thread(s), batch %2d, spinning %-5v %7.2f images/s  (%.2f× the slowest)\n",
+			s.Streams, s.Threads, s.Batch, s.Spinning, s.Median, s.Median/settings[len(settings)-1].Median)
+	}
+	best := settings[0]
+	fmt.Fprintf(e.Stdout, "best: condition run --streams %d --threads %d --batch %d", best.Streams, best.Threads, best.Batch)
+	if m.Variant() != "" {
+		fmt.Fprintf(e.Stdout, " --variant %s", m.Variant())
+	}
+	fmt.Fprintln(e.Stdout)
+	if best.Spinning {
+		fmt.Fprintln(e.Stdout, "  (measured with ONNX Runtime's threads spinning between calls; run keeps them from spinning)")
+	}
+	return nil
+}
+
+func variantNote(m *models.Model) string {
+	if m.Variant() == "" {
+		return ""
+	}
+	return " (variant " + m.Variant() + ")"
+}

@@ -1,0 +1,285 @@
+package clip
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/onnxgraph"
+)
+
+// Probes are the inputs a rewritten graph is checked on against its
+// original: preprocessed images and tokenized prompts (real ones, so that
+// the activations the int8 scales meet are the ones of real use).
+type Probes struct {
+	// Pixels holds N images [N, 3, H, W] as the vision graph takes them.
+	Pixels        []float32
+	N, Height, Wd int
+	// IDs and Masks are prompts' token ids and attention masks [B][T],
+	// padded to one length.
+	IDs, Masks [][]int64
+}
+
+// OptimizeOptions controls Optimize.
+type OptimizeOptions struct {
+	// Int8 quantizes the weight MatMuls after fusing (see onnxgraph.Quantize).
+	Int8 bool
+	// Fuse chooses the fused forms.
+	Fuse onnxgraph.FuseOptions
+	// Quant chooses the int8 form.
+	Quant onnxgraph.QuantOptions
+	// Threads is ONNX Runtime's intra-op thread count for the checks.
+	Threads int
+	// Tolerance is the largest difference allowed between a float32
+	// rewrite's output and the original's, relative to the original's
+	// largest magnitude (default 1e-4).
+	Tolerance float64
+	// MinCosine is the smallest cosine similarity allowed between a row
+	// (one image's or prompt's embedding, or one token's state) of an int8
+	// graph's output and the original's (default 0.99).
+	MinCosine float64
+}
+
+// OutputCheck is how one output of a rewritten graph compares with the
+// original's on the probes.
+type OutputCheck struct {
+	Output string `json:"output"`
+	// RelDiff is max |new − original| / max |original|; MaxAbs is max |new − original|.
+	RelDiff float64 `json:"rel_diff"`
+	MaxAbs  float64 `json:"max_abs_diff"`
+	// MinCosine and MeanCosine are over the rows (embeddings, or token
+	// and patch states) of the output.
+	MinCosine  float64 `json:"min_cosine"`
+	MeanCosine float64 `json:"mean_cosine"`
+}
+
+// Optimized is what Optimize did to one graph.
+type Optimized struct {
+	Graph   string                 `json:"graph"`   // canonical name
+	Variant string                 `json:"variant"` // models.VariantOptimized or models.VariantOptimizedInt8
+	Written string                 `json:"written,omitempty"`
+	Fuse    *onnxgraph.FuseReport  `json:"fuse,omitempty"`
+	Quant   *onnxgraph.QuantReport `json:"quant,omitempty"`
+	Checks  []OutputCheck          `json:"checks,omitempty"`
+	Passed  bool                   `json:"passed"`
+	Error   string                 `json:"error,omitempty"`
+	Probes  string                 `json:"probes,omitempty"` // what the check ran on
+}
+
+// ErrCheckFailed is wrapped by Optimize's error for a rewrite whose
+// outputs strayed past the tolerance: it was not saved.
+var ErrCheckFailed = errors.New("clip: the rewritten graph's outputs differ from the original's past the tolerance")
+
+// Optimize rewrites the text and vision graphs m serves (open it with
+// models.VariantPlain to start from its own graphs): fused
+// (onnxgraph.Fuse), then int8 when opts.Int8. Each rewrite is run next to
+// its original in ONNX Runtime on the probes, and handed to save only when
+// its outputs agree: float32 rewrites within opts.Tolerance, int8 ones
+// with every row's cosine at least opts.MinCosine. save stores a graph
+// (see models.Model.SaveVariant) and returns where. A graph that fails the
+// check, or that cannot be rewritten, is reported in its Optimized and in
+// the error, and not saved.
+func Optimize(ctx context.Context, m *models.Model, p Probes, opts OptimizeOptions,
+	save func(o *Optimized, write func(io.Writer) error) (string, error)) ([]Optimized, error) {
+	if opts.Tolerance == 0 {
+		opts.Tolerance = 1e-4
+	}
+	if opts.MinCosine == 0 {
+		opts.MinCosine = 0.99
+	}
+	variant := models.VariantOptimized
+	if opts.Int8 {
+		variant = models.VariantOptimizedInt8
+	}
+	var out []Optimized
+	var errs []error
+	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+		o := Optimized{Graph: g, Variant: variant}
+		if !m.Has(g) {
+			continue
+		}
+		if err := optimizeGraph(ctx, m, g, p, opts, &o, save); err != nil {
+			o.Error = err.Error()
+			errs = append(errs, fmt.Errorf("clip: optimize %s: %w", m.Path(g), err))
+		}
+		out = append(out, o)
+	}
+	return out, errors.Join(errs...)
+}
+
+func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opts OptimizeOptions, o *Optimized,
+	save func(o *Optimized, write func(io.Writer) error) (string, error)) error {
+	raw, err := m.ReadFile(g)
+	if err != nil {
+		return err
+	}
+	gm, err := onnxgraph.Parse(raw)
+	if err != nil {
+		return err
+	}
+	if ext := gm.ExternalFiles(); len(ext) > 0 {
+		return fmt.Errorf("the graph keeps its weights in external data (%v), which rewrites do not handle yet", ext)
+	}
+	var buf bytes.Buffer
+	if o.Fuse, err = onnxgraph.Fuse(gm, opts.Fuse, &buf); err != nil {
+		return err
+	}
+	rewritten := buf.Bytes()
+	if opts.Int8 {
+		fm, err := onnxgraph.Parse(rewritten)
+		if err != nil {
+			return fmt.Errorf("the fused graph: %w", err)
+		}
+		var qbuf bytes.Buffer
+		if o.Quant, err = onnxgraph.Quantize(fm, opts.Quant, &qbuf); err != nil {
+			return err
+		}
+		rewritten = qbuf.Bytes()
+	}
+	if o.Checks, o.Probes, err = compareGraphs(ctx, g, raw, rewritten, p, opts.Threads); err != nil {
+		return err
+	}
+	o.Passed = true
+	for _, c := range o.Checks {
+		if opts.Int8 {
+			if !(c.MinCosine >= opts.MinCosine) {
+				o.Passed = false
+			}
+		} else if !(c.RelDiff <= opts.Tolerance) {
+			o.Passed = false
+		}
+	}
+	if !o.Passed {
+		if opts.Int8 {
+			return fmt.Errorf("%w (smallest cosine allowed %.4g): %s", ErrCheckFailed, opts.MinCosine, describeChecks(o.Checks))
+		}
+		return fmt.Errorf("%w (%.3g of the largest magnitude): %s", ErrCheckFailed, opts.Tolerance, describeChecks(o.Checks))
+	}
+	o.Written, err = save(o, func(w io.Writer) error {
+		_, err := w.Write(rewritten)
+		return err
+	})
+	return err
+}
+
+func describeChecks(cs []OutputCheck) string {
+	s := ""
+	for i, c := range cs {
+		if i > 0 {
+			s += "; "
+		}
+		s += fmt.Sprintf("%s: relative difference %.3g, max |Δ| %.3g, cosine min %.5f mean %.5f", c.Output, c.RelDiff, c.MaxAbs, c.MinCosine, c.MeanCosine)
+	}
+	return s
+}
+
+// compareGraphs runs both graphs of the canonical graph name on the probes
+// and compares their outputs.
+func compareGraphs(ctx context.Context, name string, orig, rewritten []byte, p Probes, threads int) ([]OutputCheck, string, error) {
+	switch name {
+	case models.TextModelFile:
+		if len(p.IDs) == 0 {
+			return nil, "", errors.New("no prompts to check the text graph on")
+		}
+		var res [2][]TextEncoding
+		for i, b := range [][]byte{orig, rewritten} {
+			enc, err := NewText(b, name, TextOptions{Threads: threads})
+			if err != nil {
+				return nil, "", err
+			}
+			res[i], err = enc.Encode(ctx, p.IDs, p.Masks)
+			enc.Close()
+			if err != nil {
+				return nil, "", err
+			}
+		}
+		var states, embeds [2][][]float32
+		for i := range res {
+			for _, r := range res[i] {
+				for t := 0; t < r.T; t++ {
+					if r.Mask == nil || r.Mask[t] != 0 {
+						states[i] = append(states[i], r.States[t*r.Width:(t+1)*r.Width])
+					}
+				}
+				if r.Embeds != nil {
+					embeds[i] = append(embeds[i], r.Embeds)
+				}
+			}
+		}
+		checks := []OutputCheck{compareRows("last_hidden_state", states[0], states[1])}
+		if len(embeds[0]) > 0 {
+			checks = append(checks, compareRows("text_embeds", embeds[0], embeds[1]))
+		}
+		return checks, fmt.Sprintf("%d prompts", len(p.IDs)), nil
+	case models.VisionModelFile:
+		if p.N == 0 {
+			return nil, "", errors.New("no images to check the vision graph on")
+		}
+		var res [2][]VisionEncoding
+		for i, b := range [][]byte{orig, rewritten} {
+			enc, err := NewVision(b, name, VisionOptions{Threads: threads})
+			if err != nil {
+				return nil, "", err
+			}
+			res[i], err = enc.Encode(ctx, p.Pixels, p.N, p.Height, p.Wd)
+			enc.Close()
+			if err != nil {
+				return nil, "", err
+			}
+		}
+		var states, embeds [2][][]float32
+		for i := range res {
+			for _, r := range res[i] {
+				w := len(r.States) / max(r.Tokens, 1)
+				for t := 0; t < r.Tokens; t++ {
+					states[i] = append(states[i], r.States[t*w:(t+1)*w])
+				}
+				if r.Embeds != nil {
+					embeds[i] = append(embeds[i], r.Embeds)
+				}
+			}
+		}
+		checks := []OutputCheck{compareRows("last_hidden_state", states[0], states[1])}
+		if len(embeds[0]) > 0 {
+			checks = append(checks, compareRows("image_embeds", embeds[0], embeds[1]))
+		}
+		return checks, fmt.Sprintf("%d images", p.N), nil
+	}
+	return nil, "", fmt.Errorf("no check for the graph %s", name)
+}
+
+// compareRows compares two lists of rows of one output.
+func compareRows(name string, a, b [][]float32) OutputCheck {
+	c := OutputCheck{Output: name, MinCosine: 1}
+	var big float64
+	for i := range a {
+		var dot, na, nb float64
+		for j := range a[i] {
+			x, y := float64(a[i][j]), float64(b[i][j])
+			c.MaxAbs = math.Max(c.MaxAbs, math.Abs(x-y))
+			big = math.Max(big, math.Abs(x))
+			dot += x * y
+			na += x * x
+			nb += y * y
+		}
+		cos := dot / math.Sqrt(na*nb)
+		if na == 0 && nb == 0 {
+			cos = 1
+		}
+		c.MinCosine = math.Min(c.MinCosine, cos)
+		c.MeanCosine += cos
+	}
+	if len(a) > 0 {
+		c.MeanCosine /= float64(len(a))
+	}
+	if len(a) != len(b) {
+		c.MinCosine, c.MeanCosine, c.RelDiff = math.NaN(), math.NaN(), math.NaN()
+		return c
+	}
+	c.RelDiff = c.MaxAbs / math.Max(big, 1e-30)
+	return c
+}

@@ -1,0 +1,174 @@
+package onnxgraph
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// QuantOptions chooses how Quantize quantizes.
+type QuantOptions struct {
+	// FullRange uses the full int8 range [-127, 127] for the weights. By
+	// default they take 7 bits, [-63, 63]: on CPUs without VNNI, ONNX
+	// Runtime multiplies uint8 activations by int8 weights with an
+	// instruction (vpmaddubsw) that saturates pairs of products past 2^15,
+	// which 7-bit weights cannot reach.
+	FullRange bool
+	// Integer writes DynamicQuantizeLinear + MatMulInteger + Cast + Mul
+	// (+ Add for the bias) instead of com.microsoft.DynamicQuantizeMatMul.
+	Integer bool
+	// QuantizeLast quantizes the MatMuls whose output is a graph output
+	// (the projections into the joint space), which are kept in float32
+	// by default.
+	QuantizeLast bool
+}
+
+// QuantReport says what Quantize did.
+type QuantReport struct {
+	MatMuls     int            `json:"matmuls"`      // MatMuls quantized
+	Biases      int            `json:"biases"`       // bias Adds folded into them
+	Kept        []string       `json:"kept"`         // MatMuls with constant weights left in float32, and why
+	WeightBytes [2]int64       `json:"weight_bytes"` // float32 bytes of the weights quantized, and their int8 bytes
+	Form        string         `json:"form"`
+	Bits        int            `json:"bits"`
+	Ops         map[string]int `json:"ops"`
+}
+
+// String summarises the report on one line.
+func (r *QuantReport) String() string {
+	return fmt.Sprintf("%d MatMuls to int8 (%d-bit weights, per output channel, %s; %d biases folded), %d kept in float32; weights %.1f → %.1f MB",
+		r.MatMuls, r.Bits, r.Form, r.Biases, len(r.Kept), float64(r.WeightBytes[0])/(1<<20), float64(r.WeightBytes[1])/(1<<20))
+}
+
+// Quantize writes m with its MatMuls by constant 2-D float32 weights W
+// [K, N] quantized dynamically: W to int8 per output channel (symmetric,
+// scale max|W[:, n]| / q, q = 63 or 127, zero point 0), the activations
+// to uint8 at run time by ONNX Runtime. A bias Add after the MatMul is
+// folded in. MatMuls whose output is a graph output (the projections into
+// CLIP's joint space) stay float32 unless opts.QuantizeLast; so does
+// everything that is not such a MatMul (the patch embedding's Conv, layer
+// norms, attention's softmax and its products of activations).
+func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
+	e := newEditor(m)
+	r := &QuantReport{Form: "DynamicQuantizeMatMul", Bits: 7}
+	if opts.Integer {
+		r.Form = "MatMulInteger"
+	}
+	qmax := float32(63)
+	if opts.FullRange {
+		qmax, r.Bits = 127, 8
+	}
+	var mms []*Node
+	for _, n := range e.nodes {
+		if n.OpType == "MatMul" && n.Domain == "" && len(n.Inputs) == 2 {
+			mms = append(mms, n)
+		}
+	}
+	for _, mm := range mms {
+		wt := e.tensor(mm.Inputs[1])
+		if wt == nil {
+			continue // a product of activations (attention)
+		}
+		if len(wt.Dims) != 2 || wt.DataType != Float {
+			r.Kept = append(r.Kept, fmt.Sprintf("%s: weights of shape %v, type %s", nodeLabel(mm), wt.Dims, ElemTypeName(wt.DataType)))
+			continue
+		}
+		out := mm.Outputs[0]
+		bias := ""
+		var add *Node
+		if e.only(out) {
+			if a := e.users[out][0]; a.OpType == "Add" && len(a.Inputs) == 2 {
+				other := a.Inputs[0]
+				if other == out {
+					other = a.Inputs[1]
+				}
+				if bt := e.tensor(other); bt != nil && len(bt.Dims) == 1 && bt.Dims[0] == wt.Dims[1] && bt.DataType == Float {
+					bias, add = other, a
+					out = a.Outputs[0]
+				}
+			}
+		}
+		if !opts.QuantizeLast && e.outputs[out] {
+			r.Kept = append(r.Kept, fmt.Sprintf("%s: its output %s is a graph output (the projection)", nodeLabel(mm), out))
+			continue
+		}
+		vals, ok := wt.Float32Values()
+		if !ok {
+			r.Kept = append(r.Kept, fmt.Sprintf("%s: weights not readable (external data)", nodeLabel(mm)))
+			continue
+		}
+		k, n := wt.Dims[0], wt.Dims[1]
+		q, scales := quantizeColumns(vals, int(k), int(n), qmax)
+		base := e.name("q")
+		qw := e.addInit(&Tensor{Name: base + "_w", Dims: []int64{k, n}, DataType: Int8, Raw: q})
+		sc := e.addInit(FloatTensor(base+"_scale", []int64{n}, scales))
+		zp := e.addInit(&Tensor{Name: base + "_zero", Dims: []int64{n}, DataType: Int8, Raw: make([]byte, n)})
+		old := []*Node{mm}
+		if add != nil {
+			old = append(old, add)
+			r.Biases++
+		}
+		var nodes []*Node
+		if !opts.Integer {
+			ins := []string{mm.Inputs[0], qw, sc, zp}
+			if bias != "" {
+				ins = append(ins, bias)
+			}
+			nodes = append(nodes, &Node{Name: base, OpType: "DynamicQuantizeMatMul", Domain: MSDomain, Inputs: ins, Outputs: []string{out}, Attrs: map[string]*Attr{}})
+		} else {
+			aq, as, az := base+"_a", base+"_a_scale", base+"_a_zero"
+			acc, f, y := base+"_acc", base+"_f", base+"_y"
+			nodes = append(nodes,
+				&Node{Name: base + "_dql", OpType: "DynamicQuantizeLinear", Inputs: []string{mm.Inputs[0]}, Outputs: []string{aq, as, az}, Attrs: map[string]*Attr{}},
+				&Node{Name: base + "_mmi", OpType: "MatMulInteger", Inputs: []string{aq, qw, az, zp}, Outputs: []string{acc}, Attrs: map[string]*Attr{}},
+				&Node{Name: base + "_cast", OpType: "Cast", Inputs: []string{acc}, Outputs: []string{f}, Attrs: map[string]*Attr{"to": IntAttr("to", int64(Float))}},
+			)
+			scaled := out
+			if bias != "" {
+				scaled = base + "_scaled"
+			}
+			nodes = append(nodes,
+				&Node{Name: base + "_mul_a", OpType: "Mul", Inputs: []string{f, as}, Outputs: []string{y}, Attrs: map[string]*Attr{}},
+				&Node{Name: base + "_mul_w", OpType: "Mul", Inputs: []string{y, sc}, Outputs: []string{scaled}, Attrs: map[string]*Attr{}})
+			if bias != "" {
+				nodes = append(nodes, &Node{Name: base + "_bias", OpType: "Add", Inputs: []string{scaled, bias}, Outputs: []string{out}, Attrs: map[string]*Attr{}})
+			}
+		}
+		e.replace(old, nodes...)
+		e.reindex()
+		r.MatMuls++
+		r.WeightBytes[0] += 4 * k * n
+		r.WeightBytes[1] += k*n + 4*n
+	}
+	if err := e.write(w); err != nil {
+		return nil, err
+	}
+	r.Ops = opCounts(e.nodes)
+	return r, nil
+}
+
+// quantizeColumns quantizes w [k, n] per column: q = round(w / s) with
+// s = max|w[:, j]| / qmax, as int8 bytes, and the scales [n].
+func quantizeColumns(w []float32, k, n int, qmax float32) ([]byte, []float32) {
+	scales := make([]float32, n)
+	for i := 0; i < k; i++ {
+		for j := 0; j < n; j++ {
+			scales[j] = max(scales[j], float32(math.Abs(float64(w[i*n+j]))))
+		}
+	}
+	for j := range scales {
+		scales[j] /= qmax
+		if scales[j] == 0 {
+			scales[j] = 1
+		}
+	}
+	q := make([]byte, k*n)
+	for i := 0; i < k; i++ {
+		for j := 0; j < n; j++ {
+			v := math.RoundToEven(float64(w[i*n+j] / scales[j]))
+			v = math.Max(-float64(qmax), math.Min(float64(qmax), v))
+			q[i*n+j] = byte(int8(v))
+		}
+	}
+	return q, scales
+}

@@ -1,0 +1,218 @@
+package models
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// Graph variants this program derives from a model's own graphs and keeps
+// in its derived cache (see DefaultDerivedDir), never in the model's folder
+// or the Hugging Face cache.
+const (
+	// VariantOptimized is the graphs with their subgraphs fused into ONNX
+	// Runtime's contrib operators (onnxgraph.Fuse), float32 as the original.
+	VariantOptimized = "optimized"
+	// VariantOptimizedInt8 is VariantOptimized with the weight MatMuls
+	// quantized to int8, activations quantized at run time.
+	VariantOptimizedInt8 = "optimized-int8"
+	// VariantPlain asks for the model's own graphs even when an optimized
+	// variant is present.
+	VariantPlain = "plain"
+)
+
+// IsDerivedVariant reports whether variant is one this program makes and
+// keeps in its derived cache.
+func IsDerivedVariant(variant string) bool {
+	return variant == VariantOptimized || variant == VariantOptimizedInt8
+}
+
+// VariantStamp is written beside a derived graph: what it was made from,
+// so that a graph whose source changed is not used, and what was done.
+type VariantStamp struct {
+	Source       string          `json:"source"`                // the source graph (display path)
+	Size         int64           `json:"size"`                  // its size
+	ModTimeNanos int64           `json:"mod_time_ns,omitempty"` // its modification time (files on disk)
+	SHA256       string          `json:"sha256,omitempty"`      // its hash (the embedded model)
+	Report       json.RawMessage `json:"report,omitempty"`      // what the rewrite did and how it was checked
+	Program      string          `json:"program,omitempty"`     // the version that wrote it
+	Variant      string          `json:"variant"`               // VariantOptimized, ...
+	Graph        string          `json:"graph"`                 // canonical name
+	Written      string          `json:"written,omitempty"`     // when
+	Notes        []string        `json:"notes,omitempty"`       // anything else worth knowing
+}
+
+// variantDir returns the derived cache folder of the model's derived
+// variants: <derived>/models--org--name/<commit> for a hub model,
+// <derived>/local/<hash of the folder's path> for a folder and
+// <derived>/default for the embedded model.
+func (m *Model) variantDir() (string, error) {
+	if m.isHub() {
+		return m.derived.dir(m.repo, m.revision)
+	}
+	root := m.derived.root
+	if root == "" {
+		if m.derived.err != nil {
+			return "", m.derived.err
+		}
+		return "", errors.New("no folder for the files derived from models")
+	}
+	if m.dir == "" {
+		return filepath.Join(root, "default"), nil
+	}
+	h := sha256.Sum256([]byte(m.dir))
+	return filepath.Join(root, "local", hex.EncodeToString(h[:8])), nil
+}
+
+// VariantPath returns where the derived variant of the canonical graph
+// name (TextModelFile or VisionModelFile) is kept.
+func (m *Model) VariantPath(variant, name string) (string, error) {
+	dir, err := m.variantDir()
+	if err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	return filepath.Join(dir, filepath.FromSlash(variantName(name, variant))), nil
+}
+
+// sourceStamp describes the graph the model serves now under the
+// canonical name: its size and modification time, or, for the embedded
+// model, its hash.
+func (m *Model) sourceStamp(name string) (VariantStamp, error) {
+	st := VariantStamp{Source: m.Path(name), Graph: name}
+	if m.dir == "" && !m.isHub() {
+		b, err := fs.ReadFile(m.fsys, name)
+		if err != nil {
+			return st, err
+		}
+		h := sha256.Sum256(b)
+		st.Size, st.SHA256 = int64(len(b)), hex.EncodeToString(h[:])
+		return st, nil
+	}
+	fi, err := fs.Stat(m.fsys, name)
+	if err != nil {
+		return st, err
+	}
+	st.Size, st.ModTimeNanos = fi.Size(), fi.ModTime().UnixNano()
+	return st, nil
+}
+
+func sameSource(a, b VariantStamp) bool {
+	return a.Size == b.Size && a.ModTimeNanos == b.ModTimeNanos && a.SHA256 == b.SHA256
+}
+
+// derivedVariant returns the derived variant of the canonical graph name
+// when the cache holds one made from the graph the model serves now; why
+// says why not otherwise.
+func (m *Model) derivedVariant(variant, name string) (path string, ok bool, why string) {
+	p, err := m.VariantPath(variant, name)
+	if err != nil {
+		return "", false, err.Error()
+	}
+	fi, err := os.Stat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return p, false, fmt.Sprintf("no %s in the derived cache", p)
+	}
+	b, err := os.ReadFile(p + ".json")
+	if err != nil {
+		return p, false, fmt.Sprintf("%s has no stamp %s.json", p, p)
+	}
+	var saved VariantStamp
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return p, false, fmt.Sprintf("%s.json: %v", p, err)
+	}
+	now, err := m.sourceStamp(name)
+	if err != nil {
+		return p, false, err.Error()
+	}
+	if !sameSource(saved, now) {
+		return p, false, fmt.Sprintf("%s was made from another version of %s", p, now.Source)
+	}
+	return p, true, ""
+}
+
+// useDerivedVariants points the canonical graphs at the derived variant
+// asked for (an error when the cache does not hold both graphs' variants),
+// or, with no variant asked for, at the optimized variant when the cache
+// holds it for both graphs.
+func (m *Model) useDerivedVariants(variant string) error {
+	auto := variant == ""
+	if auto {
+		variant = VariantOptimized
+	}
+	paths := map[string]string{}
+	for _, g := range []string{TextModelFile, VisionModelFile} {
+		if !m.Has(g) {
+			continue
+		}
+		p, ok, why := m.derivedVariant(variant, g)
+		if !ok {
+			if auto {
+				return nil
+			}
+			return fmt.Errorf("models: model %s has no %s variant of %s: %s (variants of this kind are made from the model's own graphs and kept in this program's cache)", m.where(), variant, g, why)
+		}
+		paths[g] = p
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	for g, p := range paths {
+		m.alias[g], m.extra[g] = variantName(g, variant), p
+	}
+	m.variant = variant
+	if auto && m.log != nil {
+		m.log.Info("using the optimized graphs of the model (from the derived cache; the variant plain gives the original ones)", "model", m.ref,
+			"text", paths[TextModelFile], "vision", paths[VisionModelFile])
+	}
+	return nil
+}
+
+// SaveVariant stores the derived variant of the canonical graph name in
+// the derived cache: write is called once with the destination (a
+// temporary file renamed into place when write returns nil), then the
+// stamp is written beside it with report. The model then serves it. It
+// returns the graph's path.
+func (m *Model) SaveVariant(variant, name string, report any, write func(w io.Writer) error) (string, error) {
+	if !IsDerivedVariant(variant) {
+		return "", fmt.Errorf("models: %q is not a variant this program derives", variant)
+	}
+	st, err := m.sourceStamp(name)
+	if err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	p, err := m.VariantPath(variant, name)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	if err := tensorio.WriteFileAtomic(p, write); err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	st.Variant = variant
+	if report != nil {
+		if st.Report, err = json.Marshal(report); err != nil {
+			return "", fmt.Errorf("models: %w", err)
+		}
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	if err := tensorio.WriteFileAtomic(p+".json", func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	}); err != nil {
+		return "", fmt.Errorf("models: %w", err)
+	}
+	return p, nil
+}

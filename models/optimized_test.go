@@ -1,0 +1,104 @@
+package models_test
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conditionhq/condition/models"
+)
+
+// copyModel copies the tiny model's top-level files and graphs to a new folder.
+func copyModel(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	for _, sub := range []string{".", "onnx"} {
+		ents, err := os.ReadDir(filepath.Join(tiny, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(dst, sub), 0o755)
+		for _, e := range ents {
+			if e.IsDir() {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(tiny, sub, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dst, sub, e.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dst
+}
+
+// TestDerivedVariants saves optimized graphs for a model folder and checks
+// where they go (the derived cache, not the folder), that they are served
+// by --variant and by default, that plain gives the originals back, and
+// that a changed source graph makes them stale.
+func TestDerivedVariants(t *testing.T) {
+	dir := copyModel(t)
+	derived := t.TempDir()
+	opts := models.Options{DerivedCache: derived}
+	open := func(variant string) (*models.Model, error) {
+		o := opts
+		o.Variant = variant
+		return models.Open(dir, o)
+	}
+	if _, err := open(models.VariantOptimized); err == nil || !strings.Contains(err.Error(), "no optimized variant") {
+		t.Fatalf("before saving: %v", err)
+	}
+	m, err := open(models.VariantPlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+		p, err := m.SaveVariant(models.VariantOptimized, g, map[string]int{"fused": 1}, func(w io.Writer) error {
+			_, err := io.WriteString(w, "graph "+g)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(p, derived+string(filepath.Separator)) || !strings.HasSuffix(p, strings.TrimSuffix(g, ".onnx")+"_optimized.onnx") {
+			t.Errorf("saved at %s", p)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "onnx")); len(ents) != 2 {
+		t.Errorf("the model folder changed: %d files in onnx/", len(ents))
+	}
+	for _, v := range []string{models.VariantOptimized, ""} {
+		m, err := open(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := m.ReadFile(models.VisionModelFile)
+		if err != nil || string(b) != "graph "+models.VisionModelFile || m.Variant() != models.VariantOptimized {
+			t.Errorf("variant %q: served %q (%v), variant %q", v, b, err, m.Variant())
+		}
+	}
+	m, err = open(models.VariantPlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := m.ReadFile(models.VisionModelFile); strings.HasPrefix(string(b), "graph ") {
+		t.Error("plain served the optimized graph")
+	}
+	// A new version of the source graph: the variant is stale.
+	src := filepath.Join(dir, "onnx", "vision_model.onnx")
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(src, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(models.VariantOptimized); err == nil || !strings.Contains(err.Error(), "made from another version") {
+		t.Errorf("stale variant: %v", err)
+	}
+	if m, err := open(""); err != nil || m.Variant() != "" {
+		t.Errorf("stale variant picked by default: %v, %q", err, m.Variant())
+	}
+}

@@ -19,8 +19,8 @@ cp "$work/checkpoint.pt" "$work/stage2.pt"
 # stage 3: another fresh 1000-step schedule, keeping the auxiliary head
 "$here/run.sh" --work "$work" --init "$work/stage2.pt" --init-aux --steps 1000 "$@"
 cp "$work/checkpoint.pt" "$work/stage3.pt"
-# stage 4: a fresh 1400-step schedule on varied scenes (new auxiliary head); exports the model
-"$here/run.sh" --settings "$here/settings_variety.json" --work "$work" --init "$work/stage3.pt" --steps 1400 "$@"
+# stage 4: a fresh 400-step schedule on varied scenes (new auxiliary head); exports the model
+"$here/run.sh" --settings "$here/settings_variety.json" --work "$work" --init "$work/stage3.pt" --steps 400 "$@"
 # the exported model on both renderers' held-out scenes -> eval.json
 "$here/run.sh" --eval-only --write-eval "$@"
 echo "rebuild took $(( $(date +%s) - start )) s"

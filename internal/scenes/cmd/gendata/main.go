@@ -9,6 +9,9 @@
 //	labels.npy   uint8 [N, size, size]: 0 background, k+1 inside object k
 //	scenes.jsonl one JSON object per scene (caption, words, refs, objects, background)
 //
+// With -variety the scenes vary how they are drawn (scenes.Generator's
+// Variety: the training data of the default model's last stages).
+//
 // With -png it writes instead images/scene_NNN.png (and masks/scene_NNN_mask.png, the
 // label map with each object k as grey level 80·(k+1)), captions.txt (one
 // "file<TAB>caption" line per scene) and scenes.jsonl.

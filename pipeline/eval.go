@@ -5,16 +5,21 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"slices"
 
 	"github.com/conditionhq/condition/internal/scenes"
+	"github.com/conditionhq/condition/internal/vecscenes"
 	"github.com/conditionhq/condition/xattn"
 )
 
-// The held-out evaluation of the default model. Its scenes come from the
-// generator the model was trained on (internal/scenes) with seeds that
-// training did not use (training used seed 1; see
-// scripts/train_default/settings.json), and its definitions are the same as
-// the Python evaluation in scripts/train_default/train.py.
+// The held-out evaluation of the default model, on two renderers. The first
+// is the generator the model was trained on (internal/scenes), drawing its
+// one way (Variety off), with seeds that training did not use (training used
+// seed 1; see scripts/train_default/settings.json). The second
+// (internal/vecscenes) is drawn by code of its own that training never saw.
+// The definitions are the same as the Python evaluation in
+// scripts/train_default/train.py, which reads the second renderer's scenes
+// as internal/vecscenes/cmd/evaldata writes them.
 const (
 	// EvalSingleSeed is the generator seed of the single-object scenes
 	// (zero-shot classification).
@@ -32,6 +37,25 @@ const (
 	EvalOwned = 0.5
 )
 
+// The held-out scenes of the independent renderer (internal/vecscenes),
+// which draws its own way and is never used for training.
+const (
+	// EvalVectorSingleSeed is its seed of single-object scenes.
+	EvalVectorSingleSeed = 2001
+	// EvalVectorPairSeed is its seed of two-object scenes.
+	EvalVectorPairSeed = 2002
+)
+
+// The renderers Evaluate measures a model on.
+const (
+	// RendererTraining is internal/scenes, the generator the default model
+	// was trained on (its one way of drawing, as the held-out scenes use).
+	RendererTraining = "scenes"
+	// RendererIndependent is internal/vecscenes, written apart from the
+	// first and used only for evaluation.
+	RendererIndependent = "vecscenes"
+)
+
 // EvalOptions controls Evaluate.
 type EvalOptions struct {
 	// Scenes is the number of scenes of each kind (default 1000).
@@ -43,14 +67,20 @@ type EvalOptions struct {
 	Progress func(done, total int)
 }
 
-// EvalResult holds the three quality figures of a model on the held-out
-// scenes, with the counts they are over.
-type EvalResult struct {
+// EvalFigures holds the quality figures of a model on one renderer's
+// held-out scenes, with the counts they are over.
+type EvalFigures struct {
+	// Renderer is RendererTraining or RendererIndependent.
+	Renderer string `json:"renderer"`
 	// ZeroShotTop1 is the fraction of single-object scenes whose image
 	// embedding is closest (cosine) to the prompt "a/an <colour> <shape>"
 	// of its object, among all colour × shape prompts.
 	ZeroShotTop1 float64 `json:"zero_shot_top1"`
 	ZeroShotN    int     `json:"zero_shot_scenes"`
+	// ShapeConfusion [true shape][predicted shape] counts the shapes of the
+	// single-object scenes against the shape word of their top-1 prompt,
+	// both in the order of scenes.Shapes.
+	ShapeConfusion [][]int `json:"shape_confusion"`
 	// PeakInside is, over the colour and shape words of two-object
 	// captions, the fraction whose text → image map (scores t_i·p_j over
 	// the patches j) peaks at a patch the named object covers at least
@@ -67,6 +97,29 @@ type EvalResult struct {
 	OwnPatches int     `json:"image_to_text_patches"`
 }
 
+// ShapeAccuracy returns, per shape of scenes.Shapes, the fraction of its
+// single-object scenes whose top-1 prompt names that shape (the diagonal
+// of ShapeConfusion over its rows; 0 for a shape with no scenes).
+func (f EvalFigures) ShapeAccuracy() []float64 {
+	out := make([]float64, len(f.ShapeConfusion))
+	for i, row := range f.ShapeConfusion {
+		n := 0
+		for _, c := range row {
+			n += c
+		}
+		if n > 0 {
+			out[i] = float64(row[i]) / float64(n)
+		}
+	}
+	return out
+}
+
+// EvalResult holds a model's figures on both renderers' held-out scenes.
+type EvalResult struct {
+	Training    EvalFigures `json:"training_renderer"`
+	Independent EvalFigures `json:"independent_renderer"`
+}
+
 // EvalPrompt returns the zero-shot prompt of a colour and a shape.
 func EvalPrompt(colour, shape string) string {
 	if colour != "" && (colour[0] == 'a' || colour[0] == 'e' || colour[0] == 'i' || colour[0] == 'o' || colour[0] == 'u') {
@@ -75,12 +128,68 @@ func EvalPrompt(colour, shape string) string {
 	return "a " + colour + " " + shape
 }
 
-// Evaluate measures the engine's model on the held-out scenes, through the
-// engine as a job runs it: zero-shot classification by the cosine of
-// image_embeds and text_embeds, and the attention maps of each two-object
-// scene's caption (the engine's layers: CLIP's joint space by default,
-// whose scores t·p are what the definitions above rank; a softmax keeps
-// each row's order).
+// evalRef is one colour or shape word of a caption: its word index and
+// the object it names.
+type evalRef struct{ word, object int }
+
+// evalScene is one held-out scene as the evaluation needs it, whichever
+// renderer drew it.
+type evalScene struct {
+	img           image.Image
+	colour, shape string // the single object's words
+	caption       string
+	words         int
+	refs          []evalRef
+	// coverage returns [objects][grid*grid]: the share of each patch of
+	// the model's EvalImageSize crop that each object covers.
+	coverage func(grid int) [][]float64
+}
+
+// evalSource draws scenes [a, b) of one kind.
+type evalSource func(a, b int) []evalScene
+
+func trainingScenes(seed uint64, objects int) evalSource {
+	g := scenes.Generator{Seed: seed, MinObjects: objects, MaxObjects: objects, Distinct: true}
+	return func(a, b int) []evalScene {
+		out := make([]evalScene, 0, b-a)
+		for i := a; i < b; i++ {
+			s := g.Scene(i)
+			e := evalScene{img: s.Render(EvalImageSize), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
+				caption: s.Caption, words: len(s.Words),
+				coverage: func(grid int) [][]float64 { return s.Coverage(EvalImageSize, grid) }}
+			for _, r := range s.Refs {
+				e.refs = append(e.refs, evalRef{r.Word, r.Object})
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+}
+
+func vectorScenes(seed uint64, objects int) evalSource {
+	g := vecscenes.Generator{Seed: seed, Objects: objects}
+	return func(a, b int) []evalScene {
+		out := make([]evalScene, 0, b-a)
+		for i := a; i < b; i++ {
+			s := g.Scene(i)
+			e := evalScene{img: s.Render(), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
+				caption: s.Caption, words: len(s.Words),
+				coverage: func(grid int) [][]float64 { return s.CropCoverage(EvalImageSize, grid) }}
+			for _, r := range s.Refs {
+				e.refs = append(e.refs, evalRef{r.Word, r.Object})
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+}
+
+// Evaluate measures the engine's model on the held-out scenes of both
+// renderers, through the engine as a job runs it: zero-shot classification
+// by the cosine of image_embeds and text_embeds, and the attention maps of
+// each two-object scene's caption (the engine's layers: CLIP's joint space
+// by default, whose scores t·p are what the definitions above rank; a
+// softmax keeps each row's order).
 func Evaluate(ctx context.Context, eng *Engine, opts EvalOptions) (EvalResult, error) {
 	n := opts.Scenes
 	if n <= 0 {
@@ -93,65 +202,85 @@ func Evaluate(ctx context.Context, eng *Engine, opts EvalOptions) (EvalResult, e
 	if eng.Direction() != xattn.Both {
 		return EvalResult{}, fmt.Errorf("pipeline: eval needs attention both ways; the engine computes %s", eng.Direction())
 	}
-	var res EvalResult
-	done, total := 0, 2*n
-	progress := func(k int) {
-		done += k
-		if opts.Progress != nil {
-			opts.Progress(done, total)
-		}
-	}
-
-	// Zero-shot classification of single-object scenes.
-	type label struct{ colour, shape string }
-	var labels []label
 	var prompts []string
 	for _, c := range scenes.Colours {
 		for _, s := range scenes.Shapes {
-			labels = append(labels, label{c, s})
 			prompts = append(prompts, EvalPrompt(c, s))
 		}
 	}
 	classes, err := eng.EncodeTexts(ctx, prompts)
 	if err != nil {
-		return res, fmt.Errorf("pipeline: eval: %w", err)
+		return EvalResult{}, fmt.Errorf("pipeline: eval: %w", err)
 	}
-	single := scenes.Generator{Seed: EvalSingleSeed, MinObjects: 1, MaxObjects: 1, Distinct: true}
+	ev := evaluator{eng: eng, classes: classes, n: n, batch: batch, total: 4 * n, progress: opts.Progress}
+	var res EvalResult
+	if res.Training, err = ev.figures(ctx, RendererTraining, trainingScenes(EvalSingleSeed, 1), trainingScenes(EvalPairSeed, 2)); err != nil {
+		return res, err
+	}
+	if res.Independent, err = ev.figures(ctx, RendererIndependent, vectorScenes(EvalVectorSingleSeed, 1), vectorScenes(EvalVectorPairSeed, 2)); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+type evaluator struct {
+	eng         *Engine
+	classes     []TextEncoding
+	n, batch    int
+	done, total int
+	progress    func(done, total int)
+}
+
+func (ev *evaluator) step(k int) {
+	ev.done += k
+	if ev.progress != nil {
+		ev.progress(ev.done, ev.total)
+	}
+}
+
+// figures measures one renderer: zero-shot on its single-object scenes,
+// the maps on its two-object scenes.
+func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair evalSource) (EvalFigures, error) {
+	eng, n := ev.eng, ev.n
+	res := EvalFigures{Renderer: renderer, ShapeConfusion: make([][]int, len(scenes.Shapes))}
+	for i := range res.ShapeConfusion {
+		res.ShapeConfusion[i] = make([]int, len(scenes.Shapes))
+	}
 	correct := 0
-	for a := 0; a < n; a += batch {
-		b := min(n, a+batch)
-		sc, imgs := render(single, a, b)
-		ims, err := eng.EncodeImages(ctx, imgs)
+	for a := 0; a < n; a += ev.batch {
+		b := min(n, a+ev.batch)
+		sc := single(a, b)
+		ims, err := eng.EncodeImages(ctx, images(sc))
 		if err != nil {
 			return res, fmt.Errorf("pipeline: eval: %w", err)
 		}
-		cos, _, err := eng.Similarity(ims, classes)
+		cos, _, err := eng.Similarity(ims, ev.classes)
 		if err != nil {
 			return res, fmt.Errorf("pipeline: eval: %w", err)
 		}
 		for i, row := range cos {
 			at := argmax(row)
-			o := sc[i].Objects[0]
-			if labels[at] == (label{o.Colour, o.Shape}) {
+			c, s := at/len(scenes.Shapes), at%len(scenes.Shapes)
+			if scenes.Colours[c] == sc[i].colour && scenes.Shapes[s] == sc[i].shape {
 				correct++
 			}
+			res.ShapeConfusion[slices.Index(scenes.Shapes, sc[i].shape)][s]++
 		}
-		progress(b - a)
+		ev.step(b - a)
 	}
 	res.ZeroShotN = n
 	res.ZeroShotTop1 = float64(correct) / float64(n)
 
 	// Attention maps on two-object scenes, each with its own caption.
-	pair := scenes.Generator{Seed: EvalPairSeed, MinObjects: 2, MaxObjects: 2, Distinct: true}
 	peakOK, ownOK := 0, 0
-	for a := 0; a < n; a += batch {
-		b := min(n, a+batch)
-		sc, imgs := render(pair, a, b)
+	for a := 0; a < n; a += ev.batch {
+		b := min(n, a+ev.batch)
+		sc := pair(a, b)
 		caps := make([]string, len(sc))
 		for i, s := range sc {
-			caps[i] = s.Caption
+			caps[i] = s.caption
 		}
-		ims, err := eng.EncodeImages(ctx, imgs)
+		ims, err := eng.EncodeImages(ctx, images(sc))
 		if err != nil {
 			return res, fmt.Errorf("pipeline: eval: %w", err)
 		}
@@ -167,23 +296,22 @@ func Evaluate(ctx context.Context, eng *Engine, opts EvalOptions) (EvalResult, e
 			}
 			att := &atts[0]
 			t, p := ps[i].T(), im.P()
-			if t != len(s.Words)+2 {
-				return res, fmt.Errorf("pipeline: eval: caption %q has %d words but %d tokens; the evaluation needs one token per word plus BOS and EOS", s.Caption, len(s.Words), t)
+			if t != s.words+2 {
+				return res, fmt.Errorf("pipeline: eval: caption %q has %d words but %d tokens; the evaluation needs one token per word plus BOS and EOS", s.caption, s.words, t)
 			}
 			g := im.Grid
 			if g.H != g.W || EvalImageSize%g.H != 0 {
 				return res, fmt.Errorf("pipeline: eval: patch grid %s does not divide a %d-pixel image", g, EvalImageSize)
 			}
-			cov := s.Coverage(EvalImageSize, g.H)
-			for _, ref := range s.Refs {
-				c := cov[ref.Object]
+			cov := s.coverage(g.H)
+			for _, ref := range s.refs {
+				c := cov[ref.object]
 				if maxOf(c) < EvalInside {
 					res.PeakSkipped++
 					continue
 				}
-				tok := ref.Word + 1
-				row := att.TextToImage[tok*p : (tok+1)*p]
-				at := argmax(row)
+				tok := ref.word + 1
+				at := argmax(att.TextToImage[tok*p : (tok+1)*p])
 				res.PeakWords++
 				if c[at] >= EvalInside {
 					peakOK++
@@ -201,18 +329,18 @@ func Evaluate(ctx context.Context, eng *Engine, opts EvalOptions) (EvalResult, e
 				}
 				row := att.ImageToText[j*t : (j+1)*t]
 				at := 0
-				for r, ref := range s.Refs {
-					if row[ref.Word+1] > row[s.Refs[at].Word+1] {
+				for r, ref := range s.refs {
+					if row[ref.word+1] > row[s.refs[at].word+1] {
 						at = r
 					}
 				}
 				res.OwnPatches++
-				if s.Refs[at].Object == owner {
+				if s.refs[at].object == owner {
 					ownOK++
 				}
 			}
 		}
-		progress(b - a)
+		ev.step(b - a)
 	}
 	if res.PeakWords > 0 {
 		res.PeakInside = float64(peakOK) / float64(res.PeakWords)
@@ -223,16 +351,12 @@ func Evaluate(ctx context.Context, eng *Engine, opts EvalOptions) (EvalResult, e
 	return res, nil
 }
 
-// render returns scenes [a, b) of g and their images at EvalImageSize.
-func render(g scenes.Generator, a, b int) ([]scenes.Scene, []image.Image) {
-	sc := make([]scenes.Scene, 0, b-a)
-	imgs := make([]image.Image, 0, b-a)
-	for i := a; i < b; i++ {
-		s := g.Scene(i)
-		sc = append(sc, s)
-		imgs = append(imgs, s.Render(EvalImageSize))
+func images(sc []evalScene) []image.Image {
+	out := make([]image.Image, len(sc))
+	for i, s := range sc {
+		out[i] = s.img
 	}
-	return sc, imgs
+	return out
 }
 
 func maxOf(v []float64) float64 {

@@ -66,8 +66,12 @@ type shapeTest struct {
 }
 
 func newShapeTest(o Object) shapeTest {
+	poly := outline(o.Shape)
+	if o.varied() {
+		poly = variedOutline(o)
+	}
 	return shapeTest{
-		o: o, poly: outline(o.Shape), cos: math.Cos(o.Angle), sin: math.Sin(o.Angle),
+		o: o, poly: poly, cos: math.Cos(o.Angle), sin: math.Sin(o.Angle),
 		x0: o.X - o.R, y0: o.Y - o.R, x1: o.X + o.R, y1: o.Y + o.R,
 		circleOnly: o.Shape == "circle",
 	}
@@ -111,6 +115,8 @@ func (b Background) at(x, y float64) [3]float64 {
 		n := 0.6*valueNoise(b.Noise, 8, x, y) + 0.4*valueNoise(b.Noise+1, 32, x, y)
 		d := b.Amp * (2*n - 1)
 		return [3]float64{b.A[0] + d, b.A[1] + d, b.A[2] + d}
+	case Stripes, Checker, Blotchy:
+		return b.textureAt(x, y)
 	}
 	return b.A
 }
@@ -130,8 +136,17 @@ func valueNoise(seed uint64, cells int, x, y float64) float64 {
 	return a + ty*(b-a)
 }
 
-// Render draws the scene at size×size pixels, antialiased by supersampling.
+// Render draws the scene at size×size pixels, antialiased by supersampling
+// (and then, for a varied scene, as its Style says).
 func (s Scene) Render(size int) *image.RGBA {
+	if s.Style != nil || s.Background.Kind != Plain && s.Background.Kind != Gradient && s.Background.Kind != Noisy {
+		return s.renderVaried(size)
+	}
+	for _, o := range s.Objects {
+		if o.varied() {
+			return s.renderVaried(size)
+		}
+	}
 	img := image.NewRGBA(image.Rect(0, 0, size, size))
 	ss := 4 // samples per pixel along each axis
 	if size > 128 {

@@ -47,6 +47,9 @@ const (
 	Plain    = "plain"
 	Gradient = "gradient"
 	Noisy    = "noisy"
+	Stripes  = "stripes"
+	Checker  = "checker"
+	Blotchy  = "blotchy"
 )
 
 // minContrast is the least Euclidean RGB distance between an object's colour
@@ -55,7 +58,9 @@ const minContrast = 120
 
 // Background is a scene's backdrop. Plain uses A; Gradient blends A into B
 // along the direction Angle (radians); Noisy is A plus smooth grey noise of
-// amplitude Amp (in 0–255 units).
+// amplitude Amp (in 0–255 units). Varied scenes also use Stripes and
+// Checker of A and B (Period wide, turned by Angle) and Blotchy, smooth
+// colour noise between A and B with grain Period and Amp of grain noise.
 type Background struct {
 	Kind  string     `json:"kind"`
 	A     [3]float64 `json:"a"`
@@ -63,6 +68,9 @@ type Background struct {
 	Angle float64    `json:"angle,omitempty"`
 	Amp   float64    `json:"amp,omitempty"`
 	Noise uint64     `json:"noise,omitempty"`
+	// Period is the width of a stripe or a checker square, or the grain
+	// of blotches (varied scenes' textures), normalised.
+	Period float64 `json:"period,omitempty"`
 }
 
 // Object is one shape in a scene. X, Y is its centre and R the radius of the
@@ -75,6 +83,17 @@ type Object struct {
 	Y      float64    `json:"y"`
 	R      float64    `json:"r"`
 	Angle  float64    `json:"angle"`
+	// The proportions of a varied drawing (Generator.Variety); all zero
+	// for the generator's one drawing of each shape. Apex is a triangle's
+	// apex offset from the middle of its base, in half-widths (0 isosceles,
+	// ±1 right-angled); Height its height over its base; Points a star's
+	// points; Waist a star's inner radius or a cross's arm half-width;
+	// Stroke the width of an outline (0: filled), all as fractions of R.
+	Apex   float64 `json:"apex,omitempty"`
+	Height float64 `json:"height,omitempty"`
+	Points int     `json:"points,omitempty"`
+	Waist  float64 `json:"waist,omitempty"`
+	Stroke float64 `json:"stroke,omitempty"`
 }
 
 // Ref says which word of a caption names which object, and whether the word
@@ -97,6 +116,9 @@ type Scene struct {
 	// token, so word i is token i+1 after the start token.
 	Words []string `json:"words"`
 	Refs  []Ref    `json:"refs"`
+	// Style is how a varied scene is drawn (Generator.Variety); nil for
+	// the generator's one way (antialiased, sharp, clean).
+	Style *Style `json:"style,omitempty"`
 }
 
 // Generator makes scenes. The zero value is not useful: set MaxObjects.
@@ -107,11 +129,19 @@ type Scene struct {
 // objects of a scene apart. With Distinct, every object of a scene has its
 // own colour and its own shape, so that every colour or shape word of a
 // caption names exactly one object (the evaluation's scenes).
+//
+// With Variety, scenes vary how they are drawn as well as what they show
+// (see variety.go): shape proportions, outlines, sizes from tiny to filling
+// the frame, objects cut by the border, textured backgrounds, aliasing,
+// blur, noise and JPEG artefacts. The training data uses it; without it the
+// generator makes exactly the scenes it always made (the demo fixtures and
+// the held-out evaluation depend on them).
 type Generator struct {
 	Seed       uint64
 	MinObjects int // at least 1
 	MaxObjects int // at most 3
 	Distinct   bool
+	Variety    bool
 }
 
 // NewGenerator returns a generator of scenes with one to three objects.
@@ -144,6 +174,12 @@ func (g Generator) Scene(i int) Scene {
 		}
 	}
 	s := Scene{Seed: g.Seed, Index: i}
+	if g.Variety && r.float() >= cleanShare {
+		s.vary(r, n, g.Distinct)
+		s.Words, s.Refs = caption(r, s.Objects)
+		s.Caption = join(s.Words)
+		return s
+	}
 	for {
 		s.Background = background(r)
 		allowed := allowedColours(s.Background)
@@ -191,7 +227,7 @@ func dist(a, b [3]float64) float64 {
 // background everywhere (both ends and the middle of a gradient).
 func allowedColours(b Background) []int {
 	probes := [][3]float64{b.A}
-	if b.Kind == Gradient {
+	if b.Kind != Plain && b.Kind != Noisy {
 		mid := [3]float64{(b.A[0] + b.B[0]) / 2, (b.A[1] + b.B[1]) / 2, (b.A[2] + b.B[2]) / 2}
 		probes = append(probes, b.B, mid)
 	}

@@ -16,7 +16,20 @@ if [ ! -e "$lib/libblas.so.3" ]; then
 	(cd "$cache/deb" && apt-get download libopenblas0-pthread)
 	for f in "$cache"/deb/*.deb; do dpkg-deb -x "$f" "$cache"; done
 fi
-threads=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['threads'])" "$root/scripts/train_default/settings.json")
+# BLAS threads: --threads N if given, else the settings file's (--settings FILE or settings.json).
+settings=$root/scripts/train_default/settings.json
+threads=
+prev=
+for a in "$@"; do
+	case $prev in
+	--settings) settings=$a ;;
+	--threads) threads=$a ;;
+	esac
+	prev=$a
+done
+if [ -z "$threads" ]; then
+	threads=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['threads'])" "$settings")
+fi
 cd "$root"
 LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
 	exec /usr/bin/python3 scripts/train_default/train.py "$@"

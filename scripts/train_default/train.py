@@ -86,13 +86,15 @@ def log(f, msg):
 # --------------------------------------------------------------------------
 
 
-def gendata(out, seed, n, size, min_obj=1, max_obj=3, distinct=False):
+def gendata(out, seed, n, size, min_obj=1, max_obj=3, distinct=False, variety=False):
     if all(os.path.exists(os.path.join(out, f)) for f in ("images.npy", "labels.npy", "scenes.jsonl")):
         return
     cmd = ["go", "run", "./internal/scenes/cmd/gendata", "-seed", str(seed), "-n", str(n),
            "-size", str(size), "-min-objects", str(min_obj), "-max-objects", str(max_obj), "-out", out]
     if distinct:
         cmd.append("-distinct")
+    if variety:
+        cmd.append("-variety")
     subprocess.run(cmd, cwd=ROOT, check=True)
 
 
@@ -377,6 +379,7 @@ def evaluate(model, vocab, single, pair, T, limit=None):
     te = F.normalize(te, dim=-1)
     n = single.n if limit is None else min(limit, single.n)
     correct = 0
+    confusion = np.zeros((len(SHAPES), len(SHAPES)), dtype=np.int64)
     for a in range(0, n, 250):
         idx = np.arange(a, min(n, a + 250))
         _, ie = model.encode_image(single.pixels(idx))
@@ -384,8 +387,10 @@ def evaluate(model, vocab, single, pair, T, limit=None):
         for i, k in zip(idx, pred.tolist()):
             o = single.scenes[i]["objects"][0]
             correct += prompts[k] == (o["colour"], o["shape"])
+            confusion[SHAPES.index(o["shape"]), SHAPES.index(prompts[k][1])] += 1
     out["zero_shot_top1"] = correct / n
     out["zero_shot_n"] = n
+    out["shape_confusion"] = confusion.tolist()
     # Dense maps on two-object scenes.
     n = pair.n if limit is None else min(limit, pair.n)
     t2i_ok = t2i_n = t2i_skip = i2t_ok = i2t_n = 0
@@ -413,6 +418,83 @@ def evaluate(model, vocab, single, pair, T, limit=None):
                 tok = content[int(np.argmax(S[b, content, j]))]
                 i2t_n += 1
                 i2t_ok += owner_of[tok] == owner[j]
+    out["text_to_image_peak_inside"] = t2i_ok / max(1, t2i_n)
+    out["text_to_image_words"] = t2i_n
+    out["text_to_image_skipped"] = t2i_skip
+    out["image_to_text_own_word"] = i2t_ok / max(1, i2t_n)
+    out["image_to_text_patches"] = i2t_n
+    model.train()
+    return out
+
+
+def vecdata(out, seed, objects, n, preprocessor):
+    """The independent renderer's held-out scenes (internal/vecscenes), as the Go
+    evaluation preprocesses them."""
+    if all(os.path.exists(os.path.join(out, f)) for f in ("pixels.npy", "scenes.jsonl")):
+        return
+    subprocess.run(["go", "run", "./internal/vecscenes/cmd/evaldata", "-seed", str(seed), "-objects", str(objects),
+                    "-n", str(n), "-preprocessor", preprocessor, "-out", out], cwd=ROOT, check=True)
+
+
+@torch.no_grad()
+def evaluate_vec(model, vocab, sdir, pdir):
+    """The figures of evaluate() on the independent renderer's scenes: pixel_values
+    as the Go pipeline computes them, coverage of the crop's patches from evaldata."""
+    model.eval()
+    out = {}
+    prompts = [(c, s) for c in COLOURS for s in SHAPES]
+    ids = torch.tensor([vocab.encode(prompt(c, s)) for c, s in prompts])
+    _, te = model.encode_text(ids)
+    te = F.normalize(te, dim=-1)
+    px = np.load(os.path.join(sdir, "pixels.npy"))
+    with open(os.path.join(sdir, "scenes.jsonl"), encoding="utf-8") as f:
+        sc = [json.loads(l) for l in f]
+    n = len(sc)
+    correct = 0
+    confusion = np.zeros((len(SHAPES), len(SHAPES)), dtype=np.int64)
+    for a in range(0, n, 250):
+        idx = np.arange(a, min(n, a + 250))
+        _, ie = model.encode_image(torch.from_numpy(px[idx]))
+        pred = (F.normalize(ie, dim=-1) @ te.t()).argmax(1)
+        for i, k in zip(idx, pred.tolist()):
+            o = sc[i]["objects"][0]
+            correct += prompts[k] == (o["colour"], o["shape"])
+            confusion[SHAPES.index(o["shape"]), SHAPES.index(prompts[k][1])] += 1
+    out["zero_shot_top1"] = correct / n
+    out["zero_shot_n"] = n
+    out["shape_confusion"] = confusion.tolist()
+    px = np.load(os.path.join(pdir, "pixels.npy"))
+    with open(os.path.join(pdir, "scenes.jsonl"), encoding="utf-8") as f:
+        sc = [json.loads(l) for l in f]
+    n = len(sc)
+    t2i_ok = t2i_n = t2i_skip = i2t_ok = i2t_n = 0
+    for a in range(0, n, 250):
+        idx = np.arange(a, min(n, a + 250))
+        enc = [vocab.encode(sc[i]["caption"]) for i in idx]
+        T = max(len(e) for e in enc)
+        ids = np.full((len(idx), T), vocab.eos_id, dtype=np.int64)
+        for b, e in enumerate(enc):
+            if len(e) != len(sc[idx[b]]["words"]) + 2:
+                raise ValueError(f"train: caption {sc[idx[b]]['caption']!r} is not one token per word")
+            ids[b, :len(e)] = e
+        t, p, _, _ = joint(model, torch.from_numpy(ids), torch.from_numpy(px[idx]))
+        S = torch.einsum("btd,bpd->btp", t, p).numpy()
+        for b, i in enumerate(idx):
+            s = sc[i]
+            cov = np.array(s["coverage"])
+            refs = [(r["word"] + 1, r["object"]) for r in s["refs"]]
+            for pos, k in refs:
+                if cov[k].max() < PATCH_INSIDE:
+                    t2i_skip += 1
+                    continue
+                j = S[b, pos].argmax()
+                t2i_n += 1
+                t2i_ok += cov[k, j] >= PATCH_INSIDE
+            best, owner = cov.max(0), cov.argmax(0)
+            for j in np.nonzero(best >= PATCH_OWNED)[0]:
+                r = int(np.argmax([S[b, pos, j] for pos, _ in refs]))
+                i2t_n += 1
+                i2t_ok += refs[r][1] == owner[j]
     out["text_to_image_peak_inside"] = t2i_ok / max(1, t2i_n)
     out["text_to_image_words"] = t2i_n
     out["text_to_image_skipped"] = t2i_skip
@@ -457,6 +539,11 @@ def main():
     ap.add_argument("--write-eval", action="store_true", help="with --eval-only: write --eval-json")
     ap.add_argument("--steps", type=int, default=None, help="override settings (for trials)")
     ap.add_argument("--init", default=None, help="start from this checkpoint.pt (a second stage)")
+    ap.add_argument("--init-model", default=None,
+                    help="start from the weights of an exported model folder (model.safetensors), "
+                         "a new auxiliary classifier")
+    ap.add_argument("--export-checkpoint", default=None,
+                    help="export this checkpoint.pt to --out and stop (a stage cut short)")
     ap.add_argument("--init-aux", action="store_true",
                     help="with --init: also take the auxiliary classifier from the checkpoint")
     ap.add_argument("--threads", type=int, default=None, help="override settings' threads")
@@ -480,7 +567,8 @@ def main():
     log(logf, f"settings {json.dumps(settings, sort_keys=True)}")
     log(logf, f"torch {torch.__version__} threads {torch.get_num_threads()}")
 
-    tdir = os.path.join(args.data, f"train-s{d['train_seed']}-n{d['train_scenes']}")
+    tdir = os.path.join(args.data, f"train-s{d['train_seed']}-n{d['train_scenes']}"
+                        + ("-variety" if d.get("variety") else ""))
     sdir = os.path.join(args.data, f"single-s{d['eval_single_seed']}-n{d['eval_scenes']}")
     pdir = os.path.join(args.data, f"pair-s{d['eval_pair_seed']}-n{d['eval_scenes']}")
     gendata(sdir, d["eval_single_seed"], d["eval_scenes"], d["image_size"], 1, 1, distinct=True)
@@ -489,17 +577,35 @@ def main():
     single = Scenes(sdir, vocab, T, patch)
     pair = Scenes(pdir, vocab, T, patch)
 
+    if args.export_checkpoint:
+        model = build(settings, vocab)
+        ck = torch.load(args.export_checkpoint)
+        model.load_state_dict(ck["model"] if "model" in ck else ck)
+        log(logf, f"export of {args.export_checkpoint}")
+        export(model, vocab, settings, args.out, logf)
+        return
+
     if args.eval_only:
         model = build(settings, vocab)
         sd, _ = pc.read_safetensors(os.path.join(args.out, "model.safetensors"))
         model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
-        m = evaluate(model, vocab, single, pair, T)
+        v = d["independent"]
+        vs = os.path.join(args.data, f"vec-single-s{v['single_seed']}-n{v['scenes']}")
+        vp = os.path.join(args.data, f"vec-pair-s{v['pair_seed']}-n{v['scenes']}")
+        pre = os.path.join(args.out, "preprocessor_config.json")
+        vecdata(vs, v["single_seed"], 1, v["scenes"], pre)
+        vecdata(vp, v["pair_seed"], 2, v["scenes"], pre)
+        m = {"training_renderer": evaluate(model, vocab, single, pair, T),
+             "independent_renderer": evaluate_vec(model, vocab, vs, vp)}
         print(json.dumps(m, indent=1))
         if args.write_eval:
             pc.write_json(args.eval_json, m)
+            with open(args.log, "a") as logf:
+                for k, f in m.items():
+                    log(logf, f"eval {k} (exported model, all held-out scenes): {json.dumps(f)}")
         return
 
-    gendata(tdir, d["train_seed"], d["train_scenes"], d["image_size"])
+    gendata(tdir, d["train_seed"], d["train_scenes"], d["image_size"], variety=d.get("variety", False))
     t0 = time.time()
     train = Scenes(tdir, vocab, T, patch)
     log(logf, f"data: {train.n} training scenes, {single.n} single-object and {pair.n} two-object "
@@ -512,6 +618,10 @@ def main():
         if args.init_aux:
             pending_aux = ck["aux"]
         log(logf, f"init from {args.init}")
+    if args.init_model:
+        sd, _ = pc.read_safetensors(os.path.join(args.init_model, "model.safetensors"))
+        model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
+        log(logf, f"init from the weights of {args.init_model}")
     nparams = sum(p.numel() for p in model.parameters())
     log(logf, f"model: {nparams} parameters")
     aux = nn.Linear(settings["model"]["vision_width"], len(COLOURS) + len(SHAPES))

@@ -9,6 +9,9 @@
 //	labels.npy   uint8 [N, size, size]: 0 background, k+1 inside object k
 //	scenes.jsonl one JSON object per scene (caption, words, refs, objects, background)
 //
+// With -variety the scenes vary how they are drawn (scenes.Generator's
+// Variety: the training data of the default model's last stages).
+//
 // With -png it writes instead images/scene_NNN.png (and masks/scene_NNN_mask.png, the
 // label map with each object k as grey level 80·(k+1)), captions.txt (one
 // "file<TAB>caption" line per scene) and scenes.jsonl.
@@ -48,6 +51,7 @@ func run(args []string) error {
 	minObj := fs.Int("min-objects", 1, "fewest objects per scene (1-3)")
 	maxObj := fs.Int("max-objects", 3, "most objects per scene (1-3)")
 	distinct := fs.Bool("distinct", false, "give every object of a scene its own colour and shape")
+	variety := fs.Bool("variety", false, "vary proportions, outlines, sizes, backgrounds and rendering (the training data)")
 	out := fs.String("out", "", "output folder (required)")
 	asPNG := fs.Bool("png", false, "write PNG files and captions.txt instead of .npy arrays")
 	if err := fs.Parse(args); err != nil {
@@ -59,7 +63,7 @@ func run(args []string) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	g := scenes.Generator{Seed: *seed, MinObjects: *minObj, MaxObjects: *maxObj, Distinct: *distinct}
+	g := scenes.Generator{Seed: *seed, MinObjects: *minObj, MaxObjects: *maxObj, Distinct: *distinct, Variety: *variety}
 	sc := make([]scenes.Scene, *n)
 	for i := range sc {
 		sc[i] = g.Scene(*start + i)

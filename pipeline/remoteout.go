@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"regexp"
 	"sort"
 	"time"
@@ -138,6 +137,7 @@ func (r *remoteOut) checkFree(ctx context.Context, manifest string, sharded bool
 // below the prefix (its shards, img_emb and metadata objects and its
 // manifest); other objects are left alone.
 func (r *remoteOut) clear(ctx context.Context, proc Shard, manifest string) error {
+	own := ownShardNames(proc)
 	var names []objstore.Location
 	err := r.stores.List(ctx, r.loc, func(o objstore.Object) error {
 		rel := o.Key[len(r.loc.Dir()):]
@@ -149,7 +149,7 @@ func (r *remoteOut) clear(ctx context.Context, proc Shard, manifest string) erro
 		if m == nil {
 			return nil
 		}
-		if ownShardName(proc, m[1]+m[2]+m[3]) {
+		if own.MatchString(m[1] + m[2] + m[3]) {
 			names = append(names, r.at(rel))
 		}
 		return nil
@@ -165,13 +165,13 @@ func (r *remoteOut) clear(ctx context.Context, proc Shard, manifest string) erro
 	return nil
 }
 
-// ownShardName reports whether name is one of the shard names process
-// proc writes (see shardName).
-func ownShardName(proc Shard, name string) bool {
+// ownShardNames matches the shard names process proc writes (see
+// shardName).
+func ownShardNames(proc Shard) *regexp.Regexp {
 	if proc.Active() {
-		return regexp.MustCompile(fmt.Sprintf(`^%05d_\d{6}$`, proc.Index)).MatchString(name)
+		return regexp.MustCompile(fmt.Sprintf(`^%05d_\d{6}$`, proc.Index))
 	}
-	return regexp.MustCompile(`^\d{6}$`).MatchString(name)
+	return regexp.MustCompile(`^\d{6}$`)
 }
 
 // newRemoteOut opens the object-store output out with a staging folder.
@@ -185,5 +185,5 @@ func newRemoteOut(stores *objstore.Stores, out string) (*remoteOut, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: staging folder: %w", err)
 	}
-	return &remoteOut{stores: stores, loc: l, stage: path.Clean(stage)}, nil
+	return &remoteOut{stores: stores, loc: l, stage: stage}, nil
 }

@@ -77,6 +77,14 @@ func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*Sha
 	if err != nil {
 		return nil, err
 	}
+	embs, err := r.list(ctx, "img_emb/")
+	if err != nil {
+		return nil, err
+	}
+	emb := map[string]outFile{}
+	for _, e := range embs {
+		emb[e.name] = e
+	}
 	seen := map[string]int{} // key → process
 	procs := map[int]bool{}
 	settings := map[string]bool{}
@@ -125,7 +133,7 @@ func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*Sha
 				ok++
 			}
 		}
-		if why := r.checkArrays(ctx, name, len(rows), ok > 0); why != "" {
+		if why := r.checkArrays(ctx, name, len(rows), ok > 0, emb); why != "" {
 			rep.Broken = append(rep.Broken, name+": "+why)
 		}
 		used := make([]bool, len(rows))
@@ -273,22 +281,16 @@ func (r *outReader) head(ctx context.Context, name string, n int) ([]byte, error
 
 // checkArrays checks shard name's arrays and img_emb: each a .npy of n rows
 // whose size is its header's shape (a shard of failed images only has
-// none). It returns why not, or "".
-func (r *outReader) checkArrays(ctx context.Context, name string, n int, anyOK bool) string {
+// none); emb holds the img_emb folder's files by name. It returns why
+// not, or "".
+func (r *outReader) checkArrays(ctx context.Context, name string, n int, anyOK bool, emb map[string]outFile) string {
 	files, err := r.list(ctx, "shards/"+name+"/")
 	if err != nil {
 		return err.Error()
 	}
-	emb, err := r.list(ctx, "img_emb/")
-	if err != nil {
-		return err.Error()
-	}
-	hasEmb := false
-	for _, e := range emb {
-		if e.name == "img_emb/img_emb_"+name+".npy" {
-			files = append(files, e)
-			hasEmb = true
-		}
+	e, hasEmb := emb["img_emb/img_emb_"+name+".npy"]
+	if hasEmb {
+		files = append(files, e)
 	}
 	if !hasEmb {
 		return "no img_emb/img_emb_" + name + ".npy (clip-retrieval pairs img_emb and metadata files)"

@@ -48,16 +48,11 @@ func runMerge(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if o.json {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		fmt.Fprintln(e.Stdout, string(b))
+		printJSON(e, rep)
 	} else {
 		fmt.Fprintf(e.Stdout, "merged %d of %d shard manifests into %s: %d images (%d ok, %d failed)\n",
 			len(rep.Shards), rep.ShardCount, rep.Out, rep.Images, rep.OK, rep.Failed)
-		list := func(what string, xs []string) {
-			if len(xs) > 0 {
-				fmt.Fprintf(e.Stdout, "%s (%d): %s\n", what, len(xs), strings.Join(head(xs, 20), ", "))
-			}
-		}
+		list := func(what string, xs []string) { printList(e, what, xs) }
 		if len(rep.MissingShards) > 0 {
 			fmt.Fprintf(e.Stdout, "missing shards: %v\n", rep.MissingShards)
 		}
@@ -69,6 +64,20 @@ func runMerge(ctx context.Context, e *env, args []string) error {
 		return exitError{code: exitFailed, msg: "incomplete: see the report above"}
 	}
 	return nil
+}
+
+// printJSON prints a report as indented JSON.
+func printJSON(e *env, rep any) {
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	fmt.Fprintln(e.Stdout, string(b))
+}
+
+// printList prints a report's list under what, its first 20 items, when
+// it is not empty.
+func printList(e *env, what string, xs []string) {
+	if len(xs) > 0 {
+		fmt.Fprintf(e.Stdout, "%s (%d): %s\n", what, len(xs), strings.Join(head(xs, 20), ", "))
+	}
 }
 
 // head returns at most n items of xs, with a marker for the rest.
@@ -86,16 +95,11 @@ func verifyShards(ctx context.Context, e *env, out string, o mergeOptions) error
 		return err
 	}
 	if o.json {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		fmt.Fprintln(e.Stdout, string(b))
+		printJSON(e, rep)
 	} else {
 		fmt.Fprintf(e.Stdout, "%d shards from %d of %d processes in %s: %d images (%d ok, %d failed)\n",
 			rep.Shards, len(rep.ProcessSeen), rep.Processes, out, rep.Images, rep.OK, rep.Failed)
-		list := func(what string, xs []string) {
-			if len(xs) > 0 {
-				fmt.Fprintf(e.Stdout, "%s (%d): %s\n", what, len(xs), strings.Join(head(xs, 20), ", "))
-			}
-		}
+		list := func(what string, xs []string) { printList(e, what, xs) }
 		list("broken shards", rep.Broken)
 		list("duplicated", rep.Duplicated)
 		list("assigned to another process", rep.Misassigned)

@@ -33,16 +33,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// makeBucket creates bucket on the server.
-func makeBucket(t *testing.T, s *s3test.Server, bucket string) {
-	t.Helper()
-	st := &objstore.Stores{}
-	defer st.Close()
-	if err := s.CreateBucket(context.Background(), bucket); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestStoresAgainstSeaweedFS lists over 1,000 keys (several pages), reads
 // and writes names with spaces and non-ASCII letters, and names wrong
 // credentials clearly, on a real S3-compatible server.
@@ -50,7 +40,9 @@ func TestStoresAgainstSeaweedFS(t *testing.T) {
 	srv := s3test.Start(t)
 	srv.Setenv(t)
 	ctx := context.Background()
-	makeBucket(t, srv, "data")
+	if err := srv.CreateBucket(ctx, "data"); err != nil {
+		t.Fatal(err)
+	}
 	st := &objstore.Stores{}
 	defer st.Close()
 	base, _ := objstore.Parse("s3://data/many/")

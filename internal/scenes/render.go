@@ -152,11 +152,23 @@ func (s Scene) Render(size int) *image.RGBA {
 	if size > 128 {
 		ss = 2
 	}
+	s.supersample(size, ss, (*shapeTest).contains, func(px, py int, c [3]float64) {
+		img.SetRGBA(px, py, color.RGBA{R: clamp8(c[0]), G: clamp8(c[1]), B: clamp8(c[2]), A: 255})
+	})
+	return img
+}
+
+// supersample renders s at size×size pixels, ss×ss samples a pixel: at each
+// sample the background, or the last object whose paints says it covers
+// the sample (later objects are drawn over earlier ones); set receives each
+// pixel's mean RGB.
+func (s Scene) supersample(size, ss int, paints func(*shapeTest, float64, float64) bool, set func(px, py int, c [3]float64)) {
 	tests := make([]shapeTest, len(s.Objects))
 	for k, o := range s.Objects {
 		tests[k] = newShapeTest(o)
 	}
 	inv := 1 / float64(size*ss)
+	n := float64(ss * ss)
 	for py := 0; py < size; py++ {
 		for px := 0; px < size; px++ {
 			var acc [3]float64
@@ -165,9 +177,8 @@ func (s Scene) Render(size int) *image.RGBA {
 					x := (float64(px*ss+sx) + 0.5) * inv
 					y := (float64(py*ss+sy) + 0.5) * inv
 					c := s.Background.at(x, y)
-					// Later objects are drawn over earlier ones.
 					for k := len(tests) - 1; k >= 0; k-- {
-						if tests[k].contains(x, y) {
+						if paints(&tests[k], x, y) {
 							c = tests[k].o.RGB
 							break
 						}
@@ -177,11 +188,9 @@ func (s Scene) Render(size int) *image.RGBA {
 					acc[2] += c[2]
 				}
 			}
-			n := float64(ss * ss)
-			img.SetRGBA(px, py, color.RGBA{R: clamp8(acc[0] / n), G: clamp8(acc[1] / n), B: clamp8(acc[2] / n), A: 255})
+			set(px, py, [3]float64{acc[0] / n, acc[1] / n, acc[2] / n})
 		}
 	}
-	return img
 }
 
 func clamp8(v float64) uint8 {

@@ -336,37 +336,10 @@ func (s Scene) renderVaried(size int) *image.RGBA {
 	} else if src > 128 {
 		ss = 2
 	}
-	tests := make([]shapeTest, len(s.Objects))
-	for k, o := range s.Objects {
-		tests[k] = newShapeTest(o)
-	}
 	buf := make([]float64, 3*src*src)
-	inv := 1 / float64(src*ss)
-	for py := 0; py < src; py++ {
-		for px := 0; px < src; px++ {
-			var acc [3]float64
-			for sy := 0; sy < ss; sy++ {
-				for sx := 0; sx < ss; sx++ {
-					x := (float64(px*ss+sx) + 0.5) * inv
-					y := (float64(py*ss+sy) + 0.5) * inv
-					c := s.Background.at(x, y)
-					for k := len(tests) - 1; k >= 0; k-- {
-						if tests[k].paints(x, y) {
-							c = tests[k].o.RGB
-							break
-						}
-					}
-					acc[0] += c[0]
-					acc[1] += c[1]
-					acc[2] += c[2]
-				}
-			}
-			n := float64(ss * ss)
-			for c := range 3 {
-				buf[3*(py*src+px)+c] = acc[c] / n
-			}
-		}
-	}
+	s.supersample(src, ss, (*shapeTest).paints, func(px, py int, c [3]float64) {
+		copy(buf[3*(py*src+px):], c[:])
+	})
 	if src != size {
 		buf = upscale(buf, src, size)
 	}

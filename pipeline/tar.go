@@ -9,6 +9,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/conditionhq/condition/pipeline/objstore"
 )
 
 // IsTarName reports whether name is a WebDataset shard the walk reads: a
@@ -75,6 +77,9 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 			break
 		}
 		if err != nil {
+			if storeFailed(err) {
+				return &InputError{Path: p, Err: err}
+			}
 			if ferr := flush(); ferr != nil {
 				return ferr
 			}
@@ -104,6 +109,9 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 				continue
 			}
 			if cur.image, err = readMember(tr, h); err != nil {
+				if storeFailed(err) {
+					return &InputError{Path: p, Err: err}
+				}
 				cur.err = fmt.Errorf("tar member %s: %w", h.Name, err)
 			}
 		case (ext == "txt" || ext == "json") && !w.listOnly:
@@ -124,6 +132,15 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 		}
 	}
 	return flush()
+}
+
+// storeFailed reports whether err is a store's read failing (after its
+// retries) rather than the shard's bytes being wrong: the job then stops
+// with it, for --resume to read the shard again, instead of recording the
+// shard's remaining samples as failed.
+func storeFailed(err error) bool {
+	var se *objstore.Error
+	return errors.As(err, &se)
 }
 
 // truncatedName names the failed item of a shard that ends in a broken

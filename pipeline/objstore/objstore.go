@@ -516,7 +516,7 @@ func (r *reader) Read(p []byte) (int, error) {
 			return n, nil // reopen on the next read
 		}
 		if !r.again(err) {
-			return 0, fmt.Errorf("%s: read at byte %d: %w", r.l, r.off, err)
+			return 0, &Error{Loc: r.l, Hint: fmt.Sprintf("the read broke off at byte %d and could not be resumed", r.off), Err: err}
 		}
 	}
 }
@@ -529,9 +529,9 @@ func (r *reader) again(err error) bool {
 		return false
 	}
 	switch gcerrors.Code(err) {
-	case gcerrors.NotFound, gcerrors.PermissionDenied, gcerrors.InvalidArgument:
+	case gcerrors.PermissionDenied, gcerrors.InvalidArgument:
 		return false
-	}
+	} // not NotFound: the object was there a moment ago (a restarting server answers 404 for a while)
 	wait := min(time.Duration(1<<min(r.try, 10))*200*time.Millisecond, r.s.maxBackoff())
 	t := time.NewTimer(wait)
 	defer t.Stop()

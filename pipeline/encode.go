@@ -147,22 +147,6 @@ func QuotePrompt(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// DecodeImage decodes an encoded image (JPEG, PNG, GIF, WebP, BMP, TIFF),
-// applying its EXIF orientation, and refuses images over Options.MaxPixels.
-// A decoder that panics on a malformed file gives an error, not a crash.
-func (e *Engine) DecodeImage(data []byte) (img image.Image, err error) {
-	return decodeImage(data, e.opts.MaxPixels)
-}
-
-func decodeImage(data []byte, maxPixels int64) (img image.Image, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			img, err = nil, fmt.Errorf("decoder panicked: %v", r)
-		}
-	}()
-	return vision.Decode(data, vision.DecodeOptions{MaxPixels: maxPixels})
-}
-
 // Preprocess writes img's pixel_values [3, H, W] (H, W from InputSize) into
 // dst, which must hold 3·H·W values.
 func (e *Engine) Preprocess(dst []float32, img image.Image) error {

@@ -55,6 +55,10 @@ type Options struct {
 	// MaxPixels refuses larger images in DecodeImage (0:
 	// vision.DefaultMaxPixels, Pillow's limit; negative: no limit).
 	MaxPixels int64
+	// Decode is how DecodeImage decodes JPEGs ("": DecodeExact). The
+	// faster modes need a build whose JPEG decoder scales in the DCT
+	// (vision.CanDraft: the libjpeg build tag); New refuses them otherwise.
+	Decode DecodeMode
 
 	// Log receives what the engine has to say; nil discards.
 	Log *slog.Logger
@@ -92,6 +96,7 @@ type Engine struct {
 	layerName    string
 	logitScale   float64 // exp(logit_scale); 0 when unknown
 	threads      int     // attention goroutines per call
+	draft        int     // vision.DecodeOptions.Draft for DecodeImage
 
 	free      chan *workspaces
 	freeMu    sync.RWMutex // putWorkspaces holds it shared, Close exclusively
@@ -152,6 +157,13 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if e.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
+	if e.opts.Decode, err = ParseDecodeMode(string(opts.Decode)); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	if e.opts.Decode != DecodeExact && !vision.CanDraft {
+		return nil, fmt.Errorf("pipeline: decode mode %s needs a JPEG decoder that scales in the DCT: this build decodes JPEGs with %s; build with -tags libjpeg (libjpeg-turbo)", e.opts.Decode, vision.JPEGDecoder())
+	}
+	e.draft = draftSide(e.opts.Decode, e.pre)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

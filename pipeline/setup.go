@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -129,6 +130,9 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		"heatmaps": cfg.Heatmaps, "format": j.format, "preprocessing": json.RawMessage(preJSON),
 		"jpeg_decoder": vision.JPEGDecoder(), // its JPEG pixels differ by a few levels from the other's
 	}
+	if d := eng.JPEGDraft(); d > 0 {
+		settings["jpeg_draft"] = d // only when set: the hashes of exact jobs stay as they were
+	}
 	sb, _ := json.Marshal(settings)
 	h := sha256.Sum256(sb)
 	j.settings = hex.EncodeToString(h[:8])
@@ -143,6 +147,9 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		"tokens": string(tokJSON), "preprocessing": string(preJSON), "direction": dir,
 		"xattn": eng.LayerName(), "program_version": cfg.Version, "settings": j.settings,
 		"jpeg_decoder": vision.JPEGDecoder(),
+	}
+	if d := eng.JPEGDraft(); d > 0 {
+		j.baseMeta["jpeg_draft"] = strconv.Itoa(d)
 	}
 
 	// Outputs: never over an earlier job's without Resume or Overwrite.

@@ -31,6 +31,32 @@ type DecodeOptions struct {
 	// NoOrientation leaves the pixels as stored, ignoring the EXIF
 	// Orientation tag. By default orientations 2 to 8 are applied.
 	NoOrientation bool
+	// Draft, when positive, asks for a JPEG no smaller than Draft×Draft
+	// pixels rather than its full size, as Pillow's
+	// Image.draft("RGB", (Draft, Draft)): the decoder scales it by 1/2, 1/4
+	// or 1/8 in the DCT, the largest factor that keeps both sides at least
+	// Draft (see draftScale), which skips most of the decoding of a large
+	// photo. The pixels are Pillow's after draft, not after a full decode,
+	// so they differ from Draft 0's. Only builds that decode JPEGs with
+	// libjpeg honour it (CanDraft); others, and other formats, decode at
+	// full size. The pixel limit applies to the full size.
+	Draft int
+}
+
+// draftScale is the DCT scale (1, 2, 4 or 8) Pillow's draft picks for a
+// w×h JPEG asked to be at least draft×draft: the first of 8, 4 and 2 not
+// above min(w/draft, h/draft) in integer division, else 1.
+func draftScale(w, h, draft int) int {
+	if draft <= 0 {
+		return 1
+	}
+	scale := min(w/draft, h/draft)
+	for _, s := range []int{8, 4, 2} {
+		if scale >= s {
+			return s
+		}
+	}
+	return 1
 }
 
 func (o DecodeOptions) limit() int64 {
@@ -124,7 +150,7 @@ func decode(data []byte, opt DecodeOptions) (image.Image, error) {
 	if format == "jpeg" {
 		// libjpeg, as Pillow, in builds with the libjpeg tag; nil, nil
 		// leaves the file to image/jpeg.
-		img, err = decodeLibjpeg(data, lim)
+		img, err = decodeLibjpeg(data, lim, opt.Draft)
 		var tl *TooLargeError
 		if errors.As(err, &tl) {
 			return nil, err

@@ -14,5 +14,9 @@ const jpegExact = false
 // libjpeg (and cgo), Decode uses libjpeg-turbo, as Pillow does.
 func JPEGDecoder() string { return "Go image/jpeg" }
 
+// CanDraft reports whether Decode honours DecodeOptions.Draft: not in this
+// build, as image/jpeg has no scaled decoding; JPEGs decode at full size.
+const CanDraft = false
+
 // decodeLibjpeg leaves every JPEG to image/jpeg in this build.
-func decodeLibjpeg(data []byte, limit int64) (image.Image, error) { return nil, nil }
+func decodeLibjpeg(data []byte, limit int64, draft int) (image.Image, error) { return nil, nil }

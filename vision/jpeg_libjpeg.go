@@ -149,9 +149,11 @@ static int cj_header(cj_state *s, const unsigned char *data, size_t n) {
 
 // cj_decode decodes the image whose header cj_header read into out (rows of
 // stride bytes): gray for 1 component, RGBA (alpha 0xFF) for 3, CMYK
-// inverted (Pillow's "CMYK;I" raw mode) for 4. It returns 0, or -1 with msg
-// set.
-static int cj_decode(cj_state *s, unsigned char *out, size_t stride) {
+// inverted (Pillow's "CMYK;I" raw mode) for 4, scaled by 1/scale in the
+// DCT (scale 1, 2, 4 or 8; each side rounded up, as Pillow's draft sizes
+// them). It returns 0, or -1 with msg set.
+static int cj_decode(cj_state *s, unsigned char *out, size_t stride, int scale) {
+	int w = (s->width + scale - 1) / scale, h = (s->height + scale - 1) / scale;
 	struct jpeg_decompress_struct *c = &s->cinfo;
 	int bpp;
 	if (setjmp(s->jump)) {
@@ -174,17 +176,18 @@ static int cj_decode(cj_state *s, unsigned char *out, size_t stride) {
 		snprintf(s->msg, sizeof s->msg, "%d components", s->comps);
 		return -1;
 	}
-	// libjpeg's defaults, which Pillow keeps unless draft() is used.
+	// libjpeg's defaults, which Pillow keeps, draft() or not: its draft
+	// (decoderconfig (scale, 0)) only sets scale_denom.
 	c->dct_method = JDCT_ISLOW;
 	c->do_fancy_upsampling = TRUE;
 	c->scale_num = 1;
-	c->scale_denom = 1;
+	c->scale_denom = (unsigned int)scale;
 
 	jpeg_start_decompress(c);
-	if ((int)c->output_width != s->width || (int)c->output_height != s->height ||
+	if ((int)c->output_width != w || (int)c->output_height != h ||
 		c->output_components != bpp) {
 		snprintf(s->msg, sizeof s->msg, "decoder output %ux%u with %d components, want %dx%d with %d",
-			c->output_width, c->output_height, c->output_components, s->width, s->height, bpp);
+			c->output_width, c->output_height, c->output_components, w, h, bpp);
 		return -1;
 	}
 	while (c->output_scanline < c->output_height) {
@@ -205,7 +208,7 @@ static int cj_decode(cj_state *s, unsigned char *out, size_t stride) {
 		if (s->comps == 4) {
 			for (k = 0; k < got; k++) {
 				unsigned char *p = rows[k];
-				size_t i, m = (size_t)s->width * 4;
+				size_t i, m = (size_t)w * 4;
 				for (i = 0; i < m; i++) {
 					p[i] = (unsigned char)~p[i];
 				}
@@ -240,6 +243,10 @@ import (
 // the settings Pillow's JpegDecode.c uses.
 const jpegExact = true
 
+// CanDraft reports whether Decode honours DecodeOptions.Draft: yes in this
+// build, whose libjpeg scales JPEGs in the DCT.
+const CanDraft = true
+
 // JPEGDecoder names the JPEG decoder this build of Decode uses, for job
 // metadata: here libjpeg through cgo, named from the version macros of the
 // headers it was built with, such as "libjpeg-turbo 2.1.5 (libjpeg API 62)".
@@ -247,10 +254,12 @@ func JPEGDecoder() string { return jpegDecoderName }
 
 var jpegDecoderName = C.GoString(C.cj_name())
 
-// decodeLibjpeg decodes a JPEG with libjpeg as Pillow 9.4 does by default
-// (JpegDecode.c without draft(): output RGB for 3 components, gray for 1,
-// inverted CMYK for 4; JDCT_ISLOW, fancy upsampling, no scaling). It
-// returns *image.RGBA (opaque), *image.Gray or *image.CMYK.
+// decodeLibjpeg decodes a JPEG with libjpeg as Pillow 9.4 does (JpegDecode.c:
+// output RGB for 3 components, gray for 1, inverted CMYK for 4; JDCT_ISLOW,
+// fancy upsampling). With draft > 0 it scales the image down in the DCT as
+// Pillow's Image.draft("RGB", (draft, draft)) does before loading (see
+// draftScale); with 0, no scaling. It returns *image.RGBA (opaque),
+// *image.Gray or *image.CMYK.
 //
 // It returns nil, nil to leave the file to image/jpeg: when libjpeg cannot
 // read the header (12-bit and lossless files, which Pillow refuses too, and
@@ -261,7 +270,7 @@ var jpegDecoderName = C.GoString(C.cj_name())
 // Decode calls it only once image/jpeg has read the header, so files that
 // image/jpeg refuses there (arithmetic coding, unusual chroma subsampling)
 // stay refused, although libjpeg, and so Pillow, would decode them.
-func decodeLibjpeg(data []byte, limit int64) (image.Image, error) {
+func decodeLibjpeg(data []byte, limit int64, draft int) (image.Image, error) {
 	if len(data) == 0 {
 		return nil, nil
 	}
@@ -290,7 +299,8 @@ func decodeLibjpeg(data []byte, limit int64) (image.Image, error) {
 		pix    []byte
 		stride int
 	)
-	r := image.Rect(0, 0, w, h)
+	scale := draftScale(w, h, draft)
+	r := image.Rect(0, 0, (w+scale-1)/scale, (h+scale-1)/scale)
 	switch s.comps {
 	case 1:
 		m := image.NewGray(r)
@@ -304,7 +314,7 @@ func decodeLibjpeg(data []byte, limit int64) (image.Image, error) {
 	default:
 		return nil, nil
 	}
-	if C.cj_decode(s, (*C.uchar)(unsafe.Pointer(&pix[0])), C.size_t(stride)) != 0 {
+	if C.cj_decode(s, (*C.uchar)(unsafe.Pointer(&pix[0])), C.size_t(stride), C.int(scale)) != 0 {
 		msg := C.GoString(&s.msg[0])
 		if s.eof != 0 {
 			return nil, fmt.Errorf("libjpeg: %s: %w", msg, io.ErrUnexpectedEOF)

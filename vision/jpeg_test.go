@@ -129,7 +129,7 @@ func TestDecodeJPEGCorrupt(t *testing.T) {
 // header image/jpeg reads first, so this is its second line).
 func TestDecodeJPEGLimit(t *testing.T) {
 	data := encode(t, testImage(50, 40), "jpeg")
-	img, err := decodeLibjpeg(data, 1999)
+	img, err := decodeLibjpeg(data, 1999, 0)
 	if !jpegExact {
 		if img != nil || err != nil {
 			t.Fatalf("without libjpeg: %T, %v; want nil, nil (image/jpeg decodes)", img, err)
@@ -140,10 +140,10 @@ func TestDecodeJPEGLimit(t *testing.T) {
 	if !errors.As(err, &tl) || tl.Width != 50 || tl.Height != 40 || tl.Limit != 1999 || img != nil {
 		t.Fatalf("got %T, %v; want a *TooLargeError for 50x40", img, err)
 	}
-	if img, err := decodeLibjpeg(data, 2000); err != nil || img == nil {
+	if img, err := decodeLibjpeg(data, 2000, 0); err != nil || img == nil {
 		t.Fatalf("at the limit: %T, %v", img, err)
 	}
-	if img, err := decodeLibjpeg(nil, 0); err != nil || img != nil {
+	if img, err := decodeLibjpeg(nil, 0, 0); err != nil || img != nil {
 		t.Fatalf("empty: %T, %v; want nil, nil", img, err)
 	}
 }

@@ -22,16 +22,18 @@ func init() {
 }
 
 type attendOptions struct {
-	variant   string
-	ort       ortOptions
-	model     string
-	prompts   []string
-	heatmap   string
-	noHeatmap bool
-	top       int
-	json      bool
-	maxPixels int64
-	truncate  bool
+	variant    string
+	ort        ortOptions
+	model      string
+	prompts    []string
+	heatmap    string
+	noHeatmap  bool
+	top        int
+	json       bool
+	maxPixels  int64
+	decode     string
+	decodeMode pipeline.DecodeMode
+	truncate   bool
 }
 
 func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
@@ -44,6 +46,7 @@ func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (maps included)")
 	fs.BoolVar(&o.truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
 	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
+	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
 	o.ort.AddFlags(fs)
 }
 
@@ -108,6 +111,10 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	if err := checkMaxPixels(o.maxPixels); err != nil {
 		return err
 	}
+	var err error
+	if o.decodeMode, err = parseDecode(o.decode); err != nil {
+		return err
+	}
 	if err := o.ort.validate(); err != nil {
 		return err
 	}
@@ -119,7 +126,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	path := fs.Arg(0)
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.threads(), MaxPixels: o.maxPixels, Truncate: o.truncate})
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.threads(), MaxPixels: o.maxPixels, Decode: o.decodeMode, Truncate: o.truncate})
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,8 @@ type pipeBenchOptions struct {
 	json    bool
 	cpuProf string
 	tune    bool
+	decode  string
+	mode    pipeline.DecodeMode
 }
 
 func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -56,6 +58,7 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.tune, "tune", false, "try streams × threads × batch (8, 16, 32) × spinning on the whole job, --rounds rounds in turned order, and print the best setting for run")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the job phase to this file (Go's threads, and ONNX Runtime's work on the calling thread; not its pool threads)")
+	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
 	o.ort.AddFlags(fs)
 }
 
@@ -110,6 +113,10 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	if o.streams < 0 || o.workers < 0 {
 		return usagef("--streams and --workers must be 0 or more")
 	}
+	var err error
+	if o.mode, err = parseDecode(o.decode); err != nil {
+		return err
+	}
 	if err := o.ort.validate(); err != nil {
 		return err
 	}
@@ -132,7 +139,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 			cmd := exec.CommandContext(ctx, exe, "run", "--model", o.model, "--images", dir, "--out", dir+"-out", "--quiet",
-				"--prompt", "a red circle", "--batch", fmt.Sprint(o.batch), "--log-format", "json")
+				"--prompt", "a red circle", "--batch", fmt.Sprint(o.batch), "--log-format", "json", "--decode", string(o.mode))
 			cmd.Env = os.Environ()
 			if o.ort.Lib != "" {
 				cmd.Args = append(cmd.Args, "--ort-lib", o.ort.Lib)
@@ -171,7 +178,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	}
 	res.Model, res.Batch, res.Cores = m.Name(), o.batch, runtime.GOMAXPROCS(0)
 	res.Threads, res.Streams = pipeline.EncoderPlan(o.ort.Threads, o.streams)
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: res.Threads, NoSpinning: true})
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: res.Threads, NoSpinning: true, Decode: o.mode})
 	if err != nil {
 		return err
 	}

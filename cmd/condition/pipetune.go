@@ -68,7 +68,7 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 			eng, ok := engines[k]
 			if !ok {
 				var err error
-				if eng, err = openEngine(ctx, e, m, nil, pipeline.Options{Threads: s.Threads, NoSpinning: !s.Spinning}); err != nil {
+				if eng, err = openEngine(ctx, e, m, nil, pipeline.Options{Threads: s.Threads, NoSpinning: !s.Spinning, Decode: o.mode}); err != nil {
 					return err
 				}
 				engines[k] = eng

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 	"github.com/spf13/pflag"
@@ -62,6 +63,23 @@ func checkMaxPixels(n int64) error {
 		return usagef("--max-pixels must be -1 (no limit), 0 (Pillow's limit, %d) or positive, got %d", vision.DefaultMaxPixels, n)
 	}
 	return nil
+}
+
+// decodeUsage describes --decode, the same in every command that runs the
+// engine's decoder.
+const decodeUsage = "how to decode JPEGs: exact (whole, as Pillow), fast (scaled down in the DCT to at least twice the model's input side, as Pillow's draft; a few levels off exact, much faster on photos) or fastest (to at least the input side); fast and fastest need a build with -tags libjpeg"
+
+// parseDecode checks a --decode value: a known mode, and one this build
+// can honour.
+func parseDecode(s string) (pipeline.DecodeMode, error) {
+	m, err := pipeline.ParseDecodeMode(s)
+	if err != nil {
+		return "", usagef("--decode: %v", err)
+	}
+	if m != pipeline.DecodeExact && !vision.CanDraft {
+		return "", usagef("--decode %s needs libjpeg-turbo's scaled decoding: this build decodes JPEGs with %s; build with -tags libjpeg (see the README)", m, vision.JPEGDecoder())
+	}
+	return m, nil
 }
 
 // loadPreprocessor reads the preprocessor config that --preprocessor or

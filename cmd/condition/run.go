@@ -49,6 +49,8 @@ type runOptions struct {
 	shardCount  int
 	maxFailures int
 	maxPixels   int64
+	decode      string
+	decodeMode  pipeline.DecodeMode
 	quiet       bool
 	logFormat   string
 }
@@ -78,6 +80,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.shardCount, "shard-count", 0, "number of shards the job is split into")
 	fs.IntVar(&o.maxFailures, "max-failures", 0, "exit 1 when more images than this fail (the job still runs to the end)")
 	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
+	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display (the final summary and errors still print)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	o.ort.AddFlags(fs)
@@ -133,6 +136,10 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err := checkMaxPixels(o.maxPixels); err != nil {
 		return err
 	}
+	var err error
+	if o.decodeMode, err = parseDecode(o.decode); err != nil {
+		return err
+	}
 	if o.resume && o.overwrite {
 		return usagef("--resume and --overwrite exclude each other")
 	}
@@ -168,7 +175,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	threads, streams := pipeline.EncoderPlan(o.ort.Threads, o.streams)
-	eng, err := openEngine(ctx, e, m, &o.layer, pipeline.Options{Threads: threads, NoSpinning: true, MaxPixels: o.maxPixels, Truncate: o.truncate})
+	eng, err := openEngine(ctx, e, m, &o.layer, pipeline.Options{Threads: threads, NoSpinning: true, MaxPixels: o.maxPixels, Decode: o.decodeMode, Truncate: o.truncate})
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,8 @@ type serveOptions struct {
 	cache       int
 	maxBody     int64
 	maxPixels   int64
+	decode      string
+	decodeMode  pipeline.DecodeMode
 	maxPrompts  int
 	maxItems    int
 	maxChars    int
@@ -57,6 +59,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.cache, "prompt-cache", 1024, "prepared prompts kept (least recently used dropped; 0: none)")
 	fs.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in bytes")
 	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
+	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
 	fs.IntVar(&o.maxPrompts, "max-prompts", 32, "prompts (or labels) per request")
 	fs.IntVar(&o.maxItems, "max-items", 64, "inputs per embeddings request")
 	fs.IntVar(&o.maxChars, "max-chars", 4096, "characters per prompt")
@@ -82,6 +85,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return usagef("--workers, --prompt-cache, --max-wait and --grace must be 0 or more")
 	}
 	if err := checkMaxPixels(o.maxPixels); err != nil {
+		return err
+	}
+	var err error
+	if o.decodeMode, err = parseDecode(o.decode); err != nil {
 		return err
 	}
 	if err := o.ort.validate(); err != nil {
@@ -117,7 +124,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	threads, streams := pipeline.EncoderPlan(o.ort.Threads, o.workers)
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: threads, NoSpinning: true, MaxPixels: o.maxPixels})
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: threads, NoSpinning: true, MaxPixels: o.maxPixels, Decode: o.decodeMode})
 	if err != nil {
 		return err
 	}

@@ -60,15 +60,29 @@ func (e *Engine) JPEGDraft() int { return e.draft }
 // applying its EXIF orientation, and refuses images over Options.MaxPixels.
 // JPEGs are scaled down while decoding when Options.Decode asks for it.
 // A decoder that panics on a malformed file gives an error, not a crash.
-func (e *Engine) DecodeImage(data []byte) (img image.Image, err error) {
-	return decodeImage(data, vision.DecodeOptions{MaxPixels: e.opts.MaxPixels, Draft: e.draft})
+func (e *Engine) DecodeImage(data []byte) (image.Image, error) {
+	img, _, err := e.DecodeImageInfo(data)
+	return img, err
 }
 
-func decodeImage(data []byte, opt vision.DecodeOptions) (img image.Image, err error) {
+// DecodeImageInfo is DecodeImage that also gives the image's full size and
+// the factor a scaled decode divided its sides by (see FullRegion).
+func (e *Engine) DecodeImageInfo(data []byte) (img image.Image, info vision.Info, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			img, err = nil, fmt.Errorf("decoder panicked: %v", r)
+			img, info, err = nil, vision.Info{}, fmt.Errorf("decoder panicked: %v", r)
 		}
 	}()
-	return vision.Decode(data, opt)
+	return vision.DecodeInfo(data, vision.DecodeOptions{MaxPixels: e.opts.MaxPixels, Draft: e.draft})
+}
+
+// FullRegion maps r, in the pixels of an image decoded with info (origin at
+// 0, 0), to the full image's pixels: multiplied by info.Scale and cut to
+// info.Width × info.Height. With Scale 1 it is r.
+func FullRegion(r image.Rectangle, info vision.Info) image.Rectangle {
+	if info.Scale <= 1 {
+		return r
+	}
+	s := info.Scale
+	return image.Rect(r.Min.X*s, r.Min.Y*s, r.Max.X*s, r.Max.Y*s).Intersect(image.Rect(0, 0, info.Width, info.Height))
 }

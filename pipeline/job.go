@@ -435,13 +435,12 @@ func (j *job) decode(w *work, dst []float32) {
 	data := w.data
 	w.data = nil
 	t := time.Now()
-	img, err := j.eng.DecodeImage(data)
+	img, info, err := j.eng.DecodeImageInfo(data)
 	if err != nil {
 		w.fail = err
 		return
 	}
-	b := img.Bounds()
-	w.entry.Width, w.entry.Height = b.Dx(), b.Dy()
+	w.entry.Width, w.entry.Height = info.Width, info.Height // before any scaled decode
 	w.mark("decode", t)
 	t = time.Now()
 	if err := j.eng.Preprocess(dst, img); err != nil {

@@ -95,11 +95,31 @@ func (e *TooLargeError) Error() string {
 // *image.Gray, *image.CMYK), which makes them Pillow's bit for bit;
 // JPEGDecoder says which.
 func Decode(data []byte, opt DecodeOptions) (image.Image, error) {
-	img, err := decode(data, opt)
+	img, _, err := DecodeInfo(data, opt)
+	return img, err
+}
+
+// Info describes an image Decode decoded.
+type Info struct {
+	Format string // "jpeg", "png", "gif", "bmp", "tiff" or "webp"
+	// Width and Height are the image's full size, upright (after its EXIF
+	// orientation unless NoOrientation): the decoded image's size unless
+	// a draft scaled it.
+	Width, Height int
+	// Scale is the factor a draft (DecodeOptions.Draft) divided the sides
+	// by: 1, 2, 4 or 8. Pixel (x, y) of the decoded image covers the full
+	// image's pixels from (Scale·x, Scale·y) to (Scale·x+Scale, Scale·y+Scale),
+	// the last row and column cut by the border.
+	Scale int
+}
+
+// DecodeInfo is Decode that also says what the image was before any draft.
+func DecodeInfo(data []byte, opt DecodeOptions) (image.Image, Info, error) {
+	img, info, err := decode(data, opt)
 	if err != nil {
-		return nil, fmt.Errorf("vision: decode: %w", err)
+		return nil, Info{}, fmt.Errorf("vision: decode: %w", err)
 	}
-	return img, nil
+	return img, info, nil
 }
 
 // DecodeReader reads all of r and decodes it as Decode does.
@@ -118,34 +138,35 @@ func DecodeFile(path string, opt DecodeOptions) (image.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vision: decode %q: %w", path, err)
 	}
-	img, err := decode(data, opt)
+	img, _, err := decode(data, opt)
 	if err != nil {
 		return nil, fmt.Errorf("vision: decode %q: %w", path, err)
 	}
 	return img, nil
 }
 
-func decode(data []byte, opt DecodeOptions) (image.Image, error) {
+func decode(data []byte, opt DecodeOptions) (image.Image, Info, error) {
 	if len(data) == 0 {
-		return nil, errors.New("empty file")
+		return nil, Info{}, errors.New("empty file")
 	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
 		if errors.Is(err, image.ErrFormat) {
-			return nil, ErrUnsupportedFormat
+			return nil, Info{}, ErrUnsupportedFormat
 		}
 		if format == "" {
 			format = sniff(data)
 		}
-		return nil, fmt.Errorf("corrupt %s header: %w", format, err)
+		return nil, Info{}, fmt.Errorf("corrupt %s header: %w", format, err)
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return nil, fmt.Errorf("%s image has no pixels (%dx%d)", format, cfg.Width, cfg.Height)
+		return nil, Info{}, fmt.Errorf("%s image has no pixels (%dx%d)", format, cfg.Width, cfg.Height)
 	}
 	lim := opt.limit()
 	if lim > 0 && int64(cfg.Width)*int64(cfg.Height) > lim {
-		return nil, &TooLargeError{Format: format, Width: cfg.Width, Height: cfg.Height, Limit: lim}
+		return nil, Info{}, &TooLargeError{Format: format, Width: cfg.Width, Height: cfg.Height, Limit: lim}
 	}
+	info := Info{Format: format, Width: cfg.Width, Height: cfg.Height, Scale: 1}
 	var img image.Image
 	if format == "jpeg" {
 		// libjpeg, as Pillow, in builds with the libjpeg tag; nil, nil
@@ -153,25 +174,31 @@ func decode(data []byte, opt DecodeOptions) (image.Image, error) {
 		img, err = decodeLibjpeg(data, lim, opt.Draft)
 		var tl *TooLargeError
 		if errors.As(err, &tl) {
-			return nil, err
+			return nil, Info{}, err
+		}
+		if img != nil {
+			info.Scale = draftScale(cfg.Width, cfg.Height, opt.Draft)
 		}
 	}
 	if img == nil && err == nil {
 		img, _, err = image.Decode(bytes.NewReader(data))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("corrupt %s image (%dx%d): %w", format, cfg.Width, cfg.Height, err)
+		return nil, Info{}, fmt.Errorf("corrupt %s image (%dx%d): %w", format, cfg.Width, cfg.Height, err)
 	}
 	if b := img.Bounds(); b.Empty() {
-		return nil, fmt.Errorf("%s image has no pixels", format)
+		return nil, Info{}, fmt.Errorf("%s image has no pixels", format)
 	}
 	img = fixup(format, data, img)
 	if !opt.NoOrientation {
 		if o := orientation(format, data); o >= 2 && o <= 8 {
 			img = orient(img, o)
+			if o >= 5 {
+				info.Width, info.Height = info.Height, info.Width
+			}
 		}
 	}
-	return img, nil
+	return img, info, nil
 }
 
 // sniff names the format from the magic bytes, for error messages about

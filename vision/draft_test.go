@@ -67,9 +67,26 @@ func TestDraftScaleIsPillows(t *testing.T) {
 func TestDraftIsPillows(t *testing.T) {
 	for _, c := range loadDraftCases(t) {
 		t.Run(fmt.Sprintf("%s/d%d", filepath.Base(c.Image), c.Draft), func(t *testing.T) {
-			img, err := DecodeFile(filepath.Join(draftDir, c.Image), DecodeOptions{Draft: c.Draft})
+			data, err := os.ReadFile(filepath.Join(draftDir, c.Image))
 			if err != nil {
 				t.Fatal(err)
+			}
+			img, info, err := DecodeInfo(data, DecodeOptions{Draft: c.Draft})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The full size, upright: the stored sides turned when the
+			// draft's RGB came out turned.
+			fw, fh := c.Full[0], c.Full[1]
+			if (c.Size[0] < c.Size[1]) != (fw < fh) {
+				fw, fh = fh, fw
+			}
+			wantScale := c.Scale
+			if !CanDraft {
+				wantScale = 1
+			}
+			if info.Width != fw || info.Height != fh || info.Scale != wantScale || info.Format != "jpeg" {
+				t.Errorf("info %+v, want jpeg %dx%d at scale %d", info, fw, fh, wantScale)
 			}
 			rgb, w, h := toRGB(nil, img, nil)
 			if !CanDraft {

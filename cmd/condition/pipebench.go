@@ -76,14 +76,17 @@ type pipeBenchResult struct {
 	EncoderCPUms  float64 `json:"encoder_cpu_ms_per_image,omitempty"`
 	JobCPUms      float64 `json:"job_cpu_ms_per_image,omitempty"`
 	// The encoder's calls, read on their threads (streams of one thread only).
-	EncoderCallCPUms    float64            `json:"encoder_call_cpu_ms_per_image,omitempty"`
-	JobEncoderCallCPUms float64            `json:"job_encoder_call_cpu_ms_per_image,omitempty"`
-	JobEncoderShare     float64            `json:"job_encoder_cpu_share,omitempty"`
-	StagesMs            map[string]float64 `json:"job_stage_medians_ms,omitempty"`
-	Pairs               []pipeBenchPair    `json:"pairs"`
-	RSSSmallMB          float64            `json:"rss_100_mb,omitempty"`
-	RSSLargeMB          float64            `json:"rss_large_mb,omitempty"`
-	RSSLargeImages      int                `json:"rss_large_images,omitempty"`
+	EncoderCallCPUms    float64             `json:"encoder_call_cpu_ms_per_image,omitempty"`
+	JobEncoderCallCPUms float64             `json:"job_encoder_call_cpu_ms_per_image,omitempty"`
+	JobEncoderShare     float64             `json:"job_encoder_cpu_share,omitempty"`
+	Decode              pipeline.DecodeMode `json:"decode"`
+	JPEGDraft           int                 `json:"jpeg_draft,omitempty"`
+	DecodeDistance      *pipebench.Distance `json:"decode_distance,omitempty"` // to the exact decode, --decode fast/fastest
+	StagesMs            map[string]float64  `json:"job_stage_medians_ms,omitempty"`
+	Pairs               []pipeBenchPair     `json:"pairs"`
+	RSSSmallMB          float64             `json:"rss_100_mb,omitempty"`
+	RSSLargeMB          float64             `json:"rss_large_mb,omitempty"`
+	RSSLargeImages      int                 `json:"rss_large_images,omitempty"`
 }
 
 // pipeBenchPair is one measurement of the encoder alone and the job right after it.
@@ -258,6 +261,15 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	res.EncoderCallCPUms = med(func(p pipeBenchPair) float64 { return p.EncoderCallCPUms })
 	res.JobEncoderCallCPUms = med(func(p pipeBenchPair) float64 { return p.JobEncoderCallCPUms })
 	res.JobEncoderShare = med(func(p pipeBenchPair) float64 { return p.JobEncoderShare })
+	res.Decode, res.JPEGDraft = o.mode, eng.JPEGDraft()
+	if res.JPEGDraft > 0 {
+		// What the speed costs: the first images against their exact decode.
+		d, err := pipebench.DecodeDistance(ctx, eng, cfg.Inputs, 50)
+		if err != nil {
+			return err
+		}
+		res.DecodeDistance = &d
+	}
 	if o.json {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(e.Stdout, string(b))
@@ -287,6 +299,10 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	if res.JobEncoderShare > 0 {
 		fmt.Fprintf(e.Stdout, "  encoder's share of the job's CPU: %.0f%% (read inside the job, over the same seconds: the job's rate relative to the encoder's when the encoder keeps every core busy; the machine's load moves it far less)\n", 100*res.JobEncoderShare)
 		fmt.Fprintf(e.Stdout, "  encoder calls' CPU per image: alone %.2f ms, inside the job %.2f ms\n", res.EncoderCallCPUms, res.JobEncoderCallCPUms)
+	}
+	if d := res.DecodeDistance; d != nil {
+		fmt.Fprintf(e.Stdout, "  --decode %s (JPEGs scaled in the DCT to sides ≥ %d) against the exact decode, %d images: pixel_values max %.1f, mean %.2f levels; image_embeds cosine min %.5f, mean %.5f\n",
+			res.Decode, res.JPEGDraft, d.Images, d.MaxLevels, d.MeanLevels, d.MinCosine, d.MeanCosine)
 	}
 	if len(res.StagesMs) > 0 {
 		fmt.Fprintf(e.Stdout, "  job stages, median ms per image: %s (encode: the wall time of a batch)\n", stageList(res.StagesMs))

@@ -23,6 +23,16 @@ func Process() (time.Duration, bool) {
 	return parseStatCPU(b)
 }
 
+// PID is Process for another process, from /proc/PID/stat: a server a
+// benchmark runs beside the work it measures.
+func PID(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	return parseStatCPU(b)
+}
+
 // parseStatCPU reads utime and stime (fields 14 and 15) from the text of
 // /proc/PID/stat. The command name (field 2) is in parentheses and may
 // hold spaces and parentheses itself, so fields are counted from the last ')'.

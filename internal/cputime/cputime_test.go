@@ -2,6 +2,7 @@ package cputime
 
 import (
 	"errors"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -39,6 +40,15 @@ func TestProcess(t *testing.T) {
 		t.Fatal("Process: /proc/self/stat unreadable on Linux")
 	}
 	spinUntil(t, "Process", Process, a, 50*time.Millisecond) // 5 ticks
+	self := func() (time.Duration, bool) { return PID(os.Getpid()) }
+	b, ok := self()
+	if !ok {
+		t.Fatal("PID: /proc/<own pid>/stat unreadable on Linux")
+	}
+	spinUntil(t, "PID", self, b, 50*time.Millisecond)
+	if _, ok := PID(-1); ok {
+		t.Error("PID(-1) read a CPU time")
+	}
 }
 
 // spinUntil busy-loops until clock reports at least d more than from. On a

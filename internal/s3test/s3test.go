@@ -250,6 +250,17 @@ func (s *Server) stopLocked() {
 	s.cmd = nil
 }
 
+// PID is the server process's id (0 when stopped), for benchmarks that
+// read its CPU time.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Restart starts the stopped server again on its ports and data.
 func (s *Server) Restart() error { return s.start() }
 

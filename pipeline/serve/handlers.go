@@ -171,31 +171,32 @@ func (o *onTheWay) done() {
 }
 
 // image decodes and preprocesses an image's bytes, then encodes it in a
-// batch with other requests' images.
-func (s *Server) image(ctx context.Context, data []byte, on *onTheWay) (image.Image, pipeline.ImageEncoding, error) {
+// batch with other requests' images. info gives the image's full size (img
+// is smaller when the engine decodes JPEGs scaled).
+func (s *Server) image(ctx context.Context, data []byte, on *onTheWay) (img image.Image, info vision.Info, enc pipeline.ImageEncoding, err error) {
 	queued := false
 	defer func() {
 		if !queued {
 			on.arrived() // failed before the queue
 		}
 	}()
-	img, err := s.eng.DecodeImage(data)
+	img, info, err = s.eng.DecodeImageInfo(data)
 	if err != nil {
 		var tl *vision.TooLargeError
 		if errors.As(err, &tl) {
-			return nil, pipeline.ImageEncoding{}, err
+			return nil, info, enc, err
 		}
-		return nil, pipeline.ImageEncoding{}, badRequest("invalid_image", "the image cannot be decoded: %v", err)
+		return nil, info, enc, badRequest("invalid_image", "the image cannot be decoded: %v", err)
 	}
 	h, w := s.eng.InputSize()
 	px := make([]float32, 3*h*w)
 	if err := s.eng.Preprocess(px, img); err != nil {
-		return nil, pipeline.ImageEncoding{}, badRequest("invalid_image", "%v", err)
+		return nil, info, enc, badRequest("invalid_image", "%v", err)
 	}
 	on.arrived() // queued from here on
 	queued = true
-	enc, err := s.images.submit(ctx, px)
-	return img, enc, err
+	enc, err = s.images.submit(ctx, px)
+	return img, info, enc, err
 }
 
 // attendPrompt is one prompt's part of an attend answer.
@@ -254,7 +255,7 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ctx := r.Context()
-	img, enc, err := s.image(ctx, req.ImageData, on)
+	img, info, enc, err := s.image(ctx, req.ImageData, on)
 	if err != nil {
 		return s.apiErr(err)
 	}
@@ -268,8 +269,9 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 	}
 	b := img.Bounds()
 	crop := s.eng.CropRegion(b)
-	res := attendResponse{Model: s.eng.Model().Name(), Grid: [2]int{enc.Grid.H, enc.Grid.W}, Size: [2]int{b.Dx(), b.Dy()},
-		Crop: [4]int{crop.Min.X - b.Min.X, crop.Min.Y - b.Min.Y, crop.Max.X - b.Min.X, crop.Max.Y - b.Min.Y}}
+	full := pipeline.FullRegion(crop.Sub(b.Min), info) // in the full image's pixels, also when decoded scaled
+	res := attendResponse{Model: s.eng.Model().Name(), Grid: [2]int{enc.Grid.H, enc.Grid.W}, Size: [2]int{info.Width, info.Height},
+		Crop: [4]int{full.Min.X, full.Min.Y, full.Max.X, full.Max.Y}}
 	var base *image.RGBA
 	if req.Heatmaps {
 		base = pipeline.HeatmapBase(img, crop)
@@ -369,7 +371,7 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	_, enc, err := s.image(ctx, req.ImageData, on)
+	_, _, enc, err := s.image(ctx, req.ImageData, on)
 	if err != nil {
 		return s.apiErr(err)
 	}
@@ -491,7 +493,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, outs[j].enc, outs[j].err = s.image(ctx, b, on)
+			_, _, outs[j].enc, outs[j].err = s.image(ctx, b, on)
 		}()
 	}
 	wg.Wait()

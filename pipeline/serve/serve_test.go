@@ -34,6 +34,13 @@ import (
 // testdata/tinyclip when tiny) with opts, on an httptest server.
 func newTestServer(t testing.TB, tiny bool, opts Options) (*Server, *httptest.Server, *pipeline.Engine) {
 	t.Helper()
+	return newDecodingServer(t, tiny, opts, pipeline.DecodeExact)
+}
+
+// newDecodingServer is newTestServer with the engine decoding JPEGs as
+// decode says.
+func newDecodingServer(t testing.TB, tiny bool, opts Options, decode pipeline.DecodeMode) (*Server, *httptest.Server, *pipeline.Engine) {
+	t.Helper()
 	orttest.Load(t)
 	ref := "default"
 	if tiny {
@@ -43,7 +50,7 @@ func newTestServer(t testing.TB, tiny bool, opts Options) (*Server, *httptest.Se
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := pipeline.New(context.Background(), m, pipeline.Options{Threads: 1})
+	eng, err := pipeline.New(context.Background(), m, pipeline.Options{Threads: 1, Decode: decode})
 	if err != nil {
 		t.Fatal(err)
 	}

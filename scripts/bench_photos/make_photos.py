@@ -12,6 +12,10 @@ development machine, which is why this exists.
 Usage (needs Pillow, as /usr/bin/python3 on the development machine has; no numpy):
 
     /usr/bin/python3 scripts/bench_photos/make_photos.py [--out /tmp/condition-photos] [--n 200] [--seed 1]
+        [--sizes 640x480,500x375,...]
+
+--sizes replaces the sizes, taken in turn: `--sizes 4032x3024,3024x4032,2048x1536`
+makes phone-camera-size files, where decoding is most of the cost of a small model.
 
 The same seed and Pillow version give the same files.
 """
@@ -69,11 +73,13 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/condition-photos")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--sizes", default=",".join("%dx%d" % s for s in SIZES), help="WxH,WxH,... taken in turn")
     args = ap.parse_args()
+    sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
     os.makedirs(args.out, exist_ok=True)
     rng = random.Random(args.seed)
     for i in range(args.n):
-        w, h = SIZES[i % len(SIZES)]
+        w, h = sizes[i % len(sizes)]
         p = os.path.join(args.out, f"photo_{i:04d}.jpg")
         photo(rng, w, h).save(p, quality=88, subsampling=2)
     print(f"make_photos: wrote {args.n} JPEGs to {args.out}")

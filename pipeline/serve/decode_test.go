@@ -1,0 +1,57 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/base64"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"testing"
+
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/vision"
+)
+
+// TestAttendScaledDecodeSpeaksFullPixels checks that a server decoding JPEGs
+// scaled (--decode fast) still answers in the uploaded image's pixels: the
+// same image_size as the exact server's, and the crop within one scaled
+// pixel (4 here) of it.
+func TestAttendScaledDecodeSpeaksFullPixels(t *testing.T) {
+	if !vision.CanDraft {
+		t.Skip("this build decodes JPEGs with Go's image/jpeg, which cannot scale them (the libjpeg build runs this: go test -tags libjpeg)")
+	}
+	img := image.NewRGBA(image.Rect(0, 0, 1000, 600))
+	for y := range 600 {
+		for x := range 1000 {
+			img.Set(x, y, color.RGBA{uint8(x / 4), uint8(y / 3), 128, 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	uri := "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
+	answers := map[pipeline.DecodeMode]attendResponse{}
+	for _, mode := range []pipeline.DecodeMode{pipeline.DecodeExact, pipeline.DecodeFast} {
+		_, ts, eng := newDecodingServer(t, false, Options{}, mode)
+		var a attendResponse
+		code, _, raw := post(t, ts.URL, "/v1/attend", map[string]any{"image": uri, "prompts": []string{"a red circle"}}, &a)
+		if code != 200 {
+			t.Fatalf("%s: status %d: %s", mode, code, raw)
+		}
+		if mode == pipeline.DecodeFast && eng.JPEGDraft() == 0 {
+			t.Fatal("the fast server does not scale JPEGs")
+		}
+		answers[mode] = a
+	}
+	ex, fa := answers[pipeline.DecodeExact], answers[pipeline.DecodeFast]
+	if ex.Size != [2]int{1000, 600} || fa.Size != ex.Size {
+		t.Errorf("image_size exact %v, fast %v, want [1000 600]", ex.Size, fa.Size)
+	}
+	for i := range 4 {
+		if d := fa.Crop[i] - ex.Crop[i]; d < -4 || d > 4 {
+			t.Errorf("crop exact %v, fast %v: more than one scaled pixel apart", ex.Crop, fa.Crop)
+			break
+		}
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/conditionhq/condition/internal/servebench"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/serve"
+	"github.com/conditionhq/condition/vision"
 )
 
 func init() {
@@ -56,6 +57,8 @@ type serveBenchOptions struct {
 	json        bool
 	markdown    bool
 	cpuProf     string
+	decode      string
+	decodeMode  pipeline.DecodeMode
 }
 
 func (o *serveBenchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -78,20 +81,23 @@ func (o *serveBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured window of the batched row with the most clients to this file")
+	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
 	o.ort.AddFlags(fs)
 }
 
 // serveBenchResult is the report of `condition bench serve`.
 type serveBenchResult struct {
-	Model      string   `json:"model"`
-	Cores      int      `json:"cores"`
-	Streams    int      `json:"encoder_streams"`
-	Threads    int      `json:"encoder_threads"`
-	Image      string   `json:"image"`
-	ImageBytes int      `json:"image_bytes"`
-	Prompts    []string `json:"prompts"`
-	MaxBatch   int      `json:"max_batch"`
-	MaxWaitMS  float64  `json:"max_wait_ms"`
+	Model       string   `json:"model"`
+	Cores       int      `json:"cores"`
+	Streams     int      `json:"encoder_streams"`
+	Threads     int      `json:"encoder_threads"`
+	Image       string   `json:"image"`
+	ImageBytes  int      `json:"image_bytes"`
+	Prompts     []string `json:"prompts"`
+	MaxBatch    int      `json:"max_batch"`
+	MaxWaitMS   float64  `json:"max_wait_ms"`
+	Decode      string   `json:"decode"` // JPEG decoding: exact, fast or fastest
+	JPEGDecoder string   `json:"jpeg_decoder"`
 	// Requests is each row's request count, or 0 when rows ran for
 	// WarmupS then DurationS.
 	Requests  int     `json:"requests,omitempty"`
@@ -226,6 +232,10 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 	if o.json && o.markdown {
 		return usagef("--json and --markdown exclude each other")
 	}
+	var err error
+	if o.decodeMode, err = parseDecode(o.decode); err != nil {
+		return err
+	}
 	if err := o.ort.validate(); err != nil {
 		return err
 	}
@@ -272,8 +282,9 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	res.Model = m.Name()
+	res.Decode, res.JPEGDecoder = string(o.decodeMode), vision.JPEGDecoder()
 	res.Threads, res.Streams = pipeline.EncoderPlan(o.ort.Threads, o.workers)
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: res.Threads, NoSpinning: true})
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: res.Threads, NoSpinning: true, Decode: o.decodeMode})
 	if err != nil {
 		return err
 	}
@@ -633,8 +644,8 @@ func printServeBench(w io.Writer, res serveBenchResult, markdown bool) {
 	if res.Requests == 0 {
 		run = fmt.Sprintf("per row %gs of warm-up, then %gs measured", res.WarmupS, res.DurationS)
 	}
-	fmt.Fprintf(w, "model %s, %s (%d bytes) as a data URI + %d prompts per /v1/attend request, %d cores, encoder %d stream(s) × %d thread(s)\n",
-		res.Model, res.Image, res.ImageBytes, len(res.Prompts), res.Cores, res.Streams, res.Threads)
+	fmt.Fprintf(w, "model %s, %s (%d bytes) as a data URI + %d prompts per /v1/attend request, %d cores, encoder %d stream(s) × %d thread(s); JPEGs decoded by %s, --decode %s\n",
+		res.Model, res.Image, res.ImageBytes, len(res.Prompts), res.Cores, res.Streams, res.Threads, res.JPEGDecoder, res.Decode)
 	fmt.Fprintf(w, "batching on: --max-batch %d --max-wait %gms; off: --max-batch 1; %s; encoder alone at batch %d before each client count (batch 1: %.1f images/s, CPU %.2f ms/image)\n",
 		res.MaxBatch, res.MaxWaitMS, run, res.MaxBatch, res.EncoderBatch1PerSec, res.EncoderBatch1CPUms)
 	var tw *tabwriter.Writer

@@ -45,6 +45,12 @@ type Options struct {
 	// NoSpinning keeps ONNX Runtime's threads from spinning between runs
 	// (for programs that share the cores with other work).
 	NoSpinning bool
+	// NoArena turns ONNX Runtime's CPU memory arena off (buffers are
+	// allocated per run instead of kept in a growing pool).
+	NoArena bool
+	// PinThreads pins ONNX Runtime's intra-op pool threads (Threads − 1 of
+	// them; the calling thread is not one) to one logical processor each.
+	PinThreads bool
 	// Batch is the most images EncodeImages gives the vision encoder at
 	// once (default 8).
 	Batch int
@@ -167,8 +173,8 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning},
-		clip.VisionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning}); err != nil {
+	if e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads},
+		clip.VisionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads}); err != nil {
 		return nil, err
 	}
 	if _, e.inH, e.inW = e.venc.InputSize(); e.inH <= 0 || e.inW <= 0 {

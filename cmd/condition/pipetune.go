@@ -19,13 +19,16 @@ type tuneSetting struct {
 	Threads  int       `json:"threads"`
 	Batch    int       `json:"batch"`
 	Spinning bool      `json:"spinning"`
+	NoArena  bool      `json:"no_arena"`
+	Pinned   bool      `json:"pinned"`
 	Rates    []float64 `json:"rounds_images_per_sec"`
 	Median   float64   `json:"median_images_per_sec"`
 }
 
 // tuneSettings lists the combinations for a machine of cores cores: every
 // split of the cores into streams × threads (1, 2, 4 streams), batches of
-// 8, 16 and 32, ONNX Runtime's threads spinning or not.
+// 8, 16 and 32, ONNX Runtime's threads spinning or not, its memory arena on
+// or off, its pool threads pinned to processors or not.
 func tuneSettings(cores int, batches []int) []tuneSetting {
 	var out []tuneSetting
 	for _, streams := range []int{1, 2, 4} {
@@ -35,10 +38,14 @@ func tuneSettings(cores int, batches []int) []tuneSetting {
 		threads := max(1, cores/streams)
 		for _, b := range batches {
 			for _, spin := range []bool{false, true} {
-				if spin && threads == 1 {
-					continue // one thread has nothing to spin for
+				for _, noArena := range []bool{false, true} {
+					for _, pin := range []bool{false, true} {
+						if (spin || pin) && threads == 1 {
+							continue // one thread has nothing to spin for and no pool thread to pin
+						}
+						out = append(out, tuneSetting{Streams: streams, Threads: threads, Batch: b, Spinning: spin, NoArena: noArena, Pinned: pin})
+					}
 				}
-				out = append(out, tuneSetting{Streams: streams, Threads: threads, Batch: b, Spinning: spin})
 			}
 		}
 	}
@@ -52,8 +59,8 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 	batches := []int{8, 16, 32}
 	settings := tuneSettings(runtime.GOMAXPROCS(0), batches)
 	type engineKey struct {
-		threads int
-		spin    bool
+		threads          int
+		spin, arena, pin bool
 	}
 	engines := map[engineKey]*pipeline.Engine{}
 	defer func() {
@@ -64,11 +71,11 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 	for r := 0; r < o.rounds; r++ {
 		for j := range settings {
 			s := &settings[(j+r)%len(settings)]
-			k := engineKey{s.Threads, s.Spinning}
+			k := engineKey{s.Threads, s.Spinning, s.NoArena, s.Pinned}
 			eng, ok := engines[k]
 			if !ok {
 				var err error
-				if eng, err = openEngine(ctx, e, m, nil, pipeline.Options{Threads: s.Threads, NoSpinning: !s.Spinning, Decode: o.mode}); err != nil {
+				if eng, err = openEngine(ctx, e, m, nil, pipeline.Options{Threads: s.Threads, NoSpinning: !s.Spinning, NoArena: s.NoArena, PinThreads: s.Pinned, Decode: o.mode}); err != nil {
 					return err
 				}
 				engines[k] = eng
@@ -83,7 +90,7 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 			}
 			s.Rates = append(s.Rates, rate.PerSec())
 			e.Log.Info("bench pipeline --tune", "round", r+1, "streams", s.Streams, "threads", s.Threads, "batch", s.Batch,
-				"spinning", s.Spinning, "images/s", fmt.Sprintf("%.2f", rate.PerSec()))
+				"spinning", s.Spinning, "arena", !s.NoArena, "pinned", s.Pinned, "images/s", fmt.Sprintf("%.2f", rate.PerSec()))
 		}
 	}
 	for i := range settings {
@@ -95,11 +102,17 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 	}
 	fmt.Fprintf(e.Stdout, "model %s%s, %d cores; the whole job, medians of %d rounds in turned order:\n", m.Name(), variantNote(m), runtime.GOMAXPROCS(0), o.rounds)
 	for _, s := range settings {
-		fmt.Fprintf(e.Stdout, "  %d stream(s) × %d thread(s), batch %2d, spinning %-5v %7.2f images/s  (%.2f× the slowest)\n",
-			s.Streams, s.Threads, s.Batch, s.Spinning, s.Median, s.Median/settings[len(settings)-1].Median)
+		fmt.Fprintf(e.Stdout, "  %d stream(s) × %d thread(s), batch %2d, spinning %-5v arena %-5v pinned %-5v %7.2f images/s  (%.2f× the slowest)\n",
+			s.Streams, s.Threads, s.Batch, s.Spinning, !s.NoArena, s.Pinned, s.Median, s.Median/settings[len(settings)-1].Median)
 	}
 	best := settings[0]
 	fmt.Fprintf(e.Stdout, "best: condition run --streams %d --threads %d --batch %d", best.Streams, best.Threads, best.Batch)
+	if best.NoArena {
+		fmt.Fprint(e.Stdout, " --no-arena")
+	}
+	if best.Pinned {
+		fmt.Fprint(e.Stdout, " --pin-threads")
+	}
 	if m.Variant() != "" {
 		fmt.Fprintf(e.Stdout, " --variant %s", m.Variant())
 	}

@@ -49,6 +49,8 @@ type runOptions struct {
 	shardCount  int
 	maxFailures int
 	maxPixels   int64
+	noArena     bool
+	pinThreads  bool
 	decode      string
 	decodeMode  pipeline.DecodeMode
 	quiet       bool
@@ -80,6 +82,8 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.shardCount, "shard-count", 0, "number of shards the job is split into")
 	fs.IntVar(&o.maxFailures, "max-failures", 0, "exit 1 when more images than this fail (the job still runs to the end)")
 	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
+	fs.BoolVar(&o.noArena, "no-arena", false, "turn ONNX Runtime's CPU memory arena off (bench pipeline --tune measures whether it helps)")
+	fs.BoolVar(&o.pinThreads, "pin-threads", false, "pin ONNX Runtime's pool threads to one processor each (with --threads 2 or more; bench pipeline --tune measures whether it helps)")
 	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display (the final summary and errors still print)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
@@ -175,7 +179,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	threads, streams := pipeline.EncoderPlan(o.ort.Threads, o.streams)
-	eng, err := openEngine(ctx, e, m, &o.layer, pipeline.Options{Threads: threads, NoSpinning: true, MaxPixels: o.maxPixels, Decode: o.decodeMode, Truncate: o.truncate})
+	eng, err := openEngine(ctx, e, m, &o.layer, pipeline.Options{Threads: threads, NoSpinning: true, NoArena: o.noArena, PinThreads: o.pinThreads, MaxPixels: o.maxPixels, Decode: o.decodeMode, Truncate: o.truncate})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,12 @@ type TextOptions struct {
 	// NoSpinning keeps ONNX Runtime's threads from spinning between runs
 	// (for pipelines that share the cores with other stages).
 	NoSpinning bool
+	// NoArena turns ONNX Runtime's CPU memory arena off (buffers are
+	// allocated per run instead of kept in a growing pool).
+	NoArena bool
+	// PinThreads pins ONNX Runtime's intra-op pool threads (Threads − 1 of
+	// them; the calling thread is not one) to one logical processor each.
+	PinThreads bool
 	// MaxLength, when positive, is the longest sequence the model takes
 	// (config.json's text_config.max_position_embeddings); longer input is
 	// an error before the graph runs. OpenText sets it from the config.
@@ -162,7 +168,7 @@ func openText(g ort.Graph, opts TextOptions, ins, outs []ort.IOInfo) (*TextEncod
 			name, hiddenOutputName, ort.ListIO(outs), hiddenOutputName, hiddenOutputName, embedsOutputName)
 	}
 	var err error
-	e.sess, err = g.NewSession(inNames, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
+	e.sess, err = g.NewSession(inNames, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})
 	if err != nil {
 		return nil, fmt.Errorf("clip: text: %w", err)
 	}

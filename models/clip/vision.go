@@ -23,6 +23,12 @@ type VisionOptions struct {
 	// NoSpinning keeps ONNX Runtime's threads from spinning between runs
 	// (for pipelines that share the cores with other stages).
 	NoSpinning bool
+	// NoArena turns ONNX Runtime's CPU memory arena off (buffers are
+	// allocated per run instead of kept in a growing pool).
+	NoArena bool
+	// PinThreads pins ONNX Runtime's intra-op pool threads (Threads − 1 of
+	// them; the calling thread is not one) to one logical processor each.
+	PinThreads bool
 	// PatchSize, when positive, gives the patch grid of each image
 	// (config.json's vision_config.patch_size; OpenVision sets it). Without
 	// it the grid is inferred from the number of patch tokens.
@@ -170,7 +176,7 @@ func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*Visio
 			name, visionHiddenOutputName, ort.ListIO(outs), visionHiddenOutputName, visionHiddenOutputName, imageEmbedsOutputName)
 	}
 	var err error
-	e.sess, err = g.NewSession([]string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
+	e.sess, err = g.NewSession([]string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})
 	if err != nil {
 		return nil, fmt.Errorf("clip: vision: %w", err)
 	}

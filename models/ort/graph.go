@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/conditionhq/condition/models/onnxgraph"
@@ -283,6 +285,16 @@ func (g Graph) NewSession(inputs, outputs []string, opts SessionOptions) (*Sessi
 			return nil, fmt.Errorf("ort: %s: disable spinning: %w", name, err)
 		}
 	}
+	if opts.NoArena {
+		if err := so.SetCpuMemArena(false); err != nil {
+			return nil, fmt.Errorf("ort: %s: memory arena off: %w", name, err)
+		}
+	}
+	if opts.PinThreads && opts.Threads > 1 {
+		if err := so.AddSessionConfigEntry("session.intra_op_thread_affinities", threadAffinities(opts.Threads)); err != nil {
+			return nil, fmt.Errorf("ort: %s: thread affinities: %w", name, err)
+		}
+	}
 	if opts.ProfilePrefix != "" {
 		if err := so.EnableProfiling(opts.ProfilePrefix); err != nil {
 			return nil, fmt.Errorf("ort: %s: profiling: %w", name, err)
@@ -298,4 +310,18 @@ func (g Graph) NewSession(inputs, outputs []string, opts SessionOptions) (*Sessi
 		return nil, g.loadError(fmt.Errorf("create session: %w", err))
 	}
 	return &Session{name: name, inputs: append([]string(nil), inputs...), outputs: append([]string(nil), outputs...), s: s}, nil
+}
+
+// threadAffinities is ONNX Runtime's session.intra_op_thread_affinities for
+// threads intra-op threads: one entry per pool thread (threads − 1; the
+// calling thread is the first and is not pinned), ';'-separated, each a
+// 1-based logical processor: "2;3;…", the pool threads beside the first
+// processor, wrapping around the processors this process may use.
+func threadAffinities(threads int) string {
+	n := max(runtime.NumCPU(), 1)
+	parts := make([]string, 0, threads-1)
+	for i := 1; i < threads; i++ {
+		parts = append(parts, strconv.Itoa(i%n+1))
+	}
+	return strings.Join(parts, ";")
 }

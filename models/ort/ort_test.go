@@ -269,11 +269,26 @@ func TestSessionTinyCLIP(t *testing.T) {
 	if len(outs) != 2 || outs[0].Name != "last_hidden_state" || outs[1].Name != "image_embeds" {
 		t.Fatalf("outputs %v", outs)
 	}
+	px, err := tensorio.ReadNPY(filepath.Join(dir, "golden", "vision_pixel_values.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tuning settings (arena off, pool threads pinned) run the same
+	// graph to the same numbers.
+	tuned, err := ort.NewSession(graph, "vision_model.onnx", []string{"pixel_values"}, []string{"image_embeds"},
+		ort.SessionOptions{Threads: 2, NoArena: true, PinThreads: true, NoSpinning: true})
+	if err != nil {
+		t.Fatalf("arena off, threads pinned: %v", err)
+	}
+	tunedOut, err := tuned.Run(context.Background(), []tensorio.Tensor{px})
+	tuned.Close()
+	if err != nil {
+		t.Fatalf("arena off, threads pinned: %v", err)
+	}
 	s, err := ort.NewSession(graph, "vision_model.onnx", []string{"pixel_values"}, []string{"image_embeds"}, ort.SessionOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	px, err := tensorio.ReadNPY(filepath.Join(dir, "golden", "vision_pixel_values.npy"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,6 +308,9 @@ func TestSessionTinyCLIP(t *testing.T) {
 	for i := range w {
 		if d := got[i] - w[i]; d > 1e-4 || d < -1e-4 {
 			t.Fatalf("image_embeds[%d] = %g, torch %g", i, got[i], w[i])
+		}
+		if d := tunedOut[0].Data.([]float32)[i] - w[i]; d > 1e-4 || d < -1e-4 {
+			t.Fatalf("arena off, threads pinned: image_embeds[%d] = %g, torch %g", i, tunedOut[0].Data.([]float32)[i], w[i])
 		}
 	}
 	if _, err := s.Run(context.Background(), nil); err == nil {

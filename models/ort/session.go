@@ -177,6 +177,12 @@ type SessionOptions struct {
 	// they wait for work, so that they leave the cores to other stages of a
 	// pipeline (decoding, attention) between runs.
 	NoSpinning bool
+	// NoArena turns ONNX Runtime's CPU memory arena off (buffers are
+	// allocated per run instead of kept in a growing pool).
+	NoArena bool
+	// PinThreads pins ONNX Runtime's intra-op pool threads (Threads − 1 of
+	// them; the calling thread is not one) to one logical processor each.
+	PinThreads bool
 	// ProfilePrefix, when set, makes ONNX Runtime write a profile of every
 	// node's run (Chrome trace JSON) to a file named from it, when the
 	// session closes.

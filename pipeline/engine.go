@@ -130,8 +130,25 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if opts.Batch <= 0 {
 		e.opts.Batch = 8
 	}
+	// The encoders open in the background, seconds for a real-size model,
+	// while the tokenizer and the preprocessor load.
+	opened := make(chan error, 1)
+	go func() {
+		var err error
+		e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning},
+			clip.VisionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning})
+		opened <- err
+	}()
+	waited := false
+	waitEncoders := func() error {
+		waited = true
+		return <-opened
+	}
 	defer func() {
 		if err != nil {
+			if !waited {
+				waitEncoders() // what it opened, Close closes
+			}
 			e.Close()
 		}
 	}()
@@ -152,11 +169,7 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if e.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning},
-		clip.VisionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning}); err != nil {
+	if err := waitEncoders(); err != nil {
 		return nil, err
 	}
 	if _, e.inH, e.inW = e.venc.InputSize(); e.inH <= 0 || e.inW <= 0 {

@@ -63,6 +63,11 @@ the cosine of their CLIP embeddings and the logit exp(logit_scale) x cosine
 (Hugging Face's logits_per_image). logit_scale comes from model.safetensors,
 else from config.json.
 
+Images go through the vision encoder as run's do: --streams batches of
+--batch images at once, each stream decoding its next batch while the
+others encode. The results are the same whatever the streams, threads and
+batch.
+
 --out writes a safetensors file (loadable with safetensors.numpy.load_file)
 holding, with Np prompts padded to T tokens and Ni images of 1+P tokens:
   text_embeds       float32 [Np, d_p]     text_projection of the EOS state

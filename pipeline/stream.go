@@ -39,8 +39,10 @@ type ImageResult struct {
 // Streams vision encoder calls in flight at once, each stream decoding its
 // next batch while the others encode. read(i) returns image i's file; it is
 // called in input order from one goroutine, ahead of the encoder, and never
-// after EncodeImageStream returns. Batches are consecutive images,
-// StreamOptions.Batch at a time, as EncodeImages makes them.
+// after EncodeImageStream returns. Batches are consecutive images, at most
+// StreamOptions.Batch, of even sizes in a number the streams share evenly
+// (see spreadBatches): ten images on two streams are two batches of five,
+// not one of eight (or sixteen) with one stream idle.
 //
 // yield is called with every image's result in input order, from the
 // calling goroutine, errors included: an image that cannot be read, decoded
@@ -62,11 +64,11 @@ func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) 
 	if batch == 0 {
 		batch = e.opts.Batch
 	}
-	chunks := (n + batch - 1) / batch
 	streams := opts.Streams
 	if streams == 0 {
 		streams = e.defaultStreams()
 	}
+	batch, chunks := spreadBatches(n, batch, streams)
 	streams = min(streams, chunks)
 
 	// A chunk is one batch of consecutive images on its way through.
@@ -203,6 +205,20 @@ func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) 
 		return ctx.Err()
 	}
 	return nil
+}
+
+// spreadBatches cuts n images into batches of at most batch consecutive
+// images for streams streams: the fewest batches in a multiple of streams
+// (so that no stream waits idle for the last ones), of even sizes. It
+// returns their size (the last may be smaller) and their number.
+func spreadBatches(n, batch, streams int) (size, count int) {
+	if n <= 0 {
+		return max(batch, 1), 0
+	}
+	count = (n + batch - 1) / batch
+	count = min((count+streams-1)/streams*streams, n)
+	size = (n + count - 1) / count
+	return size, (n + size - 1) / size
 }
 
 // defaultStreams is the number of encoder streams when none is asked for:

@@ -217,3 +217,27 @@ func TestEncodeImageStreamStops(t *testing.T) {
 		t.Error("negative streams: no error")
 	}
 }
+
+func TestSpreadBatches(t *testing.T) {
+	for _, c := range []struct{ n, batch, streams, size, count int }{
+		{0, 16, 2, 16, 0},
+		{1, 16, 2, 1, 1},
+		{3, 16, 4, 1, 3},
+		{10, 16, 2, 5, 2},
+		{10, 16, 1, 10, 1},
+		{17, 16, 3, 6, 3},
+		{60, 16, 2, 15, 4},
+		{61, 16, 2, 16, 4},
+		{64, 16, 4, 16, 4},
+		{100, 16, 3, 12, 9},
+		{5, 1, 2, 1, 5},
+	} {
+		size, count := spreadBatches(c.n, c.batch, c.streams)
+		if size != c.size || count != c.count {
+			t.Errorf("spreadBatches(%d, %d, %d) = %d, %d; want %d, %d", c.n, c.batch, c.streams, size, count, c.size, c.count)
+		}
+		if c.n > 0 && (size > c.batch || (count-1)*size >= c.n || count*size < c.n) {
+			t.Errorf("spreadBatches(%d, %d, %d) = %d, %d: not batches of at most %d covering the images", c.n, c.batch, c.streams, size, count, c.batch)
+		}
+	}
+}

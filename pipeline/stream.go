@@ -202,7 +202,10 @@ func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) 
 		}
 	}
 	if next < chunks {
-		return ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("pipeline: encode image stream: %d of %d batches yielded", next, chunks)
 	}
 	return nil
 }

@@ -141,8 +141,31 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if opts.Batch <= 0 {
 		e.opts.Batch = 8
 	}
+	if e.opts.Decode, err = ParseDecodeMode(string(opts.Decode)); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	if e.opts.Decode != DecodeExact && !vision.CanDraft {
+		return nil, fmt.Errorf("pipeline: decode mode %s needs a JPEG decoder that scales in the DCT: this build decodes JPEGs with %s; build with -tags libjpeg (libjpeg-turbo)", e.opts.Decode, vision.JPEGDecoder())
+	}
+	// The encoders open in the background, seconds for a real-size model,
+	// while the tokenizer and the preprocessor load.
+	opened := make(chan error, 1)
+	go func() {
+		var err error
+		e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads},
+			clip.VisionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})
+		opened <- err
+	}()
+	waited := false
+	waitEncoders := func() error {
+		waited = true
+		return <-opened
+	}
 	defer func() {
 		if err != nil {
+			if !waited {
+				waitEncoders() // what it opened, Close closes
+			}
 			e.Close()
 		}
 	}()
@@ -163,18 +186,8 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if e.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
-	if e.opts.Decode, err = ParseDecodeMode(string(opts.Decode)); err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
-	}
-	if e.opts.Decode != DecodeExact && !vision.CanDraft {
-		return nil, fmt.Errorf("pipeline: decode mode %s needs a JPEG decoder that scales in the DCT: this build decodes JPEGs with %s; build with -tags libjpeg (libjpeg-turbo)", e.opts.Decode, vision.JPEGDecoder())
-	}
 	e.draft = draftSide(e.opts.Decode, e.pre)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads},
-		clip.VisionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads}); err != nil {
+	if err := waitEncoders(); err != nil {
 		return nil, err
 	}
 	if _, e.inH, e.inW = e.venc.InputSize(); e.inH <= 0 || e.inW <= 0 {

@@ -466,113 +466,78 @@ func (j *job) outputsExist(outs []string) bool {
 	return true
 }
 
-// stream is one encoder stream: it gathers up to batch read images (not
-// waiting for a full batch when reading is slower), decodes them into its
-// input buffer, encodes them, then attends and writes each, and passes
-// every image it took to out, failed or done. Several streams share in and
-// out. Each keeps to its thread and adds the CPU time of its encoder calls
-// to cpu. Once ctx is cancelled it takes no new images. It gives the bytes
-// of the files it takes back to budget once they are decoded (or dropped).
+// stream is one encoder stream (see runStream): it gathers up to batch read
+// images (not waiting for a full batch when reading is slower), decodes
+// them into its input buffer, encodes them, then attends and writes each,
+// and passes every image it took to out, failed or done. Several streams
+// share in and out. Each keeps to its thread and adds the CPU time of its
+// encoder calls to cpu. Once ctx is cancelled it takes no new images. It
+// gives the bytes of the files it takes back to budget once they are
+// decoded (or dropped).
 func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, batch int, budget *byteBudget, cpu *cputime.Counter) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	ws := j.eng.newWorkspaces()
 	defer ws.close()
-	per := 3 * j.inH * j.inW
-	buf := make([]float32, batch*per)
-	pending := make([]*work, 0, batch)
 	// One timer for every wait for a batch to fill.
 	wait := time.NewTimer(time.Hour)
 	wait.Stop()
 	defer wait.Stop()
-	for {
-		w, ok := <-in
-		if !ok {
-			return
-		}
-		pending = append(pending[:0], w)
-		wait.Reset(2 * time.Millisecond)
-	gather:
-		for len(pending) < batch {
-			select {
-			case w, ok := <-in:
-				if !ok {
-					break gather
-				}
-				pending = append(pending, w)
-			case <-wait.C:
-				break gather
+	gather := func(pending []*work) ([]*work, bool) {
+		for {
+			w, ok := <-in
+			if !ok {
+				return nil, false
 			}
-		}
-		wait.Stop()
-		if ctx.Err() != nil {
+			pending = append(pending[:0], w)
+			wait.Reset(2 * time.Millisecond)
+		fill:
+			for len(pending) < batch {
+				select {
+				case w, ok := <-in:
+					if !ok {
+						break fill
+					}
+					pending = append(pending, w)
+				case <-wait.C:
+					break fill
+				}
+			}
+			wait.Stop()
+			if ctx.Err() == nil {
+				return pending, true
+			}
 			for _, w := range pending {
 				budget.give(w.held)
 			}
-			continue // interrupted: take no new images
+			// Interrupted: take no new images.
 		}
-		pending = j.decodeBatch(pending, buf, per, budget, out)
-		if len(pending) == 0 {
-			continue
-		}
-		t := time.Now()
-		var encs []ImageEncoding
-		err := cpu.Run(func() (err error) {
-			encs, err = j.eng.EncodePixels(context.Background(), buf[:len(pending)*per], len(pending))
-			return err
-		})
-		encodeMs := float64(time.Since(t).Microseconds()) / 1000
-		captions := j.captionPrompts(pending)
-		for i, w := range pending {
-			w.timings["encode"] += encodeMs // the batch's, not counting the attention and writing of the images before
+	}
+	runStream(j.eng, batch, streamHooks[*work]{
+		next: gather,
+		decode: func(w *work, dst []float32) error {
+			j.decode(w, dst)
+			return w.fail
+		},
+		decoded: func(w *work, err error) {
+			budget.give(w.held)
 			if err != nil {
-				w.fail = err
-			} else {
-				j.attendAndWrite(w, &encs[i], ws, captions[i])
+				out <- w
 			}
-			out <- w
-		}
-	}
-}
-
-// decodeBatch decodes and preprocesses the images of ws into buf, image i
-// at [i·per, (i+1)·per), on up to the engine's Threads goroutines, and gives
-// their files' bytes back to budget. The ones that fail go to out; it
-// returns the others, their pixels moved up to close the gaps.
-func (j *job) decodeBatch(ws []*work, buf []float32, per int, budget *byteBudget, out chan<- *work) []*work {
-	par := min(max(j.eng.Threads(), 1), len(ws))
-	if par == 1 {
-		for i, w := range ws {
-			j.decode(w, buf[i*per:(i+1)*per])
-		}
-	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range par {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := int(next.Add(1)) - 1; i < len(ws); i = int(next.Add(1)) - 1 {
-					j.decode(ws[i], buf[i*per:(i+1)*per])
+		},
+		encoded: func(pending []*work, encs []ImageEncoding, took time.Duration, err error) {
+			encodeMs := float64(took.Microseconds()) / 1000
+			captions := j.captionPrompts(pending)
+			for i, w := range pending {
+				w.timings["encode"] += encodeMs // the batch's, not counting the attention and writing of the images before
+				if err != nil {
+					w.fail = err
+				} else {
+					j.attendAndWrite(w, &encs[i], ws, captions[i])
 				}
-			}()
-		}
-		wg.Wait()
-	}
-	k := 0
-	for i, w := range ws {
-		budget.give(w.held)
-		if w.fail != nil {
-			out <- w
-			continue
-		}
-		if k != i {
-			copy(buf[k*per:(k+1)*per], buf[i*per:(i+1)*per])
-		}
-		ws[k] = w
-		k++
-	}
-	return ws[:k]
+				out <- w
+			}
+		},
+		cpu: cpu,
+	})
 }
 
 // attendAndWrite attends one encoded image with the job's prompts and
@@ -711,18 +676,13 @@ func (j *job) writeHeatmap(name string, base *image.RGBA, g vision.Grid, ov []Ov
 	return j.out.WriteFile(name, data)
 }
 
-// streams returns the number of encoder streams: Config.Streams, else as
-// many as the cores hold runs of the engine's threads (at most 4; an engine
-// on ONNX Runtime's default threads uses every core in one run).
+// streams returns the number of encoder streams: Config.Streams, else the
+// engine's default (see StreamOptions.Streams).
 func (j *job) streams() int {
 	if j.cfg.Streams > 0 {
 		return j.cfg.Streams
 	}
-	th := j.eng.Threads()
-	if th <= 0 {
-		return 1
-	}
-	return min(max(runtime.GOMAXPROCS(0)/th, 1), 4)
+	return j.eng.defaultStreams()
 }
 
 // captionPrompts prepares the captions of a batch's images as prompts, in

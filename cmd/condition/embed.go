@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
 	iofs "io/fs"
 	"math"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
@@ -38,6 +38,9 @@ type embedOptions struct {
 	Out      string
 	JSON     bool
 	Batch    int
+	Streams  int
+	decode   string
+	mode     pipeline.DecodeMode
 }
 
 func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
@@ -48,6 +51,8 @@ func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Out, "out", "o", "", "write embeddings and states to this .safetensors file")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.IntVar(&o.Batch, "batch", 16, "images per vision-encoder run")
+	fs.IntVar(&o.Streams, "streams", 0, "vision encoder batches run at once, as for run (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
+	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
 	o.ort.AddFlags(fs)
 }
 
@@ -60,6 +65,11 @@ of every image to every prompt:
 the cosine of their CLIP embeddings and the logit exp(logit_scale) x cosine
 (Hugging Face's logits_per_image). logit_scale comes from model.safetensors,
 else from config.json.
+
+Images go through the vision encoder as run's do: --streams batches of
+--batch images at once, each stream decoding its next batch while the
+others encode. The results are the same whatever the streams, threads and
+batch.
 
 --out writes a safetensors file (loadable with safetensors.numpy.load_file)
 holding, with Np prompts padded to T tokens and Ni images of 1+P tokens:
@@ -111,6 +121,13 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if o.Batch < 1 {
 		return usagef("--batch must be at least 1, got %d", o.Batch)
 	}
+	if o.Streams < 0 {
+		return usagef("--streams must be 0 or more, got %d", o.Streams)
+	}
+	var err error
+	if o.mode, err = parseDecode(o.decode); err != nil {
+		return err
+	}
 	if err := o.ort.validate(); err != nil {
 		return err
 	}
@@ -130,7 +147,13 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if _, err := o.ort.load(e); err != nil {
 		return err
 	}
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.threads(), Batch: o.Batch, Truncate: o.Truncate})
+	// Images go through the encoder as run's do (see pipeline.EncoderPlan);
+	// prompts alone, in one text encoder call, take every thread.
+	threads, streams := o.ort.threads(), 1
+	if len(paths) > 0 {
+		threads, streams = pipeline.EncoderPlan(o.ort.Threads, o.Streams)
+	}
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: threads, NoSpinning: len(paths) > 0, Batch: o.Batch, Truncate: o.Truncate, Decode: o.mode})
 	if err != nil {
 		return err
 	}
@@ -183,9 +206,13 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		meta["prompts"] = string(pj)
 	}
 	if len(paths) > 0 {
-		if images, err = embedImages(ctx, eng, paths, o.Batch); err != nil {
+		t := time.Now()
+		if images, err = embedImages(ctx, eng, paths, pipeline.StreamOptions{Batch: o.Batch, Streams: streams}); err != nil {
 			return err
 		}
+		d := time.Since(t)
+		e.Log.Debug("embed: images encoded", "images", len(images), "streams", streams, "threads", threads, "batch", o.Batch,
+			"elapsed", d.Round(time.Millisecond), "images_per_s", math.Round(10*float64(len(images))/d.Seconds())/10)
 		tok, dv := len(images[0].States)/images[0].Width, images[0].Width
 		states := make([]float32, 0, len(images)*tok*dv)
 		var imageEmb []float32
@@ -264,28 +291,24 @@ func imageExtensions() []string {
 	return out
 }
 
-// embedImages decodes and encodes the images, batch at a time.
-func embedImages(ctx context.Context, eng *pipeline.Engine, paths []string, batch int) ([]pipeline.ImageEncoding, error) {
-	var out []pipeline.ImageEncoding
-	for start := 0; start < len(paths); start += batch {
-		end := min(start+batch, len(paths))
-		imgs := make([]image.Image, 0, end-start)
-		for _, p := range paths[start:end] {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return nil, fmt.Errorf("embed: %w", err)
-			}
-			img, err := eng.DecodeImage(data)
-			if err != nil {
-				return nil, fmt.Errorf("embed: %s: %w", p, err)
-			}
-			imgs = append(imgs, img)
+// embedImages decodes and encodes the images, in order, on the encoder
+// streams of opts. The first image that fails stops it with an error
+// naming the image.
+func embedImages(ctx context.Context, eng *pipeline.Engine, paths []string, opts pipeline.StreamOptions) ([]pipeline.ImageEncoding, error) {
+	out := make([]pipeline.ImageEncoding, 0, len(paths))
+	err := eng.EncodeImageStream(ctx, len(paths), func(i int) ([]byte, error) { return os.ReadFile(paths[i]) }, opts, func(r pipeline.ImageResult) error {
+		var pe *iofs.PathError
+		switch {
+		case errors.As(r.Err, &pe):
+			return fmt.Errorf("embed: %w", r.Err) // it names the file
+		case r.Err != nil:
+			return fmt.Errorf("embed: %s: %w", paths[r.Index], r.Err)
 		}
-		encs, err := eng.EncodeImages(ctx, imgs)
-		if err != nil {
-			return nil, fmt.Errorf("embed: %s: %w", strings.Join(paths[start:end], ", "), err)
-		}
-		out = append(out, encs...)
+		out = append(out, r.Encoding)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -1,0 +1,340 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/conditionhq/condition/internal/cputime"
+)
+
+// StreamOptions controls EncodeImageStream.
+type StreamOptions struct {
+	// Batch is the most images per vision encoder call (0: the engine's
+	// Options.Batch).
+	Batch int
+	// Streams is the number of vision encoder calls in flight at once
+	// (0: as many as the cores hold calls of the engine's Threads, at most
+	// 4; one for an engine on ONNX Runtime's default threads). EncoderPlan
+	// picks Threads and Streams together for a machine.
+	Streams int
+}
+
+// ImageResult is one image through EncodeImageStream: its encoding, or
+// the error that stopped it.
+type ImageResult struct {
+	Index    int           // the image's place in the input, from 0
+	Encoding ImageEncoding // when Err is nil
+	// Width and Height are the size of the decoded image (0 when it could
+	// not be decoded).
+	Width, Height int
+	Err           error // reading, decoding, preprocessing or encoding failed
+}
+
+// EncodeImageStream decodes, preprocesses and encodes n images as Run does:
+// Streams vision encoder calls in flight at once, each stream decoding its
+// next batch while the others encode. read(i) returns image i's file; it is
+// called in input order from one goroutine, ahead of the encoder, and never
+// after EncodeImageStream returns. Batches are consecutive images, at most
+// StreamOptions.Batch, of even sizes in a number the streams share evenly
+// (see spreadBatches): ten images on two streams are two batches of five,
+// not one of eight (or sixteen) with one stream idle.
+//
+// yield is called with every image's result in input order, from the
+// calling goroutine, errors included: an image that cannot be read, decoded
+// or encoded fails alone (an encoder error fails its batch), and the others
+// go on. When yield returns an error, EncodeImageStream stops and returns
+// it. When ctx is cancelled it stops taking images, drops the results not
+// yet yielded and returns ctx's error.
+func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) ([]byte, error), opts StreamOptions, yield func(ImageResult) error) error {
+	if n < 0 {
+		return fmt.Errorf("pipeline: encode image stream: %d images", n)
+	}
+	if opts.Batch < 0 || opts.Streams < 0 {
+		return fmt.Errorf("pipeline: encode image stream: batch %d, streams %d: want 0 or more", opts.Batch, opts.Streams)
+	}
+	if err := ctx.Err(); err != nil || n == 0 {
+		return err
+	}
+	batch := opts.Batch
+	if batch == 0 {
+		batch = e.opts.Batch
+	}
+	streams := opts.Streams
+	if streams == 0 {
+		streams = e.defaultStreams()
+	}
+	batch, chunks := spreadBatches(n, batch, streams)
+	streams = min(streams, chunks)
+
+	// A chunk is one batch of consecutive images on its way through.
+	type item struct {
+		res  ImageResult
+		data []byte
+	}
+	type chunk struct {
+		seq   int
+		items []*item
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Chunks read and not yet yielded, at most: the streams' batches, as
+	// many read ahead, and one finished out of turn for each stream.
+	tokens := make(chan struct{}, 3*streams)
+	todo := make(chan *chunk, streams)
+	done := make(chan *chunk, streams)
+
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		defer close(todo)
+		for seq := range chunks {
+			select {
+			case tokens <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			c := &chunk{seq: seq}
+			for i := seq * batch; i < min((seq+1)*batch, n); i++ {
+				if ctx.Err() != nil {
+					return
+				}
+				it := &item{res: ImageResult{Index: i}}
+				if it.data, it.res.Err = read(i); it.res.Err == nil && len(it.data) == 0 {
+					it.res.Err = errors.New("empty file")
+				}
+				c.items = append(c.items, it)
+			}
+			select {
+			case todo <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var cur *chunk
+			runStream(e, batch, streamHooks[*item]{
+				next: func(dst []*item) ([]*item, bool) {
+					if ctx.Err() != nil {
+						return nil, false
+					}
+					select {
+					case cur = <-todo:
+					case <-ctx.Done():
+						return nil, false
+					}
+					if cur == nil {
+						return nil, false
+					}
+					return append(dst, cur.items...), true
+				},
+				decode: func(it *item, dst []float32) error {
+					if it.res.Err != nil {
+						return it.res.Err
+					}
+					data := it.data
+					it.data = nil
+					img, err := e.DecodeImage(data)
+					if err != nil {
+						return err
+					}
+					b := img.Bounds()
+					it.res.Width, it.res.Height = b.Dx(), b.Dy()
+					return e.Preprocess(dst, img)
+				},
+				decoded: func(it *item, err error) { it.res.Err = err },
+				encoded: func(its []*item, encs []ImageEncoding, _ time.Duration, err error) {
+					for i, it := range its {
+						if err != nil {
+							it.res.Err = err
+						} else {
+							it.res.Encoding = encs[i]
+						}
+					}
+				},
+				finished: func([]*item) {
+					select {
+					case done <- cur:
+					case <-ctx.Done():
+					}
+				},
+				ctx: ctx,
+			})
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	defer func() {
+		// Never return (or unwind from a panicking yield) while read may
+		// still be called or a stream still runs.
+		cancel()
+		for range done {
+		}
+		<-fed
+	}()
+
+	// Yield in input order: chunks finish out of turn across streams.
+	waiting := map[int]*chunk{}
+	next := 0
+	for c := range done {
+		waiting[c.seq] = c
+		for c := waiting[next]; c != nil; c = waiting[next] {
+			delete(waiting, next)
+			next++
+			for _, it := range c.items {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := yield(it.res); err != nil {
+					return err
+				}
+			}
+			<-tokens
+		}
+	}
+	if next < chunks {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("pipeline: encode image stream: %d of %d batches yielded", next, chunks)
+	}
+	return nil
+}
+
+// spreadBatches cuts n images into batches of at most batch consecutive
+// images for streams streams: the fewest batches in a multiple of streams
+// (so that no stream waits idle for the last ones), of even sizes. It
+// returns their size (the last may be smaller) and their number.
+func spreadBatches(n, batch, streams int) (size, count int) {
+	if n <= 0 {
+		return max(batch, 1), 0
+	}
+	count = (n + batch - 1) / batch
+	count = min((count+streams-1)/streams*streams, n)
+	size = (n + count - 1) / count
+	return size, (n + size - 1) / size
+}
+
+// defaultStreams is the number of encoder streams when none is asked for:
+// as many as the cores hold calls of the engine's threads (at most 4; an
+// engine on ONNX Runtime's default threads uses every core in one call).
+func (e *Engine) defaultStreams() int {
+	th := e.Threads()
+	if th <= 0 {
+		return 1
+	}
+	return min(max(runtime.GOMAXPROCS(0)/th, 1), 4)
+}
+
+// streamHooks are what runStream does with the images, of type W, of an
+// encoder stream's batches.
+type streamHooks[W any] struct {
+	// next appends the stream's next batch (at most the batch size) to dst
+	// and returns it; false ends the stream.
+	next func(dst []W) ([]W, bool)
+	// decode decodes and preprocesses w into dst, [3, H, W].
+	decode func(w W, dst []float32) error
+	// decoded is called for every image of a batch, in order, once the
+	// batch is decoded, with decode's error.
+	decoded func(w W, err error)
+	// encoded is called with the images that decoded (none are left out of
+	// a failed call), their encodings or the encoder's error, and the time
+	// the call took. It is not called when no image decoded.
+	encoded func(ws []W, encs []ImageEncoding, took time.Duration, err error)
+	// finished, when set, is called with the whole batch once it is done.
+	finished func(ws []W)
+	ctx      context.Context  // the encoder calls' (nil: never cancelled)
+	cpu      *cputime.Counter // when set, adds up the CPU time of the encoder calls
+}
+
+// runStream is one vision encoder stream, the unit of Run and
+// EncodeImageStream: on its own OS thread, it takes a batch of images,
+// decodes and preprocesses them into its input buffer (on up to the
+// engine's Threads goroutines), encodes them in one call, hands them on,
+// and takes the next batch. Several streams keep every core busy: while
+// one decodes, the others encode.
+func runStream[W any](e *Engine, batch int, h streamHooks[W]) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ctx := h.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	per := 3 * e.inH * e.inW
+	buf := make([]float32, batch*per)
+	errs := make([]error, batch)
+	taken := make([]W, 0, batch)
+	kept := make([]W, 0, batch)
+	for {
+		var ok bool
+		if taken, ok = h.next(taken[:0]); !ok {
+			return
+		}
+		if len(taken) > batch {
+			panic("pipeline: a stream's batch over its size")
+		}
+		decodeInto(e, h.decode, taken, buf, per, errs)
+		kept = kept[:0]
+		for i, w := range taken {
+			h.decoded(w, errs[i])
+			if errs[i] != nil {
+				continue
+			}
+			if k := len(kept); k != i {
+				copy(buf[k*per:(k+1)*per], buf[i*per:(i+1)*per])
+			}
+			kept = append(kept, w)
+		}
+		if len(kept) > 0 {
+			t := time.Now()
+			var encs []ImageEncoding
+			call := func() (err error) {
+				encs, err = e.EncodePixels(ctx, buf[:len(kept)*per], len(kept))
+				return err
+			}
+			var err error
+			if h.cpu != nil {
+				err = h.cpu.Run(call)
+			} else {
+				err = call()
+			}
+			h.encoded(kept, encs, time.Since(t), err)
+		}
+		if h.finished != nil {
+			h.finished(taken)
+		}
+	}
+}
+
+// decodeInto decodes the images ws into buf, image i at [i·per, (i+1)·per),
+// on up to the engine's Threads goroutines, with image i's error in errs[i].
+func decodeInto[W any](e *Engine, decode func(W, []float32) error, ws []W, buf []float32, per int, errs []error) {
+	par := min(max(e.Threads(), 1), len(ws))
+	if par == 1 {
+		for i, w := range ws {
+			errs[i] = decode(w, buf[i*per:(i+1)*per])
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range par {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(ws); i = int(next.Add(1)) - 1 {
+				errs[i] = decode(ws[i], buf[i*per:(i+1)*per])
+			}
+		}()
+	}
+	wg.Wait()
+}

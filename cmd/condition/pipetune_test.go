@@ -49,3 +49,28 @@ func TestTuneSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestPickTuned: a setting that changes fewer defaults wins when the
+// rounds cannot tell it from the fastest, and not when they can.
+func TestPickTuned(t *testing.T) {
+	s := func(median float64, rates []float64, spin, noArena, pin bool) tuneSetting {
+		return tuneSetting{Median: median, Rates: rates, Spinning: spin, NoArena: noArena, Pinned: pin}
+	}
+	for _, tc := range []struct {
+		name string
+		in   []tuneSetting
+		want int
+	}{
+		{"the fastest changes nothing", []tuneSetting{s(13, []float64{12, 14}, false, false, false), s(12, []float64{11, 13}, true, false, false)}, 0},
+		{"overlapping rounds, fewer changes", []tuneSetting{
+			s(13.5, []float64{12.5, 14.5}, true, true, true), s(13, []float64{12, 14}, true, false, false),
+			s(12.4, []float64{11.8, 13}, false, false, false), s(12.3, []float64{12.2, 12.4}, false, true, false)}, 2},
+		{"clearly faster", []tuneSetting{s(20, []float64{19.5, 20.5}, false, true, false), s(12, []float64{11, 13}, false, false, false)}, 0},
+		{"the fastest of the fewest changes", []tuneSetting{
+			s(14, []float64{13, 15}, true, true, false), s(13.8, []float64{13.5, 14}, false, true, false), s(13.6, []float64{13.4, 13.8}, true, false, false)}, 1},
+	} {
+		if got := pickTuned(tc.in); got != tc.want {
+			t.Errorf("%s: picked %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

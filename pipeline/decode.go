@@ -37,11 +37,11 @@ func ParseDecodeMode(s string) (DecodeMode, error) {
 	return "", fmt.Errorf("decode mode %q: want exact, fast or fastest", s)
 }
 
-// draftSide is the Draft that mode asks of vision.Decode for images that
-// pre resizes: 2× (fast) or 1× (fastest) the larger of the sides it resizes
-// to; 0 for exact decoding and for a preprocessor that keeps the image's
-// size, whose output would change with the decoded size.
-func draftSide(mode DecodeMode, pre *vision.Preprocessor) int {
+// DraftSide is the vision.DecodeOptions.Draft that mode asks for images
+// that pre resizes: 2× (fast) or 1× (fastest) the larger of the sides it
+// resizes to; 0 for exact decoding and for a preprocessor that keeps the
+// image's size, whose output would change with the decoded size.
+func DraftSide(mode DecodeMode, pre *vision.Preprocessor) int {
 	if mode != DecodeFast && mode != DecodeFastest || !pre.DoResize {
 		return 0
 	}

@@ -22,13 +22,16 @@ func init() {
 	})
 }
 
-const preprocessUsage = `preprocess [--model REF | --preprocessor FILE] --out F.npy [--max-pixels N] [--no-exif-orientation] [--json] IMAGE
+const preprocessUsage = `preprocess [--model REF | --preprocessor FILE] --out F.npy [--max-pixels N] [--no-exif-orientation] [--decode fast] [--json] IMAGE
 
 Decodes IMAGE (JPEG, PNG, GIF, BMP, TIFF or WebP), puts it upright from its
 EXIF orientation, and writes the pixel_values tensor [1, 3, H, W] float32
 that the model's CLIPImageProcessor makes of it to F.npy, as
 numpy.load(F.npy) would compare with
 CLIPImageProcessor.from_pretrained(...)(ImageOps.exif_transpose(Image.open(IMAGE)))["pixel_values"].
+With --decode fast (or fastest), a JPEG is first opened as Pillow's
+im.draft("RGB", (2s, 2s)) (or (s, s)) opens it, s the side the processor
+resizes to, as run --decode fast does.
 
 --model is a model directory (its preprocessor_config.json), a hub id
 org/name[@revision], or default; --preprocessor is a preprocessor_config.json
@@ -42,6 +45,7 @@ type preprocessOptions struct {
 	MaxPixels     int64
 	NoOrientation bool
 	JSON          bool
+	Decode        string
 }
 
 func (o *preprocessOptions) AddFlags(fs *pflag.FlagSet) {
@@ -51,6 +55,7 @@ func (o *preprocessOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxPixels, "max-pixels", 0, maxPixelsUsage)
 	fs.BoolVar(&o.NoOrientation, "no-exif-orientation", false, "ignore the EXIF orientation tag (CLIPImageProcessor alone does not apply it)")
 	fs.BoolVar(&o.JSON, "json", false, "print a JSON object instead of a line")
+	fs.StringVar(&o.Decode, "decode", "exact", decodeUsage)
 }
 
 // maxPixelsUsage describes --max-pixels, the same in every command that
@@ -126,6 +131,10 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 	if err := checkMaxPixels(o.MaxPixels); err != nil {
 		return err
 	}
+	mode, err := parseDecode(o.Decode)
+	if err != nil {
+		return err
+	}
 	p, from, err := loadPreprocessor(ctx, e, &o)
 	if err != nil {
 		return err
@@ -134,10 +143,15 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	path := fs.Arg(0)
-	opt := vision.DecodeOptions{MaxPixels: o.MaxPixels, NoOrientation: o.NoOrientation} // 0: Pillow's limit, -1: none
-	img, err := vision.DecodeFile(path, opt)
+	opt := vision.DecodeOptions{MaxPixels: o.MaxPixels, NoOrientation: o.NoOrientation, // 0: Pillow's limit, -1: none
+		Draft: pipeline.DraftSide(mode, p)}
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
+	}
+	img, info, err := vision.DecodeInfo(data, opt)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	pixels, h, w, err := p.Apply(img)
 	if err != nil {
@@ -147,15 +161,19 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 	if err := tensorio.WriteNPY(o.Out, tensorio.F32(shape, pixels)); err != nil {
 		return err
 	}
-	b := img.Bounds()
-	e.Log.Debug("preprocessed", "image", path, "config", from, "upright", fmt.Sprintf("%dx%d", b.Dx(), b.Dy()))
+	e.Log.Debug("preprocessed", "image", path, "config", from, "upright", fmt.Sprintf("%dx%d", info.Width, info.Height), "scale", info.Scale)
 	if o.JSON {
 		return json.NewEncoder(e.Stdout).Encode(map[string]any{
 			"image": path, "out": o.Out, "shape": shape, "dtype": "float32",
-			"width": b.Dx(), "height": b.Dy(), "preprocessor": from,
+			"width": info.Width, "height": info.Height, "scale": info.Scale, "preprocessor": from,
 		})
 	}
-	_, err = fmt.Fprintf(e.Stdout, "%s: pixel_values [1, 3, %d, %d] float32 from %s (%dx%d upright) with %s\n",
-		o.Out, h, w, path, b.Dx(), b.Dy(), from)
+	scaled := ""
+	if info.Scale > 1 {
+		b := img.Bounds()
+		scaled = fmt.Sprintf(", decoded at 1/%d: %dx%d", info.Scale, b.Dx(), b.Dy())
+	}
+	_, err = fmt.Fprintf(e.Stdout, "%s: pixel_values [1, 3, %d, %d] float32 from %s (%dx%d upright%s) with %s\n",
+		o.Out, h, w, path, info.Width, info.Height, scaled, from)
 	return err
 }

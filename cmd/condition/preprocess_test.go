@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/vision"
 )
 
 const imagesDir = "../../testdata/images"
@@ -140,5 +141,44 @@ func TestPreprocessCLIErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a failed run left %s behind (%v)", out, err)
+	}
+}
+
+// TestPreprocessDecodeFast: with --decode fast a 600×400 JPEG and a
+// 16-pixel config draft to 1/8 (both sides ≥ 32), and the pixel_values equal
+// those of Pillow's draft("RGB", (40, 40)) of the same file (scale 8 too),
+// stored losslessly by testdata/images/draft.py. Builds without libjpeg
+// refuse the flag, naming the build tag.
+func TestPreprocessDecodeFast(t *testing.T) {
+	needImages(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(imagesDir, "configs", "small.json")
+	jpg := filepath.Join(imagesDir, "draft", "src", "jpeg_420_600x400.jpg")
+	pillow := filepath.Join(imagesDir, "draft", "golden", "jpeg_420_600x400__d40.png")
+	fast := filepath.Join(dir, "fast.npy")
+	code, stdout, stderr := preprocessCLI(t, "--preprocessor", cfg, "--decode", "fast", "--out", fast, jpg)
+	if !vision.CanDraft {
+		if code != 2 || !strings.Contains(stderr, "-tags libjpeg") {
+			t.Errorf("--decode fast without libjpeg: exit %d, stderr %q", code, stderr)
+		}
+		return
+	}
+	if code != 0 || !strings.Contains(stdout, "(600x400 upright, decoded at 1/8: 75x50)") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	ref := filepath.Join(dir, "pillow.npy")
+	if code, _, stderr := preprocessCLI(t, "--preprocessor", cfg, "--out", ref, pillow); code != 0 {
+		t.Fatalf("Pillow's drafted pixels: exit %d: %s", code, stderr)
+	}
+	a, err := os.ReadFile(fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Error("--decode fast's pixel_values differ from those of Pillow's drafted image")
 	}
 }

@@ -29,8 +29,8 @@ type StreamOptions struct {
 type ImageResult struct {
 	Index    int           // the image's place in the input, from 0
 	Encoding ImageEncoding // when Err is nil
-	// Width and Height are the size of the decoded image (0 when it could
-	// not be decoded).
+	// Width and Height are the image's full size, upright (0 when it could
+	// not be decoded), also when Options.Decode decoded it scaled.
 	Width, Height int
 	Err           error // reading, decoding, preprocessing or encoding failed
 }
@@ -144,12 +144,11 @@ func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) 
 					}
 					data := it.data
 					it.data = nil
-					img, err := e.DecodeImage(data)
+					img, info, err := e.DecodeImageInfo(data)
 					if err != nil {
 						return err
 					}
-					b := img.Bounds()
-					it.res.Width, it.res.Height = b.Dx(), b.Dy()
+					it.res.Width, it.res.Height = info.Width, info.Height
 					return e.Preprocess(dst, img)
 				},
 				decoded: func(it *item, err error) { it.res.Err = err },

@@ -98,7 +98,8 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 	}
 	sort.SliceStable(settings, func(a, b int) bool { return settings[a].Median > settings[b].Median })
 	if o.json {
-		return writeJSONIndent(e.Stdout, map[string]any{"model": m.Name(), "variant": m.Variant(), "rounds": o.rounds, "settings": settings})
+		return writeJSONIndent(e.Stdout, map[string]any{"model": m.Name(), "variant": m.Variant(), "rounds": o.rounds, "settings": settings,
+			"recommended": settings[pickTuned(settings)]})
 	}
 	fmt.Fprintf(e.Stdout, "model %s%s, %d cores; the whole job, medians of %d rounds in turned order:\n", m.Name(), variantNote(m), runtime.GOMAXPROCS(0), o.rounds)
 	for _, s := range settings {
@@ -134,12 +135,12 @@ func variantNote(m *models.Model) string {
 	return " (variant " + m.Variant() + ")"
 }
 
-// pickTuned returns the index of, among the settings (sorted fastest first, each with
-// its rounds' rates) whose rounds reached the slowest round of the fastest
-// setting, so that the rounds cannot tell them from it, the one that
-// changes the fewest of run's defaults (no spinning, the arena on, threads
-// not pinned), and the fastest of those: a difference smaller than the
-// machine's noise is no reason to set a flag.
+// pickTuned returns the index of the setting to recommend. settings are
+// sorted fastest first, each with its rounds' rates; those whose best round
+// reached the fastest setting's worst round cannot be told from it, and of
+// them it picks the one that changes the fewest of run's defaults (no
+// spinning, the arena on, threads not pinned), the fastest of those: a
+// difference smaller than the machine's noise is no reason to set a flag.
 func pickTuned(settings []tuneSetting) int {
 	if len(settings) == 0 || len(settings[0].Rates) == 0 {
 		return 0

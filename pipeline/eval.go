@@ -150,35 +150,38 @@ type evalSource func(a, b int) []evalScene
 
 func trainingScenes(seed uint64, objects int) evalSource {
 	g := scenes.Generator{Seed: seed, MinObjects: objects, MaxObjects: objects, Distinct: true}
-	return func(a, b int) []evalScene {
-		out := make([]evalScene, 0, b-a)
-		for i := a; i < b; i++ {
-			s := g.Scene(i)
-			e := evalScene{img: s.Render(EvalImageSize), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
-				caption: s.Caption, words: len(s.Words),
-				coverage: func(grid int) [][]float64 { return s.Coverage(EvalImageSize, grid) }}
-			for _, r := range s.Refs {
-				e.refs = append(e.refs, evalRef{r.Word, r.Object})
-			}
-			out = append(out, e)
+	return eachScene(func(i int) evalScene {
+		s := g.Scene(i)
+		e := evalScene{img: s.Render(EvalImageSize), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
+			caption: s.Caption, words: len(s.Words),
+			coverage: func(grid int) [][]float64 { return s.Coverage(EvalImageSize, grid) }}
+		for _, r := range s.Refs {
+			e.refs = append(e.refs, evalRef{r.Word, r.Object})
 		}
-		return out
-	}
+		return e
+	})
 }
 
 func vectorScenes(seed uint64, objects int) evalSource {
 	g := vecscenes.Generator{Seed: seed, Objects: objects}
+	return eachScene(func(i int) evalScene {
+		s := g.Scene(i)
+		e := evalScene{img: s.Render(), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
+			caption: s.Caption, words: len(s.Words),
+			coverage: func(grid int) [][]float64 { return s.CropCoverage(EvalImageSize, grid) }}
+		for _, r := range s.Refs {
+			e.refs = append(e.refs, evalRef{r.Word, r.Object})
+		}
+		return e
+	})
+}
+
+// eachScene is the evalSource that makes scenes a to b-1 with scene.
+func eachScene(scene func(i int) evalScene) evalSource {
 	return func(a, b int) []evalScene {
 		out := make([]evalScene, 0, b-a)
 		for i := a; i < b; i++ {
-			s := g.Scene(i)
-			e := evalScene{img: s.Render(), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
-				caption: s.Caption, words: len(s.Words),
-				coverage: func(grid int) [][]float64 { return s.CropCoverage(EvalImageSize, grid) }}
-			for _, r := range s.Refs {
-				e.refs = append(e.refs, evalRef{r.Word, r.Object})
-			}
-			out = append(out, e)
+			out = append(out, scene(i))
 		}
 		return out
 	}

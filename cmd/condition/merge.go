@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -48,7 +47,9 @@ func runMerge(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if o.json {
-		printJSON(e, rep)
+		if err := writeJSONIndent(e.Stdout, rep); err != nil {
+			return err
+		}
 	} else {
 		fmt.Fprintf(e.Stdout, "merged %d of %d shard manifests into %s: %d images (%d ok, %d failed)\n",
 			len(rep.Shards), rep.ShardCount, rep.Out, rep.Images, rep.OK, rep.Failed)
@@ -64,12 +65,6 @@ func runMerge(ctx context.Context, e *env, args []string) error {
 		return exitError{code: exitFailed, msg: "incomplete: see the report above"}
 	}
 	return nil
-}
-
-// printJSON prints a report as indented JSON.
-func printJSON(e *env, rep any) {
-	b, _ := json.MarshalIndent(rep, "", "  ")
-	fmt.Fprintln(e.Stdout, string(b))
 }
 
 // printList prints a report's list under what, its first 20 items, when
@@ -95,7 +90,9 @@ func verifyShards(ctx context.Context, e *env, out string, o mergeOptions) error
 		return err
 	}
 	if o.json {
-		printJSON(e, rep)
+		if err := writeJSONIndent(e.Stdout, rep); err != nil {
+			return err
+		}
 	} else {
 		fmt.Fprintf(e.Stdout, "%d shards from %d of %d processes in %s: %d images (%d ok, %d failed)\n",
 			rep.Shards, len(rep.ProcessSeen), rep.Processes, out, rep.Images, rep.OK, rep.Failed)

@@ -59,8 +59,8 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 	batches := []int{8, 16, 32}
 	settings := tuneSettings(runtime.GOMAXPROCS(0), batches)
 	type engineKey struct {
-		threads          int
-		spin, arena, pin bool
+		threads            int
+		spin, noArena, pin bool
 	}
 	engines := map[engineKey]*pipeline.Engine{}
 	defer func() {

@@ -252,16 +252,7 @@ func allowedColours(b Background) []int {
 // not overlap. Colours and shapes are distinct, except that without distinct
 // the second object may share the first one's colour or (not and) its shape.
 func place(r *rng, n int, allowed []int, distinct bool) ([]Object, bool) {
-	cp := r.perm(len(allowed))
-	sp := r.perm(len(Shapes))
-	if !distinct && n >= 2 {
-		switch u := r.float(); {
-		case u < 0.25:
-			cp[1] = cp[0]
-		case u < 0.5:
-			sp[1] = sp[0]
-		}
-	}
+	cp, sp := pickKinds(r, n, allowed, distinct)
 	rmin, rmax := 0.13, 0.22
 	if n == 3 {
 		rmin, rmax = 0.12, 0.18
@@ -279,13 +270,7 @@ func place(r *rng, n int, allowed []int, distinct bool) ([]Object, bool) {
 			o.R = r.uniform(rmin, rmax)
 			o.X = r.uniform(o.R+0.02, 1-o.R-0.02)
 			o.Y = r.uniform(o.R+0.02, 1-o.R-0.02)
-			placed = true
-			for _, p := range objs {
-				if math.Hypot(o.X-p.X, o.Y-p.Y) < o.R+p.R+0.02 {
-					placed = false
-					break
-				}
-			}
+			placed = !overlaps(o, objs)
 		}
 		if !placed {
 			return nil, false
@@ -293,6 +278,35 @@ func place(r *rng, n int, allowed []int, distinct bool) ([]Object, bool) {
 		objs = append(objs, o)
 	}
 	return objs, true
+}
+
+// pickKinds draws the order in which the objects take colours (indices into
+// allowed) and shapes (into Shapes): distinct for every object, except that
+// without distinct the second object may share the first one's colour or
+// (not and) its shape.
+func pickKinds(r *rng, n int, allowed []int, distinct bool) (cp, sp []int) {
+	cp = r.perm(len(allowed))
+	sp = r.perm(len(Shapes))
+	if !distinct && n >= 2 {
+		switch u := r.float(); {
+		case u < 0.25:
+			cp[1] = cp[0]
+		case u < 0.5:
+			sp[1] = sp[0]
+		}
+	}
+	return cp, sp
+}
+
+// overlaps reports whether o's enclosing circle comes within 0.02 of any of
+// objs'.
+func overlaps(o Object, objs []Object) bool {
+	for _, p := range objs {
+		if math.Hypot(o.X-p.X, o.Y-p.Y) < o.R+p.R+0.02 {
+			return true
+		}
+	}
+	return false
 }
 
 // caption describes the objects; it returns the words and which words name

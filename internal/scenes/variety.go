@@ -156,16 +156,7 @@ func (b Background) textureAt(x, y float64) [3]float64 {
 // tiny to filling the frame (one object) and objects partly cut by the
 // border.
 func placeVaried(r *rng, n int, allowed []int, distinct bool) ([]Object, bool) {
-	cp := r.perm(len(allowed))
-	sp := r.perm(len(Shapes))
-	if !distinct && n >= 2 {
-		switch u := r.float(); {
-		case u < 0.25:
-			cp[1] = cp[0]
-		case u < 0.5:
-			sp[1] = sp[0]
-		}
-	}
+	cp, sp := pickKinds(r, n, allowed, distinct)
 	rmin, rmax := 0.09, 0.5
 	switch n {
 	case 2:
@@ -233,13 +224,7 @@ func placeVaried(r *rng, n int, allowed []int, distinct bool) ([]Object, bool) {
 			}
 			o.X = r.uniform(lo, 1-lo)
 			o.Y = r.uniform(lo, 1-lo)
-			placed = true
-			for _, p := range objs {
-				if math.Hypot(o.X-p.X, o.Y-p.Y) < o.R+p.R+0.02 {
-					placed = false
-					break
-				}
-			}
+			placed = !overlaps(o, objs)
 			if !placed && try%20 == 19 {
 				o.R = math.Max(rmin, 0.8*o.R)
 			}

@@ -20,6 +20,7 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -360,14 +361,7 @@ func (s *Stores) ReadAll(ctx context.Context, l Location, limit int64) ([]byte, 
 // Write writes data to the object l. The object appears whole when the
 // upload completes, or not at all.
 func (s *Stores) Write(ctx context.Context, l Location, data []byte) error {
-	b, err := s.bucket(ctx, l)
-	if err != nil {
-		return err
-	}
-	if err := b.WriteAll(ctx, l.Key, data, &blob.WriterOptions{ContentType: contentType(l.Key)}); err != nil {
-		return Explain(l, err)
-	}
-	return nil
+	return s.Upload(ctx, l, bytes.NewReader(data))
 }
 
 // Upload streams r to the object l (a multipart upload for large objects,

@@ -163,6 +163,20 @@ class Scenes:
         self.n = n
         self.vocab = vocab
 
+    def concat(self, other):
+        """-> the scenes of self followed by those of other (images in memory)."""
+        out = Scenes.__new__(Scenes)
+        for k, v in self.__dict__.items():
+            w = other.__dict__[k]
+            if isinstance(v, np.ndarray):
+                out.__dict__[k] = np.concatenate([np.asarray(v), np.asarray(w)])
+            elif isinstance(v, list):
+                out.__dict__[k] = v + w
+            else:
+                out.__dict__[k] = v
+        out.n = self.n + other.n
+        return out
+
     def pixels(self, idx):
         x = torch.from_numpy(np.ascontiguousarray(self.images[idx])).float().div_(255.0)
         x = x.permute(0, 3, 1, 2)
@@ -509,6 +523,21 @@ def evaluate_vec(model, vocab, sdir, pdir):
 # --------------------------------------------------------------------------
 
 
+def independent(args, d):
+    """-> the independent renderer's held-out single- and two-object folders,
+    written when missing (preprocessed as --out's, else the committed model's,
+    preprocessor_config.json says: both are the same for one image size)."""
+    v = d["independent"]
+    vs = os.path.join(args.data, f"vec-single-s{v['single_seed']}-n{v['scenes']}")
+    vp = os.path.join(args.data, f"vec-pair-s{v['pair_seed']}-n{v['scenes']}")
+    pre = os.path.join(args.out, "preprocessor_config.json")
+    if not os.path.exists(pre):
+        pre = os.path.join(ROOT, "models", "embedded", "model", "preprocessor_config.json")
+    vecdata(vs, v["single_seed"], 1, v["scenes"], pre)
+    vecdata(vp, v["pair_seed"], 2, v["scenes"], pre)
+    return vs, vp
+
+
 def make_vocab():
     # Every word of the caption grammar, once: the merges are learned until no pair
     # is left, so each word ends as one token.
@@ -546,6 +575,8 @@ def main():
                     help="export this checkpoint.pt to --out and stop (a stage cut short)")
     ap.add_argument("--init-aux", action="store_true",
                     help="with --init: also take the auxiliary classifier from the checkpoint")
+    ap.add_argument("--data-only", action="store_true",
+                    help="write the settings' training scenes into --data and stop")
     ap.add_argument("--threads", type=int, default=None, help="override settings' threads")
     ap.add_argument("--stop-after", type=int, default=None,
                     help="stop after this many steps of the schedule (checkpoint saved, no export)")
@@ -563,7 +594,7 @@ def main():
     T = tr["text_length"]
     patch = settings["model"]["patch_size"]
     os.makedirs(args.work, exist_ok=True)
-    logf = open(args.log, "a") if not args.eval_only else None
+    logf = open(args.log, "a") if not (args.eval_only or args.data_only) else None
     log(logf, f"settings {json.dumps(settings, sort_keys=True)}")
     log(logf, f"torch {torch.__version__} threads {torch.get_num_threads()}")
 
@@ -571,6 +602,13 @@ def main():
                         + ("-variety" if d.get("variety") else ""))
     sdir = os.path.join(args.data, f"single-s{d['eval_single_seed']}-n{d['eval_scenes']}")
     pdir = os.path.join(args.data, f"pair-s{d['eval_pair_seed']}-n{d['eval_scenes']}")
+    plain_dir = os.path.join(args.data, f"train-s{d['train_seed']}-n{d['train_scenes']}")
+    mix = d.get("mix_plain", 0.0) if d.get("variety") else 0.0
+    if args.data_only:
+        gendata(tdir, d["train_seed"], d["train_scenes"], d["image_size"], variety=d.get("variety", False))
+        if mix > 0:
+            gendata(plain_dir, d["train_seed"], d["train_scenes"], d["image_size"])
+        return
     gendata(sdir, d["eval_single_seed"], d["eval_scenes"], d["image_size"], 1, 1, distinct=True)
     gendata(pdir, d["eval_pair_seed"], d["eval_scenes"], d["image_size"], 2, 2, distinct=True)
     vocab = make_vocab()
@@ -589,12 +627,7 @@ def main():
         model = build(settings, vocab)
         sd, _ = pc.read_safetensors(os.path.join(args.out, "model.safetensors"))
         model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
-        v = d["independent"]
-        vs = os.path.join(args.data, f"vec-single-s{v['single_seed']}-n{v['scenes']}")
-        vp = os.path.join(args.data, f"vec-pair-s{v['pair_seed']}-n{v['scenes']}")
-        pre = os.path.join(args.out, "preprocessor_config.json")
-        vecdata(vs, v["single_seed"], 1, v["scenes"], pre)
-        vecdata(vp, v["pair_seed"], 2, v["scenes"], pre)
+        vs, vp = independent(args, d)
         m = {"training_renderer": evaluate(model, vocab, single, pair, T),
              "independent_renderer": evaluate_vec(model, vocab, vs, vp)}
         print(json.dumps(m, indent=1))
@@ -608,8 +641,16 @@ def main():
     gendata(tdir, d["train_seed"], d["train_scenes"], d["image_size"], variety=d.get("variety", False))
     t0 = time.time()
     train = Scenes(tdir, vocab, T, patch)
-    log(logf, f"data: {train.n} training scenes, {single.n} single-object and {pair.n} two-object "
-              f"held-out scenes, vocabulary {len(vocab)} ({time.time() - t0:.0f}s)")
+    # mix_plain: with variety on, this fraction of every batch comes from the
+    # generator's one drawing (the same seed's plain scenes), the rest from the
+    # varied ones.
+    nvaried = train.n
+    if mix > 0:
+        gendata(plain_dir, d["train_seed"], d["train_scenes"], d["image_size"])
+        train = train.concat(Scenes(plain_dir, vocab, T, patch))
+    log(logf, f"data: {train.n} training scenes ({nvaried} of them {'varied' if d.get('variety') else 'plain'}"
+              f"{f', {mix:.0%} of each batch plain' if mix > 0 else ''}), {single.n} single-object and "
+              f"{pair.n} two-object held-out scenes, vocabulary {len(vocab)} ({time.time() - t0:.0f}s)")
     model = build(settings, vocab)
     pending_aux = None
     if args.init:
@@ -638,8 +679,15 @@ def main():
                              {"params": no_decay, "weight_decay": 0.0}], lr=tr["lr"])
     rng = np.random.default_rng(settings["seed"])
     steps, B = tr["steps"], tr["batch"]
-    order = rng.permutation(train.n)
-    pos = 0
+    # Two streams of scene indices when mixing (varied first in train, then plain),
+    # else one.
+    if mix > 0:
+        bp = int(round(B * mix))
+        streams = [[np.arange(nvaried), B - bp], [nvaried + np.arange(train.n - nvaried), bp]]
+    else:
+        streams = [[np.arange(train.n), B]]
+    for st in streams:
+        st += [rng.permutation(st[0]), 0]  # [indices, per batch, order, position]
     t0 = time.time()
     acc = np.zeros(7)
     for step in range(1, steps + 1):
@@ -650,11 +698,14 @@ def main():
             lr = tr["min_lr"] + 0.5 * (tr["lr"] - tr["min_lr"]) * (1 + math.cos(math.pi * q))
         for gr in opt.param_groups:
             gr["lr"] = lr
-        if pos + B > train.n:
-            order = rng.permutation(train.n)
-            pos = 0
-        idx = np.sort(order[pos:pos + B])
-        pos += B
+        parts_idx = []
+        for st in streams:
+            ids_, k, order, pos = st
+            if pos + k > len(ids_):
+                order, pos = rng.permutation(ids_), 0
+            parts_idx.append(order[pos:pos + k])
+            st[2], st[3] = order, pos + k
+        idx = np.sort(np.concatenate(parts_idx))
         loss, parts = losses(model, train, idx, settings, aux)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -674,6 +725,9 @@ def main():
         if step % tr["eval_every"] == 0 or step == steps or stop:
             m = evaluate(model, vocab, single, pair, T, limit=None if step == steps else 300)
             log(logf, f"eval step {step}: {json.dumps(m)}")
+            if d.get("variety"):
+                mv = evaluate_vec(model, vocab, *independent(args, d))
+                log(logf, f"eval step {step}, independent renderer: {json.dumps(mv)}")
             final = m
             torch.save({"model": model.state_dict(), "aux": aux.state_dict()},
                        os.path.join(args.work, "checkpoint.pt"))

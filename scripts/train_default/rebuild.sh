@@ -1,21 +1,21 @@
 #!/bin/sh
-# Rebuilds the embedded default model in one command: three stages on the
-# generator's one drawing of each shape (settings.json), then one on a mix of
-# varied and plain drawings (settings_mixed.json), then measures the model on
-# both renderers' held-out scenes (eval.json). Training runs on one thread; the
-# varied scenes are written on the other core while stage 1 trains. See
-# README.md. Arguments (for example --out DIR --log FILE --eval-json FILE
-# --data DIR) go to every stage; the stages' checkpoints go to
-# $CONDITION_TRAIN_WORK (default /tmp/condition-train).
+# Rebuilds the embedded default model in one command: writes the training
+# scenes, trains three stages on the generator's one drawing of each shape
+# (settings.json), then one on a mix of varied and plain drawings
+# (settings_mixed.json), and measures the model on both renderers' held-out
+# scenes (eval.json). Each stage trains in two processes, one per core, each
+# with half of every batch (settings' "procs"). See README.md. Arguments (for
+# example --out DIR --log FILE --eval-json FILE --data DIR) go to every step;
+# the stages' checkpoints go to $CONDITION_TRAIN_WORK (default
+# /tmp/condition-train).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 work=${CONDITION_TRAIN_WORK:-/tmp/condition-train}
 mkdir -p "$work"
 start=$(date +%s)
-# the plain training scenes first (stage 1 needs them), then the varied ones beside stage 1
+# the plain training scenes, then the varied ones
 "$here/run.sh" --data-only "$@"
-GOMAXPROCS=1 "$here/run.sh" --settings "$here/settings_mixed.json" --data-only "$@" &
-varied=$!
+"$here/run.sh" --settings "$here/settings_mixed.json" --data-only "$@"
 # stage 1: the first 1000 steps of a 1400-step schedule
 "$here/run.sh" --work "$work" --steps 1400 --stop-after 1000 "$@"
 cp "$work/checkpoint.pt" "$work/stage1.pt"
@@ -25,7 +25,6 @@ cp "$work/checkpoint.pt" "$work/stage2.pt"
 # stage 3: another fresh 1000-step schedule, keeping the auxiliary head
 "$here/run.sh" --work "$work" --init "$work/stage2.pt" --init-aux --steps 1000 "$@"
 cp "$work/checkpoint.pt" "$work/stage3.pt"
-wait "$varied"
 # stage 4: a fresh schedule on varied and plain scenes, keeping the auxiliary head; exports the model
 "$here/run.sh" --settings "$here/settings_mixed.json" --work "$work" --init "$work/stage3.pt" --init-aux "$@"
 # the exported model on both renderers' held-out scenes -> eval.json

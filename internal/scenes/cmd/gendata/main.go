@@ -10,7 +10,8 @@
 //	scenes.jsonl one JSON object per scene (caption, words, refs, objects, background)
 //
 // With -variety the scenes vary how they are drawn (scenes.Generator's
-// Variety: the training data of the default model's last stages).
+// Variety: with plain scenes, the training data of the default model's last
+// stage).
 //
 // With -png it writes instead images/scene_NNN.png (and masks/scene_NNN_mask.png, the
 // label map with each object k as grey level 80·(k+1)), captions.txt (one

@@ -8,8 +8,8 @@ Usage (from the repository root, with Debian's python3-torch):
 
 The scenes come from the Go generator (internal/scenes), written as .npy files by
 `go run ./internal/scenes/cmd/gendata` (run here when --data lacks them), so the Go
-evaluation (models/eval_test.go) sees the same distribution. Every setting, the seed
-included, is in settings.json; the run is deterministic up to floating-point
+evaluation (pipeline/eval_test.go) sees the same distribution. Every setting, the seed
+included, is in settings.json or settings_mixed.json; the run is deterministic up to floating-point
 reduction order (threads).
 
 Losses, all on the quantities the Go program uses for its "joint space" maps:
@@ -33,7 +33,14 @@ Losses, all on the quantities the Go program uses for its "joint space" maps:
   owned patches) that is not exported; without it shapes were not learned in the
   budget (colour alone satisfies the other losses at first).
 
-Metrics (the same definitions as models/eval_test.go):
+Training runs in settings' "procs" processes of "threads" threads each, every
+process taking its share of every batch: the contrastive loss gathers every
+process's embeds (with their gradients), so it is the one-process loss; the
+other losses are means over each process's share; gradients are averaged
+before clipping and the optimiser's step, so every process keeps the same
+weights and rank 0 evaluates, logs and exports.
+
+Metrics (the same definitions as pipeline/eval_test.go):
 * zero-shot: single-object held-out scenes, prompts "a/an <colour> <shape>" for all
   colour x shape pairs, top-1 of cos(image_embeds, text_embeds); correct when both
   colour and shape match.
@@ -613,7 +620,7 @@ def main():
     ap.add_argument("--log", default=os.path.join(HERE, "train.log"))
     ap.add_argument("--eval-only", action="store_true")
     ap.add_argument("--eval-json", default=os.path.join(HERE, "eval.json"),
-                    help="where the final held-out figures go (models/eval_test.go compares with them)")
+                    help="where the final held-out figures go (pipeline/eval_test.go compares with them)")
     ap.add_argument("--write-eval", action="store_true", help="with --eval-only: write --eval-json")
     ap.add_argument("--steps", type=int, default=None, help="override settings (for trials)")
     ap.add_argument("--init", default=None, help="start from this checkpoint.pt (a second stage)")
@@ -729,7 +736,6 @@ def train_process(rank, procs, port, args, settings):
     # varied ones.
     nvaried = train.n
     if mix > 0:
-        gendata(plain_dir, d["train_seed"], d["train_scenes"], d["image_size"])
         train = train.concat(Scenes(plain_dir, vocab, T, patch))
     log(logf, f"data: {train.n} training scenes ({nvaried} of them {'varied' if d.get('variety') else 'plain'}"
               f"{f', {mix:.0%} of each batch plain' if mix > 0 else ''}), {single.n} single-object and "

@@ -70,9 +70,12 @@ func (w *walker) remoteTar(l objstore.Location, rel string) error {
 	if w.counting {
 		return errUncounted
 	}
-	r, err := w.stores.Open(w.ctx, l)
+	// The shard was found a moment ago: a store that cannot open it (after
+	// its retries) stops the job, for --resume to read the shard again,
+	// rather than the shard's samples going missing from the output.
+	r, err := w.stores.OpenExisting(w.ctx, l)
 	if err != nil {
-		return w.emit(Item{Path: l.String(), Rel: rel, Unit: rel, Err: fmt.Errorf("read tar shard: %w", err)})
+		return &InputError{Path: l.String(), Err: fmt.Errorf("read tar shard: %w", err)}
 	}
 	defer r.Close()
 	return w.tarStream(l.String(), r, rel)

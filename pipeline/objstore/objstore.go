@@ -342,6 +342,26 @@ func (s *Stores) Open(ctx context.Context, l Location) (io.ReadCloser, error) {
 	return r, nil
 }
 
+// OpenExisting is Open for an object known to exist (listed or found a
+// moment ago): failing to open it, even with "not found" (a restarting
+// server answers 404 for a while), is retried as a broken read is.
+func (s *Stores) OpenExisting(ctx context.Context, l Location) (io.ReadCloser, error) {
+	b, err := s.bucket(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{s: s, ctx: ctx, b: b, l: l}
+	for {
+		err := r.open()
+		if err == nil {
+			return r, nil
+		}
+		if !r.again(err) {
+			return nil, err
+		}
+	}
+}
+
 // ReadAll reads the object l whole; more than limit bytes (when > 0) is an
 // error.
 func (s *Stores) ReadAll(ctx context.Context, l Location, limit int64) ([]byte, error) {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/conditionhq/condition/internal/s3test"
 	"github.com/conditionhq/condition/pipeline/objstore"
@@ -92,6 +93,32 @@ func TestStoresAgainstSeaweedFS(t *testing.T) {
 	}
 	if _, ok, err := st.Stat(ctx, base.Child("nope.bin")); ok || err != nil {
 		t.Errorf("Stat of a missing object: %v, %v", ok, err)
+	}
+
+	// An object found a moment ago that the server answers "not found" for
+	// a while (a restarting server does): Open gives up at once,
+	// OpenExisting retries until it is there.
+	late := base.Child("late.bin")
+	if _, err := st.Open(ctx, late); !objstore.NotFound(err) {
+		t.Errorf("Open of a missing object: %v; want not found", err)
+	}
+	quick := &objstore.Stores{MaxBackoff: 400 * time.Millisecond}
+	defer quick.Close()
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		st.Write(ctx, late, []byte("here now"))
+	}()
+	lr, err := quick.OpenExisting(ctx, late)
+	if err != nil {
+		t.Fatalf("OpenExisting of an object written 0.7 s later: %v", err)
+	}
+	lb, err := io.ReadAll(lr)
+	lr.Close()
+	if err != nil || string(lb) != "here now" {
+		t.Errorf("read %q, %v; want \"here now\"", lb, err)
+	}
+	if _, err := (&objstore.Stores{Attempts: 2, MaxBackoff: 100 * time.Millisecond}).OpenExisting(ctx, base.Child("never.bin")); !objstore.NotFound(err) {
+		t.Errorf("OpenExisting of an object that never comes: %v; want not found once the tries are spent", err)
 	}
 
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")

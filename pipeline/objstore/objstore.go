@@ -331,21 +331,17 @@ func (s *Stores) Stat(ctx context.Context, l Location) (int64, bool, error) {
 // connection reset, a server restarting) is resumed where it stopped, by a
 // range request, up to Attempts times with growing waits.
 func (s *Stores) Open(ctx context.Context, l Location) (io.ReadCloser, error) {
-	b, err := s.bucket(ctx, l)
-	if err != nil {
-		return nil, err
-	}
-	r := &reader{s: s, ctx: ctx, b: b, l: l}
-	if err := r.open(); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return s.open(ctx, l, false)
 }
 
 // OpenExisting is Open for an object known to exist (listed or found a
 // moment ago): failing to open it, even with "not found" (a restarting
 // server answers 404 for a while), is retried as a broken read is.
 func (s *Stores) OpenExisting(ctx context.Context, l Location) (io.ReadCloser, error) {
+	return s.open(ctx, l, true)
+}
+
+func (s *Stores) open(ctx context.Context, l Location, retry bool) (io.ReadCloser, error) {
 	b, err := s.bucket(ctx, l)
 	if err != nil {
 		return nil, err
@@ -356,7 +352,7 @@ func (s *Stores) OpenExisting(ctx context.Context, l Location) (io.ReadCloser, e
 		if err == nil {
 			return r, nil
 		}
-		if !r.again(err) {
+		if !retry || !r.again(err) {
 			return nil, err
 		}
 	}

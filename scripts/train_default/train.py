@@ -668,8 +668,6 @@ def main():
     gendata(sdir, d["eval_single_seed"], d["eval_scenes"], d["image_size"], 1, 1, distinct=True)
     gendata(pdir, d["eval_pair_seed"], d["eval_scenes"], d["image_size"], 2, 2, distinct=True)
     vocab = make_vocab()
-    single = Scenes(sdir, vocab, T, patch)
-    pair = Scenes(pdir, vocab, T, patch)
 
     if args.export_checkpoint:
         model = build(settings, vocab)
@@ -684,6 +682,7 @@ def main():
         sd, _ = pc.read_safetensors(os.path.join(args.out, "model.safetensors"))
         model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
         vs, vp = independent(args, d)
+        single, pair = Scenes(sdir, vocab, T, patch), Scenes(pdir, vocab, T, patch)
         m = {"training_renderer": evaluate(model, vocab, single, pair, T),
              "independent_renderer": evaluate_vec(model, vocab, vs, vp)}
         print(json.dumps(m, indent=1))
@@ -727,8 +726,9 @@ def train_process(rank, procs, port, args, settings):
     tdir, sdir, pdir, plain_dir = data_dirs(args, d)
     mix = d.get("mix_plain", 0.0) if d.get("variety") else 0.0
     vocab = make_vocab()
-    single = Scenes(sdir, vocab, T, patch)
-    pair = Scenes(pdir, vocab, T, patch)
+    # The held-out scenes, for rank 0's evaluations.
+    single = Scenes(sdir, vocab, T, patch) if rank == 0 else None
+    pair = Scenes(pdir, vocab, T, patch) if rank == 0 else None
     t0 = time.time()
     train = Scenes(tdir, vocab, T, patch)
     # mix_plain: with variety on, this fraction of every batch comes from the
@@ -737,9 +737,10 @@ def train_process(rank, procs, port, args, settings):
     nvaried = train.n
     if mix > 0:
         train = train.concat(Scenes(plain_dir, vocab, T, patch))
-    log(logf, f"data: {train.n} training scenes ({nvaried} of them {'varied' if d.get('variety') else 'plain'}"
-              f"{f', {mix:.0%} of each batch plain' if mix > 0 else ''}), {single.n} single-object and "
-              f"{pair.n} two-object held-out scenes, vocabulary {len(vocab)} ({time.time() - t0:.0f}s)")
+    if rank == 0:
+        log(logf, f"data: {train.n} training scenes ({nvaried} of them {'varied' if d.get('variety') else 'plain'}"
+                  f"{f', {mix:.0%} of each batch plain' if mix > 0 else ''}), {single.n} single-object and "
+                  f"{pair.n} two-object held-out scenes, vocabulary {len(vocab)} ({time.time() - t0:.0f}s)")
     model = build(settings, vocab)
     pending_aux = None
     if args.init:

@@ -131,8 +131,9 @@ func valueNoise(seed uint64, cells int, x, y float64) float64 {
 		h := hash2(seed, uint64(int64(i)+1000)<<32|uint64(int64(j)+1000))
 		return float64(h>>11) / (1 << 53)
 	}
-	a := v(ix, iy) + tx*(v(ix+1, iy)-v(ix, iy))
-	b := v(ix, iy+1) + tx*(v(ix+1, iy+1)-v(ix, iy+1))
+	v00, v10, v01, v11 := v(ix, iy), v(ix+1, iy), v(ix, iy+1), v(ix+1, iy+1)
+	a := v00 + tx*(v10-v00)
+	b := v01 + tx*(v11-v01)
 	return a + ty*(b-a)
 }
 

@@ -75,10 +75,15 @@ type Scene struct {
 	Caption string   `json:"caption"`
 	Words   []string `json:"words"`
 	Refs    []Ref    `json:"refs"`
+	// Backdrop is the kind of background: "grey", "colour", "grade" or
+	// "speckle".
+	Backdrop string `json:"backdrop"`
+	// Aliased is true when edges are drawn with one sample per pixel.
+	Aliased bool `json:"aliased,omitempty"`
+	// JPEG is the quality the image was saved at (0: not saved as JPEG).
+	JPEG int `json:"jpeg,omitempty"`
 
-	bg      func(x, y int) color.RGBA
-	aliased bool
-	jpegQ   int
+	bg func(x, y int) color.RGBA
 }
 
 // Generator makes scenes of Objects objects (1 or 2), every object with
@@ -100,9 +105,9 @@ func (g Generator) Scene(i int) Scene {
 	side := float64(min(s.W, s.H))
 	cx0, cy0 := (float64(s.W)-side)/2, (float64(s.H)-side)/2
 	bgRGB := s.backdrop(r)
-	s.aliased = r.Float64() < 0.3
+	s.Aliased = r.Float64() < 0.3
 	if r.Float64() < 0.15 {
-		s.jpegQ = 55 + r.IntN(41)
+		s.JPEG = 55 + r.IntN(41)
 	}
 	cols := r.Perm(len(Colours))
 	shps := r.Perm(len(Shapes))
@@ -162,14 +167,17 @@ func (s *Scene) backdrop(r *rand.Rand) color.RGBA {
 	grey := func(v int) color.RGBA { return color.RGBA{uint8(v), uint8(v), uint8(v), 255} }
 	switch u := r.Float64(); {
 	case u < 0.5: // plain grey, as most drawings
+		s.Backdrop = "grey"
 		c := grey(90 + r.IntN(120))
 		s.bg = func(int, int) color.RGBA { return c }
 		return c
 	case u < 0.7: // a plain pale or dark colour
+		s.Backdrop = "colour"
 		c := color.RGBA{uint8(r.IntN(256)), uint8(r.IntN(256)), uint8(r.IntN(256)), 255}
 		s.bg = func(int, int) color.RGBA { return c }
 		return c
 	case u < 0.85: // a vertical or horizontal grade between two greys
+		s.Backdrop = "grade"
 		a, b := 80+r.IntN(90), 80+r.IntN(90)
 		vertical := r.Float64() < 0.5
 		w, h := s.W, s.H
@@ -182,6 +190,7 @@ func (s *Scene) backdrop(r *rand.Rand) color.RGBA {
 		}
 		return grey((a + b) / 2)
 	default: // grey with speckle
+		s.Backdrop = "speckle"
 		c := 100 + r.IntN(100)
 		amp := 8 + r.IntN(18)
 		seed := r.Uint64()
@@ -396,7 +405,7 @@ func (s Scene) Render() *image.RGBA {
 	}
 	for k, o := range s.Objects {
 		m := s.rasterize(k, true)
-		if s.aliased {
+		if s.Aliased {
 			for i, a := range m.Pix {
 				if a >= 128 {
 					m.Pix[i] = 255
@@ -407,9 +416,9 @@ func (s Scene) Render() *image.RGBA {
 		}
 		draw.DrawMask(img, img.Rect, image.NewUniform(o.RGB), image.Point{}, m, image.Point{}, draw.Over)
 	}
-	if s.jpegQ > 0 {
+	if s.JPEG > 0 {
 		var b bytes.Buffer
-		if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: s.jpegQ}); err == nil {
+		if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: s.JPEG}); err == nil {
 			if dec, err := jpeg.Decode(&b); err == nil {
 				draw.Draw(img, img.Rect, dec, image.Point{}, draw.Src)
 			}

@@ -90,7 +90,7 @@ func TestInk(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		s := g.Scene(i)
 		o := s.Objects[0]
-		if o.Stroke > 0 || s.jpegQ > 0 {
+		if o.Stroke > 0 || s.JPEG > 0 {
 			continue
 		}
 		img, lab := s.Render(), s.Labels()

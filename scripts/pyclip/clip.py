@@ -640,9 +640,12 @@ def normalize(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).lower()
 
 
+_B2U = bytes_to_unicode()
+
+
 def pre_tokenize(text: str) -> List[str]:
     """Normalised text -> words as byte-level symbol strings (no </w> yet)."""
-    b2u = bytes_to_unicode()
+    b2u = _B2U
     return ["".join(b2u[b] for b in w.encode("utf-8")) for w in _SPLIT_RE.findall(normalize(text))]
 
 
@@ -698,11 +701,19 @@ class Vocab:
         self.ranks = {m: i for i, m in enumerate(self.merges)}
         self.bos_id = self.encoder[BOS]
         self.eos_id = self.encoder[EOS]
+        self._bpe_cache: Dict[str, List[str]] = {}
 
     def __len__(self) -> int:
         return len(self.encoder)
 
     def _bpe(self, word: str) -> List[str]:
+        """The word's tokens (remembered: a word always merges the same way)."""
+        w = self._bpe_cache.get(word)
+        if w is None:
+            w = self._bpe_cache[word] = self._merge(word)
+        return w
+
+    def _merge(self, word: str) -> List[str]:
         w = list(word[:-1]) + [word[-1] + "</w>"]
         while len(w) > 1:
             pairs = [(self.ranks.get((w[i], w[i + 1]), math.inf), i) for i in range(len(w) - 1)]

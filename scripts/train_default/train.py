@@ -128,9 +128,10 @@ class Scenes:
         self.grid = g
         # Coverage [N, 3, P]: fraction of each patch covered by object k.
         cov = np.zeros((n, 3, g * g), dtype=np.float32)
+        lab = np.asarray(labels[:n]).reshape(n, g, patch, g, patch)
         for k in range(3):
-            m = (np.asarray(labels[:n]) == k + 1).reshape(n, g, patch, g, patch)
-            cov[:, k] = m.mean(axis=(2, 4)).reshape(n, g * g)
+            # Counts in uint16, divided once: the same values as a float mean, faster.
+            cov[:, k] = ((lab == k + 1).sum(axis=(2, 4), dtype=np.uint16) / np.float32(patch * patch)).reshape(n, g * g)
         self.cov = cov
         T = text_length
         self.ids = np.full((n, T), vocab.eos_id, dtype=np.int64)

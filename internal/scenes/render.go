@@ -98,11 +98,22 @@ func (s Scene) Contains(k int, x, y float64) bool {
 	return t.contains(x, y)
 }
 
-// backgroundAt returns the backdrop colour at a normalised point.
-func (b Background) at(x, y float64) [3]float64 {
+// backdrop is a Background ready to be sampled: the cosine and sine of its
+// angle computed once, not at every sample.
+type backdrop struct {
+	Background
+	cos, sin float64
+}
+
+func (b Background) sampler() *backdrop {
+	return &backdrop{b, math.Cos(b.Angle), math.Sin(b.Angle)}
+}
+
+// at returns the backdrop colour at a normalised point.
+func (b *backdrop) at(x, y float64) [3]float64 {
 	switch b.Kind {
 	case Gradient:
-		t := ((x-0.5)*math.Cos(b.Angle)+(y-0.5)*math.Sin(b.Angle))/1.4 + 0.5
+		t := ((x-0.5)*b.cos+(y-0.5)*b.sin)/1.4 + 0.5
 		t = math.Max(0, math.Min(1, t))
 		return [3]float64{
 			b.A[0] + t*(b.B[0]-b.A[0]),
@@ -168,6 +179,7 @@ func (s Scene) supersample(size, ss int, paints func(*shapeTest, float64, float6
 	for k, o := range s.Objects {
 		tests[k] = newShapeTest(o)
 	}
+	bg := s.Background.sampler()
 	inv := 1 / float64(size*ss)
 	n := float64(ss * ss)
 	for py := 0; py < size; py++ {
@@ -177,7 +189,7 @@ func (s Scene) supersample(size, ss int, paints func(*shapeTest, float64, float6
 				for sx := 0; sx < ss; sx++ {
 					x := (float64(px*ss+sx) + 0.5) * inv
 					y := (float64(py*ss+sy) + 0.5) * inv
-					c := s.Background.at(x, y)
+					c := bg.at(x, y)
 					for k := len(tests) - 1; k >= 0; k-- {
 						if paints(&tests[k], x, y) {
 							c = tests[k].o.RGB

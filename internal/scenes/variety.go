@@ -123,11 +123,11 @@ func near(r *rng, a [3]float64) [3]float64 {
 
 // textureAt is the colour of a Stripes, Checker or Blotchy backdrop at a
 // normalised point.
-func (b Background) textureAt(x, y float64) [3]float64 {
+func (b *backdrop) textureAt(x, y float64) [3]float64 {
 	mix := func(t float64) [3]float64 {
 		return [3]float64{b.A[0] + t*(b.B[0]-b.A[0]), b.A[1] + t*(b.B[1]-b.A[1]), b.A[2] + t*(b.B[2]-b.A[2])}
 	}
-	cos, sin := math.Cos(b.Angle), math.Sin(b.Angle)
+	cos, sin := b.cos, b.sin
 	u := (x-0.5)*cos + (y-0.5)*sin
 	v := -(x-0.5)*sin + (y-0.5)*cos
 	switch b.Kind {

@@ -230,6 +230,13 @@ func TestRunObjectStore(t *testing.T) {
 		}
 	}
 
+	// A URL that names no object and no prefix stops the job, naming it,
+	// beside roots that have images too (it would otherwise go missing).
+	missing := cfg([]string{"s3://imgs/photos/", "s3://imgs/photos/no-such-image.png"}, filepath.Join(t.TempDir(), "missing"))
+	if _, err := Run(ctx, missing); !errors.As(err, new(*InputError)) || !strings.Contains(err.Error(), "s3://imgs/photos/no-such-image.png") || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("a URL naming nothing: %v; want an InputError naming it, not found", err)
+	}
+
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
 	bad := remote
 	bad.Out = filepath.Join(t.TempDir(), "bad")

@@ -14,8 +14,10 @@ import (
 // WebDataset shard read as a stream), or every image object under a
 // prefix, in key order, listed a page at a time. A URL ending in "/" is a
 // prefix; one that does not is an object if one of that key exists, and a
-// prefix otherwise. With several roots, each prefix adds its last element
-// in front of its images' names, as a folder does.
+// prefix otherwise; one that names neither (no object of that key, nothing
+// under it) is an InputError, as a missing path is, not an empty input.
+// With several roots, each prefix adds its last element in front of its
+// images' names, as a folder does.
 func (w *walker) object(root string, single bool) error {
 	if w.stores == nil {
 		return &InputError{Path: root, Err: errors.New("object-store inputs need a store to read them")}
@@ -24,7 +26,8 @@ func (w *walker) object(root string, single bool) error {
 	if err != nil {
 		return &InputError{Path: root, Err: err}
 	}
-	if l.Key != "" && !strings.HasSuffix(l.Key, "/") {
+	maybeObject := l.Key != "" && !strings.HasSuffix(l.Key, "/")
+	if maybeObject {
 		size, ok, err := w.stores.Stat(w.ctx, l)
 		if err != nil {
 			return &InputError{Path: root, Err: err}
@@ -41,7 +44,9 @@ func (w *walker) object(root string, single bool) error {
 	if !single {
 		prefix = l.Base()
 	}
+	listed := 0
 	err = w.stores.List(w.ctx, l, func(o objstore.Object) error {
+		listed++
 		name := strings.TrimPrefix(o.Key, l.Dir())
 		base := path.Base(name)
 		if !IsImageName(base) || strings.HasPrefix(base, ".") {
@@ -61,6 +66,11 @@ func (w *walker) object(root string, single bool) error {
 	var se *objstore.Error
 	if errors.As(err, &se) {
 		return &InputError{Path: root, Err: err}
+	}
+	if err == nil && maybeObject && listed == 0 {
+		// Also what a restarting server can answer for an object that
+		// exists: stopping keeps it from going missing from the output.
+		return &InputError{Path: root, Err: fmt.Errorf("not found: no object %q and nothing under %q", l.Key, l.Dir())}
 	}
 	return err
 }

@@ -94,13 +94,8 @@ def main():
     with open(args.settings) as f:
         settings = json.load(f)
     vocab = tr.make_vocab()
-    model = tr.build(settings, vocab)
-    sd, _ = tr.pc.read_safetensors(os.path.join(args.model, "model.safetensors"))
-    model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
-    model.eval()
-    prompts = [(c, s) for c in tr.COLOURS for s in tr.SHAPES]
-    _, te = model.encode_text(torch.tensor([vocab.encode(tr.prompt(c, s)) for c, s in prompts]))
-    te = F.normalize(te, dim=-1)
+    model = tr.load_exported(settings, vocab, args.model)
+    prompts, te = tr.prompt_embeds(model, vocab)
     rng = np.random.default_rng(args.seed)
     scenes = [draw_scene(rng) for _ in range(args.n)]
     px = torch.from_numpy(np.stack([preprocess(img) for img, _, _ in scenes]))

@@ -428,15 +428,28 @@ def _init_prompts(vocab):
 
 
 @torch.no_grad()
+def prompt_embeds(model, vocab):
+    """-> the 40 (colour, shape) pairs of the zero-shot prompts and their
+    normalised text embeds [40, projection_dim]."""
+    prompts = [(c, s) for c in COLOURS for s in SHAPES]
+    _, te = model.encode_text(torch.tensor([vocab.encode(prompt(c, s)) for c, s in prompts]))
+    return prompts, F.normalize(te, dim=-1)
+
+
+def load_exported(settings, vocab, folder):
+    """-> the model exported in folder (its model.safetensors), in eval mode."""
+    model = build(settings, vocab)
+    sd, _ = pc.read_safetensors(os.path.join(folder, "model.safetensors"))
+    model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
+    return model.eval()
+
+
+@torch.no_grad()
 def evaluate(model, vocab, single, pair, T, limit=None):
     model.eval()
     out = {}
     # Zero-shot on single-object scenes.
-    prompts = [(c, s) for c in COLOURS for s in SHAPES]
-    ids = torch.tensor(np.stack([np.pad(np.array(vocab.encode(prompt(c, s))), (0, 0))
-                                 for c, s in prompts]))
-    _, te = model.encode_text(ids)
-    te = F.normalize(te, dim=-1)
+    prompts, te = prompt_embeds(model, vocab)
     n = single.n if limit is None else min(limit, single.n)
     correct = 0
     confusion = np.zeros((len(SHAPES), len(SHAPES)), dtype=np.int64)
@@ -502,10 +515,7 @@ def evaluate_vec(model, vocab, sdir, pdir):
     as the Go pipeline computes them, coverage of the crop's patches from evaldata."""
     model.eval()
     out = {}
-    prompts = [(c, s) for c in COLOURS for s in SHAPES]
-    ids = torch.tensor([vocab.encode(prompt(c, s)) for c, s in prompts])
-    _, te = model.encode_text(ids)
-    te = F.normalize(te, dim=-1)
+    prompts, te = prompt_embeds(model, vocab)
     px = np.load(os.path.join(sdir, "pixels.npy"))
     with open(os.path.join(sdir, "scenes.jsonl"), encoding="utf-8") as f:
         sc = [json.loads(l) for l in f]
@@ -679,9 +689,7 @@ def main():
         return
 
     if args.eval_only:
-        model = build(settings, vocab)
-        sd, _ = pc.read_safetensors(os.path.join(args.out, "model.safetensors"))
-        model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
+        model = load_exported(settings, vocab, args.out)
         vs, vp = independent(args, d)
         single, pair = Scenes(sdir, vocab, T, patch), Scenes(pdir, vocab, T, patch)
         m = {"training_renderer": evaluate(model, vocab, single, pair, T),

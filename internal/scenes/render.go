@@ -105,6 +105,7 @@ type backdrop struct {
 	cos, sin float64
 }
 
+// sampler returns b ready to be sampled.
 func (b Background) sampler() *backdrop {
 	return &backdrop{b, math.Cos(b.Angle), math.Sin(b.Angle)}
 }

@@ -32,7 +32,7 @@ sys.path.insert(0, HERE)
 import train as T  # noqa: E402
 
 
-def scenes(args):
+def scenes(args, vocab):
     """-> pixel_values [N, 3, 64, 64] and one dict of kinds per scene."""
     out = os.path.join(args.data, f"errors-{args.renderer}-s{args.seed}-n{args.n}")
     if args.renderer == "vec":
@@ -51,7 +51,6 @@ def scenes(args):
                               "backdrop": s["backdrop"], "source side": side // 48 * 48})
         return torch.from_numpy(px), kinds
     T.gendata(out, args.seed, args.n, 64, 1, 1, distinct=True, variety=True)
-    vocab = T.make_vocab()
     ds = T.Scenes(out, vocab, 16, 8)
     kinds = []
     for s in ds.scenes:
@@ -74,11 +73,10 @@ def main():
     args = ap.parse_args()
     if args.seed is None:
         args.seed = 3001 if args.renderer == "vec" else 4001
-    with open(os.path.join(HERE, "settings.json")) as f:
-        settings = json.load(f)
+    settings = T.trainsettings.load(os.path.join(HERE, "settings.json"))
     vocab = T.make_vocab()
     model = T.load_exported(settings, vocab, args.model)
-    px, kinds = scenes(args)
+    px, kinds = scenes(args, vocab)
     prompts, te = T.prompt_embeds(model, vocab)
     pred = []
     with torch.no_grad():

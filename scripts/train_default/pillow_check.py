@@ -17,7 +17,6 @@ true shape; columns: the shape of the top-1 prompt).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -91,8 +90,7 @@ def main():
     ap.add_argument("--n", type=int, default=500)
     ap.add_argument("--seed", type=int, default=3001)
     args = ap.parse_args()
-    with open(args.settings) as f:
-        settings = json.load(f)
+    settings = tr.trainsettings.load(args.settings)
     vocab = tr.make_vocab()
     model = tr.load_exported(settings, vocab, args.model)
     prompts, te = tr.prompt_embeds(model, vocab)

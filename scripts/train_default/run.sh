@@ -28,7 +28,7 @@ for a in "$@"; do
 	prev=$a
 done
 if [ -z "$threads" ]; then
-	threads=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['threads'])" "$settings")
+	threads=$(/usr/bin/python3 "$root/scripts/train_default/trainsettings.py" "$settings" threads)
 fi
 cd "$root"
 LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \

@@ -9,8 +9,8 @@ Usage (from the repository root, with Debian's python3-torch):
 The scenes come from the Go generator (internal/scenes), written as .npy files by
 `go run ./internal/scenes/cmd/gendata` (run here when --data lacks them), so the Go
 evaluation (pipeline/eval_test.go) sees the same distribution. Every setting, the seed
-included, is in settings.json or settings_mixed.json; the run is deterministic up to floating-point
-reduction order (threads).
+included, is in settings.json or a file based on one (trainsettings.py reads them); the run
+is deterministic up to floating-point reduction order (threads).
 
 Losses, all on the quantities the Go program uses for its "joint space" maps:
   t_i = normalize(text_projection(text last_hidden_state[i]))
@@ -76,6 +76,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 from pyclip import clip as pc  # noqa: E402
+import trainsettings  # noqa: E402  (this folder: train.py's settings files)
 
 COLOURS = ["red", "green", "blue", "yellow", "purple", "orange", "white", "black"]
 SHAPES = ["circle", "square", "triangle", "star", "cross"]
@@ -436,11 +437,16 @@ def prompt_embeds(model, vocab):
     return prompts, F.normalize(te, dim=-1)
 
 
+def load_weights(model, folder):
+    """Loads the weights of the model exported in folder (its model.safetensors) into model."""
+    sd, _ = pc.read_safetensors(os.path.join(folder, "model.safetensors"))
+    model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
+
+
 def load_exported(settings, vocab, folder):
     """-> the model exported in folder (its model.safetensors), in eval mode."""
     model = build(settings, vocab)
-    sd, _ = pc.read_safetensors(os.path.join(folder, "model.safetensors"))
-    model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
+    load_weights(model, folder)
     return model.eval()
 
 
@@ -650,8 +656,7 @@ def main():
     ap.add_argument("--stop-after", type=int, default=None,
                     help="stop after this many steps of the schedule (checkpoint saved, no export)")
     args = ap.parse_args()
-    with open(args.settings) as f:
-        settings = json.load(f)
+    settings = trainsettings.load(args.settings)
     if args.steps is not None:
         settings["train"]["steps"] = args.steps
     if args.threads is not None:
@@ -759,8 +764,7 @@ def train_process(rank, procs, port, args, settings):
             pending_aux = ck["aux"]
         log(logf, f"init from {args.init}")
     if args.init_model:
-        sd, _ = pc.read_safetensors(os.path.join(args.init_model, "model.safetensors"))
-        model.load_hf_state_dict({k: v.astype(np.float32) for k, v in sd.items()})
+        load_weights(model, args.init_model)
         log(logf, f"init from the weights of {args.init_model}")
     nparams = sum(p.numel() for p in model.parameters())
     log(logf, f"model: {nparams} parameters")

@@ -30,6 +30,14 @@ done
 if [ -z "$threads" ]; then
 	threads=$(/usr/bin/python3 "$root/scripts/train_default/trainsettings.py" "$settings" threads)
 fi
+# OpenBLAS picks its matrix kernels by CPU, and kernels differ in rounding. On
+# a CPU with AVX-512 BF16 (AMD Zen 4 and 5, Intel Cooper Lake and Sapphire
+# Rapids) the Cooper Lake kernels are pinned: the committed model was trained
+# with them (chosen by OpenBLAS on an AMD EPYC Zen 5), and a Sapphire Rapids
+# Xeon would otherwise get others. OPENBLAS_CORETYPE set by the caller wins.
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512_bf16 /proc/cpuinfo; then
+	export OPENBLAS_CORETYPE=Cooperlake
+fi
 cd "$root"
 LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
 	exec /usr/bin/python3 scripts/train_default/train.py "$@"

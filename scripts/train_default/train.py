@@ -114,15 +114,62 @@ def prompt(colour, shape):
 
 
 class Scenes:
-    """A folder written by gendata, tokenized and reduced to patch coverage."""
+    """A folder written by gendata, tokenized and reduced to patch coverage.
+
+    The arrays derived from a whole folder are cached beside it
+    (derived-T<text_length>-p<patch>.npz), keyed by the vocabulary and the
+    sizes and times of the folder's files: training stages read the same
+    scenes again and again, and deriving them takes most of a minute."""
+
+    ARRAYS = ("cov", "ids", "lengths", "ref_pos", "ref_obj", "ref_ok", "obj_tok", "ref_names",
+              "tok_names", "nobj", "obj_class")
 
     def __init__(self, folder, vocab, text_length, patch, limit=None):
+        self.folder = folder
         self.images = np.load(os.path.join(folder, "images.npy"), mmap_mode="r")
-        labels = np.load(os.path.join(folder, "labels.npy"), mmap_mode="r")
-        with open(os.path.join(folder, "scenes.jsonl"), encoding="utf-8") as f:
-            self.scenes = [json.loads(l) for l in f]
-        n = len(self.scenes) if limit is None else min(limit, len(self.scenes))
-        self.scenes = self.scenes[:n]
+        self._scenes = None
+        self.vocab = vocab
+        cache = os.path.join(folder, f"derived-T{text_length}-p{patch}.npz") if limit is None else None
+        key = self._key(vocab)
+        if cache is not None and os.path.exists(cache):
+            with np.load(cache) as z:
+                if str(z["key"]) == key:
+                    for k in self.ARRAYS:
+                        setattr(self, k, z[k])
+                    self.n = len(self.ids)
+                    self.grid = self.images.shape[1] // patch
+                    return
+        self._derive(vocab, text_length, patch, limit)
+        if cache is not None:
+            tmp = cache + f".{os.getpid()}.tmp.npz"
+            np.savez(tmp, key=np.array(key), **{k: getattr(self, k) for k in self.ARRAYS})
+            os.replace(tmp, cache)
+
+    def _key(self, vocab):
+        """-> what the derived arrays depend on besides text_length and patch."""
+        files = []
+        for f in ("images.npy", "labels.npy", "scenes.jsonl"):
+            st = os.stat(os.path.join(self.folder, f))
+            files.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+        words = COLOURS + SHAPES + ["a", "an"]
+        return json.dumps({"files": files, "merges": vocab.merges, "ids": [vocab.encode(w) for w in words]})
+
+    @property
+    def scenes(self):
+        """-> the folder's scenes.jsonl records (read on first use)."""
+        if self._scenes is None and self.folder is None:
+            self._scenes = self._parts[0].scenes + self._parts[1].scenes
+        if self._scenes is None:
+            with open(os.path.join(self.folder, "scenes.jsonl"), encoding="utf-8") as f:
+                self._scenes = [json.loads(l) for l in f][:self.n]
+        return self._scenes
+
+    def _derive(self, vocab, text_length, patch, limit):
+        labels = np.load(os.path.join(self.folder, "labels.npy"), mmap_mode="r")
+        with open(os.path.join(self.folder, "scenes.jsonl"), encoding="utf-8") as f:
+            scenes = [json.loads(l) for l in f]
+        n = len(scenes) if limit is None else min(limit, len(scenes))
+        self._scenes = scenes = scenes[:n]
         self.images = self.images[:n]
         size = self.images.shape[1]
         g = size // patch
@@ -148,7 +195,7 @@ class Scenes:
         self.nobj = np.zeros(n, dtype=np.int64)
         self.obj_class = np.zeros((n, 3, 2), dtype=np.int64)  # colour index, shape index
         cache = {}
-        for i, s in enumerate(self.scenes):
+        for i, s in enumerate(scenes):
             e = cache.get(s["caption"])
             if e is None:
                 e = cache[s["caption"]] = vocab.encode(s["caption"])
@@ -173,19 +220,15 @@ class Scenes:
                         self.ref_names[i, r, k] = 1
                         self.tok_names[i, k, ref["word"] + 1] = 1
         self.n = n
-        self.vocab = vocab
 
     def concat(self, other):
         """-> the scenes of self followed by those of other (images in memory)."""
         out = Scenes.__new__(Scenes)
-        for k, v in self.__dict__.items():
-            w = other.__dict__[k]
-            if isinstance(v, np.ndarray):
-                out.__dict__[k] = np.concatenate([np.asarray(v), np.asarray(w)])
-            elif isinstance(v, list):
-                out.__dict__[k] = v + w
-            else:
-                out.__dict__[k] = v
+        for k in self.ARRAYS + ("images",):
+            setattr(out, k, np.concatenate([np.asarray(getattr(self, k)), np.asarray(getattr(other, k))]))
+        out.grid, out.vocab, out.folder = self.grid, self.vocab, None
+        out._scenes = None
+        out._parts = (self, other)
         out.n = self.n + other.n
         return out
 

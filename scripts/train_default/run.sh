@@ -35,7 +35,7 @@ fi
 # Rapids) the Cooper Lake kernels are pinned: the committed model was trained
 # with them (chosen by OpenBLAS on an AMD EPYC Zen 5), and a Sapphire Rapids
 # Xeon would otherwise get others. OPENBLAS_CORETYPE set by the caller wins.
-if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512_bf16 /proc/cpuinfo; then
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null; then
 	export OPENBLAS_CORETYPE=Cooperlake
 fi
 cd "$root"

@@ -118,32 +118,35 @@ class Scenes:
 
     The arrays derived from a whole folder are cached beside it
     (derived-T<text_length>-p<patch>.npz), keyed by the vocabulary and the
-    sizes and times of the folder's files: training stages read the same
-    scenes again and again, and deriving them takes most of a minute."""
+    sizes and times of the folder's files: every training stage reads the
+    same scenes again. A folder that cannot be written is derived each time."""
 
     ARRAYS = ("cov", "ids", "lengths", "ref_pos", "ref_obj", "ref_ok", "obj_tok", "ref_names",
               "tok_names", "nobj", "obj_class")
 
     def __init__(self, folder, vocab, text_length, patch, limit=None):
-        self.folder = folder
+        self.folder, self.vocab, self._parts = folder, vocab, None
         self.images = np.load(os.path.join(folder, "images.npy"), mmap_mode="r")
-        self._scenes = None
-        self.vocab = vocab
-        cache = os.path.join(folder, f"derived-T{text_length}-p{patch}.npz") if limit is None else None
-        key = self._key(vocab)
-        if cache is not None and os.path.exists(cache):
+        self.grid = self.images.shape[1] // patch
+        if limit is not None:
+            self._derive(vocab, text_length, patch, limit)
+            return
+        cache, key = os.path.join(folder, f"derived-T{text_length}-p{patch}.npz"), self._key(vocab)
+        if os.path.exists(cache):
             with np.load(cache) as z:
                 if str(z["key"]) == key:
                     for k in self.ARRAYS:
                         setattr(self, k, z[k])
-                    self.n = len(self.ids)
-                    self.grid = self.images.shape[1] // patch
+                    self.n, self._scenes = len(self.ids), None
                     return
         self._derive(vocab, text_length, patch, limit)
-        if cache is not None:
-            tmp = cache + f".{os.getpid()}.tmp.npz"
+        tmp = cache + f".{os.getpid()}.tmp.npz"
+        try:
             np.savez(tmp, key=np.array(key), **{k: getattr(self, k) for k in self.ARRAYS})
             os.replace(tmp, cache)
+        except OSError:
+            if os.path.exists(tmp):
+                os.remove(tmp)
 
     def _key(self, vocab):
         """-> what the derived arrays depend on besides text_length and patch."""
@@ -156,12 +159,13 @@ class Scenes:
 
     @property
     def scenes(self):
-        """-> the folder's scenes.jsonl records (read on first use)."""
-        if self._scenes is None and self.folder is None:
-            self._scenes = self._parts[0].scenes + self._parts[1].scenes
+        """-> the scenes.jsonl records (read on first use; a concatenation's are its parts')."""
         if self._scenes is None:
-            with open(os.path.join(self.folder, "scenes.jsonl"), encoding="utf-8") as f:
-                self._scenes = [json.loads(l) for l in f][:self.n]
+            if self._parts is not None:
+                self._scenes = self._parts[0].scenes + self._parts[1].scenes
+            else:
+                with open(os.path.join(self.folder, "scenes.jsonl"), encoding="utf-8") as f:
+                    self._scenes = [json.loads(l) for l in f][:self.n]
         return self._scenes
 
     def _derive(self, vocab, text_length, patch, limit):
@@ -171,9 +175,7 @@ class Scenes:
         n = len(scenes) if limit is None else min(limit, len(scenes))
         self._scenes = scenes = scenes[:n]
         self.images = self.images[:n]
-        size = self.images.shape[1]
-        g = size // patch
-        self.grid = g
+        g = self.grid
         # Coverage [N, 3, P]: fraction of each patch covered by object k.
         cov = np.zeros((n, 3, g * g), dtype=np.float32)
         lab = np.asarray(labels[:n]).reshape(n, g, patch, g, patch)
@@ -227,8 +229,7 @@ class Scenes:
         for k in self.ARRAYS + ("images",):
             setattr(out, k, np.concatenate([np.asarray(getattr(self, k)), np.asarray(getattr(other, k))]))
         out.grid, out.vocab, out.folder = self.grid, self.vocab, None
-        out._scenes = None
-        out._parts = (self, other)
+        out._scenes, out._parts = None, (self, other)
         out.n = self.n + other.n
         return out
 

@@ -14,9 +14,9 @@ import (
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/hub"
 	"github.com/conditionhq/condition/models/hub/hubtest"
-	"github.com/conditionhq/condition/models/onnxgraph"
-	"github.com/conditionhq/condition/models/ort"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -66,7 +66,7 @@ func dropOutput(t *testing.T, b []byte, name string) []byte {
 // one keeping its initializers in onnx/vision_model.onnx_data, and a
 // model.safetensors. It returns the files the hub serves.
 func mirrorHub(t *testing.T) (*hubtest.Server, map[string]hubtest.File) {
-	ext := filepath.Join("onnxgraph", "testdata", "external")
+	ext := filepath.Join("..", "internal", "onnxgraph", "testdata", "external")
 	files := repoFromDir(t, tiny, map[string]string{
 		"onnx/text_model.onnx":        filepath.Join("..", "testdata", "hub", "pooled_only", "text_model.onnx"),
 		"onnx/vision_model.onnx_data": filepath.Join(ext, "vision_model.onnx_data"),

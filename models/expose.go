@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -25,7 +25,7 @@ func TestFetchExternalData(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := filepath.Join(cache, "models--org--external", "snapshots", commitA)
-	ext := filepath.Join("onnxgraph", "testdata", "external")
+	ext := filepath.Join("..", "internal", "onnxgraph", "testdata", "external")
 	for file, src := range map[string]string{
 		"onnx/text_model.onnx.data":   "text_model.onnx.data",
 		"onnx/vision_model.onnx_data": "vision_model.onnx_data",

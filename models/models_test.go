@@ -12,7 +12,7 @@ import (
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/hub"
 	"github.com/conditionhq/condition/models/hub/hubtest"
-	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/tensorio"
 )
 
@@ -222,8 +222,8 @@ func fakeHub(t *testing.T) *hubtest.Server {
 	})
 	// A PyTorch repository: configs and model.safetensors, no graphs.
 	pt := repoFromDir(t, tiny, map[string]string{"model.safetensors": filepath.Join(tiny, "model.safetensors")})
-	// Graphs keeping their initializers in side files (models/onnxgraph/testdata/external).
-	ext := filepath.Join("onnxgraph", "testdata", "external")
+	// Graphs keeping their initializers in side files (internal/onnxgraph/testdata/external).
+	ext := filepath.Join("..", "internal", "onnxgraph", "testdata", "external")
 	external := repoFromDir(t, tiny, map[string]string{
 		"onnx/text_model.onnx":        filepath.Join(ext, "text_model.onnx"),
 		"onnx/text_model.onnx.data":   filepath.Join(ext, "text_model.onnx.data"),

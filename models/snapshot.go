@@ -6,7 +6,7 @@ import (
 	"path"
 
 	"github.com/conditionhq/condition/models/hub"
-	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/internal/onnxgraph"
 )
 
 // snapshotGaps is what a cached snapshot lacks for a model.

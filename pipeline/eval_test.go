@@ -11,7 +11,7 @@ import (
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/embedded"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/pipeline"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	_ "github.com/conditionhq/condition/models/embedded"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/pipeline"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/xattn"
 )

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/conditionhq/condition/models/ort"
+	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/tensorio"
 )
 

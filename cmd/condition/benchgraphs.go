@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/internal/cputime"
-	"github.com/conditionhq/condition/models/onnxgraph"
-	"github.com/conditionhq/condition/models/ort"
+	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 )
 
 // TestBenchServe runs `bench serve` on the built-in model with a few

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 )
 
 // TestEmbedWalksFolders: embed takes folders as run does, walking them for

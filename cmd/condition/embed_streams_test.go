@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 )

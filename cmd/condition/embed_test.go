@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/models/ort"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/pipeline"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/hub"
-	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/spf13/pflag"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/conditionhq/condition/internal/scenes"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/clip"
-	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"

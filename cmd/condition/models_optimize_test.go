@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 )
 
 // TestModelsOptimize optimizes the built-in model into a temporary cache,

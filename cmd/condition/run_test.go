@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 )

@@ -8,8 +8,8 @@ import (
 	"io"
 	"runtime"
 
-	"github.com/conditionhq/condition/models/ort"
-	"github.com/conditionhq/condition/models/ort/ortinstall"
+	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/internal/ortinstall"
 	"github.com/spf13/pflag"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 )
 
 // TestServeLifecycle starts `condition serve` on a free loopback port,

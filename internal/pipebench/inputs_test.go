@@ -18,7 +18,7 @@ import (
 	"github.com/conditionhq/condition/internal/s3test"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/embedded"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/objstore"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/pipeline"
 )
 

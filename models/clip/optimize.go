@@ -9,7 +9,7 @@ import (
 	"math"
 
 	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/internal/onnxgraph"
 )
 
 // Probes are the inputs a rewritten graph is checked on against its

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/models/ort"
+	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/models/ort"
+	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/clip"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -26,7 +26,7 @@ import (
 
 	"github.com/conditionhq/condition/models"
 	_ "github.com/conditionhq/condition/models/embedded"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/pipeline"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/conditionhq/condition/models/onnxgraph"
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	onnx "github.com/yalue/onnxruntime_go"
 )
 

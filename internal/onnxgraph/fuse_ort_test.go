@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/conditionhq/condition/models/onnxgraph"
-	"github.com/conditionhq/condition/models/ort"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 )
 
@@ -105,7 +105,7 @@ func relDiff(a, b []float32) float64 {
 // that the fused operators appear where the graphs have them.
 func TestFuseInONNXRuntime(t *testing.T) {
 	orttest.Load(t)
-	dirs := []string{filepath.Join("..", "embedded", "model")}
+	dirs := []string{filepath.Join("..", "..", "models", "embedded", "model")}
 	if d := os.Getenv("CONDITION_BENCH_MODEL"); d != "" {
 		dirs = append(dirs, d)
 	}

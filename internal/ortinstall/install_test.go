@@ -18,9 +18,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/conditionhq/condition/models/ort"
-	"github.com/conditionhq/condition/models/ort/ortinstall"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/internal/ortinstall"
+	"github.com/conditionhq/condition/internal/orttest"
 )
 
 // npmLinuxAMD64SHA256 is the sha256 of libonnxruntime.so.1 in onnxruntime-node@1.30.0 (linux/x64).

@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conditionhq/condition/models/ort"
+	"github.com/conditionhq/condition/internal/ort"
 )
 
 // DefaultReleaseURL is where the GitHub release tarballs live:

@@ -4,7 +4,7 @@ package orttest
 import (
 	"testing"
 
-	"github.com/conditionhq/condition/models/ort"
+	"github.com/conditionhq/condition/internal/ort"
 )
 
 // Load loads ONNX Runtime the way the program does (the same search, the

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/models/onnxgraph"
-	"github.com/conditionhq/condition/models/ort"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 )
 

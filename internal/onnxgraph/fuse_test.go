@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/models/onnxgraph"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 )
 

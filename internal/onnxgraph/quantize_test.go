@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/conditionhq/condition/models/onnxgraph"
-	"github.com/conditionhq/condition/models/ort/orttest"
+	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Makes the external-data fixtures of models/onnxgraph and models (the hub
+"""Makes the external-data fixtures of internal/onnxgraph and models (the hub
 tests): the tiny CLIP graphs of testdata/tinyclip saved with their
 initializers outside the graph, as large hub exports do.
 

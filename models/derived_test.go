@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/models/hub"
-	"github.com/conditionhq/condition/models/hub/hubtest"
 	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/hub"
+	"github.com/conditionhq/condition/models/hub/hubtest"
 	"github.com/conditionhq/condition/tensorio"
 	"google.golang.org/protobuf/encoding/protowire"
 )

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/hub"
 	"github.com/conditionhq/condition/models/hub/hubtest"
-	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/tensorio"
 )
 

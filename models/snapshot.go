@@ -5,8 +5,8 @@ import (
 	"os"
 	"path"
 
-	"github.com/conditionhq/condition/models/hub"
 	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/models/hub"
 )
 
 // snapshotGaps is what a cached snapshot lacks for a model.

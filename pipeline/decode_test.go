@@ -1,40 +1,14 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"image"
-	"image/color"
-	"image/jpeg"
-	"image/png"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/conditionhq/condition/internal/enginetest"
 	"github.com/conditionhq/condition/vision"
 )
-
-func encodeTestImage(t *testing.T, w, h int, format string) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(x * 255 / w), uint8(y * 255 / h), uint8((x + y) % 256), 255})
-		}
-	}
-	var buf bytes.Buffer
-	var err error
-	if format == "png" {
-		err = png.Encode(&buf, img)
-	} else {
-		err = jpeg.Encode(&buf, img, &jpeg.Options{Quality: 90})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // TestDecodeModes checks what each Options.Decode asks of the decoder on
 // the tiny model (resized to a 32-pixel shortest edge): a 288×160 JPEG is
@@ -44,8 +18,8 @@ func encodeTestImage(t *testing.T, w, h int, format string) []byte {
 // build tag.
 func TestDecodeModes(t *testing.T) {
 	m := openTiny(t)
-	jpg := encodeTestImage(t, 288, 160, "jpeg")
-	pngData := encodeTestImage(t, 288, 160, "png")
+	jpg := enginetest.EncodeImage(t, 288, 160, "jpeg")
+	pngData := enginetest.EncodeImage(t, 288, 160, "png")
 	for _, tc := range []struct {
 		mode  DecodeMode
 		draft int
@@ -86,40 +60,6 @@ func TestDecodeModes(t *testing.T) {
 	}
 	if _, err := New(context.Background(), m, Options{Decode: "quick"}); err == nil || !strings.Contains(err.Error(), `"quick"`) {
 		t.Errorf("an unknown mode: %v", err)
-	}
-}
-
-// TestDecodeModeInSettings checks that a job decoding JPEGs scaled records
-// it and does not count as the exact job's images for --resume: the same
-// inputs give another settings hash and the draft side in the metadata.
-func TestDecodeModeInSettings(t *testing.T) {
-	if !vision.CanDraft {
-		t.Skip("this build decodes JPEGs with Go's image/jpeg, which cannot scale them (the libjpeg build runs this: go test -tags libjpeg)")
-	}
-	m := openTiny(t)
-	in := t.TempDir()
-	if err := os.WriteFile(filepath.Join(in, "a.jpg"), encodeTestImage(t, 288, 160, "jpeg"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	settings := map[DecodeMode]string{}
-	for _, mode := range []DecodeMode{DecodeExact, DecodeFast} {
-		out := filepath.Join(t.TempDir(), "out")
-		sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{Decode: mode}), Inputs: []string{in},
-			Prompts: []string{"red"}, Out: out, Version: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		es := readManifest(t, sum.Manifest)
-		if len(es) != 1 || es[0].Status != StatusOK {
-			t.Fatalf("%s: manifest %+v", mode, es)
-		}
-		settings[mode] = es[0].Settings
-		if es[0].Width != 288 || es[0].Height != 160 {
-			t.Errorf("%s: the manifest says %dx%d, want the full 288x160", mode, es[0].Width, es[0].Height)
-		}
-	}
-	if settings[DecodeExact] == settings[DecodeFast] {
-		t.Errorf("exact and fast decoding share the settings hash %s: --resume would take one's images for the other's", settings[DecodeFast])
 	}
 }
 

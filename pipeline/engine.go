@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"runtime"
 	"sync"
 
 	"github.com/conditionhq/condition/models"
@@ -39,9 +40,17 @@ type Options struct {
 	Direction xattn.Direction
 
 	// Threads is each encoder run's ONNX Runtime intra-op threads and each
-	// attention call's goroutines (0: ONNX Runtime's default, and one
-	// goroutine for attention).
+	// attention call's goroutines (0: ONNX Runtime's default and one
+	// goroutine for attention; with Streams set, the cores shared among the
+	// streams).
 	Threads int
+	// Streams is the number of vision encoder runs in flight at once in
+	// EncodeImageStream (and the batch job built on it), each decoding its
+	// next batch while the others encode. 0: one, for one image at a time;
+	// AutoStreams: as many as the cores hold runs of Threads (min(cores, 4)
+	// runs of cores/runs threads when Threads is 0; one when Threads is
+	// set). Engine.Threads and Engine.Streams report what was chosen.
+	Streams int
 	// NoSpinning keeps ONNX Runtime's threads from spinning between runs
 	// (for programs that share the cores with other work).
 	NoSpinning bool
@@ -66,9 +75,18 @@ type Options struct {
 	// (vision.CanDraft: the libjpeg build tag); New refuses them otherwise.
 	Decode DecodeMode
 
+	// ORTLibrary is the path of the ONNX Runtime shared library to load
+	// when none is loaded yet in this process ("": models.FindRuntime's
+	// search).
+	ORTLibrary string
+
 	// Log receives what the engine has to say; nil discards.
 	Log *slog.Logger
 }
+
+// AutoStreams, as Options.Streams, shares the cores among encoder streams
+// for throughput over many images.
+const AutoStreams = -1
 
 // Engine is one opened model ready to encode prompts and images and attend
 // between them: the tokenizer, the preprocessor, both ONNX Runtime encoders,
@@ -103,6 +121,7 @@ type Engine struct {
 	logitScale   float64 // exp(logit_scale); 0 when unknown
 	threads      int     // attention goroutines per call
 	draft        int     // vision.DecodeOptions.Draft for DecodeImage
+	streams      int     // vision encoder runs in flight in EncodeImageStream
 
 	free      chan *workspaces
 	freeMu    sync.RWMutex // putWorkspaces holds it shared, Close exclusively
@@ -131,7 +150,12 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if m == nil {
 		return nil, errors.New("pipeline: no model")
 	}
-	e := &Engine{m: m, opts: opts, log: opts.Log, threads: max(opts.Threads, 1), free: make(chan *workspaces, 8)}
+	e := &Engine{m: m, opts: opts, log: opts.Log, free: make(chan *workspaces, 8)}
+	if opts.Threads < 0 {
+		return nil, fmt.Errorf("pipeline: %d threads: want 0 or more", opts.Threads)
+	}
+	e.opts.Threads, e.streams = encoderPlan(opts.Threads, opts.Streams, runtime.GOMAXPROCS(0))
+	e.threads = max(e.opts.Threads, 1)
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -152,8 +176,9 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	opened := make(chan error, 1)
 	go func() {
 		var err error
-		e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads},
-			clip.VisionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})
+		th := e.opts.Threads
+		e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads},
+			clip.VisionOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})
 		opened <- err
 	}()
 	waited := false
@@ -257,6 +282,14 @@ func (e *Engine) Close() error {
 	return e.closeErr
 }
 
+// Options returns the options the engine was opened with, resolved:
+// Threads, Streams, Batch, Direction and Decode as the engine uses them.
+func (e *Engine) Options() Options {
+	o := e.opts
+	o.Streams = e.streams
+	return o
+}
+
 // Model returns the engine's model.
 func (e *Engine) Model() *models.Model { return e.m }
 
@@ -296,3 +329,26 @@ func (e *Engine) LayerName() string { return e.layerName }
 // Threads returns the ONNX Runtime intra-op threads of the encoders (0:
 // ONNX Runtime's default).
 func (e *Engine) Threads() int { return e.opts.Threads }
+
+// Streams returns the number of vision encoder runs EncodeImageStream keeps
+// in flight (see Options.Streams).
+func (e *Engine) Streams() int { return e.streams }
+
+// encoderPlan resolves Options.Threads and Options.Streams on a machine of
+// cores cores: the intra-op threads of each encoder run and the number of
+// runs in flight.
+func encoderPlan(threads, streams, cores int) (int, int) {
+	cores = max(cores, 1)
+	switch {
+	case streams == 0:
+		return threads, 1
+	case threads > 0 && streams > 0:
+		return threads, streams
+	case threads > 0:
+		return threads, 1
+	case streams > 0:
+		return max(1, cores/streams), streams
+	}
+	streams = min(cores, 4)
+	return max(1, cores/streams), streams
+}

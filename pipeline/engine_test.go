@@ -12,77 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/xattn"
 )
-
-// TestEngineAttendEqualsJob: what a program gets from the engine for one
-// image is what the job writes for it, tensor for tensor.
-func TestEngineAttendEqualsJob(t *testing.T) {
-	m := openTiny(t)
-	eng := tinyEngine(t, m, Options{Threads: 1})
-	in := filepath.Join(t.TempDir(), "in")
-	makeImages(t, in, 2)
-	prompts := []string{"a photo of a cat", "a red car"}
-	out := filepath.Join(t.TempDir(), "out")
-	if _, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{in}, Prompts: prompts, Out: out, PerHead: true}); err != nil {
-		t.Fatal(err)
-	}
-	ts, _, err := tensorio.ReadSafetensors(filepath.Join(out, "img-001.png.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(in, "img-001.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := eng.DecodeImage(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := eng.Prepare(context.Background(), prompts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	atts, err := eng.AttendImages(context.Background(), []image.Image{img}, ps, AttendOptions{PerHead: true, Conditioned: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	same := func(name string, got []float32) {
-		t.Helper()
-		want := ts[name].Data.([]float32)
-		if len(got) != len(want) || len(got) == 0 {
-			t.Fatalf("%s: %d values, the job wrote %d", name, len(got), len(want))
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("%s[%d]: engine %v, job %v", name, i, got[i], want[i])
-			}
-		}
-	}
-	for k, a := range atts[0] {
-		pre := fmt.Sprintf("prompt.%d.", k)
-		same(pre+"image_to_text", a.ImageToText)
-		same(pre+"text_to_image", a.TextToImage)
-		same(pre+"image_to_text_heads", a.ImageToTextHeads)
-		same(pre+"conditioned_patches", a.ConditionedPatches)
-		same(pre+"conditioned_tokens", a.ConditionedTokens)
-		if !a.HasScore || float32(a.Score) != ts["scores"].Data.([]float32)[k] {
-			t.Errorf("prompt %d: score %v (%v), job %v", k, a.Score, a.HasScore, ts["scores"].Data.([]float32)[k])
-		}
-		// Each row of a map is a distribution over the other side.
-		p, tk := a.Grid.Patches(), a.Prompt.T()
-		for r := range tk {
-			s := 0.0
-			for _, v := range a.TextToImage[r*p : (r+1)*p] {
-				s += float64(v)
-			}
-			if math.Abs(s-1) > 1e-4 {
-				t.Fatalf("prompt %d: text_to_image row %d sums to %v", k, r, s)
-			}
-		}
-	}
-}
 
 // TestEngineConcurrent: many goroutines share one engine and its prepared
 // prompts; each gets what a call alone gets (run with -race).
@@ -232,5 +163,34 @@ func TestEngineErrors(t *testing.T) {
 	}
 	if err := eng.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestEncoderPlan checks how Options.Threads and Options.Streams share the
+// cores among vision encoder runs.
+func TestEncoderPlan(t *testing.T) {
+	for _, tc := range []struct {
+		threads, streams, cores int
+		wantT, wantS            int
+	}{
+		{0, 0, 8, 0, 1}, // neither: ONNX Runtime's default threads, one stream
+		{4, 0, 8, 4, 1},
+		{0, AutoStreams, 1, 1, 1},
+		{0, AutoStreams, 2, 1, 2},
+		{0, AutoStreams, 3, 1, 3},
+		{0, AutoStreams, 8, 2, 4},
+		{0, AutoStreams, 64, 16, 4},
+		{0, AutoStreams, 0, 1, 1}, // no core count: one of each
+		{2, AutoStreams, 2, 2, 1}, // threads alone: one stream of them
+		{6, AutoStreams, 8, 6, 1},
+		{0, 2, 8, 4, 2}, // streams alone share the cores
+		{0, 3, 2, 1, 3},
+		{3, 5, 2, 3, 5}, // both as given
+	} {
+		th, st := encoderPlan(tc.threads, tc.streams, tc.cores)
+		if th != tc.wantT || st != tc.wantS {
+			t.Errorf("encoderPlan(threads %d, streams %d, cores %d) = %d threads × %d streams; want %d × %d",
+				tc.threads, tc.streams, tc.cores, th, st, tc.wantT, tc.wantS)
+		}
 	}
 }

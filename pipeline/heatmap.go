@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"bytes"
 	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
+	"image/png"
 	"math"
 
 	"github.com/disintegration/imaging"
@@ -270,4 +272,14 @@ func viridis(t float32) color.RGBA {
 		B: ch([7]float64{0.3340998053353061, 1.384590162594685, 0.09509516302823659, -19.33244095627987, 56.69055260068105, -65.35303263337234, 26.3124352495832}),
 		A: 255,
 	}
+}
+
+// EncodePNG encodes a heatmap sheet as PNG (fast compression).
+func EncodePNG(img image.Image) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("pipeline: heatmap png: %w", err)
+	}
+	return buf.Bytes(), nil
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/conditionhq/condition/internal/cputime"
+	"github.com/conditionhq/condition/internal/encstream"
 )
 
 // StreamOptions controls EncodeImageStream.
@@ -18,9 +16,7 @@ type StreamOptions struct {
 	// Options.Batch).
 	Batch int
 	// Streams is the number of vision encoder calls in flight at once
-	// (0: as many as the cores hold calls of the engine's Threads, at most
-	// 4; one for an engine on ONNX Runtime's default threads). EncoderPlan
-	// picks Threads and Streams together for a machine.
+	// (0: the engine's, Options.Streams).
 	Streams int
 }
 
@@ -66,7 +62,7 @@ func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) 
 	}
 	streams := opts.Streams
 	if streams == 0 {
-		streams = e.defaultStreams()
+		streams = e.streams
 	}
 	batch, chunks := spreadBatches(n, batch, streams)
 	streams = min(streams, chunks)
@@ -123,8 +119,8 @@ func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) 
 		go func() {
 			defer wg.Done()
 			var cur *chunk
-			runStream(e, batch, streamHooks[*item]{
-				next: func(dst []*item) ([]*item, bool) {
+			encstream.Run(e.streamEncoder(), batch, encstream.Hooks[*item, ImageEncoding]{
+				Next: func(dst []*item) ([]*item, bool) {
 					if ctx.Err() != nil {
 						return nil, false
 					}
@@ -138,7 +134,7 @@ func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) 
 					}
 					return append(dst, cur.items...), true
 				},
-				decode: func(it *item, dst []float32) error {
+				Decode: func(it *item, dst []float32) error {
 					if it.res.Err != nil {
 						return it.res.Err
 					}
@@ -151,8 +147,8 @@ func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) 
 					it.res.Width, it.res.Height = info.Width, info.Height
 					return e.Preprocess(dst, img)
 				},
-				decoded: func(it *item, err error) { it.res.Err = err },
-				encoded: func(its []*item, encs []ImageEncoding, _ time.Duration, err error) {
+				Decoded: func(it *item, err error) { it.res.Err = err },
+				Encoded: func(its []*item, encs []ImageEncoding, _ time.Duration, err error) {
 					for i, it := range its {
 						if err != nil {
 							it.res.Err = err
@@ -161,13 +157,13 @@ func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) 
 						}
 					}
 				},
-				finished: func([]*item) {
+				Finished: func([]*item) {
 					select {
 					case done <- cur:
 					case <-ctx.Done():
 					}
 				},
-				ctx: ctx,
+				Ctx: ctx,
 			})
 		}()
 	}
@@ -223,117 +219,7 @@ func spreadBatches(n, batch, streams int) (size, count int) {
 	return size, (n + size - 1) / size
 }
 
-// defaultStreams is the number of encoder streams when none is asked for:
-// as many as the cores hold calls of the engine's threads (at most 4; an
-// engine on ONNX Runtime's default threads uses every core in one call).
-func (e *Engine) defaultStreams() int {
-	th := e.Threads()
-	if th <= 0 {
-		return 1
-	}
-	return min(max(runtime.GOMAXPROCS(0)/th, 1), 4)
-}
-
-// streamHooks are what runStream does with the images, of type W, of an
-// encoder stream's batches.
-type streamHooks[W any] struct {
-	// next appends the stream's next batch (at most the batch size) to dst
-	// and returns it; false ends the stream.
-	next func(dst []W) ([]W, bool)
-	// decode decodes and preprocesses w into dst, [3, H, W].
-	decode func(w W, dst []float32) error
-	// decoded is called for every image of a batch, in order, once the
-	// batch is decoded, with decode's error.
-	decoded func(w W, err error)
-	// encoded is called with the images that decoded (none are left out of
-	// a failed call), their encodings or the encoder's error, and the time
-	// the call took. It is not called when no image decoded.
-	encoded func(ws []W, encs []ImageEncoding, took time.Duration, err error)
-	// finished, when set, is called with the whole batch once it is done.
-	finished func(ws []W)
-	ctx      context.Context  // the encoder calls' (nil: never cancelled)
-	cpu      *cputime.Counter // when set, adds up the CPU time of the encoder calls
-}
-
-// runStream is one vision encoder stream, the unit of Run and
-// EncodeImageStream: on its own OS thread, it takes a batch of images,
-// decodes and preprocesses them into its input buffer (on up to the
-// engine's Threads goroutines), encodes them in one call, hands them on,
-// and takes the next batch. Several streams keep every core busy: while
-// one decodes, the others encode.
-func runStream[W any](e *Engine, batch int, h streamHooks[W]) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	ctx := h.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	per := 3 * e.inH * e.inW
-	buf := make([]float32, batch*per)
-	errs := make([]error, batch)
-	taken := make([]W, 0, batch)
-	kept := make([]W, 0, batch)
-	for {
-		var ok bool
-		if taken, ok = h.next(taken[:0]); !ok {
-			return
-		}
-		if len(taken) > batch {
-			panic("pipeline: a stream's batch over its size")
-		}
-		decodeInto(e, h.decode, taken, buf, per, errs)
-		kept = kept[:0]
-		for i, w := range taken {
-			h.decoded(w, errs[i])
-			if errs[i] != nil {
-				continue
-			}
-			if k := len(kept); k != i {
-				copy(buf[k*per:(k+1)*per], buf[i*per:(i+1)*per])
-			}
-			kept = append(kept, w)
-		}
-		if len(kept) > 0 {
-			t := time.Now()
-			var encs []ImageEncoding
-			call := func() (err error) {
-				encs, err = e.EncodePixels(ctx, buf[:len(kept)*per], len(kept))
-				return err
-			}
-			var err error
-			if h.cpu != nil {
-				err = h.cpu.Run(call)
-			} else {
-				err = call()
-			}
-			h.encoded(kept, encs, time.Since(t), err)
-		}
-		if h.finished != nil {
-			h.finished(taken)
-		}
-	}
-}
-
-// decodeInto decodes the images ws into buf, image i at [i·per, (i+1)·per),
-// on up to the engine's Threads goroutines, with image i's error in errs[i].
-func decodeInto[W any](e *Engine, decode func(W, []float32) error, ws []W, buf []float32, per int, errs []error) {
-	par := min(max(e.Threads(), 1), len(ws))
-	if par == 1 {
-		for i, w := range ws {
-			errs[i] = decode(w, buf[i*per:(i+1)*per])
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range par {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < len(ws); i = int(next.Add(1)) - 1 {
-				errs[i] = decode(ws[i], buf[i*per:(i+1)*per])
-			}
-		}()
-	}
-	wg.Wait()
+// streamEncoder is what an encoder stream of this engine encodes with.
+func (e *Engine) streamEncoder() encstream.Encoder[ImageEncoding] {
+	return encstream.Encoder[ImageEncoding]{Encode: e.EncodePixels, PerImage: 3 * e.inH * e.inW, Threads: e.Threads()}
 }

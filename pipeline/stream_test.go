@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/conditionhq/condition/internal/enginetest"
 )
 
 // streamImages returns n PNG files of varied sizes and colours; every
@@ -131,7 +133,7 @@ func TestEncodeImageStreamFailuresStayAlone(t *testing.T) {
 	want := collectStream(t, eng, files, StreamOptions{Streams: 1, Batch: 3})
 	files[1] = []byte("not an image")
 	files[4] = nil // cannot be read
-	files[5] = []byte(panicMagic + "rest of a file")
+	files[5] = []byte(enginetest.PanicMagic + "rest of a file")
 	files[6] = []byte{}
 	failed := map[int]string{1: "format", 4: "cannot be read", 5: "panicked", 6: "empty file"}
 	for _, opts := range []StreamOptions{{Streams: 1, Batch: 3}, {Streams: 3, Batch: 2}} {

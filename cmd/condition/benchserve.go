@@ -21,6 +21,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
@@ -283,7 +285,7 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 	}
 	res.Model = m.Name()
 	res.Decode, res.JPEGDecoder = string(o.decodeMode), vision.JPEGDecoder()
-	res.Threads, res.Streams = pipeline.EncoderPlan(o.ort.Threads, o.workers)
+	res.Threads, res.Streams = batch.EncoderPlan(o.ort.Threads, o.workers)
 	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: res.Threads, NoSpinning: true, Decode: o.decodeMode})
 	if err != nil {
 		return err
@@ -302,7 +304,7 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("bench serve: %w", err)
 		}
 	}
-	encCfg := pipeline.Config{Engine: eng, Inputs: []string{encDir}, Batch: o.maxBatch, Streams: res.Streams}
+	encCfg := batch.Config{Engine: eng, Inputs: []string{encDir}, Batch: o.maxBatch, Streams: res.Streams}
 	// Calibrate the rounds to about --encoder-time.
 	cal, n, err := pipebench.EncoderRate(ctx, eng, encCfg, 1)
 	if err != nil {
@@ -426,7 +428,7 @@ func startBenchServer(e *env, eng *pipeline.Engine, o serveBenchOptions, batchin
 	if batching {
 		b.maxBatch = o.maxBatch
 	}
-	_, streams := pipeline.EncoderPlan(o.ort.Threads, o.workers)
+	_, streams := batch.EncoderPlan(o.ort.Threads, o.workers)
 	srv, err := serve.New(serve.Options{Engine: eng, MaxBatch: b.maxBatch, MaxWait: o.maxWait, Workers: streams,
 		MaxQueue: o.maxQueue, Registry: b.reg})
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
@@ -147,13 +149,13 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if _, err := o.ort.load(e); err != nil {
 		return err
 	}
-	// Images go through the encoder as run's do (see pipeline.EncoderPlan);
-	// prompts alone, in one text encoder call, take every thread.
+	// Images go through the encoder as run's do; prompts alone, in one text
+	// encoder call, take every thread.
 	threads, streams := o.ort.threads(), 1
 	if len(paths) > 0 {
-		threads, streams = pipeline.EncoderPlan(o.ort.Threads, o.Streams)
+		threads, streams = o.ort.Threads, autoStreams(o.Streams)
 	}
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: threads, NoSpinning: len(paths) > 0, Batch: o.Batch, Truncate: o.Truncate, Decode: o.mode})
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: threads, Streams: streams, NoSpinning: len(paths) > 0, Batch: o.Batch, Truncate: o.Truncate, Decode: o.mode})
 	if err != nil {
 		return err
 	}
@@ -207,11 +209,11 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	}
 	if len(paths) > 0 {
 		t := time.Now()
-		if images, err = embedImages(ctx, eng, paths, pipeline.StreamOptions{Batch: o.Batch, Streams: streams}); err != nil {
+		if images, err = embedImages(ctx, eng, paths, pipeline.StreamOptions{Batch: o.Batch}); err != nil {
 			return err
 		}
 		d := time.Since(t)
-		e.Log.Debug("embed: images encoded", "images", len(images), "streams", streams, "threads", threads, "batch", o.Batch,
+		e.Log.Debug("embed: images encoded", "images", len(images), "streams", eng.Streams(), "threads", eng.Threads(), "batch", o.Batch,
 			"elapsed", d.Round(time.Millisecond), "images_per_s", math.Round(10*float64(len(images))/d.Seconds())/10)
 		tok, dv := len(images[0].States)/images[0].Width, images[0].Width
 		states := make([]float32, 0, len(images)*tok*dv)
@@ -254,7 +256,7 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 
 // embedInputs turns the image arguments into image files, before any work:
 // a file is taken as it is, a folder gives the images under it as run walks
-// them (pipeline.Walk). A missing path, or a folder without images, is a
+// them (batch.Walk). A missing path, or a folder without images, is a
 // usage error naming it.
 func embedInputs(ctx context.Context, args []string) ([]string, error) {
 	var paths []string
@@ -267,7 +269,7 @@ func embedInputs(ctx context.Context, args []string) ([]string, error) {
 			return nil, fmt.Errorf("embed: %w", err)
 		}
 		n := len(paths)
-		if err := pipeline.Walk(ctx, []string{a}, func(it pipeline.Item) error {
+		if err := batch.Walk(ctx, []string{a}, func(it batch.Item) error {
 			paths = append(paths, it.Path)
 			return nil
 		}, nil); err != nil {
@@ -284,7 +286,7 @@ func embedInputs(ctx context.Context, args []string) ([]string, error) {
 func imageExtensions() []string {
 	var out []string
 	for _, x := range []string{".jpg", ".jpeg", ".jpe", ".png", ".gif", ".bmp", ".tif", ".tiff", ".webp"} {
-		if pipeline.IsImageName("x" + x) {
+		if batch.IsImageName("x" + x) {
 			out = append(out, x)
 		}
 	}

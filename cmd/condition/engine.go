@@ -87,3 +87,12 @@ func openEngine(ctx context.Context, e *env, m *models.Model, lo *layerOptions, 
 	opts.Log = e.Log
 	return pipeline.New(ctx, m, opts)
 }
+
+// autoStreams is Options.Streams for a --streams (or --workers) flag whose
+// 0 means as many encoder streams as the cores hold.
+func autoStreams(n int) int {
+	if n == 0 {
+		return pipeline.AutoStreams
+	}
+	return n
+}

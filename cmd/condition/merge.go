@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/spf13/pflag"
+	"github.com/conditionhq/condition/pipeline/batch"
 
-	"github.com/conditionhq/condition/pipeline"
+	"github.com/spf13/pflag"
 )
 
 func init() {
@@ -36,13 +36,13 @@ func runMerge(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("merge takes one output folder, got %d arguments", fs.NArg())
 	}
-	if out := fs.Arg(0); pipeline.IsStoreURL(out) || pipeline.IsShardsOutput(ctx, out) {
+	if out := fs.Arg(0); batch.IsStoreURL(out) || batch.IsShardsOutput(ctx, out) {
 		return verifyShards(ctx, e, out, o)
 	}
 	if len(o.lists) > 0 {
 		return usagef("--list: give the inputs of a files-layout job with --images")
 	}
-	rep, err := pipeline.Merge(ctx, fs.Arg(0), o.images)
+	rep, err := batch.Merge(ctx, fs.Arg(0), o.images)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func head(xs []string, n int) []string {
 
 // verifyShards reports on a shards-layout output.
 func verifyShards(ctx context.Context, e *env, out string, o mergeOptions) error {
-	rep, err := pipeline.VerifyShards(ctx, out, o.images, o.lists)
+	rep, err := batch.VerifyShards(ctx, out, o.images, o.lists)
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/conditionhq/condition/internal/orttest"
-	"github.com/conditionhq/condition/pipeline"
 )
 
 // listFiles returns every file under dir, relative and sorted.
@@ -159,7 +160,7 @@ func TestRunPrompts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	entries, err := pipeline.ParseManifest(f)
+	entries, err := batch.ParseManifest(f)
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("manifest: %v, %d entries", err, len(entries))
 	}
@@ -180,11 +181,11 @@ func TestProgressLine(t *testing.T) {
 	if got := fit("abc", 5); got != "abc" {
 		t.Errorf("fit of a short line = %q", got)
 	}
-	line := progressText(pipeline.Progress{Done: 3, Seen: 10, Elapsed: time.Second}, true)
+	line := progressText(batch.Progress{Done: 3, Seen: 10, Elapsed: time.Second}, true)
 	if !strings.Contains(line, "3/10+ (counting…) images") || strings.Contains(line, "[") {
 		t.Errorf("while counting: %q", line)
 	}
-	line = progressText(pipeline.Progress{Done: 3, Seen: 10, Walked: true, Elapsed: time.Second}, true)
+	line = progressText(batch.Progress{Done: 3, Seen: 10, Walked: true, Elapsed: time.Second}, true)
 	if !strings.HasPrefix(line, "[=========") || !strings.Contains(line, "3/10 images") || !strings.Contains(line, "ETA 2s") {
 		t.Errorf("counted: %q", line)
 	}

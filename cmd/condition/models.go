@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/hub"
-	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/spf13/pflag"
 )

@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/internal/scenes"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/clip"
-	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"

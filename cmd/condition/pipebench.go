@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/internal/pipebench"
@@ -180,13 +182,13 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		return runPipeTune(ctx, e, o, m, images, tmp)
 	}
 	res.Model, res.Batch, res.Cores = m.Name(), o.batch, runtime.GOMAXPROCS(0)
-	res.Threads, res.Streams = pipeline.EncoderPlan(o.ort.Threads, o.streams)
+	res.Threads, res.Streams = batch.EncoderPlan(o.ort.Threads, o.streams)
 	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: res.Threads, NoSpinning: true, Decode: o.mode})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	cfg := pipeline.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
+	cfg := batch.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
 		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Streams: res.Streams, Version: Version, Log: e.Log}
 	if o.images == "" {
 		res.ImageSize = o.size
@@ -238,7 +240,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		}
 		res.Pairs = append(res.Pairs, p)
 		if f, err := os.Open(sum.Manifest); err == nil {
-			entries, perr := pipeline.ParseManifest(f)
+			entries, perr := batch.ParseManifest(f)
 			f.Close()
 			if perr == nil {
 				res.StagesMs = pipebench.StageMedians(entries)

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sort"
 
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/conditionhq/condition/internal/pipebench"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
@@ -81,7 +83,7 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 				engines[k] = eng
 			}
 			out := filepath.Join(tmp, fmt.Sprintf("tune-%d-%d", r, j))
-			cfg := pipeline.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
+			cfg := batch.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
 				Out: out, Batch: s.Batch, Workers: o.workers, Streams: s.Streams, Version: Version, Log: e.Log}
 			_, rate, err := pipebench.JobRate(ctx, cfg)
 			os.RemoveAll(out)

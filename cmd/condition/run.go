@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/pipeline"
@@ -131,7 +133,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if o.shardSize < 1 {
 		return usagef("--shard-size must be at least 1, got %d", o.shardSize)
 	}
-	if pipeline.IsStoreURL(o.out) && o.layout != "shards" {
+	if batch.IsStoreURL(o.out) && o.layout != "shards" {
 		return usagef("--out %s: an object-store output needs --layout shards (one object per image is what that layout avoids)", o.out)
 	}
 	if o.layout == "shards" && o.captions {
@@ -155,7 +157,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err := o.ort.validate(); err != nil {
 		return err
 	}
-	shard, err := pipeline.ResolveShard(o.shardIndex, o.shardCount, os.Getenv)
+	shard, err := batch.ResolveShard(o.shardIndex, o.shardCount, os.Getenv)
 	if err != nil {
 		return usageError{err}
 	}
@@ -178,22 +180,21 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	threads, streams := pipeline.EncoderPlan(o.ort.Threads, o.streams)
-	eng, err := openEngine(ctx, e, m, &o.layer, pipeline.Options{Threads: threads, NoSpinning: true, NoArena: o.noArena, PinThreads: o.pinThreads, MaxPixels: o.maxPixels, Decode: o.decodeMode, Truncate: o.truncate})
+	eng, err := openEngine(ctx, e, m, &o.layer, pipeline.Options{Threads: o.ort.Threads, Streams: autoStreams(o.streams), NoSpinning: true, NoArena: o.noArena, PinThreads: o.pinThreads, MaxPixels: o.maxPixels, Decode: o.decodeMode, Truncate: o.truncate})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
 	prog := newProgressDisplay(e.Stderr, o.quiet)
-	cfg := pipeline.Config{
+	cfg := batch.Config{
 		Engine: eng, Inputs: o.images, Lists: o.lists, Prompts: o.prompts, Out: o.out,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, CaptionPrompt: o.captions, Format: o.format, Layout: o.layout, ShardSize: o.shardSize,
-		Workers: o.workers, Batch: o.batch, Streams: streams, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
+		Workers: o.workers, Batch: o.batch, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,
 		Progress: prog.update,
 	}
 	e.Log.Info("job", "model", m.Name(), "images", strings.Join(o.images, ","), "prompts", len(o.prompts), "out", o.out, "shard", fmt.Sprintf("%d/%d", shard.Index, max(shard.Count, 1)))
-	sum, err := pipeline.Run(ctx, cfg)
+	sum, err := batch.Run(ctx, cfg)
 	prog.finish()
 	if err != nil {
 		if err := jobUsageError(err); err != nil {
@@ -236,8 +237,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 // output folder holding an earlier job's results, a prompt the model cannot
 // take.
 func jobUsageError(err error) error {
-	var ie *pipeline.InputError
-	var oe *pipeline.OutputExistsError
+	var ie *batch.InputError
+	var oe *batch.OutputExistsError
 	var pe *pipeline.PromptError
 	switch {
 	case errors.As(err, &oe):
@@ -292,12 +293,12 @@ func newProgressDisplay(w io.Writer, quiet bool) *progressDisplay {
 	return &progressDisplay{line: newStatusLine(w, quiet)}
 }
 
-func (p *progressDisplay) update(s pipeline.Progress) {
+func (p *progressDisplay) update(s batch.Progress) {
 	p.line.show(progressText(s, p.line.terminal), false)
 }
 
 // progressText is the line of a job's state.
-func progressText(s pipeline.Progress, withBar bool) string {
+func progressText(s batch.Progress, withBar bool) string {
 	n := s.Done + s.Skipped + s.Failed
 	rate := float64(s.Done+s.Failed) / max(s.Elapsed.Seconds(), 1e-9)
 	total, eta := "counting…", "?"
@@ -320,7 +321,7 @@ func (p *progressDisplay) finish() { p.line.done() }
 
 // outPath joins names below out, a folder or an object-store prefix.
 func outPath(out string, names ...string) string {
-	if pipeline.IsStoreURL(out) {
+	if batch.IsStoreURL(out) {
 		return strings.TrimSuffix(out, "/") + "/" + strings.Join(names, "/")
 	}
 	return filepath.Join(append([]string{out}, names...)...)

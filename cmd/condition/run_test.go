@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/conditionhq/condition/internal/orttest"
-	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 )
 
@@ -146,11 +147,11 @@ func TestRunKilledThenResumedEqualsUninterrupted(t *testing.T) {
 	}
 	f, _ := os.Open(filepath.Join(killed, "manifest.jsonl"))
 	defer f.Close()
-	es, err := pipeline.ParseManifest(f)
+	es, err := batch.ParseManifest(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := pipeline.Latest(es); len(l) != 24 {
+	if l := batch.Latest(es); len(l) != 24 {
 		t.Fatalf("manifest has %d images, want 24", len(l))
 	}
 }
@@ -181,7 +182,7 @@ func TestRunShardsDisjointCompleteAndRerun(t *testing.T) {
 			t.Fatalf("shard: %v", err)
 		}
 	}
-	rep, err := pipeline.Merge(context.Background(), out, []string{in})
+	rep, err := batch.Merge(context.Background(), out, []string{in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestRunShardsDisjointCompleteAndRerun(t *testing.T) {
 	filepath.WalkDir(in, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			rel, _ := filepath.Rel(in, p)
-			if pipeline.ShardOf(filepath.ToSlash(rel), 3) == 1 {
+			if batch.ShardOf(filepath.ToSlash(rel), 3) == 1 {
 				want1++
 			}
 		}
@@ -208,7 +209,7 @@ func TestRunShardsDisjointCompleteAndRerun(t *testing.T) {
 	if code := mainContext(context.Background(), []string{"merge", "--images", in, out}, nil, &stdout, &stdout); code != 0 {
 		t.Fatalf("merge exit %d: %s", code, stdout.String())
 	}
-	rep, err = pipeline.Merge(context.Background(), out, []string{in})
+	rep, err = batch.Merge(context.Background(), out, []string{in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +220,11 @@ func TestRunShardsDisjointCompleteAndRerun(t *testing.T) {
 	seen := map[string]int{}
 	for i := range n {
 		f, _ := os.Open(filepath.Join(out, fmt.Sprintf("manifest-%d-of-3.jsonl", i)))
-		es, _ := pipeline.ParseManifest(f)
+		es, _ := batch.ParseManifest(f)
 		f.Close()
-		for _, e := range pipeline.Latest(es) {
+		for _, e := range batch.Latest(es) {
 			seen[e.Path]++
-			if got := pipeline.ShardOf(e.Path, 3); got != i {
+			if got := batch.ShardOf(e.Path, 3); got != i {
 				t.Errorf("%s is in shard %d's manifest, hashes to %d", e.Path, i, got)
 			}
 		}

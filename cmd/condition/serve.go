@@ -123,8 +123,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	threads, streams := pipeline.EncoderPlan(o.ort.Threads, o.workers)
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: threads, NoSpinning: true, MaxPixels: o.maxPixels, Decode: o.decodeMode})
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.Threads, Streams: autoStreams(o.workers), NoSpinning: true, MaxPixels: o.maxPixels, Decode: o.decodeMode})
 	if err != nil {
 		return err
 	}
@@ -137,7 +136,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if cache == 0 {
 		cache = -1
 	}
-	srv, err := serve.New(serve.Options{Engine: eng, MaxBatch: o.maxBatch, MaxWait: maxWait, Workers: streams, MaxQueue: o.maxQueue,
+	srv, err := serve.New(serve.Options{Engine: eng, MaxBatch: o.maxBatch, MaxWait: maxWait, Workers: eng.Streams(), MaxQueue: o.maxQueue,
 		PromptCache: cache, MaxBodyBytes: o.maxBody, MaxPrompts: o.maxPrompts, MaxItems: o.maxItems, MaxChars: o.maxChars,
 		Token: o.token, Log: e.Log})
 	if err != nil {
@@ -157,7 +156,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(e.Log.Handler(), slog.LevelWarn),
 	}
-	e.Log.Info("serving", "addr", "http://"+ln.Addr().String(), "model", m.Name(), "workers", streams, "threads", threads,
+	e.Log.Info("serving", "addr", "http://"+ln.Addr().String(), "model", m.Name(), "workers", eng.Streams(), "threads", eng.Threads(),
 		"max_batch", o.maxBatch, "token", o.token != "")
 	fmt.Fprintf(e.Stderr, "condition serve: model %s on http://%s/\n", m.Name(), ln.Addr())
 	errc := make(chan error, 1)

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/vision"
 )
@@ -48,7 +50,7 @@ func DecodeDistance(ctx context.Context, eng *pipeline.Engine, inputs []string, 
 	d := Distance{MinCosine: math.Inf(1)}
 	var sumLevels, sumCos float64
 	done := errors.New("enough images")
-	err := pipeline.Walk(ctx, inputs, func(it pipeline.Item) error {
+	err := batch.Walk(ctx, inputs, func(it batch.Item) error {
 		if d.Images >= n {
 			return done
 		}

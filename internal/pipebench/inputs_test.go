@@ -13,14 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/conditionhq/condition/internal/cputime"
+	"github.com/conditionhq/condition/internal/objstore"
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/internal/pipebench"
 	"github.com/conditionhq/condition/internal/s3test"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/embedded"
-	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/pipeline"
-	"github.com/conditionhq/condition/pipeline/objstore"
 )
 
 // BenchmarkInputKinds reads the same 2,000 synthetic 64×64 JPEGs as a
@@ -102,7 +104,7 @@ func BenchmarkInputKinds(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	threads, streams := pipeline.EncoderPlan(0, 0)
+	threads, streams := batch.EncoderPlan(0, 0)
 	eng, err := pipeline.New(ctx, m, pipeline.Options{Threads: threads, NoSpinning: true})
 	if err != nil {
 		b.Fatal(err)
@@ -141,7 +143,7 @@ func BenchmarkInputKinds(b *testing.B) {
 					}
 				}
 				out := filepath.Join(dir, fmt.Sprintf("out-%s-%d", name, round))
-				sum, err := pipeline.Run(ctx, pipeline.Config{Engine: eng, Inputs: inputs, Prompts: []string{"a red circle"},
+				sum, err := batch.Run(ctx, batch.Config{Engine: eng, Inputs: inputs, Prompts: []string{"a red circle"},
 					Out: out, Layout: "shards", Streams: streams})
 				if err != nil {
 					b.Fatal(err)

@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/conditionhq/condition/internal/cputime"
 	"github.com/conditionhq/condition/pipeline"
 )
@@ -133,25 +135,22 @@ func (s stopwatch) rate(images int) Rate {
 }
 
 // EncoderRate measures the vision encoder of eng alone on the job's batch
-// size and streams (cfg.Batch, cfg.Streams; a job's defaults when zero):
+// size (cfg.Batch; a job's default when zero) and the engine's streams:
 // the images under cfg.Inputs are decoded and preprocessed first (not
 // timed), then encoded in batches, rounds times over, by the streams at once
 // after one warm-up batch each. Rate.Images counts every image encoded
 // (rounds × the images found); distinct is the number of images found.
-func EncoderRate(ctx context.Context, eng *pipeline.Engine, cfg pipeline.Config, rounds int) (r Rate, distinct int, err error) {
-	batch := cfg.Batch
-	if batch <= 0 {
-		batch = 8
+func EncoderRate(ctx context.Context, eng *pipeline.Engine, cfg batch.Config, rounds int) (r Rate, distinct int, err error) {
+	size := cfg.Batch
+	if size <= 0 {
+		size = 8
 	}
-	streams := cfg.Streams
-	if streams <= 0 {
-		_, streams = pipeline.EncoderPlan(eng.Threads(), 0)
-	}
+	streams := eng.Streams()
 	h, w := eng.InputSize()
 	per := 3 * h * w
 	var pixels []float32
 	n := 0
-	err = pipeline.Walk(ctx, cfg.Inputs, func(it pipeline.Item) error {
+	err = batch.Walk(ctx, cfg.Inputs, func(it batch.Item) error {
 		data, err := os.ReadFile(it.Path)
 		if err != nil {
 			return nil
@@ -177,13 +176,13 @@ func EncoderRate(ctx context.Context, eng *pipeline.Engine, cfg pipeline.Config,
 	// The batches of all rounds, taken in turn by the streams.
 	var starts []int
 	for range max(rounds, 1) {
-		for i := 0; i < n; i += batch {
+		for i := 0; i < n; i += size {
 			starts = append(starts, i)
 		}
 	}
 	var encCPU cputime.Counter
 	encode := func(i int) error {
-		k := min(batch, n-i)
+		k := min(size, n-i)
 		return encCPU.Run(func() error {
 			_, err := eng.EncodePixels(ctx, pixels[i*per:(i+k)*per], k)
 			return err
@@ -235,13 +234,13 @@ func EncoderRate(ctx context.Context, eng *pipeline.Engine, cfg pipeline.Config,
 	return r, n, nil
 }
 
-// JobRate runs the job cfg describes (pipeline.Run) and measures it: the
+// JobRate runs the job cfg describes (batch.Run) and measures it: the
 // rate counts the images done, over the job's own elapsed time (from the
 // start of the walk to the last manifest line; preparing the prompts comes
 // before it and is not counted). cfg.Started, when set, is called once the
 // job is set up, just before it starts (to begin a profile of the job alone,
 // say).
-func JobRate(ctx context.Context, cfg pipeline.Config) (*pipeline.Summary, Rate, error) {
+func JobRate(ctx context.Context, cfg batch.Config) (*batch.Summary, Rate, error) {
 	var sw stopwatch
 	started := cfg.Started
 	cfg.Started = func() {
@@ -250,7 +249,7 @@ func JobRate(ctx context.Context, cfg pipeline.Config) (*pipeline.Summary, Rate,
 		}
 		sw = startStopwatch()
 	}
-	sum, err := pipeline.Run(ctx, cfg)
+	sum, err := batch.Run(ctx, cfg)
 	r := sw.rate(0)
 	if sum != nil {
 		r.Images, r.Wall, r.EncoderCPU = sum.Done, sum.Elapsed, sum.EncoderCPU
@@ -262,10 +261,10 @@ func JobRate(ctx context.Context, cfg pipeline.Config) (*pipeline.Summary, Rate,
 // status ok, the median time in milliseconds over those entries. The
 // "encode" stage of a job is the wall time of the whole batch an image was
 // encoded in.
-func StageMedians(entries []pipeline.Entry) map[string]float64 {
+func StageMedians(entries []batch.Entry) map[string]float64 {
 	vals := map[string][]float64{}
 	for _, e := range entries {
-		if e.Status != pipeline.StatusOK {
+		if e.Status != batch.StatusOK {
 			continue
 		}
 		for k, v := range e.Timings {

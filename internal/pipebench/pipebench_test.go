@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline/batch"
+
 	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
 )
 
@@ -61,11 +63,11 @@ func TestRate(t *testing.T) {
 }
 
 func TestStageMedians(t *testing.T) {
-	entries := []pipeline.Entry{
-		{Status: pipeline.StatusOK, Timings: map[string]float64{"decode": 3, "encode": 10}},
-		{Status: pipeline.StatusOK, Timings: map[string]float64{"decode": 1, "encode": 30}},
-		{Status: pipeline.StatusOK, Timings: map[string]float64{"decode": 2}},
-		{Status: pipeline.StatusError, Timings: map[string]float64{"decode": 100, "read": 5}},
+	entries := []batch.Entry{
+		{Status: batch.StatusOK, Timings: map[string]float64{"decode": 3, "encode": 10}},
+		{Status: batch.StatusOK, Timings: map[string]float64{"decode": 1, "encode": 30}},
+		{Status: batch.StatusOK, Timings: map[string]float64{"decode": 2}},
+		{Status: batch.StatusError, Timings: map[string]float64{"decode": 100, "read": 5}},
 	}
 	got := StageMedians(entries)
 	want := map[string]float64{"decode": 2, "encode": 20}
@@ -95,7 +97,7 @@ func TestBenchRates(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(in, "000", "bad.jpg"), []byte("not a jpeg"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := pipeline.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a photo of a cat"}, Out: filepath.Join(dir, "out"), Batch: 4}
+	cfg := batch.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a photo of a cat"}, Out: filepath.Join(dir, "out"), Batch: 4}
 	enc, n, err := EncoderRate(context.Background(), eng, cfg, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +131,7 @@ func TestBenchRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	entries, err := pipeline.ParseManifest(f)
+	entries, err := batch.ParseManifest(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func BenchmarkRun(b *testing.B) {
 	b.ResetTimer()
 	images := 0
 	for i := 0; b.Loop(); i++ {
-		sum, err := pipeline.Run(context.Background(), pipeline.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a red circle"}, Out: filepath.Join(b.TempDir(), "out")})
+		sum, err := batch.Run(context.Background(), batch.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a red circle"}, Out: filepath.Join(b.TempDir(), "out")})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -169,7 +171,7 @@ func BenchmarkEncoder(b *testing.B) {
 	if err := WriteSyntheticImages(in, 200, 128, 1); err != nil {
 		b.Fatal(err)
 	}
-	cfg := pipeline.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a red circle"}, Batch: 8}
+	cfg := batch.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a red circle"}, Batch: 8}
 	var total Rate
 	for b.Loop() {
 		r, _, err := EncoderRate(context.Background(), eng, cfg, 1)

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/models"
 )
 
 // openModelGraph opens the graph file name of m (or the variant m was opened

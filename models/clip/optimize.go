@@ -8,8 +8,8 @@ import (
 	"io"
 	"math"
 
-	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/models"
 )
 
 // Probes are the inputs a rewritten graph is checked on against its

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -24,9 +24,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
 	_ "github.com/conditionhq/condition/models/embedded"
-	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/pipeline"
 )
 

@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"context"
@@ -10,13 +10,15 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/conditionhq/condition/pipeline"
+
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/xattn"
 )
 
 // jobGoldenDir holds the float64 torch reference made by
 // testdata/tinyclip/make_job_golden.py.
-const jobGoldenDir = tinyModel + "/golden/job"
+var jobGoldenDir = filepath.Join(tinyModel, "golden", "job")
 
 // jobGoldenAbs and jobGoldenRel bound |job - torch| <= abs + rel·|torch|
 // for every output tensor. The encoders run in float32 ONNX Runtime (equal
@@ -79,7 +81,7 @@ func TestRunMatchesTorch(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			sum, err := Run(context.Background(), Config{
-				Engine: tinyEngine(t, m, Options{Direction: c.dir}), Inputs: []string{in}, Prompts: prompts, Out: out,
+				Engine: tinyEngine(t, m, pipeline.Options{Direction: c.dir}), Inputs: []string{in}, Prompts: prompts, Out: out,
 				PerHead: c.perHead, Batch: 2, Version: "test",
 			})
 			if err != nil {

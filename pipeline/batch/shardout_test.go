@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/conditionhq/condition/pipeline"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -25,7 +27,7 @@ func TestRunShardsLayout(t *testing.T) {
 	makeImages(t, in, 7)
 	prompts := []string{"a photo of a cat", "a red car"}
 	files := filepath.Join(t.TempDir(), "files")
-	eng := tinyEngine(t, m, Options{Threads: 1})
+	eng := tinyEngine(t, m, pipeline.Options{Threads: 1})
 	if _, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{in}, Prompts: prompts, Out: files}); err != nil {
 		t.Fatal(err)
 	}

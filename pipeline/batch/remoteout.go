@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/conditionhq/condition/pipeline/objstore"
+	"github.com/conditionhq/condition/internal/objstore"
 )
 
 // remoteOut is a shards-layout output under an object-store prefix. A

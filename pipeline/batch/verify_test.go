@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/conditionhq/condition/pipeline"
 )
 
 // TestVerifyShards: a one-process shards-layout job and a job split over
@@ -15,7 +17,7 @@ import (
 // a cut array and a lost metadata file are found.
 func TestVerifyShards(t *testing.T) {
 	m := openTiny(t)
-	eng := tinyEngine(t, m, Options{Threads: 1})
+	eng := tinyEngine(t, m, pipeline.Options{Threads: 1})
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")
 	makeImages(t, in, 7)

@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"bytes"
@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conditionhq/condition/pipeline"
+
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/internal/s3test"
-	"github.com/conditionhq/condition/pipeline/objstore"
 )
 
 // putTree uploads every file under dir to the prefix at.
@@ -124,7 +126,7 @@ func TestRunObjectStore(t *testing.T) {
 	putTree(t, st, filepath.Join(local, "shards"), "s3://imgs/shards/")
 
 	m := openTiny(t)
-	eng := tinyEngine(t, m, Options{Threads: 1})
+	eng := tinyEngine(t, m, pipeline.Options{Threads: 1})
 	prompts := []string{"a photo of a cat", "a red car"}
 	cfg := func(inputs []string, out string) Config {
 		return Config{Engine: eng, Inputs: inputs, Prompts: prompts, Out: out, Layout: "shards", ShardSize: 4, Batch: 2, Streams: 2}

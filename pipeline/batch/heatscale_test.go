@@ -1,4 +1,4 @@
-package pipeline_test
+package batch_test
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	_ "github.com/conditionhq/condition/models/embedded"
 	"github.com/conditionhq/condition/internal/orttest"
+	_ "github.com/conditionhq/condition/models/embedded"
 	"github.com/conditionhq/condition/pipeline"
 )
 
@@ -27,7 +27,7 @@ func TestHeatmapScaleAcrossWords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	dir := filepath.Join("..", "testdata", "scenes")
+	dir := filepath.Join("..", "..", "testdata", "scenes")
 	f, err := os.Open(filepath.Join(dir, "scenes.jsonl"))
 	if err != nil {
 		t.Fatal(err)

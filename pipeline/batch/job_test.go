@@ -1,12 +1,10 @@
-package pipeline
+package batch
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"image"
-	"image/color"
 	"image/png"
 	"math"
 	"os"
@@ -15,58 +13,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conditionhq/condition/internal/enginetest"
+
+	"github.com/conditionhq/condition/pipeline"
+
 	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/xattn"
 )
 
-const tinyModel = "../testdata/tinyclip"
+var tinyModel = enginetest.TinyDir()
 
-// makeImages writes n small PNGs of varied colours into dir (names
-// img-000.png …, some in a sub-folder).
-func makeImages(t testing.TB, dir string, n int) {
-	t.Helper()
-	for i := range n {
-		w, h := 20+i%17, 16+(i*7)%23
-		img := image.NewRGBA(image.Rect(0, 0, w, h))
-		for y := range h {
-			for x := range w {
-				img.Set(x, y, color.RGBA{uint8(i * 37), uint8(x * 255 / w), uint8(y * 255 / h), 255})
-			}
-		}
-		name := fmt.Sprintf("img-%03d.png", i)
-		if i%3 == 0 {
-			name = filepath.Join("sub", name)
-		}
-		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := png.Encode(f, img); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-	}
-}
+func openTiny(t testing.TB) *models.Model { return enginetest.TinyModel(t) }
 
-func openTiny(t testing.TB) *models.Model {
-	t.Helper()
-	orttest.Load(t)
-	m, err := models.Open(tinyModel, models.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
+func makeImages(t testing.TB, dir string, n int) { enginetest.MakeImages(t, dir, n) }
 
 // tinyEngine opens the engine of model m with opts, closed when the test
 // ends.
-func tinyEngine(t testing.TB, m *models.Model, opts Options) *Engine {
+func tinyEngine(t testing.TB, m *models.Model, opts pipeline.Options) *pipeline.Engine {
 	t.Helper()
-	eng, err := New(context.Background(), m, opts)
+	eng, err := pipeline.New(context.Background(), m, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +65,7 @@ func TestRunOutputsAndFailures(t *testing.T) {
 	prompts := []string{"a red circle", "blue"}
 	var progress []Progress
 	sum, err := Run(context.Background(), Config{
-		Engine: tinyEngine(t, m, Options{}), Inputs: []string{in}, Prompts: prompts, Out: out, Heatmaps: true, PerHead: true,
+		Engine: tinyEngine(t, m, pipeline.Options{}), Inputs: []string{in}, Prompts: prompts, Out: out, Heatmaps: true, PerHead: true,
 		Batch: 2, Workers: 2, Version: "test",
 		Progress: func(p Progress) { progress = append(progress, p) },
 	})
@@ -209,7 +175,7 @@ func TestNumPyLoadsOutputs(t *testing.T) {
 	makeImages(t, in, 2)
 	for _, format := range []string{"safetensors", "npz"} {
 		out := filepath.Join(t.TempDir(), format)
-		if _, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out, Format: format}); err != nil {
+		if _, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, pipeline.Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out, Format: format}); err != nil {
 			t.Fatal(err)
 		}
 		script := `
@@ -246,7 +212,7 @@ func TestRunResumeSkipsDone(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "in")
 	makeImages(t, in, 4)
 	out := filepath.Join(t.TempDir(), "out")
-	cfg := Config{Engine: tinyEngine(t, m, Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out}
+	cfg := Config{Engine: tinyEngine(t, m, pipeline.Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out}
 	if _, err := Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +243,7 @@ func TestRunCancelled(t *testing.T) {
 	makeImages(t, in, 30)
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	sum, err := Run(ctx, Config{Engine: tinyEngine(t, m, Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: filepath.Join(t.TempDir(), "out"), Batch: 1, Workers: 1,
+	sum, err := Run(ctx, Config{Engine: tinyEngine(t, m, pipeline.Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: filepath.Join(t.TempDir(), "out"), Batch: 1, Workers: 1,
 		Progress: func(Progress) {
 			if n++; n == 3 {
 				cancel()
@@ -293,7 +259,7 @@ func TestRunCancelled(t *testing.T) {
 
 func TestRunBadConfig(t *testing.T) {
 	m := openTiny(t)
-	eng := tinyEngine(t, m, Options{})
+	eng := tinyEngine(t, m, pipeline.Options{})
 	in := t.TempDir()
 	for name, cfg := range map[string]Config{
 		"no engine":    {Inputs: []string{in}, Prompts: []string{"red"}, Out: t.TempDir()},
@@ -313,16 +279,16 @@ func TestRunBadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, opts := range map[string]Options{
+	for name, opts := range map[string]pipeline.Options{
 		"identity of another width": {Layer: id, Direction: xattn.ImageToText},
 	} {
-		if _, err := New(context.Background(), m, opts); err == nil {
+		if _, err := pipeline.New(context.Background(), m, opts); err == nil {
 			t.Errorf("%s: no error", name)
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
 	}
-	if _, err := LoadDiffusersLayer(filepath.Join(in, "none.safetensors"), "", 8); err == nil {
+	if _, err := pipeline.LoadDiffusersLayer(filepath.Join(in, "none.safetensors"), "", 8); err == nil {
 		t.Error("a missing weights file: no error")
 	}
 }
@@ -345,33 +311,6 @@ func pythonWithNumPy() string {
 		}
 	}
 	return ""
-}
-
-// TestEncoderPlan checks how a job of --threads and --streams
-// shares the cores among vision encoder runs.
-func TestEncoderPlan(t *testing.T) {
-	for _, tc := range []struct {
-		threads, streams, cores int
-		wantT, wantS            int
-	}{
-		{0, 0, 1, 1, 1},
-		{0, 0, 2, 1, 2},
-		{0, 0, 3, 1, 3},
-		{0, 0, 8, 2, 4},
-		{0, 0, 64, 16, 4},
-		{0, 0, 0, 1, 1}, // no core count: one of each
-		{2, 0, 2, 2, 1}, // threads alone: one stream of them
-		{6, 0, 8, 6, 1},
-		{0, 2, 8, 4, 2}, // streams alone share the cores
-		{0, 3, 2, 1, 3},
-		{3, 5, 2, 3, 5}, // both as given
-	} {
-		th, st := encoderPlan(tc.threads, tc.streams, tc.cores)
-		if th != tc.wantT || st != tc.wantS {
-			t.Errorf("encoderPlan(threads %d, streams %d, cores %d) = %d threads × %d streams; want %d × %d",
-				tc.threads, tc.streams, tc.cores, th, st, tc.wantT, tc.wantS)
-		}
-	}
 }
 
 // TestRunStreams runs one job with one encoder stream and with three, and
@@ -407,7 +346,7 @@ func TestRunStreams(t *testing.T) {
 		{"2 streams, 1 byte read ahead, bad files", inBad, 2, 1, 4, 1, 3},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
-		eng := tinyEngine(t, m, Options{Threads: tc.threads, NoSpinning: true})
+		eng := tinyEngine(t, m, pipeline.Options{Threads: tc.threads, NoSpinning: true})
 		sum, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{tc.in}, Prompts: []string{"a red circle"},
 			Out: out, Batch: tc.batch, Streams: tc.streams, ReadAhead: tc.readAhead})
 		if err != nil {
@@ -470,7 +409,7 @@ func TestRunSameOutputName(t *testing.T) {
 	a, b := filepath.Join(t.TempDir(), "imgs"), filepath.Join(t.TempDir(), "imgs")
 	makeImages(t, a, 2)
 	makeImages(t, b, 2)
-	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{Threads: 1}), Inputs: []string{a, b}, Prompts: []string{"red"},
+	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, pipeline.Options{Threads: 1}), Inputs: []string{a, b}, Prompts: []string{"red"},
 		Out: filepath.Join(t.TempDir(), "out"), Batch: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -501,7 +440,7 @@ func TestRunCountsAhead(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "in")
 	makeImages(t, in, 60)
 	var calls []Progress
-	_, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{Threads: 1}), Inputs: []string{in}, Prompts: []string{"red"},
+	_, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, pipeline.Options{Threads: 1}), Inputs: []string{in}, Prompts: []string{"red"},
 		Out: filepath.Join(t.TempDir(), "out"), Batch: 1, Workers: 1, Streams: 1,
 		Progress: func(p Progress) { calls = append(calls, p) }})
 	if err != nil {

@@ -19,7 +19,7 @@
 // The package never prints or exits: progress goes through a callback and
 // logs through an optional *slog.Logger. The built-in model is linked only
 // where models/embedded is imported.
-package pipeline
+package batch
 
 import (
 	"context"
@@ -33,7 +33,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/conditionhq/condition/pipeline/objstore"
+	"github.com/conditionhq/condition/internal/objstore"
 )
 
 // imageExts are the extensions a folder walk takes (case-insensitive).

@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"context"
@@ -19,7 +19,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conditionhq/condition/pipeline"
+
 	"github.com/conditionhq/condition/internal/cputime"
+	"github.com/conditionhq/condition/internal/encstream"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 )
@@ -43,7 +46,7 @@ type Config struct {
 	// Engine is the model the job runs (see Open); the job prepares its
 	// prompts once. Its Threads is each stream's (see EncoderPlan); it
 	// should be opened with NoSpinning.
-	Engine  *Engine
+	Engine  *pipeline.Engine
 	Inputs  []string // folders (walked recursively), files and WebDataset .tar shards; brace patterns expand
 	Lists   []string // list files: text (a path a line), CSV or Parquet with a path or url column
 	Prompts []string
@@ -449,7 +452,7 @@ func (j *job) decode(w *work, dst []float32) {
 	}
 	if j.cfg.Heatmaps {
 		// Keep the 224² panel, not the decoded image, until the writing.
-		w.base = HeatmapBase(img, j.eng.CropRegion(img.Bounds()))
+		w.base = pipeline.HeatmapBase(img, j.eng.CropRegion(img.Bounds()))
 	}
 	w.mark("preprocess", t)
 }
@@ -466,7 +469,7 @@ func (j *job) outputsExist(outs []string) bool {
 	return true
 }
 
-// stream is one encoder stream (see runStream): it gathers up to batch read
+// stream is one encoder stream (see encstream.Run): it gathers up to batch read
 // images (not waiting for a full batch when reading is slower), decodes
 // them into its input buffer, encodes them, then attends and writes each,
 // and passes every image it took to out, failed or done. Several streams
@@ -475,8 +478,7 @@ func (j *job) outputsExist(outs []string) bool {
 // gives the bytes of the files it takes back to budget once they are
 // decoded (or dropped).
 func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, batch int, budget *byteBudget, cpu *cputime.Counter) {
-	ws := j.eng.newWorkspaces()
-	defer ws.close()
+	var file []byte // the encoding of the stream's last output file
 	// One timer for every wait for a batch to fill.
 	wait := time.NewTimer(time.Hour)
 	wait.Stop()
@@ -511,19 +513,21 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 			// Interrupted: take no new images.
 		}
 	}
-	runStream(j.eng, batch, streamHooks[*work]{
-		next: gather,
-		decode: func(w *work, dst []float32) error {
+	h, w := j.eng.InputSize()
+	enc := encstream.Encoder[pipeline.ImageEncoding]{Encode: j.eng.EncodePixels, PerImage: 3 * h * w, Threads: j.eng.Threads()}
+	encstream.Run(enc, batch, encstream.Hooks[*work, pipeline.ImageEncoding]{
+		Next: gather,
+		Decode: func(w *work, dst []float32) error {
 			j.decode(w, dst)
 			return w.fail
 		},
-		decoded: func(w *work, err error) {
+		Decoded: func(w *work, err error) {
 			budget.give(w.held)
 			if err != nil {
 				out <- w
 			}
 		},
-		encoded: func(pending []*work, encs []ImageEncoding, took time.Duration, err error) {
+		Encoded: func(pending []*work, encs []pipeline.ImageEncoding, took time.Duration, err error) {
 			encodeMs := float64(took.Microseconds()) / 1000
 			captions := j.captionPrompts(pending)
 			for i, w := range pending {
@@ -531,18 +535,19 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 				if err != nil {
 					w.fail = err
 				} else {
-					j.attendAndWrite(w, &encs[i], ws, captions[i])
+					file = j.attendAndWrite(w, &encs[i], file, captions[i])
 				}
 				out <- w
 			}
 		},
-		cpu: cpu,
+		CPU: cpu,
 	})
 }
 
 // attendAndWrite attends one encoded image with the job's prompts and
-// writes its file (and heatmaps).
-func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces, caption *Prompt) {
+// writes its file (and heatmaps), encoding it into buf; it returns buf for
+// the next image.
+func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, caption *pipeline.Prompt) []byte {
 	t := time.Now()
 	p := enc.P()
 	ts := map[string]tensorio.Tensor{
@@ -555,13 +560,13 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces, captio
 	if caption != nil {
 		prompts = append(slices.Clip(prompts), caption)
 	}
-	atts, err := j.eng.attend(context.Background(), ws, enc, prompts, AttendOptions{PerHead: j.cfg.PerHead, Conditioned: true})
+	atts, err := j.eng.Attend(context.Background(), enc, prompts, pipeline.AttendOptions{PerHead: j.cfg.PerHead, Conditioned: true})
 	if err != nil {
 		w.fail = err
-		return
+		return buf
 	}
 	var scores []Score
-	var sheets [][]Overlay
+	var sheets [][]pipeline.Overlay
 	sc := make([]float32, len(atts))
 	for k := range atts {
 		a := &atts[k]
@@ -604,7 +609,7 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces, captio
 	if j.shards != nil {
 		if err := j.shards.write(w.seq, ts); err != nil {
 			w.fail = err
-			return
+			return buf
 		}
 		name := shardName(j.cfg.Shard, w.seq/j.shards.size)
 		for tn := range ts {
@@ -622,8 +627,8 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces, captio
 		ts["metadata_json"] = tensorio.Tensor{DType: tensorio.DTypeU8, Shape: []int{len(mb)}, Data: mb}
 		data, err = tensorio.EncodeNPZ(ts)
 	} else {
-		data, err = tensorio.AppendSafetensors(ws.file[:0], ts, meta)
-		ws.file = data
+		data, err = tensorio.AppendSafetensors(buf[:0], ts, meta)
+		buf = data
 	}
 	if err == nil && j.shards == nil {
 		if err = j.out.WriteFile(outName, data); err == nil {
@@ -632,7 +637,7 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces, captio
 	}
 	if err != nil {
 		w.fail = err
-		return
+		return buf
 	}
 	for k, ov := range sheets {
 		if len(ov) == 0 {
@@ -641,7 +646,7 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces, captio
 		name := fmt.Sprintf("%s.heatmap.%d.png", w.it.Rel, k)
 		if err := j.writeHeatmap(name, w.base, enc.Grid, ov); err != nil {
 			w.fail = err
-			return
+			return buf
 		}
 		w.entry.Outputs = append(w.entry.Outputs, name)
 	}
@@ -650,6 +655,7 @@ func (j *job) attendAndWrite(w *work, enc *ImageEncoding, ws *workspaces, captio
 		w.entry.Scores = scores
 	}
 	w.mark("write", t)
+	return buf
 }
 
 func (j *job) metadata(w *work, g vision.Grid) map[string]string {
@@ -664,12 +670,12 @@ func (j *job) metadata(w *work, g vision.Grid) map[string]string {
 	return m
 }
 
-func (j *job) writeHeatmap(name string, base *image.RGBA, g vision.Grid, ov []Overlay) error {
-	sheet, err := RenderHeatmaps(base, g.H, g.W, ov)
+func (j *job) writeHeatmap(name string, base *image.RGBA, g vision.Grid, ov []pipeline.Overlay) error {
+	sheet, err := pipeline.RenderHeatmaps(base, g.H, g.W, ov)
 	if err != nil {
 		return err
 	}
-	data, err := EncodePNG(sheet)
+	data, err := pipeline.EncodePNG(sheet)
 	if err != nil {
 		return err
 	}
@@ -682,15 +688,15 @@ func (j *job) streams() int {
 	if j.cfg.Streams > 0 {
 		return j.cfg.Streams
 	}
-	return j.eng.defaultStreams()
+	return j.eng.Streams()
 }
 
 // captionPrompts prepares the captions of a batch's images as prompts, in
 // one text encoder call (CaptionPrompt): one per image, nil for those
 // without a caption. A caption that cannot be prepared is logged and left
 // out.
-func (j *job) captionPrompts(batch []*work) []*Prompt {
-	out := make([]*Prompt, len(batch))
+func (j *job) captionPrompts(batch []*work) []*pipeline.Prompt {
+	out := make([]*pipeline.Prompt, len(batch))
 	if !j.cfg.CaptionPrompt {
 		return out
 	}
@@ -704,7 +710,7 @@ func (j *job) captionPrompts(batch []*work) []*Prompt {
 	if len(texts) == 0 {
 		return out
 	}
-	ps, err := j.eng.PrepareWith(context.Background(), TextOptions{Truncate: true}, texts...)
+	ps, err := j.eng.PrepareWith(context.Background(), pipeline.TextOptions{Truncate: true}, texts...)
 	if err != nil {
 		j.log.Warn("captions could not be prepared as prompts", "err", err)
 		return out

@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/conditionhq/condition/pipeline/objstore"
+	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"bufio"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/conditionhq/condition/pipeline/objstore"
+	"github.com/conditionhq/condition/internal/objstore"
 )
 
 // A list names images one by one: a text file with one path per line

@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/conditionhq/condition/pipeline/objstore"
+	"github.com/conditionhq/condition/internal/objstore"
 )
 
 // object walks an object-store root: one object (an image, or a .tar

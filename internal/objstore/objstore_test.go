@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/internal/s3test"
-	"github.com/conditionhq/condition/pipeline/objstore"
 )
 
 func TestParse(t *testing.T) {

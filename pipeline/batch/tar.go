@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"archive/tar"
@@ -10,7 +10,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/conditionhq/condition/pipeline/objstore"
+	"github.com/conditionhq/condition/internal/objstore"
 )
 
 // IsTarName reports whether name is a WebDataset shard the walk reads: a

@@ -1,28 +1,18 @@
-package pipeline
+package batch
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"image"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/conditionhq/condition/internal/enginetest"
+	"github.com/conditionhq/condition/pipeline"
 )
-
-// panicMagic starts the files of a format whose decoder panics, registered
-// with the standard library's image package as a third-party decoder would
-// be.
-const panicMagic = "PANICKY!"
-
-func init() {
-	image.RegisterFormat("panicky", panicMagic,
-		func(r io.Reader) (image.Image, error) { panic("decoder bug") },
-		func(r io.Reader) (image.Config, error) { panic("decoder bug in the header") })
-}
 
 // TestRunDecoderPanicFailsOneImage: a decoder that panics on one file is
 // that image's failure in the manifest; the job goes on with the others.
@@ -30,10 +20,10 @@ func TestRunDecoderPanicFailsOneImage(t *testing.T) {
 	m := openTiny(t)
 	in := filepath.Join(t.TempDir(), "in")
 	makeImages(t, in, 4)
-	if err := os.WriteFile(filepath.Join(in, "bad.png"), []byte(panicMagic+"rest of a file"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(in, "bad.png"), []byte(enginetest.PanicMagic+"rest of a file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{}), Inputs: []string{in}, Prompts: []string{"red"},
+	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, pipeline.Options{}), Inputs: []string{in}, Prompts: []string{"red"},
 		Out: filepath.Join(t.TempDir(), "out"), Batch: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +45,7 @@ func TestRunStopsWhenManifestFails(t *testing.T) {
 	m := openTiny(t)
 	in := filepath.Join(t.TempDir(), "in")
 	makeImages(t, in, 40)
-	cfg := Config{Engine: tinyEngine(t, m, Options{Threads: 1}), Inputs: []string{in}, Prompts: []string{"red"},
+	cfg := Config{Engine: tinyEngine(t, m, pipeline.Options{Threads: 1}), Inputs: []string{in}, Prompts: []string{"red"},
 		Out: filepath.Join(t.TempDir(), "out"), Batch: 1, Workers: 1, Streams: 1}
 	j, err := newJob(context.Background(), cfg)
 	if err != nil {
@@ -114,14 +104,14 @@ func TestRunSetupCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	out := filepath.Join(t.TempDir(), "out")
-	_, err := Run(ctx, Config{Engine: tinyEngine(t, m, Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out})
+	_, err := Run(ctx, Config{Engine: tinyEngine(t, m, pipeline.Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run with a cancelled context: %v, want context.Canceled", err)
 	}
 	if _, err := os.Stat(filepath.Join(out, "manifest.jsonl")); !os.IsNotExist(err) {
 		t.Errorf("a manifest was written: %v", err)
 	}
-	if _, err := New(ctx, m, Options{}); !errors.Is(err, context.Canceled) {
-		t.Errorf("New with a cancelled context: %v, want context.Canceled", err)
+	if _, err := pipeline.New(ctx, m, pipeline.Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("pipeline.New with a cancelled context: %v, want context.Canceled", err)
 	}
 }

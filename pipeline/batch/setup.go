@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"bytes"
@@ -8,20 +8,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	"image/png"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/conditionhq/condition/pipeline/objstore"
+	"github.com/conditionhq/condition/pipeline"
+
+	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/vision"
 )
 
@@ -31,9 +30,9 @@ type job struct {
 	inputs       []string  // cfg.Inputs with brace patterns expanded
 	shards       *shardSet // the shards layout's writer; nil for the files layout
 	doneShards   sync.Map  // shard index → finished by an earlier run (bool)
-	eng          *Engine
+	eng          *pipeline.Engine
 	log          *slog.Logger
-	prompts      Prompts
+	prompts      pipeline.Prompts
 	inH          int
 	inW          int
 	out          *OutDir
@@ -125,7 +124,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	dir := eng.Direction().String()
 	settings := map[string]any{
 		"model": m.Name(), "revision": m.Revision(), "prompts": cfg.Prompts, "direction": dir,
-		"xattn": eng.LayerName(), "per_head": cfg.PerHead, "truncate": eng.opts.Truncate, "caption_prompt": cfg.CaptionPrompt,
+		"xattn": eng.LayerName(), "per_head": cfg.PerHead, "truncate": eng.Options().Truncate, "caption_prompt": cfg.CaptionPrompt,
 		"layout": cfg.Layout, "shard_size": cfg.ShardSize,
 		"heatmaps": cfg.Heatmaps, "format": j.format, "preprocessing": json.RawMessage(preJSON),
 		"jpeg_decoder": vision.JPEGDecoder(), // its JPEG pixels differ by a few levels from the other's
@@ -234,41 +233,6 @@ func (j *job) openRemote(ctx context.Context, name string) error {
 	}
 	j.manifestPath = j.remote.at(name).String()
 	return nil
-}
-
-// EncoderPlan resolves a job's threads and streams (see Config.Streams) on
-// this machine: it returns the intra-op threads of each vision encoder run
-// (Options.Threads of the job's engine) and the number of runs in flight
-// (Config.Streams).
-func EncoderPlan(threads, streams int) (int, int) {
-	return encoderPlan(threads, streams, runtime.GOMAXPROCS(0))
-}
-
-// encoderPlan resolves a job's Threads and Streams (see Config) on a
-// machine of cores cores: it returns the intra-op threads of each vision
-// encoder run and the number of runs in flight.
-func encoderPlan(threads, streams, cores int) (int, int) {
-	cores = max(cores, 1)
-	switch {
-	case threads > 0 && streams > 0:
-		return threads, streams
-	case threads > 0:
-		return threads, 1
-	case streams > 0:
-		return max(1, cores/streams), streams
-	}
-	streams = min(cores, 4)
-	return max(1, cores/streams), streams
-}
-
-// EncodePNG encodes a heatmap sheet as PNG (fast compression).
-func EncodePNG(img image.Image) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img); err != nil {
-		return nil, fmt.Errorf("pipeline: heatmap png: %w", err)
-	}
-	return buf.Bytes(), nil
 }
 
 // InputError is an input the job cannot take: a path that does not exist,

@@ -1,4 +1,4 @@
-package pipeline
+package batch
 
 import (
 	"archive/tar"
@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/conditionhq/condition/pipeline"
 
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/parquet-go/parquet-go"
@@ -101,7 +103,7 @@ func TestRunTarShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{}), Inputs: []string{filepath.Join(dir, "shard-{0..2}.tar")},
+	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, pipeline.Options{}), Inputs: []string{filepath.Join(dir, "shard-{0..2}.tar")},
 		Prompts: []string{"red"}, Out: out, Batch: 2, CaptionPrompt: true})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +214,7 @@ func TestRunLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{}), Lists: []string{filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.csv"), filepath.Join(dir, "c.parquet")},
+	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, pipeline.Options{}), Lists: []string{filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.csv"), filepath.Join(dir, "c.parquet")},
 		Prompts: []string{"red"}, Out: out})
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +230,7 @@ func TestRunLists(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "imgs", "img-001.png.safetensors")); err != nil {
 		t.Error(err)
 	}
-	if _, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, Options{}), Lists: []string{filepath.Join(dir, "imgs", "img-001.png.csv")},
+	if _, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, pipeline.Options{}), Lists: []string{filepath.Join(dir, "imgs", "img-001.png.csv")},
 		Prompts: []string{"red"}, Out: filepath.Join(t.TempDir(), "o")}); err == nil {
 		t.Error("a missing list: no error")
 	}

@@ -285,12 +285,12 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 	}
 	res.Model = m.Name()
 	res.Decode, res.JPEGDecoder = string(o.decodeMode), vision.JPEGDecoder()
-	res.Threads, res.Streams = batch.EncoderPlan(o.ort.Threads, o.workers)
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: res.Threads, NoSpinning: true, Decode: o.decodeMode})
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.Threads, Streams: autoStreams(o.workers), NoSpinning: true, Decode: o.decodeMode})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
+	res.Threads, res.Streams = eng.Threads(), eng.Streams()
 
 	// The encoder alone runs on copies of the same image, enough for every
 	// stream to have batches in turn.
@@ -428,8 +428,7 @@ func startBenchServer(e *env, eng *pipeline.Engine, o serveBenchOptions, batchin
 	if batching {
 		b.maxBatch = o.maxBatch
 	}
-	_, streams := batch.EncoderPlan(o.ort.Threads, o.workers)
-	srv, err := serve.New(serve.Options{Engine: eng, MaxBatch: b.maxBatch, MaxWait: o.maxWait, Workers: streams,
+	srv, err := serve.New(serve.Options{Engine: eng, MaxBatch: b.maxBatch, MaxWait: o.maxWait, Workers: eng.Streams(),
 		MaxQueue: o.maxQueue, Registry: b.reg})
 	if err != nil {
 		return nil, err

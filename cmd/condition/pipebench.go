@@ -182,12 +182,12 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		return runPipeTune(ctx, e, o, m, images, tmp)
 	}
 	res.Model, res.Batch, res.Cores = m.Name(), o.batch, runtime.GOMAXPROCS(0)
-	res.Threads, res.Streams = batch.EncoderPlan(o.ort.Threads, o.streams)
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: res.Threads, NoSpinning: true, Decode: o.mode})
+	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.Threads, Streams: autoStreams(o.streams), NoSpinning: true, Decode: o.mode})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
+	res.Threads, res.Streams = eng.Threads(), eng.Streams()
 	cfg := batch.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
 		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Streams: res.Streams, Version: Version, Log: e.Log}
 	if o.images == "" {

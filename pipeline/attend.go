@@ -356,7 +356,7 @@ func (a *Attention) Overlays() []Overlay {
 				m[j] /= float32(n)
 			}
 		}
-		o := Overlay{Label: wd.Text, Start: wd.Start, End: wd.End, Map: m}
+		o := Overlay{Label: wd.Text, Start: wd.Start, End: wd.End, Map: m, GridH: a.Grid.H, GridW: a.Grid.W}
 		if a.Similarity != nil {
 			o.Lo, o.Hi = 0, 1
 			o.Peak = slices.Max(m)

@@ -123,6 +123,9 @@ type Engine struct {
 	draft        int     // vision.DecodeOptions.Draft for DecodeImage
 	streams      int     // vision encoder runs in flight in EncodeImageStream
 
+	labelMu sync.Mutex
+	labels  map[labelKey]TextEncoding // Classify's label prompts, encoded
+
 	free      chan *workspaces
 	freeMu    sync.RWMutex // putWorkspaces holds it shared, Close exclusively
 	closed    bool

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -41,12 +42,29 @@ type Overlay struct {
 	// Peak is the largest value of Map, printed in the label of a fixed
 	// scale.
 	Peak float32
+	// GridH and GridW are the patch grid's rows and columns.
+	GridH, GridW int
+}
+
+// PeakCell returns the row and column of the patch where Map is largest
+// (the first, in row-major order, of equal values).
+func (o *Overlay) PeakCell() (row, col int) {
+	if len(o.Map) == 0 || o.GridW <= 0 {
+		return 0, 0
+	}
+	best := 0
+	for j, v := range o.Map {
+		if v > o.Map[best] {
+			best = j
+		}
+	}
+	return best / o.GridW, best % o.GridW
 }
 
 // Absolute reports whether o has a fixed colour scale.
 func (o *Overlay) Absolute() bool { return o.Hi > o.Lo }
 
-// HeatmapBase scales the region of img the model saw (crop, in source
+// heatmapBase scales the region of img the model saw (crop, in source
 // coordinates; the whole image when crop is empty) to one HeatmapPanel ×
 // HeatmapPanel panel. Make it once per image: every prompt's sheet draws on
 // it, and it is all a job needs to keep of the decoded image.
@@ -55,7 +73,7 @@ func (o *Overlay) Absolute() bool { return o.Hi > o.Lo }
 // (imaging.Fill): it already is what the model saw and the patch grid covers
 // all of it, so cutting a crop that is not square (an image the model
 // squashed whole) again would put every map off its patches.
-func HeatmapBase(img image.Image, crop image.Rectangle) *image.RGBA {
+func heatmapBase(img image.Image, crop image.Rectangle) *image.RGBA {
 	crop = crop.Intersect(img.Bounds())
 	if crop.Empty() {
 		crop = img.Bounds()
@@ -77,11 +95,11 @@ func HeatmapBase(img image.Image, crop image.Rectangle) *image.RGBA {
 	return toRGBA(imaging.Resize(src, HeatmapPanel, HeatmapPanel, imaging.CatmullRom))
 }
 
-// RenderHeatmaps draws a sheet: the base panel (HeatmapBase) and one panel
+// renderHeatmaps draws a sheet: the base panel (HeatmapBase) and one panel
 // per overlay, each the base in grey under the word's map upsampled smoothly
 // (bilinear) to the panel and coloured with viridis, labelled with its word;
 // at most six panels a row. gridH×gridW is the patch grid.
-func RenderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*image.RGBA, error) {
+func renderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*image.RGBA, error) {
 	if b := base.Bounds(); b.Dx() != HeatmapPanel || b.Dy() != HeatmapPanel {
 		return nil, fmt.Errorf("pipeline: heatmap: base panel is %v, want %d×%d", b, HeatmapPanel, HeatmapPanel)
 	}
@@ -272,6 +290,37 @@ func viridis(t float32) color.RGBA {
 		B: ch([7]float64{0.3340998053353061, 1.384590162594685, 0.09509516302823659, -19.33244095627987, 56.69055260068105, -65.35303263337234, 26.3124352495832}),
 		A: 255,
 	}
+}
+
+// HeatmapBase is an image as every sheet of it shows it: the part the
+// model saw, scaled to one HeatmapPanel × HeatmapPanel panel. Make it once
+// per image (Engine.HeatmapBase) when several prompts' sheets are drawn or
+// the decoded image should not be kept until they are.
+type HeatmapBase struct{ *image.RGBA }
+
+// HeatmapBase returns the base panel of img (the image as decoded) for
+// Attention.Heatmap: the region the model's preprocessing keeps (its centre
+// crop, in img's pixels), stretched to the panel.
+func (e *Engine) HeatmapBase(img image.Image) HeatmapBase {
+	return HeatmapBase{heatmapBase(img, e.CropRegion(img.Bounds()))}
+}
+
+// Heatmap draws the attention's sheet: first the image as the model saw it,
+// then one panel per content word (Overlays) over it, each with its colour
+// bar and label. img is the image as decoded (cropped and scaled as the
+// engine's preprocessing does) or its HeatmapBase.
+func (a *Attention) Heatmap(img image.Image) (*image.RGBA, error) {
+	if img == nil {
+		return nil, errors.New("pipeline: heatmap: no image")
+	}
+	base, ok := img.(HeatmapBase)
+	if !ok {
+		if a.Prompt == nil || a.Prompt.eng == nil {
+			return nil, errors.New("pipeline: heatmap: the attention has no prompt of an engine")
+		}
+		base = a.Prompt.eng.HeatmapBase(img)
+	}
+	return renderHeatmaps(base.RGBA, a.Grid.H, a.Grid.W, a.Overlays())
 }
 
 // EncodePNG encodes a heatmap sheet as PNG (fast compression).

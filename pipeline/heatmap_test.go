@@ -32,7 +32,7 @@ func TestRenderHeatmapsPeakWhereTheMapPeaks(t *testing.T) {
 	img := image.NewRGBA(image.Rect(0, 0, 64, 64))
 	m := make([]float32, 4*4)
 	m[0*4+3] = 1 // top-right patch
-	sheet, err := RenderHeatmaps(HeatmapBase(img, img.Bounds()), 4, 4, []Overlay{{Label: "red", Map: m}})
+	sheet, err := renderHeatmaps(heatmapBase(img, img.Bounds()), 4, 4, []Overlay{{Label: "red", Map: m}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestRenderHeatmapsPeakWhereTheMapPeaks(t *testing.T) {
 	if int(tr.R)+int(tr.G) <= int(bl.R)+int(bl.G)+100 {
 		t.Fatalf("peak not shown: top-right %v, bottom-left %v", tr, bl)
 	}
-	if _, err := RenderHeatmaps(HeatmapBase(img, img.Bounds()), 4, 4, []Overlay{{Label: "x", Map: m[:3]}}); err == nil {
+	if _, err := renderHeatmaps(heatmapBase(img, img.Bounds()), 4, 4, []Overlay{{Label: "x", Map: m[:3]}}); err == nil {
 		t.Fatal("short map accepted")
 	}
 }
@@ -58,7 +58,7 @@ func TestRenderHeatmapsLayout(t *testing.T) {
 			img.SetRGBA(x, y, color.RGBA{uint8(x), uint8(y), 200, 255})
 		}
 	}
-	base := HeatmapBase(img, image.Rect(50, 0, 250, 200))
+	base := heatmapBase(img, image.Rect(50, 0, 250, 200))
 	if b := base.Bounds(); b != image.Rect(0, 0, HeatmapPanel, HeatmapPanel) {
 		t.Fatalf("base panel %v", b)
 	}
@@ -73,7 +73,7 @@ func TestRenderHeatmapsLayout(t *testing.T) {
 			}
 			overlays[i] = Overlay{Label: fmt.Sprintf("w%d", i), Map: m}
 		}
-		sheet, err := RenderHeatmaps(base, 3, 5, overlays)
+		sheet, err := renderHeatmaps(base, 3, 5, overlays)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestRenderHeatmapsLayout(t *testing.T) {
 }
 
 func TestRenderHeatmapsBadInput(t *testing.T) {
-	base := HeatmapBase(image.NewRGBA(image.Rect(0, 0, 32, 32)), image.Rectangle{})
+	base := heatmapBase(image.NewRGBA(image.Rect(0, 0, 32, 32)), image.Rectangle{})
 	good := Overlay{Label: "cat", Map: make([]float32, 4*4)}
 	bad := Overlay{Label: "dog", Map: make([]float32, 15)}
 	for _, c := range []struct {
@@ -130,7 +130,7 @@ func TestRenderHeatmapsBadInput(t *testing.T) {
 		{"zero columns", 4, 0, []Overlay{{Label: "dog"}}},
 		{"negative grid", -4, -4, []Overlay{{Label: "dog", Map: make([]float32, 16)}}},
 	} {
-		_, err := RenderHeatmaps(base, c.gridH, c.gridW, c.overlays)
+		_, err := renderHeatmaps(base, c.gridH, c.gridW, c.overlays)
 		if err == nil {
 			t.Errorf("%s: no error", c.name)
 			continue
@@ -139,10 +139,10 @@ func TestRenderHeatmapsBadInput(t *testing.T) {
 			t.Errorf("%s: error %q does not name the overlay", c.name, msg)
 		}
 	}
-	if _, err := RenderHeatmaps(base, 0, 0, nil); err == nil {
+	if _, err := renderHeatmaps(base, 0, 0, nil); err == nil {
 		t.Error("zero grid without overlays: no error")
 	}
-	if _, err := RenderHeatmaps(image.NewRGBA(image.Rect(0, 0, 10, 10)), 4, 4, []Overlay{good}); err == nil {
+	if _, err := renderHeatmaps(image.NewRGBA(image.Rect(0, 0, 10, 10)), 4, 4, []Overlay{good}); err == nil {
 		t.Error("small base panel: no error")
 	}
 }
@@ -155,7 +155,7 @@ func BenchmarkRenderHeatmaps(b *testing.B) {
 			img.Pix[i] = 0xff // opaque, as a photo
 		}
 	}
-	base := HeatmapBase(img, img.Bounds())
+	base := heatmapBase(img, img.Bounds())
 	const g = 8
 	overlays := make([]Overlay, 3)
 	for i := range overlays {
@@ -167,7 +167,7 @@ func BenchmarkRenderHeatmaps(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := RenderHeatmaps(base, g, g, overlays); err != nil {
+		if _, err := renderHeatmaps(base, g, g, overlays); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -184,6 +184,6 @@ func BenchmarkHeatmapBase(b *testing.B) {
 	crop := image.Rect(80, 0, 560, 480)
 	b.ReportAllocs()
 	for b.Loop() {
-		HeatmapBase(img, crop)
+		heatmapBase(img, crop)
 	}
 }

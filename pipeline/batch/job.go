@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"image"
 	"io"
 	"log/slog"
 	"os"
@@ -100,10 +99,6 @@ type Summary struct {
 	Elapsed               time.Duration
 	Manifest              string // path of the manifest written
 	Interrupted           bool
-	// EncoderCPU is the CPU time of the vision encoder's calls, read on
-	// the threads that made them: all of the encoder's work when each
-	// stream runs one thread (see Rate); 0 where it cannot be read.
-	EncoderCPU time.Duration
 }
 
 // ImagesPerSec is the rate of images done (not skipped) per second.
@@ -118,10 +113,10 @@ func (s *Summary) ImagesPerSec() float64 {
 type work struct {
 	it      Item
 	entry   Entry
-	data    []byte      // the file, read and not yet decoded
-	held    int64       // bytes of data counted in the job's read-ahead budget
-	base    *image.RGBA // the heatmap base panel (HeatmapBase), when heatmaps are asked for
-	seq     int         // the image's place in this process's walk (its shard and row in the shards layout)
+	data    []byte               // the file, read and not yet decoded
+	held    int64                // bytes of data counted in the job's read-ahead budget
+	base    pipeline.HeatmapBase // the heatmap base panel, when heatmaps are asked for
+	seq     int                  // the image's place in this process's walk (its shard and row in the shards layout)
 	started time.Time
 	timings map[string]float64
 	fail    error
@@ -259,13 +254,13 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 
 	// Stage 3: the encoder streams, each decoding, encoding, attending and
 	// writing its batches in turn (see Config).
-	var encCPU cputime.Counter
+	encCPU := cputime.FromContext(ctx) // a benchmark's, or nil
 	var wg3 sync.WaitGroup
 	for range max(j.streams(), 1) {
 		wg3.Add(1)
 		go func() {
 			defer wg3.Done()
-			j.stream(ctx, ready, done, batch, budget, &encCPU)
+			j.stream(ctx, ready, done, batch, budget, encCPU)
 		}()
 	}
 	go func() { wg3.Wait(); close(done) }()
@@ -324,7 +319,6 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	if budget.used != 0 && manErr == nil { // every stream has returned
 		manErr = fmt.Errorf("pipeline: %d bytes of files read ahead were never given back", budget.used)
 	}
-	sum.EncoderCPU = encCPU.Total()
 	if err := j.man.Close(); err != nil && manErr == nil {
 		manErr = err
 	}
@@ -452,7 +446,7 @@ func (j *job) decode(w *work, dst []float32) {
 	}
 	if j.cfg.Heatmaps {
 		// Keep the 224² panel, not the decoded image, until the writing.
-		w.base = pipeline.HeatmapBase(img, j.eng.CropRegion(img.Bounds()))
+		w.base = j.eng.HeatmapBase(img)
 	}
 	w.mark("preprocess", t)
 }
@@ -474,7 +468,7 @@ func (j *job) outputsExist(outs []string) bool {
 // them into its input buffer, encodes them, then attends and writes each,
 // and passes every image it took to out, failed or done. Several streams
 // share in and out. Each keeps to its thread and adds the CPU time of its
-// encoder calls to cpu. Once ctx is cancelled it takes no new images. It
+// encoder calls to cpu when it is set. Once ctx is cancelled it takes no new images. It
 // gives the bytes of the files it takes back to budget once they are
 // decoded (or dropped).
 func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, batch int, budget *byteBudget, cpu *cputime.Counter) {
@@ -566,7 +560,7 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 		return buf
 	}
 	var scores []Score
-	var sheets [][]pipeline.Overlay
+	var sheets []*pipeline.Attention
 	sc := make([]float32, len(atts))
 	for k := range atts {
 		a := &atts[k]
@@ -593,7 +587,7 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 			sc[k] = float32(a.Score)
 		}
 		if j.cfg.Heatmaps {
-			sheets = append(sheets, a.Overlays())
+			sheets = append(sheets, a)
 		}
 	}
 	if len(scores) > 0 {
@@ -639,18 +633,18 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 		w.fail = err
 		return buf
 	}
-	for k, ov := range sheets {
-		if len(ov) == 0 {
+	for k, a := range sheets {
+		if len(a.Overlays()) == 0 {
 			continue
 		}
 		name := fmt.Sprintf("%s.heatmap.%d.png", w.it.Rel, k)
-		if err := j.writeHeatmap(name, w.base, enc.Grid, ov); err != nil {
+		if err := j.writeHeatmap(name, w.base, a); err != nil {
 			w.fail = err
 			return buf
 		}
 		w.entry.Outputs = append(w.entry.Outputs, name)
 	}
-	w.base = nil
+	w.base = pipeline.HeatmapBase{}
 	if len(scores) > 0 {
 		w.entry.Scores = scores
 	}
@@ -670,8 +664,8 @@ func (j *job) metadata(w *work, g vision.Grid) map[string]string {
 	return m
 }
 
-func (j *job) writeHeatmap(name string, base *image.RGBA, g vision.Grid, ov []pipeline.Overlay) error {
-	sheet, err := pipeline.RenderHeatmaps(base, g.H, g.W, ov)
+func (j *job) writeHeatmap(name string, base pipeline.HeatmapBase, a *pipeline.Attention) error {
+	sheet, err := a.Heatmap(base)
 	if err != nil {
 		return err
 	}

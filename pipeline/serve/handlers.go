@@ -272,9 +272,9 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 	full := pipeline.FullRegion(crop.Sub(b.Min), info) // in the full image's pixels, also when decoded scaled
 	res := attendResponse{Model: s.eng.Model().Name(), Grid: [2]int{enc.Grid.H, enc.Grid.W}, Size: [2]int{info.Width, info.Height},
 		Crop: [4]int{full.Min.X, full.Min.Y, full.Max.X, full.Max.Y}}
-	var base *image.RGBA
+	var base pipeline.HeatmapBase
 	if req.Heatmaps {
-		base = pipeline.HeatmapBase(img, crop)
+		base = s.eng.HeatmapBase(img)
 	}
 	p := enc.P()
 	for _, a := range atts {
@@ -291,8 +291,8 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 		for _, o := range ovs {
 			ap.Overlays = append(ap.Overlays, overlay{Word: o.Label, Start: o.Start, End: o.End, Map: o.Map, Lo: o.Lo, Hi: o.Hi, Peak: o.Peak})
 		}
-		if base != nil && len(ovs) > 0 {
-			sheet, err := pipeline.RenderHeatmaps(base, a.Grid.H, a.Grid.W, ovs)
+		if base.RGBA != nil && len(ovs) > 0 {
+			sheet, err := a.Heatmap(base)
 			if err == nil {
 				var png []byte
 				if png, err = pipeline.EncodePNG(sheet); err == nil {
@@ -375,35 +375,14 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.apiErr(err)
 	}
-	ps, err := s.prompts(ctx, texts, req.Truncate)
+	labels, err := s.eng.Classify(ctx, &enc, req.Labels, pipeline.ClassifyOptions{Template: req.Template, Truncate: req.Truncate})
 	if err != nil {
 		return s.apiErr(err)
 	}
-	encs := make([]pipeline.TextEncoding, len(ps))
-	for i, p := range ps {
-		encs[i] = p.TextEncoding
+	res := classifyResponse{Model: s.eng.Model().Name(), Best: labels[0].Text, Labels: make([]classifyLabel, len(labels))}
+	for _, l := range labels {
+		res.Labels[l.Index] = classifyLabel{Label: l.Text, Prompt: l.Prompt, Score: float64(l.Logit), Probability: float64(l.Prob)}
 	}
-	_, logits, err := s.eng.Similarity([]pipeline.ImageEncoding{enc}, encs)
-	if err != nil {
-		return s.apiErr(err)
-	}
-	res := classifyResponse{Model: s.eng.Model().Name()}
-	top := math.Inf(-1)
-	for _, l := range logits[0] {
-		top = max(top, float64(l))
-	}
-	sum := 0.0
-	for _, l := range logits[0] {
-		sum += math.Exp(float64(l) - top)
-	}
-	best := 0
-	for i, l := range logits[0] {
-		res.Labels = append(res.Labels, classifyLabel{Label: req.Labels[i], Prompt: texts[i], Score: float64(l), Probability: math.Exp(float64(l)-top) / sum})
-		if l > logits[0][best] {
-			best = i
-		}
-	}
-	res.Best = req.Labels[best]
 	writeJSON(w, http.StatusOK, res)
 	return nil
 }

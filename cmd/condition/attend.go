@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -50,38 +49,15 @@ func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
 	o.ort.AddFlags(fs)
 }
 
-// region names for a 3×3 split of the patch grid.
-var regionNames = [3][3]string{
-	{"top left", "top", "top right"},
-	{"left", "centre", "right"},
-	{"bottom left", "bottom", "bottom right"},
-}
-
-type scored struct {
-	Name   string  `json:"name"`
-	Weight float32 `json:"weight"`
-}
-
-type wordPatches struct {
-	Word    string   `json:"word"`
-	Tokens  [2]int   `json:"tokens"`  // the word's tokens: [start, end) in Tokens
-	Patches []scored `json:"patches"` // "row,col"
-}
-
-type regionWords struct {
-	Region string   `json:"region"`
-	Words  []scored `json:"words"`
-}
-
 type attendReport struct {
-	Prompt      string        `json:"prompt"`
-	Score       float64       `json:"score"`
-	Tokens      []string      `json:"tokens"`
-	Grid        [2]int        `json:"grid"`
-	Words       []wordPatches `json:"words"`
-	Regions     []regionWords `json:"regions"`
-	Heatmap     string        `json:"heatmap,omitempty"`
-	TextToImage []float32     `json:"text_to_image,omitempty"`
+	Prompt      string                 `json:"prompt"`
+	Score       float64                `json:"score"`
+	Tokens      []string               `json:"tokens"`
+	Grid        [2]int                 `json:"grid"`
+	Words       []pipeline.WordPatches `json:"words"`
+	Regions     []pipeline.Region      `json:"regions"`
+	Heatmap     string                 `json:"heatmap,omitempty"`
+	TextToImage []float32              `json:"text_to_image,omitempty"`
 	// Similarity [T, P] is each token's cosine with each patch in CLIP's
 	// joint space: the scale of the words' patches and heatmaps.
 	Similarity  []float32 `json:"similarity,omitempty"`
@@ -150,7 +126,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	base := pipeline.HeatmapBase(img, eng.CropRegion(img.Bounds()))
+	base := eng.HeatmapBase(img)
 	var reports []attendReport
 	for k, a := range atts[0] {
 		r := summarise(&a, o.top)
@@ -163,7 +139,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 			if len(atts[0]) > 1 {
 				name = strings.TrimSuffix(name, ".png") + fmt.Sprintf(".%d.png", k)
 			}
-			sheet, err := pipeline.RenderHeatmaps(base, a.Grid.H, a.Grid.W, overlays)
+			sheet, err := a.Heatmap(base)
 			if err != nil {
 				return err
 			}
@@ -214,7 +190,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func formatScored(xs []scored) string {
+func formatScored(xs []pipeline.Scored) string {
 	parts := make([]string, len(xs))
 	for i, x := range xs {
 		parts[i] = fmt.Sprintf("%s: %.3f", x.Name, x.Weight)
@@ -222,64 +198,15 @@ func formatScored(xs []scored) string {
 	return strings.Join(parts, "  ")
 }
 
-// summarise picks, per content word, its top patches (text → image, or the
-// image → text column when that is all there is) and, per 3×3 region of
+// summarise reports, per content word, its top patches (text → image, or
+// the image → text column when that is all there is) and, per 3×3 region of
 // the grid, the words its patches attend to most (image → text).
 func summarise(a *pipeline.Attention, top int) attendReport {
-	g := a.Grid
-	p := g.H * g.W
 	ps := a.Prompt
-	t := ps.T()
-	r := attendReport{Prompt: ps.Text, Score: a.Score, Tokens: ps.Tokens, Grid: [2]int{g.H, g.W}, Scale: "attention"}
+	r := attendReport{Prompt: ps.Text, Score: a.Score, Tokens: ps.Tokens, Grid: [2]int{a.Grid.H, a.Grid.W}, Scale: "attention",
+		Words: a.TopPatches(top), Regions: a.RegionWords(top)}
 	if a.Similarity != nil {
 		r.Scale = "cosine"
 	}
-	for _, ov := range a.Overlays() {
-		var ps []scored
-		for j, v := range ov.Map {
-			ps = append(ps, scored{Name: fmt.Sprintf("%d,%d", j/g.W, j%g.W), Weight: v})
-		}
-		r.Words = append(r.Words, wordPatches{Word: ov.Label, Tokens: [2]int{ov.Start, ov.End}, Patches: topK(ps, top)})
-	}
-	if a.ImageToText == nil {
-		return r
-	}
-	for ry := range 3 {
-		for rx := range 3 {
-			var ws []scored
-			n := 0
-			sums := make([]float32, len(ps.Words))
-			for j := range p {
-				row, col := j/g.W, j%g.W
-				if row*3/g.H != ry || col*3/g.W != rx {
-					continue
-				}
-				n++
-				for wi, w := range ps.Words {
-					for tok := w.Start; tok < w.End; tok++ {
-						sums[wi] += a.ImageToText[j*t+tok]
-					}
-				}
-			}
-			if n == 0 {
-				continue
-			}
-			for wi, w := range ps.Words {
-				if w.Special || pipeline.IsStopWord(w.Text) {
-					continue
-				}
-				ws = append(ws, scored{Name: w.Text, Weight: sums[wi] / float32(n)})
-			}
-			r.Regions = append(r.Regions, regionWords{Region: regionNames[ry][rx], Words: topK(ws, top)})
-		}
-	}
 	return r
-}
-
-func topK(xs []scored, k int) []scored {
-	sort.SliceStable(xs, func(i, j int) bool { return xs[i].Weight > xs[j].Weight })
-	if len(xs) > k {
-		xs = xs[:k]
-	}
-	return xs
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/conditionhq/condition/internal/eval"
+
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/internal/scenes"
@@ -66,13 +68,13 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	opts := pipeline.EvalOptions{Scenes: o.scenes}
+	opts := eval.Options{Scenes: o.scenes}
 	line := newStatusLine(e.Stderr, o.json)
 	opts.Progress = func(done, total int) {
 		line.show(fmt.Sprintf("%sevaluating: %d/%d images", bar(done, total, 24), done, total), false)
 	}
 	defer line.done()
-	res, err := pipeline.Evaluate(ctx, eng, opts)
+	res, err := eval.Run(ctx, eng, opts)
 	if err != nil {
 		return err
 	}
@@ -84,11 +86,11 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.Stdout, "model %s on held-out scenes of two renderers\n", m.Name())
 	for _, f := range []struct {
 		title string
-		fig   pipeline.EvalFigures
+		fig   eval.Figures
 		zs    float64
 	}{
-		{fmt.Sprintf("training renderer (internal/scenes, seeds %d and %d)", pipeline.EvalSingleSeed, pipeline.EvalPairSeed), res.Training, 92},
-		{fmt.Sprintf("independent renderer (internal/vecscenes, seeds %d and %d; never trained on)", pipeline.EvalVectorSingleSeed, pipeline.EvalVectorPairSeed), res.Independent, 90},
+		{fmt.Sprintf("training renderer (internal/scenes, seeds %d and %d)", eval.SingleSeed, eval.PairSeed), res.Training, 92},
+		{fmt.Sprintf("independent renderer (internal/vecscenes, seeds %d and %d; never trained on)", eval.VectorSingleSeed, eval.VectorPairSeed), res.Independent, 90},
 	} {
 		r := f.fig
 		fmt.Fprintf(e.Stdout, "%s\n", f.title)

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conditionhq/condition/internal/eval"
+
 	"github.com/conditionhq/condition/internal/orttest"
-	"github.com/conditionhq/condition/pipeline"
 )
 
 func TestModelsEvalDefault(t *testing.T) {
@@ -17,14 +18,14 @@ func TestModelsEvalDefault(t *testing.T) {
 	if code := mainContext(context.Background(), []string{"models", "eval", "--scenes", "40", "--json"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	var res pipeline.EvalResult
+	var res eval.Result
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 	// Forty scenes of each kind and renderer: the counts say the evaluation
 	// ran on them; the quality figures themselves are checked on 1000
 	// scenes in pipeline's TestEvalDefault.
-	for _, f := range []pipeline.EvalFigures{res.Training, res.Independent} {
+	for _, f := range []eval.Figures{res.Training, res.Independent} {
 		rows := 0
 		for _, row := range f.ShapeConfusion {
 			for _, c := range row {
@@ -38,7 +39,7 @@ func TestModelsEvalDefault(t *testing.T) {
 			t.Fatalf("the built-in model does not localise words: %+v", f)
 		}
 	}
-	if res.Training.Renderer != pipeline.RendererTraining || res.Independent.Renderer != pipeline.RendererIndependent {
+	if res.Training.Renderer != eval.RendererTraining || res.Independent.Renderer != eval.RendererIndependent {
 		t.Fatalf("renderers %q and %q", res.Training.Renderer, res.Independent.Renderer)
 	}
 	out.Reset()

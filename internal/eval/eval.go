@@ -1,4 +1,7 @@
-package pipeline
+// Package eval measures the built-in model on held-out scenes of two
+// renderers: zero-shot classification (Engine.Classify) and where the
+// attention maps put each word. `condition models eval` and the tests use it.
+package eval
 
 import (
 	"context"
@@ -6,6 +9,8 @@ import (
 	"image"
 	"math"
 	"slices"
+
+	"github.com/conditionhq/condition/pipeline"
 
 	"github.com/conditionhq/condition/internal/scenes"
 	"github.com/conditionhq/condition/internal/vecscenes"
@@ -21,32 +26,32 @@ import (
 // scripts/train_default/train.py, which reads the second renderer's scenes
 // as internal/vecscenes/cmd/evaldata writes them.
 const (
-	// EvalSingleSeed is the generator seed of the single-object scenes
+	// SingleSeed is the generator seed of the single-object scenes
 	// (zero-shot classification).
-	EvalSingleSeed = 1001
-	// EvalPairSeed is the generator seed of the two-object scenes (the
+	SingleSeed = 1001
+	// PairSeed is the generator seed of the two-object scenes (the
 	// attention maps).
-	EvalPairSeed = 1002
-	// EvalImageSize is the side in pixels the scenes are rendered at.
-	EvalImageSize = 64
-	// EvalInside is the least fraction of a patch an object must cover for
+	PairSeed = 1002
+	// ImageSize is the side in pixels the scenes are rendered at.
+	ImageSize = 64
+	// Inside is the least fraction of a patch an object must cover for
 	// the patch to be inside the object (text → image peak).
-	EvalInside = 0.25
-	// EvalOwned is the least fraction of a patch an object must cover for
+	Inside = 0.25
+	// Owned is the least fraction of a patch an object must cover for
 	// the patch to count as the object's (image → text).
-	EvalOwned = 0.5
+	Owned = 0.5
 )
 
 // The held-out scenes of the independent renderer (internal/vecscenes),
 // which draws its own way and is never used for training.
 const (
-	// EvalVectorSingleSeed is its seed of single-object scenes.
-	EvalVectorSingleSeed = 2001
-	// EvalVectorPairSeed is its seed of two-object scenes.
-	EvalVectorPairSeed = 2002
+	// VectorSingleSeed is its seed of single-object scenes.
+	VectorSingleSeed = 2001
+	// VectorPairSeed is its seed of two-object scenes.
+	VectorPairSeed = 2002
 )
 
-// The renderers Evaluate measures a model on.
+// The renderers Run measures a model on.
 const (
 	// RendererTraining is internal/scenes, the generator the default model
 	// was trained on (its one way of drawing, as the held-out scenes use).
@@ -56,8 +61,8 @@ const (
 	RendererIndependent = "vecscenes"
 )
 
-// EvalOptions controls Evaluate.
-type EvalOptions struct {
+// Options controls Run.
+type Options struct {
 	// Scenes is the number of scenes of each kind (default 1000).
 	Scenes int
 	// Batch is the number of images encoded at once (default 100).
@@ -67,9 +72,9 @@ type EvalOptions struct {
 	Progress func(done, total int)
 }
 
-// EvalFigures holds the quality figures of a model on one renderer's
+// Figures holds the quality figures of a model on one renderer's
 // held-out scenes, with the counts they are over.
-type EvalFigures struct {
+type Figures struct {
 	// Renderer is RendererTraining or RendererIndependent.
 	Renderer string `json:"renderer"`
 	// ZeroShotTop1 is the fraction of single-object scenes whose image
@@ -84,13 +89,13 @@ type EvalFigures struct {
 	// PeakInside is, over the colour and shape words of two-object
 	// captions, the fraction whose text → image map (scores t_i·p_j over
 	// the patches j) peaks at a patch the named object covers at least
-	// EvalInside of. Words whose object covers no patch that much are
+	// Inside of. Words whose object covers no patch that much are
 	// skipped (PeakSkipped).
 	PeakInside  float64 `json:"text_to_image_peak_inside"`
 	PeakWords   int     `json:"text_to_image_words"`
 	PeakSkipped int     `json:"text_to_image_skipped"`
 	// OwnWord is, over the patches of two-object scenes that one object
-	// covers at least EvalOwned of, the fraction whose image → text scores,
+	// covers at least Owned of, the fraction whose image → text scores,
 	// restricted to the caption's content words (the colour and shape
 	// words of both objects), are highest at a word of that object.
 	OwnWord    float64 `json:"image_to_text_own_word"`
@@ -100,7 +105,7 @@ type EvalFigures struct {
 // ShapeAccuracy returns, per shape of scenes.Shapes, the fraction of its
 // single-object scenes whose top-1 prompt names that shape (the diagonal
 // of ShapeConfusion over its rows; 0 for a shape with no scenes).
-func (f EvalFigures) ShapeAccuracy() []float64 {
+func (f Figures) ShapeAccuracy() []float64 {
 	out := make([]float64, len(f.ShapeConfusion))
 	for i, row := range f.ShapeConfusion {
 		n := 0
@@ -114,14 +119,14 @@ func (f EvalFigures) ShapeAccuracy() []float64 {
 	return out
 }
 
-// EvalResult holds a model's figures on both renderers' held-out scenes.
-type EvalResult struct {
-	Training    EvalFigures `json:"training_renderer"`
-	Independent EvalFigures `json:"independent_renderer"`
+// Result holds a model's figures on both renderers' held-out scenes.
+type Result struct {
+	Training    Figures `json:"training_renderer"`
+	Independent Figures `json:"independent_renderer"`
 }
 
-// EvalPrompt returns the zero-shot prompt of a colour and a shape.
-func EvalPrompt(colour, shape string) string {
+// Prompt returns the zero-shot prompt of a colour and a shape.
+func Prompt(colour, shape string) string {
 	if colour != "" && (colour[0] == 'a' || colour[0] == 'e' || colour[0] == 'i' || colour[0] == 'o' || colour[0] == 'u') {
 		return "an " + colour + " " + shape
 	}
@@ -141,7 +146,7 @@ type evalScene struct {
 	words         int
 	refs          []evalRef
 	// coverage returns [objects][grid*grid]: the share of each patch of
-	// the model's EvalImageSize crop that each object covers.
+	// the model's ImageSize crop that each object covers.
 	coverage func(grid int) [][]float64
 }
 
@@ -152,9 +157,9 @@ func trainingScenes(seed uint64, objects int) evalSource {
 	g := scenes.Generator{Seed: seed, MinObjects: objects, MaxObjects: objects, Distinct: true}
 	return eachScene(func(i int) evalScene {
 		s := g.Scene(i)
-		e := evalScene{img: s.Render(EvalImageSize), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
+		e := evalScene{img: s.Render(ImageSize), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
 			caption: s.Caption, words: len(s.Words),
-			coverage: func(grid int) [][]float64 { return s.Coverage(EvalImageSize, grid) }}
+			coverage: func(grid int) [][]float64 { return s.Coverage(ImageSize, grid) }}
 		for _, r := range s.Refs {
 			e.refs = append(e.refs, evalRef{r.Word, r.Object})
 		}
@@ -168,7 +173,7 @@ func vectorScenes(seed uint64, objects int) evalSource {
 		s := g.Scene(i)
 		e := evalScene{img: s.Render(), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
 			caption: s.Caption, words: len(s.Words),
-			coverage: func(grid int) [][]float64 { return s.CropCoverage(EvalImageSize, grid) }}
+			coverage: func(grid int) [][]float64 { return s.CropCoverage(ImageSize, grid) }}
 		for _, r := range s.Refs {
 			e.refs = append(e.refs, evalRef{r.Word, r.Object})
 		}
@@ -187,13 +192,13 @@ func eachScene(scene func(i int) evalScene) evalSource {
 	}
 }
 
-// Evaluate measures the engine's model on the held-out scenes of both
+// Run measures the engine's model on the held-out scenes of both
 // renderers, through the engine as a job runs it: zero-shot classification
 // by the cosine of image_embeds and text_embeds, and the attention maps of
 // each two-object scene's caption (the engine's layers: CLIP's joint space
 // by default, whose scores t·p are what the definitions above rank; a
 // softmax keeps each row's order).
-func Evaluate(ctx context.Context, eng *Engine, opts EvalOptions) (EvalResult, error) {
+func Run(ctx context.Context, eng *pipeline.Engine, opts Options) (Result, error) {
 	n := opts.Scenes
 	if n <= 0 {
 		n = 1000
@@ -203,32 +208,29 @@ func Evaluate(ctx context.Context, eng *Engine, opts EvalOptions) (EvalResult, e
 		batch = 100
 	}
 	if eng.Direction() != xattn.Both {
-		return EvalResult{}, fmt.Errorf("pipeline: eval needs attention both ways; the engine computes %s", eng.Direction())
+		return Result{}, fmt.Errorf("eval needs attention both ways; the engine computes %s", eng.Direction())
 	}
 	var prompts []string
 	for _, c := range scenes.Colours {
 		for _, s := range scenes.Shapes {
-			prompts = append(prompts, EvalPrompt(c, s))
+			prompts = append(prompts, Prompt(c, s))
 		}
 	}
-	classes, err := eng.EncodeTexts(ctx, prompts)
-	if err != nil {
-		return EvalResult{}, fmt.Errorf("pipeline: eval: %w", err)
-	}
-	ev := evaluator{eng: eng, classes: classes, n: n, batch: batch, total: 4 * n, progress: opts.Progress}
-	var res EvalResult
-	if res.Training, err = ev.figures(ctx, RendererTraining, trainingScenes(EvalSingleSeed, 1), trainingScenes(EvalPairSeed, 2)); err != nil {
+	ev := evaluator{eng: eng, classes: prompts, n: n, batch: batch, total: 4 * n, progress: opts.Progress}
+	var res Result
+	var err error
+	if res.Training, err = ev.figures(ctx, RendererTraining, trainingScenes(SingleSeed, 1), trainingScenes(PairSeed, 2)); err != nil {
 		return res, err
 	}
-	if res.Independent, err = ev.figures(ctx, RendererIndependent, vectorScenes(EvalVectorSingleSeed, 1), vectorScenes(EvalVectorPairSeed, 2)); err != nil {
+	if res.Independent, err = ev.figures(ctx, RendererIndependent, vectorScenes(VectorSingleSeed, 1), vectorScenes(VectorPairSeed, 2)); err != nil {
 		return res, err
 	}
 	return res, nil
 }
 
 type evaluator struct {
-	eng         *Engine
-	classes     []TextEncoding
+	eng         *pipeline.Engine
+	classes     []string // the zero-shot labels: every colour and shape
 	n, batch    int
 	done, total int
 	progress    func(done, total int)
@@ -243,9 +245,9 @@ func (ev *evaluator) step(k int) {
 
 // figures measures one renderer: zero-shot on its single-object scenes,
 // the maps on its two-object scenes.
-func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair evalSource) (EvalFigures, error) {
+func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair evalSource) (Figures, error) {
 	eng, n := ev.eng, ev.n
-	res := EvalFigures{Renderer: renderer, ShapeConfusion: make([][]int, len(scenes.Shapes))}
+	res := Figures{Renderer: renderer, ShapeConfusion: make([][]int, len(scenes.Shapes))}
 	for i := range res.ShapeConfusion {
 		res.ShapeConfusion[i] = make([]int, len(scenes.Shapes))
 	}
@@ -255,14 +257,14 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 		sc := single(a, b)
 		ims, err := eng.EncodeImages(ctx, images(sc))
 		if err != nil {
-			return res, fmt.Errorf("pipeline: eval: %w", err)
+			return res, fmt.Errorf("eval: %w", err)
 		}
-		cos, _, err := eng.Similarity(ims, ev.classes)
-		if err != nil {
-			return res, fmt.Errorf("pipeline: eval: %w", err)
-		}
-		for i, row := range cos {
-			at := argmax(row)
+		for i := range ims {
+			labels, err := eng.Classify(ctx, &ims[i], ev.classes, pipeline.ClassifyOptions{})
+			if err != nil {
+				return res, fmt.Errorf("eval: %w", err)
+			}
+			at := labels[0].Index
 			c, s := at/len(scenes.Shapes), at%len(scenes.Shapes)
 			if scenes.Colours[c] == sc[i].colour && scenes.Shapes[s] == sc[i].shape {
 				correct++
@@ -285,38 +287,38 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 		}
 		ims, err := eng.EncodeImages(ctx, images(sc))
 		if err != nil {
-			return res, fmt.Errorf("pipeline: eval: %w", err)
+			return res, fmt.Errorf("eval: %w", err)
 		}
 		ps, err := eng.Prepare(ctx, caps...)
 		if err != nil {
-			return res, fmt.Errorf("pipeline: eval: %w", err)
+			return res, fmt.Errorf("eval: %w", err)
 		}
 		for i, s := range sc {
 			im := &ims[i]
-			atts, err := eng.Attend(ctx, im, ps[i:i+1], AttendOptions{})
+			atts, err := eng.Attend(ctx, im, ps[i:i+1], pipeline.AttendOptions{})
 			if err != nil {
-				return res, fmt.Errorf("pipeline: eval: %w", err)
+				return res, fmt.Errorf("eval: %w", err)
 			}
 			att := &atts[0]
 			t, p := ps[i].T(), im.P()
 			if t != s.words+2 {
-				return res, fmt.Errorf("pipeline: eval: caption %q has %d words but %d tokens; the evaluation needs one token per word plus BOS and EOS", s.caption, s.words, t)
+				return res, fmt.Errorf("eval: caption %q has %d words but %d tokens; the evaluation needs one token per word plus BOS and EOS", s.caption, s.words, t)
 			}
 			g := im.Grid
-			if g.H != g.W || EvalImageSize%g.H != 0 {
-				return res, fmt.Errorf("pipeline: eval: patch grid %s does not divide a %d-pixel image", g, EvalImageSize)
+			if g.H != g.W || ImageSize%g.H != 0 {
+				return res, fmt.Errorf("eval: patch grid %s does not divide a %d-pixel image", g, ImageSize)
 			}
 			cov := s.coverage(g.H)
 			for _, ref := range s.refs {
 				c := cov[ref.object]
-				if maxOf(c) < EvalInside {
+				if maxOf(c) < Inside {
 					res.PeakSkipped++
 					continue
 				}
 				tok := ref.word + 1
 				at := argmax(att.TextToImage[tok*p : (tok+1)*p])
 				res.PeakWords++
-				if c[at] >= EvalInside {
+				if c[at] >= Inside {
 					peakOK++
 				}
 			}
@@ -327,7 +329,7 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 						owner, most = k, cov[k][j]
 					}
 				}
-				if most < EvalOwned {
+				if most < Owned {
 					continue
 				}
 				row := att.ImageToText[j*t : (j+1)*t]

@@ -1,4 +1,4 @@
-package pipeline_test
+package eval_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/conditionhq/condition/internal/eval"
 
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
@@ -49,14 +51,14 @@ func TestEvalDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	res, err := pipeline.Evaluate(context.Background(), eng, pipeline.EvalOptions{})
+	res, err := eval.Run(context.Background(), eng, eval.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(res)
 	t.Logf("eval: %s", b)
 
-	raw, err := os.ReadFile(filepath.Join("..", "scripts", "train_default", "eval.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "scripts", "train_default", "eval.json"))
 	if err != nil {
 		t.Fatalf("the committed Python figures are missing: %v", err)
 	}
@@ -68,7 +70,7 @@ func TestEvalDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []struct {
-		got           pipeline.EvalFigures
+		got           eval.Figures
 		py            pythonEval
 		floor, target figures
 	}{

@@ -15,6 +15,8 @@ import (
 	"image"
 	"log"
 
+	"github.com/conditionhq/condition/internal/eval"
+
 	"github.com/conditionhq/condition/internal/scenes"
 	_ "github.com/conditionhq/condition/models/embedded"
 	"github.com/conditionhq/condition/pipeline"
@@ -58,7 +60,7 @@ func main() {
 					at = j
 				}
 			}
-			in := cov[ref.Object][at] >= pipeline.EvalInside
+			in := cov[ref.Object][at] >= eval.Inside
 			if !shared {
 				nOther++
 				if in {

@@ -3,7 +3,6 @@ package models_test
 import (
 	"bytes"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/hub"
 	"github.com/conditionhq/condition/models/hub/hubtest"
-	"github.com/conditionhq/condition/tensorio"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -270,87 +268,4 @@ func TestDerivedCopyWhenLinkFails(t *testing.T) {
 		t.Errorf("derived onnx/ holds %q", got)
 	}
 	loadsInORT(t, m)
-}
-
-// TestDerivedOldLocation: caches written by older versions, with the heads
-// and the exposed graphs in the snapshot itself, keep working: the files are
-// read from there and nothing is written to the derived cache.
-func TestDerivedOldLocation(t *testing.T) {
-	srv := fakeHub(t)
-	cache := t.TempDir()
-	opts := hubOptions(t, srv, cache)
-	hc := hub.Cache{Dir: cache}
-	// The exposed graphs of org/pooled, in the snapshot.
-	if _, err := models.Open("org/pooled", opts); err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range []struct{ name, pooled string }{{"onnx/text_model", "text_embeds"}, {"onnx/vision_model", "image_embeds"}} {
-		p, _ := hc.File("org/pooled", commitB, g.name+".onnx")
-		gm, err := onnxgraph.Parse(mustRead(t, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := hc.AddFile("org/pooled", commitB, g.name+models.ExposedSuffix, func(w io.Writer) error {
-			_, err := onnxgraph.Expose(gm, g.pooled, w)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The heads of org/pt, read by ranges, in its snapshot.
-	full, _, err := tensorio.ReadSafetensors(filepath.Join(tiny, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	heads := map[string]tensorio.Tensor{}
-	for _, n := range models.HeadNames {
-		heads[n] = full[n]
-	}
-	st, err := tensorio.EncodeSafetensors(heads, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldHeads, err := hc.AddFile("org/pt", commitC, models.HeadsFile, func(w io.Writer) error { _, err := w.Write(st); return err })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hc.WriteRef("org/pt", "main", commitC); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := models.Open("org/onnx", opts); err != nil {
-		t.Fatal(err)
-	}
-
-	srv.Reset()
-	off := opts
-	off.Offline = true
-	m, err := models.Open("org/pooled", off)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := hc.SnapshotDir("org/pooled", commitB)
-	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
-		if src := m.Source(g); !strings.HasSuffix(src, models.ExposedSuffix) || m.Path(g) != filepath.Join(snap, filepath.FromSlash(src)) {
-			t.Errorf("%s: source %s, path %s", g, src, m.Path(g))
-		}
-	}
-	if res, err := m.Expose(); err != nil || !res[0].Already || !res[1].Already {
-		t.Errorf("expose with the old exposed graphs: %+v %v", res, err)
-	}
-	m, err = models.Open("org/onnx+org/pt", off)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Path(models.WeightsFile) != oldHeads {
-		t.Errorf("heads from %s, want the snapshot's %s", m.Path(models.WeightsFile), oldHeads)
-	}
-	if _, err := m.ReadWeights(models.HeadNames...); err != nil {
-		t.Error(err)
-	}
-	if r := srv.Requests(); len(r) != 0 {
-		t.Errorf("offline opens made %d requests", len(r))
-	}
-	if got := listFiles(t, opts.DerivedCache); len(got) != 0 {
-		t.Errorf("the derived cache holds %q", got)
-	}
 }

@@ -14,9 +14,7 @@ import (
 // HeadsFile is where the projection heads read out of a large
 // model.safetensors are kept, in the derived cache (see DefaultDerivedDir):
 // <derived>/models--org--name/<commit>/condition-heads.safetensors, for the
-// repository and commit they were read from. Older versions kept it in the
-// Hugging Face cache, snapshots/<commit>/condition-heads.safetensors, where
-// it is still read.
+// repository and commit they were read from.
 const HeadsFile = "condition-heads.safetensors"
 
 // HeadNames are the tensors of CLIPModel's joint-space heads.
@@ -34,13 +32,9 @@ const SmallWeights = 64 << 20
 
 // cachedHeads returns where repo@commit's heads are on disk: its
 // model.safetensors in the hub cache, else the heads read out of it by
-// ranges, in the snapshot (where older versions put them) or in the
-// derived cache.
+// ranges, in the derived cache.
 func cachedHeads(cache hub.Cache, derived derivedCache, repo, commit string) (string, bool) {
 	if p, ok := cache.File(repo, commit, WeightsFile); ok {
-		return p, true
-	}
-	if p, ok := cache.File(repo, commit, HeadsFile); ok {
 		return p, true
 	}
 	return derived.file(repo, commit, HeadsFile)

@@ -55,7 +55,7 @@ func offlineNote(todo, orElse string) string {
 
 // fetchWhere is the advice to fetch ref with a network.
 func fetchWhere(ref string) string {
-	return "run `condition models fetch " + ref + "` where there is a network"
+	return "fetch " + ref + " where there is a network (the files are kept in the cache)"
 }
 
 // headsWhere is the advice to fetch projection heads with a network.

@@ -29,8 +29,7 @@
 // The Hugging Face cache is a mirror of the hub: its snapshots hold what the
 // hub serves and nothing else. What this program makes from a hub model
 // (the heads read by ranges, graphs rewritten by Expose) is kept in its own
-// cache, DefaultDerivedDir(), by repository and commit. Files older versions
-// wrote into snapshots are still read from there.
+// cache, DefaultDerivedDir(), by repository and commit.
 //
 // Options.Variant picks graphs by suffix (onnx/text_model_fp16.onnx for
 // "fp16"). A graph rewritten by Model.Expose (onnx/<name>.exposed.onnx,

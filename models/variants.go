@@ -18,13 +18,13 @@ func variantName(name, variant string) string {
 }
 
 // pickGraphs maps the canonical graph names to the variant asked for and to
-// exposed rewrites, when there are: in the model's folder (a directory, or a
-// hub snapshot where older versions wrote them), else in the derived cache.
+// exposed rewrites, when there are: beside the originals in a model
+// directory; in the derived cache for a hub model, never in its snapshot.
 func (m *Model) pickGraphs() error {
 	found := 0
 	for _, g := range []string{TextModelFile, VisionModelFile} {
 		name := variantName(g, m.variant)
-		if fsHas(m.base, exposedName(name)) {
+		if !m.isHub() && fsHas(m.base, exposedName(name)) {
 			m.alias[g] = exposedName(name)
 			found++
 			continue

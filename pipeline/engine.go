@@ -25,17 +25,8 @@ type Options struct {
 	// downloads (see models.Options). Its Logger defaults to Log.
 	Model models.Options
 
-	// Layer is the attention layer, nil for CLIP's joint space (the model's
-	// own projection heads, one head; see xattn.Joint). A learned layer
-	// (xattn.FromDiffusers, LoadDiffusersLayer) or xattn.Identity serves
-	// image → text when it takes patches as queries and tokens as source
-	// (d_q = d_v, d_kv = d_t) and text → image when it takes them the other
-	// way round; a direction asked for explicitly that the layer does not
-	// fit is an error.
-	Layer *xattn.Layer
-	// LayerName names Layer in metadata and resume settings ("joint" when
-	// Layer is nil; "custom" when empty).
-	LayerName string
+	// Layer is the attention layer (the zero value: CLIP's joint space).
+	Layer Layer
 	// Direction is which attention Attend computes (0: both).
 	Direction xattn.Direction
 
@@ -137,6 +128,9 @@ type Engine struct {
 // when the built-in model is linked in: see models/embedded) and opens its
 // engine. ctx bounds any download and the opening.
 func Open(ctx context.Context, ref string, opts Options) (*Engine, error) {
+	if err := loadRuntime(opts); err != nil {
+		return nil, err
+	}
 	mo := opts.Model
 	if mo.Logger == nil {
 		mo.Logger = opts.Log
@@ -152,6 +146,9 @@ func Open(ctx context.Context, ref string, opts Options) (*Engine, error) {
 func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err error) {
 	if m == nil {
 		return nil, errors.New("pipeline: no model")
+	}
+	if err := loadRuntime(opts); err != nil {
+		return nil, err
 	}
 	e := &Engine{m: m, opts: opts, log: opts.Log, free: make(chan *workspaces, 8)}
 	if opts.Threads < 0 {
@@ -233,6 +230,16 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 		return nil, err
 	}
 	return e, nil
+}
+
+// loadRuntime loads the ONNX Runtime library Options.ORTLibrary names (the
+// encoders load one with the default search when none is named).
+func loadRuntime(opts Options) error {
+	if opts.ORTLibrary == "" {
+		return nil
+	}
+	_, err := models.LoadRuntime(models.RuntimeOptions{LibPath: opts.ORTLibrary, Logger: opts.Log})
+	return err
 }
 
 // openEncoders opens m's text and vision encoders side by side: ONNX

@@ -194,3 +194,35 @@ func TestEncoderPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestLayerNames: a layer's canonical name (what resume settings and
+// metadata record) and ParseLayer of it give back the same layer.
+func TestLayerNames(t *testing.T) {
+	for _, tc := range []struct {
+		l    Layer
+		name string
+	}{
+		{Layer{}, "joint"},
+		{Layer{Weights: "joint"}, "joint"},
+		{Layer{Weights: "identity"}, "identity"},
+		{Layer{Weights: "identity", Heads: 1}, "identity"},
+		{Layer{Weights: "identity", Heads: 4}, "identity/4"},
+		{Layer{Weights: "w/unet.safetensors", Prefix: "down_blocks.1.attn2."}, "w/unet.safetensors#down_blocks.1.attn2./8"},
+		{Layer{Weights: "unet.safetensors", Heads: 2}, "unet.safetensors#/2"},
+	} {
+		if got := tc.l.String(); got != tc.name {
+			t.Errorf("%+v: name %q, want %q", tc.l, got, tc.name)
+		}
+		back, err := ParseLayer(tc.name)
+		if err != nil {
+			t.Errorf("ParseLayer(%q): %v", tc.name, err)
+		} else if back.String() != tc.name {
+			t.Errorf("ParseLayer(%q) = %+v, named %q", tc.name, back, back.String())
+		}
+	}
+	for _, bad := range []string{"identity/0", "identity/x", "f.safetensors#p/-1"} {
+		if l, err := ParseLayer(bad); err == nil {
+			t.Errorf("ParseLayer(%q) = %+v, want an error", bad, l)
+		}
+	}
+}

@@ -120,7 +120,7 @@ func ExampleEngine_Attend() {
 // Condition image patches on a prompt with a learned cross-attention layer
 // in diffusers' naming (as a Stable Diffusion UNet's attn2): patches are the
 // queries, the prompt's tokens the keys and values.
-func ExampleLoadDiffusersLayer() {
+func ExampleLayer() {
 	ctx := context.Background()
 	// A layer of 2 heads, inner width 32, taking the built-in model's
 	// 64-wide patches and tokens (a real one comes from a checkpoint).
@@ -144,11 +144,8 @@ func ExampleLoadDiffusersLayer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	layer, err := pipeline.LoadDiffusersLayer(path, "attn2.", 2)
-	if err != nil {
-		log.Fatal(err)
-	}
-	eng, err := pipeline.Open(ctx, "default", pipeline.Options{Layer: layer, LayerName: "attn2", Direction: xattn.ImageToText})
+	layer := pipeline.Layer{Weights: path, Prefix: "attn2.", Heads: 2}
+	eng, err := pipeline.Open(ctx, "default", pipeline.Options{Layer: layer, Direction: xattn.ImageToText})
 	if err != nil {
 		log.Fatal(err)
 	}

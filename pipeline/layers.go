@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/conditionhq/condition/models"
@@ -14,12 +15,103 @@ import (
 var JointHeadNames = []string{"text_projection.weight", "visual_projection.weight",
 	"vision_model.post_layernorm.weight", "vision_model.post_layernorm.bias", "logit_scale"}
 
-// LoadDiffusersLayer reads the cross-attention layer whose tensors follow
+// Layer names the attention layer an engine attends with:
+//
+//   - CLIP's joint space (Weights "" or "joint"; no extra weights, one head):
+//     both sides through the model's own projection heads (text_projection;
+//     post_layernorm then visual_projection), L2-normalised, scaled by
+//     exp(logit_scale);
+//   - "identity": the token and patch states as they are, for models whose
+//     two widths agree, in Heads heads (default 1);
+//   - a learned layer: Weights is a .safetensors file whose tensors follow
+//     Prefix in diffusers names (to_q.weight, to_k.weight, to_v.weight,
+//     to_out.0.weight, to_out.0.bias), split into Heads heads (default 8).
+//
+// A layer serves image → text when it takes patches as queries and tokens
+// as source (d_q = d_v, d_kv = d_t) and text → image when it takes them the
+// other way round; a direction asked for explicitly that it does not fit is
+// an error.
+type Layer struct {
+	Weights string
+	Prefix  string
+	Heads   int
+}
+
+// ParseLayer reads a layer's canonical name (Layer.String): "joint",
+// "identity", "identity/H", "FILE#PREFIX/H", or a bare FILE.
+func ParseLayer(s string) (Layer, error) {
+	switch s {
+	case "", "joint":
+		return Layer{}, nil
+	case "identity":
+		return Layer{Weights: "identity"}, nil
+	}
+	l := Layer{Weights: s}
+	if i := strings.LastIndexByte(s, '/'); i >= 0 && (strings.HasPrefix(s, "identity/") || strings.Contains(s, "#")) {
+		h, err := strconv.Atoi(s[i+1:])
+		if err != nil || h < 1 {
+			return Layer{}, fmt.Errorf("pipeline: layer %q: the heads after / must be a number of 1 or more", s)
+		}
+		l.Weights, l.Heads = s[:i], h
+	}
+	if w, p, ok := strings.Cut(l.Weights, "#"); ok && l.Weights != "identity" {
+		l.Weights, l.Prefix = w, p
+	}
+	return l, l.check()
+}
+
+// joint reports whether l is CLIP's joint space.
+func (l Layer) joint() bool { return l.Weights == "" || l.Weights == "joint" }
+
+// heads returns the heads of l, its default when 0.
+func (l Layer) heads() int {
+	switch {
+	case l.Heads > 0 || l.joint():
+		return l.Heads
+	case l.Weights == "identity":
+		return 1
+	}
+	return 8
+}
+
+// check refuses what the layer cannot be: heads or a prefix on the joint
+// space, a prefix on identity, negative heads.
+func (l Layer) check() error {
+	switch {
+	case l.Heads < 0:
+		return fmt.Errorf("pipeline: layer %s: %d heads; want 1 or more (0: the default)", l, l.Heads)
+	case l.joint() && l.Heads != 0:
+		return fmt.Errorf("pipeline: CLIP's joint space has no heads to set (a learned or identity layer has)")
+	case l.joint() && l.Prefix != "":
+		return fmt.Errorf("pipeline: a tensor prefix applies to a learned layer's file, not to CLIP's joint space")
+	case l.Weights == "identity" && l.Prefix != "":
+		return fmt.Errorf("pipeline: a tensor prefix applies to a learned layer's file, not to the identity layer")
+	}
+	return nil
+}
+
+// String returns the layer's canonical name, as metadata and the batch
+// job's resume settings record it: "joint", "identity" (one head),
+// "identity/H", or "FILE#PREFIX/H" for a learned layer.
+func (l Layer) String() string {
+	switch {
+	case l.joint():
+		return "joint"
+	case l.Weights == "identity":
+		if h := l.heads(); h != 1 {
+			return fmt.Sprintf("identity/%d", h)
+		}
+		return "identity"
+	}
+	return fmt.Sprintf("%s#%s/%d", l.Weights, l.Prefix, l.heads())
+}
+
+// loadDiffusers reads the cross-attention layer whose tensors follow
 // prefix in a .safetensors file (diffusers names: prefix + to_q.weight,
 // to_k.weight, to_v.weight, to_out.0.weight, to_out.0.bias) and splits it
 // into heads heads. Only that layer's tensors are read, not the rest of a
 // large checkpoint.
-func LoadDiffusersLayer(path, prefix string, heads int) (*xattn.Layer, error) {
+func loadDiffusers(path, prefix string, heads int) (*xattn.Layer, error) {
 	// The layer's tensors, and the attention tensors an error may list as
 	// near misses.
 	ts, _, err := tensorio.ReadSafetensorsFunc(path, func(n string) bool {
@@ -38,9 +130,12 @@ func LoadDiffusersLayer(path, prefix string, heads int) (*xattn.Layer, error) {
 // buildLayers makes the image → text and text → image layers the options
 // ask for.
 func (e *Engine) buildLayers() error {
-	dir, m := e.opts.Direction, e.m
-	if e.opts.Layer == nil {
-		e.layerName = "joint"
+	dir, m, spec := e.opts.Direction, e.m, e.opts.Layer
+	if err := spec.check(); err != nil {
+		return err
+	}
+	e.layerName = spec.String()
+	if spec.joint() {
 		if !m.Has(models.WeightsFile) {
 			return fmt.Errorf("pipeline: CLIP's joint space needs the projection heads in %s of model %s; give a learned or identity layer instead", models.WeightsFile, m.Name())
 		}
@@ -62,9 +157,17 @@ func (e *Engine) buildLayers() error {
 		e.jointPatches = e.i2t != nil && e.t2i != nil
 		return nil
 	}
-	l := e.opts.Layer
-	if e.layerName = e.opts.LayerName; e.layerName == "" {
-		e.layerName = "custom"
+	var l *xattn.Layer
+	var err error
+	if spec.Weights == "identity" {
+		if e.dt != e.dv {
+			return fmt.Errorf("pipeline: the identity layer needs token and patch states of one width; model %s has %d and %d (use CLIP's joint space)", m.Name(), e.dt, e.dv)
+		}
+		if l, err = xattn.Identity(e.dt, spec.heads(), 0); err != nil {
+			return fmt.Errorf("pipeline: layer %s: %w", spec, err)
+		}
+	} else if l, err = loadDiffusers(spec.Weights, spec.Prefix, spec.heads()); err != nil {
+		return err
 	}
 	fitsI2T := l.DQ() == e.dv && l.DKV() == e.dt
 	fitsT2I := l.DQ() == e.dt && l.DKV() == e.dv

@@ -75,7 +75,7 @@ func loadTiny(tb testing.TB) *Tokenizer {
 	return tok
 }
 
-// TestTiny checks BPE by hand on a tiny vocabulary (runs without ../shared).
+// TestTiny checks BPE by hand on a tiny vocabulary.
 func TestTiny(t *testing.T) {
 	tok := loadTiny(t)
 	id := func(s string) int {
@@ -143,26 +143,30 @@ func TestLoadErrors(t *testing.T) {
 }
 
 // TestMergeHeap checks that the O(n log n) merge gives the quadratic loop's
-// result, on the real vocabulary when it is here, else the tiny one.
+// result, on the tiny vocabulary and on the real one.
 func TestMergeHeap(t *testing.T) {
-	tok := loadTiny(t)
-	alphabet := []string{"a", "h", "e", "l", "o", "!", " "}
-	if toks := tryShared(); toks != nil {
-		tok = toks
-		alphabet = []string{"a", "b", "e", "i", "n", "s", "t", "r", "o", "!", ".", "é", "日", "ab", "in", "er"}
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 3000 {
-		var b strings.Builder
-		for range 1 + r.IntN(120) {
-			b.WriteString(alphabet[r.IntN(len(alphabet))])
-		}
-		w := b.String()
-		syms := symbols(tok.model, w)
-		small := tok.model.mergeSmall(slices.Clone(syms))
-		big := tok.model.mergeHeap(slices.Clone(syms))
-		if !slices.Equal(small, big) {
-			t.Fatalf("word %q: mergeSmall %v, mergeHeap %v", w, small, big)
+	for _, c := range []struct {
+		name     string
+		tok      *Tokenizer
+		alphabet []string
+	}{
+		{"tiny", loadTiny(t), []string{"a", "h", "e", "l", "o", "!", " "}},
+		{"clip", loadCLIP(t), []string{"a", "b", "e", "i", "n", "s", "t", "r", "o", "!", ".", "é", "日", "ab", "in", "er"}},
+	} {
+		tok, alphabet := c.tok, c.alphabet
+		r := rand.New(rand.NewPCG(1, 2))
+		for range 3000 {
+			var b strings.Builder
+			for range 1 + r.IntN(120) {
+				b.WriteString(alphabet[r.IntN(len(alphabet))])
+			}
+			w := b.String()
+			syms := symbols(tok.model, w)
+			small := tok.model.mergeSmall(slices.Clone(syms))
+			big := tok.model.mergeHeap(slices.Clone(syms))
+			if !slices.Equal(small, big) {
+				t.Fatalf("%s, word %q: mergeSmall %v, mergeHeap %v", c.name, w, small, big)
+			}
 		}
 	}
 }
@@ -179,10 +183,12 @@ func symbols(m *bpe, w string) []int32 {
 	return s
 }
 
-func tryShared() *Tokenizer {
-	tok, err := LoadTokenizerDir(sharedClip)
+// loadCLIP loads the real CLIP vocabulary from testdata/clip.
+func loadCLIP(tb testing.TB) *Tokenizer {
+	tb.Helper()
+	tok, err := LoadTokenizerDir(clipDir)
 	if err != nil {
-		return nil
+		tb.Fatal(err)
 	}
 	return tok
 }
@@ -222,10 +228,7 @@ func FuzzEncode(f *testing.F) {
 	for _, s := range []string{"", "a photo of a cat", "Don't PANIC!!", "\xff\xfe", "<|endoftext|>", "&amp;&#0;", "ΟΔΟΣ", "İ", strings.Repeat("!", 300), "e\u0301\u0301", "'s'S'ſ"} {
 		f.Add(s)
 	}
-	toks := []*Tokenizer{loadTiny(f)}
-	if tok := tryShared(); tok != nil {
-		toks = append(toks, tok)
-	}
+	toks := []*Tokenizer{loadTiny(f), loadCLIP(f)}
 	for _, tok := range slices.Clone(toks) {
 		oa, err := tok.WithOptions(Options{OpenAIClean: true, ContextLength: 8})
 		if err != nil {
@@ -289,10 +292,7 @@ func benchCaptions(n int) []string {
 }
 
 func benchEncode(b *testing.B, cache bool) {
-	tok := tryShared()
-	if tok == nil {
-		b.Skip("the real CLIP vocabulary (../shared/clip) is not here")
-	}
+	tok := loadCLIP(b)
 	if !cache {
 		c := *tok
 		m := *tok.model

@@ -12,16 +12,9 @@ import (
 	"testing"
 )
 
-// sharedClip is the real CLIP vocabulary and its golden ids, kept outside the
-// repository (../shared/clip from the repository root).
-const sharedClip = "../../shared/clip"
-
-func needSharedClip(tb testing.TB) {
-	tb.Helper()
-	if _, err := os.Stat(filepath.Join(sharedClip, "tokenizer.json")); err != nil {
-		tb.Skipf("the real CLIP vocabulary is not here (%v): it lives in ../shared/clip beside the repository, which only CI and the developers' machines have", err)
-	}
-}
+// clipDir is the real CLIP vocabulary, in each of its three forms, and its
+// golden ids (testdata/clip/README.md).
+const clipDir = "testdata/clip"
 
 // hideFS hides some file names of an fs.FS.
 type hideFS struct {
@@ -36,19 +29,18 @@ func (h hideFS) Open(name string) (fs.File, error) {
 	return h.FS.Open(name)
 }
 
-// loadAll loads the shared vocabulary in each of the three forms.
+// loadAll loads the real vocabulary in each of the three forms.
 func loadAll(tb testing.TB) map[string]*Tokenizer {
 	tb.Helper()
-	needSharedClip(tb)
-	fromJSON, err := LoadTokenizerDir(sharedClip)
+	fromJSON, err := LoadTokenizerDir(clipDir)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fromVocab, err := LoadTokenizer(hideFS{os.DirFS(sharedClip), map[string]bool{"tokenizer.json": true}})
+	fromVocab, err := LoadTokenizer(hideFS{os.DirFS(clipDir), map[string]bool{"tokenizer.json": true}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fromOpenAI, err := LoadOpenAIBPE(filepath.Join(sharedClip, "bpe_simple_vocab_16e6.txt.gz"))
+	fromOpenAI, err := LoadOpenAIBPE(filepath.Join(clipDir, "bpe_simple_vocab_16e6.txt.gz"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -91,11 +83,11 @@ func readGolden(tb testing.TB, path string) []goldenLine {
 	return out
 }
 
-// TestGolden checks every line of ../shared/clip/golden.jsonl, all three
+// TestGolden checks every line of testdata/clip/golden.jsonl, all three
 // fields, with the vocabulary loaded each of the three ways.
 func TestGolden(t *testing.T) {
 	toks := loadAll(t)
-	golden := readGolden(t, filepath.Join(sharedClip, "golden.jsonl"))
+	golden := readGolden(t, filepath.Join(clipDir, "golden.jsonl"))
 	for name, tok := range toks {
 		oa, err := tok.WithOptions(Options{OpenAIClean: true})
 		if err != nil {

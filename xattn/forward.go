@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/conditionhq/condition/internal/xattnhooks"
 	"github.com/conditionhq/condition/xattn/internal/attn"
 	"github.com/conditionhq/condition/xattn/internal/gemm"
 )
@@ -87,32 +88,8 @@ type Workspace struct {
 	scr []scratch
 
 	ph    phase
-	times Timings
+	times xattnhooks.Timings // phase timings, for benchmarks (internal/xattnhooks)
 }
-
-// Timings are the durations of the parts of a workspace's forward passes,
-// summed over Calls passes since the last ResetTimings. The source side is
-// a phase of its own (wall clock); the rest runs fused per chunk of query
-// rows, so its parts are the workers' time in each divided by the number
-// of threads. Projections are Inputs + Output.
-type Timings struct {
-	Calls int
-	// Inputs is the projection of the sides that were not prepared: the
-	// keys and values (with packing) and the queries (with layer norm and
-	// normalisation).
-	Inputs time.Duration
-	// Core is the attention core (scores, softmax, P·V over all heads).
-	Core time.Duration
-	// Output is the output projection; Probs the attention maps returned
-	// (head average or scatter past masked keys).
-	Output, Probs time.Duration
-}
-
-// Timings returns the phase durations summed since the last ResetTimings.
-func (w *Workspace) Timings() Timings { return w.times }
-
-// ResetTimings sets the phase durations to zero.
-func (w *Workspace) ResetTimings() { w.times = Timings{} }
 
 // scratch is one worker's buffers for the attention core: the kernel's
 // scores, a zero-padded last tile (queries, output, probabilities) when

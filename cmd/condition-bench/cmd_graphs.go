@@ -22,12 +22,12 @@ import (
 )
 
 func init() {
-	addBenchSub(benchSub{name: "graphs", summary: "ONNX graphs of one encoder (say the original and its optimized variants) on the same inputs, in alternated rounds: medians and ratios", run: runBenchGraphs})
+	addSubcommand(subcommand{name: "graphs", summary: "ONNX graphs of one encoder (say the original and its optimized variants) on the same inputs, in alternated rounds: medians and ratios", run: runBenchGraphs})
 }
 
-// graphsBenchOptions are the flags of `condition bench graphs`.
+// graphsBenchOptions are the flags of `condition-bench graphs`.
 type graphsBenchOptions struct {
-	ort        ortOptions
+	ort        ortFlags
 	batch      int
 	tokens     int
 	rounds     int
@@ -67,22 +67,19 @@ type graphsBenchRow struct {
 
 func runBenchGraphs(ctx context.Context, e *env, args []string) error {
 	var o graphsBenchOptions
-	fs := newFlagSet(e, "bench graphs", "bench graphs GRAPH.onnx GRAPH.onnx... [--batch N] [--rounds N] [--calls N] [--threads N] [--json]")
+	fs := newFlagSet(e, "graphs", "graphs GRAPH.onnx GRAPH.onnx... [--batch N] [--rounds N] [--calls N] [--threads N] [--json]")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	paths := fs.Args()
 	if len(paths) < 1 {
-		return usagef("bench graphs needs one or more ONNX graph files")
+		return usagef("graphs needs one or more ONNX graph files")
 	}
 	if o.batch < 1 || o.rounds < 1 || o.calls < 1 || o.tokens < 2 {
 		return usagef("--batch, --rounds and --calls must be at least 1, --tokens at least 2")
 	}
-	if err := o.ort.validate(); err != nil {
-		return err
-	}
-	if _, err := o.ort.load(e); err != nil {
+	if err := o.ort.load(e); err != nil {
 		return err
 	}
 	type graph struct {
@@ -172,7 +169,7 @@ func runBenchGraphs(ctx context.Context, e *env, args []string) error {
 				rows[i].RoundsCPUMS = append(rows[i].RoundsCPUMS, float64((cpu1-cpu0).Microseconds())/1e3/float64(o.calls))
 			}
 		}
-		e.Log.Info("bench graphs", "round", r+1, "of", o.rounds)
+		e.Log.Info("graphs", "round", r+1, "of", o.rounds)
 	}
 	for i := range rows {
 		rows[i].MedianMS = median(rows[i].RoundsMS)
@@ -243,7 +240,7 @@ func probeTensors(ins []onnxgraph.ValueInfo, batch, tokens int) ([]tensorio.Tens
 				ts = append(ts, tensorio.I64([]int{batch, tokens}, mask))
 			}
 		default:
-			return nil, fmt.Errorf("bench: no probe for the input %s (expected pixel_values, input_ids or attention_mask)", in.Name)
+			return nil, fmt.Errorf("no probe for the input %s (expected pixel_values, input_ids or attention_mask)", in.Name)
 		}
 	}
 	return ts, nil

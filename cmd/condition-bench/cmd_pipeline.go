@@ -22,10 +22,15 @@ import (
 	"github.com/conditionhq/condition/pipeline"
 )
 
-// pipeBenchOptions are the flags of `condition bench pipeline`.
+func init() {
+	addSubcommand(subcommand{name: "pipeline", summary: "the whole pipeline on a folder of images: images/s, peak RSS", run: runPipeline})
+}
+
+// pipeBenchOptions are the flags of `condition-bench pipeline`.
 type pipeBenchOptions struct {
 	variant string
-	ort     ortOptions
+	ort     ortFlags
+	program string
 	model   string
 	images  string
 	n       int
@@ -57,10 +62,11 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.repeat, "repeat", 1, "measure the encoder alone and then the job this many times (reports the medians)")
 	fs.BoolVar(&o.rss, "rss", false, "also measure the peak RSS of jobs of 100 and --rss-images images (separate processes)")
 	fs.IntVar(&o.rssBig, "rss-images", 5000, "images of the large job of --rss")
+	fs.StringVar(&o.program, "condition", "", "the condition program whose run --rss measures (default: condition beside this program, else on the PATH)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.tune, "tune", false, "try streams × threads × batch (8, 16, 32) × spinning on the whole job, --rounds rounds in turned order, and print the best setting for run")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the job phase to this file (Go's threads, and ONNX Runtime's work on the calling thread; not its pool threads)")
-	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
+	fs.StringVar(&o.decode, "decode", "exact", decodeHelp)
 	o.ort.AddFlags(fs)
 }
 
@@ -105,9 +111,10 @@ type pipeBenchPair struct {
 	JobEncoderShare     float64 `json:"job_encoder_cpu_share,omitempty"`
 }
 
-func runBenchPipeline(ctx context.Context, e *env, args []string) error {
+// runPipeline is condition-bench pipeline.
+func runPipeline(ctx context.Context, e *env, args []string) error {
 	var o pipeBenchOptions
-	fs := newFlagSet(e, "bench pipeline", "bench pipeline [--model REF] [--images DIR | --n N --size S] [--batch N] [--rss] [--json]")
+	fs := newFlagSet(e, "pipeline", "pipeline [--model REF] [--images DIR | --n N --size S] [--batch N] [--tune] [--rss] [--json]")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -119,10 +126,10 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		return usagef("--streams and --workers must be 0 or more")
 	}
 	var err error
-	if o.mode, err = parseDecode(o.decode); err != nil {
+	if o.mode, err = decodeMode(o.decode); err != nil {
 		return err
 	}
-	if err := o.ort.validate(); err != nil {
+	if err := o.ort.check(); err != nil {
 		return err
 	}
 	tmp, err := os.MkdirTemp("", "condition-bench-")
@@ -134,7 +141,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 	// Peak RSS first, while this process is still small: a child's
 	// ru_maxrss starts from its parent's resident size at fork.
 	if o.rss {
-		exe, err := os.Executable()
+		exe, err := conditionProgram(o.program)
 		if err != nil {
 			return err
 		}
@@ -164,7 +171,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	}
-	if _, err := o.ort.load(e); err != nil {
+	if err := o.ort.load(e); err != nil {
 		return err
 	}
 	m, err := openModel(ctx, e, o.model, o.variant)
@@ -182,14 +189,14 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 		return runPipeTune(ctx, e, o, m, images, tmp)
 	}
 	res.Model, res.Batch, res.Cores = m.Name(), o.batch, runtime.GOMAXPROCS(0)
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.Threads, Streams: autoStreams(o.streams), NoSpinning: true, Decode: o.mode})
+	eng, err := openEngine(ctx, e, m, pipeline.Options{Threads: o.ort.Threads, Streams: streamsFlag(o.streams), NoSpinning: true, Decode: o.mode})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
 	res.Threads, res.Streams = eng.Threads(), eng.Streams()
 	cfg := batch.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
-		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Streams: res.Streams, Version: Version, Log: e.Log}
+		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Streams: res.Streams, Version: version, Log: e.Log}
 	if o.images == "" {
 		res.ImageSize = o.size
 	}
@@ -226,7 +233,7 @@ func runBenchPipeline(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		if sum.Failed > 0 {
-			e.Log.Warn("bench pipeline: some images failed; the job's rate counts the others", "failed", sum.Failed, "done", sum.Done)
+			e.Log.Warn("pipeline: some images failed; the job's rate counts the others", "failed", sum.Failed, "done", sum.Done)
 		}
 		p := pipeBenchPair{EncoderPerSec: enc.PerSec(), EncoderCPUms: ms(enc.CPUPerImage()),
 			JobPerSec: job.PerSec(), JobCPUms: ms(job.CPUPerImage())}
@@ -352,4 +359,23 @@ func stageList(st map[string]float64) string {
 		parts[i] = fmt.Sprintf("%s %.2f", k, st[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// conditionProgram returns the condition program to run: path, else
+// condition beside this program, else condition on the PATH.
+func conditionProgram(path string) (string, error) {
+	if path != "" {
+		return path, nil
+	}
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), "condition")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("condition")
+	if err != nil {
+		return "", fmt.Errorf("--rss runs the condition program: none beside this one nor on the PATH (give --condition)")
+	}
+	return p, nil
 }

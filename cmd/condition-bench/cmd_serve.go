@@ -34,12 +34,12 @@ import (
 )
 
 func init() {
-	addBenchSub(benchSub{name: "serve", summary: "the HTTP service in-process under concurrent clients: images/s against the encoder alone, latency percentiles, errors, batch sizes, RSS", run: runBenchServe})
+	addSubcommand(subcommand{name: "serve", summary: "the HTTP service in-process under concurrent clients: images/s against the encoder alone, latency percentiles, errors, batch sizes, RSS", run: runBenchServe})
 }
 
-// serveBenchOptions are the flags of `condition bench serve`.
+// serveBenchOptions are the flags of `condition-bench serve`.
 type serveBenchOptions struct {
-	ort         ortOptions
+	ort         ortFlags
 	model       string
 	variant     string
 	image       string
@@ -83,11 +83,11 @@ func (o *serveBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.markdown, "markdown", false, "print the table as Markdown")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured window of the batched row with the most clients to this file")
-	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
+	fs.StringVar(&o.decode, "decode", "exact", decodeHelp)
 	o.ort.AddFlags(fs)
 }
 
-// serveBenchResult is the report of `condition bench serve`.
+// serveBenchResult is the report of `condition-bench serve`.
 type serveBenchResult struct {
 	Model       string   `json:"model"`
 	Cores       int      `json:"cores"`
@@ -208,13 +208,13 @@ func (b *benchServer) close() {
 
 func runBenchServe(ctx context.Context, e *env, args []string) error {
 	var o serveBenchOptions
-	fs := newFlagSet(e, "bench serve", "bench serve [--model REF] [--clients 1,8,32] [--duration 10s | --requests N] [--max-batch 8] [--rss-requests 20000] [--json | --markdown]")
+	fs := newFlagSet(e, "serve", "serve [--model REF] [--clients 1,8,32] [--duration 10s | --requests N] [--max-batch 8] [--rss-requests 20000] [--json | --markdown]")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("bench serve takes no arguments, got %q", fs.Args())
+		return usagef("serve takes no arguments, got %q", fs.Args())
 	}
 	if len(o.clients) == 0 || slices.Min(o.clients) < 1 {
 		return usagef("--clients must list counts of at least 1")
@@ -235,19 +235,19 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 		return usagef("--json and --markdown exclude each other")
 	}
 	var err error
-	if o.decodeMode, err = parseDecode(o.decode); err != nil {
+	if o.decodeMode, err = decodeMode(o.decode); err != nil {
 		return err
 	}
-	if err := o.ort.validate(); err != nil {
+	if err := o.ort.check(); err != nil {
 		return err
 	}
 	tmp, err := os.MkdirTemp("", "condition-bench-serve-")
 	if err != nil {
-		return fmt.Errorf("bench serve: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 
-	// The image: the file given, or one synthetic JPEG as bench pipeline makes.
+	// The image: the file given, or one synthetic JPEG as pipeline makes.
 	res := serveBenchResult{Prompts: o.prompts, MaxBatch: o.maxBatch, MaxWaitMS: ms(o.maxWait), Cores: runtime.GOMAXPROCS(0)}
 	imgPath, ext := o.image, strings.ToLower(filepath.Ext(o.image))
 	if imgPath == "" {
@@ -262,7 +262,7 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 	}
 	img, err := os.ReadFile(imgPath)
 	if err != nil {
-		return fmt.Errorf("bench serve: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	}
 	res.ImageBytes = len(img)
 	mime := http.DetectContentType(img)
@@ -276,7 +276,7 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 		ext = known
 	}
 
-	if _, err := o.ort.load(e); err != nil {
+	if err := o.ort.load(e); err != nil {
 		return err
 	}
 	m, err := openModel(ctx, e, o.model, o.variant)
@@ -285,7 +285,7 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 	}
 	res.Model = m.Name()
 	res.Decode, res.JPEGDecoder = string(o.decodeMode), vision.JPEGDecoder()
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.Threads, Streams: autoStreams(o.workers), NoSpinning: true, Decode: o.decodeMode})
+	eng, err := openEngine(ctx, e, m, pipeline.Options{Threads: o.ort.Threads, Streams: streamsFlag(o.workers), NoSpinning: true, Decode: o.decodeMode})
 	if err != nil {
 		return err
 	}
@@ -296,12 +296,12 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 	// stream to have batches in turn.
 	encDir := filepath.Join(tmp, "encoder")
 	if err := os.MkdirAll(encDir, 0o755); err != nil {
-		return fmt.Errorf("bench serve: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	}
 	copies := max(16, 2*o.maxBatch*res.Streams)
 	for i := range copies {
 		if err := os.WriteFile(filepath.Join(encDir, fmt.Sprintf("%04d%s", i, ext)), img, 0o644); err != nil {
-			return fmt.Errorf("bench serve: %w", err)
+			return fmt.Errorf("serve: %w", err)
 		}
 	}
 	encCfg := batch.Config{Engine: eng, Inputs: []string{encDir}, Batch: o.maxBatch, Streams: res.Streams}
@@ -311,7 +311,7 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if n != copies {
-		return fmt.Errorf("bench serve: the encoder took %d of the %d copies of %s", n, copies, imgPath)
+		return fmt.Errorf("serve: the encoder took %d of the %d copies of %s", n, copies, imgPath)
 	}
 	rounds := max(1, int(math.Ceil(o.encTime.Seconds()*cal.PerSec()/float64(copies))))
 	encoder := func(batch, rounds int) (pipebench.Rate, error) {
@@ -330,7 +330,7 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 	// Two servers on the one engine: batching on and off.
 	body, err := json.Marshal(map[string]any{"image": "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(img), "prompts": o.prompts})
 	if err != nil {
-		return fmt.Errorf("bench serve: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	}
 	maxClients := slices.Max(o.clients)
 	var servers []*benchServer
@@ -355,7 +355,7 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		if w.Errors() > 0 {
-			return fmt.Errorf("bench serve: warm-up of the server with --max-batch %d: %d of %d requests failed (%s)", s.maxBatch, w.Errors(), w.Sent, w.FirstError)
+			return fmt.Errorf("serve: warm-up of the server with --max-batch %d: %d of %d requests failed (%s)", s.maxBatch, w.Errors(), w.Sent, w.FirstError)
 		}
 	}
 	for _, s := range servers {
@@ -372,7 +372,7 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 	var prof *os.File
 	if o.cpuProf != "" {
 		if prof, err = os.Create(o.cpuProf); err != nil {
-			return fmt.Errorf("bench serve: %w", err)
+			return fmt.Errorf("serve: %w", err)
 		}
 		defer prof.Close()
 	}
@@ -412,7 +412,7 @@ func runBenchServe(ctx context.Context, e *env, args []string) error {
 	if o.json {
 		b, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
-			return fmt.Errorf("bench serve: %w", err)
+			return fmt.Errorf("serve: %w", err)
 		}
 		fmt.Fprintln(e.Stdout, string(b))
 		return nil
@@ -436,7 +436,7 @@ func startBenchServer(e *env, eng *pipeline.Engine, o serveBenchOptions, batchin
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		srv.Close()
-		return nil, fmt.Errorf("bench serve: %w", err)
+		return nil, fmt.Errorf("serve: %w", err)
 	}
 	// As condition serve sets it up.
 	b.srv = srv
@@ -454,20 +454,20 @@ func startBenchServer(e *env, eng *pipeline.Engine, o serveBenchOptions, batchin
 func checkAttend(ctx context.Context, s *benchServer, body []byte, prompts int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(string(body)))
 	if err != nil {
-		return fmt.Errorf("bench serve: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("bench serve: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("bench serve: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("bench serve: POST /v1/attend: status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		return fmt.Errorf("serve: POST /v1/attend: status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
 	var a struct {
 		Prompts []struct {
@@ -475,10 +475,10 @@ func checkAttend(ctx context.Context, s *benchServer, body []byte, prompts int) 
 		} `json:"prompts"`
 	}
 	if err := json.Unmarshal(b, &a); err != nil {
-		return fmt.Errorf("bench serve: the attend answer: %w", err)
+		return fmt.Errorf("serve: the attend answer: %w", err)
 	}
 	if len(a.Prompts) != prompts || len(a.Prompts[0].TextToImage) == 0 {
-		return fmt.Errorf("bench serve: the attend answer has %d prompts (want %d) or no maps", len(a.Prompts), prompts)
+		return fmt.Errorf("serve: the attend answer has %d prompts (want %d) or no maps", len(a.Prompts), prompts)
 	}
 	return nil
 }
@@ -517,7 +517,7 @@ func loadRow(ctx context.Context, s *benchServer, o serveBenchOptions, body []by
 		return row, err
 	}
 	if err := errors.Join(merr, perr); err != nil {
-		return row, fmt.Errorf("bench serve: %w", err)
+		return row, fmt.Errorf("serve: %w", err)
 	}
 	row.Sent, row.OK, row.Measured, row.WindowS = r.Sent, r.OK, r.Counted, r.Window.Seconds()
 	for code, n := range r.Status {

@@ -4,60 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/conditionhq/condition/internal/xattnhooks"
 	"github.com/conditionhq/condition/xattn"
 )
 
 func init() {
-	register(command{name: "bench", summary: "benchmarks: speed and memory of the attention kernels, the pipeline and more ('condition bench --help' lists them)", run: runBench})
-	addBenchSub(benchSub{name: "xattn", summary: "the cross-attention kernels: GFLOP/s against the measured peak, ONNX Runtime's with --ort", run: runBenchXattn})
-	addBenchSub(benchSub{name: "pipeline", summary: "the whole pipeline on a folder of images: images/s, peak RSS", run: runBenchPipeline})
-}
-
-// benchSub is one subcommand of bench: condition bench <name> [flags].
-type benchSub struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, e *env, args []string) error
-}
-
-// benchSubs are bench's subcommands by name; each file adds its own from
-// init with addBenchSub, and bench --help lists them all.
-var benchSubs = map[string]benchSub{}
-
-func addBenchSub(s benchSub) {
-	if _, dup := benchSubs[s.name]; dup {
-		panic("condition: bench subcommand registered twice: " + s.name)
-	}
-	benchSubs[s.name] = s
-}
-
-func benchSubNames() []string {
-	names := make([]string, 0, len(benchSubs))
-	for n := range benchSubs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// printBenchUsage lists bench's subcommands on w.
-func printBenchUsage(w io.Writer) {
-	names := benchSubNames()
-	fmt.Fprintf(w, "usage: condition bench <%s> [flags]\n\n%s\n\nsubcommands:\n", strings.Join(names, "|"), commands["bench"].summary)
-	for _, n := range names {
-		fmt.Fprintf(w, "  bench %-9s %s\n", n, benchSubs[n].summary)
-	}
-	fmt.Fprintf(w, "\nrun 'condition bench <subcommand> --help' for its flags\n")
+	addSubcommand(subcommand{name: "xattn", summary: "the cross-attention kernels: GFLOP/s against the measured peak, ONNX Runtime's with --ort", run: runXattn})
 }
 
 type benchOptions struct {
@@ -156,44 +116,16 @@ type benchResult struct {
 	SpeedupProj  float64 `json:"proj_speedup_vs_ort,omitempty"`
 }
 
-func runBench(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		printBenchUsage(e.Stderr)
-		return usagef("bench needs a subcommand: %s", strings.Join(benchSubNames(), ", "))
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		printBenchUsage(e.Stdout)
-		return errHelp
-	}
-	if s, ok := benchSubs[args[0]]; ok {
-		return s.run(ctx, e, args[1:])
-	}
-	// Flags before the subcommand: bench --tq 50 ... xattn.
-	return benchXattnArgs(ctx, e, args, false)
-}
-
-// runBenchXattn is bench xattn, its flags in args.
-func runBenchXattn(ctx context.Context, e *env, args []string) error {
-	return benchXattnArgs(ctx, e, args, true)
-}
-
-// benchXattnArgs runs bench xattn; args hold "xattn" among the flags unless
-// named says it came first.
-func benchXattnArgs(ctx context.Context, e *env, args []string, named bool) error {
+// runXattn is condition-bench xattn.
+func runXattn(ctx context.Context, e *env, args []string) error {
 	var o benchOptions
-	fs := newFlagSet(e, "bench xattn", "bench xattn [--tq N --tk N --dq N --dkv N --heads N [--inner N]] [--impl auto|avx512|avx2|go] [--threads N] [--ort [--ort-lib PATH]] [--json | --markdown]")
+	fs := newFlagSet(e, "xattn", "xattn [--tq N --tk N --dq N --dkv N --heads N [--inner N]] [--impl auto|avx512|avx2|go] [--threads N] [--ort [--ort-lib PATH]] [--json | --markdown]")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	switch {
-	case !named && fs.NArg() == 0:
-		return usagef("bench needs a subcommand: %s", strings.Join(benchSubNames(), ", "))
-	case !named && (fs.NArg() != 1 || fs.Arg(0) != "xattn"):
-		return usagef("bench: unknown subcommand %q (%s)", strings.Join(fs.Args(), " "), strings.Join(benchSubNames(), ", "))
-	case named && fs.NArg() != 0:
-		return usagef("bench xattn takes flags only, got %q", strings.Join(fs.Args(), " "))
+	if fs.NArg() != 0 {
+		return usagef("xattn takes flags only, got %q", strings.Join(fs.Args(), " "))
 	}
 	if o.threads < 1 || o.count < 1 {
 		return usagef("--threads and --count must be at least 1")
@@ -212,13 +144,13 @@ func benchXattnArgs(ctx context.Context, e *env, args []string, named bool) erro
 		}
 		shapes = []benchShape{s}
 	}
-	restore, err := xattn.SetImpl(o.impl)
+	restore, err := xattnhooks.SetImpl(o.impl)
 	if err != nil {
 		return usagef("--impl: %v", err)
 	}
 	defer restore()
-	impl := xattn.CurrentImpl()
-	peak := xattn.PeakGFLOPS(impl, 500*time.Millisecond)
+	impl := xattnhooks.CurrentImpl()
+	peak := xattnhooks.PeakGFLOPS(impl, 500*time.Millisecond)
 	e.Log.Info("bench", "impl", impl, "threads", o.threads, "peak_gflops_one_core", fmt.Sprintf("%.1f", peak))
 
 	var ob *ortBench
@@ -399,29 +331,28 @@ func benchXattn(ctx context.Context, s benchShape, o benchOptions, ob *ortBench)
 // timeIt returns the best of o.count measurements of f's seconds per call,
 // each running f for at least o.minTime, and, when ws is not nil, the
 // workspace's phase timings during that best measurement.
-func timeIt(o benchOptions, ws *xattn.Workspace, f func() error) (float64, xattn.Timings, error) {
+func timeIt(o benchOptions, ws *xattn.Workspace, f func() error) (float64, xattnhooks.Timings, error) {
 	if err := f(); err != nil { // warm-up: buffers, workers
-		return 0, xattn.Timings{}, err
+		return 0, xattnhooks.Timings{}, err
 	}
 	best := math.Inf(1)
-	var bestT xattn.Timings
+	var bestT xattnhooks.Timings
+	phases := new(xattnhooks.Timings) // ws's, when there is one
+	if ws != nil {
+		phases = xattnhooks.PhaseTimes(ws)
+	}
 	for c := 0; c < o.count; c++ {
-		if ws != nil {
-			ws.ResetTimings()
-		}
+		*phases = xattnhooks.Timings{}
 		n := 0
 		start := time.Now()
 		for time.Since(start) < o.minTime || n == 0 {
 			if err := f(); err != nil {
-				return 0, xattn.Timings{}, err
+				return 0, xattnhooks.Timings{}, err
 			}
 			n++
 		}
 		if t := time.Since(start).Seconds() / float64(n); t < best {
-			best = t
-			if ws != nil {
-				bestT = ws.Timings()
-			}
+			best, bestT = t, *phases
 		}
 	}
 	return best, bestT, nil

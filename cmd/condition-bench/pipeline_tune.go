@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,7 +16,7 @@ import (
 	"github.com/conditionhq/condition/pipeline"
 )
 
-// tuneSetting is one combination `bench pipeline --tune` tries.
+// tuneSetting is one combination `condition-bench pipeline --tune` tries.
 type tuneSetting struct {
 	Streams  int       `json:"streams"`
 	Threads  int       `json:"threads"`
@@ -77,21 +78,21 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 			eng, ok := engines[k]
 			if !ok {
 				var err error
-				if eng, err = openEngine(ctx, e, m, nil, pipeline.Options{Threads: s.Threads, NoSpinning: !s.Spinning, NoArena: s.NoArena, PinThreads: s.Pinned, Decode: o.mode}); err != nil {
+				if eng, err = openEngine(ctx, e, m, pipeline.Options{Threads: s.Threads, NoSpinning: !s.Spinning, NoArena: s.NoArena, PinThreads: s.Pinned, Decode: o.mode}); err != nil {
 					return err
 				}
 				engines[k] = eng
 			}
 			out := filepath.Join(tmp, fmt.Sprintf("tune-%d-%d", r, j))
 			cfg := batch.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
-				Out: out, Batch: s.Batch, Workers: o.workers, Streams: s.Streams, Version: Version, Log: e.Log}
+				Out: out, Batch: s.Batch, Workers: o.workers, Streams: s.Streams, Version: version, Log: e.Log}
 			_, rate, err := pipebench.JobRate(ctx, cfg)
 			os.RemoveAll(out)
 			if err != nil {
 				return err
 			}
 			s.Rates = append(s.Rates, rate.PerSec())
-			e.Log.Info("bench pipeline --tune", "round", r+1, "streams", s.Streams, "threads", s.Threads, "batch", s.Batch,
+			e.Log.Info("pipeline --tune", "round", r+1, "streams", s.Streams, "threads", s.Threads, "batch", s.Batch,
 				"spinning", s.Spinning, "arena", !s.NoArena, "pinned", s.Pinned, "images/s", fmt.Sprintf("%.2f", rate.PerSec()))
 		}
 	}
@@ -100,7 +101,9 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 	}
 	sort.SliceStable(settings, func(a, b int) bool { return settings[a].Median > settings[b].Median })
 	if o.json {
-		return writeJSONIndent(e.Stdout, map[string]any{"model": m.Name(), "variant": m.Variant(), "rounds": o.rounds, "settings": settings,
+		enc := json.NewEncoder(e.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"model": m.Name(), "variant": m.Variant(), "rounds": o.rounds, "settings": settings,
 			"recommended": settings[pickTuned(settings)]})
 	}
 	fmt.Fprintf(e.Stdout, "model %s%s, %d cores; the whole job, medians of %d rounds in turned order:\n", m.Name(), variantNote(m), runtime.GOMAXPROCS(0), o.rounds)

@@ -30,10 +30,10 @@ var numHeadsAttr = []byte("\x0a\x09num_heads\x18\x01")
 // to heads (1 to 127, a one-byte varint like the 1 it replaces).
 func withHeads(graph []byte, heads int) ([]byte, error) {
 	if heads < 1 || heads > 127 {
-		return nil, fmt.Errorf("bench: the ONNX Runtime graphs take 1 to 127 heads, not %d", heads)
+		return nil, fmt.Errorf("the ONNX Runtime graphs take 1 to 127 heads, not %d", heads)
 	}
 	if n := bytes.Count(graph, numHeadsAttr); n != 1 {
-		return nil, fmt.Errorf("bench: embedded graph holds the num_heads attribute %d times, want once (regenerate it with benchdata/generate_mha.py)", n)
+		return nil, fmt.Errorf("embedded graph holds the num_heads attribute %d times, want once (regenerate it with benchdata/generate_mha.py)", n)
 	}
 	g := bytes.Clone(graph)
 	i := bytes.Index(g, numHeadsAttr)
@@ -161,10 +161,10 @@ func (b *ortBench) run(ctx context.Context, s benchShape, c benchCase, o benchOp
 		*k.ms = t * 1e3
 		got, err := out[0].Float32()
 		if err != nil {
-			return fmt.Errorf("bench: ONNX Runtime %s output: %w", k.name, err)
+			return fmt.Errorf("ONNX Runtime %s output: %w", k.name, err)
 		}
 		if len(got) != len(k.ours) {
-			return fmt.Errorf("bench: ONNX Runtime %s output has %d values, ours %d", k.name, len(got), len(k.ours))
+			return fmt.Errorf("ONNX Runtime %s output has %d values, ours %d", k.name, len(got), len(k.ours))
 		}
 		var d, big float64
 		for i, v := range k.ours {
@@ -176,7 +176,7 @@ func (b *ortBench) run(ctx context.Context, s benchShape, c benchCase, o benchOp
 		// they agree to a few ulp of the largest output. A large
 		// difference means the two sides are not timing the same thing.
 		if !(*k.diff < 1e-3) {
-			return fmt.Errorf("bench: ONNX Runtime's %s output differs from ours by %.3g of the largest value (shape %s)", k.name, *k.diff, s.Name)
+			return fmt.Errorf("ONNX Runtime's %s output differs from ours by %.3g of the largest value (shape %s)", k.name, *k.diff, s.Name)
 		}
 	}
 	return nil

@@ -21,32 +21,21 @@ func init() {
 }
 
 type attendOptions struct {
-	variant    string
-	ort        ortOptions
-	model      string
-	prompts    []string
-	heatmap    string
-	noHeatmap  bool
-	top        int
-	json       bool
-	maxPixels  int64
-	decode     string
-	decodeMode pipeline.DecodeMode
-	truncate   bool
+	eng       engineFlags
+	prompts   []string
+	heatmap   string
+	noHeatmap bool
+	top       int
+	json      bool
 }
 
 func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.model, "model", "default", "model: a directory, a hub id org/name[@revision], or default (built in)")
-	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
 	fs.StringVar(&o.heatmap, "heatmap", "", "heatmap PNG to write (default: <image name>.heatmap.png in the current folder; with several prompts, .<i>.png)")
 	fs.BoolVar(&o.noHeatmap, "no-heatmap", false, "do not write a heatmap")
 	fs.IntVar(&o.top, "top", 3, "how many patches per word and words per region to print")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (maps included)")
-	fs.BoolVar(&o.truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
-	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
-	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
-	o.ort.AddFlags(fs)
+	o.eng.AddFlags(fs, withImages|withPrompts)
 }
 
 type attendReport struct {
@@ -84,35 +73,15 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	if o.top < 1 {
 		return usagef("--top must be at least 1")
 	}
-	if err := checkMaxPixels(o.maxPixels); err != nil {
-		return err
-	}
-	var err error
-	if o.decodeMode, err = parseDecode(o.decode); err != nil {
-		return err
-	}
-	if err := o.ort.validate(); err != nil {
-		return err
-	}
-	if _, err := o.ort.load(e); err != nil {
-		return err
-	}
-	m, err := openModel(ctx, e, o.model, o.variant)
-	if err != nil {
-		return err
-	}
 	path := fs.Arg(0)
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.threads(), MaxPixels: o.maxPixels, Decode: o.decodeMode, Truncate: o.truncate})
+	eng, err := o.eng.open(ctx, e, pipeline.Options{})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
 	prompts, err := eng.Prepare(ctx, o.prompts...)
 	if err != nil {
-		if uerr := jobUsageError(err); uerr != nil {
-			return uerr
-		}
-		return err
+		return o.eng.advise(err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -32,30 +32,21 @@ func init() {
 
 // embedOptions are the flags of `condition embed`.
 type embedOptions struct {
-	variant  string
-	ort      ortOptions
-	Model    string
-	Prompts  []string
-	Truncate bool
-	Out      string
-	JSON     bool
-	Batch    int
-	Streams  int
-	decode   string
-	mode     pipeline.DecodeMode
+	eng     engineFlags
+	Prompts []string
+	Out     string
+	JSON    bool
+	Batch   int
+	Streams int
 }
 
 func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Model, "model", models.DefaultRef, "model: a directory, org/name[@revision], or default")
-	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringArrayVarP(&o.Prompts, "prompt", "p", nil, "a prompt (repeat for more)")
-	fs.BoolVar(&o.Truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
 	fs.StringVarP(&o.Out, "out", "o", "", "write embeddings and states to this .safetensors file")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.IntVar(&o.Batch, "batch", 16, "images per vision-encoder run")
 	fs.IntVar(&o.Streams, "streams", 0, "vision encoder batches run at once, as for run (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
-	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
-	o.ort.AddFlags(fs)
+	o.eng.AddFlags(fs, withImages|withPrompts)
 }
 
 const embedUsage = `embed [--model REF] [--prompt TEXT]... [IMAGE|FOLDER...] [--out F.safetensors] [--json]
@@ -126,39 +117,29 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if o.Streams < 0 {
 		return usagef("--streams must be 0 or more, got %d", o.Streams)
 	}
-	var err error
-	if o.mode, err = parseDecode(o.decode); err != nil {
-		return err
-	}
-	if err := o.ort.validate(); err != nil {
-		return err
-	}
 	for i, p := range o.Prompts {
 		if strings.TrimSpace(p) == "" {
 			return usagef("--prompt %d is empty (prompts are numbered from 0)", i)
 		}
 	}
+	if _, err := o.eng.options(pipeline.Options{}); err != nil {
+		return err
+	}
 	paths, err := embedInputs(ctx, fs.Args())
 	if err != nil {
 		return err
 	}
-	m, err := openModel(ctx, e, o.Model, o.variant)
-	if err != nil {
-		return err
-	}
-	if _, err := o.ort.load(e); err != nil {
-		return err
-	}
 	// Images go through the encoder as run's do; prompts alone, in one text
 	// encoder call, take every thread.
-	threads, streams := o.ort.threads(), 1
+	base := pipeline.Options{Batch: o.Batch}
 	if len(paths) > 0 {
-		threads, streams = o.ort.Threads, autoStreams(o.Streams)
+		base.Streams, base.NoSpinning = autoStreams(o.Streams), true
 	}
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: threads, Streams: streams, NoSpinning: len(paths) > 0, Batch: o.Batch, Truncate: o.Truncate, Decode: o.mode})
+	eng, err := o.eng.open(ctx, e, base)
 	if err != nil {
 		return err
 	}
+	m := eng.Model()
 	defer eng.Close()
 	scale, fromWeights, err := m.LogitScale()
 	if err != nil {

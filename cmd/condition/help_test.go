@@ -21,9 +21,6 @@ func helpInvocations() [][]string {
 	for _, sub := range []string{"list", "fetch", "info", "verify", "expose", "eval"} {
 		out = append(out, []string{"models", sub, "--help"})
 	}
-	for _, sub := range benchSubNames() {
-		out = append(out, []string{"bench", sub, "--help"})
-	}
 	out = append(out, []string{"runtime", "install", "--help"}, []string{"help", "run"})
 	return out
 }
@@ -56,33 +53,5 @@ func TestHelpGoesToStdout(t *testing.T) {
 	// Without a command: the list on stderr, exit 2.
 	if code, out, errs := runCLI(t); code != exitUsage || out != "" || !strings.Contains(errs, "commands:") {
 		t.Errorf("no arguments: exit %d, stdout %q, stderr %q", code, out, errs)
-	}
-}
-
-// TestBenchHelpListsSubcommands: bench --help lists every bench subcommand.
-func TestBenchHelpListsSubcommands(t *testing.T) {
-	code, out, errs := runCLI(t, "bench", "--help")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	names := benchSubNames()
-	if len(names) < 2 || !strings.Contains(out, "bench pipeline") {
-		t.Errorf("bench --help:\n%s", out)
-	}
-	for _, n := range names {
-		if !strings.Contains(out, "bench "+n+" ") {
-			t.Errorf("bench --help does not list bench %s:\n%s", n, out)
-		}
-	}
-	if code, _, errs := runCLI(t, "bench"); code != exitUsage || !strings.Contains(errs, "bench pipeline") {
-		t.Errorf("bench alone: exit %d, %s", code, errs)
-	}
-	if code, _, errs := runCLI(t, "bench", "nope"); code != exitUsage || !strings.Contains(errs, "unknown subcommand") {
-		t.Errorf("bench nope: exit %d, %s", code, errs)
-	}
-	// bench xattn --help names its flags' values plainly.
-	_, out, _ = runCLI(t, "bench", "xattn", "--help")
-	if !strings.Contains(out, "--ort-lib string") || strings.Contains(out, "--ort-lib condition runtime") {
-		t.Errorf("bench xattn --help:\n%s", out)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/hub"
 	"github.com/conditionhq/condition/tensorio"
@@ -141,76 +140,6 @@ func runModels(ctx context.Context, e *env, args []string) error {
 	return usagef("models: unknown subcommand %q (list, fetch, info, verify, expose, optimize, eval)", sub)
 }
 
-// knownModel is a CLIP export whose files were checked against stored
-// copies of its hub pages (see Source).
-type knownModel struct {
-	Ref      string   `json:"ref"`      // the repository with the ONNX graphs
-	Use      string   `json:"use"`      // the reference to give --model (graphs+heads when the heads are verified)
-	Arch     string   `json:"arch"`     // what it is
-	Variants []string `json:"variants"` // graph suffixes present ("" = plain)
-	Outputs  string   `json:"outputs"`  // what the split graphs output, and how that is known
-	Heads    string   `json:"heads"`    // where the projection heads come from, and how that is known
-	Source   string   `json:"source"`   // where the file lists were seen, and what they listed
-}
-
-// knownModels lists only what was verified against a repository's file
-// listing as stored by the search tool (hub pages, model cards, public code
-// that names the files); Source says where, and fields that could not be
-// verified say so. Commits are the ones the pages showed, never guessed.
-var knownModels = []knownModel{
-	{
-		Ref:      "Xenova/clip-vit-base-patch32",
-		Use:      "Xenova/clip-vit-base-patch32+openai/clip-vit-base-patch32@refs/pr/66",
-		Arch:     "ViT-B/32 (openai/clip-vit-base-patch32 exported for Transformers.js)",
-		Variants: []string{"", "fp16", "quantized"},
-		Outputs: "expected pooled only, not verified on these graphs: the Transformers.js recipe for split CLIP graphs " +
-			"(github.com/xenova/transformers.js scripts/extra/clip.py at a528d1ba62039e4722f8ae213bd84d51c18b02b4) exports " +
-			"text_embeds and image_embeds only; `condition models info` shows the outputs, `condition models expose` adds last_hidden_state",
-		Heads: "none in the repository (ONNX only). openai/clip-vit-base-patch32 has no model.safetensors on main " +
-			"(HEAD .../resolve/main/model.safetensors answered 404 at main = 3d74acf9a28c67741b2f4f2ea7635f0aaf6f0268) but has one on its " +
-			"pull-request branch refs/pr/66 (HEAD answered 302, 605 MB, loaded by transformers as CLIPModel), seen in a transformers " +
-			"download log of 2026-05-01 in the public code index; a pull-request branch may move or go away",
-		Source: "https://huggingface.co/Xenova/clip-vit-base-patch32/tree/4c1807b705b1d015fb032789cc4d221b23025a6f/onnx " +
-			"lists text_model.onnx (254 MB), vision_model.onnx (352 MB), text_model_fp16.onnx, vision_model_fp16.onnx, " +
-			"text_model_quantized.onnx, vision_model_quantized.onnx, model*.onnx",
-	},
-	{
-		Ref:      "Xenova/clip-vit-base-patch16",
-		Use:      "Xenova/clip-vit-base-patch16",
-		Arch:     "ViT-B/16 (openai/clip-vit-base-patch16 exported for Transformers.js)",
-		Variants: []string{"", "fp16", "quantized"},
-		Outputs: "expected pooled only, not verified on these graphs (same Transformers.js recipe as ViT-B/32; its pull request " +
-			"github.com/huggingface/transformers.js/pull/227 converts openai/clip-vit-base-patch16 with --split_modalities)",
-		Heads: "not verified: none in the repository, and no model.safetensors of openai/clip-vit-base-patch16 was seen " +
-			"(the public scripts found fetch its pytorch_model.bin; heads are read from model.safetensors only). Without heads " +
-			"the joint space is unavailable; give +<folder or repo with a CLIPModel model.safetensors> once one is verified",
-		Source: "https://huggingface.co/Xenova/clip-vit-base-patch16/tree/main/onnx (page at commit 9a1940e) lists " +
-			"text_model.onnx (254 MB), vision_model.onnx (345 MB), text_model_fp16.onnx, vision_model_fp16.onnx, " +
-			"text_model_quantized.onnx, vision_model_quantized.onnx, model.onnx, model_fp16.onnx, model_quantized.onnx; " +
-			"https://huggingface.co/Xenova/clip-vit-base-patch16/tree/b01c87eccb2e8b873032357982abe0cd80b778cf lists config.json, " +
-			"preprocessor_config.json, tokenizer.json, tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt",
-	},
-	{
-		Ref:      "Xenova/clip-vit-large-patch14",
-		Use:      "Xenova/clip-vit-large-patch14+openai/clip-vit-large-patch14",
-		Arch:     "ViT-L/14 (openai/clip-vit-large-patch14 with ONNX weights for Transformers.js, per its model card)",
-		Variants: []string{"", "fp16", "quantized"},
-		Outputs:  "expected pooled only, not verified on these graphs (the Transformers.js recipe for split CLIP graphs)",
-		Heads: "openai/clip-vit-large-patch14 model.safetensors (1.71 GB, read by ranges). Its presence on main is seen in public " +
-			"scripts that download https://huggingface.co/openai/clip-vit-large-patch14/resolve/main/model.safetensors (one fetches " +
-			"13 files from main: config.json, flax_model.msgpack, merges.txt, model.safetensors, preprocessor_config.json, " +
-			"pytorch_model.bin, special_tokens_map.json, tf_model.h5, tokenizer.json, tokenizer_config.json, vocab.json, " +
-			".gitattributes, README.md); copies marked \"Duplicate from openai/clip-vit-large-patch14\" hold it with sha256 " +
-			"a2bf730a0c7debf160f7a6b50b3aaf3703e7e88ac73de7a314903141db026dcb (https://huggingface.co/Fluf22/openai-clip-large/blob/main/model.safetensors); " +
-			"openai's own file page was not seen",
-		Source: "https://huggingface.co/Xenova/clip-vit-large-patch14/tree/main/onnx (page at commit cb711f7) lists " +
-			"text_model.onnx (495 MB), vision_model.onnx (1.22 GB), text_model_fp16.onnx, vision_model_fp16.onnx, " +
-			"text_model_quantized.onnx, vision_model_quantized.onnx, model.onnx, model_fp16.onnx, model_quantized.onnx; " +
-			"https://huggingface.co/Xenova/clip-vit-large-patch14/blob/main/vocab.json exists; the top-level list " +
-			"(config.json, preprocessor and tokenizer files) was not seen: not verified",
-	},
-}
-
 type listOptions struct {
 	modelFlags
 	Known bool
@@ -230,9 +159,9 @@ func runModelsList(e *env, args []string) error {
 	}
 	if o.Known {
 		if o.JSON {
-			return writeJSONIndent(e.Stdout, knownModels)
+			return writeJSONIndent(e.Stdout, models.Known())
 		}
-		for _, k := range knownModels {
+		for _, k := range models.Known() {
 			vs := make([]string, len(k.Variants))
 			for i, v := range k.Variants {
 				if v == "" {
@@ -344,7 +273,7 @@ func runModelsRef(ctx context.Context, e *env, sub string, args []string) error 
 		if cacheOnly && !hub.OfflineFromEnv() && errors.Is(err, hub.ErrOffline) {
 			return fmt.Errorf("info reads only the Hugging Face cache, fetching nothing (`condition models fetch %s` fetches): %w", ref, err)
 		}
-		return err
+		return advise(err, ref)
 	}
 	switch sub {
 	case "fetch", "info":
@@ -377,50 +306,6 @@ func runModelsRef(ctx context.Context, e *env, sub string, args []string) error 
 	return nil
 }
 
-// graphInfo describes one graph for info.
-type graphInfo struct {
-	File       string   `json:"file"`
-	Inputs     []string `json:"inputs"`
-	Outputs    []string `json:"outputs"`
-	PooledOnly bool     `json:"pooled_only"`
-	External   []string `json:"external_data,omitempty"`
-	Error      string   `json:"error,omitempty"`
-}
-
-func describeGraph(m *models.Model, name string) *graphInfo {
-	if !m.Has(name) {
-		return nil
-	}
-	gi := &graphInfo{File: m.Path(name)}
-	b, err := m.ReadFile(name)
-	if err != nil {
-		gi.Error = err.Error()
-		return gi
-	}
-	gm, err := onnxgraph.Parse(b)
-	if err != nil {
-		gi.Error = err.Error()
-		return gi
-	}
-	vi := func(v onnxgraph.ValueInfo) string {
-		dims := make([]string, len(v.Shape))
-		for i, d := range v.Shape {
-			dims[i] = d.String()
-		}
-		return fmt.Sprintf("%s %s[%s]", v.Name, onnxgraph.ElemTypeName(v.ElemType), strings.Join(dims, " "))
-	}
-	for _, v := range gm.Graph.Inputs {
-		gi.Inputs = append(gi.Inputs, vi(v))
-	}
-	for _, v := range gm.Graph.Outputs {
-		gi.Outputs = append(gi.Outputs, vi(v))
-	}
-	_, hasHidden := gm.Graph.Output(onnxgraph.HiddenName)
-	gi.PooledOnly = !hasHidden
-	gi.External = gm.ExternalFiles()
-	return gi
-}
-
 func printModel(e *env, m *models.Model, asJSON bool) error {
 	c := m.Config()
 	info := map[string]any{
@@ -442,9 +327,9 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		variants = models.Variants(os.DirFS(m.Dir()))
 	}
 	info["variants"] = variants
-	graphs := map[string]*graphInfo{}
+	graphs := map[string]*models.GraphInfo{}
 	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
-		if gi := describeGraph(m, g); gi != nil {
+		if gi := m.DescribeGraph(g); gi != nil {
 			graphs[g] = gi
 		}
 	}
@@ -569,7 +454,7 @@ func runModelsVerify(e *env, ref string, o modelFlags) error {
 	} else {
 		m, err := models.Open(ref, models.Options{HubCache: o.HubCache, Offline: true, Variant: o.Variant})
 		if err != nil {
-			return err
+			return advise(err, ref)
 		}
 		res.Checks = checkModelFiles(m)
 		if m.Dir() == "" {
@@ -621,7 +506,7 @@ func checkModelFiles(m *models.Model) []hub.Check {
 	}
 	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
 		ck := hub.Check{File: g, Kind: "onnx", Size: size(g)}
-		if gi := describeGraph(m, g); gi == nil {
+		if gi := m.DescribeGraph(g); gi == nil {
 			ck.Reason = "missing"
 		} else if gi.Error != "" {
 			ck.Reason = gi.Error

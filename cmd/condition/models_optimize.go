@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/internal/onnxgraph"
-	"github.com/conditionhq/condition/internal/scenes"
+	"github.com/conditionhq/condition/internal/eval"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/clip"
+	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"
@@ -24,7 +24,7 @@ import (
 // optimizeOptions are the flags of `condition models optimize`.
 type optimizeOptions struct {
 	modelFlags
-	ort       ortOptions
+	rt        engineFlags // --ort-lib and --threads
 	int8      bool
 	qkv       string
 	out       string
@@ -39,7 +39,7 @@ type optimizeOptions struct {
 
 func (o *optimizeOptions) AddFlags(fs *pflag.FlagSet) {
 	o.modelFlags.AddFlags(fs)
-	o.ort.AddFlags(fs)
+	o.rt.AddFlags(fs, runtimeOnly)
 	fs.BoolVar(&o.int8, "int8", false, "also quantize the weight MatMuls to int8 (variant optimized-int8; activations quantized at run time)")
 	fs.StringSliceVar(&o.fusions, "fusions", []string{"attention", "quick-gelu"}, "fusions to apply: attention, skip-layer-norm, quick-gelu (skip-layer-norm is off by default: ONNX Runtime 1.30's CPU SkipLayerNormalization measured slower than LayerNormalization and Add)")
 	fs.StringVar(&o.qkv, "qkv", "", "self-attention's q, k, v projections: separate (three MatMuls, then MultiHeadAttention), split (one MatMul by the packed weights, split for MultiHeadAttention) or packed (com.microsoft.Attention, float32 only); default separate, split with --int8 (measured faster)")
@@ -64,57 +64,32 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 	if o.Variant != "" {
 		return usagef("models optimize starts from the model's own graphs; --variant does not apply")
 	}
-	if err := o.ort.validate(); err != nil {
+	rtOpts, err := o.rt.options(pipeline.Options{})
+	if err != nil {
 		return err
 	}
-	if _, err := o.ort.load(e); err != nil {
+	if _, err := o.rt.loadRuntime(e); err != nil {
 		return err
 	}
 	opts := o.options(e)
 	opts.Variant = models.VariantPlain
 	m, err := models.OpenContext(ctx, fs.Arg(0), opts)
 	if err != nil {
-		return err
-	}
-	qkv := o.qkv
-	if qkv == "" {
-		qkv = "separate"
-		if o.int8 {
-			qkv = "split"
-		}
-	}
-	switch {
-	case qkv == "packed" && o.int8:
-		return usagef("--qkv packed keeps the projections' weights in float32 inside Attention; with --int8 use split")
-	case qkv != "separate" && qkv != "split" && qkv != "packed":
-		return usagef("--qkv: %q is not separate, split or packed", qkv)
-	}
-	fuse := onnxgraph.FuseOptions{PackedQKV: qkv == "packed", SplitQKV: qkv == "split",
-		NoAttention: true, NoSkipLayerNorm: true, NoBiasGelu: true}
-	for _, f := range o.fusions {
-		switch f {
-		case "attention":
-			fuse.NoAttention = false
-		case "skip-layer-norm":
-			fuse.NoSkipLayerNorm = false
-		case "quick-gelu":
-			fuse.NoBiasGelu = false
-		case "none", "":
-		default:
-			return usagef("--fusions: unknown fusion %q (attention, skip-layer-norm, quick-gelu, none)", f)
-		}
+		return advise(err, fs.Arg(0))
 	}
 	probes, err := optimizeProbes(m, o.images)
 	if err != nil {
 		return err
 	}
 	copts := clip.OptimizeOptions{
-		Int8:      o.int8,
-		Fuse:      fuse,
-		Quant:     onnxgraph.QuantOptions{FullRange: o.fullRange, Integer: o.integer},
-		Threads:   o.ort.threads(),
-		Tolerance: o.tolerance,
-		MinCosine: o.minCosine,
+		Int8:          o.int8,
+		QKV:           o.qkv,
+		Fusions:       o.fusions,
+		Int8FullRange: o.fullRange,
+		Int8Integer:   o.integer,
+		Threads:       rtOpts.Threads,
+		Tolerance:     o.tolerance,
+		MinCosine:     o.minCosine,
 	}
 	save := func(r *clip.Optimized, write func(io.Writer) error) (string, error) {
 		if o.out == "" {
@@ -230,18 +205,17 @@ func optimizeProbes(m *models.Model, dir string) (clip.Probes, error) {
 			return p, fmt.Errorf("no images in %s", dir)
 		}
 	} else {
-		g := scenes.NewGenerator(20261201)
-		for i := 0; i < 8; i++ {
-			s := g.Scene(i)
-			px, h, w, err := pre.Apply(s.Render(256))
+		imgs, caps := eval.ProbeScenes(8, 256)
+		for _, img := range imgs {
+			px, h, w, err := pre.Apply(img)
 			if err != nil {
 				return p, err
 			}
 			if err := add(px, h, w); err != nil {
 				return p, err
 			}
-			prompts = append(prompts, s.Caption)
 		}
+		prompts = append(prompts, caps...)
 	}
 	p.Pixels = pixels
 	n := 0

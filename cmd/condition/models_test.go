@@ -45,7 +45,7 @@ func fakeModelHub(t *testing.T) (srv *hubtest.Server, cache string) {
 	full := files(filepath.Join(tinyDir, "onnx", "text_model.onnx"), filepath.Join(tinyDir, "onnx", "vision_model.onnx"))
 	full["model.safetensors"] = hubtest.File{Data: read(filepath.Join(tinyDir, "model.safetensors")), LFS: true}
 	pooled := files("../../testdata/hub/pooled_only/text_model.onnx", filepath.Join(tinyDir, "onnx", "pooled_only", "vision_model.onnx"))
-	ext := filepath.Join("..", "..", "models", "onnxgraph", "testdata", "external")
+	ext := filepath.Join("..", "..", "internal", "onnxgraph", "testdata", "external")
 	external := files(filepath.Join(ext, "text_model.onnx"), filepath.Join(ext, "vision_model.onnx"))
 	external["onnx/text_model.onnx.data"] = hubtest.File{Data: read(filepath.Join(ext, "text_model.onnx.data")), LFS: true}
 	external["onnx/vision_model.onnx_data"] = hubtest.File{Data: read(filepath.Join(ext, "vision_model.onnx_data")), LFS: true}
@@ -165,11 +165,11 @@ func TestModelsErrors(t *testing.T) {
 // (the graphs repository, and the one to give --model), and what could not
 // be verified says so rather than being left blank.
 func TestKnownModels(t *testing.T) {
-	if len(knownModels) < 3 {
-		t.Fatalf("%d known models, want ViT-B/32, B/16 and L/14 at least", len(knownModels))
+	if len(models.Known()) < 3 {
+		t.Fatalf("%d known models, want ViT-B/32, B/16 and L/14 at least", len(models.Known()))
 	}
 	seen := map[string]bool{}
-	for _, k := range knownModels {
+	for _, k := range models.Known() {
 		if seen[k.Ref] {
 			t.Errorf("%s listed twice", k.Ref)
 		}
@@ -208,8 +208,8 @@ func TestKnownModels(t *testing.T) {
 		}
 	}
 	code, out, errs := modelsRun(t, "models", "list", "--known", "--json")
-	var list []knownModel
-	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != len(knownModels) || list[1].Use == "" {
+	var list []models.KnownModel
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != len(models.Known()) || list[1].Use == "" {
 		t.Errorf("list --known --json: exit %d %s %s", code, out, errs)
 	}
 }

@@ -10,13 +10,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/internal/scenes"
 	"github.com/conditionhq/condition/pipeline"
 )
 
 type evalOptions struct {
-	ort     ortOptions
-	variant string
+	eng     engineFlags
 	scenes  int
 	json    bool
 	verbose bool
@@ -24,10 +22,9 @@ type evalOptions struct {
 
 func (o *evalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.scenes, "scenes", 1000, "held-out scenes of each kind")
-	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix (fp16, quantized, ...)")
 	fs.BoolVar(&o.json, "json", false, "print the figures as JSON")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "also print each renderer's shape confusion matrix")
-	o.ort.AddFlags(fs)
+	o.eng.AddFlags(fs, 0)
 }
 
 // runModelsEval measures a model on held-out scenes of two renderers, the
@@ -42,32 +39,25 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ref := "default"
 	switch fs.NArg() {
 	case 0:
 	case 1:
-		ref = fs.Arg(0)
+		if fs.Changed("model") {
+			return usagef("give the model as --model or as the argument, not both")
+		}
+		o.eng.model = fs.Arg(0)
 	default:
 		return usagef("models eval takes one model reference")
 	}
 	if o.scenes < 1 {
 		return usagef("--scenes must be at least 1")
 	}
-	if err := o.ort.validate(); err != nil {
-		return err
-	}
-	if _, err := o.ort.load(e); err != nil {
-		return err
-	}
-	m, err := openModel(ctx, e, ref, o.variant)
-	if err != nil {
-		return err
-	}
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.threads()})
+	eng, err := o.eng.open(ctx, e, pipeline.Options{})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
+	m := eng.Model()
 	opts := eval.Options{Scenes: o.scenes}
 	line := newStatusLine(e.Stderr, o.json)
 	opts.Progress = func(done, total int) {
@@ -94,10 +84,10 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 	} {
 		r := f.fig
 		fmt.Fprintf(e.Stdout, "%s\n", f.title)
-		fmt.Fprintf(e.Stdout, "  zero-shot top-1, single objects, %d colour×shape prompts: %5.1f%%  (%d scenes; target ≥ %.0f%%)\n", len(scenes.Colours)*len(scenes.Shapes), 100*r.ZeroShotTop1, r.ZeroShotN, f.zs)
+		fmt.Fprintf(e.Stdout, "  zero-shot top-1, single objects, %d colour×shape prompts: %5.1f%%  (%d scenes; target ≥ %.0f%%)\n", len(eval.Colours)*len(eval.Shapes), 100*r.ZeroShotTop1, r.ZeroShotN, f.zs)
 		fmt.Fprintf(e.Stdout, "  shape named right, per shape (target ≥ 85%% each):      ")
 		for i, a := range r.ShapeAccuracy() {
-			fmt.Fprintf(e.Stdout, " %s %.1f%%", scenes.Shapes[i], 100*a)
+			fmt.Fprintf(e.Stdout, " %s %.1f%%", eval.Shapes[i], 100*a)
 		}
 		fmt.Fprintln(e.Stdout)
 		fmt.Fprintf(e.Stdout, "  text → image peak inside the named object:            %5.1f%%  (%d words; target ≥ 95%%)\n", 100*r.PeakInside, r.PeakWords)
@@ -113,12 +103,12 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 // columns the shape of the top-1 prompt.
 func printConfusion(w io.Writer, m [][]int) {
 	fmt.Fprintf(w, "  confusion (rows: true shape; columns: predicted)\n  %-10s", "")
-	for _, s := range scenes.Shapes {
+	for _, s := range eval.Shapes {
 		fmt.Fprintf(w, "%9s", s)
 	}
 	fmt.Fprintln(w)
 	for i, row := range m {
-		fmt.Fprintf(w, "  %-10s", scenes.Shapes[i])
+		fmt.Fprintf(w, "  %-10s", eval.Shapes[i])
 		for _, c := range row {
 			fmt.Fprintf(w, "%9d", c)
 		}

@@ -58,35 +58,6 @@ func (o *preprocessOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Decode, "decode", "exact", decodeUsage)
 }
 
-// maxPixelsUsage describes --max-pixels, the same in every command that
-// decodes images for itself.
-var maxPixelsUsage = fmt.Sprintf("refuse images with more pixels than this, read from the header (0: Pillow's limit, %d; -1: no limit)", vision.DefaultMaxPixels)
-
-// checkMaxPixels checks a --max-pixels value.
-func checkMaxPixels(n int64) error {
-	if n < -1 {
-		return usagef("--max-pixels must be -1 (no limit), 0 (Pillow's limit, %d) or positive, got %d", vision.DefaultMaxPixels, n)
-	}
-	return nil
-}
-
-// decodeUsage describes --decode, the same in every command that runs the
-// engine's decoder.
-const decodeUsage = "how to decode JPEGs: exact (whole, as Pillow), fast (scaled down in the DCT to at least twice the model's input side, as Pillow's draft; a few levels off exact, much faster on photos) or fastest (to at least the input side); fast and fastest need a build with -tags libjpeg"
-
-// parseDecode checks a --decode value: a known mode, and one this build
-// can honour.
-func parseDecode(s string) (pipeline.DecodeMode, error) {
-	m, err := pipeline.ParseDecodeMode(s)
-	if err != nil {
-		return "", usagef("--decode: %v", err)
-	}
-	if m != pipeline.DecodeExact && !vision.CanDraft {
-		return "", usagef("--decode %s needs libjpeg-turbo's scaled decoding: this build decodes JPEGs with %s; build with -tags libjpeg (see the README)", m, vision.JPEGDecoder())
-	}
-	return m, nil
-}
-
 // loadPreprocessor reads the preprocessor config that --preprocessor or
 // --model names. A plain directory needs only preprocessor_config.json.
 func loadPreprocessor(ctx context.Context, e *env, o *preprocessOptions) (*vision.Preprocessor, string, error) {

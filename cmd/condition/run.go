@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,15 +27,12 @@ func init() {
 }
 
 type runOptions struct {
-	variant     string
-	ort         ortOptions
-	model       string
+	eng         engineFlags
 	images      []string
 	lists       []string
 	prompts     []string
 	promptsFile string
 	out         string
-	layer       layerOptions
 	heatmaps    bool
 	captions    bool
 	perHead     bool
@@ -46,28 +44,21 @@ type runOptions struct {
 	batch       int
 	resume      bool
 	overwrite   bool
-	truncate    bool
 	shardIndex  int
 	shardCount  int
 	maxFailures int
-	maxPixels   int64
 	noArena     bool
 	pinThreads  bool
-	decode      string
-	decodeMode  pipeline.DecodeMode
 	quiet       bool
 	logFormat   string
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.model, "model", "default", "model: a directory in the Hugging Face layout, a hub id org/name[@revision], or default (built in)")
-	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
 	fs.StringArrayVar(&o.images, "images", nil, "image folder (walked recursively), file, WebDataset .tar shard, or object-store URL (s3://bucket/prefix/, gs://, azblob://: a prefix's images, or one object); brace patterns such as 'shards/{000000..000099}.tar' expand; repeatable; positional arguments are added")
 	fs.StringArrayVar(&o.lists, "list", nil, "a list of images: a text file with one path or s3://, gs://, azblob:// URL a line, or a CSV or Parquet file with a path (or url) column; relative paths are relative to the list; repeatable")
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable")
 	fs.StringVar(&o.promptsFile, "prompts", "", "file with one prompt per line (blank lines and lines starting with # are skipped)")
 	fs.StringVarP(&o.out, "out", "o", "", "output folder, or object-store prefix (s3://bucket/prefix/, gs://, azblob://; needs --layout shards) (required)")
-	o.layer.AddFlags(fs)
 	fs.BoolVar(&o.heatmaps, "heatmaps", false, "write a PNG per image and prompt: the image and one overlay per word")
 	fs.BoolVar(&o.perHead, "per-head", false, "also write the attention maps of every head")
 	fs.BoolVar(&o.captions, "caption-prompt", false, "add each tar sample's own caption (its .txt or .json member) as one more prompt for that image")
@@ -79,17 +70,14 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.batch, "batch", 8, "images per vision encoder call")
 	fs.BoolVar(&o.resume, "resume", false, "skip images already done with the same inputs and settings; keep the manifest")
 	fs.BoolVar(&o.overwrite, "overwrite", false, "first remove what an earlier job in --out wrote (only the files its manifest lists)")
-	fs.BoolVar(&o.truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
 	fs.IntVar(&o.shardIndex, "shard-index", -1, "this process's shard (default: JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX)")
 	fs.IntVar(&o.shardCount, "shard-count", 0, "number of shards the job is split into")
 	fs.IntVar(&o.maxFailures, "max-failures", 0, "exit 1 when more images than this fail (the job still runs to the end)")
-	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
-	fs.BoolVar(&o.noArena, "no-arena", false, "turn ONNX Runtime's CPU memory arena off (bench pipeline --tune measures whether it helps)")
+	fs.BoolVar(&o.noArena, "no-arena", false, "turn ONNX Runtime's CPU memory arena off (condition-bench pipeline --tune measures whether it helps)")
 	fs.BoolVar(&o.pinThreads, "pin-threads", false, "pin ONNX Runtime's pool threads to one processor each (with --threads 2 or more; bench pipeline --tune measures whether it helps)")
-	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display (the final summary and errors still print)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
-	o.ort.AddFlags(fs)
+	o.eng.AddFlags(fs, withImages|withPrompts|withLayer)
 }
 
 func runRun(ctx context.Context, e *env, args []string) error {
@@ -139,13 +127,6 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if o.layout == "shards" && o.captions {
 		return usagef("--caption-prompt needs --layout files (a shard stacks the same prompts for every image)")
 	}
-	if err := checkMaxPixels(o.maxPixels); err != nil {
-		return err
-	}
-	var err error
-	if o.decodeMode, err = parseDecode(o.decode); err != nil {
-		return err
-	}
 	if o.resume && o.overwrite {
 		return usagef("--resume and --overwrite exclude each other")
 	}
@@ -154,7 +135,14 @@ func runRun(ctx context.Context, e *env, args []string) error {
 			return usagef("prompt %d is empty (prompts are numbered from 0)", i)
 		}
 	}
-	if err := o.ort.validate(); err != nil {
+	if !fs.Changed("threads") {
+		// A Slurm task's CPUs, when --threads is not given.
+		if n, err := strconv.Atoi(os.Getenv("SLURM_CPUS_PER_TASK")); err == nil && n > 0 {
+			o.eng.threads = n
+		}
+	}
+	base := pipeline.Options{Streams: autoStreams(o.streams), NoSpinning: true, NoArena: o.noArena, PinThreads: o.pinThreads}
+	if _, err := o.eng.options(base); err != nil {
 		return err
 	}
 	shard, err := batch.ResolveShard(o.shardIndex, o.shardCount, os.Getenv)
@@ -173,17 +161,11 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	default:
 		return usagef("--log-format %q: want text or json", o.logFormat)
 	}
-	if _, err := o.ort.load(e); err != nil {
-		return err
-	}
-	m, err := openModel(ctx, e, o.model, o.variant)
+	eng, err := o.eng.open(ctx, e, base)
 	if err != nil {
 		return err
 	}
-	eng, err := openEngine(ctx, e, m, &o.layer, pipeline.Options{Threads: o.ort.Threads, Streams: autoStreams(o.streams), NoSpinning: true, NoArena: o.noArena, PinThreads: o.pinThreads, MaxPixels: o.maxPixels, Decode: o.decodeMode, Truncate: o.truncate})
-	if err != nil {
-		return err
-	}
+	m := eng.Model()
 	defer eng.Close()
 	prog := newProgressDisplay(e.Stderr, o.quiet)
 	cfg := batch.Config{
@@ -193,7 +175,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		Version: Version, Log: e.Log,
 		Progress: prog.update,
 	}
-	e.Log.Info("job", "model", m.Name(), "images", strings.Join(o.images, ","), "prompts", len(o.prompts), "out", o.out, "shard", fmt.Sprintf("%d/%d", shard.Index, max(shard.Count, 1)))
+	e.Log.Info("job", "model", m.Name(), "images", strings.Join(o.images, ","), "prompts", len(o.prompts), "out", o.out, "shard", fmt.Sprintf("%d/%d", shard.Index, max(shard.Count, 1)),
+		"threads", eng.Threads(), "streams", eng.Streams())
 	sum, err := batch.Run(ctx, cfg)
 	prog.finish()
 	if err != nil {

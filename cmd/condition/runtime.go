@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 
-	"github.com/conditionhq/condition/internal/ort"
-	"github.com/conditionhq/condition/internal/ortinstall"
+	"github.com/conditionhq/condition/models"
 	"github.com/spf13/pflag"
 )
 
@@ -21,49 +19,15 @@ func init() {
 	})
 }
 
-// ortOptions are the ONNX Runtime flags of every command that runs a model.
-type ortOptions struct {
-	Lib     string
-	Threads int
-}
-
-// AddFlags binds --ort-lib and --threads.
-func (o *ortOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Lib, "ort-lib", "", "ONNX Runtime shared library to use (default: "+ort.EnvLibraryPath+", beside the executable, the user cache, the system folders)")
-	fs.IntVar(&o.Threads, "threads", 0, "ONNX Runtime intra-op threads (0: one per core; for run and bench pipeline, the cores shared among the encoder batches, see --streams)")
-}
-
-// threads returns --threads, with 0 meaning one per core (ONNX Runtime's
-// own default used one of the two cores of the development machine).
-func (o *ortOptions) threads() int {
-	if o.Threads == 0 {
-		return runtime.GOMAXPROCS(0)
-	}
-	return o.Threads
-}
-
-// validate checks the flag values.
-func (o *ortOptions) validate() error {
-	if o.Threads < 0 {
-		return usagef("--threads must be 0 or more, got %d", o.Threads)
-	}
-	return nil
-}
-
-// load finds and loads ONNX Runtime, logging which library was used.
-func (o *ortOptions) load(e *env) (*ort.Runtime, error) {
-	return ort.Load(ort.LoadOptions{LibPath: o.Lib, Logger: e.Log})
-}
-
 // runtimeOptions are the flags of `condition runtime`.
 type runtimeOptions struct {
-	ort  ortOptions
+	rt   engineFlags // --ort-lib (and --threads)
 	JSON bool
 }
 
 func (o *runtimeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
-	o.ort.AddFlags(fs)
+	o.rt.AddFlags(fs, runtimeOnly)
 }
 
 // installOptions are the flags of `condition runtime install`.
@@ -79,8 +43,8 @@ func (o *installOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Force, "force", false, "download and install again even if already installed")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.NoNPM, "no-npm", false, "do not use npm; download the GitHub release tarball")
-	fs.StringVar(&o.ReleaseURL, "release-url", ortinstall.DefaultReleaseURL, "base URL of the release tarballs (<url>/v<version>/onnxruntime-<platform>-<version>.tgz)")
-	fs.StringVar(&o.Version, "version", ort.InstallVersion, "ONNX Runtime version to install")
+	fs.StringVar(&o.ReleaseURL, "release-url", models.RuntimeReleaseURL, "base URL of the release tarballs (<url>/v<version>/onnxruntime-<platform>-<version>.tgz)")
+	fs.StringVar(&o.Version, "version", models.RuntimeInstallVersion, "ONNX Runtime version to install")
 	_ = fs.MarkHidden("version")
 }
 
@@ -89,12 +53,12 @@ const runtimeUsage = `runtime [--json] [--ort-lib PATH]
 
 Without a subcommand: finds ONNX Runtime the way every command does, loads it
 and prints its version, its path and where it was found. The search order is
---ort-lib; ` + ort.EnvLibraryPath + `; beside the executable and in ../lib;
+--ort-lib; ` + models.RuntimeEnv + `; beside the executable and in ../lib;
 the user cache folder (where 'runtime install' puts it); the system library
 folders; the bare soname. When none works, every place tried is listed.
 
-install: installs the official ONNX Runtime ` + ort.InstallVersion + ` build into the user
-cache folder, with 'npm pack onnxruntime-node@` + ort.InstallVersion + `' when npm is on the
+install: installs the official ONNX Runtime ` + models.RuntimeInstallVersion + ` build into the user
+cache folder, with 'npm pack onnxruntime-node@` + models.RuntimeInstallVersion + `' when npm is on the
 PATH (npm's package scripts are not run), else (or when npm fails) from the
 GitHub release tarball. The download is verified (archive, binary for this
 machine, checksum, it loads and reports its version) and installed
@@ -116,20 +80,17 @@ func runRuntime(ctx context.Context, e *env, args []string) error {
 		}
 		return usagef("unexpected argument %q (the only subcommand is 'install')", fs.Arg(0))
 	}
-	if err := o.ort.validate(); err != nil {
-		return err
-	}
-	rt, err := o.ort.load(e)
+	rt, err := o.rt.loadRuntime(e)
 	if err != nil {
-		var nf *ort.NotFoundError
+		var nf *models.RuntimeNotFoundError
 		if o.JSON && errors.As(err, &nf) {
-			_ = writeJSONIndent(e.Stdout, map[string]any{"found": false, "min_version": ort.MinVersion, "tried": nf.Tried})
+			_ = writeJSONIndent(e.Stdout, map[string]any{"found": false, "min_version": models.RuntimeMinVersion, "tried": nf.Tried})
 		}
 		return err
 	}
 	if o.JSON {
 		return writeJSONIndent(e.Stdout, map[string]any{"found": true, "version": rt.Version, "path": rt.Path,
-			"source": rt.Source, "min_version": ort.MinVersion, "tried": rt.Tried})
+			"source": rt.Source, "min_version": models.RuntimeMinVersion, "tried": rt.Tried})
 	}
 	fmt.Fprintf(e.Stdout, "onnxruntime %s\npath:   %s\nsource: %s\n", rt.Version, rt.Path, rt.Source)
 	// Candidates that exist but were not used (too old, not loadable) are worth a word.
@@ -152,7 +113,7 @@ func runRuntimeInstall(ctx context.Context, e *env, args []string) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	last := int64(-1)
-	res, err := ortinstall.Install(ctx, ortinstall.InstallOptions{
+	res, err := models.InstallRuntime(ctx, models.InstallOptions{
 		Version:    o.Version,
 		Force:      o.Force,
 		NoNPM:      o.NoNPM,

@@ -24,9 +24,7 @@ func init() {
 const tokenEnv = "CONDITION_TOKEN"
 
 type serveOptions struct {
-	ort         ortOptions
-	model       string
-	variant     string
+	eng         engineFlags
 	addr        string
 	token       string
 	allowPublic bool
@@ -36,9 +34,6 @@ type serveOptions struct {
 	maxQueue    int
 	cache       int
 	maxBody     int64
-	maxPixels   int64
-	decode      string
-	decodeMode  pipeline.DecodeMode
 	maxPrompts  int
 	maxItems    int
 	maxChars    int
@@ -47,8 +42,6 @@ type serveOptions struct {
 }
 
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.model, "model", "default", "model: a directory, a hub id org/name[@revision], or default (built in)")
-	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ...")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	fs.StringVar(&o.token, "token", "", "require 'Authorization: Bearer TOKEN' on the /v1/ routes; the probes, /metrics and the page need none (default: $"+tokenEnv+")")
 	fs.BoolVar(&o.allowPublic, "allow-public", false, "allow listening on a non-loopback address without a token")
@@ -58,14 +51,12 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.maxQueue, "max-queue", 64, "images (and prompts) waiting for the encoders; past it requests get 429")
 	fs.IntVar(&o.cache, "prompt-cache", 1024, "prepared prompts kept (least recently used dropped; 0: none)")
 	fs.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in bytes")
-	fs.Int64Var(&o.maxPixels, "max-pixels", 0, maxPixelsUsage)
-	fs.StringVar(&o.decode, "decode", "exact", decodeUsage)
 	fs.IntVar(&o.maxPrompts, "max-prompts", 32, "prompts (or labels) per request")
 	fs.IntVar(&o.maxItems, "max-items", 64, "inputs per embeddings request")
 	fs.IntVar(&o.maxChars, "max-chars", 4096, "characters per prompt")
 	fs.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM or SIGINT, how long requests in flight have to finish")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
-	o.ort.AddFlags(fs)
+	o.eng.AddFlags(fs, withImages)
 }
 
 func runServe(ctx context.Context, e *env, args []string) error {
@@ -84,14 +75,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if o.workers < 0 || o.cache < 0 || o.maxWait < 0 || o.grace < 0 {
 		return usagef("--workers, --prompt-cache, --max-wait and --grace must be 0 or more")
 	}
-	if err := checkMaxPixels(o.maxPixels); err != nil {
-		return err
-	}
-	var err error
-	if o.decodeMode, err = parseDecode(o.decode); err != nil {
-		return err
-	}
-	if err := o.ort.validate(); err != nil {
+	base := pipeline.Options{Streams: autoStreams(o.workers), NoSpinning: true}
+	if _, err := o.eng.options(base); err != nil {
 		return err
 	}
 	switch o.logFormat {
@@ -116,17 +101,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			e.Log.Warn("serving on a non-loopback address without a token: anyone who reaches it can use it", "addr", o.addr)
 		}
 	}
-	if _, err := o.ort.load(e); err != nil {
-		return err
-	}
-	m, err := openModel(ctx, e, o.model, o.variant)
+	eng, err := o.eng.open(ctx, e, base)
 	if err != nil {
 		return err
 	}
-	eng, err := openEngine(ctx, e, m, nil, pipeline.Options{Threads: o.ort.Threads, Streams: autoStreams(o.workers), NoSpinning: true, MaxPixels: o.maxPixels, Decode: o.decodeMode})
-	if err != nil {
-		return err
-	}
+	m := eng.Model()
 	defer eng.Close()
 	// The flags' 0 means none; the library's 0 means its default.
 	maxWait, cache := o.maxWait, o.cache

@@ -4,21 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// sharedClipDir is the real CLIP vocabulary beside the repository.
-const sharedClipDir = "../../../shared/clip"
-
-func needClip(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(sharedClipDir + "/tokenizer.json"); err != nil {
-		t.Skipf("the real CLIP vocabulary is not here (%v): it lives in ../shared/clip beside the repository", err)
-	}
-}
+// clipDir is the real CLIP vocabulary and its reference ids (test data of
+// package text).
+const clipDir = "../../text/testdata/clip"
 
 func tokRun(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -28,8 +21,7 @@ func tokRun(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 }
 
 func TestTokenizeJSON(t *testing.T) {
-	needClip(t)
-	code, out, errs := tokRun(t, "", "tokenize", "--model", sharedClipDir, "--json", "a photo of a cat", "Don't PANIC!!")
+	code, out, errs := tokRun(t, "", "tokenize", "--model", clipDir, "--json", "a photo of a cat", "Don't PANIC!!")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -54,9 +46,8 @@ func TestTokenizeJSON(t *testing.T) {
 }
 
 func TestTokenizeStdin(t *testing.T) {
-	needClip(t)
 	in := `"a photo of a cat"` + "\n\n" + `""` + "\n" + `"<|endoftext|>"` + "\n"
-	code, out, errs := tokRun(t, in, "tokenize", "--model", sharedClipDir, "--json", "--pad", "--context-length", "8")
+	code, out, errs := tokRun(t, in, "tokenize", "--model", clipDir, "--json", "--pad", "--context-length", "8")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -87,32 +78,30 @@ func TestTokenizeStdin(t *testing.T) {
 			t.Errorf("line %d: %v, want %v", i, got[i], want[i])
 		}
 	}
-	code, _, errs = tokRun(t, "not json\n", "tokenize", "--model", sharedClipDir, "--json")
+	code, _, errs = tokRun(t, "not json\n", "tokenize", "--model", clipDir, "--json")
 	if code != 1 || !strings.Contains(errs, "stdin line 1") {
 		t.Errorf("bad stdin: exit %d, %s", code, errs)
 	}
 }
 
 func TestTokenizeOverflow(t *testing.T) {
-	needClip(t)
 	long := strings.Repeat("cat ", 80)
-	code, out, errs := tokRun(t, "", "tokenize", "--model", sharedClipDir, long)
+	code, out, errs := tokRun(t, "", "tokenize", "--model", clipDir, long)
 	if code != 0 || !strings.Contains(out, "77 tokens, truncated") || !strings.Contains(errs, "truncated") {
 		t.Fatalf("truncate: exit %d\n%s\n%s", code, out, errs)
 	}
-	code, _, errs = tokRun(t, "", "tokenize", "--model", sharedClipDir, "--error-on-overflow", long)
+	code, _, errs = tokRun(t, "", "tokenize", "--model", clipDir, "--error-on-overflow", long)
 	if code != 1 || !strings.Contains(errs, "82 tokens") {
 		t.Fatalf("--error-on-overflow: exit %d, %s", code, errs)
 	}
-	code, _, _ = tokRun(t, "", "tokenize", "--model", sharedClipDir, "--context-length", "1", "x")
+	code, _, _ = tokRun(t, "", "tokenize", "--model", clipDir, "--context-length", "1", "x")
 	if code != 2 {
 		t.Fatalf("--context-length 1: exit %d, want 2", code)
 	}
 }
 
 func TestTokenizeOpenAIGz(t *testing.T) {
-	needClip(t)
-	code, out, errs := tokRun(t, "", "tokenize", "--model", sharedClipDir+"/bpe_simple_vocab_16e6.txt.gz", "--openai", "--json", "Tom &amp; Jerry")
+	code, out, errs := tokRun(t, "", "tokenize", "--model", clipDir+"/bpe_simple_vocab_16e6.txt.gz", "--openai", "--json", "Tom &amp; Jerry")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -5,6 +5,7 @@ package cputime
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -84,4 +85,19 @@ func (c *Counter) Total() time.Duration {
 		return 0
 	}
 	return time.Duration(c.ns.Load())
+}
+
+// counterKey is the context key of WithCounter.
+type counterKey struct{}
+
+// WithCounter returns a copy of ctx that carries c: a batch job run with it
+// adds the CPU time of its vision encoder calls to c (see Counter).
+func WithCounter(ctx context.Context, c *Counter) context.Context {
+	return context.WithValue(ctx, counterKey{}, c)
+}
+
+// FromContext returns the Counter ctx carries, or nil.
+func FromContext(ctx context.Context) *Counter {
+	c, _ := ctx.Value(counterKey{}).(*Counter)
+	return c
 }

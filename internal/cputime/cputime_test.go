@@ -1,6 +1,7 @@
 package cputime
 
 import (
+	"context"
 	"errors"
 	"os"
 	"runtime"
@@ -143,5 +144,18 @@ func TestCounter(t *testing.T) {
 	c.Reset()
 	if got := c.Total(); got != 0 || c.failed.Load() {
 		t.Errorf("after Reset: total %v, failed %v; want 0, false", got, c.failed.Load())
+	}
+}
+
+// TestWithCounter: the counter a context carries is the one put in, and a
+// context without one carries none.
+func TestWithCounter(t *testing.T) {
+	var c Counter
+	ctx := WithCounter(context.Background(), &c)
+	if got := FromContext(ctx); got != &c {
+		t.Errorf("FromContext = %p, want %p", got, &c)
+	}
+	if got := FromContext(context.Background()); got != nil {
+		t.Errorf("FromContext of a bare context = %p, want nil", got)
 	}
 }

@@ -382,3 +382,24 @@ func argmax[T float32 | float64](v []T) int {
 	}
 	return at
 }
+
+// Shapes and Colours are the words of the built-in model's scenes, in the
+// order of Figures.ShapeConfusion.
+var (
+	Shapes  = scenes.Shapes
+	Colours = scenes.Colours
+)
+
+// ProbeScenes renders n scenes of the training generator, side pixels
+// square, with their captions: probe inputs for checking a rewritten graph
+// against the original.
+func ProbeScenes(n, side int) ([]image.Image, []string) {
+	g := scenes.NewGenerator(20261201)
+	imgs := make([]image.Image, n)
+	caps := make([]string, n)
+	for i := range n {
+		s := g.Scene(i)
+		imgs[i], caps[i] = s.Render(side), s.Caption
+	}
+	return imgs, caps
+}

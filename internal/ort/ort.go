@@ -61,9 +61,8 @@ const (
 	SourceSoname     = "soname"
 )
 
-// InstallHint is appended to errors when no usable library was found.
-const InstallHint = "install it with `condition runtime install` (or `go run ./cmd/condition runtime install` in a checkout), " +
-	"or point --ort-lib or " + EnvLibraryPath + " at a libonnxruntime " + MinVersion + " or newer"
+// installHint is appended to errors when no usable library was found.
+const installHint = "install it (models.InstallRuntime) or point " + EnvLibraryPath + " at a libonnxruntime " + MinVersion + " or newer"
 
 // Attempt is one place Load looked at, and what it found there.
 type Attempt struct {
@@ -113,7 +112,7 @@ func (e *NotFoundError) Error() string {
 		fmt.Fprintf(&b, "\n  %-10s %s: %s", a.Source, a.Path, a.Result)
 	}
 	b.WriteString("\n")
-	b.WriteString(InstallHint)
+	b.WriteString(installHint)
 	return b.String()
 }
 

@@ -118,7 +118,7 @@ func platformFor(goos, goarch, version string) (platform, error) {
 	case "darwin/amd64":
 		return platform{"", "onnxruntime-osx-x86_64-" + version + ".tgz", "lib/libonnxruntime." + version + ".dylib"}, nil
 	}
-	return platform{}, fmt.Errorf("ortinstall: no official ONNX Runtime build for %s/%s; build or install it yourself and use --ort-lib", goos, goarch)
+	return platform{}, fmt.Errorf("ortinstall: no official ONNX Runtime build for %s/%s; build or install it yourself and name its path", goos, goarch)
 }
 
 // Install installs the official ONNX Runtime build into the user cache folder
@@ -339,7 +339,7 @@ func fetchHTTP(ctx context.Context, opts InstallOptions, url, member, dst string
 		if ctx.Err() != nil {
 			return "", 0, ctx.Err()
 		}
-		return "", 0, fmt.Errorf("ortinstall: download %s: %w (without internet access, put libonnxruntime in place yourself and use --ort-lib)", url, err)
+		return "", 0, fmt.Errorf("ortinstall: download %s: %w (without internet access, put libonnxruntime in place yourself and name its path)", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

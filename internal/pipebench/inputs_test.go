@@ -104,12 +104,12 @@ func BenchmarkInputKinds(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	threads, streams := batch.EncoderPlan(0, 0)
-	eng, err := pipeline.New(ctx, m, pipeline.Options{Threads: threads, NoSpinning: true})
+	eng, err := pipeline.New(ctx, m, pipeline.Options{Streams: pipeline.AutoStreams, NoSpinning: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer eng.Close()
+	streams := eng.Streams()
 	kinds := []struct {
 		name   string
 		inputs []string

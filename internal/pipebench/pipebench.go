@@ -1,6 +1,6 @@
 // Package pipebench measures the job against its vision encoder: the rate
 // of each, the encoder's share of the process's CPU, and the synthetic
-// images they run on (condition bench pipeline).
+// images they run on (condition-bench pipeline).
 package pipebench
 
 import (
@@ -239,7 +239,8 @@ func EncoderRate(ctx context.Context, eng *pipeline.Engine, cfg batch.Config, ro
 // start of the walk to the last manifest line; preparing the prompts comes
 // before it and is not counted). cfg.Started, when set, is called once the
 // job is set up, just before it starts (to begin a profile of the job alone,
-// say).
+// say). The job adds its encoder calls' CPU time to a Counter of its own
+// that it finds in its context (cputime.WithCounter).
 func JobRate(ctx context.Context, cfg batch.Config) (*batch.Summary, Rate, error) {
 	var sw stopwatch
 	started := cfg.Started
@@ -249,10 +250,11 @@ func JobRate(ctx context.Context, cfg batch.Config) (*batch.Summary, Rate, error
 		}
 		sw = startStopwatch()
 	}
-	sum, err := batch.Run(ctx, cfg)
+	var enc cputime.Counter
+	sum, err := batch.Run(cputime.WithCounter(ctx, &enc), cfg)
 	r := sw.rate(0)
 	if sum != nil {
-		r.Images, r.Wall, r.EncoderCPU = sum.Done, sum.Elapsed, sum.EncoderCPU
+		r.Images, r.Wall, r.EncoderCPU = sum.Done, sum.Elapsed, enc.Total()
 	}
 	return sum, r, err
 }

@@ -84,7 +84,7 @@ func TestStageMedians(t *testing.T) {
 	}
 }
 
-// TestBenchRates runs both measurements of `condition bench pipeline` on
+// TestBenchRates runs both measurements of `condition-bench pipeline` on
 // the tiny model: they count what they did (no timing is checked).
 func TestBenchRates(t *testing.T) {
 	eng := tinyEngine(t)
@@ -120,8 +120,8 @@ func TestBenchRates(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("JobRate called Started %d times, want once", calls)
 	}
-	if sum.Done != 13 || sum.Failed != 1 || job.Images != 13 || job.Wall != sum.Elapsed || job.EncoderCPU != sum.EncoderCPU {
-		t.Errorf("JobRate = %+v, summary %+v; want 13 done, 1 failed, the summary's elapsed time and encoder CPU", job, sum)
+	if sum.Done != 13 || sum.Failed != 1 || job.Images != 13 || job.Wall != sum.Elapsed {
+		t.Errorf("JobRate = %+v, summary %+v; want 13 done, 1 failed, the summary's elapsed time", job, sum)
 	}
 	if linux && (job.EncoderCPU <= 0 || job.EncoderCPU > job.CPU+tick) {
 		t.Errorf("JobRate: encoder calls' CPU %v, process CPU %v; want more than 0 and at most the process's", job.EncoderCPU, job.CPU)

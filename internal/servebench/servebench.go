@@ -1,8 +1,8 @@
 // Package servebench drives an HTTP endpoint with a fixed number of
 // concurrent clients and reads what a load test of condition's service
 // needs beside the answers: a histogram of the server's Prometheus
-// registry, the process's resident memory and its goroutines (condition
-// bench serve).
+// registry, the process's resident memory and its goroutines
+// (condition-bench serve).
 package servebench
 
 import (

@@ -28,10 +28,21 @@ type Probes struct {
 type OptimizeOptions struct {
 	// Int8 quantizes the weight MatMuls after fusing (see onnxgraph.Quantize).
 	Int8 bool
-	// Fuse chooses the fused forms.
-	Fuse onnxgraph.FuseOptions
-	// Quant chooses the int8 form.
-	Quant onnxgraph.QuantOptions
+	// QKV is how self-attention's q, k, v projections are written:
+	// "separate" (three MatMuls, then MultiHeadAttention), "split" (one
+	// MatMul by the packed weights, split for MultiHeadAttention) or
+	// "packed" (com.microsoft.Attention, float32 only); "": separate, split
+	// with Int8.
+	QKV string
+	// Fusions are the fusions to apply, among "attention", "skip-layer-norm"
+	// and "quick-gelu" (nil: attention and quick-gelu; "none": none).
+	Fusions []string
+	// Int8FullRange writes int8 weights over [-127, 127] (default 7 bits,
+	// [-63, 63], exact on CPUs without VNNI).
+	Int8FullRange bool
+	// Int8Integer writes DynamicQuantizeLinear + MatMulInteger instead of
+	// DynamicQuantizeMatMul.
+	Int8Integer bool
 	// Threads is ONNX Runtime's intra-op thread count for the checks.
 	Threads int
 	// Tolerance is the largest difference allowed between a float32
@@ -69,6 +80,11 @@ type Optimized struct {
 	Error   string                 `json:"error,omitempty"`
 	Probes  string                 `json:"probes,omitempty"` // what the check ran on
 }
+
+// ErrMissingOutput is matched (errors.Is) by the error of opening a graph
+// that lacks an output the engine reads: a pooled-only export, whose token
+// or patch states are missing.
+var ErrMissingOutput = errors.New("clip: the graph lacks an output the encoder reads")
 
 // ErrCheckFailed is wrapped by Optimize's error for a rewrite whose
 // outputs strayed past the tolerance: it was not saved.
@@ -111,6 +127,43 @@ func Optimize(ctx context.Context, m *models.Model, p Probes, opts OptimizeOptio
 	return out, errors.Join(errs...)
 }
 
+// fuseOptions reads QKV and Fusions.
+func (opts OptimizeOptions) fuseOptions() (onnxgraph.FuseOptions, error) {
+	qkv := opts.QKV
+	if qkv == "" {
+		qkv = "separate"
+		if opts.Int8 {
+			qkv = "split"
+		}
+	}
+	switch {
+	case qkv == "packed" && opts.Int8:
+		return onnxgraph.FuseOptions{}, errors.New("clip: packed q, k, v projections keep their weights in float32 inside Attention; with int8 use split")
+	case qkv != "separate" && qkv != "split" && qkv != "packed":
+		return onnxgraph.FuseOptions{}, fmt.Errorf("clip: q, k, v projections %q: want separate, split or packed", qkv)
+	}
+	fuse := onnxgraph.FuseOptions{PackedQKV: qkv == "packed", SplitQKV: qkv == "split",
+		NoAttention: true, NoSkipLayerNorm: true, NoBiasGelu: true}
+	fusions := opts.Fusions
+	if fusions == nil {
+		fusions = []string{"attention", "quick-gelu"}
+	}
+	for _, f := range fusions {
+		switch f {
+		case "attention":
+			fuse.NoAttention = false
+		case "skip-layer-norm":
+			fuse.NoSkipLayerNorm = false
+		case "quick-gelu":
+			fuse.NoBiasGelu = false
+		case "none", "":
+		default:
+			return fuse, fmt.Errorf("clip: unknown fusion %q (attention, skip-layer-norm, quick-gelu, none)", f)
+		}
+	}
+	return fuse, nil
+}
+
 func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opts OptimizeOptions, o *Optimized,
 	save func(o *Optimized, write func(io.Writer) error) (string, error)) error {
 	raw, err := m.ReadFile(g)
@@ -125,7 +178,11 @@ func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opt
 		return fmt.Errorf("the graph keeps its weights in external data (%v), which rewrites do not handle yet", ext)
 	}
 	var buf bytes.Buffer
-	if o.Fuse, err = onnxgraph.Fuse(gm, opts.Fuse, &buf); err != nil {
+	fuse, err := opts.fuseOptions()
+	if err != nil {
+		return err
+	}
+	if o.Fuse, err = onnxgraph.Fuse(gm, fuse, &buf); err != nil {
 		return err
 	}
 	rewritten := buf.Bytes()
@@ -135,7 +192,8 @@ func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opt
 			return fmt.Errorf("the fused graph: %w", err)
 		}
 		var qbuf bytes.Buffer
-		if o.Quant, err = onnxgraph.Quantize(fm, opts.Quant, &qbuf); err != nil {
+		quant := onnxgraph.QuantOptions{FullRange: opts.Int8FullRange, Integer: opts.Int8Integer}
+		if o.Quant, err = onnxgraph.Quantize(fm, quant, &qbuf); err != nil {
 			return err
 		}
 		rewritten = qbuf.Bytes()

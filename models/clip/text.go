@@ -164,8 +164,8 @@ func openText(g ort.Graph, opts TextOptions, ins, outs []ort.IOInfo) (*TextEncod
 	if !haveHidden {
 		return nil, fmt.Errorf("clip: text: %s: the graph has no %s output (outputs: %s): it gives pooled embeddings only, "+
 			"and token states need %s; use a full export with %s and %s as outputs "+
-			"(or run `condition models expose` on the model to add it)",
-			name, hiddenOutputName, ort.ListIO(outs), hiddenOutputName, hiddenOutputName, embedsOutputName)
+			"(models.Model.Expose adds it to a model): %w",
+			name, hiddenOutputName, ort.ListIO(outs), hiddenOutputName, hiddenOutputName, embedsOutputName, ErrMissingOutput)
 	}
 	var err error
 	e.sess, err = g.NewSession(inNames, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})

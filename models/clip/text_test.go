@@ -258,7 +258,7 @@ func TestTextEncoderRejectsGraphs(t *testing.T) {
 		file  string
 		wants []string
 	}{
-		{filepath.Join("pooled_only", "text_model.onnx"), []string{"pooled_only", "no last_hidden_state output", "text_embeds", "full export", "condition models expose"}},
+		{filepath.Join("pooled_only", "text_model.onnx"), []string{"pooled_only", "no last_hidden_state output", "text_embeds", "full export", "Expose"}},
 		{filepath.Join("bad", "text_float_ids.onnx"), []string{"text_float_ids.onnx", "input input_ids is float32", "int64 or int32"}},
 		{"vision_model.onnx", []string{"vision_model.onnx", "unexpected input pixel_values"}},
 	} {

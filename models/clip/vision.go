@@ -172,8 +172,8 @@ func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*Visio
 	if !haveHidden {
 		return nil, fmt.Errorf("clip: vision: %s: the graph has no %s output (outputs: %s): it gives pooled embeddings only, "+
 			"and patch states need %s; use a full export with %s and %s as outputs "+
-			"(or run `condition models expose` on the model to add it)",
-			name, visionHiddenOutputName, ort.ListIO(outs), visionHiddenOutputName, visionHiddenOutputName, imageEmbedsOutputName)
+			"(models.Model.Expose adds it to a model): %w",
+			name, visionHiddenOutputName, ort.ListIO(outs), visionHiddenOutputName, visionHiddenOutputName, imageEmbedsOutputName, ErrMissingOutput)
 	}
 	var err error
 	e.sess, err = g.NewSession([]string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})

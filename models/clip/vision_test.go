@@ -127,7 +127,7 @@ func TestVisionEncoderRejectsGraphs(t *testing.T) {
 		file  string
 		wants []string
 	}{
-		{filepath.Join("pooled_only", "vision_model.onnx"), []string{"pooled_only", "no last_hidden_state output", "image_embeds", "full export", "condition models expose"}},
+		{filepath.Join("pooled_only", "vision_model.onnx"), []string{"pooled_only", "no last_hidden_state output", "image_embeds", "full export", "Expose"}},
 		{filepath.Join("bad", "vision_uint8.onnx"), []string{"vision_uint8.onnx", "input pixel_values is uint8", "expected a float32 or float16 tensor"}},
 		{"text_model.onnx", []string{"text_model.onnx", "no pixel_values input", "input_ids"}},
 	} {

@@ -167,52 +167,6 @@ func (c Cache) link(repo, commit, file, etag string) (string, error) {
 	return p, nil
 }
 
-// AddFile stores a file made here (a rewritten graph, extracted heads) in the
-// cache like a downloaded one: the contents go to blobs/<sha256>, and
-// snapshots/<commit>/<file> links to it. write is called once with the
-// destination; the result is installed atomically. It returns the snapshot path.
-//
-// Deprecated: the cache is a mirror of the hub, and a file made here does
-// not belong in it; package models keeps such files in a cache of its own
-// (models.DefaultDerivedDir) and only reads those older versions added here.
-func (c Cache) AddFile(repo, commit, file string, write func(w io.Writer) error) (string, error) {
-	if err := checkFile(file); err != nil {
-		return "", err
-	}
-	if !IsCommit(commit) {
-		return "", fmt.Errorf("hub: add %s: %q is not a commit hash", file, commit)
-	}
-	blobs := filepath.Join(c.RepoDir(repo), "blobs")
-	if err := os.MkdirAll(blobs, 0o755); err != nil {
-		return "", fmt.Errorf("hub: %w", err)
-	}
-	f, err := os.CreateTemp(blobs, ".add-*.incomplete")
-	if err != nil {
-		return "", fmt.Errorf("hub: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	h := sha256.New()
-	err = write(io.MultiWriter(f, h))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", fmt.Errorf("hub: write %s: %w", file, err)
-	}
-	etag := hex.EncodeToString(h.Sum(nil))
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		return "", fmt.Errorf("hub: %w", err)
-	}
-	if err := os.Rename(tmp, c.BlobPath(repo, etag)); err != nil {
-		return "", fmt.Errorf("hub: %w", err)
-	}
-	return c.link(repo, commit, file, etag)
-}
-
 // CachedRepo describes one model repository in the cache.
 type CachedRepo struct {
 	Repo      string            `json:"repo"`

@@ -19,7 +19,6 @@ import (
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/tensorio"
-	"github.com/conditionhq/condition/xattn"
 )
 
 var tinyModel = enginetest.TinyDir()
@@ -274,22 +273,18 @@ func TestRunBadConfig(t *testing.T) {
 			t.Logf("%s: %v", name, err)
 		}
 	}
-	// Layers the model cannot take.
-	id, err := xattn.Identity(7, 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Layers the engine cannot build.
 	for name, opts := range map[string]pipeline.Options{
-		"identity of another width": {Layer: id, Direction: xattn.ImageToText},
+		"joint with heads":     {Layer: pipeline.Layer{Heads: 2}},
+		"identity with prefix": {Layer: pipeline.Layer{Weights: "identity", Prefix: "attn2."}},
+		"negative heads":       {Layer: pipeline.Layer{Weights: "identity", Heads: -1}},
+		"missing weights file": {Layer: pipeline.Layer{Weights: filepath.Join(in, "none.safetensors")}},
 	} {
 		if _, err := pipeline.New(context.Background(), m, opts); err == nil {
 			t.Errorf("%s: no error", name)
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
-	}
-	if _, err := pipeline.LoadDiffusersLayer(filepath.Join(in, "none.safetensors"), "", 8); err == nil {
-		t.Error("a missing weights file: no error")
 	}
 }
 

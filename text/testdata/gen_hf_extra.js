@@ -3,7 +3,7 @@
 // CLIP's tokenizer.json. Run from this folder:
 //
 //	npm pack tokenizers@0.23.2 && mkdir -p node_modules/tokenizers && tar -xzf tokenizers-0.23.2.tgz -C node_modules/tokenizers --strip-components=1
-//	node gen_hf_extra.js ../../../shared/clip/tokenizer.json > hf_extra.jsonl
+//	node gen_hf_extra.js clip/tokenizer.json > hf_extra.jsonl
 //
 // (or npm install tokenizers@0.23.2 in a scratch folder and set NODE_PATH).
 const { Tokenizer } = require('tokenizers');

@@ -4,11 +4,11 @@
   utf8_replace.jsonl   bytes (hex) -> bytes.decode("utf-8", errors="replace")
   html_unescape.jsonl  text -> html.unescape(text) (once)
   openai_extra.jsonl   text -> ids of openai's simple_tokenizer cleaning and
-                       split, without ftfy (as ../../shared/clip/golden.jsonl)
+                       split, without ftfy (as clip/golden.jsonl)
 
 Run from this folder with Debian's python3 and python3-regex:
 
-  /usr/bin/python3 gen_python.py ../../../shared/clip/bpe_simple_vocab_16e6.txt.gz
+  /usr/bin/python3 gen_python.py clip/bpe_simple_vocab_16e6.txt.gz
 
 openai_extra.jsonl follows simple_tokenizer.py's steps: html.unescape twice,
 strip, re.sub(r"\\s+", " "), strip, str.lower, its regex (the `regex` module,
@@ -129,7 +129,7 @@ def main():
         for c in cases:
             f.write(json.dumps({"text": c, "openai": tok.encode(c)}) + "\n")
 
-    # Self-check against the shared golden file's openai field.
+    # Self-check against golden.jsonl's openai field, beside the vocabulary.
     gold = sys.argv[1].replace("bpe_simple_vocab_16e6.txt.gz", "golden.jsonl")
     for line in open(gold):
         g = json.loads(line)

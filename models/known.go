@@ -1,0 +1,64 @@
+package models
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// KnownModel is a CLIP export whose files were checked against its hub pages
+// (see Source): the models Known lists.
+type KnownModel struct {
+	Ref      string   `json:"ref"`      // the repository with the ONNX graphs
+	Use      string   `json:"use"`      // the reference to give Open (graphs+heads when the heads are verified)
+	Arch     string   `json:"arch"`     // what it is
+	Variants []string `json:"variants"` // graph suffixes present ("" = plain, first)
+	Outputs  string   `json:"outputs"`  // what the split graphs output, and how that is known
+	Heads    string   `json:"heads"`    // where the projection heads come from, and how that is known
+	Source   string   `json:"source"`   // where the file lists were seen, and what they listed
+}
+
+// knownJSON lists only what was verified against a repository's file listing
+// (hub pages, model cards, public code that names the files); Source says
+// where, and fields that could not be verified say so. Commits are the ones
+// the pages showed, never guessed.
+//
+//go:embed known.json
+var knownJSON []byte
+
+var known = sync.OnceValue(func() []KnownModel {
+	k, err := parseKnown(knownJSON)
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
+
+// parseKnown parses a list of known models, refusing unknown fields.
+func parseKnown(b []byte) ([]KnownModel, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	var k []KnownModel
+	if err := d.Decode(&k); err != nil {
+		return nil, fmt.Errorf("models: known.json: %w", err)
+	}
+	if d.More() {
+		return nil, errors.New("models: known.json: data after the list")
+	}
+	return k, nil
+}
+
+// Known returns the CLIP exports this package was checked against, in a
+// fixed order, each with the reference to give Open and what was and was not
+// verified about it. The result is a copy the caller may change.
+func Known() []KnownModel {
+	k := slices.Clone(known())
+	for i := range k {
+		k[i].Variants = slices.Clone(k[i].Variants)
+	}
+	return k
+}

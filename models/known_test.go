@@ -1,0 +1,117 @@
+package models
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/models/hub"
+)
+
+// TestKnown checks the invariants of known.json: it parses with no unknown
+// field, every entry says where its files were seen, its references parse as
+// hub ids (the graphs repository, and the one to give Open), and what could
+// not be verified says so rather than being left blank.
+func TestKnown(t *testing.T) {
+	if _, err := parseKnown(knownJSON); err != nil {
+		t.Fatal(err)
+	}
+	known := Known()
+	if len(known) < 3 {
+		t.Fatalf("%d known models, want ViT-B/32, B/16 and L/14 at least", len(known))
+	}
+	seen := map[string]bool{}
+	for _, k := range known {
+		if seen[k.Ref] {
+			t.Errorf("%s listed twice", k.Ref)
+		}
+		seen[k.Ref] = true
+		if r, err := hub.ParseRef(k.Ref); err != nil || r.Revision != "" {
+			t.Errorf("%s: Ref %v (want org/name)", k.Ref, err)
+		}
+		if !strings.Contains(k.Source, "https://") || len(k.Source) < 40 {
+			t.Errorf("%s: Source %q does not say where the file list was seen", k.Ref, k.Source)
+		}
+		if k.Arch == "" || k.Outputs == "" || k.Heads == "" {
+			t.Errorf("%s: blank fields (write \"not verified\" instead): %+v", k.Ref, k)
+		}
+		graphs, weights, err := SplitRef(k.Use)
+		if err != nil {
+			t.Errorf("%s: Use %q: %v", k.Ref, k.Use, err)
+			continue
+		}
+		if graphs != k.Ref {
+			t.Errorf("%s: Use %q takes its graphs from %q", k.Ref, k.Use, graphs)
+		}
+		if weights != "" {
+			if r, err := ParseRef(weights); err != nil || r.Hub.Repo == "" {
+				t.Errorf("%s: heads %q are not a hub id: %v", k.Ref, weights, err)
+			}
+		} else if !strings.Contains(k.Heads, "not verified") {
+			t.Errorf("%s: no heads in Use, and Heads does not say \"not verified\": %q", k.Ref, k.Heads)
+		}
+		if len(k.Variants) == 0 || k.Variants[0] != "" {
+			t.Errorf("%s: variants %q (the plain graphs first)", k.Ref, k.Variants)
+			continue
+		}
+		for i, v := range k.Variants[1:] {
+			if v == "" || slices.Contains(k.Variants[i+2:], v) {
+				t.Errorf("%s: variants %q (one plain, each other once)", k.Ref, k.Variants)
+			}
+			if !strings.Contains(k.Source, "_"+v+".onnx") {
+				t.Errorf("%s: variant %q not in the file list of Source", k.Ref, v)
+			}
+		}
+	}
+}
+
+// TestKnownCopy: what Known returns is the caller's to change.
+func TestKnownCopy(t *testing.T) {
+	a := Known()
+	a[0].Ref = "changed"
+	a[0].Variants[0] = "changed"
+	b := Known()
+	if b[0].Ref == "changed" || b[0].Variants[0] == "changed" {
+		t.Errorf("Known shares its entries with an earlier result: %+v", b[0])
+	}
+}
+
+// TestKnownJSON: the JSON of Known is known.json's, and a malformed list is
+// an error naming the file.
+func TestKnownJSON(t *testing.T) {
+	b, err := json.Marshal(Known())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(knownJSON, &want); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+		t.Errorf("Known marshals as\n%s\nwant known.json's\n%s", g, w)
+	}
+	for _, bad := range []string{
+		``,
+		`{}`,
+		`[{"ref": "a/b", "weights": "x"}]`,
+		`[{"ref": 1}]`,
+		`[] []`,
+	} {
+		if _, err := parseKnown([]byte(bad)); err == nil || !strings.Contains(err.Error(), "known.json") {
+			t.Errorf("parseKnown(%q) = %v, want an error naming known.json", bad, err)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

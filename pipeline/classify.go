@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// ClassifyOptions controls Classify.
+type ClassifyOptions struct {
+	// Template makes each label's prompt: "{}" is replaced by the label
+	// ("a photo of a {}"); "" or a template without "{}": the label alone.
+	Template string
+	// Truncate cuts prompts longer than the model's context instead of
+	// refusing them.
+	Truncate bool
+}
+
+// Label is one label of a zero-shot classification.
+type Label struct {
+	Text   string  // the label as given
+	Prompt string  // the prompt it became (ClassifyOptions.Template)
+	Index  int     // its place among the labels given, from 0
+	Prob   float32 // softmax of the logits over the labels
+	Logit  float32 // CLIP logit: exp(logit_scale)·cosine
+}
+
+// Classify scores an encoded image against labels (zero-shot, as CLIP does):
+// each label becomes a prompt (opts.Template), every prompt is encoded in
+// one text encoder call, and the image's logit with each is turned into a
+// probability over the labels. It returns one Label per label, best first
+// (equal logits keep the order given).
+func (e *Engine) Classify(ctx context.Context, img *ImageEncoding, labels []string, opts ClassifyOptions) ([]Label, error) {
+	if img == nil {
+		return nil, errors.New("pipeline: classify: no image encoding")
+	}
+	if len(labels) == 0 {
+		return nil, errors.New("pipeline: classify: no labels")
+	}
+	out := make([]Label, len(labels))
+	texts := make([]string, len(labels))
+	for i, l := range labels {
+		texts[i] = l
+		if strings.Contains(opts.Template, "{}") {
+			texts[i] = strings.ReplaceAll(opts.Template, "{}", l)
+		}
+		out[i] = Label{Text: l, Prompt: texts[i], Index: i}
+	}
+	encs, err := e.labelEncodings(ctx, opts.Truncate, texts)
+	if err != nil {
+		return nil, err
+	}
+	_, logits, err := e.Similarity([]ImageEncoding{*img}, encs)
+	if err != nil {
+		return nil, err
+	}
+	if len(logits) != 1 || len(logits[0]) != len(labels) {
+		return nil, fmt.Errorf("pipeline: classify: %d scores for %d labels", len(logits[0]), len(labels))
+	}
+	top := math.Inf(-1)
+	for _, l := range logits[0] {
+		top = max(top, float64(l))
+	}
+	sum := 0.0
+	for _, l := range logits[0] {
+		sum += math.Exp(float64(l) - top)
+	}
+	for i, l := range logits[0] {
+		out[i].Logit = l
+		out[i].Prob = float32(math.Exp(float64(l)-top) / sum)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Logit > out[j].Logit })
+	return out, nil
+}
+
+// maxLabels bounds the engine's cache of label prompts' encodings.
+const maxLabels = 4096
+
+// labelKey is a label prompt as Classify encodes it.
+type labelKey struct {
+	text     string
+	truncate bool
+}
+
+// labelEncodings returns the encodings of label prompts, from the engine's
+// cache where Classify encoded them before (the same labels are asked of
+// every image), encoding the others in one call.
+func (e *Engine) labelEncodings(ctx context.Context, truncate bool, texts []string) ([]TextEncoding, error) {
+	out := make([]TextEncoding, len(texts))
+	var missing []string
+	var at []int
+	e.labelMu.Lock()
+	for i, t := range texts {
+		if enc, ok := e.labels[labelKey{t, truncate}]; ok {
+			out[i] = enc
+		} else {
+			missing = append(missing, t)
+			at = append(at, i)
+		}
+	}
+	e.labelMu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	encs, err := e.EncodeTextsWith(ctx, TextOptions{Truncate: truncate}, missing)
+	if err != nil {
+		return nil, err
+	}
+	e.labelMu.Lock()
+	defer e.labelMu.Unlock()
+	if e.labels == nil || len(e.labels)+len(encs) > maxLabels {
+		e.labels = make(map[labelKey]TextEncoding)
+	}
+	for k, i := range at {
+		out[i] = encs[k]
+		e.labels[labelKey{missing[k], truncate}] = encs[k]
+	}
+	return out, nil
+}

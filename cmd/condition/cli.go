@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -32,22 +31,70 @@ type env struct {
 	Log    *slog.Logger
 }
 
-// command is one subcommand. run parses its own flags from args (use
-// newFlagSet) and returns an error; it never exits.
+// command is one node of the command tree (commands): a command that runs
+// (run parses its own flags from args, with newFlagSet, and returns an
+// error; it never exits), a group of subcommands, or both (a run given no
+// subcommand's name).
 type command struct {
 	name    string
 	summary string
+	usage   string // a group's help, after its list of subcommands
 	run     func(ctx context.Context, e *env, args []string) error
+	subs    []*command
 }
 
-var commands = map[string]command{}
-
-// register adds a command; each command's file calls it from init.
-func register(c command) {
-	if _, dup := commands[c.name]; dup {
-		panic("condition: command registered twice: " + c.name)
+// sub returns c's subcommand called name, or nil.
+func (c *command) sub(name string) *command {
+	for _, s := range c.subs {
+		if s.name == name {
+			return s
+		}
 	}
-	commands[c.name] = c
+	return nil
+}
+
+// find walks args down the tree from c: the deepest command named, its
+// path ("models optimize") and the arguments left.
+func (c *command) find(args []string) (*command, string, []string) {
+	path := ""
+	for len(args) > 0 {
+		s := c.sub(args[0])
+		if s == nil {
+			break
+		}
+		c, args = s, args[1:]
+		path = strings.TrimSpace(path + " " + c.name)
+	}
+	return c, path, args
+}
+
+// printUsage lists c's subcommands on w.
+func (c *command) printUsage(w io.Writer, path string) {
+	if path == "" {
+		fmt.Fprintf(w, "condition %s: cross-attention between CLIP image patches and prompt tokens\n\nusage: condition <command> [flags]\n\ncommands:\n", Version)
+	} else {
+		fmt.Fprintf(w, "usage: condition %s <%s> [flags]\n\n%s\n\nsubcommands:\n", path, strings.Join(c.subNames(), "|"), c.summary)
+	}
+	for _, s := range c.subs {
+		fmt.Fprintf(w, "  %-11s %s\n", s.name, s.summary)
+	}
+	if c.usage != "" {
+		fmt.Fprintf(w, "\n%s\n", c.usage)
+	}
+	if path == "" {
+		fmt.Fprintf(w, "\nrun 'condition <command> --help' for its flags\n")
+	} else {
+		fmt.Fprintf(w, "\nrun 'condition %s <subcommand> --help' for its flags\n", path)
+	}
+}
+
+// subNames returns the names of c's subcommands.
+func (c *command) subNames() []string {
+	names := make([]string, len(c.subs))
+	for i, s := range c.subs {
+		names[i] = s.name
+	}
+	return names
 }
 
 // usageError marks an error as a usage error (exit code 2).
@@ -105,30 +152,47 @@ func mainContext(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	e := &env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
 		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))}
 	if len(args) == 0 {
-		printUsage(stderr)
+		commands.printUsage(stderr, "")
 		return exitUsage
-	}
-	if args[0] == "help" && len(args) == 2 {
-		if _, ok := commands[args[1]]; ok {
-			args = []string{args[1], "--help"} // condition help run = condition run --help
-		}
-	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printUsage(stdout)
-		return exitOK
 	}
 	if args[0] == "version" || args[0] == "--version" {
 		fmt.Fprintln(stdout, "condition", Version)
 		return exitOK
 	}
-	c, ok := commands[args[0]]
-	if !ok {
+	if args[0] == "help" {
+		// condition help models optimize = condition models optimize --help
+		if c, _, rest := commands.find(args[1:]); c == commands || len(rest) > 0 {
+			if len(args) > 1 {
+				fmt.Fprintf(stderr, "condition: unknown command %q\n\n", strings.Join(args[1:], " "))
+				commands.printUsage(stderr, "")
+				return exitUsage
+			}
+		} else {
+			args = append(args[1:], "--help")
+		}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		commands.printUsage(stdout, "")
+		return exitOK
+	}
+	c, path, rest := commands.find(args)
+	if c == commands {
 		fmt.Fprintf(stderr, "condition: unknown command %q\n\n", args[0])
-		printUsage(stderr)
+		commands.printUsage(stderr, "")
 		return exitUsage
 	}
-	err := c.run(ctx, e, args[1:])
-	return exitCode(stderr, c.name, err)
+	if c.run == nil {
+		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help") {
+			c.printUsage(stdout, path)
+			return exitOK
+		}
+		c.printUsage(stderr, path)
+		if len(rest) > 0 {
+			return exitCode(stderr, path, usagef("unknown subcommand %q (%s)", rest[0], strings.Join(c.subNames(), ", ")))
+		}
+		return exitCode(stderr, path, usagef("%s needs a subcommand: %s", path, strings.Join(c.subNames(), ", ")))
+	}
+	return exitCode(stderr, path, c.run(ctx, e, rest))
 }
 
 // exitCode maps an error to an exit code in one place, printing it.
@@ -155,19 +219,6 @@ func exitCode(stderr io.Writer, name string, err error) int {
 		fmt.Fprintf(stderr, "condition %s: %v\n", name, err)
 		return exitFailed
 	}
-}
-
-func printUsage(w io.Writer) {
-	fmt.Fprintf(w, "condition %s: cross-attention between CLIP image patches and prompt tokens\n\nusage: condition <command> [flags]\n\ncommands:\n", Version)
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintf(w, "\nrun 'condition <command> --help' for a command's flags\n")
 }
 
 func logLevel() slog.Level {

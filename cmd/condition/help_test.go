@@ -2,27 +2,54 @@ package main
 
 import (
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// helpInvocations lists every command and subcommand with its help flag.
+// helpInvocations lists every command and subcommand of the tree with
+// its help flags, and help of each.
 func helpInvocations() [][]string {
 	var out [][]string
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	var walk func(c *command, path []string)
+	walk = func(c *command, path []string) {
+		for _, s := range c.subs {
+			p := append(slices.Clip(path), s.name)
+			out = append(out, append(slices.Clip(p), "--help"), append(slices.Clip(p), "-h"), append([]string{"help"}, p...))
+			walk(s, p)
+		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		out = append(out, []string{n, "--help"}, []string{n, "-h"})
-	}
-	for _, sub := range []string{"list", "fetch", "info", "verify", "expose", "eval"} {
-		out = append(out, []string{"models", sub, "--help"})
-	}
-	out = append(out, []string{"runtime", "install", "--help"}, []string{"help", "run"})
+	walk(commands, nil)
 	return out
+}
+
+// TestCommandTree: every command of the tree is reached by its path, and
+// the tree names no command twice among siblings.
+func TestCommandTree(t *testing.T) {
+	n := 0
+	var walk func(c *command, path []string)
+	walk = func(c *command, path []string) {
+		seen := map[string]bool{}
+		for _, s := range c.subs {
+			if seen[s.name] {
+				t.Errorf("%v: %s twice", path, s.name)
+			}
+			seen[s.name] = true
+			p := append(slices.Clip(path), s.name)
+			if got, name, rest := commands.find(p); got != s || name != strings.Join(p, " ") || len(rest) != 0 {
+				t.Errorf("find(%v) = %s %q %v", p, got.name, name, rest)
+			}
+			if s.run == nil && len(s.subs) == 0 {
+				t.Errorf("%v: neither runs nor has subcommands", p)
+			}
+			n++
+			walk(s, p)
+		}
+	}
+	walk(commands, nil)
+	if n != 18 {
+		t.Errorf("%d commands in the tree; want 18: run, attend, embed, xattn, tokenize, preprocess, merge, serve, runtime and its install, models and its 7 subcommands", n)
+	}
 }
 
 // flagLine is one line of pflag's flag list: the flag, then its value's

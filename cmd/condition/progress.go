@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conditionhq/condition/models/hub"
 	"golang.org/x/term"
 )
 
@@ -101,4 +102,44 @@ func bar(done, total, width int) string {
 	}
 	k := min(width*done/total, width)
 	return "[" + strings.Repeat("=", k) + strings.Repeat(" ", width-k) + "] "
+}
+
+// progressBar returns a callback showing a download on w's status line
+// (see statusLine): the file, a bar, the bytes and the rate; each file's
+// last line is kept.
+func progressBar(w io.Writer) func(hub.Progress) {
+	line := newStatusLine(w, false)
+	var mu sync.Mutex
+	var lastFile string
+	start := time.Now()
+	return func(p hub.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.File != lastFile {
+			lastFile, start = p.File, time.Now()
+		}
+		done := p.Total >= 0 && p.Done >= p.Total
+		rate := float64(p.Done) / max(time.Since(start).Seconds(), 1e-3)
+		text := fmt.Sprintf("%s %s %s/s", p.File, human(p.Done), human(int64(rate)))
+		if p.Total > 0 {
+			text = fmt.Sprintf("%s %s%3.0f%% %s/%s %s/s", p.File, bar(int(p.Done>>10), int(p.Total>>10), 24),
+				100*float64(p.Done)/float64(p.Total), human(p.Done), human(p.Total), human(int64(rate)))
+		}
+		line.show(text, done)
+		if done {
+			line.keep()
+		}
+	}
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f kB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

@@ -83,7 +83,9 @@ func TestSlurmArray(t *testing.T) {
 		checkTasks(t, tasks, map[string]string{"0": "0:0", "1": "0:0", "2": "0:0", "3": "0:0"})
 		rep := j.mergeComplete(out, bigPattern, len(bigImages))
 		byProc := manifestProcs(t, out, 4, bigImages)
-		heavyTask = byProc[heavy+"/"+imageKey(0)]
+		if p, ok := byProc[strings.TrimSuffix(heavy, ".tar")+"/"+imageKey(0)+".png"]; ok {
+			heavyTask = p
+		}
 		if !slices.Equal(rep.ProcessSeen, []int{0, 1, 2, 3}) {
 			t.Errorf("processes seen %v, want every one of 4 (the tar shards' hashes leave one without work: rename them)", rep.ProcessSeen)
 		}
@@ -110,14 +112,19 @@ func TestSlurmArray(t *testing.T) {
 		// Cancel the heavy task once it has written some whole output
 		// shards (100 images each) and is part-way through the next.
 		var before int
-		c.waitFor("250 images in "+manifest, 60*time.Second, func() (bool, string) {
+		if err := c.WaitFor("250 images in "+manifest, 60*time.Second, func() bool {
 			before = countLines(manifest)
-			return before >= 250, fmt.Sprint(before, " lines")
-		})
+			return before >= 250
+		}); err != nil {
+			t.Fatal(err)
+		}
 		if err := c.Cancel(task); err != nil {
 			t.Fatal(err)
 		}
-		cancelled := c.WaitState(task, "CANCELLED", 30*time.Second)
+		cancelled, err := c.WaitState(task, "CANCELLED", 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
 		after := countLines(manifest)
 		t.Logf("cancelled %s at %d images (%d when scancel ran), exit %s", task, after, before, cancelled.ExitCode)
 		if after >= 1200 {
@@ -126,7 +133,10 @@ func TestSlurmArray(t *testing.T) {
 		if err := c.Requeue(task); err != nil {
 			t.Fatal(err)
 		}
-		tasks := c.Wait(id, 3*time.Minute)
+		tasks, err := c.Wait(id, 3*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
 		checkTasks(t, tasks, map[string]string{"0": "0:0", "1": "0:0", "2": "0:0", "3": "0:0"})
 		for _, tk := range tasks {
 			if tk.TaskID == strconv.Itoa(heavyTask) && tk.Fields["Restarts"] != "1" {
@@ -227,7 +237,10 @@ func TestSlurmArray(t *testing.T) {
 		// more: the job's encoder streams × threads should be that one.
 		out := filepath.Join(dir, "threads")
 		id := j.submit(smallPattern, out, []string{"--array=0-1", "--cpus-per-task=1"}, []string{"--shard-count", "2"})
-		tasks := c.Wait(id, 2*time.Minute)
+		tasks, err := j.c.Wait(id, 2*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
 		checkTasks(t, tasks, map[string]string{"0": "0:0", "1": "0:0"})
 		for _, task := range tasks {
 			if task.Fields["NumCPUs"] != "1" {
@@ -275,7 +288,10 @@ func (j *arrays) run(name, images string, sbatch, extra []string) (string, []Tas
 	out := filepath.Join(j.dir, name)
 	id := j.submit(images, out, sbatch, extra)
 	start := time.Now()
-	tasks := j.c.Wait(id, 3*time.Minute)
+	tasks, err := j.c.Wait(id, 3*time.Minute)
+	if err != nil {
+		j.t.Fatal(err)
+	}
 	j.t.Logf("job %s (%s): its tasks ended in %s", id, strings.Join(sbatch, " "), time.Since(start).Round(100*time.Millisecond))
 	return out, tasks
 }
@@ -528,7 +544,7 @@ func jsonLines(log string) []map[string]any {
 
 // writeTar writes a WebDataset shard of n samples (KEY.png, 12×12 pixels
 // of a seeded random colour each, and KEY.txt, a caption) and returns the
-// images' output names, <tar>/<KEY>.png.
+// images' output names, <tar's name without .tar>/<KEY>.png.
 func writeTar(t *testing.T, name string, n int, seed uint64) []string {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
@@ -565,7 +581,7 @@ func writeTar(t *testing.T, name string, n int, seed uint64) []string {
 			}
 			tw.Write(m.data)
 		}
-		names = append(names, filepath.Base(name)+"/"+key+".png")
+		names = append(names, strings.TrimSuffix(filepath.Base(name), ".tar")+"/"+key+".png")
 	}
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)

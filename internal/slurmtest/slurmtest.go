@@ -127,10 +127,12 @@ func Start(t testing.TB) *Cluster {
 	c.start("munged", bins["munged"], "--foreground", "--force", "--key-file="+keyFile, "--socket="+sock,
 		"--pid-file="+filepath.Join(dir, "munge", "munged.pid"), "--log-file="+filepath.Join(dir, "munge", "munged.log"),
 		"--seed-file="+filepath.Join(dir, "munge", "munged.seed"))
-	c.waitFor("munged's socket", 10*time.Second, func() (bool, string) {
+	if err := c.waitFor("munged's socket", 10*time.Second, func() (bool, string) {
 		_, err := os.Stat(sock)
 		return err == nil, fmt.Sprint(err)
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	ports := freePorts(t, 2)
 	conf := fmt.Sprintf(`ClusterName=ci
@@ -168,11 +170,13 @@ PartitionName=p Nodes=%[1]s Default=YES MaxTime=INFINITE State=UP
 	}
 	c.start("slurmctld", bins["slurmctld"], "-D", "-i", "-f", c.Conf)
 	c.start("slurmd", bins["slurmd"], "-D", "-f", c.Conf, "-N", c.Node)
-	c.waitFor("the node to be idle", 60*time.Second, func() (bool, string) {
+	if err := c.waitFor("the node to be idle", 60*time.Second, func() (bool, string) {
 		out, err := c.Command("sinfo", "-h", "-N", "-o", "%t").CombinedOutput()
 		s := strings.TrimSpace(string(out))
 		return err == nil && s == "idle", s
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -227,28 +231,34 @@ func (c *Cluster) stop() {
 	c.daemon = nil
 }
 
-// waitFor polls ok every 100 ms until it holds, failing the test after
-// timeout with the last state ok reported and the daemons' logs.
-func (c *Cluster) waitFor(what string, timeout time.Duration, ok func() (bool, string)) {
-	c.t.Helper()
+// waitFor polls ok every 100 ms until it holds, returning an error after
+// timeout with the last state ok reported, or when a daemon has exited,
+// with the daemons' logs.
+func (c *Cluster) waitFor(what string, timeout time.Duration, ok func() (bool, string)) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		done, state := ok()
 		if done {
-			return
+			return nil
 		}
 		for _, d := range c.daemon {
 			select {
 			case <-d.done:
-				c.t.Fatalf("slurmtest: %s exited while waiting for %s (%v)\n%s", d.name, what, d.cmd.ProcessState, c.Logs())
+				return fmt.Errorf("slurmtest: %s exited while waiting for %s (%v)\n%s", d.name, what, d.cmd.ProcessState, c.Logs())
 			default:
 			}
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("slurmtest: no %s after %s (last: %s)\n%s", what, timeout, state, c.Logs())
+			return fmt.Errorf("slurmtest: no %s after %s (last: %s)\n%s", what, timeout, state, c.Logs())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// WaitFor polls ok every 100 ms until it holds, and returns an error
+// after timeout or when a daemon has exited.
+func (c *Cluster) WaitFor(what string, timeout time.Duration, ok func() bool) error {
+	return c.waitFor(what, timeout, func() (bool, string) { return ok(), "not yet" })
 }
 
 // Logs returns the tails of the daemons' logs, for a failure's message.
@@ -372,11 +382,10 @@ func (c *Cluster) Tasks(id string) ([]Task, error) {
 }
 
 // Wait waits until every task of job id has finished (see Task.Finished)
-// and returns them, failing the test after timeout.
-func (c *Cluster) Wait(id string, timeout time.Duration) []Task {
-	c.t.Helper()
+// and returns them; it returns an error after timeout.
+func (c *Cluster) Wait(id string, timeout time.Duration) ([]Task, error) {
 	var tasks []Task
-	c.waitFor("end of job "+id, timeout, func() (bool, string) {
+	err := c.waitFor("end of job "+id, timeout, func() (bool, string) {
 		var err error
 		tasks, err = c.Tasks(id)
 		if err != nil {
@@ -390,15 +399,14 @@ func (c *Cluster) Wait(id string, timeout time.Duration) []Task {
 		}
 		return all, strings.Join(states, " ")
 	})
-	return tasks
+	return tasks, err
 }
 
-// WaitState waits until task id (JOBID_TASK) is in state, failing the
-// test after timeout.
-func (c *Cluster) WaitState(id, state string, timeout time.Duration) Task {
-	c.t.Helper()
+// WaitState waits until task id (JOBID_TASK) is in state and returns it;
+// it returns an error after timeout.
+func (c *Cluster) WaitState(id, state string, timeout time.Duration) (Task, error) {
 	var task Task
-	c.waitFor(id+" "+state, timeout, func() (bool, string) {
+	err := c.waitFor(id+" "+state, timeout, func() (bool, string) {
 		tasks, err := c.Tasks(id)
 		if err != nil || len(tasks) != 1 {
 			return false, fmt.Sprint(tasks, err)
@@ -406,7 +414,7 @@ func (c *Cluster) WaitState(id, state string, timeout time.Duration) Task {
 		task = tasks[0]
 		return task.State == state, task.State
 	})
-	return task
+	return task, err
 }
 
 // Cancel cancels a job or array task (JOBID_TASK) with scancel: its

@@ -22,14 +22,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(command{
-		name:    "embed",
-		summary: "CLIP embeddings, token and patch states, image–prompt similarity",
-		run:     runEmbed,
-	})
-}
-
 // embedOptions are the flags of `condition embed`.
 type embedOptions struct {
 	eng     engineFlags

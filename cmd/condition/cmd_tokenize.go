@@ -17,14 +17,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(command{
-		name:    "tokenize",
-		summary: "token ids and tokens, as the model's tokenizer makes them",
-		run:     runTokenize,
-	})
-}
-
 const tokenizeUsage = `tokenize [--model REF] [--json] [--openai] [--context-length N] [--pad] [--error-on-overflow] [TEXT...]
 
 Prints the token ids, tokens and words of each TEXT as the model's tokenizer

@@ -10,10 +10,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(command{name: "merge", summary: "prove a job's output complete: join the shard manifests of a split job into manifest.jsonl, or check every shard of the shards layout (folder or object-store prefix)", run: runMerge})
-}
-
 type mergeOptions struct {
 	images []string
 	lists  []string

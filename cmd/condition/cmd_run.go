@@ -22,10 +22,6 @@ import (
 	"github.com/conditionhq/condition/text"
 )
 
-func init() {
-	register(command{name: "run", summary: "the batch job: images × prompts → features, attention both ways, heatmaps, a manifest", run: runRun})
-}
-
 type runOptions struct {
 	eng         engineFlags
 	images      []string

@@ -14,10 +14,6 @@ import (
 	"github.com/conditionhq/condition/xattn"
 )
 
-func init() {
-	register(command{name: "xattn", summary: "apply a cross-attention layer (diffusers weights) to query and source features", run: runXattn})
-}
-
 type xattnOptions struct {
 	weights, prefix       string
 	heads                 int

@@ -16,10 +16,6 @@ import (
 	"github.com/conditionhq/condition/tensorio"
 )
 
-func init() {
-	register(command{name: "attend", summary: "one image and a prompt: the words and patches that attend most, and a heatmap PNG", run: runAttend})
-}
-
 type attendOptions struct {
 	eng       engineFlags
 	prompts   []string

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/hub"
@@ -19,30 +16,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(command{
-		name:    "models",
-		summary: "list, fetch, inspect, verify, expose and optimize models (Hugging Face hub and cache)",
-		run:     runModels,
-	})
-}
-
-const modelsUsage = `models <list|fetch|info|verify|expose|optimize|eval> [flags]
-
-  models list [--known] [--json]          models in the Hugging Face cache (--known: CLIP
-                                          exports this program was checked against)
-  models fetch REF [--variant V]          download a hub model into the cache, with progress
-  models info REF [--variant V]           files, config, graph inputs and outputs, variants
-  models verify REF                       re-hash a cached hub model against its blob names
-                                          (a folder or default: check that its files parse)
-  models expose REF [--variant V]         add last_hidden_state to pooled-only graphs
-  models optimize REF [--int8] [--out DIR] fuse the graphs for ONNX Runtime (and quantize them to
-                                          int8), check them against the originals, keep them in
-                                          this program's cache as the variant optimized (or
-                                          optimized-int8), used by default when present
-  models eval [REF] [--scenes N]          quality on held-out generated scenes (default: the built-in model)
-
-REF is a directory, org/name[@revision], or <graphs>+<weights> (the ONNX graphs
+const modelsUsage = `REF is a directory, org/name[@revision], or <graphs>+<weights> (the ONNX graphs
 of one, the projection heads from the model.safetensors of the other, read with
 range requests: Xenova/clip-vit-base-patch32+org/pytorch-checkpoint).
 The cache is the Hugging Face one (HF_HUB_CACHE, HF_HOME/hub,
@@ -77,67 +51,20 @@ func (o *modelFlags) options(e *env) models.Options {
 	}
 }
 
-// progressBar returns a callback showing a download on w's status line
-// (see statusLine): the file, a bar, the bytes and the rate; each file's
-// last line is kept.
-func progressBar(w io.Writer) func(hub.Progress) {
-	line := newStatusLine(w, false)
-	var mu sync.Mutex
-	var lastFile string
-	start := time.Now()
-	return func(p hub.Progress) {
-		mu.Lock()
-		defer mu.Unlock()
-		if p.File != lastFile {
-			lastFile, start = p.File, time.Now()
-		}
-		done := p.Total >= 0 && p.Done >= p.Total
-		rate := float64(p.Done) / max(time.Since(start).Seconds(), 1e-3)
-		text := fmt.Sprintf("%s %s %s/s", p.File, human(p.Done), human(int64(rate)))
-		if p.Total > 0 {
-			text = fmt.Sprintf("%s %s%3.0f%% %s/%s %s/s", p.File, bar(int(p.Done>>10), int(p.Total>>10), 24),
-				100*float64(p.Done)/float64(p.Total), human(p.Done), human(p.Total), human(int64(rate)))
-		}
-		line.show(text, done)
-		if done {
-			line.keep()
-		}
-	}
+func runModelsFetch(ctx context.Context, e *env, args []string) error {
+	return runModelsRef(ctx, e, "fetch", args)
 }
 
-func human(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f kB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
+func runModelsInfo(ctx context.Context, e *env, args []string) error {
+	return runModelsRef(ctx, e, "info", args)
 }
 
-func runModels(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintf(e.Stderr, "usage: condition %s\n", modelsUsage)
-		return usagef("models needs a subcommand: list, fetch, info, verify, expose, optimize or eval")
-	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintf(e.Stdout, "usage: condition %s\n", modelsUsage)
-		return errHelp
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "list":
-		return runModelsList(e, rest)
-	case "fetch", "info", "verify", "expose":
-		return runModelsRef(ctx, e, sub, rest)
-	case "eval":
-		return runModelsEval(ctx, e, rest)
-	case "optimize":
-		return runModelsOptimize(ctx, e, rest)
-	}
-	return usagef("models: unknown subcommand %q (list, fetch, info, verify, expose, optimize, eval)", sub)
+func runModelsExpose(ctx context.Context, e *env, args []string) error {
+	return runModelsRef(ctx, e, "expose", args)
+}
+
+func runModelsVerify(ctx context.Context, e *env, args []string) error {
+	return runModelsRef(ctx, e, "verify", args)
 }
 
 type listOptions struct {
@@ -145,7 +72,7 @@ type listOptions struct {
 	Known bool
 }
 
-func runModelsList(e *env, args []string) error {
+func runModelsList(_ context.Context, e *env, args []string) error {
 	var o listOptions
 	fs := newFlagSet(e, "models list", "models list [--known] [--json] [--hub-cache DIR]")
 	fs.BoolVar(&o.Known, "known", false, "list the CLIP exports this program was checked against, with their variants")
@@ -258,7 +185,7 @@ func runModelsRef(ctx context.Context, e *env, sub string, args []string) error 
 	}
 	ref := fs.Arg(0)
 	if sub == "verify" {
-		return runModelsVerify(e, ref, o)
+		return verifyModel(e, ref, o)
 	}
 	cacheOnly := false
 	if sub == "info" && !o.Offline {
@@ -411,10 +338,10 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	return nil
 }
 
-// runModelsVerify re-hashes a cached hub model, or checks that the files of
+// verifyModel re-hashes a cached hub model, or checks that the files of
 // a model folder or of the built-in model parse (they have no hashes to be
 // checked against).
-func runModelsVerify(e *env, ref string, o modelFlags) error {
+func verifyModel(e *env, ref string, o modelFlags) error {
 	type result struct {
 		Ref    string      `json:"ref"`
 		Commit string      `json:"commit,omitempty"`

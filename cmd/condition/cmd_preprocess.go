@@ -14,14 +14,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(command{
-		name:    "preprocess",
-		summary: "the pixel_values tensor an image becomes, as .npy (for checking against Python)",
-		run:     runPreprocess,
-	})
-}
-
 const preprocessUsage = `preprocess [--model REF | --preprocessor FILE] --out F.npy [--max-pixels N] [--no-exif-orientation] [--decode fast] [--json] IMAGE
 
 Decodes IMAGE (JPEG, PNG, GIF, BMP, TIFF or WebP), puts it upright from its

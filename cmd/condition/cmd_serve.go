@@ -16,10 +16,6 @@ import (
 	"github.com/conditionhq/condition/pipeline/serve"
 )
 
-func init() {
-	register(command{name: "serve", summary: "one loaded model behind HTTP: /v1/embeddings, /v1/attend, /v1/classify, probes, /metrics and a page", run: runServe})
-}
-
 // tokenEnv holds the bearer token when --token is not given.
 const tokenEnv = "CONDITION_TOKEN"
 

@@ -11,14 +11,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(command{
-		name:    "runtime",
-		summary: "where ONNX Runtime is and its version; `runtime install` installs it",
-		run:     runRuntime,
-	})
-}
-
 // runtimeOptions are the flags of `condition runtime`.
 type runtimeOptions struct {
 	rt   engineFlags // --ort-lib (and --threads)

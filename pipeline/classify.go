@@ -105,7 +105,7 @@ func (e *Engine) labelEncodings(ctx context.Context, truncate bool, texts []stri
 	if len(missing) == 0 {
 		return out, nil
 	}
-	encs, err := e.EncodeTextsWith(ctx, TextOptions{Truncate: truncate}, missing)
+	encs, err := e.encodeTextsWith(ctx, TextOptions{Truncate: truncate}, missing)
 	if err != nil {
 		return nil, err
 	}

@@ -32,9 +32,6 @@ type TextEncoding struct {
 // T returns the prompt's number of tokens, BOS to EOS.
 func (t *TextEncoding) T() int { return len(t.IDs) }
 
-// TokenStates returns the rows of States that are tokens, [T, Width].
-func (t *TextEncoding) TokenStates() []float32 { return t.States[:len(t.IDs)*t.Width] }
-
 // ImageEncoding is one image through the vision encoder.
 type ImageEncoding struct {
 	Grid vision.Grid // the patch grid, P = Grid.H × Grid.W
@@ -68,8 +65,8 @@ type TextOptions struct {
 	Truncate bool
 }
 
-// EncodeTextsWith is EncodeTexts with the truncation of opts.
-func (e *Engine) EncodeTextsWith(ctx context.Context, opts TextOptions, prompts []string) ([]TextEncoding, error) {
+// encodeTextsWith is EncodeTexts with the truncation of opts.
+func (e *Engine) encodeTextsWith(ctx context.Context, opts TextOptions, prompts []string) ([]TextEncoding, error) {
 	tok := e.strict
 	if opts.Truncate {
 		tok = e.trunc

@@ -333,8 +333,6 @@ func (e *Engine) Direction() xattn.Direction {
 	return d
 }
 
-// LayerName names the attention layers ("joint" for CLIP's joint space).
-func (e *Engine) LayerName() string { return e.layerName }
 
 // Threads returns the ONNX Runtime intra-op threads of the encoders (0:
 // ONNX Runtime's default).

@@ -1,11 +1,13 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
+	"image/png"
 	"log"
 	"os"
 	"path/filepath"
@@ -23,6 +25,51 @@ func scene() image.Image {
 	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{128, 128, 128, 255}}, image.Point{}, draw.Src)
 	draw.Draw(img, image.Rect(12, 12, 52, 52), &image.Uniform{color.RGBA{30, 60, 220, 255}}, image.Point{}, draw.Src)
 	return img
+}
+
+// Three tasks on one image: embed it, ask where each word of a prompt
+// peaks, and classify it against three labels (zero-shot).
+func Example_tasks() {
+	ctx := context.Background()
+	eng, err := pipeline.Open(ctx, "default", pipeline.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close()
+	imgs, err := eng.EncodeImageData(ctx, [][]byte{scenePNG()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	prompts, err := eng.Prepare(ctx, "a blue square")
+	if err != nil {
+		log.Fatal(err)
+	}
+	atts, err := eng.Attend(ctx, &imgs[0], prompts, pipeline.AttendOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, ov := range atts[0].Overlays() {
+		row, col := ov.PeakCell()
+		fmt.Printf("%s peaks in the top left quarter: %v\n", ov.Label, row < 4 && col < 4)
+	}
+	labels, err := eng.Classify(ctx, &imgs[0], []string{"circle", "square", "star"}, pipeline.ClassifyOptions{Template: "a blue {}"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("best label:", labels[0].Text)
+	// Output:
+	// blue peaks in the top left quarter: true
+	// square peaks in the top left quarter: true
+	// best label: square
+}
+
+// scenePNG is scene() as a PNG file.
+func scenePNG() []byte {
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, scene()); err != nil {
+		log.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // Embed an image and a prompt, and compare them.
@@ -101,14 +148,8 @@ func ExampleEngine_Attend() {
 	a := atts[0]
 	fmt.Println("grid", a.Grid, "tokens", a.Prompt.Tokens)
 	for _, ov := range a.Overlays() {
-		peak := 0
-		for j, v := range ov.Map {
-			if v > ov.Map[peak] {
-				peak = j
-			}
-		}
 		// The square covers rows and columns 0 to 3 of the 8×8 grid.
-		row, col := a.Grid.Cell(peak)
+		row, col := ov.PeakCell()
 		fmt.Printf("%s peaks in the square: %v\n", ov.Label, row < 4 && col < 4)
 	}
 	// Output:

@@ -23,15 +23,6 @@ type Prompt struct {
 // some of them.
 type Prompts []*Prompt
 
-// Texts returns the prompts' texts.
-func (ps Prompts) Texts() []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.Text
-	}
-	return out
-}
-
 // Prepare encodes the prompts in one batch and prepares their attention
 // sides, once for every later Attend.
 func (e *Engine) Prepare(ctx context.Context, prompts ...string) (Prompts, error) {
@@ -44,7 +35,7 @@ func (e *Engine) Prepare(ctx context.Context, prompts ...string) (Prompts, error
 
 // PrepareWith is Prepare with the truncation of opts.
 func (e *Engine) PrepareWith(ctx context.Context, opts TextOptions, prompts ...string) (Prompts, error) {
-	encs, err := e.EncodeTextsWith(ctx, opts, prompts)
+	encs, err := e.encodeTextsWith(ctx, opts, prompts)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +47,8 @@ func (e *Engine) prepare(encs []TextEncoding) (_ Prompts, err error) {
 	for i := range encs {
 		e.warnUnknown(i, &encs[i])
 		p := &Prompt{TextEncoding: encs[i], eng: e}
-		states, t := p.TokenStates(), p.T()
+		t := p.T()
+		states := p.States[:t*p.Width] // the token rows, [T, Width]
 		if e.i2t != nil {
 			if p.src, err = e.i2t.PrepareSource(states, t, nil); err != nil {
 				return nil, &PromptError{Index: i, Text: p.Text, Err: fmt.Errorf("prepare image to text: %w", err)}

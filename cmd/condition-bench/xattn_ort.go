@@ -11,7 +11,7 @@ import (
 	"github.com/conditionhq/condition/tensorio"
 )
 
-// The ONNX graphs of `bench xattn --ort`, made by benchdata/generate_mha.py.
+// The ONNX graphs of `condition-bench xattn --ort`, made by benchdata/generate_mha.py.
 var (
 	//go:embed benchdata/mha_block.onnx
 	mhaBlockONNX []byte

@@ -9,12 +9,12 @@ import (
 // maxExpansion bounds what one brace pattern may expand to.
 const maxExpansion = 10_000_000
 
-// ExpandBraces expands the brace patterns of an input, as WebDataset and
+// expandBraces expands the brace patterns of an input, as WebDataset and
 // clip-retrieval write shard lists: "shards/{000000..000999}.tar" (a
 // numeric range; the width of the first bound is kept, zero-padded) and
 // "{train,val}/x.tar" (a list). Several patterns multiply; a pattern may
 // not nest. A string without braces is returned as it is.
-func ExpandBraces(s string) ([]string, error) {
+func expandBraces(s string) ([]string, error) {
 	open := strings.IndexByte(s, '{')
 	if open < 0 {
 		if strings.IndexByte(s, '}') >= 0 {
@@ -48,7 +48,7 @@ func ExpandBraces(s string) ([]string, error) {
 	} else {
 		alts = strings.Split(body, ",")
 	}
-	rest, err := ExpandBraces(s[end+1:])
+	rest, err := expandBraces(s[end+1:])
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func ExpandBraces(s string) ([]string, error) {
 func expandInputs(inputs []string) ([]string, error) {
 	var out []string
 	for _, in := range inputs {
-		ex, err := ExpandBraces(in)
+		ex, err := expandBraces(in)
 		if err != nil {
 			return nil, err
 		}

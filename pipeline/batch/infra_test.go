@@ -114,7 +114,7 @@ func TestShards(t *testing.T) {
 func TestOutDirStaysInside(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	o, err := OpenOutDir(out)
+	o, err := openOutFolder(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +148,12 @@ func TestOutDirStaysInside(t *testing.T) {
 }
 
 func TestManifestResumeDropsPartialLine(t *testing.T) {
-	o, err := OpenOutDir(t.TempDir())
+	o, err := openOutFolder(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	m, prior, err := OpenManifest(o, "manifest.jsonl", false)
+	m, prior, err := openManifest(o, "manifest.jsonl", false)
 	if err != nil || len(prior) != 0 {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestManifestResumeDropsPartialLine(t *testing.T) {
 	f, _ := o.OpenAppend("manifest.jsonl", false)
 	f.WriteString(`{"path":"c.png","sta`) // a killed writer
 	f.Close()
-	m, prior, err = OpenManifest(o, "manifest.jsonl", true)
+	m, prior, err = openManifest(o, "manifest.jsonl", true)
 	if err != nil {
 		t.Fatal(err)
 	}

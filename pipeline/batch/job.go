@@ -766,7 +766,7 @@ func newNameCheck(inputs, lists []string) *nameCheck {
 	base := map[string]bool{}
 	for _, in := range inputs {
 		b := filepath.Base(filepath.Clean(in))
-		if IsTarName(b) {
+		if isTarName(b) {
 			b = strings.TrimSuffix(b, filepath.Ext(b))
 		}
 		if base[b] {

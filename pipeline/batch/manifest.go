@@ -42,18 +42,18 @@ type Score struct {
 	Score  float64 `json:"score"`
 }
 
-// Manifest appends entries to a JSONL file as a job goes. Each entry is
+// manifestFile appends entries to a JSONL file as a job goes. Each entry is
 // written with one write call on a file opened for appending, so a killed
 // process leaves at most one partial last line, which the next reader drops.
-type Manifest struct {
+type manifestFile struct {
 	mu sync.Mutex
 	f  *os.File
 }
 
-// OpenManifest opens name in out for appending. Without resume the file is
+// openManifest opens name in out for appending. Without resume the file is
 // started anew; with resume a partial last line (from a killed process) is
 // cut off and the complete entries are returned.
-func OpenManifest(out *OutDir, name string, resume bool) (*Manifest, []Entry, error) {
+func openManifest(out *outFolder, name string, resume bool) (*manifestFile, []Entry, error) {
 	var prior []Entry
 	if resume {
 		b, err := out.ReadFile(name)
@@ -77,11 +77,11 @@ func OpenManifest(out *OutDir, name string, resume bool) (*Manifest, []Entry, er
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Manifest{f: f}, prior, nil
+	return &manifestFile{f: f}, prior, nil
 }
 
 // Add appends one entry (one write call; the file is synced by Close).
-func (m *Manifest) Add(e Entry) error {
+func (m *manifestFile) Add(e Entry) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("pipeline: manifest: %w", err)
@@ -99,7 +99,7 @@ func (m *Manifest) Add(e Entry) error {
 }
 
 // Close syncs and closes the file. It is safe to call more than once.
-func (m *Manifest) Close() error {
+func (m *manifestFile) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.f == nil {

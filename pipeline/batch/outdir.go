@@ -13,17 +13,17 @@ import (
 	"sync"
 )
 
-// OutDir is a job's output folder. Every path is resolved inside it through
+// outFolder is a job's output folder. Every path is resolved inside it through
 // an os.Root, so no file name (say ../../x.jpg) and no symbolic link planted
 // in the folder can make a write land outside it. Writes are atomic.
-type OutDir struct {
+type outFolder struct {
 	root *os.Root
 	dir  string
 	made sync.Map // sub-folders already created, so a write does not repeat MkdirAll
 }
 
-// OpenOutDir creates dir if needed and opens it.
-func OpenOutDir(dir string) (*OutDir, error) {
+// openOutFolder creates dir if needed and opens it.
+func openOutFolder(dir string) (*outFolder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pipeline: output folder: %w", err)
 	}
@@ -31,11 +31,11 @@ func OpenOutDir(dir string) (*OutDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: output folder: %w", err)
 	}
-	return &OutDir{root: r, dir: dir}, nil
+	return &outFolder{root: r, dir: dir}, nil
 }
 
 // Remove removes the file rel; a file already gone is not an error.
-func (o *OutDir) Remove(rel string) error {
+func (o *outFolder) Remove(rel string) error {
 	rel, err := checkRel(rel)
 	if err != nil {
 		return err
@@ -47,10 +47,10 @@ func (o *OutDir) Remove(rel string) error {
 }
 
 // Dir returns the folder's path as given.
-func (o *OutDir) Dir() string { return o.dir }
+func (o *outFolder) Dir() string { return o.dir }
 
 // Close releases the folder. It is safe to call more than once.
-func (o *OutDir) Close() error {
+func (o *outFolder) Close() error {
 	if o == nil || o.root == nil {
 		return nil
 	}
@@ -74,7 +74,7 @@ func checkRel(rel string) (string, error) {
 // one. The file is not fsynced (that costs milliseconds per image): a crash
 // of the whole machine may lose recent outputs, which --resume redoes since
 // the manifest is synced only at the end of the job.
-func (o *OutDir) WriteFile(rel string, data []byte) error {
+func (o *outFolder) WriteFile(rel string, data []byte) error {
 	name, err := checkRel(rel)
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func (o *OutDir) WriteFile(rel string, data []byte) error {
 }
 
 // Exists reports whether rel is a regular file in the folder.
-func (o *OutDir) Exists(rel string) bool {
+func (o *outFolder) Exists(rel string) bool {
 	name, err := checkRel(rel)
 	if err != nil {
 		return false
@@ -120,7 +120,7 @@ func (o *OutDir) Exists(rel string) bool {
 
 // OpenAppend opens rel for appending, creating it if needed (truncating it
 // first when truncate is set).
-func (o *OutDir) OpenAppend(rel string, truncate bool) (*os.File, error) {
+func (o *outFolder) OpenAppend(rel string, truncate bool) (*os.File, error) {
 	name, err := checkRel(rel)
 	if err != nil {
 		return nil, err
@@ -137,7 +137,7 @@ func (o *OutDir) OpenAppend(rel string, truncate bool) (*os.File, error) {
 }
 
 // ReadFile reads rel from the folder.
-func (o *OutDir) ReadFile(rel string) ([]byte, error) {
+func (o *outFolder) ReadFile(rel string) ([]byte, error) {
 	name, err := checkRel(rel)
 	if err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func (o *OutDir) ReadFile(rel string) ([]byte, error) {
 }
 
 // Truncate cuts rel to size bytes.
-func (o *OutDir) Truncate(rel string, size int64) error {
+func (o *outFolder) Truncate(rel string, size int64) error {
 	name, err := checkRel(rel)
 	if err != nil {
 		return err
@@ -161,7 +161,7 @@ func (o *OutDir) Truncate(rel string, size int64) error {
 
 // CleanTemps removes temporary files left by a killed process (names
 // starting with "." and holding ".tmp-") anywhere in the folder.
-func (o *OutDir) CleanTemps() error {
+func (o *outFolder) CleanTemps() error {
 	return fsWalkRemove(o.root, ".")
 }
 

@@ -37,7 +37,7 @@ func (r *remoteOut) read(ctx context.Context, rel string) ([]byte, error) {
 
 // upload uploads the staged files rels in order, each removed once it is
 // in the store.
-func (r *remoteOut) upload(ctx context.Context, out *OutDir, rels ...string) error {
+func (r *remoteOut) upload(ctx context.Context, out *outFolder, rels ...string) error {
 	for _, rel := range rels {
 		f, err := out.root.Open(rel)
 		if err != nil {
@@ -56,7 +56,7 @@ func (r *remoteOut) upload(ctx context.Context, out *OutDir, rels ...string) err
 }
 
 // uploadShard uploads finished shard name from the staging folder.
-func (r *remoteOut) uploadShard(ctx context.Context, out *OutDir, name string) error {
+func (r *remoteOut) uploadShard(ctx context.Context, out *outFolder, name string) error {
 	dir := "shards/" + name
 	ents, err := fs.ReadDir(out.root.FS(), dir)
 	if err != nil {
@@ -80,7 +80,7 @@ func (r *remoteOut) uploadShard(ctx context.Context, out *OutDir, name string) e
 // uploadManifest uploads the manifest name, a copy kept in the staging
 // folder for the rest of the job. It is given a minute even when ctx is
 // done (an interrupted job still leaves its record).
-func (r *remoteOut) uploadManifest(ctx context.Context, out *OutDir, name string) error {
+func (r *remoteOut) uploadManifest(ctx context.Context, out *outFolder, name string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	f, err := out.root.Open(name)
@@ -96,7 +96,7 @@ func (r *remoteOut) uploadManifest(ctx context.Context, out *OutDir, name string
 
 // fetchManifest copies the store's manifest name into the staging folder,
 // for a resumed job to append to; none in the store is not an error.
-func (r *remoteOut) fetchManifest(ctx context.Context, out *OutDir, name string) error {
+func (r *remoteOut) fetchManifest(ctx context.Context, out *outFolder, name string) error {
 	b, err := r.read(ctx, name)
 	if objstore.NotFound(err) {
 		return nil

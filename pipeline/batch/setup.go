@@ -35,11 +35,11 @@ type job struct {
 	prompts      pipeline.Prompts
 	inH          int
 	inW          int
-	out          *OutDir
+	out          *outFolder
 	stores       *objstore.Stores // object-store inputs (and outputs)
 	remote       *remoteOut       // an object-store output; nil for a local folder
 	ctx          context.Context  // the job's, for reads from stores
-	man          *Manifest
+	man          *manifestFile
 	manifestPath string
 	prior        map[string]Entry
 	settings     string
@@ -117,14 +117,14 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if j.prompts, err = eng.Prepare(ctx, cfg.Prompts...); err != nil {
 		return nil, err
 	}
-	m := eng.Model()
+	m, opts := eng.Model(), eng.Options()
 
 	// Settings: what must match for --resume to skip an image.
 	preJSON, _ := json.Marshal(eng.Preprocessor())
 	dir := eng.Direction().String()
 	settings := map[string]any{
 		"model": m.Name(), "revision": m.Revision(), "prompts": cfg.Prompts, "direction": dir,
-		"xattn": eng.LayerName(), "per_head": cfg.PerHead, "truncate": eng.Options().Truncate, "caption_prompt": cfg.CaptionPrompt,
+		"xattn": opts.Layer.String(), "per_head": cfg.PerHead, "truncate": opts.Truncate, "caption_prompt": cfg.CaptionPrompt,
 		"layout": cfg.Layout, "shard_size": cfg.ShardSize,
 		"heatmaps": cfg.Heatmaps, "format": j.format, "preprocessing": json.RawMessage(preJSON),
 		"jpeg_decoder": vision.JPEGDecoder(), // its JPEG pixels differ by a few levels from the other's
@@ -144,7 +144,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	j.baseMeta = map[string]string{
 		"format": "condition/v1", "model": m.Name(), "revision": m.Revision(), "prompts": string(promptsJSON),
 		"tokens": string(tokJSON), "preprocessing": string(preJSON), "direction": dir,
-		"xattn": eng.LayerName(), "program_version": cfg.Version, "settings": j.settings,
+		"xattn": opts.Layer.String(), "program_version": cfg.Version, "settings": j.settings,
 		"jpeg_decoder": vision.JPEGDecoder(),
 	}
 	if d := eng.JPEGDraft(); d > 0 {
@@ -163,7 +163,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 				return nil, err
 			}
 		}
-		if j.out, err = OpenOutDir(cfg.Out); err != nil {
+		if j.out, err = openOutFolder(cfg.Out); err != nil {
 			return nil, err
 		}
 		if cfg.Overwrite && !cfg.Resume {
@@ -184,7 +184,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		j.shards.embDim = m.Config().ProjectionDim
 	}
 	var prior []Entry
-	if j.man, prior, err = OpenManifest(j.out, name, cfg.Resume); err != nil {
+	if j.man, prior, err = openManifest(j.out, name, cfg.Resume); err != nil {
 		return nil, err
 	}
 	j.prior = map[string]Entry{}
@@ -213,7 +213,7 @@ func (j *job) openRemote(ctx context.Context, name string) error {
 	if j.remote, err = newRemoteOut(j.stores, cfg.Out); err != nil {
 		return err
 	}
-	if j.out, err = OpenOutDir(j.remote.stage); err != nil {
+	if j.out, err = openOutFolder(j.remote.stage); err != nil {
 		return err
 	}
 	if !cfg.Resume && !cfg.Overwrite {

@@ -42,14 +42,14 @@ func (s Shard) ManifestName() string {
 	return fmt.Sprintf("manifest-%d-of-%d.jsonl", s.Index, s.Count)
 }
 
-// ShardEnv lists the environment variables that give the shard index when
+// shardEnv lists the environment variables that give the shard index when
 // none is given, in the order they are read: Kubernetes Indexed Jobs, AWS
 // Batch array jobs, then Slurm job arrays (SLURM_ARRAY_TASK_ID, counted
 // from SLURM_ARRAY_TASK_MIN).
-var ShardEnv = []string{"JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX", "SLURM_ARRAY_TASK_ID"}
+var shardEnv = []string{"JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX", "SLURM_ARRAY_TASK_ID"}
 
 // ResolveShard checks index and count, taking the index from the
-// environment (ShardEnv) when index < 0 and count > 1. A Slurm job array
+// environment (shardEnv) when index < 0 and count > 1. A Slurm job array
 // also gives the count: with count 0 and SLURM_ARRAY_TASK_COUNT set, the
 // array's tasks are the shards, and task SLURM_ARRAY_TASK_ID −
 // SLURM_ARRAY_TASK_MIN is the index (sbatch --array=0-7 or 1-8 alike).
@@ -74,7 +74,7 @@ func ResolveShard(index, count int, getenv func(string) string) (Shard, error) {
 		return Shard{Index: 0, Count: count}, nil
 	}
 	if index < 0 {
-		for _, name := range ShardEnv {
+		for _, name := range shardEnv {
 			if v := getenv(name); v != "" {
 				i, err := strconv.Atoi(v)
 				if err != nil {
@@ -92,7 +92,7 @@ func ResolveShard(index, count int, getenv func(string) string) (Shard, error) {
 			}
 		}
 		if index < 0 {
-			return Shard{}, fmt.Errorf("pipeline: shard count %d given without a shard index (give one, or set %s)", count, ShardEnv[0])
+			return Shard{}, fmt.Errorf("pipeline: shard count %d given without a shard index (give one, or set %s)", count, shardEnv[0])
 		}
 	}
 	if index >= count {

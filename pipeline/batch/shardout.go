@@ -61,7 +61,7 @@ func shardName(s Shard, i int) string {
 
 // shardSet writes a job's output shards.
 type shardSet struct {
-	out      *OutDir
+	out      *outFolder
 	size     int
 	proc     Shard
 	settings string
@@ -89,7 +89,7 @@ type shardArray struct {
 	size  int // bytes of one row
 }
 
-func newShardSet(out *OutDir, size int, proc Shard, settings string) *shardSet {
+func newShardSet(out *outFolder, size int, proc Shard, settings string) *shardSet {
 	return &shardSet{out: out, size: size, proc: proc, settings: settings, open: map[int]*shardOut{}}
 }
 

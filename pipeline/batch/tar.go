@@ -13,9 +13,9 @@ import (
 	"github.com/conditionhq/condition/internal/objstore"
 )
 
-// IsTarName reports whether name is a WebDataset shard the walk reads: a
+// isTarName reports whether name is a WebDataset shard the walk reads: a
 // .tar file.
-func IsTarName(name string) bool { return strings.EqualFold(path.Ext(name), ".tar") }
+func isTarName(name string) bool { return strings.EqualFold(path.Ext(name), ".tar") }
 
 // sample is one WebDataset sample being gathered: the members of one key.
 type sample struct {

@@ -30,14 +30,14 @@ func TestExpandBraces(t *testing.T) {
 		{"{train,val}/{8..10}.tar", []string{"train/8.tar", "train/9.tar", "train/10.tar", "val/8.tar", "val/9.tar", "val/10.tar"}},
 		{"{08..10}", []string{"08", "09", "10"}},
 	} {
-		got, err := ExpandBraces(tc.in)
+		got, err := expandBraces(tc.in)
 		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("ExpandBraces(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			t.Errorf("expandBraces(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"a{b", "a}b", "{2..1}", "{a{b}c}", "{x..3}", "{0..99999999}"} {
-		if _, err := ExpandBraces(bad); err == nil {
-			t.Errorf("ExpandBraces(%q): no error", bad)
+		if _, err := expandBraces(bad); err == nil {
+			t.Errorf("expandBraces(%q): no error", bad)
 		}
 	}
 }

@@ -80,7 +80,7 @@ func (it Item) ShardKey() string {
 
 // Walk calls fn for every image under roots, in a stable order: roots in the
 // order given, each folder's entries sorted by name. A root that is a .tar
-// file is a WebDataset shard: each sample is an Item (see IsTarName). Symbolic links to files
+// file is a WebDataset shard: each sample is an Item (see isTarName). Symbolic links to files
 // and folders are followed; a folder reached twice (a link loop, or two
 // links to one folder) is walked once. With a single folder root, Rel is
 // relative to it; otherwise each root adds its base name in front, so that
@@ -88,30 +88,30 @@ func (it Item) ShardKey() string {
 // through onErr (and skipped) unless it returns an error, which stops the
 // walk. fn's error stops the walk.
 func Walk(ctx context.Context, roots []string, fn func(Item) error, onErr func(path string, err error) error) error {
-	return WalkExcept(ctx, roots, nil, fn, onErr)
+	return walkExcept(ctx, roots, nil, fn, onErr)
 }
 
-// WalkExcept is Walk leaving out the folders skip (and all below them),
+// walkExcept is Walk leaving out the folders skip (and all below them),
 // matched by identity, not by name: a job's output folder inside one of its
 // inputs is never an input.
-func WalkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, onErr func(path string, err error) error) error {
+func walkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, onErr func(path string, err error) error) error {
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
 	}
 	return walk(ctx, roots, nil, walkOptions{skip: skip}, fn, onErr)
 }
 
-// WalkStores is Walk over roots that may also be object-store URLs
+// walkStores is Walk over roots that may also be object-store URLs
 // (s3://, gs://, azblob://), opened through stores: a prefix is listed
 // page by page (its image objects, in key order), an object is one image
 // or, named .tar, one WebDataset shard read as a stream.
-func WalkStores(ctx context.Context, stores *objstore.Stores, roots []string, fn func(Item) error, onErr func(path string, err error) error) error {
+func walkStores(ctx context.Context, stores *objstore.Stores, roots []string, fn func(Item) error, onErr func(path string, err error) error) error {
 	return walk(ctx, roots, nil, walkOptions{stores: stores}, fn, onErr)
 }
 
 // walkOptions are how a walk goes.
 type walkOptions struct {
-	skip     []string         // folders left out (see WalkExcept)
+	skip     []string         // folders left out (see walkExcept)
 	listOnly bool             // tar members' bytes are not read
 	stores   *objstore.Stores // opens object-store roots and list entries
 	counting bool             // a count ahead: a tar shard in a store, which would be read whole, ends the walk with errUncounted
@@ -121,7 +121,7 @@ type walkOptions struct {
 // shard to count its samples.
 var errUncounted = errors.New("pipeline: a tar shard in an object store is not read ahead to count its samples")
 
-// walk is WalkExcept, then the entries of the list files lists.
+// walk is walkExcept, then the entries of the list files lists.
 func walk(ctx context.Context, roots, lists []string, o walkOptions, fn func(Item) error, onErr func(path string, err error) error) error {
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
@@ -148,7 +148,7 @@ func walk(ctx context.Context, roots, lists []string, o walkOptions, fn func(Ite
 		}
 		if !st.IsDir() {
 			base := filepath.Base(root)
-			if IsTarName(base) {
+			if isTarName(base) {
 				if err := w.tar(root, strings.TrimSuffix(base, filepath.Ext(base))); err != nil {
 					return err
 				}

@@ -34,7 +34,7 @@ func (w *walker) object(root string, single bool) error {
 		}
 		if ok {
 			base := l.Base()
-			if IsTarName(base) {
+			if isTarName(base) {
 				return w.remoteTar(l, strings.TrimSuffix(base, path.Ext(base)))
 			}
 			return w.emit(Item{Path: l.String(), Rel: base, Obj: &l, Size: size})

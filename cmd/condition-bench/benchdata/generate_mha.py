@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the ONNX graphs `condition bench xattn --ort` runs on ONNX Runtime.
+"""Writes the ONNX graphs `condition-bench xattn --ort` runs on ONNX Runtime.
 
 mha_block.onnx: a whole cross-attention block, weights as graph inputs (so
 the file stays tiny), every dimension dynamic:
@@ -23,7 +23,7 @@ num_heads attribute is written as 1 and the Go side patches that one byte
 (the attribute's varint) to the head count it runs, so one file serves every
 head count from 1 to 127.
 
-Run: /usr/bin/python3 cmd/condition/benchdata/generate_mha.py (from the
+Run: /usr/bin/python3 cmd/condition-bench/benchdata/generate_mha.py (from the
 repository root, or anywhere: it writes beside itself).
 """
 import os

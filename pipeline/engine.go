@@ -333,7 +333,6 @@ func (e *Engine) Direction() xattn.Direction {
 	return d
 }
 
-
 // Threads returns the ONNX Runtime intra-op threads of the encoders (0:
 // ONNX Runtime's default).
 func (e *Engine) Threads() int { return e.opts.Threads }

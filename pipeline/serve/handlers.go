@@ -215,6 +215,11 @@ type attendPrompt struct {
 	ConditionedPatch  [][]float32   `json:"conditioned_patches,omitempty"`
 	Overlays          []overlay     `json:"overlays"`
 	Heatmap           string        `json:"heatmap,omitempty"` // PNG data URI
+	// With "top": N, per content word its N top patches ("row,col") and
+	// per region of a 3×3 split of the grid the N words its patches attend
+	// to most.
+	TopPatches  []pipeline.WordPatches `json:"top_patches,omitempty"`
+	RegionWords []pipeline.Region      `json:"region_words,omitempty"`
 }
 
 // overlay is one content word's map over the patch grid [P], row by row:
@@ -247,6 +252,9 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := s.checkPrompts("prompts", req.Prompts, req.Truncate); err != nil {
 		return err
+	}
+	if req.Top < 0 {
+		return badRequest("invalid_field", `"top" is %d: want 0 (none) or more`, req.Top)
 	}
 	dir := xattn.Both
 	if req.Direction != "" {
@@ -286,6 +294,9 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 			Overlays: []overlay{}}
 		if a.HasScore {
 			ap.Score, ap.Cosine = &a.Score, &a.Cosine
+		}
+		if req.Top > 0 {
+			ap.TopPatches, ap.RegionWords = a.TopPatches(req.Top), a.RegionWords(req.Top)
 		}
 		ovs := a.Overlays()
 		for _, o := range ovs {

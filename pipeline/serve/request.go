@@ -33,6 +33,9 @@ type imageRequest struct {
 	Conditioned bool   `json:"conditioned"` // the attention outputs too
 	Heatmaps    bool   `json:"heatmaps"`    // a heatmap sheet PNG per prompt, as a data URI
 	Truncate    bool   `json:"truncate"`    // cut prompts longer than the context instead of refusing them
+	// Top, when above 0, adds per content word its Top patches and per
+	// region of a 3×3 split of the grid its Top words (as attend prints).
+	Top int `json:"top"`
 }
 
 // embeddingsRequest is OpenAI's embeddings request; an input that is a
@@ -207,6 +210,10 @@ func readMultipart(r *http.Request, req *imageRequest) error {
 			req.Heatmaps, err = flag()
 		case "truncate":
 			req.Truncate, err = flag()
+		case "top":
+			if req.Top, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
+				err = badRequest("invalid_field", "field %q is %q, expected a number", name, v)
+			}
 		default:
 			return badRequest("invalid_field", "unknown form field %q", name)
 		}

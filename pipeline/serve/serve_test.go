@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -560,5 +561,40 @@ func TestImagesOnTheWay(t *testing.T) {
 	post(t, ts.URL, "/v1/classify", map[string]any{"image": img, "labels": []string{"red", "blue"}}, nil)
 	if n := s.decoding.Load(); n != 0 {
 		t.Errorf("%d images still counted on their way", n)
+	}
+}
+
+// TestAttendTop: "top" adds each content word's top patches and each
+// region's top words, the engine's TopPatches and RegionWords; a negative
+// top is a bad request.
+func TestAttendTop(t *testing.T) {
+	_, ts, eng := newTestServer(t, false, Options{})
+	var a attendResponse
+	code, _, raw := post(t, ts.URL, "/v1/attend", map[string]any{"image": dataURI(scenePNG(t)), "prompts": []string{"a blue square"}, "top": 2}, &a)
+	if code != 200 || len(a.Prompts) != 1 {
+		t.Fatalf("status %d: %s", code, raw)
+	}
+	img, err := eng.DecodeImage(scenePNG(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := eng.Prepare(context.Background(), "a blue square")
+	if err != nil {
+		t.Fatal(err)
+	}
+	atts, err := eng.AttendImages(context.Background(), []image.Image{img}, ps, pipeline.AttendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantP, wantR := atts[0][0].TopPatches(2), atts[0][0].RegionWords(2)
+	got := a.Prompts[0]
+	if len(got.TopPatches) != 2 || len(got.TopPatches[0].Patches) != 2 || !reflect.DeepEqual(got.TopPatches, wantP) {
+		t.Errorf("top_patches %+v, engine %+v", got.TopPatches, wantP)
+	}
+	if len(got.RegionWords) != 9 || !reflect.DeepEqual(got.RegionWords, wantR) {
+		t.Errorf("region_words %+v, engine %+v", got.RegionWords, wantR)
+	}
+	if code, _, raw := post(t, ts.URL, "/v1/attend", map[string]any{"image": dataURI(scenePNG(t)), "prompts": []string{"a blue square"}, "top": -1}, nil); code != 400 || !strings.Contains(string(raw), "top") {
+		t.Errorf("top -1: status %d: %s", code, raw)
 	}
 }

@@ -77,3 +77,52 @@ func TestPeakCell(t *testing.T) {
 		}
 	}
 }
+
+// TestAttendJoint: attending to an image's stored joint-space patches gives
+// what Attend gives from its encoding: the same Similarity and text →
+// image maps.
+func TestAttendJoint(t *testing.T) {
+	eng := tinyEngine(t, openTiny(t), Options{})
+	ctx := context.Background()
+	img := image.NewRGBA(image.Rect(0, 0, 40, 30))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 13)
+	}
+	imgs, err := eng.EncodeImages(ctx, []image.Image{img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := eng.Prepare(ctx, "a red circle", "blue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := eng.Attend(ctx, &imgs[0], ps, AttendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jp, err := eng.JointPatches(&imgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jp) != imgs[0].P()*eng.JointDim() {
+		t.Fatalf("%d joint values for %d patches of width %d", len(jp), imgs[0].P(), eng.JointDim())
+	}
+	got, err := eng.AttendJoint(ctx, jp, imgs[0].Grid, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range ps {
+		if d := maxAbsDiff(got[k].Similarity, want[k].Similarity); d != 0 {
+			t.Errorf("prompt %d: similarity differs by %g", k, d)
+		}
+		if d := maxAbsDiff(got[k].TextToImage, want[k].TextToImage); d > 1e-6 {
+			t.Errorf("prompt %d: text_to_image differs by %g", k, d)
+		}
+		if got[k].ImageToText != nil || got[k].HasScore {
+			t.Errorf("prompt %d: image → text or a score without the image encoding", k)
+		}
+	}
+	if _, err := eng.AttendJoint(ctx, jp[:len(jp)-1], imgs[0].Grid, ps); err == nil {
+		t.Error("a short patch array: no error")
+	}
+}

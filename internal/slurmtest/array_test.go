@@ -24,10 +24,6 @@ import (
 	"time"
 )
 
-// The array tests run the Slurm script of docs/scale-out.md, verbatim, as
-// a job array of condition run over WebDataset shards, and prove each
-// output with condition merge.
-
 // jobArgs are the arguments the tests add to the script's condition run:
 // small output shards, so that a resumed task finds some whole; one image
 // per encoder call, so that a task lasts long enough to be cancelled; JSON
@@ -38,6 +34,9 @@ var jobArgs = []string{"--shard-size", "100", "--batch", "1", "--log-format", "j
 // mid-run; the others hold few.
 const heavy = "000000.tar"
 
+// TestSlurmArray runs the Slurm script of docs/scale-out.md, verbatim, as
+// job arrays of condition run over WebDataset shards on a one-node
+// cluster, and proves each output with condition merge.
 func TestSlurmArray(t *testing.T) {
 	c := Start(t)
 	t.Logf("%s, one node of %d CPUs", c.Version(), c.CPUs)
@@ -75,6 +74,7 @@ func TestSlurmArray(t *testing.T) {
 	smallPattern := filepath.Join(small, "{000001..000007}.tar")
 
 	heavyTask := -1
+	var procOf map[string]int // each image's process, in the array subtest
 	var whole map[string][]byte
 	var wholeManifest map[string]string
 	t.Run("array", func(t *testing.T) {
@@ -83,6 +83,7 @@ func TestSlurmArray(t *testing.T) {
 		checkTasks(t, tasks, map[string]string{"0": "0:0", "1": "0:0", "2": "0:0", "3": "0:0"})
 		rep := j.mergeComplete(out, bigPattern, len(bigImages))
 		byProc := manifestProcs(t, out, 4, bigImages)
+		procOf = byProc
 		if p, ok := byProc[strings.TrimSuffix(heavy, ".tar")+"/"+imageKey(0)+".png"]; ok {
 			heavyTask = p
 		}
@@ -95,16 +96,16 @@ func TestSlurmArray(t *testing.T) {
 			if want := task.TaskID + "/4"; job["shard"] != want {
 				t.Errorf("task %s: job logged shard %v, want %s", task.ID(), job["shard"], want)
 			}
+			checkThreads(t, task, job, 1)
 		}
 		whole, wholeManifest = outputs(t, out), manifestEntries(t, out)
 		t.Logf("%d images in %d output files; tar shard %s in task %d", len(bigImages), len(whole), heavy, heavyTask)
 	})
-	if heavyTask < 0 || whole == nil {
-		t.Fatal("the uninterrupted run failed; the others compare against it")
-	}
-
 	t.Run("cancel-requeue-resume", func(t *testing.T) {
 		j.t = t
+		if heavyTask < 0 || whole == nil {
+			t.Fatal("no uninterrupted run to compare with (subtest array)")
+		}
 		out := filepath.Join(dir, "cancel")
 		id := j.submit(bigPattern, out, []string{"--array=0-3"}, nil)
 		task := fmt.Sprintf("%s_%d", id, heavyTask)
@@ -129,6 +130,30 @@ func TestSlurmArray(t *testing.T) {
 		t.Logf("cancelled %s at %d images (%d when scancel ran), exit %s", task, after, before, cancelled.ExitCode)
 		if after >= 1200 {
 			t.Fatalf("task %s had finished all 1200 images of %s before it was cancelled: make it slower", task, heavy)
+		}
+		// Once the other tasks are done, merge proves the array
+		// incomplete, naming the images no whole shard holds: the
+		// cancelled task's after its last whole shard.
+		if _, err := c.Wait(id, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		rep, code, text := j.merge(out, bigPattern)
+		own := 0
+		for _, p := range procOf {
+			if p == heavyTask {
+				own++
+			}
+		}
+		if code != 1 || len(rep.Missing) == 0 || (own-len(rep.Missing))%100 != 0 || len(rep.Missing) > own-100 {
+			t.Errorf("merge after the cancel: exit %d, %d missing; want exit 1 and the cancelled task's images (%d) less its whole shards (100 each)\n%s", code, len(rep.Missing), own, text)
+		}
+		for _, m := range rep.Missing {
+			if procOf[m] != heavyTask {
+				t.Errorf("merge after the cancel: %s missing, not the cancelled task's", m)
+			}
+		}
+		if !strings.Contains(text, fmt.Sprintf("missing (%d): 000000/", len(rep.Missing))) {
+			t.Errorf("merge after the cancel does not name the missing images:\n%s", text)
 		}
 		if err := c.Requeue(task); err != nil {
 			t.Fatal(err)
@@ -172,7 +197,14 @@ func TestSlurmArray(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(bad, b[:len(b)/2+100], 0o644); err != nil {
+		// Cut in the middle of the third image. (Cut at a member's end,
+		// or in its padding, a tar reads as a shorter whole one: Go's
+		// archive/tar does not ask for the end-of-archive blocks.)
+		cut := 0
+		for range 3 {
+			cut += bytes.Index(b[cut+1:], []byte("\x89PNG")) + 1
+		}
+		if err := os.WriteFile(bad, b[:cut+30], 0o644); err != nil {
 			t.Fatal(err)
 		}
 		pattern := filepath.Join(in, "{000001..000008}.tar")
@@ -187,19 +219,36 @@ func TestSlurmArray(t *testing.T) {
 			}
 		}
 		if failed == "" {
-			t.Fatalf("no task failed with exit 1: %v", tasks)
+			for _, tk := range tasks {
+				t.Logf("%s:\n%s", tk.ID(), j.logOf(tk))
+			}
+			t.Fatalf("no task failed with exit 1")
 		}
 		log := j.logOf(Task{JobID: tasks[0].JobID, TaskID: failed})
 		if !strings.Contains(log, "000008.tar") {
 			t.Errorf("the failed task's log does not name the cut shard:\n%s", log)
 		}
+		// The cut shard's whole samples are done, the cut one and the
+		// rest of the shard failed: in the failed task's manifest, and
+		// counted by merge (which holds the shards layout complete when
+		// every image has its row, ok or failed, and exits 0).
+		var failedPaths []string
+		for _, e := range readManifest(t, filepath.Join(out, "manifest-"+failed+"-of-4.jsonl")) {
+			if e["status"] != "ok" {
+				failedPaths = append(failedPaths, e["path"].(string))
+				if p := e["path"].(string); !strings.HasPrefix(p, "000008/") {
+					t.Errorf("%s failed: %v", p, e["error"])
+				}
+			}
+		}
+		sort.Strings(failedPaths)
+		if want := []string{"000008/(truncated)", "000008/000002.png"}; !slices.Equal(failedPaths, want) {
+			t.Errorf("failed images %v, want %v", failedPaths, want)
+		}
 		rep, code, text := j.merge(out, pattern)
 		t.Logf("merge (exit %d):\n%s", code, text)
-		if rep.Failed == 0 {
-			t.Errorf("merge reports no failed image: %+v", rep)
-		}
-		if code != 1 {
-			t.Errorf("merge exited %d with %d failed images; want 1 (incomplete)", code, rep.Failed)
+		if n := len(images) + 2 + 2; rep.Images != n || rep.OK != n-2 || rep.Failed != 2 || len(rep.Missing) != 0 {
+			t.Errorf("merge: %d images (%d ok, %d failed), missing %v; want %d (%d ok, 2 failed), none missing", rep.Images, rep.OK, rep.Failed, rep.Missing, n, n-2)
 		}
 	})
 
@@ -233,30 +282,37 @@ func TestSlurmArray(t *testing.T) {
 
 	t.Run("threads", func(t *testing.T) {
 		j.t = t
-		// Every task asked for one CPU (--cpus-per-task=1) of a node with
-		// more: the job's encoder streams × threads should be that one.
+		// Tasks of 2 CPUs (the node's): one encoder stream of 2 threads,
+		// not the two streams of one thread condition run picks on 2 cores
+		// outside Slurm; the array subtest's tasks of 1 CPU ran one of 1.
 		out := filepath.Join(dir, "threads")
-		id := j.submit(smallPattern, out, []string{"--array=0-1", "--cpus-per-task=1"}, []string{"--shard-count", "2"})
+		id := j.submit(smallPattern, out, []string{"--array=0-1", "--cpus-per-task=2"}, []string{"--shard-count", "2"})
 		tasks, err := j.c.Wait(id, 2*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkTasks(t, tasks, map[string]string{"0": "0:0", "1": "0:0"})
 		for _, task := range tasks {
-			if task.Fields["NumCPUs"] != "1" {
-				t.Errorf("task %s: NumCPUs=%s, want 1", task.ID(), task.Fields["NumCPUs"])
+			if task.Fields["NumCPUs"] != "2" {
+				t.Errorf("task %s: NumCPUs=%s, want 2", task.ID(), task.Fields["NumCPUs"])
 			}
-			job := jobLine(t, j.logOf(task))
-			threads, ok1 := job["threads"].(float64)
-			streams, ok2 := job["streams"].(float64)
-			if !ok1 || !ok2 {
-				t.Skipf("condition run logs no encoder threads and streams in its job line (%v), so their use of SLURM_CPUS_PER_TASK=1 cannot be checked", job)
-			}
-			if threads*streams != 1 {
-				t.Errorf("task %s: %v streams of %v threads on the task's 1 CPU (SLURM_CPUS_PER_TASK=1)", task.ID(), streams, threads)
-			}
+			checkThreads(t, task, jobLine(t, j.logOf(task)), 2)
 		}
 	})
+}
+
+// checkThreads checks that condition run's job line (of a task with cpus
+// CPUs, SLURM_CPUS_PER_TASK) logs one encoder stream of cpus threads.
+func checkThreads(t *testing.T, task Task, job map[string]any, cpus int) {
+	t.Helper()
+	threads, ok1 := job["threads"].(float64)
+	streams, ok2 := job["streams"].(float64)
+	switch {
+	case !ok1 || !ok2:
+		t.Errorf("task %s: condition run's job line logs no threads and streams: %v", task.ID(), job)
+	case int(threads) != cpus || streams != 1:
+		t.Errorf("task %s: %v streams of %v threads, want one of SLURM_CPUS_PER_TASK=%d", task.ID(), streams, threads, cpus)
+	}
 }
 
 // arrays submits the doc's script to a cluster.
@@ -529,6 +585,7 @@ func summaryLine(t *testing.T, log string) map[string]any {
 	return sum
 }
 
+// jsonLines returns the lines of log that are JSON objects.
 func jsonLines(log string) []map[string]any {
 	var out []map[string]any
 	sc := bufio.NewScanner(strings.NewReader(log))
@@ -592,6 +649,7 @@ func writeTar(t *testing.T, name string, n int, seed uint64) []string {
 	return names
 }
 
+// imageKey is the key of a tar shard's sample i.
 func imageKey(i int) string { return fmt.Sprintf("%06d", i) }
 
 // countLines returns the number of whole lines in a file (0 when it does
@@ -703,6 +761,7 @@ func diffKeys(want, got map[string]string) string {
 	return strings.Join(head(d), "; ")
 }
 
+// head returns the first five of xs, with a count of the rest.
 func head(xs []string) []string {
 	if len(xs) > 5 {
 		return append(xs[:5:5], fmt.Sprintf("… %d more", len(xs)-5))

@@ -428,10 +428,15 @@ func (c *Cluster) Cancel(id string) error {
 
 // Requeue puts a job or array task (JOBID_TASK), running or finished,
 // back in the queue with scontrol requeue; it runs again with the same
-// array variables.
+// array variables. slurmctld holds a requeued job back (its begin time
+// about two minutes on); Requeue then makes it eligible at once with
+// scontrol update StartTime=now.
 func (c *Cluster) Requeue(id string) error {
 	if out, err := c.Command("scontrol", "requeue", id).CombinedOutput(); err != nil {
 		return fmt.Errorf("scontrol requeue %s: %v: %s", id, err, out)
+	}
+	if out, err := c.Command("scontrol", "update", "JobId="+id, "StartTime=now").CombinedOutput(); err != nil {
+		return fmt.Errorf("scontrol update JobId=%s StartTime=now: %v: %s", id, err, out)
 	}
 	return nil
 }

@@ -45,7 +45,8 @@ func (w *walker) tar(p, rel string) error {
 
 // tarStream walks the shard p read from r (see tar).
 func (w *walker) tarStream(p string, r io.Reader, rel string) error {
-	tr := tar.NewReader(r)
+	tail := &tailReader{r: r}
+	tr := tar.NewReader(tail)
 	var cur *sample
 	flush := func() error {
 		if cur == nil {
@@ -73,6 +74,11 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 			return err
 		}
 		h, err := tr.Next()
+		if err == io.EOF && !tail.zeroBlock() {
+			// archive/tar takes a stream that stops between two members
+			// for the end; a whole shard ends with zero blocks.
+			err = errors.New("no end-of-archive blocks: the shard was cut between two members")
+		}
 		if err == io.EOF {
 			break
 		}
@@ -168,4 +174,38 @@ func readMember(tr *tar.Reader, h *tar.Header) ([]byte, error) {
 // for the manifest.
 func safeName(s string) string {
 	return strings.NewReplacer("/", "_", "\\", "_").Replace(strings.TrimLeft(s, "./"))
+}
+
+// tailReader reads r, keeping the last tar block (512 bytes) it read: after
+// archive/tar's io.EOF, a whole archive's stream ends with a zero block (its
+// end-of-archive marker), one cut between two members with a member's data.
+type tailReader struct {
+	r    io.Reader
+	tail [512]byte
+	n    int64 // bytes read
+}
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n >= len(t.tail) {
+		copy(t.tail[:], p[n-len(t.tail):n])
+	} else if n > 0 {
+		copy(t.tail[:], t.tail[n:])
+		copy(t.tail[len(t.tail)-n:], p[:n])
+	}
+	t.n += int64(n)
+	return n, err
+}
+
+// zeroBlock reports whether the last block read is all zeros.
+func (t *tailReader) zeroBlock() bool {
+	if t.n < int64(len(t.tail)) {
+		return false
+	}
+	for _, b := range t.tail {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }

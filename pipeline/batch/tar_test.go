@@ -74,7 +74,8 @@ func writeTar(t *testing.T, p string, members [][2]string) {
 
 // TestRunTarShards: WebDataset shards named by a brace pattern: samples
 // grouped by key with their captions, a corrupt member, a member that
-// would leave the shard and a truncated shard each recorded per sample;
+// would leave the shard and a truncated shard (cut in a member, or between
+// two members) each recorded per sample;
 // nothing is written outside the output folder.
 func TestRunTarShards(t *testing.T) {
 	m := openTiny(t)
@@ -102,8 +103,13 @@ func TestRunTarShards(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "shard-2.tar"), full.Bytes()[:512+padded+512+len(red)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Cut exactly after the first member: a valid-looking tar without its
+	// end-of-archive blocks.
+	if err := os.WriteFile(filepath.Join(dir, "shard-3.tar"), full.Bytes()[:512+padded], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(t.TempDir(), "out")
-	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, pipeline.Options{}), Inputs: []string{filepath.Join(dir, "shard-{0..2}.tar")},
+	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, pipeline.Options{}), Inputs: []string{filepath.Join(dir, "shard-{0..3}.tar")},
 		Prompts: []string{"red"}, Out: out, Batch: 2, CaptionPrompt: true})
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +122,7 @@ func TestRunTarShards(t *testing.T) {
 		"shard-0/000000.png": StatusOK, "shard-0/000001.jpg": StatusError, "shard-0/sub/000003.png": StatusOK,
 		"shard-1/evil": StatusError, "shard-1/000010.png": StatusOK,
 		"shard-2/000020.png": StatusOK, "shard-2/000021.png": StatusError, "shard-2/(truncated)": StatusError,
+		"shard-3/000020.png": StatusOK, "shard-3/(truncated)": StatusError,
 	}
 	for p, st := range want {
 		if got[p].Status != st {
@@ -133,6 +140,9 @@ func TestRunTarShards(t *testing.T) {
 	}
 	if e := got["shard-2/000021.png"]; !strings.Contains(e.Error, "cut short") {
 		t.Errorf("truncated shard: %+v", e)
+	}
+	if e := got["shard-3/(truncated)"]; !strings.Contains(e.Error, "end-of-archive") {
+		t.Errorf("shard cut between members: %+v", e)
 	}
 	// The caption is one more prompt for its image only.
 	ts, meta, err := tensorio.ReadSafetensors(filepath.Join(out, "shard-0", "000000.png.safetensors"))

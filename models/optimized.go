@@ -138,6 +138,11 @@ func (m *Model) derivedVariant(variant, name string) (path string, ok bool, why 
 	return p, true, ""
 }
 
+// ErrNoVariant is matched (errors.Is) by the error of opening a model with
+// a derived variant (VariantOptimized, VariantOptimizedInt8) that this
+// program's cache does not hold yet.
+var ErrNoVariant = errors.New("models: variant not made yet")
+
 // useDerivedVariants points the canonical graphs at the derived variant
 // asked for (an error when the cache does not hold both graphs' variants),
 // or, with no variant asked for, at the optimized variant when the cache
@@ -157,7 +162,7 @@ func (m *Model) useDerivedVariants(variant string) error {
 			if auto {
 				return nil
 			}
-			return fmt.Errorf("models: model %s has no %s variant of %s: %s (variants of this kind are made from the model's own graphs and kept in this program's cache)", m.where(), variant, g, why)
+			return fmt.Errorf("models: model %s has no %s variant of %s: %s (variants of this kind are made from the model's own graphs and kept in this program's cache): %w", m.where(), variant, g, why, ErrNoVariant)
 		}
 		paths[g] = p
 	}

@@ -66,6 +66,11 @@ type Options struct {
 	// (vision.CanDraft: the libjpeg build tag); New refuses them otherwise.
 	Decode DecodeMode
 
+	// Precision is the encoders' arithmetic (""/PrecisionFP32: the model's
+	// graphs; PrecisionInt8: their int8 variant, made by Open on first use
+	// and kept in this program's cache). New takes the model as opened.
+	Precision Precision
+
 	// ORTLibrary is the path of the ONNX Runtime shared library to load
 	// when none is loaded yet in this process ("": models.FindRuntime's
 	// search).
@@ -135,7 +140,20 @@ func Open(ctx context.Context, ref string, opts Options) (*Engine, error) {
 	if mo.Logger == nil {
 		mo.Logger = opts.Log
 	}
-	m, err := models.OpenContext(ctx, ref, mo)
+	prec, err := ParsePrecision(string(opts.Precision))
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	var m *models.Model
+	if prec == PrecisionInt8 {
+		log := opts.Log
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		m, err = openInt8(ctx, ref, mo, opts.Threads, log)
+	} else {
+		m, err = models.OpenContext(ctx, ref, mo)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +167,17 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	}
 	if err := loadRuntime(opts); err != nil {
 		return nil, err
+	}
+	prec, err := ParsePrecision(string(opts.Precision))
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	if int8 := m.Variant() == models.VariantOptimizedInt8; prec == PrecisionInt8 && !int8 {
+		return nil, fmt.Errorf("pipeline: precision int8 needs the model opened with its variant %s (Open makes it); model %s has variant %q", models.VariantOptimizedInt8, m.Name(), m.Variant())
+	} else if int8 {
+		opts.Precision = PrecisionInt8
+	} else {
+		opts.Precision = PrecisionFP32
 	}
 	e := &Engine{m: m, opts: opts, log: opts.Log, free: make(chan *workspaces, 8)}
 	if opts.Threads < 0 {

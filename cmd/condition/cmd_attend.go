@@ -31,7 +31,7 @@ func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noHeatmap, "no-heatmap", false, "do not write a heatmap")
 	fs.IntVar(&o.top, "top", 3, "how many patches per word and words per region to print")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (maps included)")
-	o.eng.AddFlags(fs, withImages|withPrompts)
+	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision)
 }
 
 type attendReport struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,12 +13,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/internal/eval"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
-	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"
 )
 
@@ -147,90 +146,36 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 }
 
 // optimizeProbes returns the inputs the rewrites are checked on: the
-// images of dir (sorted, at most 16), or 8 generated scenes, and prompts
-// (the scenes' captions and a few others).
+// images of dir (sorted, at most 16), or the engine's drawn scenes, and
+// its everyday prompts (see pipeline.OptimizeProbes).
 func optimizeProbes(m *models.Model, dir string) (clip.Probes, error) {
-	var p clip.Probes
-	pre, err := vision.LoadPreprocessor(m.FS())
+	if dir == "" {
+		return pipeline.OptimizeProbes(m, nil, nil)
+	}
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return p, err
+		return clip.Probes{}, err
 	}
-	tok, err := text.LoadTokenizer(m.FS())
-	if err != nil {
-		return p, err
-	}
-	if n := m.Config().TextConfig.MaxPositionEmbeddings; n > 0 {
-		tok = tok.ForModel(n)
-	}
-	prompts := []string{"a photo of a dog", "a red circle next to a blue square", "two cats sleeping on a sofa in the afternoon sun",
-		"a diagram"}
-	var pixels []float32
-	add := func(px []float32, h, w int) error {
-		if p.N > 0 && (h != p.Height || w != p.Wd) {
-			return fmt.Errorf("probe images preprocess to %dx%d and %dx%d", p.Height, p.Wd, h, w)
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			names = append(names, e.Name())
 		}
-		pixels = append(pixels, px...)
-		p.N, p.Height, p.Wd = p.N+1, h, w
-		return nil
 	}
-	if dir != "" {
-		ents, err := os.ReadDir(dir)
+	sort.Strings(names)
+	var imgs []image.Image
+	for _, n := range names {
+		if len(imgs) == 16 {
+			break
+		}
+		img, err := vision.DecodeFile(filepath.Join(dir, n), vision.DecodeOptions{})
 		if err != nil {
-			return p, err
+			continue // not an image
 		}
-		var names []string
-		for _, e := range ents {
-			if !e.IsDir() {
-				names = append(names, e.Name())
-			}
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			if p.N == 16 {
-				break
-			}
-			img, err := vision.DecodeFile(filepath.Join(dir, n), vision.DecodeOptions{})
-			if err != nil {
-				continue // not an image
-			}
-			px, h, w, err := pre.Apply(img)
-			if err != nil {
-				return p, fmt.Errorf("%s: %w", n, err)
-			}
-			if err := add(px, h, w); err != nil {
-				return p, err
-			}
-		}
-		if p.N == 0 {
-			return p, fmt.Errorf("no images in %s", dir)
-		}
-	} else {
-		imgs, caps := eval.ProbeScenes(8, 256)
-		for _, img := range imgs {
-			px, h, w, err := pre.Apply(img)
-			if err != nil {
-				return p, err
-			}
-			if err := add(px, h, w); err != nil {
-				return p, err
-			}
-		}
-		prompts = append(prompts, caps...)
+		imgs = append(imgs, img)
 	}
-	p.Pixels = pixels
-	n := 0
-	for _, s := range prompts {
-		ids, _ := tok.Encode(s)
-		n = max(n, len(ids))
+	if len(imgs) == 0 {
+		return clip.Probes{}, fmt.Errorf("no images in %s", dir)
 	}
-	n = min(n, tok.ContextLength())
-	ids, mask, err := tok.EncodeBatch(prompts, n)
-	if err != nil {
-		return p, err
-	}
-	for i := range prompts {
-		p.IDs = append(p.IDs, ids[i*n:(i+1)*n])
-		p.Masks = append(p.Masks, mask[i*n:(i+1)*n])
-	}
-	return p, nil
+	return pipeline.OptimizeProbes(m, imgs, nil)
 }

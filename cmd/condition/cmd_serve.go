@@ -52,7 +52,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.maxChars, "max-chars", 4096, "characters per prompt")
 	fs.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM or SIGINT, how long requests in flight have to finish")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
-	o.eng.AddFlags(fs, withImages)
+	o.eng.AddFlags(fs, withImages|withPrecision)
 }
 
 func runServe(ctx context.Context, e *env, args []string) error {

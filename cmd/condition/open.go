@@ -29,6 +29,7 @@ type engineFlags struct {
 	decode                 string
 	maxPixels              int64
 	truncate               bool
+	precision              string
 	xattn, prefix          string
 	heads                  int
 	direction              string
@@ -43,6 +44,7 @@ const (
 	withImages  engineFlagSet = 1 << iota // --decode, --max-pixels
 	withPrompts                           // --truncate
 	withLayer                             // --xattn, --xattn-prefix, --heads, --direction
+	withPrecision                         // --precision
 	runtimeOnly                           // only --ort-lib and --threads: a command naming its model otherwise
 )
 
@@ -62,6 +64,9 @@ func (f *engineFlags) AddFlags(fs *pflag.FlagSet, has engineFlagSet) {
 	}
 	if has&withPrompts != 0 {
 		fs.BoolVar(&f.truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
+	}
+	if has&withPrecision != 0 {
+		fs.StringVar(&f.precision, "precision", string(pipeline.PrecisionFP32), "the encoders' arithmetic: fp32, or int8 (the model's int8 variant, made on first use with a check against fp32 and kept in this program's cache; 8-bit weights on CPUs with VNNI, 7-bit elsewhere)")
 	}
 	if has&withLayer != 0 {
 		fs.StringVar(&f.direction, "direction", "both", "image-to-text, text-to-image or both")
@@ -106,6 +111,16 @@ func (f *engineFlags) options(base pipeline.Options) (pipeline.Options, error) {
 		o.Decode = d
 	}
 	o.Truncate = f.truncate
+	if f.has&withPrecision != 0 {
+		p, err := pipeline.ParsePrecision(f.precision)
+		if err != nil {
+			return o, usagef("--precision: %v", err)
+		}
+		if p == pipeline.PrecisionInt8 && f.variant != "" && f.variant != models.VariantOptimizedInt8 {
+			return o, usagef("--precision int8 runs the variant %s; --variant %s asks for another", models.VariantOptimizedInt8, f.variant)
+		}
+		o.Precision = p
+	}
 	if f.has&withLayer != 0 {
 		if err := f.layer(&o); err != nil {
 			return o, err
@@ -192,12 +207,9 @@ func (f *engineFlags) open(ctx context.Context, e *env, base pipeline.Options) (
 	if _, err := f.loadRuntime(e); err != nil {
 		return nil, err
 	}
-	m, err := openModel(ctx, e, f.model, f.variant)
-	if err != nil {
-		return nil, f.advise(err)
-	}
 	opts.Log = e.Log
-	eng, err := pipeline.New(ctx, m, opts)
+	opts.Model = models.Options{Variant: f.variant, Progress: progressBar(e.Stderr), Logger: e.Log}
+	eng, err := pipeline.Open(ctx, f.model, opts)
 	return eng, f.advise(err)
 }
 

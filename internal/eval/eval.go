@@ -389,17 +389,3 @@ var (
 	Shapes  = scenes.Shapes
 	Colours = scenes.Colours
 )
-
-// ProbeScenes renders n scenes of the training generator, side pixels
-// square, with their captions: probe inputs for checking a rewritten graph
-// against the original.
-func ProbeScenes(n, side int) ([]image.Image, []string) {
-	g := scenes.NewGenerator(20261201)
-	imgs := make([]image.Image, n)
-	caps := make([]string, n)
-	for i := range n {
-		s := g.Scene(i)
-		imgs[i], caps[i] = s.Render(side), s.Caption
-	}
-	return imgs, caps
-}

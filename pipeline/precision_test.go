@@ -1,0 +1,75 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/internal/enginetest"
+	"github.com/conditionhq/condition/models"
+)
+
+// TestPrecisionInt8: Open with PrecisionInt8 makes the model's int8
+// variant once (checked against float32, kept in this program's cache) and
+// runs it; its embeddings stay close to float32's; a second Open reuses
+// it; New refuses int8 for a model opened with its float32 graphs.
+func TestPrecisionInt8(t *testing.T) {
+	openTiny(t) // loads ONNX Runtime, or skips
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	ctx := context.Background()
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	open := func(p Precision) *Engine {
+		t.Helper()
+		eng, err := Open(ctx, enginetest.TinyDir(), Options{Precision: p, Log: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { eng.Close() })
+		return eng
+	}
+	i8 := open(PrecisionInt8)
+	if v := i8.Model().Variant(); v != models.VariantOptimizedInt8 || i8.Options().Precision != PrecisionInt8 {
+		t.Fatalf("variant %q, precision %q", v, i8.Options().Precision)
+	}
+	made := strings.Count(logs.String(), "making the int8 variant")
+	if made != 1 || !strings.Contains(logs.String(), "int8 check against the float32 graph") {
+		t.Errorf("logs of the first open:\n%s", logs.String())
+	}
+	f32 := open(PrecisionFP32)
+	if f32.Options().Precision != PrecisionFP32 || f32.Model().Variant() == models.VariantOptimizedInt8 {
+		t.Errorf("fp32 engine: precision %q, variant %q", f32.Options().Precision, f32.Model().Variant())
+	}
+	img := image.NewRGBA(image.Rect(0, 0, 48, 40))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 11)
+	}
+	a, err := i8.EncodeImages(ctx, []image.Image{img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f32.EncodeImages(ctx, []image.Image{img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := Cosine(a[0].Embeds, b[0].Embeds); c < 0.99 {
+		t.Errorf("int8 image_embeds' cosine to float32's: %v", c)
+	}
+	open(PrecisionInt8)
+	if n := strings.Count(logs.String(), "making the int8 variant"); n != 1 {
+		t.Errorf("the int8 variant was made %d times, want once", n)
+	}
+	m, err := models.Open(enginetest.TinyDir(), models.Options{Variant: models.VariantPlain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(ctx, m, Options{Precision: PrecisionInt8}); err == nil || !strings.Contains(err.Error(), models.VariantOptimizedInt8) {
+		t.Errorf("New with int8 on the float32 graphs: %v", err)
+	}
+	if _, err := ParsePrecision("int4"); err == nil {
+		t.Error("precision int4: no error")
+	}
+}

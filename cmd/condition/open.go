@@ -41,11 +41,11 @@ type engineFlags struct {
 type engineFlagSet int
 
 const (
-	withImages  engineFlagSet = 1 << iota // --decode, --max-pixels
-	withPrompts                           // --truncate
-	withLayer                             // --xattn, --xattn-prefix, --heads, --direction
-	withPrecision                         // --precision
-	runtimeOnly                           // only --ort-lib and --threads: a command naming its model otherwise
+	withImages    engineFlagSet = 1 << iota // --decode, --max-pixels
+	withPrompts                             // --truncate
+	withLayer                               // --xattn, --xattn-prefix, --heads, --direction
+	withPrecision                           // --precision
+	runtimeOnly                             // only --ort-lib and --threads: a command naming its model otherwise
 )
 
 // AddFlags binds the engine flags of has to fs.

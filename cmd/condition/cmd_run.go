@@ -35,6 +35,8 @@ type runOptions struct {
 	format      string
 	layout      string
 	shardSize   int
+	index       bool
+	indexDType  string
 	workers     int
 	streams     int
 	batch       int
@@ -60,7 +62,9 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.captions, "caption-prompt", false, "add each tar sample's own caption (its .txt or .json member) as one more prompt for that image")
 	fs.StringVar(&o.format, "format", "safetensors", "output format of the files layout: safetensors or npz")
 	fs.StringVar(&o.layout, "layout", "files", "files (one file per image) or shards (every --shard-size images one shard of stacked .npy arrays, img_emb/ and metadata/ Parquet as clip-retrieval names them)")
-	fs.IntVar(&o.shardSize, "shard-size", 10000, "images per output shard with --layout shards")
+	fs.IntVar(&o.shardSize, "shard-size", 10000, "images per output shard with --layout shards, and per index part with --index")
+	fs.BoolVar(&o.index, "index", false, "also write the collection index: every --shard-size images one part under index/ of the normalised image embeddings and the patches in CLIP's joint space, for searching the collection later without encoding it again (needs the default --xattn joint and --direction both)")
+	fs.StringVar(&o.indexDType, "index-dtype", "float16", "the index's values with --index: float16, float32 or int8 (with a float32 scale per vector)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines reading and hashing files ahead of the encoder (0: one per core; decoding and preprocessing run on the encoder streams' threads)")
 	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
 	fs.IntVar(&o.batch, "batch", 8, "images per vision encoder call")
@@ -73,7 +77,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.pinThreads, "pin-threads", false, "pin ONNX Runtime's pool threads to one processor each (with --threads 2 or more; bench pipeline --tune measures whether it helps)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display (the final summary and errors still print)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
-	o.eng.AddFlags(fs, withImages|withPrompts|withLayer)
+	o.eng.AddFlags(fs, withImages|withPrompts|withLayer|withPrecision)
 }
 
 func runRun(ctx context.Context, e *env, args []string) error {
@@ -123,6 +127,14 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if o.layout == "shards" && o.captions {
 		return usagef("--caption-prompt needs --layout files (a shard stacks the same prompts for every image)")
 	}
+	switch o.indexDType {
+	case "float16", "float32", "int8":
+	default:
+		return usagef("--index-dtype %q: want float16, float32 or int8", o.indexDType)
+	}
+	if fs.Changed("index-dtype") && !o.index {
+		return usagef("--index-dtype needs --index")
+	}
 	if o.resume && o.overwrite {
 		return usagef("--resume and --overwrite exclude each other")
 	}
@@ -163,10 +175,14 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	m := eng.Model()
 	defer eng.Close()
+	if o.index && eng.JointDim() == 0 {
+		return usagef("--index needs the engine in CLIP's joint space both ways: the default --xattn joint and --direction both")
+	}
 	prog := newProgressDisplay(e.Stderr, o.quiet)
 	cfg := batch.Config{
 		Engine: eng, Inputs: o.images, Lists: o.lists, Prompts: o.prompts, Out: o.out,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, CaptionPrompt: o.captions, Format: o.format, Layout: o.layout, ShardSize: o.shardSize,
+		Index: o.index, IndexDType: o.indexDType,
 		Workers: o.workers, Batch: o.batch, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,
 		Progress: prog.update,
@@ -194,6 +210,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 					outPath(o.out, "img_emb", "img_emb_<shard>.npy"), outPath(o.out, "metadata", "metadata_<shard>.parquet"))
 			} else {
 				fmt.Fprintf(e.Stderr, "results: %s (features and attention maps)\n", filepath.Join(o.out, "<image>."+o.format))
+			}
+			if o.index {
+				fmt.Fprintf(e.Stderr, "index: %s (%s)\n", outPath(o.out, "index", "<part>", "index.json"), o.indexDType)
 			}
 			if o.heatmaps {
 				for k, p := range o.prompts {

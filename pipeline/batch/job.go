@@ -63,6 +63,15 @@ type Config struct {
 	// and a Parquet metadata file (see shardout.go's package comment).
 	Layout    string
 	ShardSize int
+	// Index also writes the collection index: every ShardSize images
+	// (default 10,000, in either layout) one part of the images'
+	// normalised image_embeds [N, D] and joint-space patches [N, P, D]
+	// with an index.json (see index.go's package comment). It needs the
+	// engine in CLIP's joint space both ways (the default layer).
+	Index bool
+	// IndexDType is the index's values: "float16" (the default, ""),
+	// "float32" or "int8" (with a float32 scale per vector).
+	IndexDType string
 
 	Workers   int   // goroutines reading and hashing files ahead of the encoder streams (default GOMAXPROCS, and at least 16 when inputs are in object stores or come from lists, which may name objects)
 	ReadAhead int64 // bytes of files read ahead of the encoder streams, at most (default 256 MiB; one file larger passes alone)
@@ -116,7 +125,9 @@ type work struct {
 	data    []byte               // the file, read and not yet decoded
 	held    int64                // bytes of data counted in the job's read-ahead budget
 	base    pipeline.HeatmapBase // the heatmap base panel, when heatmaps are asked for
-	seq     int                  // the image's place in this process's walk (its shard and row in the shards layout)
+	seq     int                  // the image's place in this process's walk (its shard and row in the shards layout, its index part and row)
+	redo    bool                 // --resume: its index part is not whole, so the image is done again whatever the manifest says
+	kept    bool                 // --resume: its index part is whole from an earlier run and stays as it is
 	started time.Time
 	timings map[string]float64
 	fail    error
@@ -289,12 +300,18 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 				manErr = err
 				stop() // no result may be lost: take no new images
 			}
+			total := -1
+			if walked.Load() {
+				total = int(seen.Load())
+			}
 			if j.shards != nil && manErr == nil {
-				total := -1
-				if walked.Load() {
-					total = int(seen.Load())
-				}
 				if err := j.shards.account(w.seq, shardRowOf(w.entry, w.it.ShardKey()), total); err != nil {
+					manErr = err
+					stop()
+				}
+			}
+			if j.index != nil && !w.kept && manErr == nil {
+				if err := j.index.account(w.seq, indexOutItemOf(w.it, w.entry), total); err != nil {
 					manErr = err
 					stop()
 				}
@@ -314,6 +331,12 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 			manErr = j.shards.finishAll(int(seen.Load()))
 		}
 		j.shards.abandon() // what is left unfinished stays unseen
+	}
+	if j.index != nil {
+		if manErr == nil && parent.Err() == nil && walkErr == nil {
+			manErr = j.index.finishAll(int(seen.Load()))
+		}
+		j.index.abandon()
 	}
 	sum.Elapsed = time.Since(start)
 	if budget.used != 0 && manErr == nil { // every stream has returned
@@ -352,7 +375,16 @@ func (j *job) read(w *work, budget *byteBudget) {
 	if w.fail == nil {
 		w.fail = w.it.Err
 	}
-	if j.shards != nil && j.cfg.Resume && j.shardComplete(w.seq/j.shards.size) {
+	if j.index != nil && j.cfg.Resume {
+		// The index part decides first: a whole one stays, the images of
+		// another are all done again so that it is written whole.
+		if j.index.whole(w.seq / j.index.size) {
+			w.kept = true
+		} else {
+			w.redo = true
+		}
+	}
+	if j.shards != nil && j.cfg.Resume && !w.redo && j.shardComplete(w.seq/j.shards.size) {
 		w.entry.Status = statusSkipped
 		return
 	}
@@ -413,7 +445,7 @@ func (j *job) hashed(w *work, data []byte, t time.Time) {
 	sum := sha256.Sum256(data)
 	w.entry.SHA256 = hex.EncodeToString(sum[:])
 	w.mark("read", t)
-	if j.cfg.Resume {
+	if j.cfg.Resume && !w.redo {
 		if p, ok := j.prior[w.it.Rel]; ok && p.Status == StatusOK && p.SHA256 == w.entry.SHA256 && p.Settings == j.settings && j.outputsExist(p.Outputs) {
 			w.entry.Status = statusSkipped
 			return
@@ -645,11 +677,34 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 		w.entry.Outputs = append(w.entry.Outputs, name)
 	}
 	w.base = pipeline.HeatmapBase{}
+	if j.index != nil && !w.kept {
+		if err := j.writeIndex(w, enc); err != nil {
+			w.fail = err
+			return buf
+		}
+	}
 	if len(scores) > 0 {
 		w.entry.Scores = scores
 	}
 	w.mark("write", t)
 	return buf
+}
+
+// writeIndex writes w's rows of its index part: its image_embeds
+// normalised and its joint-space patches [P, D].
+func (j *job) writeIndex(w *work, enc *pipeline.ImageEncoding) error {
+	if enc.Grid != j.index.grid {
+		return fmt.Errorf("pipeline: index: a %s patch grid, the index's is %s", enc.Grid, j.index.grid)
+	}
+	patches, err := j.eng.JointPatches(enc)
+	if err != nil {
+		return fmt.Errorf("pipeline: index: %w", err)
+	}
+	if err := j.index.write(w.seq, enc.Embeds, patches); err != nil {
+		return err
+	}
+	w.entry.Outputs = append(w.entry.Outputs, j.index.outputs(w.seq)...)
+	return nil
 }
 
 func (j *job) metadata(w *work, g vision.Grid) map[string]string {

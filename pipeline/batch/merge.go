@@ -27,6 +27,10 @@ type MergeReport struct {
 	Missing       []string `json:"missing,omitempty"`    // inputs (when given) that no shard reported
 	Unexpected    []string `json:"unexpected,omitempty"` // reported paths not among the inputs (when given)
 	Out           string   `json:"out"`                  // the merged manifest's path
+	// IndexMissing names the collection index parts (index/<part>) that
+	// are not whole: a folder without index.json, or a part the manifest
+	// lists that is not there.
+	IndexMissing []string `json:"index_missing,omitempty"`
 }
 
 var shardManifest = regexp.MustCompile(`^manifest-(\d+)-of-(\d+)\.jsonl$`)
@@ -118,6 +122,7 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 	}
 	rep.Images = len(paths)
 	sort.Strings(rep.Duplicated)
+	rep.IndexMissing = mergeIndexMissing(dir, merged)
 	if len(inputs) > 0 {
 		want := map[string]bool{}
 		err := Walk(ctx, inputs, func(it Item) error {

@@ -77,6 +77,28 @@ func (r *remoteOut) uploadShard(ctx context.Context, out *outFolder, name string
 	return out.root.Remove(dir)
 }
 
+// uploadIndexPart uploads finished index part name from the staging
+// folder: its arrays, then index.json last.
+func (r *remoteOut) uploadIndexPart(ctx context.Context, out *outFolder, name string) error {
+	dir := "index/" + name
+	ents, err := fs.ReadDir(out.root.FS(), dir)
+	if err != nil {
+		return fmt.Errorf("pipeline: upload index part %s: %w", name, err)
+	}
+	var rels []string
+	for _, e := range ents {
+		if e.Name() != "index.json" {
+			rels = append(rels, dir+"/"+e.Name())
+		}
+	}
+	sort.Strings(rels)
+	rels = append(rels, dir+"/index.json")
+	if err := r.upload(ctx, out, rels...); err != nil {
+		return err
+	}
+	return out.root.Remove(dir)
+}
+
 // uploadManifest uploads the manifest name, a copy kept in the staging
 // folder for the rest of the job. It is given a minute even when ctx is
 // done (an interrupted job still leaves its record).
@@ -108,8 +130,8 @@ func (r *remoteOut) fetchManifest(ctx context.Context, out *outFolder, name stri
 }
 
 // layoutName matches the objects a shards-layout job writes below its
-// prefix: the shard name is group 1, or group 2 for the manifest.
-var layoutName = regexp.MustCompile(`^(?:shards/([^/]+)/[^/]+\.npy|img_emb/img_emb_([^/]+)\.npy|metadata/metadata_([^/]+)\.parquet)$`)
+// prefix and its index parts: the shard name is one of the groups.
+var layoutName = regexp.MustCompile(`^(?:shards/([^/]+)/[^/]+\.npy|img_emb/img_emb_([^/]+)\.npy|metadata/metadata_([^/]+)\.parquet|index/([^/]+)/(?:[^/]+\.npy|index\.json))$`)
 
 // checkFree refuses a prefix holding an earlier job's results (its
 // manifest), or, unless this job is one of several sharing it, anything.
@@ -134,8 +156,8 @@ func (r *remoteOut) checkFree(ctx context.Context, manifest string, sharded bool
 }
 
 // clear removes what an earlier job of this process's shard names wrote
-// below the prefix (its shards, img_emb and metadata objects and its
-// manifest); other objects are left alone.
+// below the prefix (its shards, img_emb and metadata objects, its index
+// parts and its manifest); other objects are left alone.
 func (r *remoteOut) clear(ctx context.Context, proc Shard, manifest string) error {
 	own := ownShardNames(proc)
 	var names []objstore.Location
@@ -149,7 +171,7 @@ func (r *remoteOut) clear(ctx context.Context, proc Shard, manifest string) erro
 		if m == nil {
 			return nil
 		}
-		if own.MatchString(m[1] + m[2] + m[3]) {
+		if own.MatchString(m[1] + m[2] + m[3] + m[4]) {
 			names = append(names, r.at(rel))
 		}
 		return nil

@@ -27,9 +27,10 @@ import (
 // job is a batch job over one engine and its prepared prompts.
 type job struct {
 	cfg          Config
-	inputs       []string  // cfg.Inputs with brace patterns expanded
-	shards       *shardSet // the shards layout's writer; nil for the files layout
-	doneShards   sync.Map  // shard index → finished by an earlier run (bool)
+	inputs       []string     // cfg.Inputs with brace patterns expanded
+	shards       *shardSet    // the shards layout's writer; nil for the files layout
+	index        *indexOutSet // the collection index's writer; nil without Config.Index
+	doneShards   sync.Map     // shard index → finished by an earlier run (bool)
 	eng          *pipeline.Engine
 	log          *slog.Logger
 	prompts      pipeline.Prompts
@@ -102,6 +103,19 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	default:
 		return nil, fmt.Errorf("pipeline: format %q: want safetensors or npz", cfg.Format)
 	}
+	indexDType := ""
+	if cfg.Index {
+		if indexDType, err = checkIndexOutDType(cfg.IndexDType); err != nil {
+			return nil, err
+		}
+		if eng.JointDim() <= 0 {
+			return nil, errors.New("pipeline: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
+		}
+		if cfg.ShardSize <= 0 {
+			cfg.ShardSize = 10000 // one index part every ShardSize images, in the files layout too
+			j.cfg.ShardSize = cfg.ShardSize
+		}
+	}
 	defer func() {
 		if err != nil {
 			j.close()
@@ -131,6 +145,12 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	}
 	if d := eng.JPEGDraft(); d > 0 {
 		settings["jpeg_draft"] = d // only when set: the hashes of exact jobs stay as they were
+	}
+	if opts.Precision == pipeline.PrecisionInt8 {
+		settings["precision"] = string(opts.Precision) // likewise: fp32 jobs keep their hashes
+	}
+	if cfg.Index {
+		settings["index"], settings["index_dtype"] = true, indexDType // only when set, as jpeg_draft
 	}
 	sb, _ := json.Marshal(settings)
 	h := sha256.Sum256(sb)
@@ -182,6 +202,13 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		j.shards = newShardSet(j.out, cfg.ShardSize, cfg.Shard, j.settings)
 		j.shards.remote, j.shards.ctx = j.remote, ctx
 		j.shards.embDim = m.Config().ProjectionDim
+		j.shards.index = indexDType
+	}
+	if cfg.Index {
+		if j.index, err = newIndexOutSet(j.out, eng, cfg.ShardSize, cfg.Shard, j.settings, indexDType); err != nil {
+			return nil, err
+		}
+		j.index.remote, j.index.ctx = j.remote, ctx
 	}
 	var prior []Entry
 	if j.man, prior, err = openManifest(j.out, name, cfg.Resume); err != nil {

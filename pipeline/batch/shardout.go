@@ -69,6 +69,7 @@ type shardSet struct {
 	open     map[int]*shardOut
 	embDim   int             // image_embeds' width, for the zeros of a shard with no image done
 	remote   *remoteOut      // uploads finished shards; nil for a local output
+	index    string          // the collection index's dtype, written in the metadata when the job writes one
 	ctx      context.Context // for the uploads
 }
 
@@ -271,9 +272,14 @@ func (s *shardSet) finish(o *shardOut, n int) error {
 	}
 	sort.Slice(o.rows, func(a, b int) bool { return o.rows[a].Row < o.rows[b].Row })
 	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[shardRow](&buf, parquet.KeyValueMetadata("settings", s.settings),
+	opts := []parquet.WriterOption{parquet.KeyValueMetadata("settings", s.settings),
 		parquet.KeyValueMetadata("rows", fmt.Sprint(n)),
-		parquet.KeyValueMetadata("process_shard", fmt.Sprintf("%d/%d", s.proc.Index, max(s.proc.Count, 1))))
+		parquet.KeyValueMetadata("process_shard", fmt.Sprintf("%d/%d", s.proc.Index, max(s.proc.Count, 1)))}
+	if s.index != "" {
+		// Only with an index: the metadata of other jobs stays as it was.
+		opts = append(opts, parquet.KeyValueMetadata("index", s.index))
+	}
+	w := parquet.NewGenericWriter[shardRow](&buf, opts...)
 	if _, err := w.Write(o.rows); err != nil {
 		return fmt.Errorf("pipeline: shard %s: metadata: %w", o.name, err)
 	}

@@ -36,6 +36,11 @@ type ShardsReport struct {
 	Missing     []string `json:"missing,omitempty"`     // inputs (when given) that no shard holds
 	Unexpected  []string `json:"unexpected,omitempty"`  // rows not among the inputs (when given)
 	Checked     bool     `json:"inputs_checked"`        // inputs were given and walked
+	// IndexParts is the number of whole collection index parts read, when
+	// the output has an index; its problems (parts missing, incomplete or
+	// whose arrays disagree with their index.json, images in no part) are
+	// in Broken, named by index/<part>.
+	IndexParts int `json:"index_parts,omitempty"`
 }
 
 // Complete reports whether the output holds every image once, whole, from
@@ -86,6 +91,8 @@ func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*Sha
 		emb[e.name] = e
 	}
 	seen := map[string]int{} // key → process
+	var held []heldShard     // every shard's rows, for the index check
+	indexed := false         // a shard says the job wrote an index
 	procs := map[int]bool{}
 	settings := map[string]bool{}
 	for _, m := range metas {
@@ -109,6 +116,10 @@ func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*Sha
 			continue
 		}
 		rep.Shards++
+		if _, ok := f.Lookup("index"); ok {
+			indexed = true
+		}
+		held = append(held, heldShard{name: name, rows: rows})
 		s, _ := f.Lookup("settings")
 		settings[s] = true
 		proc, count := 0, 1
@@ -166,6 +177,9 @@ func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*Sha
 		rep.Settings = append(rep.Settings, s)
 	}
 	sort.Strings(rep.Settings)
+	if err := r.checkIndex(ctx, rep, held, indexed, settings); err != nil {
+		return nil, err
+	}
 	if len(inputs)+len(lists) > 0 {
 		rep.Checked = true
 		ins, err := expandInputs(inputs)

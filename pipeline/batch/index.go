@@ -1,0 +1,465 @@
+package batch
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/vision"
+)
+
+// The collection index (Config.Index): every ShardSize images, in the
+// order the walk assigns their seq numbers, one part named as shardName
+// names output shards (in the files layout too):
+//
+//	index/<name>/embeds.npy         [N, D]    image_embeds, L2-normalised, in the index's dtype
+//	index/<name>/patches.npy        [N, P, D] the joint-space patches (Engine.JointPatches)
+//	index/<name>/embeds_scale.npy   [N]       float32, int8 only: value = int8 · scale
+//	index/<name>/patches_scale.npy  [N, P]    float32, int8 only: one scale per patch vector
+//	index/<name>/index.json         written last: the part is whole when it exists
+//
+// A failed image's rows are zeros (and its scales), its item's status
+// "error". A part is written under a temporary folder, renamed into place,
+// then index.json is written (for an object-store output: the arrays are
+// uploaded first, index.json last); --resume keeps the parts whose
+// index.json holds the job's settings hash and redoes every image of the
+// others, so that they are written whole again.
+
+// indexOutFormat is index.json's format field.
+const indexOutFormat = "condition-index/v1"
+
+// Index dtypes.
+const (
+	indexOutF16  = "float16"
+	indexOutF32  = "float32"
+	indexOutInt8 = "int8"
+)
+
+// indexOutArrays names a part's arrays: embeds, patches, and for int8 their
+// scales.
+var indexOutArrays = [4]string{"embeds.npy", "patches.npy", "embeds_scale.npy", "patches_scale.npy"}
+
+// checkIndexOutDType returns the index dtype d names ("" is float16).
+func checkIndexOutDType(d string) (string, error) {
+	switch d {
+	case "", indexOutF16:
+		return indexOutF16, nil
+	case indexOutF32, indexOutInt8:
+		return d, nil
+	}
+	return "", fmt.Errorf("pipeline: index dtype %q: want float16, float32 or int8", d)
+}
+
+// indexOutElem returns the tensorio dtype of an index dtype's values.
+func indexOutElem(dtype string) tensorio.DType {
+	switch dtype {
+	case indexOutF32:
+		return tensorio.DTypeF32
+	case indexOutInt8:
+		return tensorio.DTypeI8
+	}
+	return tensorio.DTypeF16
+}
+
+// indexOutMeta is a part's index.json.
+type indexOutMeta struct {
+	Format     string         `json:"format"`
+	Model      string         `json:"model"`
+	Revision   string         `json:"revision"`
+	Settings   string         `json:"settings"`
+	DType      string         `json:"dtype"`
+	Dim        int            `json:"dim"`
+	Grid       [2]int         `json:"grid"`
+	LogitScale float64        `json:"logit_scale"`
+	Rows       int            `json:"rows"`
+	Items      []indexOutItem `json:"items"`
+}
+
+// indexOutItem is one row of a part: the image it holds.
+type indexOutItem struct {
+	Row    int    `json:"row"`
+	Path   string `json:"path"`   // the relative output path, as the manifest's path
+	Source string `json:"source"` // what was read: a file, a tar shard's path or an object's URL
+	Member string `json:"member"` // the tar member, or ""
+	SHA256 string `json:"sha256"`
+	Status string `json:"status"` // "ok" or "error"
+}
+
+// indexOutSet writes a job's index parts.
+type indexOutSet struct {
+	out      *outFolder
+	size     int
+	proc     Shard
+	settings string
+	dtype    string
+	elem     tensorio.DType
+	dim      int         // D, the joint space's width
+	grid     vision.Grid // the patch grid, P = H·W
+	model    string
+	revision string
+	scale    float64 // exp(logit_scale)
+	remote   *remoteOut
+	ctx      context.Context
+
+	mu   sync.Mutex
+	open map[int]*indexOutPart
+	kept sync.Map // part → whole from an earlier run with the same settings (bool)
+}
+
+// indexOutPart is one part being written.
+type indexOutPart struct {
+	name  string
+	tmp   string // its temporary folder, relative to the output folder
+	files [4]*os.File
+	items []indexOutItem
+	done  int // images accounted for (written or failed)
+}
+
+// newIndexOutSet returns the index writer of a job of engine eng.
+func newIndexOutSet(out *outFolder, eng *pipeline.Engine, size int, proc Shard, settings, dtype string) (*indexOutSet, error) {
+	d := eng.JointDim()
+	if d <= 0 {
+		return nil, errors.New("pipeline: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
+	}
+	m := eng.Model()
+	h, w := eng.InputSize()
+	g, err := vision.GridFor(h, w, m.Config().VisionConfig.PatchSize)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: index: the model's patch grid: %w", err)
+	}
+	return &indexOutSet{out: out, size: size, proc: proc, settings: settings, dtype: dtype, elem: indexOutElem(dtype),
+		dim: d, grid: g, model: m.Name(), revision: m.Revision(), scale: eng.LogitScale(), open: map[int]*indexOutPart{}}, nil
+}
+
+// dir returns part i's folder, relative to the output.
+func (s *indexOutSet) dir(i int) string { return "index/" + shardName(s.proc, i) }
+
+// outputs returns the files of image seq's part, as the manifest lists
+// them.
+func (s *indexOutSet) outputs(seq int) []string {
+	d := s.dir(seq / s.size)
+	out := []string{d + "/" + indexOutArrays[0], d + "/" + indexOutArrays[1]}
+	if s.dtype == indexOutInt8 {
+		out = append(out, d+"/"+indexOutArrays[2], d+"/"+indexOutArrays[3])
+	}
+	return append(out, d+"/index.json")
+}
+
+// whole reports whether part i was finished by an earlier run with the
+// same settings (read once per part).
+func (s *indexOutSet) whole(i int) bool {
+	if v, ok := s.kept.Load(i); ok {
+		return v.(bool)
+	}
+	ok := s.readWhole(i)
+	s.kept.Store(i, ok)
+	return ok
+}
+
+func (s *indexOutSet) readWhole(i int) bool {
+	rel := s.dir(i) + "/index.json"
+	var b []byte
+	var err error
+	if s.remote != nil {
+		b, err = s.remote.read(s.ctx, rel)
+	} else {
+		b, err = s.out.ReadFile(rel)
+	}
+	if err != nil {
+		return false
+	}
+	var m indexOutMeta
+	return json.Unmarshal(b, &m) == nil && m.Format == indexOutFormat && m.Settings == s.settings && m.DType == s.dtype && m.Rows == len(m.Items)
+}
+
+// rowSizes returns the bytes of one row of each array (0: none).
+func (s *indexOutSet) rowSizes() [4]int {
+	es, p := s.elem.Size(), s.grid.Patches()
+	r := [4]int{s.dim * es, p * s.dim * es}
+	if s.dtype == indexOutInt8 {
+		r[2], r[3] = 4, p*4
+	}
+	return r
+}
+
+// shapes returns each array's shape for n rows.
+func (s *indexOutSet) shapes(n int) [4][]int {
+	p := s.grid.Patches()
+	return [4][]int{{n, s.dim}, {n, p, s.dim}, {n}, {n, p}}
+}
+
+// get returns part i, opening it.
+func (s *indexOutSet) get(i int) (*indexOutPart, error) {
+	if o := s.open[i]; o != nil {
+		return o, nil
+	}
+	name := shardName(s.proc, i)
+	o := &indexOutPart{name: name, tmp: ".tmp-index-" + name, items: make([]indexOutItem, 0, min(s.size, 1<<16))}
+	if err := s.out.root.RemoveAll(o.tmp); err != nil {
+		return nil, fmt.Errorf("pipeline: index part %s: %w", name, err)
+	}
+	if err := s.out.root.MkdirAll(o.tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("pipeline: index part %s: %w", name, err)
+	}
+	sizes := s.rowSizes()
+	for k, a := range indexOutArrays {
+		if sizes[k] == 0 {
+			continue
+		}
+		f, err := s.out.root.OpenFile(path.Join(o.tmp, a), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			o.close()
+			return nil, fmt.Errorf("pipeline: index part %s: %w", name, err)
+		}
+		o.files[k] = f
+	}
+	s.open[i] = o
+	return o, nil
+}
+
+// close closes the part's arrays (those still open).
+func (o *indexOutPart) close() {
+	for _, f := range o.files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// write puts image seq's rows in its part: embeds, its image_embeds [D]
+// (normalised here), and patches, its joint-space patches [P, D] (unit
+// vectors).
+func (s *indexOutSet) write(seq int, embeds, patches []float32) error {
+	p := s.grid.Patches()
+	if len(embeds) != s.dim {
+		return fmt.Errorf("pipeline: index: image_embeds of %d values, the joint space is %d wide", len(embeds), s.dim)
+	}
+	if len(patches) != p*s.dim {
+		return fmt.Errorf("pipeline: index: %d joint-space patch values, want %d (%s grid of %d)", len(patches), p*s.dim, s.grid, s.dim)
+	}
+	unit := make([]float32, s.dim)
+	var ss float64
+	for _, v := range embeds {
+		ss += float64(v) * float64(v)
+	}
+	if ss > 0 {
+		inv := 1 / math.Sqrt(ss)
+		for k, v := range embeds {
+			unit[k] = float32(float64(v) * inv)
+		}
+	}
+	sizes := s.rowSizes()
+	var rows [4][]byte
+	switch s.dtype {
+	case indexOutInt8:
+		rows[0], rows[2] = make([]byte, sizes[0]), make([]byte, sizes[2])
+		rows[1], rows[3] = make([]byte, sizes[1]), make([]byte, sizes[3])
+		sc := indexOutQuantize(rows[0], unit)
+		binary.LittleEndian.PutUint32(rows[2], math.Float32bits(sc))
+		for k := range p {
+			sc := indexOutQuantize(rows[1][k*s.dim:(k+1)*s.dim], patches[k*s.dim:(k+1)*s.dim])
+			binary.LittleEndian.PutUint32(rows[3][4*k:], math.Float32bits(sc))
+		}
+	case indexOutF32:
+		rows[0], rows[1] = indexOutAppendF32(make([]byte, 0, sizes[0]), unit), indexOutAppendF32(make([]byte, 0, sizes[1]), patches)
+	default:
+		rows[0], rows[1] = indexOutAppendF16(make([]byte, 0, sizes[0]), unit), indexOutAppendF16(make([]byte, 0, sizes[1]), patches)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, err := s.get(seq / s.size)
+	if err != nil {
+		return err
+	}
+	row := int64(seq % s.size)
+	for k, b := range rows {
+		if b == nil {
+			continue
+		}
+		if _, err := o.files[k].WriteAt(b, shardNPYHeader+row*int64(sizes[k])); err != nil {
+			// The row stays zeros, as a failed image's should.
+			for j := range k + 1 {
+				if rows[j] != nil {
+					o.files[j].WriteAt(make([]byte, sizes[j]), shardNPYHeader+row*int64(sizes[j]))
+				}
+			}
+			return fmt.Errorf("pipeline: index part %s: %w", o.name, err)
+		}
+	}
+	return nil
+}
+
+// account records image seq's item; it finishes the part when it holds
+// all its images: size of them, or, once the walk is over (total ≥ 0), the
+// rest.
+func (s *indexOutSet) account(seq int, it indexOutItem, total int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := seq / s.size
+	o, err := s.get(i)
+	if err != nil {
+		return err
+	}
+	it.Row = seq % s.size
+	o.items = append(o.items, it)
+	o.done++
+	return s.finishIfWhole(i, total)
+}
+
+// finishAll finishes the parts still open once every image is accounted
+// for (total, the number of images the walk found).
+func (s *indexOutSet) finishAll(total int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var idx []int
+	for i := range s.open {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		if err := s.finishIfWhole(i, total); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *indexOutSet) finishIfWhole(i, total int) error {
+	o := s.open[i]
+	want := s.size
+	if total >= 0 {
+		want = min(s.size, total-i*s.size)
+	}
+	if o == nil || o.done < want {
+		return nil
+	}
+	delete(s.open, i)
+	return s.finish(o, want)
+}
+
+// finish writes part o of n rows: the arrays' headers, the folder renamed
+// into place, then index.json.
+func (s *indexOutSet) finish(o *indexOutPart, n int) error {
+	defer o.close()
+	sizes, shapes := s.rowSizes(), s.shapes(n)
+	for k, f := range o.files {
+		if f == nil {
+			continue
+		}
+		dt := s.elem
+		if k >= 2 {
+			dt = tensorio.DTypeF32
+		}
+		hdr, err := tensorio.NPYHeader(dt, shapes[k], shardNPYHeader)
+		if err != nil {
+			return fmt.Errorf("pipeline: index part %s: %s: %w", o.name, indexOutArrays[k], err)
+		}
+		if _, err = f.WriteAt(hdr, 0); err == nil {
+			err = f.Truncate(int64(shardNPYHeader + n*sizes[k]))
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		o.files[k] = nil
+		if err != nil {
+			return fmt.Errorf("pipeline: index part %s: %w", o.name, err)
+		}
+	}
+	sort.Slice(o.items, func(a, b int) bool { return o.items[a].Row < o.items[b].Row })
+	m := indexOutMeta{Format: indexOutFormat, Model: s.model, Revision: s.revision, Settings: s.settings, DType: s.dtype,
+		Dim: s.dim, Grid: [2]int{s.grid.H, s.grid.W}, LogitScale: s.scale, Rows: n, Items: o.items}
+	js, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return fmt.Errorf("pipeline: index part %s: index.json: %w", o.name, err)
+	}
+	js = append(js, '\n')
+	dst := "index/" + o.name
+	if err := s.out.root.MkdirAll("index", 0o755); err != nil {
+		return fmt.Errorf("pipeline: index part %s: %w", o.name, err)
+	}
+	if err := s.out.root.RemoveAll(dst); err != nil {
+		return fmt.Errorf("pipeline: index part %s: %w", o.name, err)
+	}
+	if err := s.out.root.Rename(o.tmp, dst); err != nil {
+		return fmt.Errorf("pipeline: index part %s: %w", o.name, err)
+	}
+	if err := s.out.WriteFile(dst+"/index.json", js); err != nil {
+		return err
+	}
+	if s.remote != nil {
+		return s.remote.uploadIndexPart(s.ctx, s.out, o.name)
+	}
+	return nil
+}
+
+// abandon closes the parts left unfinished (an interrupted job); their
+// temporary folders stay for --resume to remove.
+func (s *indexOutSet) abandon() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, o := range s.open {
+		o.close()
+		delete(s.open, i)
+	}
+}
+
+// indexOutItemOf is the item of an image's entry (its final status).
+func indexOutItemOf(it Item, e Entry) indexOutItem {
+	x := indexOutItem{Path: e.Path, Source: e.Source, SHA256: e.SHA256, Status: e.Status}
+	if it.Member {
+		x.Member = strings.TrimPrefix(e.Path, it.Unit+"/")
+	}
+	return x
+}
+
+// indexOutAppendF16 appends src as IEEE 754 half-precision values (rounded to
+// nearest even), little-endian.
+func indexOutAppendF16(dst []byte, src []float32) []byte {
+	for _, v := range src {
+		dst = binary.LittleEndian.AppendUint16(dst, tensorio.Float32ToF16(v))
+	}
+	return dst
+}
+
+// indexOutAppendF32 appends src as little-endian float32 values.
+func indexOutAppendF32(dst []byte, src []float32) []byte {
+	for _, v := range src {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+	}
+	return dst
+}
+
+// indexOutQuantize writes x [n] into dst [n] as int8 values q with
+// x ≈ q · scale, scale = max|x| / 127 (q rounded to nearest, ties to
+// even), and returns scale (0 for a zero vector, whose q are 0).
+func indexOutQuantize(dst []byte, x []float32) float32 {
+	var m float32
+	for _, v := range x {
+		m = max(m, float32(math.Abs(float64(v))))
+	}
+	if m == 0 || math.IsInf(float64(m), 0) || math.IsNaN(float64(m)) {
+		clear(dst)
+		return 0
+	}
+	scale := m / 127
+	inv := 1 / float64(scale)
+	for k, v := range x {
+		q := math.RoundToEven(float64(v) * inv)
+		q = max(-127, min(127, q))
+		dst[k] = byte(int8(q))
+	}
+	return scale
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/conditionhq/condition/internal/objstore"
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+type queryOptions struct {
+	eng      engineFlags
+	prompts  []string
+	top      int
+	heatmaps string
+	json     bool
+	partial  bool
+	box      float32
+}
+
+func (o *queryOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable (each is searched on its own)")
+	fs.IntVar(&o.top, "top", batch.DefaultSearchTop, fmt.Sprintf("how many images to return per prompt, best first (1 to %d)", batch.MaxSearchTop))
+	fs.StringVar(&o.heatmaps, "heatmaps", "", "folder to write each hit's heatmap sheet to (PNG, over the original image when it can be read)")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per hit (words' maps included)")
+	fs.BoolVar(&o.partial, "partial", false, "search the complete parts of an index some of whose parts are unfinished or truncated (they are named on stderr)")
+	fs.Float32Var(&o.box, "box", batch.DefaultSearchBox, "a word's box holds the cells, connected to its peak, of at least this fraction of the peak (0 to 1)")
+	o.eng.AddFlags(fs, withImages|withPrompts)
+	if f := fs.Lookup("model"); f != nil {
+		f.Usage, f.DefValue = "model: the index's when not given; else a directory in the Hugging Face layout, a hub id org/name[@revision], or default (built in)", ""
+	}
+}
+
+// queryHit is one hit as --json prints it.
+type queryHit struct {
+	Prompt  string `json:"prompt"`
+	Rank    int    `json:"rank"`
+	Heatmap string `json:"heatmap,omitempty"`
+	batch.Hit
+}
+
+func runQuery(ctx context.Context, e *env, args []string) error {
+	var o queryOptions
+	fs := newFlagSet(e, "query", "query INDEX --prompt TEXT [--prompt TEXT]... [flags]\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix")
+	o.AddFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("query takes one index (a job's output folder or prefix), got %d arguments", fs.NArg())
+	}
+	if len(o.prompts) == 0 {
+		return usagef("no prompt: give --prompt TEXT")
+	}
+	if o.top < 1 || o.top > batch.MaxSearchTop {
+		return usagef("--top must be 1 to %d, got %d", batch.MaxSearchTop, o.top)
+	}
+	if !(o.box > 0 && o.box <= 1) {
+		return usagef("--box must be a fraction of the peak above 0 and at most 1, got %g", o.box)
+	}
+	for i, p := range o.prompts {
+		if strings.TrimSpace(p) == "" {
+			return usagef("prompt %d is empty", i)
+		}
+	}
+	where := fs.Arg(0)
+	stores := &objstore.Stores{}
+	defer stores.Close()
+	x, err := batch.OpenIndex(ctx, where, batch.IndexOptions{Partial: o.partial, Stores: stores})
+	var inc *batch.IncompletePartError
+	if errors.As(err, &inc) {
+		return fmt.Errorf("%w\n(add --partial to search the other parts)", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	for _, s := range x.Skipped() {
+		e.Log.Warn("index part left out", "part", s.Name, "why", s.Err)
+	}
+	meta := x.Meta()
+	if !fs.Changed("model") {
+		o.eng.model = meta.Model
+	}
+	eng, err := o.eng.open(ctx, e, pipeline.Options{})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	if o.heatmaps != "" {
+		if err := os.MkdirAll(o.heatmaps, 0o755); err != nil {
+			return err
+		}
+	}
+	enc := json.NewEncoder(e.Stdout)
+	for k, prompt := range o.prompts {
+		res, err := x.Search(ctx, eng, prompt, batch.SearchOptions{Top: o.top, Words: true, Box: o.box})
+		if err != nil {
+			return o.eng.advise(err)
+		}
+		warnAllUnknown(e, eng, res.Prompt)
+		sheets := make([]string, len(res.Hits))
+		if o.heatmaps != "" {
+			for i := range res.Hits {
+				if sheets[i], err = writeQuerySheet(ctx, e, eng, stores, o.heatmaps, k, i, &res.Hits[i]); err != nil {
+					return err
+				}
+			}
+		}
+		if o.json {
+			for i, h := range res.Hits {
+				if err := enc.Encode(queryHit{Prompt: prompt, Rank: i + 1, Heatmap: sheets[i], Hit: h}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		printQueryTable(e.Stdout, prompt, res, meta.Rows, sheets, o.box)
+	}
+	return nil
+}
+
+// printQueryTable prints one prompt's hits: rank, score, path and, per
+// content word, its peak cell, its box and the peak's cosine.
+func printQueryTable(w io.Writer, prompt string, res *batch.SearchResult, rows int, sheets []string, box float32) {
+	fmt.Fprintf(w, "%s  (%d images searched; per word: peak cell row,col  box row0,col0-row1,col1 of the cells ≥ %.2g·peak connected to it  peak cosine)\n",
+		pipeline.QuotePrompt(prompt), rows, box)
+	fmt.Fprintf(w, "%4s  %7s  %s\n", "rank", "score", "path")
+	for i, h := range res.Hits {
+		var words []string
+		for _, wh := range h.Words {
+			words = append(words, fmt.Sprintf("%s %d,%d [%d,%d-%d,%d] %.3f", wh.Word, wh.Cell[0], wh.Cell[1], wh.Box[0], wh.Box[1], wh.Box[2], wh.Box[3], wh.Peak))
+		}
+		fmt.Fprintf(w, "%4d  %7.3f  %s", i+1, h.Score, h.Path)
+		if len(words) > 0 {
+			fmt.Fprintf(w, "  %s", strings.Join(words, "  "))
+		}
+		if sheets[i] != "" {
+			fmt.Fprintf(w, "  → %s", sheets[i])
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// warnAllUnknown warns when every content word of the prompt is one the
+// model spells out letter by letter: the ranking then means little (the
+// engine has named the words already).
+func warnAllUnknown(e *env, eng *pipeline.Engine, p *pipeline.Prompt) {
+	ids := make([]int, len(p.IDs))
+	for i, id := range p.IDs {
+		ids[i] = int(id)
+	}
+	unknown, err := eng.Tokenizer().Unknown(ids)
+	if err != nil {
+		return
+	}
+	content := 0
+	for _, w := range p.Words {
+		if !w.Special && !pipeline.IsStopWord(w.Text) {
+			content++
+		}
+	}
+	if len(unknown) > 0 && len(unknown) >= content {
+		e.Log.Warn("the prompt has no word the model knows: its ranking means little", "prompt", pipeline.QuotePrompt(p.Text))
+	}
+}
+
+// writeQuerySheet writes hit h's heatmap sheet (prompt k, rank i) into dir
+// and returns its path: over the original image when it can be read from
+// where the job read it, else over a grey panel.
+func writeQuerySheet(ctx context.Context, e *env, eng *pipeline.Engine, stores *objstore.Stores, dir string, k, i int, h *batch.Hit) (string, error) {
+	if h.Attention == nil {
+		return "", nil
+	}
+	var base image.Image
+	img, err := readOriginal(ctx, eng, stores, h)
+	if err == nil {
+		base = eng.HeatmapBase(img)
+	} else {
+		e.Log.Warn("heatmap drawn over a plain panel: the original image cannot be read", "path", h.Path, "error", err)
+		grey := image.NewRGBA(image.Rect(0, 0, pipeline.HeatmapPanel, pipeline.HeatmapPanel))
+		draw.Draw(grey, grey.Bounds(), &image.Uniform{C: color.RGBA{128, 128, 128, 255}}, image.Point{}, draw.Src)
+		base = pipeline.HeatmapBase{RGBA: grey}
+	}
+	sheet, err := h.Attention.Heatmap(base)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", h.Path, err)
+	}
+	data, err := pipeline.EncodePNG(sheet)
+	if err != nil {
+		return "", err
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%d-%03d-%s.png", k, i+1, sheetName(h.Path)))
+	return name, tensorio.WriteFileAtomic(name, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// sheetName makes a hit's relative path one file name.
+func sheetName(p string) string {
+	p = strings.TrimSuffix(p, path.Ext(p))
+	return strings.NewReplacer("/", "_", "\\", "_", "..", "_").Replace(p)
+}
+
+// readOriginal reads and decodes a hit's image from where the job read
+// it: a file, an object, or a member of a tar shard (either).
+func readOriginal(ctx context.Context, eng *pipeline.Engine, stores *objstore.Stores, h *batch.Hit) (image.Image, error) {
+	if h.Source == "" {
+		return nil, errors.New("the index does not say where the image was read")
+	}
+	var data []byte
+	var err error
+	switch {
+	case h.Member != "":
+		data, err = readTarMember(ctx, stores, h.Source, h.Member)
+	case objstore.IsURL(h.Source):
+		var l objstore.Location
+		if l, err = objstore.Parse(h.Source); err == nil {
+			data, err = stores.ReadAll(ctx, l, 256<<20)
+		}
+	default:
+		data, err = os.ReadFile(h.Source)
+	}
+	if err != nil {
+		return nil, err
+	}
+	img, err := eng.DecodeImage(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h.Source, err)
+	}
+	return img, nil
+}
+
+// readTarMember reads member of the tar shard src (a file or an object):
+// the member of that name, or the image of that sample key (as the job
+// names a shard's samples, key.ext).
+func readTarMember(ctx context.Context, stores *objstore.Stores, src, member string) ([]byte, error) {
+	var r io.ReadCloser
+	if objstore.IsURL(src) {
+		l, err := objstore.Parse(src)
+		if err != nil {
+			return nil, err
+		}
+		if r, err = stores.Open(ctx, l); err != nil {
+			return nil, err
+		}
+	} else {
+		f, err := os.Open(src)
+		if err != nil {
+			return nil, err
+		}
+		r = f
+	}
+	defer r.Close()
+	member = strings.TrimPrefix(member, "./")
+	key := strings.TrimSuffix(member, path.Ext(member))
+	tr := tar.NewReader(r)
+	for {
+		hd, err := tr.Next()
+		if err == io.EOF {
+			return nil, fmt.Errorf("tar shard %s has no member %s", src, member)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tar shard %s: %w", src, err)
+		}
+		if hd.Typeflag != tar.TypeReg {
+			continue
+		}
+		name := strings.TrimPrefix(hd.Name, "./")
+		dir, base := path.Split(name)
+		k, ext, _ := strings.Cut(base, ".")
+		if name == member || (dir+k == key && batch.IsImageName("x."+ext)) {
+			if hd.Size > 256<<20 {
+				return nil, fmt.Errorf("tar shard %s: member %s of %d bytes", src, name, hd.Size)
+			}
+			return io.ReadAll(tr)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+// Package halfdot is the dot product of IEEE 754 half-precision rows with
+// a float32 vector: the kernel of a search over an index stored as
+// float16. Dot runs the assembly kernel this CPU and build support
+// (AVX-512F, or AVX2 with F16C and FMA, on amd64 without the purego tag)
+// and DotGo, the portable pure-Go kernel, otherwise.
+package halfdot
+
+import "math"
+
+// magic scales a float16's exponent and mantissa, shifted into a float32's
+// places, to the value they stand for: 2^(127-15).
+const magic = 0x1p112
+
+// ToFloat32 converts float16 bits to float32: exact for every finite value
+// (normal or subnormal); infinities and NaNs come out finite (an index of
+// unit vectors holds none).
+func ToFloat32(h uint16) float32 {
+	return math.Float32frombits(uint32(h&0x7fff)<<13|uint32(h&0x8000)<<16) * magic
+}
+
+// Dot returns Σ a[i]·b[i] over the float16 row a and the float32 vector b
+// (len(b) ≥ len(a)), accumulated in float32.
+func Dot(a []uint16, b []float32) float32 {
+	if len(a) == 0 {
+		return 0
+	}
+	b = b[:len(a)]
+	return dot(a, b)
+}
+
+// DotGo is Dot in pure Go: four accumulators, unrolled by 8.
+func DotGo(a []uint16, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		aa, bb := a[i:i+8:i+8], b[i:i+8:i+8]
+		s0 += ToFloat32(aa[0])*bb[0] + ToFloat32(aa[4])*bb[4]
+		s1 += ToFloat32(aa[1])*bb[1] + ToFloat32(aa[5])*bb[5]
+		s2 += ToFloat32(aa[2])*bb[2] + ToFloat32(aa[6])*bb[6]
+		s3 += ToFloat32(aa[3])*bb[3] + ToFloat32(aa[7])*bb[7]
+	}
+	for ; i < len(a); i++ {
+		s0 += ToFloat32(a[i]) * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// DotInt8 returns Σ a[i]·b[i] over the int8 row a and the float32 vector
+// b (len(b) ≥ len(a)); the row's scale is the caller's to apply.
+func DotInt8(a []int8, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		aa, bb := a[i:i+4:i+4], b[i:i+4:i+4]
+		s0 += float32(aa[0]) * bb[0]
+		s1 += float32(aa[1]) * bb[1]
+		s2 += float32(aa[2]) * bb[2]
+		s3 += float32(aa[3]) * bb[3]
+	}
+	for ; i < len(a); i++ {
+		s0 += float32(a[i]) * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// DotFloat32 returns Σ a[i]·b[i] (len(b) ≥ len(a)).
+func DotFloat32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		aa, bb := a[i:i+4:i+4], b[i:i+4:i+4]
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// Impl names the kernel Dot runs: "avx512", "avx2" or "go".
+func Impl() string { return impl }

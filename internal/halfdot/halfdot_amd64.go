@@ -1,0 +1,57 @@
+//go:build amd64 && gc && !purego
+
+package halfdot
+
+import "golang.org/x/sys/cpu"
+
+// impl is the kernel dot runs, chosen once from the CPU's features (tests
+// switch it).
+var impl = pick()
+
+func pick() string {
+	switch {
+	case cpu.X86.HasAVX512F:
+		return "avx512"
+	case cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C:
+		return "avx2"
+	}
+	return "go"
+}
+
+// dot runs impl's kernel over the whole blocks of a (16 values for
+// AVX-512, 8 for AVX2) and adds the rest in Go. len(a) > 0, len(b) = len(a).
+func dot(a []uint16, b []float32) float32 {
+	var n int
+	var s float32
+	switch impl {
+	case "avx512":
+		if n = len(a) &^ 15; n > 0 {
+			s = dotAVX512(&a[0], &b[0], n)
+		}
+	case "avx2":
+		if n = len(a) &^ 7; n > 0 {
+			s = dotAVX2(&a[0], &b[0], n)
+		}
+	default:
+		return DotGo(a, b)
+	}
+	for i := n; i < len(a); i++ {
+		s += ToFloat32(a[i]) * b[i]
+	}
+	return s
+}
+
+// dotAVX512 returns Σ_{i<n} a[i]·b[i], n a multiple of 16: VCVTPH2PS and
+// FMA over zmm registers, four accumulators.
+//
+//go:noescape
+func dotAVX512(a *uint16, b *float32, n int) float32
+
+// dotAVX2 returns Σ_{i<n} a[i]·b[i], n a multiple of 8: F16C's VCVTPH2PS
+// and FMA over ymm registers, four accumulators.
+//
+//go:noescape
+func dotAVX2(a *uint16, b *float32, n int) float32
+
+// hasAVX2 says the AVX2 kernel can run (tests run it beside AVX-512).
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C

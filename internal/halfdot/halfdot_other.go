@@ -1,0 +1,11 @@
+//go:build !amd64 || !gc || purego
+
+package halfdot
+
+// impl is the kernel dot runs: this build has only Go.
+var impl = "go"
+
+func dot(a []uint16, b []float32) float32 { return DotGo(a, b) }
+
+// hasAVX2 is false: this build has no assembly kernels.
+const hasAVX2 = false

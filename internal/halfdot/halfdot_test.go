@@ -1,0 +1,114 @@
+package halfdot
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// impls are the kernels this CPU and build can run.
+func impls() []string {
+	out := []string{"go"}
+	if best := impl; best != "go" {
+		out = append(out, best)
+		if best == "avx512" && hasAVX2 {
+			out = append(out, "avx2") // the AVX2 path runs where AVX-512 does
+		}
+	}
+	return out
+}
+
+func TestToFloat32Exact(t *testing.T) {
+	for h := range 1 << 16 {
+		if h&0x7c00 == 0x7c00 {
+			continue // infinities and NaNs
+		}
+		want := tensorio.F16ToFloat32(uint16(h))
+		if got := ToFloat32(uint16(h)); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("ToFloat32(%#04x) = %g, want %g", h, got, want)
+		}
+	}
+}
+
+// TestDotEveryLength compares every kernel with a float64 reference and
+// with DotGo on every length 0..1000, values of unit vectors' size.
+func TestDotEveryLength(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const maxN = 1000
+	a := make([]uint16, maxN+16)
+	b := make([]float32, maxN+16)
+	for i := range a {
+		a[i] = tensorio.Float32ToF16(float32(rng.NormFloat64() * 0.05))
+		b[i] = float32(rng.NormFloat64() * 0.05)
+	}
+	defer func(prev string) { impl = prev }(impl)
+	for _, name := range impls() {
+		impl = name
+		for n := 0; n <= maxN; n++ {
+			var ref, mag float64
+			for i := range n {
+				p := float64(tensorio.F16ToFloat32(a[i])) * float64(b[i])
+				ref += p
+				mag += math.Abs(p)
+			}
+			got := Dot(a[:n], b)
+			tol := 1e-6*mag + 1e-9
+			if d := math.Abs(float64(got) - ref); d > tol {
+				t.Fatalf("%s: n=%d: Dot = %g, reference %g (diff %g > %g)", name, n, got, ref, d, tol)
+			}
+			if g := DotGo(a[:n], b); math.Abs(float64(g)-float64(got)) > 2*tol {
+				t.Fatalf("%s: n=%d: Dot = %g, DotGo %g", name, n, got, g)
+			}
+		}
+	}
+}
+
+func TestDotInt8Float32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := range 70 {
+		a8 := make([]int8, n)
+		af := make([]float32, n)
+		b := make([]float32, n)
+		var r8, rf float64
+		for i := range n {
+			a8[i] = int8(rng.IntN(255) - 127)
+			af[i] = float32(rng.NormFloat64())
+			b[i] = float32(rng.NormFloat64())
+			r8 += float64(a8[i]) * float64(b[i])
+			rf += float64(af[i]) * float64(b[i])
+		}
+		if g := DotInt8(a8, b); math.Abs(float64(g)-r8) > 1e-3 {
+			t.Fatalf("DotInt8 n=%d: %g, want %g", n, g, r8)
+		}
+		if g := DotFloat32(af, b); math.Abs(float64(g)-rf) > 1e-4 {
+			t.Fatalf("DotFloat32 n=%d: %g, want %g", n, g, rf)
+		}
+	}
+}
+
+func BenchmarkDot512(b *testing.B) {
+	const d, rows = 512, 4096
+	a := make([]uint16, d*rows)
+	q := make([]float32, d)
+	for i := range a {
+		a[i] = tensorio.Float32ToF16(float32(i%97) * 0.001)
+	}
+	for i := range q {
+		q[i] = 0.01
+	}
+	defer func(prev string) { impl = prev }(impl)
+	for _, name := range impls() {
+		b.Run(name, func(b *testing.B) {
+			impl = name
+			b.SetBytes(d * 2)
+			var s float32
+			for i := 0; b.Loop(); i++ {
+				r := i % rows
+				s += Dot(a[r*d:(r+1)*d], q)
+			}
+			_ = s
+		})
+	}
+}

@@ -1,0 +1,671 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/conditionhq/condition/internal/objstore"
+	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/vision"
+)
+
+// IndexFormat is the format of a job's index parts (index.json "format").
+const IndexFormat = "condition-index/v1"
+
+// The files of one index part, <out>/index/<name>/.
+const (
+	indexMetaFile     = "index.json"        // written last: a part without it is incomplete
+	indexEmbedsFile   = "embeds.npy"        // [N, D] image_embeds, L2-normalised
+	indexPatchesFile  = "patches.npy"       // [N, P, D] joint-space patches
+	indexEmbScaleFile = "embeds_scale.npy"  // [N] float32, int8 parts only
+	indexPatScaleFile = "patches_scale.npy" // [N, P] float32, int8 parts only
+)
+
+// indexFiles are the files a part may hold.
+var indexFiles = []string{indexMetaFile, indexEmbedsFile, indexPatchesFile, indexEmbScaleFile, indexPatScaleFile}
+
+// IndexMeta is one part's index.json: what made its vectors and how they
+// are stored.
+type IndexMeta struct {
+	Format   string          `json:"format"`
+	Model    string          `json:"model"`
+	Revision string          `json:"revision"`
+	Settings json.RawMessage `json:"settings"`
+	// DType is how the arrays store values: float16 (default), float32 or
+	// int8 (value = int8 · the row's scale).
+	DType string `json:"dtype"`
+	Dim   int    `json:"dim"`  // D, the joint space's width
+	Grid  [2]int `json:"grid"` // the patch grid [H, W], P = H·W
+	// LogitScale is exp(logit_scale), the factor of the CLIP logit.
+	LogitScale float64     `json:"logit_scale"`
+	Rows       int         `json:"rows"` // N
+	Items      []IndexItem `json:"items"`
+}
+
+// IndexItem is one image of a part: its row in the arrays and where the
+// job read it.
+type IndexItem struct {
+	Row    int    `json:"row"`
+	Path   string `json:"path"`             // the job's relative path (its output name)
+	Source string `json:"source,omitempty"` // the file or URL read (for a tar member, its shard)
+	Member string `json:"member,omitempty"` // a tar shard's member
+	SHA256 string `json:"sha256,omitempty"`
+	Status string `json:"status"` // "ok" or "error"
+}
+
+// IndexOptions controls OpenIndex.
+type IndexOptions struct {
+	// Partial opens an index some of whose parts are missing files,
+	// truncated or without index.json (a job still running, or killed):
+	// those parts are left out (Index.Skipped says which and why) instead
+	// of refusing the index.
+	Partial bool
+	// Stores reads an index in an object store; nil opens one, closed by
+	// Index.Close.
+	Stores *objstore.Stores
+	// TempDir is where the parts of an index in an object store are
+	// downloaded to ("" is the system's temporary folder); the copies are
+	// removed by Close.
+	TempDir string
+}
+
+// SkippedPart is a part OpenIndex left out (IndexOptions.Partial).
+type SkippedPart struct {
+	Name string // the part's folder name
+	Err  error  // why
+}
+
+// Index is a job's index opened for search: every part's arrays, memory
+// mapped. One Index serves any number of goroutines; Close unmaps it.
+type Index struct {
+	meta    IndexMeta // the first part's, Items and Rows aside
+	parts   []*indexPart
+	skipped []SkippedPart
+	rows    int
+	where   string
+
+	stores, ownStores *objstore.Stores
+	tmp               string // the download folder of a store index
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+// indexPart is one part: its metadata and arrays.
+type indexPart struct {
+	name, where string
+	meta        IndexMeta
+	dtype       string  // float16, float32 or int8
+	p           int     // patches per row
+	items       []int32 // row → its ok item in names, or -1
+	names       itemTable
+
+	embeds, patches    []byte // the arrays' data, [N, D] and [N, P, D] values of dtype
+	embScale, patScale []float32
+	maps               [][]byte // the mappings to unmap
+}
+
+// itemTable holds the names of a part's ok items packed: item k's path,
+// source and member are strs[offs[3k+j]:offs[3k+j+1]] for j = 0, 1, 2.
+type itemTable struct {
+	strs []byte
+	offs []uint32
+}
+
+// add appends an item and returns its number.
+func (t *itemTable) add(path, source, member string) (int, error) {
+	if len(t.offs) == 0 {
+		t.offs = append(t.offs, 0)
+	}
+	if len(t.strs)+len(path)+len(source)+len(member) > math.MaxUint32 {
+		return 0, errors.New("more than 4 GB of item names in one part")
+	}
+	for _, s := range [3]string{path, source, member} {
+		t.strs = append(t.strs, s...)
+		t.offs = append(t.offs, uint32(len(t.strs)))
+	}
+	return (len(t.offs)-1)/3 - 1, nil
+}
+
+// get returns item k's path, source and member.
+func (t *itemTable) get(k int) (path, source, member string) {
+	o := t.offs[3*k : 3*k+4]
+	return string(t.strs[o[0]:o[1]]), string(t.strs[o[1]:o[2]]), string(t.strs[o[2]:o[3]])
+}
+
+// ErrIndexClosed is the error of searching a closed Index.
+var ErrIndexClosed = errors.New("pipeline: index closed")
+
+// OpenIndex opens the index a job wrote with --index: dir is its output
+// (a folder or an object-store prefix), its index folder, or one part's
+// folder. Every part must be of the model, revision and settings of the
+// first (in name order), of the same width and grid; a part that is
+// incomplete (no index.json) or whose arrays are missing or shorter than
+// its rows say is refused, or with opts.Partial left out.
+func OpenIndex(ctx context.Context, dir string, opts IndexOptions) (_ *Index, err error) {
+	x := &Index{where: dir, stores: opts.Stores}
+	defer func() {
+		if err != nil {
+			x.Close()
+		}
+	}()
+	var partDirs []string // local folders, one per part
+	var names []string
+	if objstore.IsURL(dir) {
+		if x.stores == nil {
+			x.ownStores = &objstore.Stores{}
+			x.stores = x.ownStores
+		}
+		if names, partDirs, err = x.download(ctx, dir, opts.TempDir); err != nil {
+			return nil, err
+		}
+	} else if names, partDirs, err = localParts(dir); err != nil {
+		return nil, err
+	}
+	if len(partDirs) == 0 {
+		return nil, fmt.Errorf("pipeline: index %s: no index parts (want %s or index/<name>/%s below it)", dir, indexMetaFile, indexMetaFile)
+	}
+	for i, pd := range partDirs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		where := pd
+		if x.tmp != "" {
+			where = strings.TrimSuffix(dir, "/") + "/…/" + names[i]
+		}
+		p, err := openPart(names[i], where, pd)
+		if err != nil {
+			var inc *IncompletePartError
+			if errors.As(err, &inc) && opts.Partial {
+				x.skipped = append(x.skipped, SkippedPart{Name: names[i], Err: err})
+				continue
+			}
+			return nil, err
+		}
+		if err := x.add(p); err != nil {
+			p.unmap()
+			return nil, err
+		}
+	}
+	if len(x.parts) == 0 {
+		return nil, fmt.Errorf("pipeline: index %s: no complete part (%d skipped; first: %v)", dir, len(x.skipped), x.skipped[0].Err)
+	}
+	return x, nil
+}
+
+// add checks p against the first part and adds it.
+func (x *Index) add(p *indexPart) error {
+	if len(x.parts) == 0 {
+		x.meta = p.meta
+		x.meta.Rows = 0
+	} else {
+		f, m := x.parts[0], p.meta
+		if m.Model != x.meta.Model || m.Revision != x.meta.Revision || !sameJSON(m.Settings, x.meta.Settings) {
+			return fmt.Errorf("pipeline: index part %s is of model %s (settings %s), part %s of model %s (settings %s): one index holds the vectors of one model and settings",
+				p.where, modelName(m.Model, m.Revision), short(m.Settings), f.where, modelName(x.meta.Model, x.meta.Revision), short(x.meta.Settings))
+		}
+		if m.Dim != x.meta.Dim || m.Grid != x.meta.Grid {
+			return fmt.Errorf("pipeline: index part %s has %d-wide vectors on a %dx%d grid, part %s %d-wide on %dx%d",
+				p.where, m.Dim, m.Grid[0], m.Grid[1], f.where, x.meta.Dim, x.meta.Grid[0], x.meta.Grid[1])
+		}
+	}
+	x.parts = append(x.parts, p)
+	x.rows += p.meta.Rows
+	return nil
+}
+
+// modelName is a model and revision as messages name them.
+func modelName(model, rev string) string {
+	if rev == "" {
+		return model
+	}
+	return model + "@" + rev
+}
+
+// short is a settings value as messages show it.
+func short(s json.RawMessage) string {
+	v := string(bytes.TrimSpace(s))
+	if v == "" {
+		return "none"
+	}
+	if len(v) > 80 {
+		v = v[:77] + "..."
+	}
+	return v
+}
+
+// sameJSON reports whether a and b are the same JSON value, spacing aside.
+func sameJSON(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// localParts finds the parts of a local index: dir itself when it holds
+// index.json, else the folders of dir/index, else the folders of dir (in
+// name order).
+func localParts(dir string) (names, dirs []string, err error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pipeline: index: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, nil, fmt.Errorf("pipeline: index %s: not a folder", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, indexMetaFile)); err == nil {
+		return []string{filepath.Base(filepath.Clean(dir))}, []string{dir}, nil
+	}
+	root := dir
+	if st, err := os.Stat(filepath.Join(dir, "index")); err == nil && st.IsDir() {
+		root = filepath.Join(dir, "index")
+	}
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pipeline: index: %w", err)
+	}
+	for _, e := range ents {
+		p := filepath.Join(root, e.Name())
+		if st, err := os.Stat(p); err != nil || !st.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if root == dir && !holdsIndexFile(p) {
+			continue // a job's other outputs beside its parts
+		}
+		names, dirs = append(names, e.Name()), append(dirs, p)
+	}
+	return names, dirs, nil
+}
+
+// holdsIndexFile reports whether folder p holds one of a part's files.
+func holdsIndexFile(p string) bool {
+	for _, f := range indexFiles {
+		if _, err := os.Stat(filepath.Join(p, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// download copies the parts of an index in an object store (url: the
+// job's output prefix, its index prefix or one part's) to a new temporary
+// folder, one folder per part, and returns their names and folders.
+func (x *Index) download(ctx context.Context, url, tmpRoot string) (names, dirs []string, err error) {
+	l, err := objstore.Parse(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pipeline: index %s: %w", url, err)
+	}
+	base := l
+	base.Key = l.Dir()
+	known := map[string]bool{}
+	for _, f := range indexFiles {
+		known[f] = true
+	}
+	parts := map[string][]string{} // part prefix (relative to base) → files
+	err = x.stores.List(ctx, base, func(o objstore.Object) error {
+		rel := strings.TrimPrefix(o.Key, base.Key)
+		d, f := path.Split(rel)
+		if !known[f] {
+			return nil
+		}
+		d = strings.TrimSuffix(d, "/")
+		switch {
+		case d == "":
+		case !strings.Contains(d, "/"):
+		case strings.HasPrefix(d, "index/") && !strings.Contains(d[len("index/"):], "/"):
+		default:
+			return nil // deeper: not a part of this index
+		}
+		parts[d] = append(parts[d], f)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("pipeline: index %s: %w", url, err)
+	}
+	if _, ok := parts[""]; ok {
+		parts = map[string][]string{"": parts[""]} // the prefix is one part
+	} else {
+		var hasIndex bool
+		for d := range parts {
+			hasIndex = hasIndex || strings.HasPrefix(d, "index/")
+		}
+		if hasIndex {
+			for d := range parts {
+				if !strings.HasPrefix(d, "index/") {
+					delete(parts, d)
+				}
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return nil, nil, nil
+	}
+	if x.tmp, err = os.MkdirTemp(tmpRoot, "condition-index-"); err != nil {
+		return nil, nil, fmt.Errorf("pipeline: index %s: download folder: %w", url, err)
+	}
+	keys := make([]string, 0, len(parts))
+	for d := range parts {
+		keys = append(keys, d)
+	}
+	sort.Strings(keys)
+	for i, d := range keys {
+		name := path.Base(d)
+		if d == "" {
+			name = l.Base()
+		}
+		local := filepath.Join(x.tmp, fmt.Sprint(i))
+		if err := os.Mkdir(local, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("pipeline: index %s: %w", url, err)
+		}
+		for _, f := range parts[d] {
+			src := base
+			src.Key = path.Join(base.Key, d, f)
+			if err := x.fetchObject(ctx, src, filepath.Join(local, f)); err != nil {
+				return nil, nil, fmt.Errorf("pipeline: index part %s: %w", src, err)
+			}
+		}
+		names, dirs = append(names, name), append(dirs, local)
+	}
+	return names, dirs, nil
+}
+
+// fetchObject streams object l to the file dst (the store's reads retry
+// and resume as they break off).
+func (x *Index) fetchObject(ctx context.Context, l objstore.Location, dst string) error {
+	r, err := x.stores.OpenExisting(ctx, l)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// IncompletePartError is a part that is not whole: no index.json (the job
+// has not finished it), an array missing or shorter than its rows.
+// OpenIndex refuses it, or with IndexOptions.Partial leaves it out.
+type IncompletePartError struct {
+	Part string // the part's folder (or URL)
+	Why  string
+}
+
+func (e *IncompletePartError) Error() string {
+	return fmt.Sprintf("pipeline: index part %s is incomplete: %s", e.Part, e.Why)
+}
+
+// openPart reads the part in folder dir (where names it in messages) and
+// maps its arrays.
+func openPart(name, where, dir string) (_ *indexPart, err error) {
+	p := &indexPart{name: name, where: where}
+	defer func() {
+		if err != nil {
+			p.unmap()
+		}
+	}()
+	b, err := os.ReadFile(filepath.Join(dir, indexMetaFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &IncompletePartError{where, "no " + indexMetaFile + " (the job has not finished it)"}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: index part %s: %w", where, err)
+	}
+	var head struct {
+		IndexMeta
+		Items json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("pipeline: index part %s: %s: %w", where, indexMetaFile, err)
+	}
+	b = nil
+	p.meta = head.IndexMeta
+	m := &p.meta
+	if m.Format != IndexFormat {
+		return nil, fmt.Errorf("pipeline: index part %s: format %q, want %q", where, m.Format, IndexFormat)
+	}
+	if p.dtype, err = indexDType(m.DType); err != nil {
+		return nil, fmt.Errorf("pipeline: index part %s: %w", where, err)
+	}
+	if m.Dim <= 0 || m.Rows < 0 || m.Grid[0] < 0 || m.Grid[1] < 0 || m.LogitScale <= 0 {
+		return nil, fmt.Errorf("pipeline: index part %s: %s says dim %d, rows %d, grid %v, logit_scale %g", where, indexMetaFile, m.Dim, m.Rows, m.Grid, m.LogitScale)
+	}
+	p.p = m.Grid[0] * m.Grid[1]
+	p.items = make([]int32, m.Rows)
+	for i := range p.items {
+		p.items[i] = -1
+	}
+	// The items are read one at a time into a packed table: an index of
+	// millions of images keeps its names in a few large arrays.
+	if len(head.Items) > 0 && string(head.Items) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(head.Items))
+		if _, err := dec.Token(); err != nil {
+			return nil, fmt.Errorf("pipeline: index part %s: %s: items: %w", where, indexMetaFile, err)
+		}
+		for dec.More() {
+			var it IndexItem
+			if err := dec.Decode(&it); err != nil {
+				return nil, fmt.Errorf("pipeline: index part %s: %s: items: %w", where, indexMetaFile, err)
+			}
+			if it.Status != StatusOK {
+				continue
+			}
+			if it.Row < 0 || it.Row >= m.Rows {
+				return nil, fmt.Errorf("pipeline: index part %s: item %s has row %d of %d", where, it.Path, it.Row, m.Rows)
+			}
+			if k := p.items[it.Row]; k >= 0 {
+				prev, _, _ := p.names.get(int(k))
+				return nil, fmt.Errorf("pipeline: index part %s: items %s and %s share row %d", where, prev, it.Path, it.Row)
+			}
+			k, err := p.names.add(it.Path, it.Source, it.Member)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline: index part %s: %w", where, err)
+			}
+			p.items[it.Row] = int32(k)
+		}
+	}
+	n, d := m.Rows, m.Dim
+	if p.embeds, err = p.mapArray(dir, indexEmbedsFile, p.dtype, []int{n, d}); err != nil {
+		return nil, err
+	}
+	if p.patches, err = p.mapArray(dir, indexPatchesFile, p.dtype, []int{n, p.p, d}); err != nil {
+		return nil, err
+	}
+	if p.dtype == "int8" {
+		s, err := p.mapArray(dir, indexEmbScaleFile, "float32", []int{n})
+		if err != nil {
+			return nil, err
+		}
+		p.embScale = floats(s)
+		if s, err = p.mapArray(dir, indexPatScaleFile, "float32", []int{n, p.p}); err != nil {
+			return nil, err
+		}
+		p.patScale = floats(s)
+	}
+	return p, nil
+}
+
+// indexDType checks index.json's dtype and returns its canonical name.
+func indexDType(s string) (string, error) {
+	switch strings.ToLower(s) {
+	case "", "float16", "f16", "fp16", "<f2", "half":
+		return "float16", nil
+	case "float32", "f32", "fp32", "<f4":
+		return "float32", nil
+	case "int8", "i8", "|i1":
+		return "int8", nil
+	}
+	return "", fmt.Errorf("dtype %q: want float16, float32 or int8", s)
+}
+
+// npyDTypes are the .npy element types of index.json's dtypes.
+var npyDTypes = map[string]tensorio.DType{"float16": tensorio.DTypeF16, "float32": tensorio.DTypeF32, "int8": tensorio.DTypeI8}
+
+// mapArray maps the .npy file name of folder dir, checks that it holds a
+// C-order array of dtype and shape, and returns its data (nil for an empty
+// array).
+func (p *indexPart) mapArray(dir, name, dtype string, shape []int) ([]byte, error) {
+	f, err := os.Open(filepath.Join(dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &IncompletePartError{p.where, name + " is missing"}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: index part %s: %w", p.where, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: index part %s: %w", p.where, err)
+	}
+	size := st.Size()
+	if size == 0 {
+		return nil, &IncompletePartError{p.where, name + " is empty"}
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: index part %s: map %s: %w", p.where, name, err)
+	}
+	p.maps = append(p.maps, b)
+	dt, got, off, err := tensorio.ParseNPYHeader(b)
+	if err != nil {
+		return nil, &IncompletePartError{p.where, fmt.Sprintf("%s: %v", name, err)}
+	}
+	if dt != npyDTypes[dtype] {
+		return nil, fmt.Errorf("pipeline: index part %s: %s holds %s values, %s says %s", p.where, name, dt, indexMetaFile, dtype)
+	}
+	if !equalInts(got, shape) {
+		return nil, &IncompletePartError{p.where, fmt.Sprintf("%s is %v, %s says %v", name, got, indexMetaFile, shape)}
+	}
+	want := int64(dt.Size())
+	for _, s := range shape {
+		want *= int64(s)
+	}
+	if have := size - int64(off); have < want {
+		return nil, &IncompletePartError{p.where, fmt.Sprintf("%s holds %d bytes of data, its %v %s values need %d (truncated)", name, have, shape, dtype, want)}
+	}
+	if want == 0 {
+		return nil, nil
+	}
+	if off%4 != 0 {
+		return nil, fmt.Errorf("pipeline: index part %s: %s: data at offset %d, not aligned", p.where, name, off)
+	}
+	return b[off : int64(off)+want : int64(off)+want], nil
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// floats views mapped little-endian float32 data.
+func floats(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// halves views mapped float16 data as raw bits.
+func halves(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+}
+
+// int8s views mapped int8 data.
+func int8s(b []byte) []int8 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(&b[0])), len(b))
+}
+
+func (p *indexPart) unmap() error {
+	var errs []error
+	for _, m := range p.maps {
+		if err := unix.Munmap(m); err != nil {
+			errs = append(errs, fmt.Errorf("pipeline: index part %s: unmap: %w", p.where, err))
+		}
+	}
+	p.maps, p.embeds, p.patches, p.embScale, p.patScale = nil, nil, nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// Close unmaps the index's arrays and removes downloaded copies. It waits
+// for searches running; searches after it fail with ErrIndexClosed. It is
+// safe to call more than once.
+func (x *Index) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	var errs []error
+	for _, p := range x.parts {
+		errs = append(errs, p.unmap())
+	}
+	if x.tmp != "" {
+		errs = append(errs, os.RemoveAll(x.tmp))
+	}
+	if x.ownStores != nil {
+		errs = append(errs, x.ownStores.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Meta returns the index's metadata (the first part's index.json without
+// its items; Rows is the total over the parts).
+func (x *Index) Meta() IndexMeta {
+	m := x.meta
+	m.Rows = x.rows
+	return m
+}
+
+// Grid returns the patch grid of the index's images.
+func (x *Index) Grid() vision.Grid { return vision.Grid{H: x.meta.Grid[0], W: x.meta.Grid[1]} }
+
+// Rows returns the rows of every part searched (images, failed ones
+// included).
+func (x *Index) Rows() int { return x.rows }
+
+// Parts returns the names of the parts searched, in order.
+func (x *Index) Parts() []string {
+	out := make([]string, len(x.parts))
+	for i, p := range x.parts {
+		out[i] = p.name
+	}
+	return out
+}
+
+// Skipped returns the parts left out (IndexOptions.Partial) and why.
+func (x *Index) Skipped() []SkippedPart { return append([]SkippedPart(nil), x.skipped...) }

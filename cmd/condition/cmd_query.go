@@ -1,7 +1,6 @@
 package main
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/tensorio"
@@ -79,9 +77,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	where := fs.Arg(0)
-	stores := &objstore.Stores{}
-	defer stores.Close()
-	x, err := batch.OpenIndex(ctx, where, batch.IndexOptions{Partial: o.partial, Stores: stores})
+	x, err := batch.OpenIndex(ctx, where, batch.IndexOptions{Partial: o.partial})
 	var inc *batch.IncompletePartError
 	if errors.As(err, &inc) {
 		return fmt.Errorf("%w\n(add --partial to search the other parts)", err)
@@ -117,7 +113,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		sheets := make([]string, len(res.Hits))
 		if o.heatmaps != "" {
 			for i := range res.Hits {
-				if sheets[i], err = writeQuerySheet(ctx, e, eng, stores, o.heatmaps, k, i, &res.Hits[i]); err != nil {
+				if sheets[i], err = writeQuerySheet(ctx, e, eng, x, o.heatmaps, k, i, &res.Hits[i]); err != nil {
 					return err
 				}
 			}
@@ -183,12 +179,18 @@ func warnAllUnknown(e *env, eng *pipeline.Engine, p *pipeline.Prompt) {
 // writeQuerySheet writes hit h's heatmap sheet (prompt k, rank i) into dir
 // and returns its path: over the original image when it can be read from
 // where the job read it, else over a grey panel.
-func writeQuerySheet(ctx context.Context, e *env, eng *pipeline.Engine, stores *objstore.Stores, dir string, k, i int, h *batch.Hit) (string, error) {
+func writeQuerySheet(ctx context.Context, e *env, eng *pipeline.Engine, x *batch.Index, dir string, k, i int, h *batch.Hit) (string, error) {
 	if h.Attention == nil {
 		return "", nil
 	}
 	var base image.Image
-	img, err := readOriginal(ctx, eng, stores, h)
+	data, err := x.ReadImage(ctx, h)
+	var img image.Image
+	if err == nil {
+		if img, err = eng.DecodeImage(data); err != nil {
+			err = fmt.Errorf("%s: %w", h.Source, err)
+		}
+	}
 	if err == nil {
 		base = eng.HeatmapBase(img)
 	} else {
@@ -201,13 +203,13 @@ func writeQuerySheet(ctx context.Context, e *env, eng *pipeline.Engine, stores *
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", h.Path, err)
 	}
-	data, err := pipeline.EncodePNG(sheet)
+	png, err := pipeline.EncodePNG(sheet)
 	if err != nil {
 		return "", err
 	}
 	name := filepath.Join(dir, fmt.Sprintf("%d-%03d-%s.png", k, i+1, sheetName(h.Path)))
 	return name, tensorio.WriteFileAtomic(name, func(w io.Writer) error {
-		_, err := w.Write(data)
+		_, err := w.Write(png)
 		return err
 	})
 }
@@ -216,80 +218,4 @@ func writeQuerySheet(ctx context.Context, e *env, eng *pipeline.Engine, stores *
 func sheetName(p string) string {
 	p = strings.TrimSuffix(p, path.Ext(p))
 	return strings.NewReplacer("/", "_", "\\", "_", "..", "_").Replace(p)
-}
-
-// readOriginal reads and decodes a hit's image from where the job read
-// it: a file, an object, or a member of a tar shard (either).
-func readOriginal(ctx context.Context, eng *pipeline.Engine, stores *objstore.Stores, h *batch.Hit) (image.Image, error) {
-	if h.Source == "" {
-		return nil, errors.New("the index does not say where the image was read")
-	}
-	var data []byte
-	var err error
-	switch {
-	case h.Member != "":
-		data, err = readTarMember(ctx, stores, h.Source, h.Member)
-	case objstore.IsURL(h.Source):
-		var l objstore.Location
-		if l, err = objstore.Parse(h.Source); err == nil {
-			data, err = stores.ReadAll(ctx, l, 256<<20)
-		}
-	default:
-		data, err = os.ReadFile(h.Source)
-	}
-	if err != nil {
-		return nil, err
-	}
-	img, err := eng.DecodeImage(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", h.Source, err)
-	}
-	return img, nil
-}
-
-// readTarMember reads member of the tar shard src (a file or an object):
-// the member of that name, or the image of that sample key (as the job
-// names a shard's samples, key.ext).
-func readTarMember(ctx context.Context, stores *objstore.Stores, src, member string) ([]byte, error) {
-	var r io.ReadCloser
-	if objstore.IsURL(src) {
-		l, err := objstore.Parse(src)
-		if err != nil {
-			return nil, err
-		}
-		if r, err = stores.Open(ctx, l); err != nil {
-			return nil, err
-		}
-	} else {
-		f, err := os.Open(src)
-		if err != nil {
-			return nil, err
-		}
-		r = f
-	}
-	defer r.Close()
-	member = strings.TrimPrefix(member, "./")
-	key := strings.TrimSuffix(member, path.Ext(member))
-	tr := tar.NewReader(r)
-	for {
-		hd, err := tr.Next()
-		if err == io.EOF {
-			return nil, fmt.Errorf("tar shard %s has no member %s", src, member)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("tar shard %s: %w", src, err)
-		}
-		if hd.Typeflag != tar.TypeReg {
-			continue
-		}
-		name := strings.TrimPrefix(hd.Name, "./")
-		dir, base := path.Split(name)
-		k, ext, _ := strings.Cut(base, ".")
-		if name == member || (dir+k == key && batch.IsImageName("x."+ext)) {
-			if hd.Size > 256<<20 {
-				return nil, fmt.Errorf("tar shard %s: member %s of %d bytes", src, name, hd.Size)
-			}
-			return io.ReadAll(tr)
-		}
-	}
 }

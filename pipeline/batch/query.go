@@ -75,9 +75,6 @@ type IndexOptions struct {
 	// those parts are left out (Index.Skipped says which and why) instead
 	// of refusing the index.
 	Partial bool
-	// Stores reads an index in an object store; nil opens one, closed by
-	// Index.Close.
-	Stores *objstore.Stores
 	// TempDir is where the parts of an index in an object store are
 	// downloaded to ("" is the system's temporary folder); the copies are
 	// removed by Close.
@@ -158,7 +155,7 @@ var ErrIndexClosed = errors.New("pipeline: index closed")
 // incomplete (no index.json) or whose arrays are missing or shorter than
 // its rows say is refused, or with opts.Partial left out.
 func OpenIndex(ctx context.Context, dir string, opts IndexOptions) (_ *Index, err error) {
-	x := &Index{where: dir, stores: opts.Stores}
+	x := &Index{where: dir}
 	defer func() {
 		if err != nil {
 			x.Close()
@@ -166,11 +163,9 @@ func OpenIndex(ctx context.Context, dir string, opts IndexOptions) (_ *Index, er
 	}()
 	var partDirs []string // local folders, one per part
 	var names []string
+	x.ownStores = &objstore.Stores{}
+	x.stores = x.ownStores
 	if objstore.IsURL(dir) {
-		if x.stores == nil {
-			x.ownStores = &objstore.Stores{}
-			x.stores = x.ownStores
-		}
 		if names, partDirs, err = x.download(ctx, dir, opts.TempDir); err != nil {
 			return nil, err
 		}

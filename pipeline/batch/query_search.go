@@ -1,16 +1,22 @@
 package batch
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"path"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/conditionhq/condition/internal/halfdot"
+	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/vision"
 )
@@ -444,4 +450,74 @@ func WordBox(m []float32, g vision.Grid, row, col int, thresh float32) [4]int {
 		}
 	}
 	return b
+}
+
+// ReadImage reads the file of a hit's image from where the job read it: a
+// file, an object in a store, or a member of a tar shard (either).
+func (x *Index) ReadImage(ctx context.Context, h *Hit) ([]byte, error) {
+	stores := x.stores
+	if h.Source == "" {
+		return nil, errors.New("the index does not say where the image was read")
+	}
+	var data []byte
+	var err error
+	switch {
+	case h.Member != "":
+		data, err = readTarMember(ctx, stores, h.Source, h.Member)
+	case objstore.IsURL(h.Source):
+		var l objstore.Location
+		if l, err = objstore.Parse(h.Source); err == nil {
+			data, err = stores.ReadAll(ctx, l, 256<<20)
+		}
+	default:
+		data, err = os.ReadFile(h.Source)
+	}
+	return data, err
+}
+
+// readTarMember reads member of the tar shard src (a file or an object):
+// the member of that name, or the image of that sample key (as the job
+// names a shard's samples, key.ext).
+func readTarMember(ctx context.Context, stores *objstore.Stores, src, member string) ([]byte, error) {
+	var r io.ReadCloser
+	if objstore.IsURL(src) {
+		l, err := objstore.Parse(src)
+		if err != nil {
+			return nil, err
+		}
+		if r, err = stores.Open(ctx, l); err != nil {
+			return nil, err
+		}
+	} else {
+		f, err := os.Open(src)
+		if err != nil {
+			return nil, err
+		}
+		r = f
+	}
+	defer r.Close()
+	member = strings.TrimPrefix(member, "./")
+	key := strings.TrimSuffix(member, path.Ext(member))
+	tr := tar.NewReader(r)
+	for {
+		hd, err := tr.Next()
+		if err == io.EOF {
+			return nil, fmt.Errorf("tar shard %s has no member %s", src, member)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tar shard %s: %w", src, err)
+		}
+		if hd.Typeflag != tar.TypeReg {
+			continue
+		}
+		name := strings.TrimPrefix(hd.Name, "./")
+		dir, base := path.Split(name)
+		k, ext, _ := strings.Cut(base, ".")
+		if name == member || (dir+k == key && IsImageName("x."+ext)) {
+			if hd.Size > 256<<20 {
+				return nil, fmt.Errorf("tar shard %s: member %s of %d bytes", src, name, hd.Size)
+			}
+			return io.ReadAll(tr)
+		}
+	}
 }

@@ -308,7 +308,9 @@ func (e *Engine) HeatmapBase(img image.Image) HeatmapBase {
 // Heatmap draws the attention's sheet: first the image as the model saw it,
 // then one panel per content word (Overlays) over it, each with its colour
 // bar and label. img is the image as decoded (cropped and scaled as the
-// engine's preprocessing does) or its HeatmapBase.
+// engine's preprocessing does) or its HeatmapBase; the zero HeatmapBase
+// draws the maps over a plain grey panel (an image known only by its
+// stored features).
 func (a *Attention) Heatmap(img image.Image) (*image.RGBA, error) {
 	if img == nil {
 		return nil, errors.New("pipeline: heatmap: no image")
@@ -319,6 +321,11 @@ func (a *Attention) Heatmap(img image.Image) (*image.RGBA, error) {
 			return nil, errors.New("pipeline: heatmap: the attention has no prompt of an engine")
 		}
 		base = a.Prompt.eng.HeatmapBase(img)
+	}
+	if base.RGBA == nil {
+		grey := image.NewRGBA(image.Rect(0, 0, HeatmapPanel, HeatmapPanel))
+		draw.Draw(grey, grey.Bounds(), &image.Uniform{C: color.RGBA{128, 128, 128, 255}}, image.Point{}, draw.Src)
+		base.RGBA = grey
 	}
 	return renderHeatmaps(base.RGBA, a.Grid.H, a.Grid.W, a.Overlays())
 }

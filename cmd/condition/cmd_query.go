@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"image/color"
-	"image/draw"
 	"io"
 	"os"
 	"path"
@@ -195,9 +193,7 @@ func writeQuerySheet(ctx context.Context, e *env, eng *pipeline.Engine, x *batch
 		base = eng.HeatmapBase(img)
 	} else {
 		e.Log.Warn("heatmap drawn over a plain panel: the original image cannot be read", "path", h.Path, "error", err)
-		grey := image.NewRGBA(image.Rect(0, 0, pipeline.HeatmapPanel, pipeline.HeatmapPanel))
-		draw.Draw(grey, grey.Bounds(), &image.Uniform{C: color.RGBA{128, 128, 128, 255}}, image.Point{}, draw.Src)
-		base = pipeline.HeatmapBase{RGBA: grey}
+		base = pipeline.HeatmapBase{} // a grey panel
 	}
 	sheet, err := h.Attention.Heatmap(base)
 	if err != nil {

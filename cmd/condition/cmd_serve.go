@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/pipeline/serve"
 )
 
@@ -33,6 +34,8 @@ type serveOptions struct {
 	maxPrompts  int
 	maxItems    int
 	maxChars    int
+	index       string
+	partial     bool
 	grace       time.Duration
 	logFormat   string
 }
@@ -50,6 +53,8 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.maxPrompts, "max-prompts", 32, "prompts (or labels) per request")
 	fs.IntVar(&o.maxItems, "max-items", 64, "inputs per embeddings request")
 	fs.IntVar(&o.maxChars, "max-chars", 4096, "characters per prompt")
+	fs.StringVar(&o.index, "index", "", "a job's index (run --index: its output folder or store prefix) for POST /v1/search; the model defaults to the index's")
+	fs.BoolVar(&o.partial, "partial", false, "with --index, search the whole parts of an index some of whose parts are incomplete")
 	fs.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM or SIGINT, how long requests in flight have to finish")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	o.eng.AddFlags(fs, withImages|withPrecision)
@@ -97,6 +102,25 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			e.Log.Warn("serving on a non-loopback address without a token: anyone who reaches it can use it", "addr", o.addr)
 		}
 	}
+	var index *batch.Index
+	if o.index != "" {
+		x, err := batch.OpenIndex(ctx, o.index, batch.IndexOptions{Partial: o.partial})
+		var inc *batch.IncompletePartError
+		if errors.As(err, &inc) {
+			return fmt.Errorf("--index: %w\n(add --partial to search the other parts)", err)
+		}
+		if err != nil {
+			return fmt.Errorf("--index: %w", err)
+		}
+		defer x.Close()
+		for _, s := range x.Skipped() {
+			e.Log.Warn("index part left out", "part", s.Name, "why", s.Err)
+		}
+		if !fs.Changed("model") {
+			o.eng.model = x.Meta().Model
+		}
+		index = x
+	}
 	eng, err := o.eng.open(ctx, e, base)
 	if err != nil {
 		return err
@@ -111,7 +135,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if cache == 0 {
 		cache = -1
 	}
-	srv, err := serve.New(serve.Options{Engine: eng, MaxBatch: o.maxBatch, MaxWait: maxWait, Workers: eng.Streams(), MaxQueue: o.maxQueue,
+	if index != nil {
+		if mt := index.Meta(); mt.Model != m.Name() || mt.Revision != m.Revision() {
+			return usagef("--index %s was made with model %s@%s; --model %s@%s is another (leave --model out to serve the index's)", o.index, mt.Model, mt.Revision, m.Name(), m.Revision())
+		}
+	}
+	srv, err := serve.New(serve.Options{Engine: eng, Index: index, MaxBatch: o.maxBatch, MaxWait: maxWait, Workers: eng.Streams(), MaxQueue: o.maxQueue,
 		PromptCache: cache, MaxBodyBytes: o.maxBody, MaxPrompts: o.maxPrompts, MaxItems: o.maxItems, MaxChars: o.maxChars,
 		Token: o.token, Log: e.Log})
 	if err != nil {

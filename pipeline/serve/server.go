@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 )
 
 // Options controls New. Zero values take the defaults named.
@@ -48,6 +49,10 @@ type Options struct {
 	// MaxItems the inputs of one embeddings request (default 64); MaxChars
 	// the characters of one prompt (default 4096).
 	MaxPrompts, MaxItems, MaxChars int
+
+	// Index, when set, is searched by POST /v1/search (the server does not
+	// close it).
+	Index *batch.Index
 
 	// Token, when set, is required as "Authorization: Bearer <Token>" on
 	// the /v1/ routes; the probes, /metrics and the page need none.
@@ -160,6 +165,7 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/embeddings", s.api("embeddings", s.embeddings))
 	s.mux.Handle("POST /v1/attend", s.api("attend", s.attend))
 	s.mux.Handle("POST /v1/classify", s.api("classify", s.classify))
+	s.mux.Handle("POST /v1/search", s.api("search", s.search))
 	s.mux.Handle("GET /v1/models", s.api("models", s.models))
 	s.mux.Handle("GET /healthz", s.probe("healthz", func() bool { return true }))
 	s.mux.Handle("GET /readyz", s.probe("readyz", func() bool { return s.ready.Load() && !s.closing.Load() }))
@@ -167,7 +173,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /{$}", s.wrap("page", true, http.HandlerFunc(servePage)))
 	s.mux.Handle("/", s.wrap("other", true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalid, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s (routes: POST /v1/embeddings, /v1/attend, /v1/classify; GET /v1/models, /healthz, /readyz, /metrics, /)", r.Method, r.URL.Path)})
+			Message: fmt.Sprintf("no route %s %s (routes: POST /v1/embeddings, /v1/attend, /v1/classify, /v1/search; GET /v1/models, /healthz, /readyz, /metrics, /)", r.Method, r.URL.Path)})
 	})))
 }
 

@@ -1,0 +1,121 @@
+package serve
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
+)
+
+// maxSearchTop bounds a search request's top_k.
+const maxSearchTop = 100
+
+// searchRequest is what /v1/search takes.
+type searchRequest struct {
+	Query    string  `json:"query"`
+	TopK     int     `json:"top_k"`    // default 10, at most maxSearchTop
+	Words    *bool   `json:"words"`    // where each word is in each hit (default true)
+	Heatmaps bool    `json:"heatmaps"` // each hit's sheet as a PNG data URI
+	Box      float32 `json:"box"`      // the fraction of a word's peak its box takes in (default 0.5)
+}
+
+type searchHit struct {
+	batch.Hit
+	Rank    int    `json:"rank"`
+	Heatmap string `json:"heatmap,omitempty"`
+}
+
+type searchResponse struct {
+	Model string      `json:"model"`
+	Query string      `json:"query"`
+	Rows  int         `json:"rows"` // the images scored
+	Hits  []searchHit `json:"hits"`
+}
+
+// search answers POST /v1/search: the index's images ranked by the query,
+// and per word where it is in each hit.
+func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
+	if s.opts.Index == nil {
+		return &apiError{Status: http.StatusNotFound, Type: typeInvalid, Code: "no_index", Message: "this server has no index to search (start it with one)"}
+	}
+	var req searchRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return badRequest("invalid_json", "search takes a JSON object {\"query\", \"top_k\", \"words\", \"heatmaps\", \"box\"}: %v", err)
+	}
+	if strings.TrimSpace(req.Query) == "" {
+		return badRequest("missing_query", `"query" is required: the text to search the images for`)
+	}
+	if err := s.checkPrompts("query", []string{req.Query}, false); err != nil {
+		return err
+	}
+	switch {
+	case req.TopK == 0:
+		req.TopK = 10
+	case req.TopK < 0 || req.TopK > maxSearchTop:
+		return badRequest("invalid_top_k", `"top_k" is %d: want 1 to %d`, req.TopK, maxSearchTop)
+	}
+	if req.Box < 0 || req.Box > 1 {
+		return badRequest("invalid_box", `"box" is %v: want a fraction of the peak, above 0 and at most 1`, req.Box)
+	}
+	words := req.Words == nil || *req.Words
+	if req.Heatmaps && !words {
+		return badRequest("invalid_field", `"heatmaps" needs "words"`)
+	}
+	ctx := r.Context()
+	res, err := s.opts.Index.Search(ctx, s.eng, req.Query, batch.SearchOptions{Top: req.TopK, Words: words, Box: req.Box})
+	if err != nil {
+		var pe *pipeline.PromptError
+		if errors.As(err, &pe) {
+			return badRequest("invalid_query", "%v", err)
+		}
+		return s.apiErr(err)
+	}
+	out := searchResponse{Model: s.eng.Model().Name(), Query: req.Query, Rows: res.Rows, Hits: make([]searchHit, len(res.Hits))}
+	for i := range res.Hits {
+		h := &res.Hits[i]
+		out.Hits[i] = searchHit{Hit: *h, Rank: i + 1}
+		if req.Heatmaps && h.Attention != nil {
+			uri, err := s.hitHeatmap(r, h)
+			if err != nil {
+				return err
+			}
+			out.Hits[i].Heatmap = uri
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// hitHeatmap draws a hit's sheet over its original image, or over a grey
+// panel when the original cannot be read, as a PNG data URI.
+func (s *Server) hitHeatmap(r *http.Request, h *batch.Hit) (string, error) {
+	var base pipeline.HeatmapBase
+	data, err := s.opts.Index.ReadImage(r.Context(), h)
+	if err == nil {
+		img, derr := s.eng.DecodeImage(data)
+		if derr == nil {
+			base = s.eng.HeatmapBase(img)
+		}
+		err = derr
+	}
+	if err != nil {
+		s.log.Warn("search: heatmap over a plain panel: the original cannot be read", "path", h.Path, "err", err)
+		base = pipeline.HeatmapBase{} // a grey panel
+	}
+	sheet, err := h.Attention.Heatmap(base)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", h.Path, err)
+	}
+	png, err := pipeline.EncodePNG(sheet)
+	if err != nil {
+		return "", err
+	}
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(png), nil
+}

@@ -1,0 +1,70 @@
+package serve
+
+import (
+	"context"
+	"encoding/base64"
+	"image/png"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
+)
+
+// TestSearch: POST /v1/search over a job's index answers what
+// Index.Search answers (the same hits, scores and word boxes), draws each
+// hit's sheet over its original when asked, refuses bad requests with JSON
+// errors and keeps serving; a server without an index says so.
+func TestSearch(t *testing.T) {
+	_, plain, eng := newTestServer(t, false, Options{})
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := batch.Run(context.Background(), batch.Config{Engine: eng, Inputs: []string{filepath.Join("..", "..", "testdata", "scenes", "images")},
+		Prompts: []string{"a red circle"}, Out: out, Index: true}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := batch.OpenIndex(context.Background(), out, batch.IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	_, ts, _ := newTestServer(t, false, Options{Index: x})
+
+	want, err := x.Search(context.Background(), eng, "a yellow star", batch.SearchOptions{Top: 3, Words: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got searchResponse
+	code, _, raw := post(t, ts.URL, "/v1/search", map[string]any{"query": "a yellow star", "top_k": 3, "heatmaps": true}, &got)
+	if code != 200 || len(got.Hits) != 3 || got.Rows != 12 {
+		t.Fatalf("status %d: %.300s", code, raw)
+	}
+	for i, h := range got.Hits {
+		w := want.Hits[i]
+		if h.Rank != i+1 || h.Path != w.Path || h.Score != w.Score || len(h.Words) != 2 || !reflect.DeepEqual(h.Words[0].Box, w.Words[0].Box) || h.Words[1].Cell != w.Words[1].Cell {
+			t.Errorf("hit %d: %+v; Index.Search gives %+v", i, h.Hit, w)
+		}
+		b64, ok := strings.CutPrefix(h.Heatmap, "data:image/png;base64,")
+		data, err := base64.StdEncoding.DecodeString(b64)
+		if !ok || err != nil {
+			t.Fatalf("hit %d: heatmap %.40q: %v", i, h.Heatmap, err)
+		}
+		if cfg, err := png.DecodeConfig(strings.NewReader(string(data))); err != nil || cfg.Width != 3*pipeline.HeatmapPanel {
+			t.Errorf("hit %d: sheet %dx%d, %v; want the image and a panel for each of 2 words", i, cfg.Width, cfg.Height, err)
+		}
+	}
+	for _, bad := range []map[string]any{{}, {"query": "a red circle", "top_k": 0.5}, {"query": "a red circle", "top_k": 1000}, {"query": "x", "box": 2},
+		{"query": strings.Repeat("red ", 100)}, {"query": "x", "words": false, "heatmaps": true}, {"prompt": "x"}} {
+		if code, _, raw := post(t, ts.URL, "/v1/search", bad, nil); code != 400 || !strings.Contains(string(raw), `"error"`) {
+			t.Errorf("%.60v: status %d: %.300s", bad, code, raw)
+		}
+	}
+	if code, _, raw := post(t, plain.URL, "/v1/search", map[string]any{"query": "x"}, nil); code != 404 || !strings.Contains(string(raw), "no_index") {
+		t.Errorf("a server without an index: status %d: %s", code, raw)
+	}
+	var plainHits searchResponse
+	if code, _, _ := post(t, ts.URL, "/v1/search", map[string]any{"query": "a blue square", "words": false}, &plainHits); code != 200 || len(plainHits.Hits) != 10 || plainHits.Hits[0].Words != nil {
+		t.Errorf("words false: status %d, %d hits", code, len(plainHits.Hits))
+	}
+}

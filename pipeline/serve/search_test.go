@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/base64"
 	"image/png"
+	"net/http"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
@@ -31,6 +34,9 @@ func TestSearch(t *testing.T) {
 	t.Cleanup(func() { x.Close() })
 	_, ts, _ := newTestServer(t, false, Options{Index: x})
 
+	post(t, ts.URL, "/v1/search", map[string]any{"query": "a red circle"}, nil) // warm: the server's own goroutines start
+	http.DefaultClient.CloseIdleConnections()
+	before := runtime.NumGoroutine()
 	want, err := x.Search(context.Background(), eng, "a yellow star", batch.SearchOptions{Top: 3, Words: true})
 	if err != nil {
 		t.Fatal(err)
@@ -66,5 +72,14 @@ func TestSearch(t *testing.T) {
 	var plainHits searchResponse
 	if code, _, _ := post(t, ts.URL, "/v1/search", map[string]any{"query": "a blue square", "words": false}, &plainHits); code != 200 || len(plainHits.Hits) != 10 || plainHits.Hits[0].Words != nil {
 		t.Errorf("words false: status %d, %d hits", code, len(plainHits.Hits))
+	}
+	// Nothing a search started is left running.
+	http.DefaultClient.CloseIdleConnections()
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the searches, %d before", n, before)
 	}
 }

@@ -538,9 +538,15 @@ func unit(v []float32) []float32 {
 	return out
 }
 
+// models answers GET /v1/models: the model served and, when the server
+// has one, the index POST /v1/search searches ("index": {"rows": N}).
 func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]string{
+	out := map[string]any{"object": "list", "data": []map[string]string{
 		{"id": s.eng.Model().Name(), "object": "model", "owned_by": "condition"},
-	}})
+	}}
+	if s.opts.Index != nil {
+		out["index"] = map[string]int{"rows": s.opts.Index.Rows()}
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

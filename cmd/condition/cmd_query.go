@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
 	"io"
 	"os"
 	"path"
@@ -110,10 +109,8 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		warnAllUnknown(e, eng, res.Prompt)
 		sheets := make([]string, len(res.Hits))
 		if o.heatmaps != "" {
-			for i := range res.Hits {
-				if sheets[i], err = writeQuerySheet(ctx, e, eng, x, o.heatmaps, k, i, &res.Hits[i]); err != nil {
-					return err
-				}
+			if err := writeQuerySheets(ctx, e, eng, x, o.heatmaps, k, res.Hits, sheets); err != nil {
+				return err
 			}
 		}
 		if o.json {
@@ -174,40 +171,31 @@ func warnAllUnknown(e *env, eng *pipeline.Engine, p *pipeline.Prompt) {
 	}
 }
 
-// writeQuerySheet writes hit h's heatmap sheet (prompt k, rank i) into dir
-// and returns its path: over the original image when it can be read from
-// where the job read it, else over a grey panel.
-func writeQuerySheet(ctx context.Context, e *env, eng *pipeline.Engine, x *batch.Index, dir string, k, i int, h *batch.Hit) (string, error) {
-	if h.Attention == nil {
-		return "", nil
-	}
-	var base image.Image
-	data, err := x.ReadImage(ctx, h)
-	var img image.Image
-	if err == nil {
-		if img, err = eng.DecodeImage(data); err != nil {
-			err = fmt.Errorf("%s: %w", h.Source, err)
-		}
-	}
-	if err == nil {
-		base = eng.HeatmapBase(img)
-	} else {
-		e.Log.Warn("heatmap drawn over a plain panel: the original image cannot be read", "path", h.Path, "error", err)
-		base = pipeline.HeatmapBase{} // a grey panel
-	}
-	sheet, err := h.Attention.Heatmap(base)
+// writeQuerySheets writes the heatmap sheets of prompt k's hits into dir
+// (drawn over each original, or a grey panel when it cannot be read) and
+// names them in sheets.
+func writeQuerySheets(ctx context.Context, e *env, eng *pipeline.Engine, x *batch.Index, dir string, k int, hits []batch.Hit, sheets []string) error {
+	pngs, unread, err := x.Sheets(ctx, eng, hits)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", h.Path, err)
-	}
-	png, err := pipeline.EncodePNG(sheet)
-	if err != nil {
-		return "", err
-	}
-	name := filepath.Join(dir, fmt.Sprintf("%d-%03d-%s.png", k, i+1, sheetName(h.Path)))
-	return name, tensorio.WriteFileAtomic(name, func(w io.Writer) error {
-		_, err := w.Write(png)
 		return err
-	})
+	}
+	for i, png := range pngs {
+		if png == nil {
+			continue
+		}
+		if unread[i] != nil {
+			e.Log.Warn("heatmap drawn over a plain panel: the original image cannot be read", "path", hits[i].Path, "error", unread[i])
+		}
+		name := filepath.Join(dir, fmt.Sprintf("%d-%03d-%s.png", k, i+1, sheetName(hits[i].Path)))
+		if err := tensorio.WriteFileAtomic(name, func(w io.Writer) error {
+			_, err := w.Write(png)
+			return err
+		}); err != nil {
+			return err
+		}
+		sheets[i] = name
+	}
+	return nil
 }
 
 // sheetName makes a hit's relative path one file name.

@@ -12,7 +12,9 @@ import (
 // BenchmarkSearchWords measures stage 2 of a search: for the 20 hits of a
 // prompt over an index of 40 images (built-in model), each hit's stored
 // patches attended with the prompt (per word its peak, box and map), no
-// PNGs; and, beside it, stage 1 alone over the same index.
+// PNGs; beside it, stage 1 alone over the same index, and stages 1 and 2
+// with each hit's heatmap sheet drawn over its original (read from its
+// file) and encoded as PNG.
 func BenchmarkSearchWords(b *testing.B) {
 	openTiny(b) // loads ONNX Runtime, or skips
 	m, err := models.Open("default", models.Options{})
@@ -45,4 +47,16 @@ func BenchmarkSearchWords(b *testing.B) {
 			}
 		})
 	}
+	b.Run("stage1+2+png", func(b *testing.B) {
+		ctx := context.Background()
+		for b.Loop() {
+			res, err := x.Search(ctx, eng, "a red circle and a blue square", SearchOptions{Top: 20, Words: true})
+			if err != nil || len(res.Hits) != 20 {
+				b.Fatalf("%d hits, %v", len(res.Hits), err)
+			}
+			if _, _, err := x.Sheets(ctx, eng, res.Hits); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

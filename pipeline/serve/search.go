@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -79,43 +78,22 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := searchResponse{Model: s.eng.Model().Name(), Query: req.Query, Rows: res.Rows, Hits: make([]searchHit, len(res.Hits))}
 	for i := range res.Hits {
-		h := &res.Hits[i]
-		out.Hits[i] = searchHit{Hit: *h, Rank: i + 1}
-		if req.Heatmaps && h.Attention != nil {
-			uri, err := s.hitHeatmap(r, h)
-			if err != nil {
-				return err
+		out.Hits[i] = searchHit{Hit: res.Hits[i], Rank: i + 1}
+	}
+	if req.Heatmaps {
+		pngs, unread, err := s.opts.Index.Sheets(ctx, s.eng, res.Hits)
+		if err != nil {
+			return s.apiErr(err)
+		}
+		for i, png := range pngs {
+			if unread[i] != nil {
+				s.log.Warn("search: heatmap over a plain panel: the original cannot be read", "path", res.Hits[i].Path, "err", unread[i])
 			}
-			out.Hits[i].Heatmap = uri
+			if png != nil {
+				out.Hits[i].Heatmap = "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// hitHeatmap draws a hit's sheet over its original image, or over a grey
-// panel when the original cannot be read, as a PNG data URI.
-func (s *Server) hitHeatmap(r *http.Request, h *batch.Hit) (string, error) {
-	var base pipeline.HeatmapBase
-	data, err := s.opts.Index.ReadImage(r.Context(), h)
-	if err == nil {
-		img, derr := s.eng.DecodeImage(data)
-		if derr == nil {
-			base = s.eng.HeatmapBase(img)
-		}
-		err = derr
-	}
-	if err != nil {
-		s.log.Warn("search: heatmap over a plain panel: the original cannot be read", "path", h.Path, "err", err)
-		base = pipeline.HeatmapBase{} // a grey panel
-	}
-	sheet, err := h.Attention.Heatmap(base)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", h.Path, err)
-	}
-	png, err := pipeline.EncodePNG(sheet)
-	if err != nil {
-		return "", err
-	}
-	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(png), nil
 }

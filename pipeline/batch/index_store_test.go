@@ -56,6 +56,37 @@ func TestRunIndexObjectStore(t *testing.T) {
 	if err != nil || !rep.Complete() || rep.IndexParts != 3 {
 		t.Fatalf("verify the store: %+v, %v", rep, err)
 	}
+	// Searched from the store: the same hits, scores and word boxes as
+	// from the local copy.
+	lx, err := OpenIndex(ctx, local, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lx.Close()
+	sx, err := OpenIndex(ctx, prefix, IndexOptions{})
+	if err != nil {
+		t.Fatalf("open the index in the store: %v", err)
+	}
+	lr, err := lx.Search(ctx, f.eng, "a cat", SearchOptions{Top: 4, Words: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := sx.Search(ctx, f.eng, "a cat", SearchOptions{Top: 4, Words: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sr.Hits) != len(lr.Hits) || len(sr.Hits) == 0 {
+		t.Fatalf("%d hits from the store, %d locally", len(sr.Hits), len(lr.Hits))
+	}
+	for i := range sr.Hits {
+		s, l := sr.Hits[i], lr.Hits[i]
+		if s.Path != l.Path || s.Score != l.Score || len(s.Words) != len(l.Words) || s.Words[0].Box != l.Words[0].Box {
+			t.Errorf("hit %d from the store %s %v, locally %s %v", i, s.Path, s.Score, l.Path, l.Score)
+		}
+	}
+	if err := sx.Close(); err != nil {
+		t.Errorf("close the store's index: %v", err)
+	}
 	resumed := cfg(prefix)
 	resumed.Resume = true
 	if sum, err := Run(ctx, resumed); err != nil || sum.Skipped != 7 {

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -321,12 +323,7 @@ func (s *indexOutSet) account(seq int, it indexOutItem, total int) error {
 func (s *indexOutSet) finishAll(total int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var idx []int
-	for i := range s.open {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
+	for _, i := range slices.Sorted(maps.Keys(s.open)) {
 		if err := s.finishIfWhole(i, total); err != nil {
 			return err
 		}
@@ -335,16 +332,12 @@ func (s *indexOutSet) finishAll(total int) error {
 }
 
 func (s *indexOutSet) finishIfWhole(i, total int) error {
-	o := s.open[i]
-	want := s.size
-	if total >= 0 {
-		want = min(s.size, total-i*s.size)
-	}
-	if o == nil || o.done < want {
+	o, ok := s.open[i]
+	if !ok || o.done < wholeRows(i, s.size, total) {
 		return nil
 	}
 	delete(s.open, i)
-	return s.finish(o, want)
+	return s.finish(o, wholeRows(i, s.size, total))
 }
 
 // finish writes part o of n rows: the arrays' headers, the folder renamed

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -191,12 +192,7 @@ func (s *shardSet) account(seq int, r shardRow, total int) error {
 func (s *shardSet) finishAll(total int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var idx []int
-	for i := range s.open {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
+	for _, i := range slices.Sorted(maps.Keys(s.open)) {
 		if err := s.finishIfWhole(i, total); err != nil {
 			return err
 		}
@@ -205,16 +201,12 @@ func (s *shardSet) finishAll(total int) error {
 }
 
 func (s *shardSet) finishIfWhole(i, total int) error {
-	o := s.open[i]
-	want := s.size
-	if total >= 0 {
-		want = min(s.size, total-i*s.size)
-	}
-	if o == nil || o.done < want {
+	o, ok := s.open[i]
+	if !ok || o.done < wholeRows(i, s.size, total) {
 		return nil
 	}
 	delete(s.open, i)
-	return s.finish(o, want)
+	return s.finish(o, wholeRows(i, s.size, total))
 }
 
 // finish writes shard o of n rows: the arrays' headers, the arrays folder
@@ -306,4 +298,14 @@ func (s *shardSet) abandon() {
 		}
 		delete(s.open, i)
 	}
+}
+
+// wholeRows is the number of images part i of size-image parts holds when
+// whole: size, or, once the walk is over (total ≥ 0), what is left of the
+// total for the last part.
+func wholeRows(i, size, total int) int {
+	if total >= 0 {
+		return min(size, total-i*size)
+	}
+	return size
 }

@@ -413,7 +413,9 @@ func (s *indexOutSet) abandon() {
 func indexOutItemOf(it Item, e Entry) indexOutItem {
 	x := indexOutItem{Path: e.Path, Source: e.Source, SHA256: e.SHA256, Status: e.Status}
 	if it.Member {
-		x.Member = strings.TrimPrefix(e.Path, it.Unit+"/")
+		if x.Member = it.MemberName; x.Member == "" {
+			x.Member = strings.TrimPrefix(e.Path, it.Unit+"/")
+		}
 	}
 	return x
 }

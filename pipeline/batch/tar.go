@@ -22,6 +22,7 @@ type sample struct {
 	key     string
 	image   []byte
 	ext     string
+	member  string // the image's member name
 	caption string
 	err     error
 }
@@ -54,7 +55,7 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 		}
 		s := cur
 		cur = nil
-		it := Item{Path: p, Unit: rel, Data: s.image, Caption: s.caption, Err: s.err, Member: true}
+		it := Item{Path: p, Unit: rel, Data: s.image, Caption: s.caption, Err: s.err, Member: true, MemberName: s.member}
 		clean := path.Clean(s.key)
 		if path.IsAbs(s.key) || clean == ".." || strings.HasPrefix(clean, "../") {
 			it.Rel, it.Err = rel+"/"+safeName(s.key), fmt.Errorf("tar member %q leaves the shard; not read", s.key)
@@ -110,7 +111,7 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 		}
 		switch {
 		case IsImageName("x."+ext) && cur.ext == "":
-			cur.ext = ext
+			cur.ext, cur.member = ext, h.Name
 			if w.listOnly {
 				continue
 			}

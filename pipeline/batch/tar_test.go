@@ -273,3 +273,23 @@ func TestNameCheck(t *testing.T) {
 		t.Error("a list naming one path twice is not caught")
 	}
 }
+
+// TestTarMemberName: a sample's item names its image's member as the
+// shard has it (a "./" prefix, an upper-case extension), which the index
+// records and a query reads the original by.
+func TestTarMemberName(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.tar")
+	red := string(pngBytes(t, color.RGBA{220, 30, 30, 255}))
+	writeTar(t, p, [][2]string{{"./000007.PNG", red}, {"./000007.txt", "red"}, {"sub/000008.png", red}})
+	got := map[string]string{}
+	if err := Walk(context.Background(), []string{p}, func(it Item) error {
+		got[it.Rel] = it.MemberName
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"s/000007.png": "./000007.PNG", "s/sub/000008.png": "sub/000008.png"}
+	if !maps.Equal(got, want) {
+		t.Errorf("member names %v, want %v", got, want)
+	}
+}

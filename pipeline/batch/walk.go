@@ -56,10 +56,12 @@ type Item struct {
 	// member goes with its shard.
 	Unit string
 	// Member marks a sample of a tar shard; Data holds its image's bytes
-	// (nil when the walk only lists) and Caption its caption, if any.
-	Member  bool
-	Data    []byte
-	Caption string
+	// (nil when the walk only lists), Caption its caption, if any, and
+	// MemberName the name of its image's member, as the shard has it.
+	Member     bool
+	Data       []byte
+	Caption    string
+	MemberName string
 	// Err is why the walk could not read this item (a broken tar member):
 	// the job records it as the item's failure.
 	Err error

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -304,13 +305,17 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 			if walked.Load() {
 				total = int(seen.Load())
 			}
-			if j.shards != nil && manErr == nil {
+			// An image that failed once the job was stopped is not a part's
+			// row: its shard and index part stay unfinished, for --resume to
+			// do again whole.
+			stopped := w.fail != nil && (errors.Is(w.fail, context.Canceled) || parent.Err() != nil)
+			if j.shards != nil && manErr == nil && !stopped {
 				if err := j.shards.account(w.seq, shardRowOf(w.entry, w.it.ShardKey()), total); err != nil {
 					manErr = err
 					stop()
 				}
 			}
-			if j.index != nil && !w.kept && manErr == nil {
+			if j.index != nil && !w.kept && manErr == nil && !stopped {
 				if err := j.index.account(w.seq, indexOutItemOf(w.it, w.entry), total); err != nil {
 					manErr = err
 					stop()

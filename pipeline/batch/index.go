@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -323,21 +321,11 @@ func (s *indexOutSet) account(seq int, it indexOutItem, total int) error {
 func (s *indexOutSet) finishAll(total int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, i := range slices.Sorted(maps.Keys(s.open)) {
-		if err := s.finishIfWhole(i, total); err != nil {
-			return err
-		}
-	}
-	return nil
+	return finishAllWhole(s.open, s.size, total, func(o *indexOutPart) int { return o.done }, s.finish)
 }
 
 func (s *indexOutSet) finishIfWhole(i, total int) error {
-	o, ok := s.open[i]
-	if !ok || o.done < wholeRows(i, s.size, total) {
-		return nil
-	}
-	delete(s.open, i)
-	return s.finish(o, wholeRows(i, s.size, total))
+	return finishIfWhole(s.open, i, s.size, total, func(o *indexOutPart) int { return o.done }, s.finish)
 }
 
 // finish writes part o of n rows: the arrays' headers, the folder renamed

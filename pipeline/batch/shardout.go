@@ -192,21 +192,11 @@ func (s *shardSet) account(seq int, r shardRow, total int) error {
 func (s *shardSet) finishAll(total int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, i := range slices.Sorted(maps.Keys(s.open)) {
-		if err := s.finishIfWhole(i, total); err != nil {
-			return err
-		}
-	}
-	return nil
+	return finishAllWhole(s.open, s.size, total, func(o *shardOut) int { return o.done }, s.finish)
 }
 
 func (s *shardSet) finishIfWhole(i, total int) error {
-	o, ok := s.open[i]
-	if !ok || o.done < wholeRows(i, s.size, total) {
-		return nil
-	}
-	delete(s.open, i)
-	return s.finish(o, wholeRows(i, s.size, total))
+	return finishIfWhole(s.open, i, s.size, total, func(o *shardOut) int { return o.done }, s.finish)
 }
 
 // finish writes shard o of n rows: the arrays' headers, the arrays folder
@@ -308,4 +298,27 @@ func wholeRows(i, size, total int) int {
 		return min(size, total-i*size)
 	}
 	return size
+}
+
+// finishIfWhole finishes part i of open (the output shards or index parts
+// being written, size images each) once it holds all its images (done
+// counts them; see wholeRows), and forgets it.
+func finishIfWhole[P any](open map[int]P, i, size, total int, done func(P) int, finish func(P, int) error) error {
+	o, ok := open[i]
+	n := wholeRows(i, size, total)
+	if !ok || done(o) < n {
+		return nil
+	}
+	delete(open, i)
+	return finish(o, n)
+}
+
+// finishAllWhole is finishIfWhole for every part of open, in order.
+func finishAllWhole[P any](open map[int]P, size, total int, done func(P) int, finish func(P, int) error) error {
+	for _, i := range slices.Sorted(maps.Keys(open)) {
+		if err := finishIfWhole(open, i, size, total, done, finish); err != nil {
+			return err
+		}
+	}
+	return nil
 }

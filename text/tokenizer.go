@@ -40,11 +40,14 @@ var ErrTooLong = errors.New("text: prompt longer than the context length")
 // the context length it had to fit.
 type TooLongError struct {
 	Tokens, Limit int
+	// Around is how many of the tokens are put around the prompt (CLIP: BOS
+	// and EOS, 2; SigLIP: </s>, 1).
+	Around int
 }
 
 func (e *TooLongError) Error() string {
-	return fmt.Sprintf("text: prompt is %d tokens with BOS and EOS, more than the context length %d (at most %d content tokens)",
-		e.Tokens, e.Limit, e.Limit-2)
+	return fmt.Sprintf("text: prompt is %d tokens with the %d around it, more than the context length %d (at most %d content tokens)",
+		e.Tokens, e.Around, e.Limit, e.Limit-e.Around)
 }
 
 // Is makes errors.Is(err, ErrTooLong) true.
@@ -58,10 +61,19 @@ type addedToken struct {
 	normalized bool
 }
 
-// Tokenizer is CLIP's byte-level BPE tokenizer. It is safe for concurrent use;
-// copies made by WithOptions share its tables and BPE cache.
+// Tokenizer turns prompts into the ids a text tower takes: CLIP's byte-level
+// BPE, or a SentencePiece or tokenizer.json model (SigLIP, Gemma) behind the
+// same methods. It is safe for concurrent use; copies made by WithOptions
+// share its tables and caches.
 type Tokenizer struct {
-	model     *bpe
+	model *bpe // CLIP's BPE; nil when pieces is set
+	// pieces is the model of a non-CLIP tokenizer (nil for CLIP).
+	pieces pieceEncoder
+	// prefix and suffixIDs are the ids around the content: CLIP's BOS and
+	// EOS, SigLIP's </s> after it.
+	prefix, suffixIDs []int
+	// bytePieces says that "<0xNN>" pieces spell the byte NN.
+	bytePieces bool
 	tokens    []string // by id; "" for ids the files do not define
 	vocab     map[string]int
 	suffix    string // end-of-word suffix, "</w>"
@@ -117,10 +129,12 @@ func (t *Tokenizer) Options() Options { return t.opts }
 // ContextLength returns the length EncodePadded pads to by default.
 func (t *Tokenizer) ContextLength() int { return t.context }
 
-// BOS returns the id of the start-of-text token, <|startoftext|>.
+// BOS returns the id of the start-of-text token (CLIP's <|startoftext|>),
+// -1 for a model that has none (SigLIP).
 func (t *Tokenizer) BOS() int { return t.bos }
 
-// EOS returns the id of the end-of-text token, <|endoftext|>.
+// EOS returns the id of the end-of-text token (CLIP's <|endoftext|>,
+// SigLIP's </s>), -1 for a model that has none.
 func (t *Tokenizer) EOS() int { return t.eos }
 
 // Pad returns the id EncodePadded pads with (the pad token of
@@ -142,10 +156,10 @@ func (t *Tokenizer) ID(token string) (int, bool) {
 // result is what the Hugging Face tokenizer gives for that decoded string.
 func (t *Tokenizer) Encode(s string) ([]int, error) {
 	ids := make([]int, 0, len(s)/4+8)
-	ids = append(ids, t.bos)
+	ids = append(ids, t.prefix...)
 	var buf []byte
 	ids = t.appendContent(ids, s, &buf)
-	return append(ids, t.eos), nil
+	return append(ids, t.suffixIDs...), nil
 }
 
 // EncodePadded returns the ids of s as the text model takes them, n of them
@@ -172,8 +186,8 @@ func (t *Tokenizer) Fit(full []int, n int) (ids, mask []int64, truncated bool, e
 	if n <= 0 {
 		n = t.context
 	}
-	if n < 2 {
-		return nil, nil, false, fmt.Errorf("text: length %d: want at least 2 (BOS and EOS)", n)
+	if err := t.checkLength(n); err != nil {
+		return nil, nil, false, err
 	}
 	ids, mask = make([]int64, n), make([]int64, n)
 	if truncated, err = t.fitInto(ids, mask, full); err != nil {
@@ -182,21 +196,31 @@ func (t *Tokenizer) Fit(full []int, n int) (ids, mask []int64, truncated bool, e
 	return ids, mask, truncated, nil
 }
 
-// fitInto writes full (BOS, tokens, EOS) into ids and mask (len >= 2):
-// padded, or cut to its first len(ids)-1 ids and EOS (an error with
+// checkLength checks that n positions hold the prefix and the suffix.
+func (t *Tokenizer) checkLength(n int) error {
+	if min := max(1, len(t.prefix)+len(t.suffixIDs)); n < min {
+		return fmt.Errorf("text: length %d: want at least %d (the tokens around the prompt)", n, min)
+	}
+	return nil
+}
+
+// fitInto writes full (prefix, tokens, suffix) into ids and mask (long
+// enough for the prefix and the suffix): padded, or cut to its first
+// len(ids)-len(suffix) ids and the suffix (an error with
 // Options.ErrorOnOverflow); it reports whether it cut.
 func (t *Tokenizer) fitInto(ids, mask []int64, full []int) (truncated bool, err error) {
 	n := len(ids)
 	if len(full) > n {
 		if t.opts.ErrorOnOverflow {
-			return false, &TooLongError{Tokens: len(full), Limit: n}
+			return false, &TooLongError{Tokens: len(full), Limit: n, Around: len(t.prefix) + len(t.suffixIDs)}
 		}
 		truncated = true
 	}
+	cut := n - len(t.suffixIDs)
 	for i := range ids {
 		switch {
-		case truncated && i == n-1:
-			ids[i], mask[i] = int64(t.eos), 1
+		case truncated && i >= cut:
+			ids[i], mask[i] = int64(t.suffixIDs[i-cut]), 1
 		case i < len(full):
 			ids[i], mask[i] = int64(full[i]), 1
 		default:
@@ -223,15 +247,14 @@ func (t *Tokenizer) EncodeBatch(texts []string, n int) (ids, mask []int64, err e
 }
 
 func (t *Tokenizer) encodeInto(ids, mask []int64, s string) error {
-	n := len(ids)
-	if n < 2 {
-		return fmt.Errorf("text: length %d: want at least 2 (BOS and EOS)", n)
+	if err := t.checkLength(len(ids)); err != nil {
+		return err
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	full := append(sc.ids[:0], t.bos)
+	full := append(sc.ids[:0], t.prefix...)
 	full = t.appendContent(full, s, &sc.buf)
-	full = append(full, t.eos)
+	full = append(full, t.suffixIDs...)
 	sc.ids = full
 	_, err := t.fitInto(ids, mask, full)
 	return err
@@ -249,6 +272,9 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // memory for the normalized text.
 func (t *Tokenizer) appendContent(dst []int, s string, bufp *[]byte) []int {
 	s = sanitizeUTF8(s)
+	if t.pieces != nil {
+		return t.pieces.appendIDs(dst, s)
+	}
 	if t.opts.OpenAIClean {
 		return t.split(dst, cleanOpenAI(s), true)
 	}
@@ -464,6 +490,9 @@ type Word struct {
 // attention heatmaps. Tokens after the last word end (a truncated word) form
 // a last word.
 func (t *Tokenizer) Words(ids []int) ([]Word, error) {
+	if t.pieces != nil {
+		return t.pieceWords(ids)
+	}
 	var words []Word
 	var buf []byte
 	start := 0
@@ -546,7 +575,11 @@ func (t *Tokenizer) Unknown(ids []int) ([]Word, error) {
 func (t *Tokenizer) spelledOut(ids []int) bool {
 	var buf []byte
 	for _, id := range ids {
-		buf = appendTokenBytes(buf[:0], strings.TrimSuffix(t.tokens[id], t.suffix))
+		if t.pieces != nil {
+			buf = t.appendPieceBytes(buf[:0], strings.TrimPrefix(t.tokens[id], wordMark))
+		} else {
+			buf = appendTokenBytes(buf[:0], strings.TrimSuffix(t.tokens[id], t.suffix))
+		}
 		if !oneCharOrLess(buf) {
 			return false
 		}

@@ -552,6 +552,7 @@ func build(vocab map[string]int, pairs [][2]string, c buildConfig) (*Tokenizer, 
 		}
 	}
 	t.special[t.bos], t.special[t.eos] = true, true
+	t.prefix, t.suffixIDs = []int{t.bos}, []int{t.eos}
 	for _, a := range c.added {
 		if a.content == "" {
 			return nil, errors.New("text: added token with empty content")

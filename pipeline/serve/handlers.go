@@ -73,7 +73,7 @@ func (s *Server) checkPrompt(what string, i int, p string, truncate bool) error 
 		return badRequest("invalid_prompt", "%s %d: %v", what, i, err)
 	}
 	if n := s.eng.ContextLength(); len(ids) > n {
-		return badRequest("prompt_too_long", "%s %d is %d tokens with BOS and EOS; the model takes at most %d (send \"truncate\": true to cut it)",
+		return badRequest("prompt_too_long", "%s %d is %d tokens with the special tokens around it; the model takes at most %d (send \"truncate\": true to cut it)",
 			what, i, len(ids), n)
 	}
 	return nil

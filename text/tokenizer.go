@@ -74,16 +74,16 @@ type Tokenizer struct {
 	prefix, suffixIDs []int
 	// bytePieces says that "<0xNN>" pieces spell the byte NN.
 	bytePieces bool
-	tokens    []string // by id; "" for ids the files do not define
-	vocab     map[string]int
-	suffix    string // end-of-word suffix, "</w>"
-	bos, eos  int
-	pad       int
-	special   map[int]bool
-	rawAdded  []addedToken
-	normAdded []addedToken
-	nfc       bool
-	lower     bool
+	tokens     []string // by id; "" for ids the files do not define
+	vocab      map[string]int
+	suffix     string // end-of-word suffix, "</w>"
+	bos, eos   int
+	pad        int
+	special    map[int]bool
+	rawAdded   []addedToken
+	normAdded  []addedToken
+	nfc        bool
+	lower      bool
 	// modelContext is model_max_length from the files, 0 when absent.
 	modelContext int
 	opts         Options

@@ -5,10 +5,17 @@ import (
 	"fmt"
 )
 
-// Config is a Hugging Face CLIPConfig (config.json). Fields missing from the
-// file take Hugging Face's defaults (those of openai/clip-vit-base-patch32).
+// Config is a Hugging Face CLIPConfig or SiglipConfig (config.json). Fields
+// missing from the file take Hugging Face's defaults for its family (those
+// of openai/clip-vit-base-patch32, or of google/siglip-base-patch16-224).
 type Config struct {
-	ModelType           string       `json:"model_type"`
+	ModelType string `json:"model_type"`
+	// Family is what model_type says the model is (SigLIP 2 at a fixed
+	// resolution reads as SigLIP here: its tokenizer tells them apart; see
+	// Model.Family).
+	Family Family `json:"-"`
+	// ProjectionDim is the width of the joint space; a SigLIP config has
+	// none, and it is the vision tower's width there (the pooling head's).
 	ProjectionDim       int          `json:"projection_dim"`
 	LogitScaleInitValue float64      `json:"logit_scale_init_value"`
 	TextConfig          TextConfig   `json:"text_config"`
@@ -21,9 +28,10 @@ type TextConfig struct {
 	HiddenSize            int     `json:"hidden_size"` // d_t, the width of token states
 	IntermediateSize      int     `json:"intermediate_size"`
 	ProjectionDim         int     `json:"projection_dim"`
+	ProjectionSize        int     `json:"projection_size"` // SigLIP's text head width (0: hidden_size)
 	NumHiddenLayers       int     `json:"num_hidden_layers"`
 	NumAttentionHeads     int     `json:"num_attention_heads"`
-	MaxPositionEmbeddings int     `json:"max_position_embeddings"` // the longest prompt in tokens, BOS and EOS included
+	MaxPositionEmbeddings int     `json:"max_position_embeddings"` // the longest prompt in tokens, the special tokens included
 	HiddenAct             string  `json:"hidden_act"`
 	LayerNormEps          float64 `json:"layer_norm_eps"`
 	PadTokenID            int     `json:"pad_token_id"`
@@ -64,6 +72,25 @@ func DefaultConfig() Config {
 	}
 }
 
+// DefaultSiglipConfig returns Hugging Face's SiglipConfig defaults (those of
+// google/siglip-base-patch16-224).
+func DefaultSiglipConfig() Config {
+	return Config{
+		ModelType:           "siglip",
+		Family:              SigLIP,
+		LogitScaleInitValue: 2.302585092994046, // log 10, SiglipModel's initial logit_scale
+		TextConfig: TextConfig{
+			VocabSize: 32000, HiddenSize: 768, IntermediateSize: 3072, NumHiddenLayers: 12,
+			NumAttentionHeads: 12, MaxPositionEmbeddings: 64, HiddenAct: "gelu_pytorch_tanh",
+			LayerNormEps: 1e-6, PadTokenID: 1, BosTokenID: 49406, EosTokenID: 49407,
+		},
+		VisionConfig: VisionConfig{
+			HiddenSize: 768, IntermediateSize: 3072, NumHiddenLayers: 12, NumAttentionHeads: 12,
+			NumChannels: 3, ImageSize: 224, PatchSize: 16, HiddenAct: "gelu_pytorch_tanh", LayerNormEps: 1e-6,
+		},
+	}
+}
+
 // GridSize returns the patch grid (rows, columns) of the vision tower for a
 // square input of ImageSize: ImageSize/PatchSize each way.
 func (v VisionConfig) GridSize() (h, w int) {
@@ -76,7 +103,20 @@ func (v VisionConfig) GridSize() (h, w int) {
 // ParseConfig parses a config.json. Older files that spell the sub-configs
 // text_config_dict / vision_config_dict are accepted too.
 func ParseConfig(b []byte) (Config, error) {
+	var head struct {
+		ModelType string `json:"model_type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return Config{}, fmt.Errorf("not a JSON object: %w", err)
+	}
+	family, err := familyOf(head.ModelType)
+	if err != nil {
+		return Config{}, err
+	}
 	c := DefaultConfig()
+	if family == SigLIP {
+		c = DefaultSiglipConfig()
+	}
 	var raw struct {
 		TextDict   json.RawMessage `json:"text_config_dict"`
 		VisionDict json.RawMessage `json:"vision_config_dict"`
@@ -97,6 +137,21 @@ func ParseConfig(b []byte) (Config, error) {
 	if raw.Vision == nil && raw.VisionDict != nil {
 		if err := json.Unmarshal(raw.VisionDict, &c.VisionConfig); err != nil {
 			return Config{}, fmt.Errorf("vision_config_dict: %w", err)
+		}
+	}
+	c.Family = family
+	if family == SigLIP {
+		// The joint space is the pooling head's output, of the vision
+		// tower's width; the text head must give the same.
+		c.ProjectionDim = c.VisionConfig.HiddenSize
+		if c.TextConfig.ProjectionSize == 0 {
+			c.TextConfig.ProjectionSize = c.TextConfig.HiddenSize
+		}
+		c.TextConfig.ProjectionDim = c.TextConfig.ProjectionSize
+		c.VisionConfig.ProjectionDim = c.VisionConfig.HiddenSize
+		if c.TextConfig.ProjectionSize != c.VisionConfig.HiddenSize {
+			return Config{}, fmt.Errorf("text_config.projection_size %d differs from vision_config.hidden_size %d: SigLIP's text head must give the vision head's width",
+				c.TextConfig.ProjectionSize, c.VisionConfig.HiddenSize)
 		}
 	}
 	if err := c.validate(); err != nil {

@@ -26,6 +26,36 @@ var HeadNames = []string{
 	"logit_scale",
 }
 
+// SiglipHeadNames are the tensors of SiglipModel's heads: the text head
+// (a linear layer on the last position's state), the vision tower's
+// attention-pooling head (probe, attention, layer norm, MLP), logit_scale
+// and logit_bias.
+var SiglipHeadNames = []string{
+	"text_model.head.weight",
+	"text_model.head.bias",
+	"vision_model.head.probe",
+	"vision_model.head.attention.in_proj_weight",
+	"vision_model.head.attention.in_proj_bias",
+	"vision_model.head.attention.out_proj.weight",
+	"vision_model.head.attention.out_proj.bias",
+	"vision_model.head.layernorm.weight",
+	"vision_model.head.layernorm.bias",
+	"vision_model.head.mlp.fc1.weight",
+	"vision_model.head.mlp.fc1.bias",
+	"vision_model.head.mlp.fc2.weight",
+	"vision_model.head.mlp.fc2.bias",
+	"logit_scale",
+	"logit_bias",
+}
+
+// HeadNamesFor returns the head tensors of a family's model.safetensors.
+func HeadNamesFor(f Family) []string {
+	if f.Sigmoid() {
+		return SiglipHeadNames
+	}
+	return HeadNames
+}
+
 // SmallWeights is the default size up to which a model.safetensors on the
 // hub is downloaded whole; a larger one has only its heads read, by ranges.
 const SmallWeights = 64 << 20

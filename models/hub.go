@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/conditionhq/condition/models/hub"
@@ -229,7 +230,7 @@ func fetchHeads(ctx context.Context, c *hub.Client, derived derivedCache, repo, 
 		return f.Path, nil
 	}
 	isHead := map[string]bool{}
-	for _, n := range HeadNames {
+	for _, n := range append(slices.Clone(HeadNames), SiglipHeadNames...) {
 		isHead[n] = true
 	}
 	heads, err := c.ReadTensorsFunc(ctx, meta, func(n string) bool { return isHead[n] })
@@ -237,7 +238,7 @@ func fetchHeads(ctx context.Context, c *hub.Client, derived derivedCache, repo, 
 		return "", fmt.Errorf("models: %w", err)
 	}
 	if len(heads) == 0 {
-		return "", fmt.Errorf("models: %s@%s: %s has none of the heads (%s)", repo, meta.Commit, WeightsFile, strings.Join(HeadNames, ", "))
+		return "", fmt.Errorf("models: %s@%s: %s has none of the heads of CLIP (%s) or SigLIP (%s)", repo, meta.Commit, WeightsFile, strings.Join(HeadNames, ", "), strings.Join(SiglipHeadNames, ", "))
 	}
 	note := map[string]string{"format": "pt", "source": repo + "@" + meta.Commit + ":" + WeightsFile,
 		"note": "projection heads read by condition with HTTP range requests"}

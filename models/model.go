@@ -28,6 +28,7 @@ type Model struct {
 	hub      *hub.Client
 	derived  derivedCache // files made from hub models
 	config   Config
+	family   Family
 	log      *slog.Logger // nil: silent
 }
 
@@ -101,6 +102,9 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 	if m.config, err = ParseConfig(b); err != nil {
 		return nil, fmt.Errorf("models: %s: %s: %w", m.Name(), ConfigFile, err)
 	}
+	if err := m.setFamily(); err != nil {
+		return nil, err
+	}
 	if weights != "" {
 		if err := m.openWeights(ctx, weights, opts); err != nil {
 			return nil, err
@@ -124,6 +128,9 @@ func FromFS(fsys fs.FS, name string) (*Model, error) {
 	}
 	if m.config, err = ParseConfig(b); err != nil {
 		return nil, fmt.Errorf("models: %s: %s: %w", name, ConfigFile, err)
+	}
+	if err := m.setFamily(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -244,7 +251,7 @@ func (o overlay) Open(name string) (fs.File, error) {
 // where each comes from (for display).
 func (m *Model) Files() map[string]string {
 	out := map[string]string{}
-	for _, n := range []string{ConfigFile, PreprocessorFile, "tokenizer.json", "vocab.json", "merges.txt", TextModelFile, VisionModelFile, WeightsFile} {
+	for _, n := range []string{ConfigFile, PreprocessorFile, "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "spiece.model", "tokenizer.model", TextModelFile, VisionModelFile, WeightsFile} {
 		if m.Has(n) {
 			out[n] = m.Path(n)
 		}

@@ -54,6 +54,24 @@ func (m *Model) LogitScale() (scale float32, fromWeights bool, err error) {
 	return v[0], true, nil
 }
 
+// LogitBias returns SigLIP's logit_bias (logits are exp(logit_scale) ·
+// cosine + logit_bias) from model.safetensors; 0 for a model without one
+// (CLIP). fromWeights says whether the file had it.
+func (m *Model) LogitBias() (bias float32, fromWeights bool, err error) {
+	w, err := m.ReadWeights("logit_bias")
+	if errors.Is(err, fs.ErrNotExist) || (err != nil && !m.family.Sigmoid()) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	v, err := w["logit_bias"].Float32()
+	if err != nil || len(v) != 1 || math.IsNaN(float64(v[0])) || math.IsInf(float64(v[0]), 0) {
+		return 0, false, fmt.Errorf("models: model %s: %s: logit_bias is %v, expected one finite number", m.where(), WeightsFile, w["logit_bias"].Shape)
+	}
+	return v[0], true, nil
+}
+
 // WeightsHeader parses the header of the model's model.safetensors once: the
 // name, dtype, shape and byte range of every tensor, without reading the
 // tensors (for listing which heads a model has, and their shapes). A missing

@@ -102,7 +102,7 @@ func (e *Engine) attend(ctx context.Context, ws *workspaces, img *ImageEncoding,
 		return nil, errors.New("pipeline: attend: no image encoding")
 	}
 	p := img.P()
-	if p <= 0 || len(img.States) != (1+p)*img.Width || img.Width != e.dv {
+	if p <= 0 || len(img.States) != (e.cls+p)*img.Width || img.Width != e.dv {
 		return nil, fmt.Errorf("pipeline: attend: image encoding of %d values for %d patches of width %d; the engine's patches have width %d", len(img.States), p, img.Width, e.dv)
 	}
 	mode := xattn.MeanAttention
@@ -140,7 +140,7 @@ func (e *Engine) attend(ctx context.Context, ws *workspaces, img *ImageEncoding,
 		}
 		if img.Embeds != nil && ps.Embeds != nil && e.logitScale != 0 && len(img.Embeds) == len(ps.Embeds) {
 			a.Cosine = Cosine(img.Embeds, ps.Embeds)
-			a.Score, a.HasScore = e.logitScale*a.Cosine, true
+			a.Score, a.HasScore = e.logitScale*a.Cosine+e.logitBias, true
 		}
 	}
 	return out, nil
@@ -155,6 +155,24 @@ type workspaces struct {
 	patchQ   xattn.Query  // the patches as queries (image → text)
 	patchSrc xattn.Source // the patches as keys and values (text → image)
 	file     []byte       // the encoding of the last output file (the job's)
+	// head and headScratch hold an image's patches through SigLIP's
+	// pooling head (the joint space's patch side).
+	head        []float32
+	headScratch xattn.PoolingScratch
+}
+
+// headRows returns the patches [p, d_v] as the joint space's patch side
+// takes them: through SigLIP's pooling head when the engine has one (into
+// ws's buffer), else as they are.
+func (e *Engine) headRows(ws *workspaces, patches []float32, p int) ([]float32, error) {
+	if e.patchHead == nil {
+		return patches, nil
+	}
+	ws.head = grow(ws.head, p*e.patchHead.Dim())
+	if err := e.patchHead.Apply(ws.head, patches, p, &ws.headScratch); err != nil {
+		return nil, fmt.Errorf("pipeline: joint space: %w", err)
+	}
+	return ws.head, nil
 }
 
 func (e *Engine) newWorkspaces() *workspaces {
@@ -208,6 +226,10 @@ func (ws *workspaces) close() {
 // the latter from the former in CLIP's joint space, where both are the same
 // rows.
 func (e *Engine) preparePatches(ws *workspaces, patches []float32, p int, i2t, t2i bool) error {
+	patches, err := e.headRows(ws, patches, p)
+	if err != nil {
+		return err
+	}
 	if i2t || (t2i && e.jointPatches) {
 		if err := ws.i2t.PrepareQuery(&ws.patchQ, patches, p); err != nil {
 			return fmt.Errorf("pipeline: attention (image to text): %w", err)
@@ -216,7 +238,6 @@ func (e *Engine) preparePatches(ws *workspaces, patches []float32, p int, i2t, t
 	if !t2i {
 		return nil
 	}
-	var err error
 	if e.jointPatches {
 		err = ws.t2i.PrepareSourceProjected(&ws.patchSrc, ws.patchQ.Rows(), nil, p, nil)
 	} else {
@@ -317,7 +338,7 @@ func (e *Engine) Similarity(images []ImageEncoding, texts []TextEncoding) (cos, 
 				return nil, nil, fmt.Errorf("pipeline: similarity: text_embeds have %d dimensions, image_embeds %d: not one joint space", len(t.Embeds), len(im.Embeds))
 			}
 			c := Cosine(im.Embeds, t.Embeds)
-			cos[i][j], logits[i][j] = float32(c), float32(e.logitScale*c)
+			cos[i][j], logits[i][j] = float32(c), float32(e.logitScale*c+e.logitBias)
 		}
 	}
 	return cos, logits, nil

@@ -7,6 +7,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/conditionhq/condition/models"
 )
 
 // ClassifyOptions controls Classify.
@@ -21,18 +23,44 @@ type ClassifyOptions struct {
 
 // Label is one label of a zero-shot classification.
 type Label struct {
-	Text   string  // the label as given
-	Prompt string  // the prompt it became (ClassifyOptions.Template)
-	Index  int     // its place among the labels given, from 0
-	Prob   float32 // softmax of the logits over the labels
-	Logit  float32 // CLIP logit: exp(logit_scale)·cosine
+	Text   string // the label as given
+	Prompt string // the prompt it became (ClassifyOptions.Template)
+	Index  int    // its place among the labels given, from 0
+	// Prob is the label's probability: the softmax of the logits over the
+	// labels (CLIP: they sum to 1), or the sigmoid of its own logit
+	// (SigLIP: each label on its own); Engine.Scores says which.
+	Prob  float32
+	Logit float32 // exp(logit_scale)·cosine (+ logit_bias for SigLIP)
 }
+
+// ScoreKind is how a model turns logits into probabilities.
+type ScoreKind string
+
+// The kinds of scores.
+const (
+	// SoftmaxScores: CLIP's, a softmax over the labels (they sum to 1).
+	SoftmaxScores ScoreKind = "softmax"
+	// SigmoidScores: SigLIP's, sigmoid(logit) for each label on its own.
+	SigmoidScores ScoreKind = "sigmoid"
+)
+
+// Scores says how the engine's model turns logits into probabilities.
+func (e *Engine) Scores() ScoreKind {
+	if e.family.Sigmoid() {
+		return SigmoidScores
+	}
+	return SoftmaxScores
+}
+
+// Family returns the engine's model family.
+func (e *Engine) Family() models.Family { return e.family }
 
 // Classify scores an encoded image against labels (zero-shot, as CLIP does):
 // each label becomes a prompt (opts.Template), every prompt is encoded in
 // one text encoder call, and the image's logit with each is turned into a
-// probability over the labels. It returns one Label per label, best first
-// (equal logits keep the order given).
+// probability: over the labels (CLIP's softmax) or for each label on its
+// own (SigLIP's sigmoid; see Engine.Scores). It returns one Label per
+// label, best first (equal logits keep the order given).
 func (e *Engine) Classify(ctx context.Context, img *ImageEncoding, labels []string, opts ClassifyOptions) ([]Label, error) {
 	if img == nil {
 		return nil, errors.New("pipeline: classify: no image encoding")
@@ -60,6 +88,14 @@ func (e *Engine) Classify(ctx context.Context, img *ImageEncoding, labels []stri
 	if len(logits) != 1 || len(logits[0]) != len(labels) {
 		return nil, fmt.Errorf("pipeline: classify: %d scores for %d labels", len(logits[0]), len(labels))
 	}
+	if e.family.Sigmoid() {
+		for i, l := range logits[0] {
+			out[i].Logit = l
+			out[i].Prob = float32(Sigmoid(float64(l)))
+		}
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Logit > out[j].Logit })
+		return out, nil
+	}
 	top := math.Inf(-1)
 	for _, l := range logits[0] {
 		top = max(top, float64(l))
@@ -74,6 +110,15 @@ func (e *Engine) Classify(ctx context.Context, img *ImageEncoding, labels []stri
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Logit > out[j].Logit })
 	return out, nil
+}
+
+// Sigmoid is 1/(1+e^-x), SigLIP's probability of a logit.
+func Sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	z := math.Exp(x)
+	return z / (1 + z)
 }
 
 // maxLabels bounds the engine's cache of label prompts' encodings.

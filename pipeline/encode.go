@@ -35,17 +35,21 @@ func (t *TextEncoding) T() int { return len(t.IDs) }
 // ImageEncoding is one image through the vision encoder.
 type ImageEncoding struct {
 	Grid vision.Grid // the patch grid, P = Grid.H × Grid.W
-	// States is last_hidden_state [1+P, Width] (before post_layernorm):
-	// row 0 is the class token, then the patches row by row.
+	// States is last_hidden_state: CLIP's [1+P, Width] (before
+	// post_layernorm), row 0 the class token, then the patches row by row;
+	// SigLIP's [P, Width] (after post_layernorm), every row a patch.
 	States []float32
 	Width  int
-	// Embeds is image_embeds [d_p], in CLIP's joint space, not normalised;
-	// nil when the graph has none.
+	// Embeds is image_embeds [d_p] in the joint space, not normalised
+	// (SigLIP's pooler_output, its pooling head's); nil when the graph has
+	// none.
 	Embeds []float32
 }
 
-// Patches returns the patch rows of States, [P, Width].
-func (im *ImageEncoding) Patches() []float32 { return im.States[im.Width:] }
+// Patches returns the patch rows of States, [P, Width]: its last P rows.
+func (im *ImageEncoding) Patches() []float32 {
+	return im.States[max(0, len(im.States)-im.P()*im.Width):]
+}
 
 // P returns the number of patches.
 func (im *ImageEncoding) P() int { return im.Grid.Patches() }
@@ -215,7 +219,7 @@ func (e *Engine) EncodePixels(ctx context.Context, pixels []float32, n int) ([]I
 	if p := e.venc.PatchSize(); p > 0 {
 		grid, err = vision.GridFor(e.inH, e.inW, p)
 	} else {
-		grid, err = vision.InferGrid(encs[0].Tokens-1, e.inH, e.inW)
+		grid, err = vision.InferGrid(encs[0].Tokens-e.cls, e.inH, e.inW)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)

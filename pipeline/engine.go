@@ -115,6 +115,10 @@ type Engine struct {
 	jointPatches bool
 	layerName    string
 	logitScale   float64 // exp(logit_scale); 0 when unknown
+	logitBias    float64 // SigLIP's logit_bias; 0 for CLIP
+	family       models.Family
+	cls          int                // class-token rows before an image's patches: 1 (CLIP) or 0 (SigLIP)
+	patchHead    *xattn.PoolingHead // SigLIP's joint space: patches through the vision head's value path
 	threads      int     // attention goroutines per call
 	draft        int     // vision.DecodeOptions.Draft for DecodeImage
 	streams      int     // vision encoder runs in flight in EncodeImageStream
@@ -254,6 +258,17 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 		e.logitScale = math.Exp(float64(s))
 	} else {
 		e.log.Warn("no logit_scale: scores are left out", "model", m.Name(), "err", err)
+	}
+	e.family, e.cls = m.Family(), e.venc.ClassTokens()
+	if e.family.Sigmoid() {
+		b, ok, err := m.LogitBias()
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("pipeline: %w", err)
+		case !ok && m.Has(models.WeightsFile):
+			return nil, fmt.Errorf("pipeline: model %s is %s, and its %s has no logit_bias", m.Name(), e.family, models.WeightsFile)
+		}
+		e.logitBias = float64(b)
 	}
 	if err := e.buildLayers(); err != nil {
 		return nil, err

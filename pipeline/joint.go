@@ -28,12 +28,16 @@ func (e *Engine) JointPatches(img *ImageEncoding) ([]float32, error) {
 		return nil, errors.New("pipeline: joint patches: no image encoding")
 	}
 	p := img.P()
-	if p <= 0 || len(img.States) != (1+p)*img.Width || img.Width != e.dv {
+	if p <= 0 || len(img.States) != (e.cls+p)*img.Width || img.Width != e.dv {
 		return nil, fmt.Errorf("pipeline: joint patches: image encoding of %d values for %d patches of width %d; the engine's patches have width %d", len(img.States), p, img.Width, e.dv)
 	}
 	ws := e.getWorkspaces()
 	defer e.putWorkspaces(ws)
-	if err := ws.i2t.PrepareQuery(&ws.patchQ, img.Patches(), p); err != nil {
+	patches, err := e.headRows(ws, img.Patches(), p)
+	if err != nil {
+		return nil, err
+	}
+	if err := ws.i2t.PrepareQuery(&ws.patchQ, patches, p); err != nil {
 		return nil, fmt.Errorf("pipeline: joint patches: %w", err)
 	}
 	return slices.Clone(ws.patchQ.Rows()), nil

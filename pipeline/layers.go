@@ -135,6 +135,9 @@ func (e *Engine) buildLayers() error {
 		return err
 	}
 	e.layerName = spec.String()
+	if spec.joint() && m.Family().Sigmoid() {
+		return e.buildSiglipJoint()
+	}
 	if spec.joint() {
 		if !m.Has(models.WeightsFile) {
 			return fmt.Errorf("pipeline: CLIP's joint space needs the projection heads in %s of model %s; give a learned or identity layer instead", models.WeightsFile, m.Name())
@@ -195,5 +198,56 @@ func (e *Engine) buildLayers() error {
 			e.t2i = l
 		}
 	}
+	return nil
+}
+
+// buildSiglipJoint makes the joint-space layers of a SigLIP model: tokens
+// through the text head (the linear layer SigLIP pools the last position
+// with), patches through the vision head's value path (see
+// xattn.PoolingHead), both L2-normalised, scaled by exp(logit_scale).
+func (e *Engine) buildSiglipJoint() error {
+	m, dir := e.m, e.opts.Direction
+	if !m.Has(models.WeightsFile) {
+		return fmt.Errorf("pipeline: SigLIP's joint space needs the heads in %s of model %s; give a learned or identity layer instead", models.WeightsFile, m.Name())
+	}
+	ts, err := m.ReadWeights(models.SiglipHeadNames...)
+	if err != nil {
+		return fmt.Errorf("pipeline: joint space: %w", err)
+	}
+	if e.patchHead, err = xattn.NewPoolingHead(ts, "vision_model.head.", float32(m.Config().VisionConfig.LayerNormEps)); err != nil {
+		return fmt.Errorf("pipeline: joint space of %s: %w", m.Name(), err)
+	}
+	tw, err := ts["text_model.head.weight"].Float32()
+	if err != nil {
+		return fmt.Errorf("pipeline: joint space of %s: text_model.head.weight: %w", m.Name(), err)
+	}
+	tb, err := ts["text_model.head.bias"].Float32()
+	if err != nil {
+		return fmt.Errorf("pipeline: joint space of %s: text_model.head.bias: %w", m.Name(), err)
+	}
+	d := e.patchHead.Dim()
+	if sh := ts["text_model.head.weight"].Shape; len(sh) != 2 || sh[0] != d || sh[1] != e.dt || len(tb) != d {
+		return fmt.Errorf("pipeline: joint space of %s: text_model.head.weight is %v and its bias %d values; expected [%d %d] and %d (the vision head's width × the text width)",
+			m.Name(), sh, len(tb), d, e.dt, d)
+	}
+	w := xattn.Weights{Inner: d, Heads: 1, Scale: float32(e.logitScale), NormalizeQ: true, NormalizeK: true, ValueIsKey: true}
+	if e.logitScale == 0 {
+		return fmt.Errorf("pipeline: joint space of %s: no logit_scale", m.Name())
+	}
+	if dir&xattn.ImageToText != 0 {
+		wi := w
+		wi.DQ, wi.DKV, wi.K, wi.BK = d, e.dt, tw, tb
+		if e.i2t, err = xattn.New(wi); err != nil {
+			return fmt.Errorf("pipeline: joint space of %s: %w", m.Name(), err)
+		}
+	}
+	if dir&xattn.TextToImage != 0 {
+		wt := w
+		wt.DQ, wt.Q, wt.BQ, wt.DKV = e.dt, tw, tb, d
+		if e.t2i, err = xattn.New(wt); err != nil {
+			return fmt.Errorf("pipeline: joint space of %s: %w", m.Name(), err)
+		}
+	}
+	e.jointPatches = e.i2t != nil && e.t2i != nil
 	return nil
 }

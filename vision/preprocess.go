@@ -78,6 +78,17 @@ func DefaultPreprocessor() *Preprocessor {
 	return p
 }
 
+// SiglipPreprocessor returns SiglipImageProcessor's defaults: resize to
+// exactly 224×224 (bicubic, no crop), rescale 1/255, normalise with mean and
+// std 0.5, RGB.
+func SiglipPreprocessor() *Preprocessor {
+	return &Preprocessor{
+		DoConvertRGB: true, DoResize: true, Size: Size{Height: 224, Width: 224}, Resample: Bicubic,
+		DoRescale: true, RescaleFactor: 1.0 / 255, DoNormalize: true,
+		Mean: [3]float32{0.5, 0.5, 0.5}, Std: [3]float32{0.5, 0.5, 0.5},
+	}
+}
+
 // LoadPreprocessor reads preprocessor_config.json from a model directory.
 func LoadPreprocessor(fsys fs.FS) (*Preprocessor, error) {
 	b, err := fs.ReadFile(fsys, PreprocessorConfigFile)
@@ -122,6 +133,17 @@ func parseConfig(b []byte) (*Preprocessor, error) {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
 	p := DefaultPreprocessor()
+	var kind string
+	if v, ok := raw["image_processor_type"]; ok {
+		_ = json.Unmarshal(v, &kind)
+	}
+	switch kind {
+	case "SiglipImageProcessor", "SiglipImageProcessorFast":
+		p = SiglipPreprocessor()
+	case "Siglip2ImageProcessor", "Siglip2ImageProcessorFast":
+		return nil, fmt.Errorf("image_processor_type %q is SigLIP 2's NaFlex processor (patches at the image's own aspect ratio), which is not supported yet; "+
+			"fixed-resolution checkpoints use SiglipImageProcessor", kind)
+	}
 	get := func(key string) (json.RawMessage, bool) {
 		v, ok := raw[key]
 		if !ok || string(bytes.TrimSpace(v)) == "null" {

@@ -16,6 +16,9 @@ const (
 	attentionMaskName = "attention_mask"
 	hiddenOutputName  = "last_hidden_state"
 	embedsOutputName  = "text_embeds"
+	// pooledOutputName is the pooled output of SigLIP exports, which is
+	// their embedding in the joint space (the head's output).
+	pooledOutputName = "pooler_output"
 )
 
 // TextOptions controls OpenText, NewText and NewTextFile.
@@ -41,6 +44,10 @@ type TextOptions struct {
 	// Only a float16 or bfloat16 graph whose outputs have dynamic widths
 	// needs them: its outputs are allocated before each run.
 	Width, ProjectionDim int
+	// PooledIsEmbeds takes the graph's pooler_output as text_embeds when it
+	// has no text_embeds: SigLIP's pooled output is its joint-space
+	// embedding (CLIP's is not). OpenText sets it from the model's family.
+	PooledIsEmbeds bool
 }
 
 // TextEncoder runs a CLIP text tower exported to ONNX (onnx/text_model.onnx) with
@@ -52,6 +59,7 @@ type TextOptions struct {
 type TextEncoder struct {
 	name      string
 	sess      *ort.Session
+	embedsOut string // text_embeds, or pooler_output (PooledIsEmbeds)
 	idsType   ort.ElementType
 	maskType  ort.ElementType // ElementUndefined when the graph has no attention_mask
 	hasEmbeds bool
@@ -92,6 +100,9 @@ func OpenText(m *models.Model, opts TextOptions) (*TextEncoder, error) {
 	}
 	if opts.ProjectionDim == 0 {
 		opts.ProjectionDim = c.ProjectionDim
+	}
+	if m.Family().Sigmoid() {
+		opts.PooledIsEmbeds = true
 	}
 	return openModelGraph(m, models.TextModelFile, opts, openText)
 }
@@ -137,6 +148,7 @@ func openText(g ort.Graph, opts TextOptions, ins, outs []ort.IOInfo) (*TextEncod
 		return nil, fmt.Errorf("clip: text: %s: the graph has no input_ids input (inputs: %s)", name, ort.ListIO(ins))
 	}
 	outNames := []string{hiddenOutputName}
+	e.embedsOut = embedsName(outs, embedsOutputName, opts.PooledIsEmbeds)
 	var haveHidden bool
 	for _, o := range outs {
 		switch o.Name {
@@ -144,9 +156,9 @@ func openText(g ort.Graph, opts TextOptions, ins, outs []ort.IOInfo) (*TextEncod
 			haveHidden = true
 			e.hiddenType = o.Type
 			e.width = o.DimOr(2, opts.Width)
-		case embedsOutputName:
+		case e.embedsOut:
 			e.hasEmbeds = true
-			outNames = append(outNames, embedsOutputName)
+			outNames = append(outNames, e.embedsOut)
 			e.embedsType = o.Type
 			e.dim = o.DimOr(1, opts.ProjectionDim)
 		default:
@@ -155,7 +167,7 @@ func openText(g ort.Graph, opts TextOptions, ins, outs []ort.IOInfo) (*TextEncod
 		if !o.Tensor || !o.Type.IsFloat() {
 			return nil, fmt.Errorf("clip: text: %s: output %s is %s, expected a float32, float16 or bfloat16 tensor", name, o.Name, o.TypeName())
 		}
-		if o.Type.NeedsShape() && ((o.Name == hiddenOutputName && e.width <= 0) || (o.Name == embedsOutputName && e.dim <= 0)) {
+		if o.Type.NeedsShape() && ((o.Name == hiddenOutputName && e.width <= 0) || (o.Name == e.embedsOut && e.dim <= 0)) {
 			return nil, &ort.UndeclaredSizeError{Err: fmt.Errorf("clip: text: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
 				"(give TextOptions.Width for %s and ProjectionDim for %s; OpenText reads them from config.json)",
 				name, o.Name, o.Type, o.Shape, o.Type, hiddenOutputName, embedsOutputName)}
@@ -268,7 +280,7 @@ func (e *TextEncoder) Encode(ctx context.Context, ids [][]int64, masks [][]int64
 	if e.hasEmbeds {
 		embeds, err = out[1].Float32()
 		if err != nil || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
-			return nil, fmt.Errorf("clip: text: %s: %s is %s%v, expected [%d dim] floats", e.name, embedsOutputName, out[1].DType, out[1].Shape, n)
+			return nil, fmt.Errorf("clip: text: %s: %s is %s%v, expected [%d dim] floats", e.name, e.embedsOut, out[1].DType, out[1].Shape, n)
 		}
 		dim = out[1].Shape[1]
 	}
@@ -283,6 +295,24 @@ func (e *TextEncoder) Encode(ctx context.Context, ids [][]int64, masks [][]int64
 		}
 	}
 	return res, nil
+}
+
+// embedsName returns the output a graph's joint-space embedding is read
+// from: want (text_embeds, image_embeds), or pooler_output when pooled says
+// that is the embedding and the graph has no want.
+func embedsName(outs []ort.IOInfo, want string, pooled bool) string {
+	has := func(n string) bool {
+		for _, o := range outs {
+			if o.Name == n {
+				return true
+			}
+		}
+		return false
+	}
+	if pooled && !has(want) && has(pooledOutputName) {
+		return pooledOutputName
+	}
+	return want
 }
 
 func idsTensor(t ort.ElementType, shape []int, v []int64) tensorio.Tensor {

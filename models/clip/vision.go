@@ -40,6 +40,15 @@ type VisionOptions struct {
 	// needs them: its outputs are allocated before each run (and, when the
 	// graph does not fix the number of tokens, PatchSize too).
 	Width, ProjectionDim int
+	// NoClassToken says every row of last_hidden_state is a patch (SigLIP);
+	// CLIP's first row is a class token. OpenVision sets it from the
+	// model's family.
+	NoClassToken bool
+	// PooledIsEmbeds takes the graph's pooler_output as image_embeds when it
+	// has no image_embeds: SigLIP's pooled output (the attention-pooling
+	// head's) is its joint-space embedding (CLIP's is not). OpenVision sets
+	// it from the model's family.
+	PooledIsEmbeds bool
 }
 
 // VisionEncoder runs a CLIP vision tower exported to ONNX (onnx/vision_model.onnx)
@@ -55,6 +64,8 @@ type VisionEncoder struct {
 	inType    ort.ElementType // float32 or float16
 	inShape   []int64         // the graph's pixel_values shape; -1 for dynamic dimensions
 	hasEmbeds bool
+	embedsOut string // image_embeds, or pooler_output (PooledIsEmbeds)
+	cls       int    // class-token rows before the patches: 1 (CLIP) or 0
 	patch     int
 	// The element types of last_hidden_state and image_embeds, and their
 	// sizes when known (0 otherwise): float16 and bfloat16 outputs are
@@ -93,6 +104,10 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 	if opts.ProjectionDim == 0 {
 		opts.ProjectionDim = c.ProjectionDim
 	}
+	if f := m.Family(); !f.ClassToken() {
+		opts.NoClassToken = true
+		opts.PooledIsEmbeds = f.Sigmoid()
+	}
 	return openModelGraph(m, models.VisionModelFile, opts, openVision)
 }
 
@@ -113,7 +128,10 @@ func NewVisionFile(path string, opts VisionOptions) (*VisionEncoder, error) {
 // openVision creates the encoder from the graph's inputs and outputs.
 func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*VisionEncoder, error) {
 	name := g.Name()
-	e := &VisionEncoder{name: name, patch: opts.PatchSize}
+	e := &VisionEncoder{name: name, patch: opts.PatchSize, cls: 1}
+	if opts.NoClassToken {
+		e.cls = 0
+	}
 	var in *ort.IOInfo
 	for i := range ins {
 		if ins[i].Name == pixelValuesName {
@@ -137,6 +155,7 @@ func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*Visio
 	}
 	e.input, e.inType, e.inShape = in.Name, in.Type, in.Shape
 	outNames := []string{visionHiddenOutputName}
+	e.embedsOut = embedsName(outs, imageEmbedsOutputName, opts.PooledIsEmbeds)
 	var haveHidden bool
 	for _, o := range outs {
 		switch o.Name {
@@ -145,9 +164,9 @@ func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*Visio
 			e.hiddenType = o.Type
 			e.tokens = o.Dim(1)
 			e.width = o.DimOr(2, opts.Width)
-		case imageEmbedsOutputName:
+		case e.embedsOut:
 			e.hasEmbeds = true
-			outNames = append(outNames, imageEmbedsOutputName)
+			outNames = append(outNames, e.embedsOut)
 			e.embedsType = o.Type
 			e.dim = o.DimOr(1, opts.ProjectionDim)
 		default:
@@ -159,7 +178,7 @@ func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*Visio
 		if !o.Type.NeedsShape() {
 			continue
 		}
-		if (o.Name == visionHiddenOutputName && e.width <= 0) || (o.Name == imageEmbedsOutputName && e.dim <= 0) {
+		if (o.Name == visionHiddenOutputName && e.width <= 0) || (o.Name == e.embedsOut && e.dim <= 0) {
 			return nil, &ort.UndeclaredSizeError{Err: fmt.Errorf("clip: vision: %s: output %s is %s%v, and the graph does not fix its width, which a %s output needs "+
 				"(give VisionOptions.Width for %s and ProjectionDim for %s; OpenVision reads them from config.json)",
 				name, o.Name, o.Type, o.Shape, o.Type, visionHiddenOutputName, imageEmbedsOutputName)}
@@ -200,6 +219,10 @@ func (e *VisionEncoder) PatchSize() int { return e.patch }
 
 // HasEmbeds reports whether the graph outputs image_embeds.
 func (e *VisionEncoder) HasEmbeds() bool { return e.hasEmbeds }
+
+// ClassTokens returns the rows of last_hidden_state before the patches: 1
+// for CLIP's class token, 0 when every row is a patch (SigLIP).
+func (e *VisionEncoder) ClassTokens() int { return e.cls }
 
 // Close releases the ONNX Runtime session. It is safe to call more than once.
 func (e *VisionEncoder) Close() error {
@@ -256,7 +279,7 @@ func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height,
 		if tokens <= 0 {
 			// Used only for a float16 or bfloat16 last_hidden_state, for
 			// which openEncoder made sure of a patch size.
-			tokens = 1 + patches
+			tokens = e.cls + patches
 		}
 		alloc = []ort.Output{ort.OutputFor(e.hiddenType, n, tokens, e.width)}
 		if e.hasEmbeds {
@@ -268,19 +291,23 @@ func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height,
 		return nil, fmt.Errorf("clip: vision: encode %d images: %w", n, err)
 	}
 	hidden, err := out[0].Float32()
-	if err != nil || len(out[0].Shape) != 3 || out[0].Shape[0] != n || out[0].Shape[1] < 2 {
-		return nil, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d 1+patches width] floats", e.name, visionHiddenOutputName, out[0].DType, out[0].Shape, n)
+	if err != nil || len(out[0].Shape) != 3 || out[0].Shape[0] != n || out[0].Shape[1] < e.cls+1 {
+		rows := "1+patches"
+		if e.cls == 0 {
+			rows = "patches"
+		}
+		return nil, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d %s width] floats", e.name, visionHiddenOutputName, out[0].DType, out[0].Shape, n, rows)
 	}
 	tokens, width2 := out[0].Shape[1], out[0].Shape[2]
-	if e.patch > 0 && patches != tokens-1 {
-		return nil, fmt.Errorf("clip: vision: %s: %d patch tokens, but a %dx%d image in %d-pixel patches has %dx%d = %d", e.name, tokens-1, height, width, e.patch, height/e.patch, width/e.patch, patches)
+	if e.patch > 0 && patches != tokens-e.cls {
+		return nil, fmt.Errorf("clip: vision: %s: %d patch tokens, but a %dx%d image in %d-pixel patches has %dx%d = %d", e.name, tokens-e.cls, height, width, e.patch, height/e.patch, width/e.patch, patches)
 	}
 	var embeds []float32
 	dim := 0
 	if e.hasEmbeds {
 		embeds, err = out[1].Float32()
 		if err != nil || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
-			return nil, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d dim] floats", e.name, imageEmbedsOutputName, out[1].DType, out[1].Shape, n)
+			return nil, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d dim] floats", e.name, e.embedsOut, out[1].DType, out[1].Shape, n)
 		}
 		dim = out[1].Shape[1]
 	}

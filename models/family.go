@@ -1,0 +1,126 @@
+package models
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Family is a model family: what config.json's model_type and the tokenizer
+// files say a model is. The engine, the job and the server work on each the
+// same way; what differs is read from the family (class token, pooling,
+// scores, the heads of the joint space).
+type Family string
+
+// The families this program runs.
+const (
+	// CLIP: OpenAI's architecture (also OpenCLIP/LAION checkpoints in the
+	// Hugging Face layout): a class token, EOS pooling, text_projection and
+	// visual_projection, softmax scores.
+	CLIP Family = "clip"
+	// SigLIP: model_type siglip with a SentencePiece tokenizer (spiece.model):
+	// no class token, last-position text pooling over 64 padded positions,
+	// an attention-pooling vision head, logit_scale and logit_bias, sigmoid
+	// scores.
+	SigLIP Family = "siglip"
+	// SigLIP2: SigLIP 2 at a fixed resolution (model_type siglip with a
+	// Gemma tokenizer.json): SigLIP's towers and scores.
+	SigLIP2 Family = "siglip2"
+)
+
+// String returns the family's name as people write it.
+func (f Family) String() string {
+	switch f {
+	case CLIP:
+		return "CLIP"
+	case SigLIP:
+		return "SigLIP"
+	case SigLIP2:
+		return "SigLIP 2"
+	}
+	return string(f)
+}
+
+// Sigmoid reports whether the family scores each label on its own
+// (sigmoid(logit), SigLIP's) rather than by a softmax over the labels.
+func (f Family) Sigmoid() bool { return f == SigLIP || f == SigLIP2 }
+
+// ClassToken reports whether the vision tower's last_hidden_state starts
+// with a class token before the patches (CLIP's); SigLIP's rows are all
+// patches.
+func (f Family) ClassToken() bool { return f == CLIP }
+
+// ErrUnsupportedFamily is matched (errors.Is) by the error of a config.json
+// whose model_type this program does not run, such as SigLIP 2's NaFlex
+// checkpoints (model_type siglip2).
+var ErrUnsupportedFamily = errors.New("model family not supported")
+
+// familyOf maps config.json's model_type to a family (SigLIP 2 at fixed
+// resolution says siglip, as SigLIP does; the tokenizer tells them apart).
+func familyOf(modelType string) (Family, error) {
+	switch modelType {
+	case "", "clip", "clip_text_model", "clip_vision_model":
+		return CLIP, nil
+	case "siglip", "siglip_text_model", "siglip_vision_model":
+		return SigLIP, nil
+	case "siglip2", "siglip2_text_model", "siglip2_vision_model":
+		return "", fmt.Errorf("model_type %q is SigLIP 2 with NaFlex (variable resolution and aspect ratio), which is not supported yet; "+
+			"SigLIP 2 at a fixed resolution (model_type \"siglip\", such as google/siglip2-base-patch16-224) is, as are SigLIP and CLIP: %w", modelType, ErrUnsupportedFamily)
+	}
+	return "", fmt.Errorf("model_type %q: expected a CLIP (\"clip\") or SigLIP (\"siglip\") config: %w", modelType, ErrUnsupportedFamily)
+}
+
+// Family returns the model's family: config.json's model_type, with SigLIP
+// and SigLIP 2 told apart by the tokenizer (SentencePiece's spiece.model, or
+// Gemma's tokenizer).
+func (m *Model) Family() Family { return m.family }
+
+// setFamily reads the family from config.json and the tokenizer files, and
+// refuses a config and a tokenizer that disagree.
+func (m *Model) setFamily() error {
+	f := m.config.Family
+	class := m.tokenizerClass()
+	disagree := func(want string) error {
+		return fmt.Errorf("models: %s: %s says %s (model_type %q), but tokenizer_config.json's tokenizer_class is %q; expected %s",
+			m.Name(), ConfigFile, f, m.config.ModelType, class, want)
+	}
+	switch f {
+	case CLIP:
+		switch class {
+		case "", "CLIPTokenizer", "CLIPTokenizerFast":
+		default:
+			return disagree("CLIPTokenizer or CLIPTokenizerFast")
+		}
+	case SigLIP:
+		switch class {
+		case "SiglipTokenizer":
+		case "GemmaTokenizer", "GemmaTokenizerFast":
+			f = SigLIP2
+		case "":
+			if !m.Has("spiece.model") && m.Has("tokenizer.json") && !m.Has("tokenizer_config.json") {
+				f = SigLIP2
+			}
+		default:
+			return disagree("SiglipTokenizer (SigLIP) or GemmaTokenizer(Fast) (SigLIP 2)")
+		}
+	}
+	m.family = f
+	return nil
+}
+
+// tokenizerClass returns tokenizer_config.json's tokenizer_class ("" when
+// the file or the field is absent, or it does not parse: the tokenizer's
+// loader reports that).
+func (m *Model) tokenizerClass() string {
+	b, err := m.ReadFile("tokenizer_config.json")
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Class string `json:"tokenizer_class"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return c.Class
+}

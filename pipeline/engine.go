@@ -119,9 +119,9 @@ type Engine struct {
 	family       models.Family
 	cls          int                // class-token rows before an image's patches: 1 (CLIP) or 0 (SigLIP)
 	patchHead    *xattn.PoolingHead // SigLIP's joint space: patches through the vision head's value path
-	threads      int     // attention goroutines per call
-	draft        int     // vision.DecodeOptions.Draft for DecodeImage
-	streams      int     // vision encoder runs in flight in EncodeImageStream
+	threads      int                // attention goroutines per call
+	draft        int                // vision.DecodeOptions.Draft for DecodeImage
+	streams      int                // vision encoder runs in flight in EncodeImageStream
 
 	labelMu sync.Mutex
 	labels  map[labelKey]TextEncoding // Classify's label prompts, encoded

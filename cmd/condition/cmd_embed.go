@@ -47,9 +47,10 @@ Encodes the prompts with the model's text encoder and the images with its
 vision encoder (a folder gives the images under it, walked as run walks
 them: recursively, by extension, in name order), and prints the similarity
 of every image to every prompt:
-the cosine of their CLIP embeddings and the logit exp(logit_scale) x cosine
-(Hugging Face's logits_per_image). logit_scale comes from model.safetensors,
-else from config.json.
+the cosine of their embeddings and the logit exp(logit_scale) x cosine
+(Hugging Face's logits_per_image; SigLIP adds its logit_bias, and scores each
+prompt on its own: probs_per_image = sigmoid(logits)). logit_scale comes
+from model.safetensors, else from config.json.
 
 Images go through the vision encoder as run's do: --streams batches of
 --batch images at once, each stream decoding its next batch while the
@@ -66,14 +67,22 @@ holding, with Np prompts padded to T tokens and Ni images of 1+P tokens:
   patch_states      float32 [Ni, 1+P, d_v] vision last_hidden_state (before post_layernorm);
                                           row 0 is the class token, then the patch grid row by row
   logits_per_image  float32 [Ni, Np]
+  probs_per_image   float32 [Ni, Np]      SigLIP only: sigmoid(logits_per_image)
   cosine            float32 [Ni, Np]
-and in __metadata__: model, prompts and images (JSON lists), grid ("HxW"),
-logit_scale and program. Tensors of a side with no inputs are left out.`
+and in __metadata__: model, family, scores ("softmax" or "sigmoid"), prompts
+and images (JSON lists), grid ("HxW"), logit_scale (and logit_bias) and
+program. Tensors of a side with no inputs are left out. For SigLIP models
+there is no class token (patch_states [Ni, P, d_v], every row a patch, after
+post_layernorm) and the embeddings are the towers' pooler_output.`
 
 // embedResult is the --json output.
 type embedResult struct {
 	Model          string        `json:"model"`
+	Family         string        `json:"family"`
+	Scores         string        `json:"scores"` // "softmax" (CLIP) or "sigmoid" (SigLIP: probs_per_image)
 	LogitScale     float32       `json:"logit_scale"`
+	LogitBias      *float32      `json:"logit_bias,omitempty"`
+	ProbsPerImage  [][]float32   `json:"probs_per_image,omitempty"` // [image][prompt], sigmoid scores only
 	Prompts        []embedPrompt `json:"prompts"`
 	Images         []embedImage  `json:"images"`
 	LogitsPerImage [][]float32   `json:"logits_per_image,omitempty"` // [image][prompt]
@@ -139,9 +148,17 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	}
 	e.Log.Debug("embed: logit_scale", "value", scale, "from_weights", fromWeights)
 
-	res := embedResult{Model: m.Name(), LogitScale: scale, Prompts: []embedPrompt{}, Images: []embedImage{}}
+	res := embedResult{Model: m.Name(), Family: m.Family().String(), Scores: string(eng.Scores()), LogitScale: scale, Prompts: []embedPrompt{}, Images: []embedImage{}}
 	tensors := map[string]tensorio.Tensor{}
-	meta := map[string]string{"model": m.Name(), "program": "condition " + Version, "logit_scale": strconv.FormatFloat(float64(scale), 'g', -1, 32)}
+	meta := map[string]string{"model": m.Name(), "family": res.Family, "scores": res.Scores, "program": "condition " + Version, "logit_scale": strconv.FormatFloat(float64(scale), 'g', -1, 32)}
+	if eng.Scores() == pipeline.SigmoidScores {
+		bias, _, err := m.LogitBias()
+		if err != nil {
+			return err
+		}
+		res.LogitBias = &bias
+		meta["logit_bias"] = strconv.FormatFloat(float64(bias), 'g', -1, 32)
+	}
 	if m.Revision() != "" {
 		meta["revision"] = m.Revision()
 	}
@@ -212,6 +229,16 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		}
 		tensors["cosine"] = tensorio.F32([]int{len(images), len(texts)}, flatten(res.Cosine))
 		tensors["logits_per_image"] = tensorio.F32([]int{len(images), len(texts)}, flatten(res.LogitsPerImage))
+		if eng.Scores() == pipeline.SigmoidScores {
+			res.ProbsPerImage = make([][]float32, len(res.LogitsPerImage))
+			for i, row := range res.LogitsPerImage {
+				res.ProbsPerImage[i] = make([]float32, len(row))
+				for j, l := range row {
+					res.ProbsPerImage[i][j] = float32(pipeline.Sigmoid(float64(l)))
+				}
+			}
+			tensors["probs_per_image"] = tensorio.F32([]int{len(images), len(texts)}, flatten(res.ProbsPerImage))
+		}
 	}
 	if o.Out != "" {
 		if err := tensorio.WriteSafetensors(o.Out, tensors, meta); err != nil {
@@ -298,7 +325,11 @@ func flatten(rows [][]float32) []float32 {
 
 func printEmbed(e *env, r embedResult) {
 	w := e.Stdout
-	fmt.Fprintf(w, "model %s, logit_scale %.4f (x%.2f)\n", r.Model, r.LogitScale, math.Exp(float64(r.LogitScale)))
+	if r.LogitBias != nil {
+		fmt.Fprintf(w, "model %s (%s), logit_scale %.4f (x%.2f), logit_bias %.4f, sigmoid scores\n", r.Model, r.Family, r.LogitScale, math.Exp(float64(r.LogitScale)), *r.LogitBias)
+	} else {
+		fmt.Fprintf(w, "model %s, logit_scale %.4f (x%.2f)\n", r.Model, r.LogitScale, math.Exp(float64(r.LogitScale)))
+	}
 	for i, p := range r.Prompts {
 		fmt.Fprintf(w, "prompt %d: %q, %d tokens, text_embeds [%d]\n", i, p.Text, p.Tokens, len(p.TextEmbeds))
 	}
@@ -306,7 +337,11 @@ func printEmbed(e *env, r embedResult) {
 		fmt.Fprintf(w, "image %d: %s, grid %dx%d, image_embeds [%d]\n", i, im.Path, im.Grid[0], im.Grid[1], len(im.ImageEmbeds))
 	}
 	if len(r.Cosine) > 0 {
-		fmt.Fprintf(w, "\nlogits_per_image (cosine):\n")
+		if r.ProbsPerImage != nil {
+			fmt.Fprintf(w, "\nlogits_per_image (cosine) [sigmoid]:\n")
+		} else {
+			fmt.Fprintf(w, "\nlogits_per_image (cosine):\n")
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprint(tw, "image")
 		for _, p := range r.Prompts {
@@ -317,6 +352,9 @@ func printEmbed(e *env, r embedResult) {
 			fmt.Fprint(tw, shorten(filepath.Base(im.Path), 28))
 			for j := range r.Prompts {
 				fmt.Fprintf(tw, "\t%.3f (%.4f)", r.LogitsPerImage[i][j], r.Cosine[i][j])
+				if r.ProbsPerImage != nil {
+					fmt.Fprintf(tw, " [%.3f]", r.ProbsPerImage[i][j])
+				}
 			}
 			fmt.Fprintln(tw)
 		}

@@ -237,6 +237,7 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	c := m.Config()
 	info := map[string]any{
 		"ref":      m.Name(),
+		"family":   m.Family().String(),
 		"repo":     m.Repo(),
 		"revision": m.Revision(),
 		"dir":      m.Dir(),
@@ -270,7 +271,7 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 			headsErr = err.Error()
 			info["heads_error"] = headsErr
 		} else {
-			for _, n := range models.HeadNames {
+			for _, n := range models.HeadNamesFor(m.Family()) {
 				if t, ok := h.Tensors[n]; ok {
 					heads = append(heads, n)
 					shapes[n] = t.Shape
@@ -297,6 +298,7 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	if m.WeightsSource() != "" {
 		fmt.Fprintf(out, "weights:  %s (%s)\n", m.WeightsSource(), m.Path(models.WeightsFile))
 	}
+	fmt.Fprintf(out, "family:   %s (%s scores)\n", m.Family(), map[bool]string{true: "sigmoid", false: "softmax"}[m.Family().Sigmoid()])
 	fmt.Fprintf(out, "config:   projection %d, text width %d (≤%d tokens), vision width %d, %dx%d images in %dx%d patches\n",
 		c.ProjectionDim, c.TextConfig.HiddenSize, c.TextConfig.MaxPositionEmbeddings, c.VisionConfig.HiddenSize,
 		c.VisionConfig.ImageSize, c.VisionConfig.ImageSize, c.VisionConfig.PatchSize, c.VisionConfig.PatchSize)

@@ -620,7 +620,12 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 			}
 		}
 		if a.HasScore {
-			scores = append(scores, Score{Prompt: k, Text: ps.Text, Score: a.Score})
+			s := Score{Prompt: k, Text: ps.Text, Score: a.Score}
+			if j.eng.Scores() == pipeline.SigmoidScores {
+				p := pipeline.Sigmoid(a.Score)
+				s.Sigmoid = &p
+			}
+			scores = append(scores, s)
 			sc[k] = float32(a.Score)
 		}
 		if j.cfg.Heatmaps {

@@ -26,20 +26,24 @@ type Entry struct {
 	Status   string             `json:"status"`            // "ok" or "error"
 	Error    string             `json:"error,omitempty"`
 	Outputs  []string           `json:"outputs,omitempty"`    // relative to the output folder
-	Scores   []Score            `json:"scores,omitempty"`     // CLIP score (logit) per prompt, in prompt order
+	Scores   []Score            `json:"scores,omitempty"`     // the model's logit per prompt, in prompt order
 	Width    int                `json:"width,omitempty"`      // source size after orientation
 	Height   int                `json:"height,omitempty"`     //
 	Timings  map[string]float64 `json:"timings_ms,omitempty"` // per stage
 	Settings string             `json:"settings"`             // hash of the job's settings
 }
 
-// Score is one prompt's CLIP score (logit: exp(logit_scale) · cosine) for
-// an image. Prompts are numbered from 0 in the order given, as in the
-// output files' prompt.<k>. tensors.
+// Score is one prompt's score for an image: the logit, exp(logit_scale) ·
+// cosine (+ logit_bias for SigLIP). Prompts are numbered from 0 in the
+// order given, as in the output files' prompt.<k>. tensors. A SigLIP model
+// scores each prompt on its own: Sigmoid is then sigmoid(Score), the
+// probability that the prompt describes the image (CLIP's logits have no
+// meaning alone, so a CLIP entry has none).
 type Score struct {
-	Prompt int     `json:"prompt"`
-	Text   string  `json:"text"`
-	Score  float64 `json:"score"`
+	Prompt  int      `json:"prompt"`
+	Text    string   `json:"text"`
+	Score   float64  `json:"score"`
+	Sigmoid *float64 `json:"sigmoid,omitempty"`
 }
 
 // manifestFile appends entries to a JSONL file as a job goes. Each entry is

@@ -348,14 +348,17 @@ func heads(m []float32, h, n int) [][][]float32 {
 type classifyLabel struct {
 	Label       string  `json:"label"`
 	Prompt      string  `json:"prompt"`
-	Probability float64 `json:"probability"` // softmax of the scores over the labels
-	Score       float64 `json:"score"`       // CLIP logit: exp(logit_scale)·cosine
+	Probability float64 `json:"probability"` // softmax over the labels, or the label's own sigmoid (see "scores")
+	Score       float64 `json:"score"`       // the logit: exp(logit_scale)·cosine (+ logit_bias)
 }
 
 type classifyResponse struct {
-	Model  string          `json:"model"`
-	Best   string          `json:"best"`
-	Labels []classifyLabel `json:"labels"` // in the order given
+	Model string `json:"model"`
+	// Scores is how probabilities are made: "softmax" over the labels
+	// (CLIP: they sum to 1) or "sigmoid" of each label's own logit (SigLIP).
+	Scores pipeline.ScoreKind `json:"scores"`
+	Best   string             `json:"best"`
+	Labels []classifyLabel    `json:"labels"` // in the order given
 }
 
 func (s *Server) classify(w http.ResponseWriter, r *http.Request) error {
@@ -390,7 +393,7 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.apiErr(err)
 	}
-	res := classifyResponse{Model: s.eng.Model().Name(), Best: labels[0].Text, Labels: make([]classifyLabel, len(labels))}
+	res := classifyResponse{Model: s.eng.Model().Name(), Scores: s.eng.Scores(), Best: labels[0].Text, Labels: make([]classifyLabel, len(labels))}
 	for _, l := range labels {
 		res.Labels[l.Index] = classifyLabel{Label: l.Text, Prompt: l.Prompt, Score: float64(l.Logit), Probability: float64(l.Prob)}
 	}

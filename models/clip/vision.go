@@ -76,14 +76,17 @@ type VisionEncoder struct {
 
 // VisionEncoding is one image's output.
 type VisionEncoding struct {
-	// States is last_hidden_state [1+P, Width], row-major: row 0 is the class
-	// token, rows 1..P the patches row by row. These are the encoder's
-	// outputs before post_layernorm (Hugging Face CLIPVisionModel semantics).
+	// States is last_hidden_state [Tokens, Width], row-major. CLIP: [1+P,
+	// Width], row 0 the class token, rows 1..P the patches row by row,
+	// before post_layernorm (Hugging Face CLIPVisionModel semantics).
+	// SigLIP (NoClassToken): [P, Width], every row a patch, after
+	// post_layernorm.
 	States        []float32
-	Tokens, Width int // 1+P and d_v
-	// Embeds is image_embeds [Dim]: visual_projection(post_layernorm(class
-	// token)), in CLIP's joint space (not normalised). Nil when the graph has
-	// no image_embeds output.
+	Tokens, Width int // 1+P (or P) and d_v
+	// Embeds is image_embeds [Dim] in the joint space (not normalised):
+	// CLIP's visual_projection(post_layernorm(class token)), or SigLIP's
+	// pooler_output (the attention-pooling head's). Nil when the graph has
+	// neither.
 	Embeds []float32
 }
 

@@ -800,7 +800,7 @@ def tiny_config(vocab_size: int) -> SiglipConfig:
                                max_position_embeddings=64, projection_size=24),
         vision_config=VisionConfig(hidden_size=24, intermediate_size=64, num_hidden_layers=2,
                                    num_attention_heads=4, image_size=32, patch_size=8),
-        logit_scale_init=math.log(10.0), logit_bias_init=-2.0)
+        logit_scale_init=math.log(20.0), logit_bias_init=4.0)
 
 
 def _selftest() -> None:

@@ -39,7 +39,11 @@ func LoadTokenizerDir(dir string) (*Tokenizer, error) {
 // tokenizer_config.json, when present, for the pad token and
 // model_max_length. The tokenizer.json pipeline must be CLIP's (NFC,
 // whitespace, lowercase; the CLIP split pattern; byte-level BPE with an
-// end-of-word suffix): anything else is an error naming the part.
+// end-of-word suffix): anything else is an error naming the part. Without
+// tokenizer.json, a SentencePiece model (spiece.model or tokenizer.model) is
+// loaded before vocab.json and merges.txt: SigLIP's tokenizer when
+// tokenizer_config.json's tokenizer_class is SiglipTokenizer, else plain
+// SentencePiece with the BOS and EOS its add_bos_token and add_eos_token ask for.
 func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 	cfg, err := readTokenizerConfig(fsys)
 	if err != nil {
@@ -53,6 +57,12 @@ func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 			return nil, err
 		}
 	case errors.Is(err, fs.ErrNotExist):
+		if name := sentencePieceFile(fsys); name != "" {
+			if t, err = loadSentencePiece(fsys, name, cfg); err != nil {
+				return nil, err
+			}
+			break
+		}
 		vb, err := fs.ReadFile(fsys, "vocab.json")
 		if err != nil {
 			return nil, fmt.Errorf("text: no tokenizer.json, and vocab.json: %w", err)

@@ -1,0 +1,526 @@
+package text
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// spModel is a SentencePiece model (Unigram or BPE) with its normalizer, as
+// sentencepiece's SentencePieceProcessor::Encode runs it: normalize, split
+// into pieces, turn unknown pieces into byte pieces (byte fallback) or merge
+// runs of them into one unknown id. It is read-only after loading.
+type spModel struct {
+	norm   spNormalizer
+	bpe    bool
+	pieces []spPiece
+	// trie holds the NORMAL, USER_DEFINED and UNUSED pieces; matcher the
+	// USER_DEFINED ones (nil: none), which are never normalized or split.
+	trie, matcher *trie
+	// reserved are the CONTROL, UNKNOWN and BYTE pieces by text; PieceToId
+	// looks them up first. override maps a trie id whose text is also
+	// reserved to the reserved id; shortReserved says a reserved piece is one
+	// character (so a character's id is looked up there too).
+	reserved      map[string]int32
+	override      map[int32]int32
+	shortReserved bool
+	unk           int32
+	byteFallback  bool
+	byteID        [256]int32
+	// minScore and maxScore are unigram_model.cc's min_score_ and max_score_.
+	minScore, maxScore float32
+	// pairs maps two adjacent BPE pieces to the piece they merge into.
+	pairs pairTable
+}
+
+// spUnkPenalty is unigram_model.cc's kUnkPenalty.
+const spUnkPenalty = float32(10)
+
+// spScratch is the per-call memory of an encoding.
+type spScratch struct {
+	norm, text, canon []byte
+	ids               []int
+	best              []viterbiNode
+	spans             []spSpan
+	syms              []bpeSymbol
+	heap              []bpeCandidate
+	rev               []bpeRev
+}
+
+var spScratchPool = sync.Pool{New: func() any { return new(spScratch) }}
+
+// spSpan is a piece of the normalized text [start, end) and its id.
+type spSpan struct {
+	start, end, id int32
+}
+
+// encode appends the ids of s (valid UTF-8) to dst.
+func (m *spModel) encode(dst []int, s string) []int {
+	sc := spScratchPool.Get().(*spScratch)
+	dst = m.encodeScratch(dst, s, sc)
+	spScratchPool.Put(sc)
+	return dst
+}
+
+func (m *spModel) encodeScratch(dst []int, s string, sc *spScratch) []int {
+	sc.norm = m.norm.normalize(sc.norm[:0], s)
+	if len(sc.norm) == 0 {
+		return dst
+	}
+	text := unsafe.String(&sc.norm[0], len(sc.norm))
+	if m.bpe {
+		sc.spans = m.encodeBPE(sc.spans[:0], text, sc)
+	} else {
+		sc.spans = m.encodeUnigram(sc.spans[:0], text, sc)
+	}
+	// PopulateSentencePieceText: byte fallback, or runs of unknowns merged.
+	prevUnk := false
+	for _, p := range sc.spans {
+		isUnk := p.id == m.unk
+		switch {
+		case isUnk && m.byteFallback:
+			for i := p.start; i < p.end; i++ {
+				dst = append(dst, int(m.byteID[text[i]]))
+			}
+		case isUnk && prevUnk:
+		default:
+			dst = append(dst, int(p.id))
+		}
+		prevUnk = isUnk
+	}
+	return dst
+}
+
+// pieceID is ModelInterface::PieceToId for a piece of the text: reserved
+// pieces first, then the trie, else the unknown id. tid is its trie id (-1
+// when not known).
+func (m *spModel) pieceID(s string, tid int32) int32 {
+	if tid >= 0 {
+		if m.override != nil {
+			if r, ok := m.override[tid]; ok {
+				return r
+			}
+		}
+		return tid
+	}
+	if r, ok := m.reserved[s]; ok {
+		return r
+	}
+	return m.unk
+}
+
+// oneCharLen is sentencepiece's OneCharLen: the length of a UTF-8 sequence
+// by its first byte (1 for a stray continuation byte).
+func oneCharLen(c byte) int {
+	return int("\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x02\x02\x03\x04"[c>>4])
+}
+
+type viterbiNode struct {
+	score    float32
+	startsAt int32
+	id       int32
+}
+
+// encodeUnigram is unigram_model.cc's EncodeOptimized: the best path of
+// pieces by the sum of their scores, an unknown character costing the
+// lowest score minus 10, a user-defined piece scoring length·max-0.1 (in
+// double precision, as C++ promotes it).
+func (m *spModel) encodeUnigram(out []spSpan, text string, sc *spScratch) []spSpan {
+	size := len(text)
+	best := sc.best[:0]
+	for range size + 1 {
+		best = append(best, viterbiNode{startsAt: -1})
+	}
+	sc.best = best
+	unkScore := m.minScore - spUnkPenalty
+	nodes := m.trie.nodes
+	for start := 0; start < size; {
+		till := best[start].score
+		mblen := min(oneCharLen(text[start]), size-start)
+		single := false
+		n := int32(0)
+		for i := start; i < size; i++ {
+			c := nodes[n].base + int32(text[i])
+			if int(c) >= len(nodes) || nodes[c].check != n {
+				break
+			}
+			n = c
+			id := nodes[n].value
+			if id < 0 {
+				continue
+			}
+			pc := &m.pieces[id]
+			if pc.typ == spUnused {
+				continue
+			}
+			length := i + 1 - start
+			var score float64
+			if pc.typ == spUserDefined {
+				score = float64(float32(length)*m.maxScore) - 0.1
+			} else {
+				score = float64(pc.score)
+			}
+			cand := score + float64(till)
+			t := &best[i+1]
+			if t.startsAt == -1 || cand > float64(t.score) {
+				*t = viterbiNode{score: float32(cand), startsAt: int32(start), id: id}
+			}
+			if length == mblen {
+				single = true
+			}
+		}
+		if !single {
+			t := &best[start+mblen]
+			cand := unkScore + till
+			if t.startsAt == -1 || cand > t.score {
+				*t = viterbiNode{score: cand, startsAt: int32(start), id: m.unk}
+			}
+		}
+		start += mblen
+	}
+	// Backtrack, then reverse.
+	first := len(out)
+	for end := size; end > 0; {
+		nd := best[end]
+		id := nd.id
+		if id != m.unk {
+			id = m.pieceID("", id)
+		}
+		out = append(out, spSpan{start: nd.startsAt, end: int32(end), id: id})
+		end = int(nd.startsAt)
+	}
+	for i, j := first, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+type bpeSymbol struct {
+	start, end int32 // the symbol's text; start == end once merged away
+	prev, next int32
+	tid        int32 // its trie id, -1 when it is not a piece
+	freeze     bool
+}
+
+type bpeCandidate struct {
+	score       float32
+	left, right int32
+	size        int32
+	tid         int32
+}
+
+// bpeRev records that an UNUSED piece was made of two texts, for
+// resegmenting it as bpe_model.cc does.
+type bpeRev struct {
+	tid                        int32
+	lstart, lend, rstart, rend int32
+}
+
+// encodeBPE is bpe_model.cc's Encode: the text split into characters (and
+// user-defined pieces, which never merge), then the adjacent pair whose
+// merge is the highest-scoring piece merged first, leftmost on ties;
+// UNUSED pieces are split back into what they were merged from.
+func (m *spModel) encodeBPE(out []spSpan, text string, sc *spScratch) []spSpan {
+	syms := sc.syms[:0]
+	for i := 0; i < len(text); {
+		n, freeze := 0, false
+		if m.matcher != nil {
+			if n = m.matcher.longestPrefix(text[i:]); n > 0 {
+				freeze = true
+			}
+		}
+		if n == 0 {
+			n = min(oneCharLen(text[i]), len(text)-i)
+		}
+		syms = append(syms, bpeSymbol{
+			start: int32(i), end: int32(i + n), prev: int32(len(syms) - 1), next: int32(len(syms) + 1),
+			tid: m.trie.lookup(text[i : i+n]), freeze: freeze,
+		})
+		i += n
+	}
+	syms[len(syms)-1].next = -1
+	sc.syms = syms
+	h := bpeHeap(sc.heap[:0])
+	sc.rev = sc.rev[:0]
+	add := func(l, r int32) {
+		if l < 0 || r < 0 || syms[l].freeze || syms[r].freeze {
+			return
+		}
+		a, b := &syms[l], &syms[r]
+		var tid int32
+		if a.tid >= 0 && b.tid >= 0 {
+			tid = m.pairs.get(a.tid, b.tid)
+		} else {
+			tid = m.trie.lookup(text[a.start:b.end])
+		}
+		if tid < 0 {
+			return
+		}
+		h.push(bpeCandidate{score: m.pieces[tid].score, left: l, right: r, size: b.end - a.start, tid: tid})
+		if m.pieces[tid].typ == spUnused {
+			sc.rev = append(sc.rev, bpeRev{tid: tid, lstart: a.start, lend: a.end, rstart: b.start, rend: b.end})
+		}
+	}
+	for i := 1; i < len(syms); i++ {
+		add(int32(i-1), int32(i))
+	}
+	for len(h) > 0 {
+		top := h.pop()
+		a, b := &syms[top.left], &syms[top.right]
+		if a.start == a.end || b.start == b.end || (a.end-a.start)+(b.end-b.start) != top.size {
+			continue
+		}
+		a.end = b.end
+		a.tid = top.tid
+		a.next = b.next
+		if b.next >= 0 {
+			syms[b.next].prev = top.left
+		}
+		b.start = b.end
+		add(a.prev, top.left)
+		add(top.left, a.next)
+	}
+	sc.heap = h
+	for i := int32(0); i != -1; i = syms[i].next {
+		out = m.resegment(out, text, syms[i].start, syms[i].end, syms[i].tid, sc.rev)
+	}
+	return out
+}
+
+func (m *spModel) resegment(out []spSpan, text string, start, end, tid int32, rev []bpeRev) []spSpan {
+	if tid < 0 || m.pieces[tid].typ != spUnused {
+		return append(out, spSpan{start: start, end: end, id: m.pieceID(text[start:end], tid)})
+	}
+	for i := len(rev) - 1; i >= 0; i-- {
+		r := rev[i]
+		if r.tid == tid {
+			out = m.resegment(out, text, start, start+(r.lend-r.lstart), m.trie.lookup(text[r.lstart:r.lend]), rev)
+			return m.resegment(out, text, start+(r.lend-r.lstart), end, m.trie.lookup(text[r.rstart:r.rend]), rev)
+		}
+	}
+	return append(out, spSpan{start: start, end: end, id: m.pieceID(text[start:end], tid)})
+}
+
+// bpeHeap is a max-heap of merge candidates: highest score first, then the
+// leftmost.
+type bpeHeap []bpeCandidate
+
+func (h bpeHeap) less(i, j int) bool {
+	return h[i].score > h[j].score || (h[i].score == h[j].score && h[i].left < h[j].left)
+}
+
+func (h *bpeHeap) push(c bpeCandidate) {
+	*h = append(*h, c)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *bpeHeap) pop() bpeCandidate {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, r, s := 2*i+1, 2*i+2, i
+		if l < n && q.less(l, s) {
+			s = l
+		}
+		if r < n && q.less(r, s) {
+			s = r
+		}
+		if s == i {
+			break
+		}
+		q[i], q[s] = q[s], q[i]
+		i = s
+	}
+	*h = q
+	return top
+}
+
+// pairTable is an open-addressing hash table from two trie ids to the trie
+// id of their concatenation.
+type pairTable struct {
+	keys []uint64
+	vals []int32
+	mask uint64
+}
+
+func (p *pairTable) get(a, b int32) int32 {
+	if len(p.keys) == 0 {
+		return -1
+	}
+	k := pairKey(a, b) + 1 // 0 marks an empty slot
+	for i := pairHash(k) & p.mask; ; i = (i + 1) & p.mask {
+		switch p.keys[i] {
+		case k:
+			return p.vals[i]
+		case 0:
+			return -1
+		}
+	}
+}
+
+func pairHash(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> 17 }
+
+// buildPairs fills m.pairs with every way two pieces concatenate into a
+// third.
+func (m *spModel) buildPairs(normal map[string]int32) {
+	type kv struct {
+		k uint64
+		v int32
+	}
+	var all []kv
+	for s, id := range normal {
+		for i := 1; i < len(s); i++ {
+			a, ok1 := normal[s[:i]]
+			b, ok2 := normal[s[i:]]
+			if ok1 && ok2 {
+				all = append(all, kv{pairKey(a, b) + 1, id})
+			}
+		}
+	}
+	n := uint64(16)
+	for n < uint64(len(all))*2 {
+		n *= 2
+	}
+	m.pairs = pairTable{keys: make([]uint64, n), vals: make([]int32, n), mask: n - 1}
+	for _, e := range all {
+		i := pairHash(e.k) & m.pairs.mask
+		for m.pairs.keys[i] != 0 {
+			i = (i + 1) & m.pairs.mask
+		}
+		m.pairs.keys[i], m.pairs.vals[i] = e.k, e.v
+	}
+}
+
+// spNormalizer is sentencepiece's normalizer.cc: user-defined pieces kept
+// as they are, the longest charsmap rule at each point (else one UTF-8
+// character, an invalid byte becoming U+FFFD), extra whitespace removed,
+// "▁" in front (add_dummy_prefix) and for each space.
+type spNormalizer struct {
+	charsmap                     *charsmap
+	matcher                      *trie
+	dummyPrefix, removeWS, escWS bool
+	wsAsSuffix                   bool
+	// plain[c] says that the ASCII byte c normalizes to itself.
+	plain [utf8.RuneSelf]bool
+}
+
+func newSPNormalizer(p *spProto, matcher *trie) (spNormalizer, error) {
+	n := spNormalizer{matcher: matcher, dummyPrefix: p.dummyPrefix, removeWS: p.removeWS, escWS: p.escWS, wsAsSuffix: p.wsAsSuffix}
+	if len(p.charsmap) > 0 {
+		cm, err := parseCharsmap(p.charsmap)
+		if err != nil {
+			return n, fmt.Errorf("normalizer_spec %q: %w", p.normName, err)
+		}
+		n.charsmap = cm
+	}
+	for c := range utf8.RuneSelf {
+		n.plain[c] = (n.charsmap == nil || !n.charsmap.first[c]) && (matcher == nil || matcher.longestPrefix(string(rune(c))) == 0 && !matcherStarts(matcher, byte(c)))
+	}
+	return n, nil
+}
+
+// matcherStarts reports whether some key of t starts with c.
+func matcherStarts(t *trie, c byte) bool {
+	i := t.nodes[0].base + int32(c)
+	return int(i) < len(t.nodes) && t.nodes[i].check == 0
+}
+
+// prefix is NormalizePrefix: the normalized text of the start of s and how
+// many bytes of s it takes.
+func (n *spNormalizer) prefix(s string) (string, int) {
+	if c := s[0]; c < utf8.RuneSelf && n.plain[c] {
+		return s[:1], 1
+	}
+	if n.matcher != nil {
+		if l := n.matcher.longestPrefix(s); l > 0 {
+			return s[:l], l
+		}
+	}
+	if n.charsmap != nil {
+		if rep, l := n.charsmap.longest(s); l > 0 {
+			return rep, l
+		}
+	}
+	if s[0] < utf8.RuneSelf {
+		return s[:1], 1
+	}
+	r, l := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError && l == 1 {
+		return "\uFFFD", 1
+	}
+	return s[:l], l
+}
+
+func (n *spNormalizer) appendWS(dst []byte) []byte {
+	if n.escWS {
+		return append(dst, wordMark...)
+	}
+	return append(dst, ' ')
+}
+
+// normalize appends the normalized s to dst.
+func (n *spNormalizer) normalize(dst []byte, s string) []byte {
+	if n.removeWS {
+		for s != "" {
+			p, l := n.prefix(s)
+			if p != " " {
+				break
+			}
+			s = s[l:]
+		}
+	}
+	if s == "" {
+		return dst
+	}
+	start := len(dst)
+	if !n.wsAsSuffix && n.dummyPrefix {
+		dst = n.appendWS(dst)
+	}
+	prevSpace := n.removeWS
+	for s != "" {
+		p, l := n.prefix(s)
+		for prevSpace && p != "" && p[0] == ' ' {
+			p = p[1:]
+		}
+		if p != "" {
+			for i := 0; i < len(p); i++ {
+				if n.escWS && p[i] == ' ' {
+					dst = append(dst, wordMark...)
+				} else {
+					dst = append(dst, p[i])
+				}
+			}
+			prevSpace = p[len(p)-1] == ' '
+		}
+		s = s[l:]
+		if !n.removeWS {
+			prevSpace = false
+		}
+	}
+	if n.removeWS {
+		sp := " "
+		if n.escWS {
+			sp = wordMark
+		}
+		for len(dst)-start >= len(sp) && strings.HasSuffix(unsafe.String(&dst[start], len(dst)-start), sp) {
+			dst = dst[:len(dst)-len(sp)]
+		}
+	}
+	if n.wsAsSuffix && n.dummyPrefix {
+		dst = n.appendWS(dst)
+	}
+	return dst
+}

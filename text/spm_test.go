@@ -1,0 +1,165 @@
+package text
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"testing/fstest"
+)
+
+// The models and golden ids of testdata/spm come from the official
+// sentencepiece library (scripts/tokenizers/make_spm.py).
+var spmModels = []string{"unigram_nfkc", "bpe_bytes", "unigram_bytes", "bpe_nfkc"}
+
+func readSPJSONL[T any](t testing.TB, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%s: line %d: %v", path, len(out)+1, err)
+		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func spmCorpus(t testing.TB) []string {
+	c := readSPJSONL[string](t, filepath.Join("testdata", "spm", "corpus.jsonl"))
+	if len(c) < 500 {
+		t.Fatalf("corpus has %d strings, want at least 500", len(c))
+	}
+	return c
+}
+
+func loadSPModel(t testing.TB, name string) *spModel {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "spm", name+".model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := parseSPProto(b)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	m, err := newSPModel(p)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return m
+}
+
+func TestSentencePieceGolden(t *testing.T) {
+	corpus := spmCorpus(t)
+	for _, name := range spmModels {
+		t.Run(name, func(t *testing.T) {
+			m := loadSPModel(t, name)
+			want := readSPJSONL[[]int](t, filepath.Join("testdata", "spm", name+".jsonl"))
+			if len(want) != len(corpus) {
+				t.Fatalf("%d golden lines for %d strings", len(want), len(corpus))
+			}
+			bad, ids := 0, 0
+			for i, s := range corpus {
+				got := m.appendIDs(nil, s)
+				ids += len(want[i])
+				if !slices.Equal(got, want[i]) {
+					if bad++; bad <= 10 {
+						t.Errorf("%q:\n got %v\nwant %v", s, got, want[i])
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d of %d strings differ", bad, len(corpus))
+			}
+			t.Logf("%d strings, %d ids matched", len(corpus)-bad, ids)
+		})
+	}
+}
+
+func siglipFS(t testing.TB) fstest.MapFS {
+	model, err := os.ReadFile(filepath.Join("testdata", "spm", "unigram_nfkc.model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join("testdata", "spm", "siglip_tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fstest.MapFS{"spiece.model": {Data: model}, "tokenizer_config.json": {Data: cfg}}
+}
+
+func TestSiglipGolden(t *testing.T) {
+	corpus := spmCorpus(t)
+	tok, err := LoadTokenizer(siglipFS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.ContextLength() != 64 || tok.BOS() != -1 || tok.EOS() != 1 || tok.Pad() != 1 {
+		t.Fatalf("context %d, BOS %d, EOS %d, pad %d; want 64, -1, 1, 1", tok.ContextLength(), tok.BOS(), tok.EOS(), tok.Pad())
+	}
+	want := readSPJSONL[[]int](t, filepath.Join("testdata", "spm", "siglip.jsonl"))
+	bad := 0
+	for i, s := range corpus {
+		ids, _, err := tok.EncodePadded(s, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]int, len(ids))
+		for j, id := range ids {
+			got[j] = int(id)
+		}
+		if !slices.Equal(got, want[i]) {
+			if bad++; bad <= 10 {
+				t.Errorf("%q:\n got %v\nwant %v", s, got, want[i])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d strings differ", bad, len(corpus))
+	}
+	t.Logf("%d strings × 64 ids matched", len(corpus)-bad)
+}
+
+func TestSentencePieceLlamaBOS(t *testing.T) {
+	corpus := spmCorpus(t)
+	model, err := os.ReadFile(filepath.Join("testdata", "spm", "bpe_bytes.model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := LoadTokenizer(fstest.MapFS{
+		"tokenizer.model":       {Data: model},
+		"tokenizer_config.json": {Data: []byte(`{"tokenizer_class": "LlamaTokenizer", "add_bos_token": true, "add_eos_token": false}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readSPJSONL[[]int](t, filepath.Join("testdata", "spm", "llama_bos.jsonl"))
+	bad := 0
+	for i, s := range corpus {
+		got, err := tok.Encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want[i]) {
+			if bad++; bad <= 10 {
+				t.Errorf("%q:\n got %v\nwant %v", s, got, want[i])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d strings differ", bad, len(corpus))
+	}
+}

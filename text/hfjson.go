@@ -126,9 +126,14 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 		return nil, err
 	}
 
-	// Tokens by id: the model's vocabulary, then the added tokens (which
-	// win, as the library's id_to_token looks them up first).
-	n := len(m.tokens)
+	// The added tokens' ids are the library's, not the file's: a token the
+	// model's vocabulary (or an earlier added token) has keeps that id, a new
+	// one takes the vocabulary's size (its number of entries) or, once an
+	// added id reaches it, the largest added id plus one; in the file's order.
+	// A consistent file gives the ids it states.
+	addedIDs := make([]int, len(f.AddedTokens))
+	addedByContent := map[string]int{}
+	maxAdded := -1
 	for i, a := range f.AddedTokens {
 		if a.ID < 0 || a.ID >= hfMaxID {
 			return nil, fmt.Errorf(where+"added_tokens[%d] (%q): id %d, want 0..%d", i, a.Content, a.ID, hfMaxID-1)
@@ -136,7 +141,28 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 		if a.Content == "" {
 			return nil, fmt.Errorf(where+"added_tokens[%d] (id %d): empty content", i, a.ID)
 		}
-		n = max(n, a.ID+1)
+		id, ok := addedByContent[a.Content]
+		if !ok {
+			if v, inVocab := m.vocab[a.Content]; inVocab {
+				id = int(v)
+			} else if maxAdded < 0 || (maxAdded < len(m.vocab) && len(m.vocab) > 0) {
+				id = len(m.vocab)
+			} else {
+				id = maxAdded + 1
+			}
+		}
+		if id >= hfMaxID {
+			return nil, fmt.Errorf(where+"added_tokens[%d] (%q): id %d, want 0..%d", i, a.Content, id, hfMaxID-1)
+		}
+		addedIDs[i] = id
+		addedByContent[a.Content] = id
+		maxAdded = max(maxAdded, id)
+	}
+	// Tokens by id: the model's vocabulary, then the added tokens (which
+	// win, as the library's id_to_token looks them up first).
+	n := len(m.tokens)
+	for _, id := range addedIDs {
+		n = max(n, id+1)
 	}
 	tokens := make([]string, n)
 	copy(tokens, m.tokens)
@@ -149,20 +175,21 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 	// The library matches special tokens first, then the others, each list
 	// in the file's order.
 	for pass := 0; pass < 2; pass++ {
-		for _, a := range f.AddedTokens {
+		for i, a := range f.AddedTokens {
 			if a.Special != (pass == 0) {
 				continue
 			}
-			tokens[a.ID] = a.Content
-			ids[a.Content] = a.ID
+			id := addedIDs[i]
+			tokens[id] = a.Content
+			ids[a.Content] = id
 			if a.Special {
-				special = append(special, a.ID)
+				special = append(special, id)
 			}
 			normalized := !a.Special
 			if a.Normalized != nil {
 				normalized = *a.Normalized
 			}
-			t := hfAdded{content: a.Content, id: int32(a.ID), lstrip: a.Lstrip, rstrip: a.Rstrip, singleWord: a.SingleWord}
+			t := hfAdded{content: a.Content, id: int32(id), lstrip: a.Lstrip, rstrip: a.Rstrip, singleWord: a.SingleWord}
 			if normalized {
 				sc := new(hfScratch)
 				t.content = string(e.norm.apply(sc, a.Content))

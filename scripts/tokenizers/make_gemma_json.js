@@ -102,8 +102,10 @@ for (const s of specials) vocab[s.content] = next++;
 for (let b = 0; b < 256; b++) vocab['<0x' + b.toString(16).toUpperCase().padStart(2, '0') + '>'] = next++;
 for (const c of alphabet) if (!(c in vocab)) vocab[c] = next++;
 for (const [a, b] of keepMerges) if (!((a + b) in vocab)) vocab[a + b] = next++;
-// Gemma spells runs of spaces and tabs as pieces of their own.
+// Gemma spells runs of spaces and tabs as pieces of their own, made by
+// merges (of equal pieces, so that which pair merges first on a tie shows).
 for (const p of ['▁▁', '▁▁▁▁', '\t', '\t\t']) if (!(p in vocab)) vocab[p] = next++;
+keepMerges.push(['▁', '▁'], ['▁▁', '▁▁'], ['\t', '\t']);
 
 function added(extra) {
   const list = specials.map((s) => ({

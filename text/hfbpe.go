@@ -33,6 +33,7 @@ type hfScratch struct {
 	words2         []hfWord   // pre-tokenizer scratch
 	syms           []hfSymbol // BPE symbols
 	heap           []candidate
+	ranks, made    []int32
 	ids            []int32
 }
 
@@ -226,6 +227,17 @@ func (n *hfNormalizer) apply(sc *hfScratch, s string) []byte {
 func (st *hfNormStep) apply(dst []byte, s string) []byte {
 	switch st.kind {
 	case normReplace:
+		if len(st.from) == 1 {
+			c := st.from[0]
+			for i := 0; i < len(s); i++ {
+				if s[i] == c {
+					dst = append(dst, st.to...)
+				} else {
+					dst = append(dst, s[i])
+				}
+			}
+			return dst
+		}
 		for {
 			i := strings.Index(s, st.from)
 			if i < 0 {
@@ -437,6 +449,12 @@ type hfBPE struct {
 	ignoreMerges bool
 	merges       pairTable
 	cache        hfCache
+	// splitAtMark says that no merge joins a symbol ending in a character
+	// other than "▁" to one starting with "▁", and that "▁" is in the
+	// vocabulary: a word can then be cut before each "▁" that follows
+	// another character and its parts merged (and cached) alone, with the
+	// same ids.
+	splitAtMark bool
 }
 
 const lowRunes = 0x2600 // through U+25FF: Latin, Greek, Cyrillic, ..., "▁" (U+2581)
@@ -502,6 +520,7 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 		b.unk = id
 	}
 	b.merges.init(len(m.Merges))
+	cross := false
 	for i, raw := range m.Merges {
 		var x, y string
 		var s string
@@ -535,7 +554,11 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 		// The library collects merges into a map: of duplicate pairs, the
 		// last one is kept.
 		b.merges.put(pairKey(a, c), merge{rank: int32(i), id: ac})
+		if strings.HasPrefix(y, wordMark) && !strings.HasSuffix(x, wordMark) {
+			cross = true
+		}
 	}
+	b.splitAtMark = !cross && !b.ignoreMerges && b.lowRune[markRune] != noID
 	b.cache.init()
 	return b, nil
 }
@@ -548,7 +571,9 @@ type hfSymbol struct {
 	dead       bool
 }
 
-// word appends the ids of one pre-token w.
+const markRune = '\u2581'
+
+// word appends the ids of one pre-token w, through the cache.
 func (m *hfBPE) word(dst []int, w string, sc *hfScratch) []int {
 	if m.ignoreMerges {
 		if id, ok := m.vocab[w]; ok {
@@ -561,12 +586,44 @@ func (m *hfBPE) word(dst []int, w string, sc *hfScratch) []int {
 		}
 		return dst
 	}
-	ids := m.encode(sc.ids[:0], w, sc)
+	var ids []int32
+	if m.splitAtMark {
+		// Cut before each "▁" that follows another character; the parts
+		// go through the cache too.
+		ids = sc.ids[:0]
+		start := 0
+		for i := 1; i+len(wordMark) <= len(w); {
+			j := strings.Index(w[i:], wordMark)
+			if j < 0 {
+				break
+			}
+			at := i + j
+			if r, _ := utf8.DecodeLastRuneInString(w[:at]); r != markRune {
+				ids = m.part(ids, w[start:at], sc)
+				start = at
+			}
+			i = at + len(wordMark)
+		}
+		ids = m.part(ids, w[start:], sc)
+	} else {
+		ids = m.encode(sc.ids[:0], w, sc)
+	}
 	sc.ids = ids
 	m.cache.put(w, ids)
 	for _, id := range ids {
 		dst = append(dst, int(id))
 	}
+	return dst
+}
+
+// part appends the ids of a part of a word, through the cache.
+func (m *hfBPE) part(dst []int32, w string, sc *hfScratch) []int32 {
+	if ids, ok := m.cache.get(w); ok {
+		return append(dst, ids...)
+	}
+	start := len(dst)
+	dst = m.encode(dst, w, sc)
+	m.cache.put(w, dst[start:])
 	return dst
 }
 
@@ -631,11 +688,70 @@ func (m *hfBPE) encode(dst []int32, w string, sc *hfScratch) []int32 {
 		syms[len(syms)-1].next = -1
 	}
 	sc.syms = syms
+	if len(syms) <= hfSmallWord {
+		return m.mergeSmall(dst, syms, sc)
+	}
 	m.mergeAll(syms, sc)
 	for i := 0; i >= 0 && i < len(syms); i = int(syms[i].next) {
 		dst = append(dst, syms[i].id)
 	}
 	return dst
+}
+
+// hfSmallWord is the number of symbols up to which mergeSmall is used.
+const hfSmallWord = 32
+
+const noRank = int32(1<<31 - 1)
+
+// mergeSmall gives mergeAll's result for a short word, appended to dst:
+// again and again, the pair of lowest rank (leftmost on ties) merges. The
+// queue always yields the lowest (rank, position) of the pairs that still
+// exist, so the two agree; this is O(n²), with a scan of an array of ranks
+// rather than a heap, which is faster for a few dozen symbols.
+func (m *hfBPE) mergeSmall(dst []int32, syms []hfSymbol, sc *hfScratch) []int32 {
+	start := len(dst)
+	for _, s := range syms {
+		dst = append(dst, s.id)
+	}
+	ids := dst[start:]
+	n := len(ids)
+	if cap(sc.ranks) < n {
+		sc.ranks, sc.made = make([]int32, n), make([]int32, n)
+	}
+	ranks, made := sc.ranks[:n], sc.made[:n]
+	set := func(i int) {
+		if mg, ok := m.merges.get(pairKey(ids[i], ids[i+1])); ok {
+			ranks[i], made[i] = mg.rank, mg.id
+		} else {
+			ranks[i] = noRank
+		}
+	}
+	for i := 0; i+1 < n; i++ {
+		set(i)
+	}
+	for n > 1 {
+		best, rank := -1, noRank
+		for i, r := range ranks[:n-1] {
+			if r < rank {
+				best, rank = i, r
+			}
+		}
+		if best < 0 {
+			break
+		}
+		ids[best] = made[best]
+		copy(ids[best+1:], ids[best+2:n])
+		copy(ranks[best+1:], ranks[best+2:n])
+		copy(made[best+1:], made[best+2:n])
+		n--
+		if best > 0 {
+			set(best - 1)
+		}
+		if best+1 < n {
+			set(best)
+		}
+	}
+	return dst[:start+n]
 }
 
 // mergeAll merges syms as the library's Word::merge_all does: a priority
@@ -720,11 +836,16 @@ func heapPop(h []candidate) (candidate, []candidate) {
 }
 
 // pairTable maps a pair of ids to its merge: open addressing with linear
-// probing, keys stored plus one (0 marks an empty slot).
+// probing over entries that hold the key (plus one: 0 marks an empty slot)
+// beside the merge, so that a probe reads one cache line.
 type pairTable struct {
-	keys  []uint64
-	vals  []merge
+	slots []pairSlot
 	shift uint
+}
+
+type pairSlot struct {
+	key uint64
+	merge
 }
 
 func (t *pairTable) init(n int) {
@@ -733,31 +854,31 @@ func (t *pairTable) init(n int) {
 		size <<= 1
 		shift--
 	}
-	t.keys, t.vals, t.shift = make([]uint64, size), make([]merge, size), shift
+	t.slots, t.shift = make([]pairSlot, size), shift
 }
 
 func (t *pairTable) slot(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> t.shift) }
 
 func (t *pairTable) put(k uint64, v merge) {
-	mask := len(t.keys) - 1
+	mask := len(t.slots) - 1
 	for i := t.slot(k); ; i = (i + 1) & mask {
-		switch t.keys[i] {
+		switch t.slots[i].key {
 		case 0:
-			t.keys[i], t.vals[i] = k+1, v
+			t.slots[i] = pairSlot{k + 1, v}
 			return
 		case k + 1:
-			t.vals[i] = v
+			t.slots[i].merge = v
 			return
 		}
 	}
 }
 
 func (t *pairTable) get(k uint64) (merge, bool) {
-	mask := len(t.keys) - 1
+	mask := len(t.slots) - 1
 	for i := t.slot(k); ; i = (i + 1) & mask {
-		switch t.keys[i] {
+		switch t.slots[i].key {
 		case k + 1:
-			return t.vals[i], true
+			return t.slots[i].merge, true
 		case 0:
 			return merge{}, false
 		}

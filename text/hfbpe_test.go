@@ -2,9 +2,7 @@ package text
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,9 +60,25 @@ func loadGemma(tb testing.TB, dir string) *Tokenizer {
 // TestGemmaGoldens compares every id of every golden string: without special
 // tokens, with them, and truncated and padded to 64 with the mask.
 func TestGemmaGoldens(t *testing.T) {
-	for _, dir := range gemmaDirs {
-		t.Run(dir, func(t *testing.T) {
+	for _, c := range []struct {
+		dir   string
+		plain bool
+	}{{"gemma", false}, {"gemma_bos", false}, {"gemma_metaspace", false}, {"gemma_llama", false}, {"gemma", true}, {"gemma_llama", true}} {
+		dir := c.dir
+		name := dir
+		if c.plain {
+			name += "/whole_words_no_cache"
+		}
+		t.Run(name, func(t *testing.T) {
 			tok := loadGemma(t, dir)
+			m := tok.pieces.(*hfEncoder).model
+			if !m.splitAtMark {
+				t.Fatalf("%s: words are not cut at \"▁\" (a merge joins across it?)", dir)
+			}
+			if c.plain {
+				// BPE on each whole word, without the cache: the same ids.
+				m.splitAtMark, m.cache.off = false, true
+			}
 			goldens := readGemmaGoldens(t, dir)
 			if len(goldens) < 500 {
 				t.Fatalf("%d golden strings, want at least 500", len(goldens))
@@ -94,7 +108,7 @@ func TestGemmaGoldens(t *testing.T) {
 					t.Fatal("too many mismatches")
 				}
 			}
-			t.Logf("%s: %d of %d golden strings match (ids, ids with special tokens, padded to 64)", dir, matched, len(goldens))
+			t.Logf("%s: %d of %d golden strings match (ids, ids with special tokens, padded to 64)", name, matched, len(goldens))
 		})
 	}
 }
@@ -170,30 +184,28 @@ func TestGemmaConfig(t *testing.T) {
 	}
 }
 
-// TestGemmaMergeHeap checks that a word of thousands of characters (the
-// whole text is one word without a pre-tokenizer) merges as short words do.
+// TestGemmaMergeHeap checks a word of thousands of characters (the whole
+// text is one word without a pre-tokenizer), which merges through the
+// priority queue, against the same text cut into its words.
 func TestGemmaMergeHeap(t *testing.T) {
-	tok := loadGemma(t, "gemma")
-	var one []int
+	tok := loadGemma(t, "gemma_bos") // no pre-tokenizer
+	long := strings.Repeat("a photo of the cat ", 300)
 	var buf []byte
-	one = tok.appendContent(one, "the cat", &buf)
-	long := strings.Repeat("the cat", 2000)
-	got := tok.appendContent(nil, long, &buf)
-	var want []int
-	for range 2000 {
-		want = append(want, one...)
+	cut := tok.appendContent(nil, long, &buf)
+	m := tok.pieces.(*hfEncoder).model
+	m.splitAtMark, m.cache.off = false, true
+	defer func() { m.splitAtMark, m.cache.off = true, false }()
+	whole := tok.appendContent(nil, long, &buf)
+	if !slices.Equal(whole, cut) {
+		t.Fatalf("a long word merged whole gives %d ids, cut at its words %d", len(whole), len(cut))
 	}
-	// "the cat" + "the cat" joins as "catthe" only if a merge makes it; the
-	// reference below is built from the same word BPE'd alone, so compare
-	// with the library's rule instead: the ids must spell the text.
 	var spelled []byte
-	for _, id := range got {
+	for _, id := range whole {
 		spelled = tok.appendPieceBytes(spelled, tok.tokens[id])
 	}
 	if string(spelled) != long {
-		t.Fatalf("the ids of a long word spell %q..., want %q...", spelled[:40], long[:40])
+		t.Fatalf("the ids of a long word spell %.40q..., want %.40q...", spelled, long)
 	}
-	_ = want
 }
 
 func gemmaJSON(tb testing.TB, edit func(m map[string]any)) []byte {
@@ -400,5 +412,23 @@ func benchGemma(b *testing.B, noCache bool) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "captions/s")
 }
 
-var _ = fmt.Sprint
-var _ = bytes.Equal
+// TestGemmaCrossingMerge checks that a merge joining across a "▁" keeps
+// the word whole: "a" + "▁cat" merges at rank 0.
+func TestGemmaCrossingMerge(t *testing.T) {
+	b := gemmaJSON(t, func(m map[string]any) {
+		model := m["model"].(map[string]any)
+		model["vocab"].(map[string]any)["a▁cat"] = 5000
+		model["merges"] = append([]any{[]any{"a", "▁cat"}}, model["merges"].([]any)...)
+	})
+	tok, err := LoadTokenizer(fstest.MapFS{"tokenizer.json": {Data: b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.pieces.(*hfEncoder).model.splitAtMark {
+		t.Fatal("words are cut at \"▁\" although a merge joins across it")
+	}
+	ids, err := tok.Encode("a cat")
+	if err != nil || !slices.Equal(ids, []int{5000, 1}) {
+		t.Fatalf("Encode(\"a cat\") = %v %v, want [5000 1]", ids, err)
+	}
+}

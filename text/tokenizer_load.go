@@ -145,6 +145,8 @@ func LoadOpenAIBPE(path string) (*Tokenizer, error) {
 type tokenizerConfig struct {
 	pad, bos, eos, unk string
 	maxLength          int
+	// raw is the whole file, for the keys only some tokenizers read.
+	raw map[string]json.RawMessage
 }
 
 func readTokenizerConfig(fsys fs.FS) (tokenizerConfig, error) {
@@ -160,6 +162,7 @@ func readTokenizerConfig(fsys fs.FS) (tokenizerConfig, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return cfg, fmt.Errorf("text: tokenizer_config.json: %w", err)
 	}
+	cfg.raw = m
 	for key, dst := range map[string]*string{"pad_token": &cfg.pad, "bos_token": &cfg.bos, "eos_token": &cfg.eos, "unk_token": &cfg.unk} {
 		if v, ok := m[key]; ok {
 			name, err := parseTokenName(v)
@@ -265,6 +268,10 @@ func parseTokenizerJSON(b []byte, cfg tokenizerConfig) (*Tokenizer, error) {
 		return nil, fmt.Errorf("text: tokenizer.json: %w", err)
 	}
 	m := tj.Model
+	if m.Type == "BPE" && (m.ByteFallback || !hasByteLevel(tj.PreTokenizer)) {
+		// Not CLIP's byte-level pipeline: Gemma's, SentencePiece-style BPE.
+		return parseHFBPE(b, &tj, cfg)
+	}
 	switch {
 	case m.Type != "BPE" && m.Type != "":
 		return nil, fmt.Errorf("text: tokenizer.json: model type %q, want a BPE model (CLIP's)", m.Type)

@@ -447,7 +447,7 @@ type hfBPE struct {
 	unk          int32
 	fuseUnk      bool
 	ignoreMerges bool
-	merges       pairTable
+	merges       hfPairTable
 	cache        hfCache
 	// splitAtMark says that no merge joins a symbol ending in a character
 	// other than "▁" to one starting with "▁", and that "▁" is in the
@@ -835,10 +835,10 @@ func heapPop(h []candidate) (candidate, []candidate) {
 	return top, h
 }
 
-// pairTable maps a pair of ids to its merge: open addressing with linear
+// hfPairTable maps a pair of ids to its merge: open addressing with linear
 // probing over entries that hold the key (plus one: 0 marks an empty slot)
 // beside the merge, so that a probe reads one cache line.
-type pairTable struct {
+type hfPairTable struct {
 	slots []pairSlot
 	shift uint
 }
@@ -848,7 +848,7 @@ type pairSlot struct {
 	merge
 }
 
-func (t *pairTable) init(n int) {
+func (t *hfPairTable) init(n int) {
 	size, shift := 16, uint(60)
 	for size < 2*n {
 		size <<= 1
@@ -857,9 +857,9 @@ func (t *pairTable) init(n int) {
 	t.slots, t.shift = make([]pairSlot, size), shift
 }
 
-func (t *pairTable) slot(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> t.shift) }
+func (t *hfPairTable) slot(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> t.shift) }
 
-func (t *pairTable) put(k uint64, v merge) {
+func (t *hfPairTable) put(k uint64, v merge) {
 	mask := len(t.slots) - 1
 	for i := t.slot(k); ; i = (i + 1) & mask {
 		switch t.slots[i].key {
@@ -873,7 +873,7 @@ func (t *pairTable) put(k uint64, v merge) {
 	}
 }
 
-func (t *pairTable) get(k uint64) (merge, bool) {
+func (t *hfPairTable) get(k uint64) (merge, bool) {
 	mask := len(t.slots) - 1
 	for i := t.slot(k); ; i = (i + 1) & mask {
 		switch t.slots[i].key {

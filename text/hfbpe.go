@@ -447,7 +447,7 @@ type hfBPE struct {
 	unk          int32
 	fuseUnk      bool
 	ignoreMerges bool
-	merges       pairTable
+	merges       hfPairTable
 	cache        hfCache
 	// splitAtMark says that no merge joins a symbol ending in a character
 	// other than "▁" to one starting with "▁", and that "▁" is in the
@@ -483,6 +483,9 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 			return nil, fmt.Errorf(where+".vocab: %q has id %d, want 0..%d", tok, id, hfMaxID-1)
 		}
 		maxID = max(maxID, id)
+	}
+	if maxID >= hfMaxSparse(len(m.Vocab)) {
+		return nil, fmt.Errorf(where+".vocab: id %d for %d tokens, want ids below %d (near the vocabulary's size)", maxID, len(m.Vocab), hfMaxSparse(len(m.Vocab)))
 	}
 	b.tokens = make([]string, maxID+1)
 	for i := range b.lowRune {
@@ -572,6 +575,10 @@ type hfSymbol struct {
 }
 
 const markRune = '\u2581'
+
+// hfMaxSparse bounds the ids of a vocabulary of n tokens, so that a small
+// file cannot make the reader allocate tables for ids it never uses.
+func hfMaxSparse(n int) int { return min(hfMaxID, 2*n+1<<16) }
 
 // word appends the ids of one pre-token w, through the cache.
 func (m *hfBPE) word(dst []int, w string, sc *hfScratch) []int {
@@ -835,10 +842,10 @@ func heapPop(h []candidate) (candidate, []candidate) {
 	return top, h
 }
 
-// pairTable maps a pair of ids to its merge: open addressing with linear
+// hfPairTable maps a pair of ids to its merge: open addressing with linear
 // probing over entries that hold the key (plus one: 0 marks an empty slot)
 // beside the merge, so that a probe reads one cache line.
-type pairTable struct {
+type hfPairTable struct {
 	slots []pairSlot
 	shift uint
 }
@@ -848,7 +855,7 @@ type pairSlot struct {
 	merge
 }
 
-func (t *pairTable) init(n int) {
+func (t *hfPairTable) init(n int) {
 	size, shift := 16, uint(60)
 	for size < 2*n {
 		size <<= 1
@@ -857,9 +864,9 @@ func (t *pairTable) init(n int) {
 	t.slots, t.shift = make([]pairSlot, size), shift
 }
 
-func (t *pairTable) slot(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> t.shift) }
+func (t *hfPairTable) slot(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> t.shift) }
 
-func (t *pairTable) put(k uint64, v merge) {
+func (t *hfPairTable) put(k uint64, v merge) {
 	mask := len(t.slots) - 1
 	for i := t.slot(k); ; i = (i + 1) & mask {
 		switch t.slots[i].key {
@@ -873,7 +880,7 @@ func (t *pairTable) put(k uint64, v merge) {
 	}
 }
 
-func (t *pairTable) get(k uint64) (merge, bool) {
+func (t *hfPairTable) get(k uint64) (merge, bool) {
 	mask := len(t.slots) - 1
 	for i := t.slot(k); ; i = (i + 1) & mask {
 		switch t.slots[i].key {

@@ -151,8 +151,8 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 				id = maxAdded + 1
 			}
 		}
-		if id >= hfMaxID {
-			return nil, fmt.Errorf(where+"added_tokens[%d] (%q): id %d, want 0..%d", i, a.Content, id, hfMaxID-1)
+		if id >= hfMaxSparse(len(m.vocab)+len(f.AddedTokens)) {
+			return nil, fmt.Errorf(where+"added_tokens[%d] (%q): id %d, want 0..%d", i, a.Content, id, hfMaxSparse(len(m.vocab)+len(f.AddedTokens))-1)
 		}
 		addedIDs[i] = id
 		addedByContent[a.Content] = id

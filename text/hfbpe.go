@@ -1,6 +1,7 @@
 package text
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -527,7 +528,7 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 	for i, raw := range m.Merges {
 		var x, y string
 		var s string
-		if err := json.Unmarshal(raw, &s); err == nil {
+		if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '"' && json.Unmarshal(raw, &s) == nil {
 			var ok bool
 			x, y, ok = strings.Cut(s, " ")
 			if !ok || strings.Contains(y, " ") {

@@ -102,8 +102,8 @@ func hasByteLevel(raw json.RawMessage) bool {
 	return walk(c)
 }
 
-// hfLimits bounds what a file may ask for, so that a bad file cannot make
-// the reader allocate without end.
+// hfMaxID bounds the ids a file may give, so that a bad file cannot make the
+// reader allocate without end (see also hfMaxSparse).
 const hfMaxID = 1 << 24
 
 // parseHFBPE builds a Tokenizer from a tokenizer.json with a non-byte-level

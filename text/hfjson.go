@@ -202,7 +202,7 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 			}
 		}
 	}
-	e.raw, e.normed = newAddedSet(rawSet), newAddedSet(normSet)
+	e.raw, e.normed = newHFAddedSet(rawSet), newHFAddedSet(normSet)
 
 	prefix, suffix, err := hfTemplate(tj.PostProcessor, ids)
 	if err != nil {

@@ -637,11 +637,7 @@ func (m *hfBPE) part(dst []int32, w string, sc *hfScratch) []int32 {
 
 // encode runs BPE on w, appending its ids to dst.
 func (m *hfBPE) encode(dst []int32, w string, sc *hfScratch) []int32 {
-	syms := sc.syms[:0]
-	add := func(id int32) {
-		n := int32(len(syms))
-		syms = append(syms, hfSymbol{id: id, prev: n - 1, next: n + 1})
-	}
+	start := len(dst)
 	pendingUnk := false
 	for i := 0; i < len(w); {
 		r, size := rune(w[i]), 1
@@ -656,10 +652,10 @@ func (m *hfBPE) encode(dst []int32, w string, sc *hfScratch) []int32 {
 		}
 		if id != noID {
 			if pendingUnk {
-				add(m.unk)
+				dst = append(dst, m.unk)
 				pendingUnk = false
 			}
-			add(id)
+			dst = append(dst, id)
 			i += size
 			continue
 		}
@@ -675,7 +671,7 @@ func (m *hfBPE) encode(dst []int32, w string, sc *hfScratch) []int32 {
 				// As the library does, a pending unknown token stays pending
 				// past the byte pieces.
 				for k := i; k < i+size; k++ {
-					add(m.byteID[w[k]])
+					dst = append(dst, m.byteID[w[k]])
 				}
 				i += size
 				continue
@@ -683,23 +679,26 @@ func (m *hfBPE) encode(dst []int32, w string, sc *hfScratch) []int32 {
 		}
 		if m.unk != noID {
 			if pendingUnk && !m.fuseUnk {
-				add(m.unk)
+				dst = append(dst, m.unk)
 			}
 			pendingUnk = true
 		}
 		i += size
 	}
 	if pendingUnk {
-		add(m.unk)
+		dst = append(dst, m.unk)
 	}
-	if len(syms) > 0 {
-		syms[len(syms)-1].next = -1
+	if len(dst)-start <= hfSmallWord {
+		return m.mergeSmall(dst, start, sc)
 	}
+	syms := sc.syms[:0]
+	for i, id := range dst[start:] {
+		syms = append(syms, hfSymbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
+	}
+	syms[len(syms)-1].next = -1
 	sc.syms = syms
-	if len(syms) <= hfSmallWord {
-		return m.mergeSmall(dst, syms, sc)
-	}
 	m.mergeAll(syms, sc)
+	dst = dst[:start]
 	for i := 0; i >= 0 && i < len(syms); i = int(syms[i].next) {
 		dst = append(dst, syms[i].id)
 	}
@@ -711,16 +710,12 @@ const hfSmallWord = 32
 
 const hfNoRank = int32(1<<31 - 1)
 
-// mergeSmall gives mergeAll's result for a short word, appended to dst:
+// mergeSmall gives mergeAll's result for a short word, dst[start:], in place:
 // again and again, the pair of lowest rank (leftmost on ties) merges. The
 // queue always yields the lowest (rank, position) of the pairs that still
 // exist, so the two agree; this is O(n²), with a scan of an array of ranks
 // rather than a heap, which is faster for a few dozen symbols.
-func (m *hfBPE) mergeSmall(dst []int32, syms []hfSymbol, sc *hfScratch) []int32 {
-	start := len(dst)
-	for _, s := range syms {
-		dst = append(dst, s.id)
-	}
+func (m *hfBPE) mergeSmall(dst []int32, start int, sc *hfScratch) []int32 {
 	ids := dst[start:]
 	n := len(ids)
 	if cap(sc.ranks) < n {

@@ -402,3 +402,29 @@ func benchGemma(b *testing.B, noCache bool) {
 		b.ReportMetric(float64(b.N)/cpu.Seconds(), "captions/cpu-s")
 	}
 }
+
+// TestGemmaConcurrent encodes the golden strings from several goroutines at
+// once through one Tokenizer (shared cache and scratch pool).
+func TestGemmaConcurrent(t *testing.T) {
+	tok := loadGemma(t, "gemma")
+	goldens := readGemmaGoldens(t, "gemma")
+	errs := make(chan string, 4)
+	for g := range 4 {
+		go func() {
+			for i := range goldens {
+				gd := goldens[(i*7+g*131)%len(goldens)]
+				ids, err := tok.Encode(gd.Text)
+				if err != nil || !slices.Equal(ids, gd.Special) {
+					errs <- gd.Text
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 4 {
+		if s := <-errs; s != "" {
+			t.Errorf("concurrent Encode(%q) differs from the golden ids", s)
+		}
+	}
+}

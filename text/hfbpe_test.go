@@ -178,9 +178,16 @@ func TestGemmaConfig(t *testing.T) {
 			t.Errorf("%s: prefix %v suffix %v, want %v %v", c.config, tok.prefix, tok.suffixIDs, c.prefix, c.suffix)
 		}
 	}
-	_, err = LoadTokenizer(fstest.MapFS{"tokenizer.json": {Data: b}, "tokenizer_config.json": {Data: []byte(`{"add_bos_token": "yes"}`)}})
-	if err == nil || !strings.Contains(err.Error(), "add_bos_token") {
-		t.Errorf("add_bos_token \"yes\": err = %v", err)
+	for config, want := range map[string]string{
+		`{"add_bos_token": "yes"}`:                   "tokenizer_config.json: add_bos_token: want true or false",
+		`{"pad_token": "<nopad>"}`:                   `tokenizer_config.json: pad_token "<nopad>" is not in`,
+		`{"eos_token": {"content": "</s>"}}`:         `tokenizer_config.json: eos_token "</s>" is not in`,
+		`{"add_bos_token": true, "bos_token": null}`: "", // <bos> is found by name
+	} {
+		_, err = LoadTokenizer(fstest.MapFS{"tokenizer.json": {Data: b}, "tokenizer_config.json": {Data: []byte(config)}})
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: err = %v, want %q", config, err, want)
+		}
 	}
 }
 

@@ -216,6 +216,11 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 		}
 		return -1
 	}
+	for _, c := range []struct{ key, name string }{{"bos_token", cfg.bos}, {"eos_token", cfg.eos}, {"pad_token", cfg.pad}} {
+		if c.name != "" && lookup(c.name) < 0 {
+			return nil, fmt.Errorf("text: tokenizer_config.json: %s %q is not in tokenizer.json's vocabulary or added tokens", c.key, c.name)
+		}
+	}
 	bos := lookup(cfg.bos, "<bos>", "<s>")
 	eos := lookup(cfg.eos, "<eos>", "</s>")
 	if prefix, suffix, err = gemmaSpecials(cfg, prefix, suffix, bos, eos); err != nil {

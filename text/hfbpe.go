@@ -1,6 +1,7 @@
 package text
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 // the raw text, the normalizer run on each piece between them, added tokens
 // found in the normalized text, the pre-tokenizer, then BPE on each word.
 type hfEncoder struct {
-	raw, normed *addedSet
+	raw, normed *hfAddedSet
 	norm        hfNormalizer
 	pre         hfPreTokenizer
 	model       *hfBPE
@@ -107,15 +108,15 @@ type hfAdded struct {
 	lstrip, rstrip, singleWord bool
 }
 
-// addedSet finds added tokens in text: leftmost, then longest, never
+// hfAddedSet finds added tokens in text: leftmost, then longest, never
 // overlapping, as the library's Aho-Corasick automaton (LeftmostLongest).
-type addedSet struct {
+type hfAddedSet struct {
 	toks  []hfAdded
 	first [256]bool // first bytes of the contents
 }
 
-func newAddedSet(toks []hfAdded) *addedSet {
-	a := &addedSet{toks: toks}
+func newHFAddedSet(toks []hfAdded) *hfAddedSet {
+	a := &hfAddedSet{toks: toks}
 	for _, t := range toks {
 		a.first[t.content[0]] = true
 	}
@@ -126,7 +127,7 @@ func newAddedSet(toks []hfAdded) *addedSet {
 // does: a single_word token must not touch a word character on either side
 // (else it is skipped, its span still consumed), lstrip and rstrip take the
 // whitespace beside the token into it.
-func (a *addedSet) split(dst []hfSplit, s string) []hfSplit {
+func (a *hfAddedSet) split(dst []hfSplit, s string) []hfSplit {
 	if len(a.toks) == 0 || s == "" {
 		return append(dst, hfSplit{0, len(s), -1})
 	}
@@ -151,8 +152,8 @@ func (a *addedSet) split(dst []hfSplit, s string) []hfSplit {
 		start, stop := i, i+len(t.content)
 		i = stop
 		if t.singleWord {
-			startSpace := start == 0 || !endsWithWordChar(s[:start])
-			stopSpace := stop == len(s) || !startsWithWordChar(s[stop:])
+			startSpace := start == 0 || !hfEndsWithWordChar(s[:start])
+			stopSpace := stop == len(s) || !hfStartsWithWordChar(s[stop:])
 			if !startSpace || !stopSpace {
 				continue
 			}
@@ -176,9 +177,9 @@ func (a *addedSet) split(dst []hfSplit, s string) []hfSplit {
 	return dst
 }
 
-// isWordChar is the regex class \w of the library's Rust regex: Alphabetic,
+// hfIsWordChar is the regex class \w of the library's Rust regex: Alphabetic,
 // marks, decimal digits, connector punctuation, and the join controls.
-func isWordChar(r rune) bool {
+func hfIsWordChar(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r == '_' || ('0' <= r && r <= '9') || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z')
 	}
@@ -186,14 +187,14 @@ func isWordChar(r rune) bool {
 		unicode.Is(unicode.Pc, r) || unicode.Is(unicode.Other_Alphabetic, r) || r == 0x200C || r == 0x200D
 }
 
-func endsWithWordChar(s string) bool {
+func hfEndsWithWordChar(s string) bool {
 	r, n := utf8.DecodeLastRuneInString(s)
-	return n > 0 && isWordChar(r)
+	return n > 0 && hfIsWordChar(r)
 }
 
-func startsWithWordChar(s string) bool {
+func hfStartsWithWordChar(s string) bool {
 	r, n := utf8.DecodeRuneInString(s)
-	return n > 0 && isWordChar(r)
+	return n > 0 && hfIsWordChar(r)
 }
 
 // Normalizer.
@@ -457,7 +458,7 @@ type hfBPE struct {
 	splitAtMark bool
 }
 
-const lowRunes = 0x2600 // through U+25FF: Latin, Greek, Cyrillic, ..., "▁" (U+2581)
+const hfLowRunes = 0x2600 // through U+25FF: Latin, Greek, Cyrillic, ..., "▁" (U+2581)
 
 func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 	const where = "text: tokenizer.json: model"
@@ -475,7 +476,7 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 	b := &hfBPE{
 		vocab: make(map[string]int32, len(m.Vocab)), runeID: map[rune]int32{},
 		byteFallback: m.ByteFallback, unk: noID, fuseUnk: m.FuseUnk, ignoreMerges: m.IgnoreMerges,
-		lowRune: make([]int32, lowRunes),
+		lowRune: make([]int32, hfLowRunes),
 	}
 	maxID := -1
 	for tok, id := range m.Vocab {
@@ -483,6 +484,9 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 			return nil, fmt.Errorf(where+".vocab: %q has id %d, want 0..%d", tok, id, hfMaxID-1)
 		}
 		maxID = max(maxID, id)
+	}
+	if maxID >= hfMaxSparse(len(m.Vocab)) {
+		return nil, fmt.Errorf(where+".vocab: id %d for %d tokens, want ids below %d (near the vocabulary's size)", maxID, len(m.Vocab), hfMaxSparse(len(m.Vocab)))
 	}
 	b.tokens = make([]string, maxID+1)
 	for i := range b.lowRune {
@@ -499,7 +503,7 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 		b.tokens[id] = tok
 		b.vocab[tok] = int32(id)
 		if r, n := utf8.DecodeRuneInString(tok); n == len(tok) && (r != utf8.RuneError || n == 3) {
-			if r < lowRunes {
+			if r < hfLowRunes {
 				b.lowRune[r] = int32(id)
 			} else {
 				b.runeID[r] = int32(id)
@@ -524,7 +528,7 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 	for i, raw := range m.Merges {
 		var x, y string
 		var s string
-		if err := json.Unmarshal(raw, &s); err == nil {
+		if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '"' && json.Unmarshal(raw, &s) == nil {
 			var ok bool
 			x, y, ok = strings.Cut(s, " ")
 			if !ok || strings.Contains(y, " ") {
@@ -558,7 +562,7 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 			cross = true
 		}
 	}
-	b.splitAtMark = !cross && !b.ignoreMerges && b.lowRune[markRune] != noID
+	b.splitAtMark = !cross && !b.ignoreMerges && b.lowRune[hfMarkRune] != noID
 	b.cache.init()
 	return b, nil
 }
@@ -571,7 +575,11 @@ type hfSymbol struct {
 	dead       bool
 }
 
-const markRune = '\u2581'
+const hfMarkRune = '\u2581'
+
+// hfMaxSparse bounds the ids of a vocabulary of n tokens, so that a small
+// file cannot make the reader allocate tables for ids it never uses.
+func hfMaxSparse(n int) int { return min(hfMaxID, 2*n+1<<16) }
 
 // word appends the ids of one pre-token w, through the cache.
 func (m *hfBPE) word(dst []int, w string, sc *hfScratch) []int {
@@ -598,7 +606,7 @@ func (m *hfBPE) word(dst []int, w string, sc *hfScratch) []int {
 				break
 			}
 			at := i + j
-			if r, _ := utf8.DecodeLastRuneInString(w[:at]); r != markRune {
+			if r, _ := utf8.DecodeLastRuneInString(w[:at]); r != hfMarkRune {
 				ids = m.part(ids, w[start:at], sc)
 				start = at
 			}
@@ -629,11 +637,7 @@ func (m *hfBPE) part(dst []int32, w string, sc *hfScratch) []int32 {
 
 // encode runs BPE on w, appending its ids to dst.
 func (m *hfBPE) encode(dst []int32, w string, sc *hfScratch) []int32 {
-	syms := sc.syms[:0]
-	add := func(id int32) {
-		n := int32(len(syms))
-		syms = append(syms, hfSymbol{id: id, prev: n - 1, next: n + 1})
-	}
+	start := len(dst)
 	pendingUnk := false
 	for i := 0; i < len(w); {
 		r, size := rune(w[i]), 1
@@ -641,17 +645,17 @@ func (m *hfBPE) encode(dst []int32, w string, sc *hfScratch) []int32 {
 			r, size = utf8.DecodeRuneInString(w[i:])
 		}
 		id := int32(noID)
-		if r < lowRunes {
+		if r < hfLowRunes {
 			id = m.lowRune[r]
 		} else if v, ok := m.runeID[r]; ok {
 			id = v
 		}
 		if id != noID {
 			if pendingUnk {
-				add(m.unk)
+				dst = append(dst, m.unk)
 				pendingUnk = false
 			}
-			add(id)
+			dst = append(dst, id)
 			i += size
 			continue
 		}
@@ -667,7 +671,7 @@ func (m *hfBPE) encode(dst []int32, w string, sc *hfScratch) []int32 {
 				// As the library does, a pending unknown token stays pending
 				// past the byte pieces.
 				for k := i; k < i+size; k++ {
-					add(m.byteID[w[k]])
+					dst = append(dst, m.byteID[w[k]])
 				}
 				i += size
 				continue
@@ -675,23 +679,26 @@ func (m *hfBPE) encode(dst []int32, w string, sc *hfScratch) []int32 {
 		}
 		if m.unk != noID {
 			if pendingUnk && !m.fuseUnk {
-				add(m.unk)
+				dst = append(dst, m.unk)
 			}
 			pendingUnk = true
 		}
 		i += size
 	}
 	if pendingUnk {
-		add(m.unk)
+		dst = append(dst, m.unk)
 	}
-	if len(syms) > 0 {
-		syms[len(syms)-1].next = -1
+	if len(dst)-start <= hfSmallWord {
+		return m.mergeSmall(dst, start, sc)
 	}
+	syms := sc.syms[:0]
+	for i, id := range dst[start:] {
+		syms = append(syms, hfSymbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
+	}
+	syms[len(syms)-1].next = -1
 	sc.syms = syms
-	if len(syms) <= hfSmallWord {
-		return m.mergeSmall(dst, syms, sc)
-	}
 	m.mergeAll(syms, sc)
+	dst = dst[:start]
 	for i := 0; i >= 0 && i < len(syms); i = int(syms[i].next) {
 		dst = append(dst, syms[i].id)
 	}
@@ -701,18 +708,14 @@ func (m *hfBPE) encode(dst []int32, w string, sc *hfScratch) []int32 {
 // hfSmallWord is the number of symbols up to which mergeSmall is used.
 const hfSmallWord = 32
 
-const noRank = int32(1<<31 - 1)
+const hfNoRank = int32(1<<31 - 1)
 
-// mergeSmall gives mergeAll's result for a short word, appended to dst:
+// mergeSmall gives mergeAll's result for a short word, dst[start:], in place:
 // again and again, the pair of lowest rank (leftmost on ties) merges. The
 // queue always yields the lowest (rank, position) of the pairs that still
 // exist, so the two agree; this is O(n²), with a scan of an array of ranks
 // rather than a heap, which is faster for a few dozen symbols.
-func (m *hfBPE) mergeSmall(dst []int32, syms []hfSymbol, sc *hfScratch) []int32 {
-	start := len(dst)
-	for _, s := range syms {
-		dst = append(dst, s.id)
-	}
+func (m *hfBPE) mergeSmall(dst []int32, start int, sc *hfScratch) []int32 {
 	ids := dst[start:]
 	n := len(ids)
 	if cap(sc.ranks) < n {
@@ -723,14 +726,14 @@ func (m *hfBPE) mergeSmall(dst []int32, syms []hfSymbol, sc *hfScratch) []int32 
 		if mg, ok := m.merges.get(pairKey(ids[i], ids[i+1])); ok {
 			ranks[i], made[i] = mg.rank, mg.id
 		} else {
-			ranks[i] = noRank
+			ranks[i] = hfNoRank
 		}
 	}
 	for i := 0; i+1 < n; i++ {
 		set(i)
 	}
 	for n > 1 {
-		best, rank := -1, noRank
+		best, rank := -1, hfNoRank
 		for i, r := range ranks[:n-1] {
 			if r < rank {
 				best, rank = i, r
@@ -761,12 +764,12 @@ func (m *hfBPE) mergeAll(syms []hfSymbol, sc *hfScratch) {
 	h := sc.heap[:0]
 	for i := 0; i+1 < len(syms); i++ {
 		if mg, ok := m.merges.get(pairKey(syms[i].id, syms[i+1].id)); ok {
-			h = heapPush(h, candidate{mg.rank, int32(i), mg.id})
+			h = hfHeapPush(h, candidate{mg.rank, int32(i), mg.id})
 		}
 	}
 	for len(h) > 0 {
 		var c candidate
-		c, h = heapPop(h)
+		c, h = hfHeapPop(h)
 		s := &syms[c.pos]
 		if s.dead || s.next < 0 {
 			continue
@@ -783,27 +786,27 @@ func (m *hfBPE) mergeAll(syms []hfSymbol, sc *hfScratch) {
 		}
 		if s.prev >= 0 {
 			if mg, ok := m.merges.get(pairKey(syms[s.prev].id, s.id)); ok {
-				h = heapPush(h, candidate{mg.rank, s.prev, mg.id})
+				h = hfHeapPush(h, candidate{mg.rank, s.prev, mg.id})
 			}
 		}
 		if s.next >= 0 {
 			if mg, ok := m.merges.get(pairKey(s.id, syms[s.next].id)); ok {
-				h = heapPush(h, candidate{mg.rank, c.pos, mg.id})
+				h = hfHeapPush(h, candidate{mg.rank, c.pos, mg.id})
 			}
 		}
 	}
 	sc.heap = h
 }
 
-func candLess(x, y candidate) bool {
+func hfCandLess(x, y candidate) bool {
 	return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos)
 }
 
-func heapPush(h []candidate, c candidate) []candidate {
+func hfHeapPush(h []candidate, c candidate) []candidate {
 	h = append(h, c)
 	for i := len(h) - 1; i > 0; {
 		p := (i - 1) / 2
-		if !candLess(h[i], h[p]) {
+		if !hfCandLess(h[i], h[p]) {
 			break
 		}
 		h[i], h[p] = h[p], h[i]
@@ -812,7 +815,7 @@ func heapPush(h []candidate, c candidate) []candidate {
 	return h
 }
 
-func heapPop(h []candidate) (candidate, []candidate) {
+func hfHeapPop(h []candidate) (candidate, []candidate) {
 	top := h[0]
 	n := len(h) - 1
 	h[0] = h[n]
@@ -823,10 +826,10 @@ func heapPop(h []candidate) (candidate, []candidate) {
 			break
 		}
 		k := l
-		if r := l + 1; r < n && candLess(h[r], h[l]) {
+		if r := l + 1; r < n && hfCandLess(h[r], h[l]) {
 			k = r
 		}
-		if !candLess(h[k], h[i]) {
+		if !hfCandLess(h[k], h[i]) {
 			break
 		}
 		h[i], h[k] = h[k], h[i]
@@ -839,11 +842,11 @@ func heapPop(h []candidate) (candidate, []candidate) {
 // probing over entries that hold the key (plus one: 0 marks an empty slot)
 // beside the merge, so that a probe reads one cache line.
 type hfPairTable struct {
-	slots []pairSlot
+	slots []hfPairSlot
 	shift uint
 }
 
-type pairSlot struct {
+type hfPairSlot struct {
 	key uint64
 	merge
 }
@@ -854,7 +857,7 @@ func (t *hfPairTable) init(n int) {
 		size <<= 1
 		shift--
 	}
-	t.slots, t.shift = make([]pairSlot, size), shift
+	t.slots, t.shift = make([]hfPairSlot, size), shift
 }
 
 func (t *hfPairTable) slot(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> t.shift) }
@@ -864,7 +867,7 @@ func (t *hfPairTable) put(k uint64, v merge) {
 	for i := t.slot(k); ; i = (i + 1) & mask {
 		switch t.slots[i].key {
 		case 0:
-			t.slots[i] = pairSlot{k + 1, v}
+			t.slots[i] = hfPairSlot{k + 1, v}
 			return
 		case k + 1:
 			t.slots[i].merge = v

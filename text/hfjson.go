@@ -102,8 +102,8 @@ func hasByteLevel(raw json.RawMessage) bool {
 	return walk(c)
 }
 
-// hfLimits bounds what a file may ask for, so that a bad file cannot make
-// the reader allocate without end.
+// hfMaxID bounds the ids a file may give, so that a bad file cannot make the
+// reader allocate without end (see also hfMaxSparse).
 const hfMaxID = 1 << 24
 
 // parseHFBPE builds a Tokenizer from a tokenizer.json with a non-byte-level
@@ -151,8 +151,8 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 				id = maxAdded + 1
 			}
 		}
-		if id >= hfMaxID {
-			return nil, fmt.Errorf(where+"added_tokens[%d] (%q): id %d, want 0..%d", i, a.Content, id, hfMaxID-1)
+		if id >= hfMaxSparse(len(m.vocab)+len(f.AddedTokens)) {
+			return nil, fmt.Errorf(where+"added_tokens[%d] (%q): id %d, want 0..%d", i, a.Content, id, hfMaxSparse(len(m.vocab)+len(f.AddedTokens))-1)
 		}
 		addedIDs[i] = id
 		addedByContent[a.Content] = id
@@ -202,7 +202,7 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 			}
 		}
 	}
-	e.raw, e.normed = newAddedSet(rawSet), newAddedSet(normSet)
+	e.raw, e.normed = newHFAddedSet(rawSet), newHFAddedSet(normSet)
 
 	prefix, suffix, err := hfTemplate(tj.PostProcessor, ids)
 	if err != nil {
@@ -215,6 +215,11 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 			}
 		}
 		return -1
+	}
+	for _, c := range []struct{ key, name string }{{"bos_token", cfg.bos}, {"eos_token", cfg.eos}, {"pad_token", cfg.pad}} {
+		if c.name != "" && lookup(c.name) < 0 {
+			return nil, fmt.Errorf("text: tokenizer_config.json: %s %q is not in tokenizer.json's vocabulary or added tokens", c.key, c.name)
+		}
 	}
 	bos := lookup(cfg.bos, "<bos>", "<s>")
 	eos := lookup(cfg.eos, "<eos>", "</s>")

@@ -53,8 +53,14 @@ work shared it; the peak memory is the Python process's maximum resident set):
                         354 MiB, onnx/text_model.onnx 421 MiB; 238 s wall (63% of one core's
                         worth of CPU on average: the machine was shared), 4.2 GB peak memory
                         (Maximum resident set size of /usr/bin/time -v).
-  siglip-so400m-14-384  (see RESULTS below when measured)
-  siglip2-b-16-224      (see RESULTS below when measured)
+  siglip-so400m-14-384  878.0 M parameters; model.safetensors 3349 MiB, onnx/text_model.onnx
+                        1716 MiB, onnx/vision_model.onnx 1634 MiB (both below protobuf's 2 GiB);
+                        1400 s wall (the vision export alone 849 s), 17.4 GB peak memory:
+                        run it alone, with at least 18 GB free.
+  siglip2-b-16-224      375.2 M parameters (197 M of them the 256000 x 768 token embedding);
+                        model.safetensors 1431 MiB, onnx/text_model.onnx 1077 MiB,
+                        onnx/vision_model.onnx 354 MiB; 292 s wall, 7.6 GB peak memory
+                        (tokenizer.json copied from the Gemma-style fixture).
 """
 
 import argparse

@@ -22,7 +22,7 @@ fields that differ from SiglipConfig's defaults; the rest are HF's defaults, lis
                         729 rows), width 1152, 27 layers, 16 heads, MLP 4304; text the same
                         widths, 27 layers, 64 positions, vocabulary 32000; bicubic.
   siglip2-b-16-224      google/siglip2-base-patch16-224: the siglip-b-16-224 towers with the
-                        Gemma vocabulary (256000) and a tokenizer.json (GemmaTokenizer, </eos>
+                        Gemma vocabulary (256000) and a tokenizer.json (GemmaTokenizer, <eos>
                         appended, padded with <pad> to 64); resize bilinear (resample 2).
 
 Tokenizers. The real ones cannot reach this machine, so:

@@ -49,6 +49,7 @@ Public interface:
       .encode_image(pixel_values)             -> (last_hidden_state [B,N,D], pooler_output [B,D])
       .patch_embeds(last_hidden_state)        -> [B, N, D]
       .logits(image_embeds, text_embeds)      -> logits_per_image [Bi, Bt]
+      SigLIP.logits_from(i, t, scale, bias)   the same with given scalars (training)
       .hf_state_dict(), .load_hf_state_dict(sd)
     check_patch_embeds(model, last_hidden_state)   asserts the single-key identity above
     export_text_onnx(model, path, ...), export_vision_onnx(model, path, ...)
@@ -59,7 +60,8 @@ Public interface:
     write_tokenizer_files(dir, model_max_length=64)
     pixel_values(image, height, width, resample=3)  SiglipImageProcessor on a PIL image
 
-Self-check: ``/usr/bin/python3 scripts/pysiglip/siglip.py --selftest``.
+Self-check: ``/usr/bin/python3 scripts/pysiglip/siglip.py --selftest``. train_tiny.py in this
+folder is the plan (and a smoke-test loop) for training a tiny SigLIP with the sigmoid loss.
 """
 
 from __future__ import annotations
@@ -407,9 +409,14 @@ class SigLIP(nn.Module):
     def logits(self, image_embeds, text_embeds):
         """-> logits_per_image [Bi, Bt] = exp(logit_scale) * cos + logit_bias
         (HF SiglipModel; probabilities are sigmoid(logits))."""
+        return self.logits_from(image_embeds, text_embeds, self.logit_scale, self.logit_bias)
+
+    @staticmethod
+    def logits_from(image_embeds, text_embeds, logit_scale, logit_bias):
+        """logits with the given scale and bias: [Bi, D], [Bt, D] -> [Bi, Bt]."""
         i = image_embeds / image_embeds.norm(p=2, dim=-1, keepdim=True)
         t = text_embeds / text_embeds.norm(p=2, dim=-1, keepdim=True)
-        return i @ t.t() * self.logit_scale.exp() + self.logit_bias
+        return i @ t.t() * logit_scale.exp() + logit_bias
 
     def forward(self, input_ids, pixel_values):
         _, t = self.encode_text(input_ids)

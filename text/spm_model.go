@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -290,14 +291,21 @@ func newSPModel(p *spProto) (*spModel, error) {
 			m.shortReserved = true
 		}
 	}
-	if m.bpe {
-		m.buildPairs(normal)
-	}
 	norm, err := newSPNormalizer(p, m.matcher)
 	if err != nil {
 		return nil, err
 	}
 	m.norm = norm
+	if m.bpe {
+		m.buildPairs(normal)
+		m.words = !p.wsAsSuffix
+		mark := norm.mark()
+		for _, pc := range p.pieces {
+			if pc.typ == spUnused || (len(pc.text) > 1 && strings.Contains(pc.text[1:], mark)) {
+				m.words = false
+			}
+		}
+	}
 	return m, nil
 }
 

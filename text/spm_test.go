@@ -163,3 +163,48 @@ func TestSentencePieceLlamaBOS(t *testing.T) {
 		t.Errorf("%d of %d strings differ", bad, len(corpus))
 	}
 }
+
+// benchSentencePiece encodes short captions (benchCaptions: 5 to 16 words)
+// on one goroutine and reports captions per second, wall-clock and per
+// CPU-second of the process.
+func benchSentencePiece(b *testing.B, encode func(s string)) {
+	caps := benchCaptions(1024)
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	for i := 0; b.Loop(); i++ {
+		encode(caps[i%len(caps)])
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "captions/s")
+	if cpu := processCPU() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(b.N)/cpu.Seconds(), "captions/cpu-s")
+	}
+}
+
+func benchSPModel(b *testing.B, name string) {
+	m := loadSPModel(b, name)
+	var dst []int
+	benchSentencePiece(b, func(s string) { dst = m.appendIDs(dst[:0], s) })
+}
+
+// BenchmarkSentencePieceUnigram is the Unigram model with nmt_nfkc.
+func BenchmarkSentencePieceUnigram(b *testing.B) { benchSPModel(b, "unigram_nfkc") }
+
+// BenchmarkSentencePieceBPE is the BPE model with byte fallback.
+func BenchmarkSentencePieceBPE(b *testing.B) { benchSPModel(b, "bpe_bytes") }
+
+// BenchmarkSentencePieceBPENFKC is the BPE model with nmt_nfkc.
+func BenchmarkSentencePieceBPENFKC(b *testing.B) { benchSPModel(b, "bpe_nfkc") }
+
+// BenchmarkSentencePieceSiglip is SigLIP's tokenizer to 64 ids and a mask.
+func BenchmarkSentencePieceSiglip(b *testing.B) {
+	tok, err := LoadTokenizer(siglipFS(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids, mask := make([]int64, 64), make([]int64, 64)
+	benchSentencePiece(b, func(s string) {
+		if err := tok.encodeInto(ids, mask, s); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

@@ -37,6 +37,8 @@ type spModel struct {
 	// next) on its own: no piece has "▁" past its first character, and
 	// none is UNUSED (whose splitting looks at the whole text's merges).
 	words bool
+	// cache holds the pieces of the words seen (words mode only).
+	cache *spCache
 }
 
 // spUnkPenalty is unigram_model.cc's kUnkPenalty.
@@ -243,10 +245,55 @@ func (m *spModel) encodeBPE(out []spSpan, text string, sc *spScratch) []spSpan {
 		if i := strings.Index(text[lo+1:], m.norm.mark()); i >= 0 {
 			hi = lo + 1 + i
 		}
-		out = m.bpeRun(out, text, lo, hi, sc)
+		if spans, ok := m.cache.get(text[lo:hi]); ok {
+			for _, p := range spans {
+				out = append(out, spSpan{start: p.start + int32(lo), end: p.end + int32(lo), id: p.id})
+			}
+		} else {
+			first := len(out)
+			out = m.bpeRun(out, text, lo, hi, sc)
+			m.cache.put(text[lo:hi], out[first:], int32(lo))
+		}
 		lo = hi
 	}
 	return out
+}
+
+// spCache maps the words of a BPE model to their pieces (offsets within
+// the word). It is safe for concurrent use; words longer than cacheMaxWord
+// bytes are not kept, and it starts again empty when it holds
+// cacheMaxEntries words.
+type spCache struct {
+	mu  sync.RWMutex
+	m   map[string][]spSpan
+	off bool // for benchmarks: never cache
+}
+
+func (c *spCache) get(w string) ([]spSpan, bool) {
+	if c == nil || c.off || len(w) > cacheMaxWord {
+		return nil, false
+	}
+	c.mu.RLock()
+	spans, ok := c.m[w]
+	c.mu.RUnlock()
+	return spans, ok
+}
+
+func (c *spCache) put(w string, spans []spSpan, at int32) {
+	if c == nil || c.off || len(w) > cacheMaxWord {
+		return
+	}
+	rel := make([]spSpan, len(spans))
+	for i, p := range spans {
+		rel[i] = spSpan{start: p.start - at, end: p.end - at, id: p.id}
+	}
+	w = strings.Clone(w)
+	c.mu.Lock()
+	if len(c.m) >= cacheMaxEntries {
+		c.m = make(map[string][]spSpan)
+	}
+	c.m[w] = rel
+	c.mu.Unlock()
 }
 
 // bpeRun merges text[lo:hi] and appends its pieces.
@@ -583,6 +630,14 @@ func (n *spNormalizer) normalize(dst []byte, s string) []byte {
 	}
 	prevSpace := n.removeWS
 	for s != "" {
+		if c := s[0]; c < utf8.RuneSelf && c != ' ' && n.plain[c] {
+			// The common case: an ASCII byte that is not a space and that
+			// neither rule nor user-defined piece starts with.
+			dst = append(dst, c)
+			s = s[1:]
+			prevSpace = false
+			continue
+		}
 		p, l := n.prefix(s)
 		for prevSpace && p != "" && p[0] == ' ' {
 			p = p[1:]

@@ -305,6 +305,9 @@ func newSPModel(p *spProto) (*spModel, error) {
 				m.words = false
 			}
 		}
+		if m.words {
+			m.cache = &spCache{m: make(map[string][]spSpan)}
+		}
 	}
 	return m, nil
 }

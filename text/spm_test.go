@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -71,20 +72,28 @@ func TestSentencePieceGolden(t *testing.T) {
 			if len(want) != len(corpus) {
 				t.Fatalf("%d golden lines for %d strings", len(want), len(corpus))
 			}
-			bad, ids := 0, 0
-			for i, s := range corpus {
-				got := m.appendIDs(nil, s)
-				ids += len(want[i])
-				if !slices.Equal(got, want[i]) {
-					if bad++; bad <= 10 {
-						t.Errorf("%q:\n got %v\nwant %v", s, got, want[i])
+			uncached := *m
+			uncached.cache = nil
+			// Each string with the word cache cold, warm, and off.
+			for _, run := range []struct {
+				what string
+				m    *spModel
+			}{{"cold", m}, {"warm", m}, {"uncached", &uncached}} {
+				bad, ids := 0, 0
+				for i, s := range corpus {
+					got := run.m.appendIDs(nil, s)
+					ids += len(want[i])
+					if !slices.Equal(got, want[i]) {
+						if bad++; bad <= 10 {
+							t.Errorf("%s %q:\n got %v\nwant %v", run.what, s, got, want[i])
+						}
 					}
 				}
+				if bad > 0 {
+					t.Errorf("%s: %d of %d strings differ", run.what, bad, len(corpus))
+				}
+				t.Logf("%s: %d strings, %d ids matched", run.what, len(corpus)-bad, ids)
 			}
-			if bad > 0 {
-				t.Errorf("%d of %d strings differ", bad, len(corpus))
-			}
-			t.Logf("%d strings, %d ids matched", len(corpus)-bad, ids)
 		})
 	}
 }
@@ -182,6 +191,9 @@ func benchSentencePiece(b *testing.B, encode func(s string)) {
 
 func benchSPModel(b *testing.B, name string) {
 	m := loadSPModel(b, name)
+	if strings.HasSuffix(b.Name(), "NoCache") {
+		m.cache = nil
+	}
 	var dst []int
 	benchSentencePiece(b, func(s string) { dst = m.appendIDs(dst[:0], s) })
 }
@@ -191,6 +203,10 @@ func BenchmarkSentencePieceUnigram(b *testing.B) { benchSPModel(b, "unigram_nfkc
 
 // BenchmarkSentencePieceBPE is the BPE model with byte fallback.
 func BenchmarkSentencePieceBPE(b *testing.B) { benchSPModel(b, "bpe_bytes") }
+
+// BenchmarkSentencePieceBPENoCache is BenchmarkSentencePieceBPE with every
+// word merged afresh.
+func BenchmarkSentencePieceBPENoCache(b *testing.B) { benchSPModel(b, "bpe_bytes") }
 
 // BenchmarkSentencePieceBPENFKC is the BPE model with nmt_nfkc.
 func BenchmarkSentencePieceBPENFKC(b *testing.B) { benchSPModel(b, "bpe_nfkc") }

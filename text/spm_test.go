@@ -13,7 +13,7 @@ import (
 
 // The models and golden ids of testdata/spm come from the official
 // sentencepiece library (scripts/tokenizers/make_spm.py).
-var spmModels = []string{"unigram_nfkc", "bpe_bytes", "unigram_bytes", "bpe_nfkc"}
+var spmModels = []string{"unigram_nfkc", "bpe_bytes", "unigram_bytes", "bpe_nfkc", "bpe_unused", "unigram_identity", "bpe_spaces"}
 
 func readSPJSONL[T any](t testing.TB, path string) []T {
 	t.Helper()

@@ -56,6 +56,7 @@ func parseSPProto(b []byte) (*spProto, error) {
 		modelType: spUnigram, unkID: 0, bosID: 1, eosID: 2, padID: -1,
 		dummyPrefix: true, removeWS: true, escWS: true,
 	}
+	hasTrainer, hasNormalizer := false, false
 	err := walkProto(b, func(num protowire.Number, typ protowire.Type, v uint64, sub []byte) error {
 		switch {
 		case num == 1 && typ == protowire.BytesType:
@@ -65,10 +66,12 @@ func parseSPProto(b []byte) (*spProto, error) {
 			}
 			p.pieces = append(p.pieces, pc)
 		case num == 2 && typ == protowire.BytesType:
+			hasTrainer = true
 			if err := p.parseTrainerSpec(sub); err != nil {
 				return fmt.Errorf("trainer_spec: %w", err)
 			}
 		case num == 3 && typ == protowire.BytesType:
+			hasNormalizer = true
 			if err := p.parseNormalizerSpec(sub); err != nil {
 				return fmt.Errorf("normalizer_spec: %w", err)
 			}
@@ -80,8 +83,13 @@ func parseSPProto(b []byte) (*spProto, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(p.pieces) == 0 {
-		return nil, errors.New("no pieces (is it a SentencePiece ModelProto?)")
+	switch {
+	case len(p.pieces) == 0:
+		return nil, errors.New("no pieces (want a SentencePiece ModelProto)")
+	case !hasTrainer:
+		return nil, errors.New("no trainer_spec (is the file cut short?)")
+	case !hasNormalizer:
+		return nil, errors.New("no normalizer_spec (is the file cut short?)")
 	}
 	return p, nil
 }

@@ -33,6 +33,12 @@ type spModel struct {
 	minScore, maxScore float32
 	// pairs maps two adjacent BPE pieces to the piece they merge into.
 	pairs pairTable
+	// words says that BPE may merge each word (a run from one "▁" to the
+	// next) on its own: no piece has "▁" past its first character, and
+	// none is UNUSED (whose splitting looks at the whole text's merges).
+	words bool
+	// cache holds the pieces of the words seen (words mode only).
+	cache *spCache
 }
 
 // spUnkPenalty is unigram_model.cc's kUnkPenalty.
@@ -200,7 +206,9 @@ func (m *spModel) encodeUnigram(out []spSpan, text string, sc *spScratch) []spSp
 type bpeSymbol struct {
 	start, end int32 // the symbol's text; start == end once merged away
 	prev, next int32
-	tid        int32 // its trie id, -1 when it is not a piece
+	tid        int32   // its trie id, -1 when it is not a piece
+	cand       int32   // mergeScan: what it merges into with the next, -1: nothing
+	score      float32 // mergeScan: the score of cand
 	freeze     bool
 }
 
@@ -222,17 +230,84 @@ type bpeRev struct {
 // user-defined pieces, which never merge), then the adjacent pair whose
 // merge is the highest-scoring piece merged first, leftmost on ties;
 // UNUSED pieces are split back into what they were merged from.
+//
+// When no piece has "▁" past its first character (m.words), no merge can
+// take a symbol that starts with "▁" as its right side, so each run from
+// one "▁" to the next merges on its own, to the same pieces: the text is
+// then merged one word at a time.
 func (m *spModel) encodeBPE(out []spSpan, text string, sc *spScratch) []spSpan {
+	sc.rev = sc.rev[:0]
+	if !m.words {
+		return m.bpeRun(out, text, 0, len(text), sc)
+	}
+	for lo := 0; lo < len(text); {
+		hi := len(text)
+		if i := strings.Index(text[lo+1:], m.norm.mark()); i >= 0 {
+			hi = lo + 1 + i
+		}
+		if spans, ok := m.cache.get(text[lo:hi]); ok {
+			for _, p := range spans {
+				out = append(out, spSpan{start: p.start + int32(lo), end: p.end + int32(lo), id: p.id})
+			}
+		} else {
+			first := len(out)
+			out = m.bpeRun(out, text, lo, hi, sc)
+			m.cache.put(text[lo:hi], out[first:], int32(lo))
+		}
+		lo = hi
+	}
+	return out
+}
+
+// spCache maps the words of a BPE model to their pieces (offsets within
+// the word). It is safe for concurrent use; words longer than cacheMaxWord
+// bytes are not kept, and it starts again empty when it holds
+// cacheMaxEntries words.
+type spCache struct {
+	mu  sync.RWMutex
+	m   map[string][]spSpan
+	off bool // for benchmarks: never cache
+}
+
+func (c *spCache) get(w string) ([]spSpan, bool) {
+	if c == nil || c.off || len(w) > cacheMaxWord {
+		return nil, false
+	}
+	c.mu.RLock()
+	spans, ok := c.m[w]
+	c.mu.RUnlock()
+	return spans, ok
+}
+
+func (c *spCache) put(w string, spans []spSpan, at int32) {
+	if c == nil || c.off || len(w) > cacheMaxWord {
+		return
+	}
+	rel := make([]spSpan, len(spans))
+	for i, p := range spans {
+		rel[i] = spSpan{start: p.start - at, end: p.end - at, id: p.id}
+	}
+	w = strings.Clone(w)
+	c.mu.Lock()
+	if len(c.m) >= cacheMaxEntries {
+		c.m = make(map[string][]spSpan)
+	}
+	c.m[w] = rel
+	c.mu.Unlock()
+}
+
+// bpeRun merges text[lo:hi] and appends its pieces.
+func (m *spModel) bpeRun(out []spSpan, text string, lo, hi int, sc *spScratch) []spSpan {
 	syms := sc.syms[:0]
-	for i := 0; i < len(text); {
+	for i := lo; i < hi; {
 		n, freeze := 0, false
 		if m.matcher != nil {
-			if n = m.matcher.longestPrefix(text[i:]); n > 0 {
+			if n = m.matcher.longestPrefix(text[i:hi]); n > 0 {
 				freeze = true
 			}
 		}
 		if n == 0 {
-			n = min(oneCharLen(text[i]), len(text)-i)
+			n = min(oneCharLen(text[i]), hi-i)
 		}
 		syms = append(syms, bpeSymbol{
 			start: int32(i), end: int32(i + n), prev: int32(len(syms) - 1), next: int32(len(syms) + 1),
@@ -240,13 +315,16 @@ func (m *spModel) encodeBPE(out []spSpan, text string, sc *spScratch) []spSpan {
 		})
 		i += n
 	}
+	if len(syms) == 0 {
+		return out
+	}
 	syms[len(syms)-1].next = -1
 	sc.syms = syms
-	h := bpeHeap(sc.heap[:0])
-	sc.rev = sc.rev[:0]
-	add := func(l, r int32) {
+	// pairOf is MaybeAddNewSymbolPair's lookup: the piece l and r merge
+	// into, -1 when none (or when either is a user-defined piece).
+	pairOf := func(l, r int32) int32 {
 		if l < 0 || r < 0 || syms[l].freeze || syms[r].freeze {
-			return
+			return -1
 		}
 		a, b := &syms[l], &syms[r]
 		var tid int32
@@ -255,12 +333,69 @@ func (m *spModel) encodeBPE(out []spSpan, text string, sc *spScratch) []spSpan {
 		} else {
 			tid = m.trie.lookup(text[a.start:b.end])
 		}
-		if tid < 0 {
+		if tid >= 0 && m.pieces[tid].typ == spUnused {
+			sc.rev = append(sc.rev, bpeRev{tid: tid, lstart: a.start, lend: a.end, rstart: b.start, rend: b.end})
+		}
+		return tid
+	}
+	if len(syms) <= bpeScanMax {
+		m.mergeScan(syms, pairOf)
+	} else {
+		sc.heap = m.mergeHeap(syms, pairOf, sc.heap[:0])
+	}
+	for i := int32(0); i != -1; i = syms[i].next {
+		out = m.resegment(out, text, syms[i].start, syms[i].end, syms[i].tid, sc.rev)
+	}
+	return out
+}
+
+// bpeScanMax is the most symbols mergeScan merges; longer texts use the
+// heap, which both give the same merges.
+const bpeScanMax = 32
+
+// mergeScan merges the best pair until none is left, finding it by a scan
+// of the symbols in text order (the highest score, the leftmost of equals).
+func (m *spModel) mergeScan(syms []bpeSymbol, pairOf func(l, r int32) int32) {
+	set := func(i int32) {
+		c := pairOf(i, syms[i].next)
+		syms[i].cand = c
+		if c >= 0 {
+			syms[i].score = m.pieces[c].score
+		}
+	}
+	for i := range syms {
+		set(int32(i))
+	}
+	for {
+		best, score := int32(-1), float32(0)
+		for i := range syms {
+			if s := &syms[i]; s.cand >= 0 && (best < 0 || s.score > score) {
+				best, score = int32(i), s.score
+			}
+		}
+		if best < 0 {
 			return
 		}
-		h.push(bpeCandidate{score: m.pieces[tid].score, left: l, right: r, size: b.end - a.start, tid: tid})
-		if m.pieces[tid].typ == spUnused {
-			sc.rev = append(sc.rev, bpeRev{tid: tid, lstart: a.start, lend: a.end, rstart: b.start, rend: b.end})
+		a := &syms[best]
+		b := &syms[a.next]
+		a.end, a.tid, a.next = b.end, a.cand, b.next
+		if b.next >= 0 {
+			syms[b.next].prev = best
+		}
+		b.start, b.cand = b.end, -1
+		if a.prev >= 0 {
+			set(a.prev)
+		}
+		set(best)
+	}
+}
+
+// mergeHeap is bpe_model.cc's agenda: a priority queue of candidate pairs,
+// stale ones skipped when they come up.
+func (m *spModel) mergeHeap(syms []bpeSymbol, pairOf func(l, r int32) int32, h bpeHeap) bpeHeap {
+	add := func(l, r int32) {
+		if tid := pairOf(l, r); tid >= 0 {
+			h.push(bpeCandidate{score: m.pieces[tid].score, left: l, right: r, size: syms[r].end - syms[l].start, tid: tid})
 		}
 	}
 	for i := 1; i < len(syms); i++ {
@@ -272,9 +407,7 @@ func (m *spModel) encodeBPE(out []spSpan, text string, sc *spScratch) []spSpan {
 		if a.start == a.end || b.start == b.end || (a.end-a.start)+(b.end-b.start) != top.size {
 			continue
 		}
-		a.end = b.end
-		a.tid = top.tid
-		a.next = b.next
+		a.end, a.tid, a.next = b.end, top.tid, b.next
 		if b.next >= 0 {
 			syms[b.next].prev = top.left
 		}
@@ -282,11 +415,7 @@ func (m *spModel) encodeBPE(out []spSpan, text string, sc *spScratch) []spSpan {
 		add(a.prev, top.left)
 		add(top.left, a.next)
 	}
-	sc.heap = h
-	for i := int32(0); i != -1; i = syms[i].next {
-		out = m.resegment(out, text, syms[i].start, syms[i].end, syms[i].tid, sc.rev)
-	}
-	return out
+	return h
 }
 
 func (m *spModel) resegment(out []spSpan, text string, start, end, tid int32, rev []bpeRev) []spSpan {
@@ -351,9 +480,10 @@ func (h *bpeHeap) pop() bpeCandidate {
 // pairTable is an open-addressing hash table from two trie ids to the trie
 // id of their concatenation.
 type pairTable struct {
-	keys []uint64
-	vals []int32
-	mask uint64
+	keys  []uint64
+	vals  []int32
+	mask  uint64
+	shift uint // 64 - log2(len(keys)): the hash is the product's top bits
 }
 
 func (p *pairTable) get(a, b int32) int32 {
@@ -361,7 +491,7 @@ func (p *pairTable) get(a, b int32) int32 {
 		return -1
 	}
 	k := pairKey(a, b) + 1 // 0 marks an empty slot
-	for i := pairHash(k) & p.mask; ; i = (i + 1) & p.mask {
+	for i := (k * pairMul) >> p.shift; ; i = (i + 1) & p.mask {
 		switch p.keys[i] {
 		case k:
 			return p.vals[i]
@@ -371,7 +501,8 @@ func (p *pairTable) get(a, b int32) int32 {
 	}
 }
 
-func pairHash(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> 17 }
+// pairMul is Fibonacci hashing's multiplier, 2^64 over the golden ratio.
+const pairMul = 0x9E3779B97F4A7C15
 
 // buildPairs fills m.pairs with every way two pieces concatenate into a
 // third.
@@ -390,13 +521,13 @@ func (m *spModel) buildPairs(normal map[string]int32) {
 			}
 		}
 	}
-	n := uint64(16)
+	n, bits := uint64(16), uint(4)
 	for n < uint64(len(all))*2 {
-		n *= 2
+		n, bits = n*2, bits+1
 	}
-	m.pairs = pairTable{keys: make([]uint64, n), vals: make([]int32, n), mask: n - 1}
+	m.pairs = pairTable{keys: make([]uint64, n), vals: make([]int32, n), mask: n - 1, shift: 64 - bits}
 	for _, e := range all {
-		i := pairHash(e.k) & m.pairs.mask
+		i := (e.k * pairMul) >> m.pairs.shift
 		for m.pairs.keys[i] != 0 {
 			i = (i + 1) & m.pairs.mask
 		}
@@ -464,6 +595,14 @@ func (n *spNormalizer) prefix(s string) (string, int) {
 	return s[:l], l
 }
 
+// mark is what a space becomes: "▁", or " " without escape_whitespaces.
+func (n *spNormalizer) mark() string {
+	if n.escWS {
+		return wordMark
+	}
+	return " "
+}
+
 func (n *spNormalizer) appendWS(dst []byte) []byte {
 	if n.escWS {
 		return append(dst, wordMark...)
@@ -491,6 +630,14 @@ func (n *spNormalizer) normalize(dst []byte, s string) []byte {
 	}
 	prevSpace := n.removeWS
 	for s != "" {
+		if c := s[0]; c < utf8.RuneSelf && c != ' ' && n.plain[c] {
+			// The common case: an ASCII byte that is not a space and that
+			// neither rule nor user-defined piece starts with.
+			dst = append(dst, c)
+			s = s[1:]
+			prevSpace = false
+			continue
+		}
 		p, l := n.prefix(s)
 		for prevSpace && p != "" && p[0] == ' ' {
 			p = p[1:]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -55,6 +56,7 @@ func parseSPProto(b []byte) (*spProto, error) {
 		modelType: spUnigram, unkID: 0, bosID: 1, eosID: 2, padID: -1,
 		dummyPrefix: true, removeWS: true, escWS: true,
 	}
+	hasTrainer, hasNormalizer := false, false
 	err := walkProto(b, func(num protowire.Number, typ protowire.Type, v uint64, sub []byte) error {
 		switch {
 		case num == 1 && typ == protowire.BytesType:
@@ -64,10 +66,12 @@ func parseSPProto(b []byte) (*spProto, error) {
 			}
 			p.pieces = append(p.pieces, pc)
 		case num == 2 && typ == protowire.BytesType:
+			hasTrainer = true
 			if err := p.parseTrainerSpec(sub); err != nil {
 				return fmt.Errorf("trainer_spec: %w", err)
 			}
 		case num == 3 && typ == protowire.BytesType:
+			hasNormalizer = true
 			if err := p.parseNormalizerSpec(sub); err != nil {
 				return fmt.Errorf("normalizer_spec: %w", err)
 			}
@@ -79,8 +83,13 @@ func parseSPProto(b []byte) (*spProto, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(p.pieces) == 0 {
-		return nil, errors.New("no pieces (is it a SentencePiece ModelProto?)")
+	switch {
+	case len(p.pieces) == 0:
+		return nil, errors.New("no pieces (want a SentencePiece ModelProto)")
+	case !hasTrainer:
+		return nil, errors.New("no trainer_spec (is the file cut short?)")
+	case !hasNormalizer:
+		return nil, errors.New("no normalizer_spec (is the file cut short?)")
 	}
 	return p, nil
 }
@@ -290,14 +299,24 @@ func newSPModel(p *spProto) (*spModel, error) {
 			m.shortReserved = true
 		}
 	}
-	if m.bpe {
-		m.buildPairs(normal)
-	}
 	norm, err := newSPNormalizer(p, m.matcher)
 	if err != nil {
 		return nil, err
 	}
 	m.norm = norm
+	if m.bpe {
+		m.buildPairs(normal)
+		m.words = !p.wsAsSuffix
+		mark := norm.mark()
+		for _, pc := range p.pieces {
+			if pc.typ == spUnused || (len(pc.text) > 1 && strings.Contains(pc.text[1:], mark)) {
+				m.words = false
+			}
+		}
+		if m.words {
+			m.cache = &spCache{m: make(map[string][]spSpan)}
+		}
+	}
 	return m, nil
 }
 

@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
 
 // The models and golden ids of testdata/spm come from the official
 // sentencepiece library (scripts/tokenizers/make_spm.py).
-var spmModels = []string{"unigram_nfkc", "bpe_bytes", "unigram_bytes", "bpe_nfkc"}
+var spmModels = []string{"unigram_nfkc", "bpe_bytes", "unigram_bytes", "bpe_nfkc", "bpe_unused", "unigram_identity", "bpe_spaces"}
 
 func readSPJSONL[T any](t testing.TB, path string) []T {
 	t.Helper()
@@ -71,20 +72,28 @@ func TestSentencePieceGolden(t *testing.T) {
 			if len(want) != len(corpus) {
 				t.Fatalf("%d golden lines for %d strings", len(want), len(corpus))
 			}
-			bad, ids := 0, 0
-			for i, s := range corpus {
-				got := m.appendIDs(nil, s)
-				ids += len(want[i])
-				if !slices.Equal(got, want[i]) {
-					if bad++; bad <= 10 {
-						t.Errorf("%q:\n got %v\nwant %v", s, got, want[i])
+			uncached := *m
+			uncached.cache = nil
+			// Each string with the word cache cold, warm, and off.
+			for _, run := range []struct {
+				what string
+				m    *spModel
+			}{{"cold", m}, {"warm", m}, {"uncached", &uncached}} {
+				bad, ids := 0, 0
+				for i, s := range corpus {
+					got := run.m.appendIDs(nil, s)
+					ids += len(want[i])
+					if !slices.Equal(got, want[i]) {
+						if bad++; bad <= 10 {
+							t.Errorf("%s %q:\n got %v\nwant %v", run.what, s, got, want[i])
+						}
 					}
 				}
+				if bad > 0 {
+					t.Errorf("%s: %d of %d strings differ", run.what, bad, len(corpus))
+				}
+				t.Logf("%s: %d strings, %d ids matched", run.what, len(corpus)-bad, ids)
 			}
-			if bad > 0 {
-				t.Errorf("%d of %d strings differ", bad, len(corpus))
-			}
-			t.Logf("%d strings, %d ids matched", len(corpus)-bad, ids)
 		})
 	}
 }
@@ -162,4 +171,56 @@ func TestSentencePieceLlamaBOS(t *testing.T) {
 	if bad > 0 {
 		t.Errorf("%d of %d strings differ", bad, len(corpus))
 	}
+}
+
+// benchSentencePiece encodes short captions (benchCaptions: 5 to 16 words)
+// on one goroutine and reports captions per second, wall-clock and per
+// CPU-second of the process.
+func benchSentencePiece(b *testing.B, encode func(s string)) {
+	caps := benchCaptions(1024)
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	for i := 0; b.Loop(); i++ {
+		encode(caps[i%len(caps)])
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "captions/s")
+	if cpu := processCPU() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(b.N)/cpu.Seconds(), "captions/cpu-s")
+	}
+}
+
+func benchSPModel(b *testing.B, name string) {
+	m := loadSPModel(b, name)
+	if strings.HasSuffix(b.Name(), "NoCache") {
+		m.cache = nil
+	}
+	var dst []int
+	benchSentencePiece(b, func(s string) { dst = m.appendIDs(dst[:0], s) })
+}
+
+// BenchmarkSentencePieceUnigram is the Unigram model with nmt_nfkc.
+func BenchmarkSentencePieceUnigram(b *testing.B) { benchSPModel(b, "unigram_nfkc") }
+
+// BenchmarkSentencePieceBPE is the BPE model with byte fallback.
+func BenchmarkSentencePieceBPE(b *testing.B) { benchSPModel(b, "bpe_bytes") }
+
+// BenchmarkSentencePieceBPENoCache is BenchmarkSentencePieceBPE with every
+// word merged afresh.
+func BenchmarkSentencePieceBPENoCache(b *testing.B) { benchSPModel(b, "bpe_bytes") }
+
+// BenchmarkSentencePieceBPENFKC is the BPE model with nmt_nfkc.
+func BenchmarkSentencePieceBPENFKC(b *testing.B) { benchSPModel(b, "bpe_nfkc") }
+
+// BenchmarkSentencePieceSiglip is SigLIP's tokenizer to 64 ids and a mask.
+func BenchmarkSentencePieceSiglip(b *testing.B) {
+	tok, err := LoadTokenizer(siglipFS(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids, mask := make([]int64, 64), make([]int64, 64)
+	benchSentencePiece(b, func(s string) {
+		if err := tok.encodeInto(ids, mask, s); err != nil {
+			b.Fatal(err)
+		}
+	})
 }

@@ -10,7 +10,8 @@ was used) and its protobuf module:
 It writes, under text/testdata/spm/:
 
   corpus.jsonl            the test strings, one JSON string a line
-  <model>.model           the trained models (see MODELS)
+  <model>.model           the trained models (see MODELS) and ones edited
+                          from them (derived_models)
   <model>.jsonl           per corpus line, sp.encode(text) of that model
   llama_bos.jsonl         per corpus line, sp.encode(text, add_bos=True) of bpe_bytes
   siglip.jsonl            per corpus line, the 64 ids SiglipTokenizer gives with
@@ -188,7 +189,46 @@ def train(name, args, text_path):
     spm.SentencePieceTrainer.train(input=text_path, model_prefix=prefix, num_threads=1,
                                    minloglevel=2, **args)
     os.remove(prefix + ".vocab")
+    # The trainer keeps the paths it was given; drop them so that the file
+    # does not depend on where it was made.
+    with open(prefix + ".model", "rb") as f:
+        m = model_pb2.ModelProto.FromString(f.read())
+    del m.trainer_spec.input[:]
+    m.trainer_spec.model_prefix = ""
+    with open(prefix + ".model", "wb") as f:
+        f.write(m.SerializeToString())
     return prefix + ".model"
+
+
+def derived_models(paths):
+    """Models edited from the trained ones, for what training does not make:
+    UNUSED pieces, no charsmap, spaces not escaped, whitespace as suffix."""
+    def edit(src, out, unused_every, **norm):
+        with open(paths[src], "rb") as f:
+            m = model_pb2.ModelProto.FromString(f.read())
+        multi = [p for p in m.pieces if p.type == p.NORMAL and len(p.piece) > 1]
+        for p in multi[::unused_every] if unused_every else []:
+            p.type = p.UNUSED
+        suffix = norm.pop("treat_whitespace_as_suffix", None)
+        if suffix is not None:
+            m.trainer_spec.treat_whitespace_as_suffix = suffix
+        for k, v in norm.items():
+            setattr(m.normalizer_spec, k, v)
+        path = os.path.join(OUT, out + ".model")
+        with open(path, "wb") as f:
+            f.write(m.SerializeToString())
+        return out, path
+    return dict([
+        # BPE with UNUSED pieces: merges through them, then split back.
+        edit("bpe_bytes", "bpe_unused", 23),
+        # Unigram without a charsmap, UNUSED pieces skipped, no whitespace
+        # clean-up, the space mark as a suffix.
+        edit("unigram_bytes", "unigram_identity", 31, name="identity", precompiled_charsmap=b"",
+             remove_extra_whitespaces=False, treat_whitespace_as_suffix=True),
+        # BPE whose spaces stay spaces, with the dummy space as a suffix.
+        edit("bpe_bytes", "bpe_spaces", 0, escape_whitespaces=False, treat_whitespace_as_suffix=True,
+             remove_extra_whitespaces=True),
+    ])
 
 
 # --- SiglipTokenizer, transcribed from transformers' tokenization_siglip.py and
@@ -277,6 +317,8 @@ def main():
             for line in training_text(rng):
                 f.write(line + "\n")
         paths = {name: train(name, args, text_path) for name, args in MODELS.items()}
+
+    paths.update(derived_models(paths))
 
     texts = corpus(random.Random(7))
     with open(os.path.join(OUT, "corpus.jsonl"), "w") as f:

@@ -1,0 +1,238 @@
+package vision
+
+import "image"
+
+// The vector path of the resampler. It computes what resample computes,
+// to the byte, with other buffer layouts, made for SIMD kernels:
+//
+//   - quad rows: four source rows interleaved column by column, 16 bytes a
+//     column (row r's R, G, B, 0 at bytes 4r..4r+3), so that one 16-byte
+//     load holds one tap of four rows' three channels;
+//   - RGBX rows: 4 bytes a pixel (R, G, B and an unspecified byte), rows
+//     padded to a multiple of 64 bytes, for the horizontal pass's output,
+//     the vertical pass's input and output, and the value table's input.
+//
+// The sums are Pillow's: 32-bit products of 8-bit values and the same
+// fixed-point weights (coeffs), added to the rounding half in 32 bits,
+// shifted right by precision bits and clipped to 0..255. Integer sums do
+// not depend on the order of their terms, and Pillow's never leave the
+// int32 range, so 32-bit lanes give exactly resample's values (which sums
+// the same products two lanes to a uint64).
+//
+// The kernels are declared per architecture (rgbx_amd64.go, or
+// rgbx_other.go where there is no assembly); the functions named …Go
+// below are their reference loops, which the assembly must match.
+
+// rgbxAlign is the padding of RGBX rows and the column block of the
+// vertical kernels.
+const rgbxAlign = 64
+
+// rgbxStride is the byte stride of RGBX rows of w pixels.
+func rgbxStride(w int) int { return (4*w + rgbxAlign - 1) &^ (rgbxAlign - 1) }
+
+// useRGBX says whether ApplyInto resizes with the vector kernels (see
+// simdImpl).
+func useRGBX() bool { return simdImpl != "go" }
+
+// resampleRGBX is resample (same arguments, same pixels) writing dst as
+// win.Dy() RGBX rows of stride rgbxStride(win.Dx()).
+func resampleRGBX(dst []byte, src rowSource, sw, sh, dw, dh int, win image.Rectangle, f filter, s *resampleScratch) {
+	ow, oh := win.Dx(), win.Dy()
+	if dw != sw {
+		s.f64 = makeCoeffs(&s.hc, sw, dw, win.Min.X, win.Max.X, f, s.f64)
+	} else {
+		makeIdentity(&s.hc, sw, win.Min.X, win.Max.X)
+	}
+	if dh != sh {
+		s.f64 = makeCoeffs(&s.vc, sh, dh, win.Min.Y, win.Max.Y, f, s.f64)
+	} else {
+		makeIdentity(&s.vc, sh, win.Min.Y, win.Max.Y)
+	}
+	x0, x1 := s.hc.span()
+	y0, y1 := s.vc.span()
+	nx := x1 - x0
+	nx4 := (nx + 3) &^ 3
+	ws := rgbxStride(ow)
+	// Each output's taps: the byte offset of its first column in a quad
+	// row, and their number.
+	s.taps = grow(s.taps, 2*ow)
+	for xx := range ow {
+		n := s.hc.n[xx]
+		off := int32(0)
+		if n > 0 {
+			off = 16 * (s.hc.first[xx] - int32(x0))
+		}
+		s.taps[2*xx], s.taps[2*xx+1] = off, n
+	}
+	s.quad = grow(s.quad, 16*max(nx4, 4))
+	for r := range s.rows4 {
+		s.rows4[r] = grow(s.rows4[r], 3*nx4+16)
+	}
+	groups := (y1 - y0 + 3) / 4
+	s.mid = grow(s.mid, 4*max(groups, 1)*ws)
+	for g := range groups {
+		y := y0 + 4*g
+		s.fillQuad(src, y, min(4, y1-y), x0, x1)
+		hconv(s.mid[4*g*ws:][:4*ws], ws, s.quad, s.taps[:2*ow], s.hc.k, s.hc.ksize)
+	}
+	for yy := range oh {
+		out := dst[yy*ws:][:ws]
+		n := int(s.vc.n[yy])
+		if n == 0 {
+			clear(out) // clip8 of the rounding half alone
+			continue
+		}
+		r := int(s.vc.first[yy]) - y0
+		vconv(out, s.mid[r*ws:][:(n-1)*ws+ws], ws, s.vc.k[yy*s.vc.ksize:][:n])
+	}
+}
+
+// fillQuad writes the quad row of source rows y ... y+nr-1 (nr <= 4;
+// the rows past nr are left as they were), columns x0..x1-1, into s.quad.
+// 8-bit RGBA and NRGBA rows are read in place; other layouts through
+// rgbRow.
+func (s *resampleScratch) fillQuad(src rowSource, y, nr, x0, x1 int) {
+	nx := x1 - x0
+	n4 := nx &^ 3
+	if r, ok := src.(*rgbRows); ok && nr == 4 && n4 > 0 && (r.kind == rowsBytes || r.kind == rowsRGBA) {
+		var rows [4][]byte
+		for i := range rows {
+			rows[i] = r.pix[(y+i)*r.strd+4*x0:][:4*n4]
+		}
+		alpha := quadRGBA(s.quad[:16*n4], rows)
+		if r.kind == rowsBytes || alpha == 0xff {
+			if n4 < nx { // the last columns, through rgbRow
+				for i := range rows {
+					r.rgbRow(s.rows4[i][:3*(nx-n4)], y+i, x0+n4, x1)
+				}
+				quadRGBGo(s.quad[16*n4:][:16*(nx-n4)], [4][]byte{s.rows4[0], s.rows4[1], s.rows4[2], s.rows4[3]})
+			}
+			return
+		}
+	}
+	for i := range nr {
+		src.rgbRow(s.rows4[i][:3*nx], y+i, x0, x1)
+	}
+	nx4 := (nx + 3) &^ 3
+	quadRGB(s.quad[:16*nx4], [4][]byte{s.rows4[0], s.rows4[1], s.rows4[2], s.rows4[3]})
+}
+
+// quadRGBGo is quadRGB's reference: q[16x+4r : 16x+4r+4] = R, G, B, 0 of
+// pixel x of packed RGB row rows[r], for the len(q)/16 columns.
+func quadRGBGo(q []byte, rows [4][]byte) {
+	n := len(q) / 16
+	for r, row := range rows {
+		row = row[:3*n]
+		for x := range n {
+			o := q[16*x+4*r : 16*x+4*r+4 : 16*x+4*r+4]
+			p := row[3*x : 3*x+3 : 3*x+3]
+			o[0], o[1], o[2], o[3] = p[0], p[1], p[2], 0
+		}
+	}
+}
+
+// quadRGBAGo is quadRGBA's reference: quadRGBGo for rows of 4 bytes a
+// pixel (R, G, B, A), returning the AND of every A read.
+func quadRGBAGo(q []byte, rows [4][]byte) byte {
+	n := len(q) / 16
+	a := byte(0xff)
+	for r, row := range rows {
+		row = row[:4*n]
+		for x := range n {
+			o := q[16*x+4*r : 16*x+4*r+4 : 16*x+4*r+4]
+			p := row[4*x : 4*x+4 : 4*x+4]
+			o[0], o[1], o[2], o[3] = p[0], p[1], p[2], 0
+			a &= p[3]
+		}
+	}
+	return a
+}
+
+// hconvGo is hconv's reference: the horizontal pass on one quad row q, for
+// the len(taps)/2 outputs, whose taps (byte offset into q and count) are
+// taps[2·xx], taps[2·xx+1] and weights k[xx·ksize:]. Output xx of row r is
+// pixel xx of RGBX row r of dst (stride ws): bytes 0..2 hold its channels,
+// byte 3 the clipped sum of the quad's zero bytes.
+func hconvGo(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
+	const half = 1 << (precision - 1)
+	ow := len(taps) / 2
+	for xx := range ow {
+		off, n := int(taps[2*xx]), int(taps[2*xx+1])
+		kk := k[xx*ksize:][:n]
+		var acc [16]int32
+		for i := range acc {
+			acc[i] = half
+		}
+		for t, kv := range kk {
+			p := q[off+16*t:][:16]
+			for i := range acc {
+				acc[i] += int32(p[i]) * kv
+			}
+		}
+		for r := range 4 {
+			o := dst[r*ws+4*xx:][:4]
+			for c := range o {
+				o[c] = clip8(acc[4*r+c])
+			}
+		}
+	}
+}
+
+// vconvGo is vconv's reference: one output row of the vertical pass,
+// dst[j] = clip8(half + Σ_t k[t]·src[t·ws+j]) for j < len(dst), a multiple
+// of rgbxAlign.
+func vconvGo(dst, src []byte, ws int, k []int32) {
+	const half = 1 << (precision - 1)
+	for j := range dst {
+		s := int32(half)
+		for t, kv := range k {
+			s += int32(src[t*ws+j]) * kv
+		}
+		dst[j] = clip8(s)
+	}
+}
+
+// lutRGBXGo is lutRGBX's reference: pixel j of the RGBX row src becomes
+// r[j], g[j], b[j] through the tables lut[0], lut[1], lut[2], for
+// j < len(r).
+func lutRGBXGo(r, g, b []float32, src []byte, lut *[3][256]float32) {
+	n := len(r)
+	g, b, src = g[:n], b[:n], src[:4*n]
+	for j := range r {
+		p := src[4*j : 4*j+3 : 4*j+3]
+		r[j], g[j], b[j] = lut[0][p[0]], lut[1][p[1]], lut[2][p[2]]
+	}
+}
+
+// normaliseRGBX is ApplyInto's last step for RGBX rows: dst, 3 planes of
+// oh×ow, gets lut[c][v] for each value v of channel c of the window win8
+// (rows of stride ws; output (i, j) is window pixel (top+i, left+j) in
+// resized coordinates) and lut[c][0] outside it.
+func normaliseRGBX(dst []float32, oh, ow, top, left int, win image.Rectangle, win8 []byte, ws int, lut *[3][256]float32) {
+	plane := oh * ow
+	pr, pg, pb := dst[:plane], dst[plane:2*plane], dst[2*plane:3*plane]
+	x0, x1 := win.Min.X-left, win.Max.X-left // window columns in output coordinates
+	for i := range oh {
+		r, g, b := pr[i*ow:][:ow], pg[i*ow:][:ow], pb[i*ow:][:ow]
+		y := top + i
+		if y < win.Min.Y || y >= win.Max.Y {
+			fill(r, lut[0][0])
+			fill(g, lut[1][0])
+			fill(b, lut[2][0])
+			continue
+		}
+		fill(r[:x0], lut[0][0])
+		fill(g[:x0], lut[1][0])
+		fill(b[:x0], lut[2][0])
+		lutRGBX(r[x0:x1], g[x0:x1], b[x0:x1], win8[(y-win.Min.Y)*ws:][:4*(x1-x0)], lut)
+		fill(r[x1:], lut[0][0])
+		fill(g[x1:], lut[1][0])
+		fill(b[x1:], lut[2][0])
+	}
+}
+
+func fill(s []float32, v float32) {
+	for i := range s {
+		s[i] = v
+	}
+}

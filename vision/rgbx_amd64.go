@@ -1,0 +1,158 @@
+//go:build amd64 && gc && !purego
+
+package vision
+
+import "golang.org/x/sys/cpu"
+
+// simdImpl is the kernel set ApplyInto resizes with, chosen once from the
+// CPU's features: "avx512" (AVX-512F), "avx2", or "go" for resample's
+// pure-Go passes. Tests switch it.
+var simdImpl = pickSIMD()
+
+func pickSIMD() string {
+	switch {
+	case cpu.X86.HasAVX512F && cpu.X86.HasAVX2:
+		return "avx512"
+	case cpu.X86.HasAVX2:
+		return "avx2"
+	}
+	return "go"
+}
+
+// hasAVX2 says the AVX2 kernels can run (tests run them beside AVX-512).
+var hasAVX2 = cpu.X86.HasAVX2
+
+// quadRGB is quadRGBGo; each row has 16 bytes readable from pixel
+// len(q)/16-4 on (len(q) a multiple of 64).
+func quadRGB(q []byte, rows [4][]byte) {
+	n := len(q) / 16
+	if simdImpl == "go" || n == 0 {
+		quadRGBGo(q, rows)
+		return
+	}
+	for _, r := range rows {
+		_ = r[3*n+3]
+	}
+	quadRGBAVX2(&q[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n)
+}
+
+// quadRGBA is quadRGBAGo; len(q) is a multiple of 64.
+func quadRGBA(q []byte, rows [4][]byte) byte {
+	n := len(q) / 16
+	if simdImpl == "go" || n == 0 {
+		return quadRGBAGo(q, rows)
+	}
+	for _, r := range rows {
+		_ = r[4*n-1]
+	}
+	return quadRGBAAVX2(&q[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n)
+}
+
+// hconv is hconvGo; dst holds 4 rows of ws bytes, ws >= 4·len(taps)/2.
+func hconv(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
+	ow := len(taps) / 2
+	switch {
+	case simdImpl == "go" || ow == 0:
+		hconvGo(dst, ws, q, taps, k, ksize)
+		return
+	}
+	_ = dst[3*ws+4*ow-1]
+	_ = k[(ow-1)*ksize]
+	for xx := range ow { // the kernels trust the offsets
+		if off, n := int(taps[2*xx]), int(taps[2*xx+1]); off < 0 || n < 0 || n > ksize || off+16*n > len(q) {
+			panic("vision: hconv: taps out of range")
+		}
+	}
+	if simdImpl == "avx512" {
+		hconvAVX512(&dst[0], ws, &q[0], &taps[0], &k[0], ksize, ow)
+	} else {
+		hconvAVX2(&dst[0], ws, &q[0], &taps[0], &k[0], ksize, ow)
+	}
+}
+
+// vconv is vconvGo; len(dst) is a multiple of rgbxAlign, len(k) > 0 and
+// src holds len(k) rows of ws >= len(dst) bytes.
+func vconv(dst, src []byte, ws int, k []int32) {
+	n := len(k)
+	if simdImpl == "go" || len(dst) == 0 {
+		vconvGo(dst, src, ws, k)
+		return
+	}
+	if len(dst)%rgbxAlign != 0 || ws < len(dst) {
+		panic("vision: vconv: bad row length")
+	}
+	_ = src[(n-1)*ws+len(dst)-1]
+	if simdImpl == "avx512" {
+		vconvAVX512(&dst[0], &src[0], ws, &k[0], n, len(dst))
+	} else {
+		vconvAVX2(&dst[0], &src[0], ws, &k[0], n, len(dst))
+	}
+}
+
+// lutRGBX is lutRGBXGo: the kernels take the whole blocks (16 pixels for
+// AVX-512, 8 for AVX2), Go the rest.
+func lutRGBX(r, g, b []float32, src []byte, lut *[3][256]float32) {
+	n := len(r)
+	g, b, src = g[:n], b[:n], src[:4*n]
+	var m int
+	switch simdImpl {
+	case "avx512":
+		if m = n &^ 15; m > 0 {
+			lutRGBXAVX512(&r[0], &g[0], &b[0], &src[0], m, &lut[0][0])
+		}
+	case "avx2":
+		if m = n &^ 7; m > 0 {
+			lutRGBXAVX2(&r[0], &g[0], &b[0], &src[0], m, &lut[0][0])
+		}
+	}
+	if m < n {
+		lutRGBXGo(r[m:], g[m:], b[m:], src[4*m:], lut)
+	}
+}
+
+// quadRGBAVX2 is quadRGBGo over n columns (n a multiple of 4), reading 16
+// bytes at each pixel 4i of every row.
+//
+//go:noescape
+func quadRGBAVX2(q, r0, r1, r2, r3 *byte, n int)
+
+// quadRGBAAVX2 is quadRGBAGo over n columns (n a multiple of 4).
+//
+//go:noescape
+func quadRGBAAVX2(q, r0, r1, r2, r3 *byte, n int) byte
+
+// hconvAVX2 is hconvGo for ow outputs: per output, per tap, VPMOVZXBD of
+// the tap's 16 bytes, VPMULLD by the broadcast weight, VPADDD; then
+// VPSRAD, and VPACKSSDW/VPACKUSWB clip to bytes.
+//
+//go:noescape
+func hconvAVX2(dst *byte, ws int, q *byte, taps *int32, k *int32, ksize, ow int)
+
+// hconvAVX512 is hconvAVX2 on zmm registers: one VPMULLD a tap for the
+// four rows; VPMAXSD and VPMOVUSDB clip.
+//
+//go:noescape
+func hconvAVX512(dst *byte, ws int, q *byte, taps *int32, k *int32, ksize, ow int)
+
+// vconvAVX2 is vconvGo for width bytes (a multiple of 32): 32 bytes at a
+// time, four ymm sums of 8.
+//
+//go:noescape
+func vconvAVX2(dst, src *byte, ws int, k *int32, n, width int)
+
+// vconvAVX512 is vconvGo for width bytes (a multiple of 64): 64 bytes at
+// a time, four zmm sums of 16.
+//
+//go:noescape
+func vconvAVX512(dst, src *byte, ws int, k *int32, n, width int)
+
+// lutRGBXAVX2 is lutRGBXGo for n pixels (a multiple of 8), with VPGATHERDD
+// from the tables.
+//
+//go:noescape
+func lutRGBXAVX2(dr, dg, db *float32, src *byte, n int, lut *float32)
+
+// lutRGBXAVX512 is lutRGBXGo for n pixels (a multiple of 16).
+//
+//go:noescape
+func lutRGBXAVX512(dr, dg, db *float32, src *byte, n int, lut *float32)

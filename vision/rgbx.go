@@ -64,9 +64,14 @@ func resampleRGBX(dst []byte, src rowSource, sw, sh, dw, dh int, win image.Recta
 		}
 		s.taps[2*xx], s.taps[2*xx+1] = off, n
 	}
-	s.quad = grow(s.quad, 16*max(nx4, 4))
+	s.quad = grow(s.quad, 16*max(nx4, 8))
 	for r := range s.rows4 {
 		s.rows4[r] = grow(s.rows4[r], 3*nx4+16)
+	}
+	// JPEG 4:2:0 rows are converted in pairs of an even row and the next:
+	// start at one if y0 is the second of a pair.
+	if r, ok := src.(*rgbRows); ok && y0 > 0 && y0 < y1 && r.kind == rowsYCbCr && !r.pairAt(y0) && r.pairAt(y0-1) {
+		y0--
 	}
 	groups := (y1 - y0 + 3) / 4
 	s.mid = grow(s.mid, 4*max(groups, 1)*ws)
@@ -94,6 +99,13 @@ func resampleRGBX(dst []byte, src rowSource, sw, sh, dw, dh int, win image.Recta
 func (s *resampleScratch) fillQuad(src rowSource, y, nr, x0, x1 int) {
 	nx := x1 - x0
 	n4 := nx &^ 3
+	if r, ok := src.(*rgbRows); ok && r.kind == rowsYCbCr && r.pairAt(y) && (nr <= 2 || r.pairAt(y+2)) {
+		r.ycc.quadPair(s.quad, 0, y, x0, x1, r.tmp)
+		if nr > 2 {
+			r.ycc.quadPair(s.quad, 2, y+2, x0, x1, r.tmp)
+		}
+		return
+	}
 	if r, ok := src.(*rgbRows); ok && nr == 4 && n4 > 0 && (r.kind == rowsBytes || r.kind == rowsRGBA) {
 		var rows [4][]byte
 		for i := range rows {
@@ -235,4 +247,63 @@ func fill(s []float32, v float32) {
 	for i := range s {
 		s[i] = v
 	}
+}
+
+// quadYCCGo is quadYCC's reference: for j < n, column x = xs+j of two rows
+// T and B of a 4:2:0 JPEG that share a chroma row (Y' values yT[j],
+// yB[j]) becomes R, G, B, 0 of row T at q[16j:16j+4] and of row B at
+// q[16j+4:16j+8], as pairH2V2 computes them. pc holds six padded chroma
+// rows of m bytes: for Cb then Cr, the shared row, the row libjpeg blends
+// into T, the row it blends into B; pc[k·m+1+i] is chroma column i, with
+// columns -1 and cw repeating the edges.
+func quadYCCGo(q, yT, yB, pc []byte, m, xs, n int) {
+	// colSum is 3·(shared row) + (row k) of plane p at chroma column i.
+	colSum := func(p, k, i int) int32 {
+		return 3*int32(pc[3*p*m+1+i]) + int32(pc[(3*p+k)*m+1+i])
+	}
+	for j := range n {
+		x := xs + j
+		i := x >> 1
+		for row, yv := range [2]byte{yT[j], yB[j]} {
+			var c [2]int32
+			for p := range c {
+				if x&1 == 0 {
+					c[p] = (colSum(p, 1+row, i)*3 + colSum(p, 1+row, i-1) + 8) >> 4
+				} else {
+					c[p] = (colSum(p, 1+row, i)*3 + colSum(p, 1+row, i+1) + 7) >> 4
+				}
+			}
+			r, g, b := yccRGB(int32(yv), c[0], c[1])
+			o := q[16*j+4*row:][:4]
+			o[0], o[1], o[2], o[3] = uint8(r), uint8(g), uint8(b), 0
+		}
+	}
+}
+
+// quadPair writes rows y and y+1 (a pair for pairAt: 4:2:0, fancy
+// upsampling, y even in the image), columns x0..x1-1, into slots slot and
+// slot+1 of the quad row q.
+func (g *yccPlanes) quadPair(q []byte, slot, y, x0, x1 int, tmp *convScratch) {
+	cw := g.cw
+	cy := (y+g.r.Min.Y)>>1 - g.cy0
+	rows := [3]int{cy, max(0, cy-1), min(g.ch-1, cy+1)}
+	m := cw + 2 + 8
+	tmp.rows = grow(tmp.rows, 6*m)
+	pc := tmp.rows[:6*m]
+	for p, plane := range [2][]byte{g.Cb, g.Cr} {
+		for k, row := range rows {
+			dst := pc[(3*p+k)*m:][:m]
+			src := plane[row*g.cStride:][:cw]
+			copy(dst[1:], src)
+			dst[0], dst[cw+1] = src[0], src[cw-1]
+		}
+	}
+	yT := g.Y[y*g.yStride:][:x1]
+	yB := g.Y[(y+1)*g.yStride:][:x1]
+	x := x0
+	if x&1 == 1 {
+		quadYCCGo(q[4*slot:], yT[x:], yB[x:], pc, m, x, 1)
+		x++
+	}
+	quadYCC(q[16*(x-x0)+4*slot:], yT[x:], yB[x:], pc, m, x, x1-x)
 }

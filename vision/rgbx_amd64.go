@@ -156,3 +156,28 @@ func lutRGBXAVX2(dr, dg, db *float32, src *byte, n int, lut *float32)
 //
 //go:noescape
 func lutRGBXAVX512(dr, dg, db *float32, src *byte, n int, lut *float32)
+
+// quadYCC is quadYCCGo; the kernel takes the whole blocks of 8 columns
+// from an even xs, Go the rest.
+func quadYCC(q, yT, yB, pc []byte, m, xs, n int) {
+	nb := n &^ 7
+	if simdImpl == "go" || xs&1 != 0 || nb == 0 {
+		quadYCCGo(q, yT, yB, pc, m, xs, n)
+		return
+	}
+	_ = q[16*(nb-1)+7]
+	_, _ = yT[nb-1], yB[nb-1]
+	_ = pc[5*m+xs>>1+nb/2+3]
+	quadYCCAVX2(&q[0], &yT[0], &yB[0], &pc[xs>>1], m, nb)
+	if nb < n {
+		quadYCCGo(q[16*nb:], yT[nb:], yB[nb:], pc, m, xs+nb, n-nb)
+	}
+}
+
+// quadYCCAVX2 is quadYCCGo for n columns (a multiple of 8) from an even
+// column, pc at its padded column xs/2 (chroma column xs/2-1): 8 columns
+// a block, the upsampling and libjpeg's YCC→RGB in 32-bit lanes
+// (VPMULLD by the same fixed-point factors as its tables).
+//
+//go:noescape
+func quadYCCAVX2(q, yT, yB, pc *byte, m, n int)

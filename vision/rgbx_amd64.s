@@ -433,3 +433,155 @@ lut5:
 	JNZ        lut5
 	VZEROUPPER
 	RET
+
+// libjpeg's YCC→RGB factors (jdcolor.c, SCALEBITS 16), 8 dwords each:
+// FIX(1.40200), FIX(1.77200), -FIX(0.34414), -FIX(0.71414).
+#define DWORDS8(name, v) \
+	DATA name+0(SB)/4, v  \
+	DATA name+4(SB)/4, v  \
+	DATA name+8(SB)/4, v  \
+	DATA name+12(SB)/4, v \
+	DATA name+16(SB)/4, v \
+	DATA name+20(SB)/4, v \
+	DATA name+24(SB)/4, v \
+	DATA name+28(SB)/4, v \
+	GLOBL name(SB), RODATA|NOPTR, $32
+
+DWORDS8(yccCrR<>, $91881)
+DWORDS8(yccCbB<>, $116130)
+DWORDS8(yccCbG<>, $-22554)
+DWORDS8(yccCrG<>, $-46802)
+DWORDS8(ycc128<>, $128)
+DWORDS8(yccHalf<>, $32768)
+
+// Chroma columns (from i-1) to output columns 2i, 2i+1, ...: the nearer
+// one, and the neighbour on the output's side; with the rounding biases.
+DATA yccNear<>+0(SB)/4, $1
+DATA yccNear<>+4(SB)/4, $1
+DATA yccNear<>+8(SB)/4, $2
+DATA yccNear<>+12(SB)/4, $2
+DATA yccNear<>+16(SB)/4, $3
+DATA yccNear<>+20(SB)/4, $3
+DATA yccNear<>+24(SB)/4, $4
+DATA yccNear<>+28(SB)/4, $4
+GLOBL yccNear<>(SB), RODATA|NOPTR, $32
+DATA yccFar<>+0(SB)/4, $0
+DATA yccFar<>+4(SB)/4, $2
+DATA yccFar<>+8(SB)/4, $1
+DATA yccFar<>+12(SB)/4, $3
+DATA yccFar<>+16(SB)/4, $2
+DATA yccFar<>+20(SB)/4, $4
+DATA yccFar<>+24(SB)/4, $3
+DATA yccFar<>+28(SB)/4, $5
+GLOBL yccFar<>(SB), RODATA|NOPTR, $32
+DATA yccBias<>+0(SB)/8, $0x0000000700000008
+DATA yccBias<>+8(SB)/8, $0x0000000700000008
+DATA yccBias<>+16(SB)/8, $0x0000000700000008
+DATA yccBias<>+24(SB)/8, $0x0000000700000008
+GLOBL yccBias<>(SB), RODATA|NOPTR, $32
+
+// Bytes R0-3 G0-3 B0-3 0000 of a lane to pixels R G B 0.
+DATA yccPix<>+0(SB)/8, $0x0d0905010c080400
+DATA yccPix<>+8(SB)/8, $0x0f0b07030e0a0602
+DATA yccPix<>+16(SB)/8, $0x0d0905010c080400
+DATA yccPix<>+24(SB)/8, $0x0f0b07030e0a0602
+GLOBL yccPix<>(SB), RODATA|NOPTR, $32
+
+// UPSAMPLE: the chroma row sums 3·C + N of 8 chroma columns (from i-1) to
+// the chroma of output columns 2i ... 2i+7 in dst (libjpeg-turbo's
+// h2v2_fancy_upsample); clobbers Y3..Y5.
+#define UPSAMPLE(C, N, dst) \
+	VPADDD  C, C, Y3           \
+	VPADDD  C, Y3, Y3          \
+	VPADDD  N, Y3, Y3          \
+	VPERMD  Y3, Y15, Y4        \
+	VPERMD  Y3, Y14, Y5        \
+	VPADDD  Y4, Y4, dst        \
+	VPADDD  Y4, dst, dst       \
+	VPADDD  Y5, dst, dst       \
+	VPADDD  Y13, dst, dst      \
+	VPSRAD  $4, dst, dst
+
+// TORGB: Y' at (yp), cb-128 in cb, cr-128 in cr to 8 pixels R G B 0 in Y1.
+#define TORGB(yp, cb, cr) \
+	VPMOVZXBD yp, Y0                 \
+	VPMULLD   yccCrR<>(SB), cr, Y1   \
+	VPADDD    Y11, Y1, Y1            \
+	VPSRAD    $16, Y1, Y1            \
+	VPADDD    Y0, Y1, Y1             \
+	VPMULLD   yccCbB<>(SB), cb, Y2   \
+	VPADDD    Y11, Y2, Y2            \
+	VPSRAD    $16, Y2, Y2            \
+	VPADDD    Y0, Y2, Y2             \
+	VPMULLD   yccCbG<>(SB), cb, Y3   \
+	VPMULLD   yccCrG<>(SB), cr, Y4   \
+	VPADDD    Y4, Y3, Y3             \
+	VPADDD    Y11, Y3, Y3            \
+	VPSRAD    $16, Y3, Y3            \
+	VPADDD    Y0, Y3, Y3             \
+	VPACKSSDW Y3, Y1, Y1             \
+	VPACKSSDW Y10, Y2, Y2            \
+	VPACKUSWB Y2, Y1, Y1             \
+	VPSHUFB   Y12, Y1, Y1
+
+// func quadYCCAVX2(q, yT, yB, pc *byte, m, n int)
+// Requires: AVX, AVX2
+TEXT ·quadYCCAVX2(SB), NOSPLIT, $0-48
+	MOVQ    q+0(FP), DI
+	MOVQ    yT+8(FP), R10
+	MOVQ    yB+16(FP), R11
+	MOVQ    pc+24(FP), SI
+	MOVQ    m+32(FP), R8
+	MOVQ    n+40(FP), CX
+	LEAQ    (R8)(R8*2), AX
+	LEAQ    (SI)(AX*1), R9 // the Cr rows
+	VMOVDQU yccNear<>(SB), Y15
+	VMOVDQU yccFar<>(SB), Y14
+	VMOVDQU yccBias<>(SB), Y13
+	VMOVDQU yccPix<>(SB), Y12
+	VMOVDQU yccHalf<>(SB), Y11
+	VPXOR   Y10, Y10, Y10
+
+ycc:
+	// Cb, Cr of rows T (Y6, Y8) and B (Y7, Y9); UPSAMPLE keeps Y0..Y2.
+	VPMOVZXBD (SI), Y0
+	VPMOVZXBD (SI)(R8*1), Y1
+	VPMOVZXBD (SI)(R8*2), Y2
+	UPSAMPLE(Y0, Y1, Y6)
+	UPSAMPLE(Y0, Y2, Y7)
+	VPMOVZXBD (R9), Y0
+	VPMOVZXBD (R9)(R8*1), Y1
+	VPMOVZXBD (R9)(R8*2), Y2
+	UPSAMPLE(Y0, Y1, Y8)
+	UPSAMPLE(Y0, Y2, Y9)
+	VPSUBD    ycc128<>(SB), Y6, Y6
+	VPSUBD    ycc128<>(SB), Y7, Y7
+	VPSUBD    ycc128<>(SB), Y8, Y8
+	VPSUBD    ycc128<>(SB), Y9, Y9
+	TORGB((R10), Y6, Y8)
+	VMOVDQA   Y1, Y6
+	TORGB((R11), Y7, Y9)
+
+	// Rows T (Y6) and B (Y1) side by side, 8 bytes a column, 16 apart.
+	VPUNPCKLDQ   Y1, Y6, Y4
+	VPUNPCKHDQ   Y1, Y6, Y5
+	VMOVQ        X4, (DI)
+	VPEXTRQ      $1, X4, 16(DI)
+	VMOVQ        X5, 32(DI)
+	VPEXTRQ      $1, X5, 48(DI)
+	VEXTRACTI128 $1, Y4, X4
+	VEXTRACTI128 $1, Y5, X5
+	VMOVQ        X4, 64(DI)
+	VPEXTRQ      $1, X4, 80(DI)
+	VMOVQ        X5, 96(DI)
+	VPEXTRQ      $1, X5, 112(DI)
+
+	ADDQ $4, SI
+	ADDQ $4, R9
+	ADDQ $8, R10
+	ADDQ $8, R11
+	ADDQ $128, DI
+	SUBQ $8, CX
+	JNZ  ycc
+	VZEROUPPER
+	RET

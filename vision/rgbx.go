@@ -305,5 +305,7 @@ func (g *yccPlanes) quadPair(q []byte, slot, y, x0, x1 int, tmp *convScratch) {
 		quadYCCGo(q[4*slot:], yT[x:], yB[x:], pc, m, x, 1)
 		x++
 	}
-	quadYCC(q[16*(x-x0)+4*slot:], yT[x:], yB[x:], pc, m, x, x1-x)
+	if x < x1 {
+		quadYCC(q[16*(x-x0)+4*slot:], yT[x:], yB[x:], pc, m, x, x1-x)
+	}
 }

@@ -22,6 +22,16 @@ func pickSIMD() string {
 // hasAVX2 says the AVX2 kernels can run (tests run them beside AVX-512).
 var hasAVX2 = cpu.X86.HasAVX2
 
+// kernelTrace, when not nil, is told the name of each assembly kernel
+// run (tests check the dispatch with it; nil otherwise).
+var kernelTrace func(name string)
+
+func trace(name string) {
+	if kernelTrace != nil {
+		kernelTrace(name)
+	}
+}
+
 // quadRGB is quadRGBGo; each row has 16 bytes readable from pixel
 // len(q)/16-4 on (len(q) a multiple of 64).
 func quadRGB(q []byte, rows [4][]byte) {
@@ -33,6 +43,7 @@ func quadRGB(q []byte, rows [4][]byte) {
 	for _, r := range rows {
 		_ = r[3*n+3]
 	}
+	trace("quadRGBAVX2")
 	quadRGBAVX2(&q[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n)
 }
 
@@ -45,6 +56,7 @@ func quadRGBA(q []byte, rows [4][]byte) byte {
 	for _, r := range rows {
 		_ = r[4*n-1]
 	}
+	trace("quadRGBAAVX2")
 	return quadRGBAAVX2(&q[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n)
 }
 
@@ -64,8 +76,10 @@ func hconv(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
 		}
 	}
 	if simdImpl == "avx512" {
+		trace("hconvAVX512")
 		hconvAVX512(&dst[0], ws, &q[0], &taps[0], &k[0], ksize, ow)
 	} else {
+		trace("hconvAVX2")
 		hconvAVX2(&dst[0], ws, &q[0], &taps[0], &k[0], ksize, ow)
 	}
 }
@@ -83,8 +97,10 @@ func vconv(dst, src []byte, ws int, k []int32) {
 	}
 	_ = src[(n-1)*ws+len(dst)-1]
 	if simdImpl == "avx512" {
+		trace("vconvAVX512")
 		vconvAVX512(&dst[0], &src[0], ws, &k[0], n, len(dst))
 	} else {
+		trace("vconvAVX2")
 		vconvAVX2(&dst[0], &src[0], ws, &k[0], n, len(dst))
 	}
 }
@@ -98,10 +114,12 @@ func lutRGBX(r, g, b []float32, src []byte, lut *[3][256]float32) {
 	switch simdImpl {
 	case "avx512":
 		if m = n &^ 15; m > 0 {
+			trace("lutRGBXAVX512")
 			lutRGBXAVX512(&r[0], &g[0], &b[0], &src[0], m, &lut[0][0])
 		}
 	case "avx2":
 		if m = n &^ 7; m > 0 {
+			trace("lutRGBXAVX2")
 			lutRGBXAVX2(&r[0], &g[0], &b[0], &src[0], m, &lut[0][0])
 		}
 	}
@@ -168,6 +186,7 @@ func quadYCC(q, yT, yB, pc []byte, m, xs, n int) {
 	_ = q[16*(nb-1)+7]
 	_, _ = yT[nb-1], yB[nb-1]
 	_ = pc[5*m+xs>>1+nb/2+3]
+	trace("quadYCCAVX2")
 	quadYCCAVX2(&q[0], &yT[0], &yB[0], &pc[xs>>1], m, nb)
 	if nb < n {
 		quadYCCGo(q[16*nb:], yT[nb:], yB[nb:], pc, m, xs+nb, n-nb)

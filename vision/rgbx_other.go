@@ -16,4 +16,7 @@ func hconv(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
 }
 func vconv(dst, src []byte, ws int, k []int32)                    { vconvGo(dst, src, ws, k) }
 func lutRGBX(r, g, b []float32, src []byte, lut *[3][256]float32) { lutRGBXGo(r, g, b, src, lut) }
-func quadYCC(q, yT, yB, pc []byte, m, xs, n int) { quadYCCGo(q, yT, yB, pc, m, xs, n) }
+func quadYCC(q, yT, yB, pc []byte, m, xs, n int)                  { quadYCCGo(q, yT, yB, pc, m, xs, n) }
+
+// kernelTrace is never called: this build has no assembly kernels.
+var kernelTrace func(name string)

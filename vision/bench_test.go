@@ -5,6 +5,8 @@ import (
 	"image"
 	"image/jpeg"
 	"testing"
+
+	"github.com/conditionhq/condition/vision/internal/rgbx"
 )
 
 // benchImages runs fn b.N times and reports images/s (wall time) and, where
@@ -177,8 +179,7 @@ func BenchmarkPreprocessImpl(b *testing.B) {
 		dst := make([]float32, 3*oh*ow)
 		for _, impl := range impls() {
 			b.Run(bc.name+"/"+impl, func(b *testing.B) {
-				defer func(prev string) { simdImpl = prev }(simdImpl)
-				simdImpl = impl
+				defer rgbx.SetImpl(rgbx.SetImpl(impl))
 				benchImages(b, func() error { _, _, err := bc.p.ApplyInto(dst, bc.img); return err })
 			})
 		}

@@ -28,7 +28,7 @@
 // Pillow's horizontal and vertical fixed-point convolutions with 32-bit
 // products and sums (VPMULLD, VPADDD: the same integers as Pillow's, for
 // every filter), clip as Pillow does, and gather the normalised floats
-// from the value table. The Go passes (resample) are the reference: the
-// kernels give the same bytes and the same floats, which the tests check
-// on every kernel set this CPU has.
+// from the value table (vision/internal/rgbx). The Go passes (resample)
+// are the reference: the kernels give the same bytes and the same floats,
+// which the tests check on every kernel set this CPU has.
 package vision

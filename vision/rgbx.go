@@ -1,6 +1,10 @@
 package vision
 
-import "image"
+import (
+	"image"
+
+	"github.com/conditionhq/condition/vision/internal/rgbx"
+)
 
 // The vector path of the resampler. It computes what resample computes,
 // to the byte, with other buffer layouts, made for SIMD kernels:
@@ -19,20 +23,15 @@ import "image"
 // int32 range, so 32-bit lanes give exactly resample's values (which sums
 // the same products two lanes to a uint64).
 //
-// The kernels are declared per architecture (rgbx_amd64.go, or
-// rgbx_other.go where there is no assembly); the functions named …Go
-// below are their reference loops, which the assembly must match.
-
-// rgbxAlign is the padding of RGBX rows and the column block of the
-// vertical kernels.
-const rgbxAlign = 64
+// The kernels and their Go twins (the reference loops the assembly must
+// match) are in internal/rgbx, a package of its own so that this one can
+// use cgo (the libjpeg tag) beside them.
 
 // rgbxStride is the byte stride of RGBX rows of w pixels.
-func rgbxStride(w int) int { return (4*w + rgbxAlign - 1) &^ (rgbxAlign - 1) }
+func rgbxStride(w int) int { return (4*w + rgbx.Align - 1) &^ (rgbx.Align - 1) }
 
-// useRGBX says whether ApplyInto resizes with the vector kernels (see
-// simdImpl).
-func useRGBX() bool { return simdImpl != "go" }
+// useRGBX says whether ApplyInto resizes with the vector kernels.
+func useRGBX() bool { return rgbx.Impl() != "go" }
 
 // resampleRGBX is resample (same arguments, same pixels) writing dst as
 // win.Dy() RGBX rows of stride rgbxStride(win.Dx()).
@@ -78,7 +77,7 @@ func resampleRGBX(dst []byte, src rowSource, sw, sh, dw, dh int, win image.Recta
 	for g := range groups {
 		y := y0 + 4*g
 		s.fillQuad(src, y, min(4, y1-y), x0, x1)
-		hconv(s.mid[4*g*ws:][:4*ws], ws, s.quad, s.taps[:2*ow], s.hc.k, s.hc.ksize)
+		rgbx.Hconv(s.mid[4*g*ws:][:4*ws], ws, s.quad, s.taps[:2*ow], s.hc.k, s.hc.ksize)
 	}
 	for yy := range oh {
 		out := dst[yy*ws:][:ws]
@@ -88,7 +87,7 @@ func resampleRGBX(dst []byte, src rowSource, sw, sh, dw, dh int, win image.Recta
 			continue
 		}
 		r := int(s.vc.first[yy]) - y0
-		vconv(out, s.mid[r*ws:][:(n-1)*ws+ws], ws, s.vc.k[yy*s.vc.ksize:][:n])
+		rgbx.Vconv(out, s.mid[r*ws:][:(n-1)*ws+ws], ws, s.vc.k[yy*s.vc.ksize:][:n])
 	}
 }
 
@@ -111,13 +110,13 @@ func (s *resampleScratch) fillQuad(src rowSource, y, nr, x0, x1 int) {
 		for i := range rows {
 			rows[i] = r.pix[(y+i)*r.strd+4*x0:][:4*n4]
 		}
-		alpha := quadRGBA(s.quad[:16*n4], rows)
+		alpha := rgbx.QuadRGBA(s.quad[:16*n4], rows)
 		if r.kind == rowsBytes || alpha == 0xff {
 			if n4 < nx { // the last columns, through rgbRow
 				for i := range rows {
 					r.rgbRow(s.rows4[i][:3*(nx-n4)], y+i, x0+n4, x1)
 				}
-				quadRGBGo(s.quad[16*n4:][:16*(nx-n4)], [4][]byte{s.rows4[0], s.rows4[1], s.rows4[2], s.rows4[3]})
+				rgbx.QuadRGBGo(s.quad[16*n4:][:16*(nx-n4)], [4][]byte{s.rows4[0], s.rows4[1], s.rows4[2], s.rows4[3]})
 			}
 			return
 		}
@@ -126,94 +125,7 @@ func (s *resampleScratch) fillQuad(src rowSource, y, nr, x0, x1 int) {
 		src.rgbRow(s.rows4[i][:3*nx], y+i, x0, x1)
 	}
 	nx4 := (nx + 3) &^ 3
-	quadRGB(s.quad[:16*nx4], [4][]byte{s.rows4[0], s.rows4[1], s.rows4[2], s.rows4[3]})
-}
-
-// quadRGBGo is quadRGB's reference: q[16x+4r : 16x+4r+4] = R, G, B, 0 of
-// pixel x of packed RGB row rows[r], for the len(q)/16 columns.
-func quadRGBGo(q []byte, rows [4][]byte) {
-	n := len(q) / 16
-	for r, row := range rows {
-		row = row[:3*n]
-		for x := range n {
-			o := q[16*x+4*r : 16*x+4*r+4 : 16*x+4*r+4]
-			p := row[3*x : 3*x+3 : 3*x+3]
-			o[0], o[1], o[2], o[3] = p[0], p[1], p[2], 0
-		}
-	}
-}
-
-// quadRGBAGo is quadRGBA's reference: quadRGBGo for rows of 4 bytes a
-// pixel (R, G, B, A), returning the AND of every A read.
-func quadRGBAGo(q []byte, rows [4][]byte) byte {
-	n := len(q) / 16
-	a := byte(0xff)
-	for r, row := range rows {
-		row = row[:4*n]
-		for x := range n {
-			o := q[16*x+4*r : 16*x+4*r+4 : 16*x+4*r+4]
-			p := row[4*x : 4*x+4 : 4*x+4]
-			o[0], o[1], o[2], o[3] = p[0], p[1], p[2], 0
-			a &= p[3]
-		}
-	}
-	return a
-}
-
-// hconvGo is hconv's reference: the horizontal pass on one quad row q, for
-// the len(taps)/2 outputs, whose taps (byte offset into q and count) are
-// taps[2·xx], taps[2·xx+1] and weights k[xx·ksize:]. Output xx of row r is
-// pixel xx of RGBX row r of dst (stride ws): bytes 0..2 hold its channels,
-// byte 3 the clipped sum of the quad's zero bytes.
-func hconvGo(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
-	const half = 1 << (precision - 1)
-	ow := len(taps) / 2
-	for xx := range ow {
-		off, n := int(taps[2*xx]), int(taps[2*xx+1])
-		kk := k[xx*ksize:][:n]
-		var acc [16]int32
-		for i := range acc {
-			acc[i] = half
-		}
-		for t, kv := range kk {
-			p := q[off+16*t:][:16]
-			for i := range acc {
-				acc[i] += int32(p[i]) * kv
-			}
-		}
-		for r := range 4 {
-			o := dst[r*ws+4*xx:][:4]
-			for c := range o {
-				o[c] = clip8(acc[4*r+c])
-			}
-		}
-	}
-}
-
-// vconvGo is vconv's reference: one output row of the vertical pass,
-// dst[j] = clip8(half + Σ_t k[t]·src[t·ws+j]) for j < len(dst), a multiple
-// of rgbxAlign.
-func vconvGo(dst, src []byte, ws int, k []int32) {
-	const half = 1 << (precision - 1)
-	for j := range dst {
-		s := int32(half)
-		for t, kv := range k {
-			s += int32(src[t*ws+j]) * kv
-		}
-		dst[j] = clip8(s)
-	}
-}
-
-// lutRGBXGo is lutRGBX's reference: pixel j of the RGBX row src becomes
-// r[j], g[j], b[j] through the tables lut[0], lut[1], lut[2], for
-// j < len(r).
-func lutRGBXGo(r, g, b []float32, src []byte, lut *[3][256]float32) {
-	n := len(r)
-	g, b, src = g[:n], b[:n], src[:4*n]
-	for j := range r {
-		p := src[4*j : 4*j+3 : 4*j+3]
-		r[j], g[j], b[j] = lut[0][p[0]], lut[1][p[1]], lut[2][p[2]]
-	}
+	rgbx.QuadRGB(s.quad[:16*nx4], [4][]byte{s.rows4[0], s.rows4[1], s.rows4[2], s.rows4[3]})
 }
 
 // normaliseRGBX is ApplyInto's last step for RGBX rows: dst, 3 planes of
@@ -236,7 +148,7 @@ func normaliseRGBX(dst []float32, oh, ow, top, left int, win image.Rectangle, wi
 		fill(r[:x0], lut[0][0])
 		fill(g[:x0], lut[1][0])
 		fill(b[:x0], lut[2][0])
-		lutRGBX(r[x0:x1], g[x0:x1], b[x0:x1], win8[(y-win.Min.Y)*ws:][:4*(x1-x0)], lut)
+		rgbx.Lut(r[x0:x1], g[x0:x1], b[x0:x1], win8[(y-win.Min.Y)*ws:][:4*(x1-x0)], lut)
 		fill(r[x1:], lut[0][0])
 		fill(g[x1:], lut[1][0])
 		fill(b[x1:], lut[2][0])
@@ -246,37 +158,6 @@ func normaliseRGBX(dst []float32, oh, ow, top, left int, win image.Rectangle, wi
 func fill(s []float32, v float32) {
 	for i := range s {
 		s[i] = v
-	}
-}
-
-// quadYCCGo is quadYCC's reference: for j < n, column x = xs+j of two rows
-// T and B of a 4:2:0 JPEG that share a chroma row (Y' values yT[j],
-// yB[j]) becomes R, G, B, 0 of row T at q[16j:16j+4] and of row B at
-// q[16j+4:16j+8], as pairH2V2 computes them. pc holds six padded chroma
-// rows of m bytes: for Cb then Cr, the shared row, the row libjpeg blends
-// into T, the row it blends into B; pc[k·m+1+i] is chroma column i, with
-// columns -1 and cw repeating the edges.
-func quadYCCGo(q, yT, yB, pc []byte, m, xs, n int) {
-	// colSum is 3·(shared row) + (row k) of plane p at chroma column i.
-	colSum := func(p, k, i int) int32 {
-		return 3*int32(pc[3*p*m+1+i]) + int32(pc[(3*p+k)*m+1+i])
-	}
-	for j := range n {
-		x := xs + j
-		i := x >> 1
-		for row, yv := range [2]byte{yT[j], yB[j]} {
-			var c [2]int32
-			for p := range c {
-				if x&1 == 0 {
-					c[p] = (colSum(p, 1+row, i)*3 + colSum(p, 1+row, i-1) + 8) >> 4
-				} else {
-					c[p] = (colSum(p, 1+row, i)*3 + colSum(p, 1+row, i+1) + 7) >> 4
-				}
-			}
-			r, g, b := yccRGB(int32(yv), c[0], c[1])
-			o := q[16*j+4*row:][:4]
-			o[0], o[1], o[2], o[3] = uint8(r), uint8(g), uint8(b), 0
-		}
 	}
 }
 
@@ -302,10 +183,10 @@ func (g *yccPlanes) quadPair(q []byte, slot, y, x0, x1 int, tmp *convScratch) {
 	yB := g.Y[(y+1)*g.yStride:][:x1]
 	x := x0
 	if x&1 == 1 {
-		quadYCCGo(q[4*slot:], yT[x:], yB[x:], pc, m, x, 1)
+		rgbx.QuadYCCGo(q[4*slot:], yT[x:], yB[x:], pc, m, x, 1)
 		x++
 	}
 	if x < x1 {
-		quadYCC(q[16*(x-x0)+4*slot:], yT[x:], yB[x:], pc, m, x, x1-x)
+		rgbx.QuadYCC(q[16*(x-x0)+4*slot:], yT[x:], yB[x:], pc, m, x, x1-x)
 	}
 }

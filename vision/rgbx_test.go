@@ -4,33 +4,24 @@ import (
 	"bytes"
 	"fmt"
 	"image"
-	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/conditionhq/condition/vision/internal/rgbx"
 )
 
-// defaultImpl is the kernel set chosen for this CPU and build.
-var defaultImpl = simdImpl
-
-// impls are the kernel sets this CPU and build can run, "go" (resample's
-// passes, the reference) first.
-func impls() []string {
-	out := []string{"go"}
-	if defaultImpl != "go" {
-		out = append(out, defaultImpl)
-		if defaultImpl == "avx512" && hasAVX2 {
-			out = append(out, "avx2") // the AVX2 kernels run where AVX-512 does
-		}
-	}
-	return out
-}
+// impls are the kernel sets this CPU and build can run, "go" first: for
+// ApplyInto, resample's passes (the reference); for resampleRGBX, the
+// kernels' Go twins.
+func impls() []string { return rgbx.Impls() }
 
 // eachImpl runs f as a subtest with each kernel set of impls in turn.
 func eachImpl(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	defer func(prev string) { simdImpl = prev }(simdImpl)
+	defer rgbx.SetImpl(rgbx.Impl())
 	for _, name := range impls() {
-		simdImpl = name
+		rgbx.SetImpl(name)
 		t.Run(name, f)
 	}
 }
@@ -51,7 +42,7 @@ func rgbxToRGB(src []byte, w, h int) []byte {
 var allFilters = []Resample{Bicubic, Bilinear, Lanczos, Box, Hamming}
 
 // checkResampleRGBX fails t unless resampleRGBX (with the kernels of
-// simdImpl, the Go twins when "go") gives resample's bytes for img
+// rgbx.Impl(), the Go twins when "go") gives resample's bytes for img
 // resized to dw×dh, window win. sa and sb are the two paths' scratch,
 // reused across calls as the pool reuses them.
 func checkResampleRGBX(t testing.TB, img image.Image, dw, dh int, win image.Rectangle, r Resample, sa, sb *resampleScratch, what string) {
@@ -171,165 +162,14 @@ func FuzzResampleRGBX(f *testing.F) {
 		}
 		r := allFilters[int(filt)%len(allFilters)]
 		k := imageKinds[int(kind)%len(imageKinds)]
-		defer func(prev string) { simdImpl = prev }(simdImpl)
+		defer rgbx.SetImpl(rgbx.Impl())
 		for _, name := range impls() {
-			simdImpl = name
+			rgbx.SetImpl(name)
 			rng := rand.New(rand.NewPCG(seed, 1))
 			img := randomImage(rng, k, sw, sh, int(seed%3), int(seed/3%3), seed%5 == 0)
 			var sa, sb resampleScratch
 			checkResampleRGBX(t, img, tw, th, image.Rect(0, 0, tw, th), r, &sa, &sb,
 				fmt.Sprintf("%s: %s %dx%d to %dx%d %v", name, k, sw, sh, tw, th, r))
-		}
-	})
-}
-
-// The kernel tests compare each kernel set's wrappers with the Go twins,
-// at every length, with guard bytes around what they may write.
-
-func randomBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = uint8(rng.IntN(256))
-	}
-	return b
-}
-
-func TestHconvKernels(t *testing.T) {
-	eachImpl(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(21, 22))
-		for ow := 1; ow <= 70; ow++ {
-			ksize := 1 + rng.IntN(13)
-			cols := 1 + rng.IntN(3*ow+ksize)
-			q := randomBytes(rng, 16*cols)
-			for x := range cols { // the quad rows' 4th bytes are 0
-				for r := range 4 {
-					q[16*x+4*r+3] = 0
-				}
-			}
-			taps := make([]int32, 2*ow)
-			k := make([]int32, ow*ksize)
-			for xx := range ow {
-				n := rng.IntN(min(ksize, cols) + 1)
-				taps[2*xx] = int32(16 * rng.IntN(cols-n+1))
-				taps[2*xx+1] = int32(n)
-				for i := range n {
-					k[xx*ksize+i] = int32(rng.IntN(3<<precision)) - 1<<precision
-				}
-			}
-			ws := rgbxStride(ow) + 8*rng.IntN(3)
-			want := bytes.Repeat([]byte{0xa5}, 4*ws)
-			got := bytes.Clone(want)
-			hconvGo(want, ws, q, taps, k, ksize)
-			hconv(got, ws, q, taps, k, ksize)
-			if !bytes.Equal(got, want) {
-				t.Fatalf("ow %d, ksize %d: hconv differs from hconvGo", ow, ksize)
-			}
-		}
-	})
-}
-
-func TestVconvKernels(t *testing.T) {
-	eachImpl(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(23, 24))
-		for width := rgbxAlign; width <= 16*rgbxAlign; width += rgbxAlign {
-			for n := 1; n <= 14; n++ {
-				ws := width + 4*rng.IntN(20)
-				src := randomBytes(rng, n*ws)
-				k := make([]int32, n)
-				for i := range k {
-					k[i] = int32(rng.IntN(3<<precision)/n - 1<<precision/n)
-				}
-				want := make([]byte, width+64)
-				for i := range want {
-					want[i] = 0x5a
-				}
-				got := bytes.Clone(want)
-				vconvGo(want[:width], src, ws, k)
-				vconv(got[:width], src, ws, k)
-				if !bytes.Equal(got, want) {
-					t.Fatalf("width %d, %d taps: vconv differs from vconvGo", width, n)
-				}
-			}
-		}
-	})
-}
-
-func TestLutRGBXKernels(t *testing.T) {
-	eachImpl(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(25, 26))
-		var lut [3][256]float32
-		for c := range lut {
-			for v := range lut[c] {
-				lut[c][v] = float32(rng.NormFloat64())
-			}
-		}
-		lut[1][7] = float32(math.Copysign(0, -1))
-		for n := 0; n <= 100; n++ {
-			src := randomBytes(rng, 4*n+16)
-			var want, got [3][]float32
-			for c := range 3 {
-				want[c] = make([]float32, n+8)
-				for i := range want[c] {
-					want[c][i] = float32(i) + 0.5
-				}
-				got[c] = append([]float32(nil), want[c]...)
-			}
-			lutRGBXGo(want[0][:n], want[1][:n], want[2][:n], src, &lut)
-			lutRGBX(got[0][:n], got[1][:n], got[2][:n], src, &lut)
-			for c := range 3 {
-				for i := range want[c] {
-					if math.Float32bits(got[c][i]) != math.Float32bits(want[c][i]) {
-						t.Fatalf("n %d: channel %d value %d is %v, want %v", n, c, i, got[c][i], want[c][i])
-					}
-				}
-			}
-		}
-	})
-}
-
-func TestQuadKernels(t *testing.T) {
-	eachImpl(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(27, 28))
-		for n := 0; n <= 64; n += 4 {
-			var rgb, rgba [4][]byte
-			for r := range 4 {
-				rgb[r] = randomBytes(rng, 3*n+16)
-				rgba[r] = randomBytes(rng, 4*n)
-				if rng.IntN(2) == 0 {
-					for x := range n {
-						rgba[r][4*x+3] = 0xff
-					}
-				}
-			}
-			want := bytes.Repeat([]byte{0xa5}, 16*n+64)
-			got := bytes.Clone(want)
-			quadRGBGo(want[:16*n], rgb)
-			quadRGB(got[:16*n], rgb)
-			if !bytes.Equal(got, want) {
-				t.Fatalf("n %d: quadRGB differs from quadRGBGo", n)
-			}
-			wa := quadRGBAGo(want[:16*n], rgba)
-			ga := quadRGBA(got[:16*n], rgba)
-			if !bytes.Equal(got, want) || ga != wa {
-				t.Fatalf("n %d: quadRGBA differs from quadRGBAGo (alpha %#x, want %#x)", n, ga, wa)
-			}
-		}
-		// YCbCr: every start parity and length, and enough columns for
-		// every chroma and luma value.
-		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 40, 4096} {
-			for xs := range 4 {
-				cw := (xs+n+1)/2 + 1
-				m := cw + 2 + 8
-				pc := randomBytes(rng, 6*m)
-				yT, yB := randomBytes(rng, n), randomBytes(rng, n)
-				want := bytes.Repeat([]byte{0xa5}, 16*n+64)
-				got := bytes.Clone(want)
-				quadYCCGo(want, yT, yB, pc, m, xs, n)
-				quadYCC(got, yT, yB, pc, m, xs, n)
-				if !bytes.Equal(got, want) {
-					t.Fatalf("n %d from %d: quadYCC differs from quadYCCGo", n, xs)
-				}
-			}
 		}
 	})
 }
@@ -369,4 +209,43 @@ func TestQuadYCCMatchesPairH2V2(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSIMDDispatch checks that ApplyInto runs the chosen set's assembly
+// (every kernel, on the layouts that use each), and none under "go".
+func TestSIMDDispatch(t *testing.T) {
+	defer rgbx.SetImpl(rgbx.Impl())
+	defer rgbx.SetTrace(nil)
+	ran := map[string]int{}
+	rgbx.SetTrace(func(name string) { ran[name]++ })
+	imgs := []image.Image{testImage(640, 480), randomImage(rand.New(rand.NewPCG(1, 2)), "ycbcr420", 64, 48, 0, 0, false), image.NewGray(image.Rect(0, 0, 50, 40))}
+	p := DefaultPreprocessor()
+	p.Size, p.CropSize = Size{ShortestEdge: 32}, Size{Height: 32, Width: 32}
+	dst := make([]float32, 3*32*32)
+	for _, name := range impls() {
+		rgbx.SetImpl(name)
+		clear(ran)
+		for _, img := range imgs {
+			if _, _, err := p.ApplyInto(dst, img); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []string
+		for k := range ran {
+			got = append(got, k)
+		}
+		slices.Sort(got)
+		if name == "go" {
+			if len(got) > 0 {
+				t.Errorf("go: assembly ran: %v", got)
+			}
+			continue
+		}
+		suffix := map[string]string{"avx512": "AVX512", "avx2": "AVX2"}[name]
+		want := []string{"hconv" + suffix, "vconv" + suffix, "lutRGBX" + suffix, "quadRGBAVX2", "quadRGBAAVX2", "quadYCCAVX2"}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: ran %v, want %v", name, got, want)
+		}
+	}
 }

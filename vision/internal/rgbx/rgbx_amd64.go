@@ -1,13 +1,16 @@
 //go:build amd64 && gc && !purego
 
-package vision
+package rgbx
 
 import "golang.org/x/sys/cpu"
 
-// simdImpl is the kernel set ApplyInto resizes with, chosen once from the
-// CPU's features: "avx512" (AVX-512F), "avx2", or "go" for resample's
-// pure-Go passes. Tests switch it.
-var simdImpl = pickSIMD()
+// best is the kernel set for this CPU: "avx512" (AVX-512F; the AVX2
+// kernels run beside them), "avx2", or "go". simdImpl is the one the
+// functions run (SetImpl).
+var (
+	best     = pickSIMD()
+	simdImpl = best
+)
 
 func pickSIMD() string {
 	switch {
@@ -22,22 +25,12 @@ func pickSIMD() string {
 // hasAVX2 says the AVX2 kernels can run (tests run them beside AVX-512).
 var hasAVX2 = cpu.X86.HasAVX2
 
-// kernelTrace, when not nil, is told the name of each assembly kernel
-// run (tests check the dispatch with it; nil otherwise).
-var kernelTrace func(name string)
-
-func trace(name string) {
-	if kernelTrace != nil {
-		kernelTrace(name)
-	}
-}
-
-// quadRGB is quadRGBGo; each row has 16 bytes readable from pixel
+// QuadRGB is QuadRGBGo; each row has 16 bytes readable from pixel
 // len(q)/16-4 on (len(q) a multiple of 64).
-func quadRGB(q []byte, rows [4][]byte) {
+func QuadRGB(q []byte, rows [4][]byte) {
 	n := len(q) / 16
 	if simdImpl == "go" || n == 0 {
-		quadRGBGo(q, rows)
+		QuadRGBGo(q, rows)
 		return
 	}
 	for _, r := range rows {
@@ -47,11 +40,11 @@ func quadRGB(q []byte, rows [4][]byte) {
 	quadRGBAVX2(&q[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n)
 }
 
-// quadRGBA is quadRGBAGo; len(q) is a multiple of 64.
-func quadRGBA(q []byte, rows [4][]byte) byte {
+// QuadRGBA is QuadRGBAGo; len(q) is a multiple of 64.
+func QuadRGBA(q []byte, rows [4][]byte) byte {
 	n := len(q) / 16
 	if simdImpl == "go" || n == 0 {
-		return quadRGBAGo(q, rows)
+		return QuadRGBAGo(q, rows)
 	}
 	for _, r := range rows {
 		_ = r[4*n-1]
@@ -60,19 +53,19 @@ func quadRGBA(q []byte, rows [4][]byte) byte {
 	return quadRGBAAVX2(&q[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n)
 }
 
-// hconv is hconvGo; dst holds 4 rows of ws bytes, ws >= 4·len(taps)/2.
-func hconv(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
+// Hconv is HconvGo; dst holds 4 rows of ws bytes, ws >= 4·len(taps)/2.
+func Hconv(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
 	ow := len(taps) / 2
 	switch {
 	case simdImpl == "go" || ow == 0:
-		hconvGo(dst, ws, q, taps, k, ksize)
+		HconvGo(dst, ws, q, taps, k, ksize)
 		return
 	}
 	_ = dst[3*ws+4*ow-1]
 	_ = k[(ow-1)*ksize]
 	for xx := range ow { // the kernels trust the offsets
 		if off, n := int(taps[2*xx]), int(taps[2*xx+1]); off < 0 || n < 0 || n > ksize || off+16*n > len(q) {
-			panic("vision: hconv: taps out of range")
+			panic("rgbx: hconv: taps out of range")
 		}
 	}
 	if simdImpl == "avx512" {
@@ -84,16 +77,16 @@ func hconv(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
 	}
 }
 
-// vconv is vconvGo; len(dst) is a multiple of rgbxAlign, len(k) > 0 and
+// Vconv is VconvGo; len(dst) is a multiple of Align, len(k) > 0 and
 // src holds len(k) rows of ws >= len(dst) bytes.
-func vconv(dst, src []byte, ws int, k []int32) {
+func Vconv(dst, src []byte, ws int, k []int32) {
 	n := len(k)
 	if simdImpl == "go" || len(dst) == 0 {
-		vconvGo(dst, src, ws, k)
+		VconvGo(dst, src, ws, k)
 		return
 	}
-	if len(dst)%rgbxAlign != 0 || ws < len(dst) {
-		panic("vision: vconv: bad row length")
+	if len(dst)%Align != 0 || ws < len(dst) {
+		panic("rgbx: vconv: bad row length")
 	}
 	_ = src[(n-1)*ws+len(dst)-1]
 	if simdImpl == "avx512" {
@@ -105,9 +98,9 @@ func vconv(dst, src []byte, ws int, k []int32) {
 	}
 }
 
-// lutRGBX is lutRGBXGo: the kernels take the whole blocks (16 pixels for
+// Lut is LutGo: the kernels take the whole blocks (16 pixels for
 // AVX-512, 8 for AVX2), Go the rest.
-func lutRGBX(r, g, b []float32, src []byte, lut *[3][256]float32) {
+func Lut(r, g, b []float32, src []byte, lut *[3][256]float32) {
 	n := len(r)
 	g, b, src = g[:n], b[:n], src[:4*n]
 	var m int
@@ -124,22 +117,22 @@ func lutRGBX(r, g, b []float32, src []byte, lut *[3][256]float32) {
 		}
 	}
 	if m < n {
-		lutRGBXGo(r[m:], g[m:], b[m:], src[4*m:], lut)
+		LutGo(r[m:], g[m:], b[m:], src[4*m:], lut)
 	}
 }
 
-// quadRGBAVX2 is quadRGBGo over n columns (n a multiple of 4), reading 16
+// quadRGBAVX2 is QuadRGBGo over n columns (n a multiple of 4), reading 16
 // bytes at each pixel 4i of every row.
 //
 //go:noescape
 func quadRGBAVX2(q, r0, r1, r2, r3 *byte, n int)
 
-// quadRGBAAVX2 is quadRGBAGo over n columns (n a multiple of 4).
+// quadRGBAAVX2 is QuadRGBAGo over n columns (n a multiple of 4).
 //
 //go:noescape
 func quadRGBAAVX2(q, r0, r1, r2, r3 *byte, n int) byte
 
-// hconvAVX2 is hconvGo for ow outputs: per output, per tap, VPMOVZXBD of
+// hconvAVX2 is HconvGo for ow outputs: per output, per tap, VPMOVZXBD of
 // the tap's 16 bytes, VPMULLD by the broadcast weight, VPADDD; then
 // VPSRAD, and VPACKSSDW/VPACKUSWB clip to bytes.
 //
@@ -152,35 +145,35 @@ func hconvAVX2(dst *byte, ws int, q *byte, taps *int32, k *int32, ksize, ow int)
 //go:noescape
 func hconvAVX512(dst *byte, ws int, q *byte, taps *int32, k *int32, ksize, ow int)
 
-// vconvAVX2 is vconvGo for width bytes (a multiple of 32): 32 bytes at a
+// vconvAVX2 is VconvGo for width bytes (a multiple of 32): 32 bytes at a
 // time, four ymm sums of 8.
 //
 //go:noescape
 func vconvAVX2(dst, src *byte, ws int, k *int32, n, width int)
 
-// vconvAVX512 is vconvGo for width bytes (a multiple of 64): 64 bytes at
+// vconvAVX512 is VconvGo for width bytes (a multiple of 64): 64 bytes at
 // a time, four zmm sums of 16.
 //
 //go:noescape
 func vconvAVX512(dst, src *byte, ws int, k *int32, n, width int)
 
-// lutRGBXAVX2 is lutRGBXGo for n pixels (a multiple of 8), with VPGATHERDD
+// lutRGBXAVX2 is LutGo for n pixels (a multiple of 8), with VPGATHERDD
 // from the tables.
 //
 //go:noescape
 func lutRGBXAVX2(dr, dg, db *float32, src *byte, n int, lut *float32)
 
-// lutRGBXAVX512 is lutRGBXGo for n pixels (a multiple of 16).
+// lutRGBXAVX512 is LutGo for n pixels (a multiple of 16).
 //
 //go:noescape
 func lutRGBXAVX512(dr, dg, db *float32, src *byte, n int, lut *float32)
 
-// quadYCC is quadYCCGo; the kernel takes the whole blocks of 8 columns
+// QuadYCC is QuadYCCGo; the kernel takes the whole blocks of 8 columns
 // from an even xs, Go the rest.
-func quadYCC(q, yT, yB, pc []byte, m, xs, n int) {
+func QuadYCC(q, yT, yB, pc []byte, m, xs, n int) {
 	nb := n &^ 7
 	if simdImpl == "go" || xs&1 != 0 || nb == 0 {
-		quadYCCGo(q, yT, yB, pc, m, xs, n)
+		QuadYCCGo(q, yT, yB, pc, m, xs, n)
 		return
 	}
 	_ = q[16*(nb-1)+7]
@@ -189,11 +182,11 @@ func quadYCC(q, yT, yB, pc []byte, m, xs, n int) {
 	trace("quadYCCAVX2")
 	quadYCCAVX2(&q[0], &yT[0], &yB[0], &pc[xs>>1], m, nb)
 	if nb < n {
-		quadYCCGo(q[16*nb:], yT[nb:], yB[nb:], pc, m, xs+nb, n-nb)
+		QuadYCCGo(q[16*nb:], yT[nb:], yB[nb:], pc, m, xs+nb, n-nb)
 	}
 }
 
-// quadYCCAVX2 is quadYCCGo for n columns (a multiple of 8) from an even
+// quadYCCAVX2 is QuadYCCGo for n columns (a multiple of 8) from an even
 // column, pc at its padded column xs/2 (chroma column xs/2-1): 8 columns
 // a block, the upsampling and libjpeg's YCC→RGB in 32-bit lanes
 // (VPMULLD by the same fixed-point factors as its tables).

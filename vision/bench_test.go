@@ -5,6 +5,8 @@ import (
 	"image"
 	"image/jpeg"
 	"testing"
+
+	"github.com/conditionhq/condition/vision/internal/rgbx"
 )
 
 // benchImages runs fn b.N times and reports images/s (wall time) and, where
@@ -144,4 +146,42 @@ func BenchmarkJob256to64(b *testing.B) {
 	b.Run("decode+preprocess", func(b *testing.B) {
 		benchImages(b, decodePreprocess(p, data, dst))
 	})
+}
+
+// BenchmarkPreprocessImpl is ApplyInto with each kernel set ("go" is
+// resample's Go passes, the reference), alternating, from decoded images:
+// a 640×480 and a 4032×3024 JPEG (YCbCr 4:2:0) and RGBA to CLIP's
+// [3, 224, 224], and the pipeline benchmark's 256×256 JPEG to [3, 64, 64].
+func BenchmarkPreprocessImpl(b *testing.B) {
+	decode := func(data []byte) image.Image {
+		img, err := Decode(data, DecodeOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return img
+	}
+	var big bytes.Buffer
+	if err := jpeg.Encode(&big, testImage(4032, 3024), &jpeg.Options{Quality: 90}); err != nil {
+		b.Fatal(err)
+	}
+	clip, tiny := DefaultPreprocessor(), tinyPreprocessor()
+	for _, bc := range []struct {
+		name string
+		img  image.Image
+		p    *Preprocessor
+	}{
+		{"640x480-ycbcr420", decode(benchJPEG(b)), clip},
+		{"640x480-rgba", testImage(640, 480), clip},
+		{"4032x3024-ycbcr420", decode(big.Bytes()), clip},
+		{"256-to-64-ycbcr420", decode(jobJPEG(b, 256)), tiny},
+	} {
+		oh, ow := bc.p.OutputSize(bc.img.Bounds().Dx(), bc.img.Bounds().Dy())
+		dst := make([]float32, 3*oh*ow)
+		for _, impl := range impls() {
+			b.Run(bc.name+"/"+impl, func(b *testing.B) {
+				defer rgbx.SetImpl(rgbx.SetImpl(impl))
+				benchImages(b, func() error { _, _, err := bc.p.ApplyInto(dst, bc.img); return err })
+			})
+		}
+	}
 }

@@ -18,4 +18,17 @@
 // libjpeg-turbo (cgo, -ljpeg) as Pillow does; Go's image/jpeg, the default,
 // has another IDCT, and its JPEG inputs land within a few 8-bit levels.
 // JPEGDecoder says which this build uses.
+//
+// On amd64 the resize runs on SIMD kernels (hand-written Go assembly):
+// AVX-512F where the CPU has it, AVX2 otherwise; other architectures,
+// CPUs without AVX2 and builds with the purego tag run the pure-Go
+// passes. The kernels build rows of four source rows interleaved column
+// by column (JPEG 4:2:0 planes through libjpeg-turbo's fancy upsampling
+// and YCC→RGB in 32-bit lanes, RGBA and NRGBA read in place), run
+// Pillow's horizontal and vertical fixed-point convolutions with 32-bit
+// products and sums (VPMULLD, VPADDD: the same integers as Pillow's, for
+// every filter), clip as Pillow does, and gather the normalised floats
+// from the value table (vision/internal/rgbx). The Go passes (resample)
+// are the reference: the kernels give the same bytes and the same floats,
+// which the tests check on every kernel set this CPU has.
 package vision

@@ -146,7 +146,9 @@ func TestGoldenRGB(t *testing.T) {
 	}
 }
 
-func TestGoldenPixelValues(t *testing.T) {
+func TestGoldenPixelValues(t *testing.T) { eachImpl(t, testGoldenPixelValues) }
+
+func testGoldenPixelValues(t *testing.T) {
 	for _, c := range loadCases(t) {
 		cfg := strings.TrimSuffix(filepath.Base(c.Config), ".json")
 		t.Run(c.Name+"/"+cfg, func(t *testing.T) {

@@ -437,10 +437,17 @@ func (p *Preprocessor) ApplyInto(dst []float32, img image.Image) (h, w int, err 
 
 	var win8 []byte
 	winStride := 3 * win.Dx()
+	resize := p.DoResize && (rw != sw || rh != sh)
+	rgbx := resize && useRGBX() // win8 holds RGBX rows (rgbx.go)
+	if rgbx {
+		winStride = rgbxStride(win.Dx())
+	}
 	if !win.Empty() {
 		s.win = grow(s.win, winStride*win.Dy())
 		win8 = s.win
-		if p.DoResize && (rw != sw || rh != sh) {
+		if rgbx {
+			resampleRGBX(win8, &s.src, sw, sh, rw, rh, win, f, &s.rs)
+		} else if resize {
 			resample(win8, &s.src, sw, sh, rw, rh, win, f, &s.rs)
 		} else {
 			for y := win.Min.Y; y < win.Max.Y; y++ {
@@ -454,6 +461,10 @@ func (p *Preprocessor) ApplyInto(dst []float32, img image.Image) (h, w int, err 
 		s.lutKey, s.lutOK = k, true
 	}
 	plane := oh * ow
+	if rgbx {
+		normaliseRGBX(dst[:3*plane], oh, ow, top, left, win, win8, winStride, lut)
+		return oh, ow, nil
+	}
 	for c := range 3 {
 		out := dst[c*plane : (c+1)*plane]
 		pad := lut[c][0]

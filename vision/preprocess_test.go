@@ -167,7 +167,9 @@ func TestApplyIntoErrorsAndAllocs(t *testing.T) {
 
 // TestApplySubImage checks that images whose bounds do not start at (0, 0)
 // give the same result as a copy that does.
-func TestApplySubImage(t *testing.T) {
+func TestApplySubImage(t *testing.T) { eachImpl(t, testApplySubImage) }
+
+func testApplySubImage(t *testing.T) {
 	p := &Preprocessor{DoConvertRGB: true, DoResize: true, Size: Size{ShortestEdge: 16}, Resample: Bicubic,
 		DoCenterCrop: true, CropSize: Size{Height: 16, Width: 16}, DoRescale: true, RescaleFactor: 1.0 / 255}
 	big := testImage(60, 50)
@@ -453,7 +455,9 @@ func TestToRGBMatchesGeneric(t *testing.T) {
 // with), bit for bit, over random images of every layout and random
 // configurations: every filter, down- and up-scaling, crops larger than the
 // image, no resize, no crop.
-func TestApplyMatchesGeneric(t *testing.T) {
+func TestApplyMatchesGeneric(t *testing.T) { eachImpl(t, testApplyMatchesGeneric) }
+
+func testApplyMatchesGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	filters := []Resample{Bicubic, Bilinear, Lanczos, Box, Hamming}
 	n := 400
@@ -552,6 +556,10 @@ func TestLanes(t *testing.T) {
 // (dot3Sym and the folded vertical pass), for every filter, against the
 // reference.
 func TestApplyMatchesGenericIntegerScale(t *testing.T) {
+	eachImpl(t, testApplyMatchesGenericIntegerScale)
+}
+
+func testApplyMatchesGenericIntegerScale(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	var c coeffs
 	f, _ := Bicubic.filter()
@@ -582,7 +590,9 @@ func TestApplyMatchesGenericIntegerScale(t *testing.T) {
 // TestApplyLUTChanges checks that pooled working memory does not carry one
 // configuration's value table into a call with another: each call, in
 // turn, against the reference.
-func TestApplyLUTChanges(t *testing.T) {
+func TestApplyLUTChanges(t *testing.T) { eachImpl(t, testApplyLUTChanges) }
+
+func testApplyLUTChanges(t *testing.T) {
 	img := testImage(40, 30)
 	configs := []func(p *Preprocessor){
 		func(p *Preprocessor) {},

@@ -343,6 +343,12 @@ type resampleScratch struct {
 	tmp    []uint64 // the horizontal pass's output rows, lanes (i, i+half)
 	acc    []uint64 // one row of the vertical pass's sums
 	sums   []uint64 // the horizontal pass's sums for two pairs of rows
+
+	// resampleRGBX's buffers
+	taps  []int32   // per output: byte offset into quad, number of taps
+	quad  []byte    // four source rows, interleaved
+	rows4 [4][]byte // four source rows, packed RGB
+	mid   []byte    // the horizontal pass's output, RGBX rows
 }
 
 // resample is Pillow's ImagingResample (two passes, horizontal then

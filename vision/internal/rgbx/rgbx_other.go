@@ -1,0 +1,24 @@
+//go:build !amd64 || !gc || purego
+
+package rgbx
+
+// best and simdImpl are the kernel sets (see Impl): this build has only
+// the Go twins.
+var (
+	best     = "go"
+	simdImpl = "go"
+)
+
+// hasAVX2 is false: this build has no assembly kernels.
+const hasAVX2 = false
+
+// The functions run their Go twins.
+
+func QuadRGB(q []byte, rows [4][]byte)       { QuadRGBGo(q, rows) }
+func QuadRGBA(q []byte, rows [4][]byte) byte { return QuadRGBAGo(q, rows) }
+func Hconv(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
+	HconvGo(dst, ws, q, taps, k, ksize)
+}
+func Vconv(dst, src []byte, ws int, k []int32)                { VconvGo(dst, src, ws, k) }
+func Lut(r, g, b []float32, src []byte, lut *[3][256]float32) { LutGo(r, g, b, src, lut) }
+func QuadYCC(q, yT, yB, pc []byte, m, xs, n int)              { QuadYCCGo(q, yT, yB, pc, m, xs, n) }

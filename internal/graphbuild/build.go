@@ -32,10 +32,12 @@
 package graphbuild
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/conditionhq/condition/tensorio"
 )
@@ -71,17 +73,29 @@ func BuildCLIP(ck *Checkpoint, c CLIPConfig, outDir string, opts Options) ([]Wri
 	if err := os.MkdirAll(filepath.Join(outDir, "onnx"), 0o755); err != nil {
 		return nil, fmt.Errorf("graphbuild: %w", err)
 	}
-	var out []Written
-	for _, x := range []struct {
-		name string
-		g    *graph
-	}{{TextModelFile, text}, {VisionModelFile, vision}} {
-		w, err := writeGraph(x.g, filepath.Join(outDir, filepath.FromSlash(x.name)), opts)
-		if err != nil {
-			return out, err
+	// The two graphs are written at once: one reads and converts while
+	// the other waits on the disk.
+	names := []string{TextModelFile, VisionModelFile}
+	out := make([]Written, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, g := range []*graph{text, vision} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = writeGraph(g, filepath.Join(outDir, filepath.FromSlash(names[i])), opts)
+			out[i].Graph = names[i]
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, w := range out {
+			os.Remove(w.Path)
+			if w.External != "" {
+				os.Remove(w.External)
+			}
 		}
-		w.Graph = x.name
-		out = append(out, w)
+		return nil, err
 	}
 	return out, nil
 }

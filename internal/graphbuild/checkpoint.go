@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -153,7 +154,20 @@ func (c *Checkpoint) Float32(name string) ([]float32, error) {
 	if !ok {
 		return nil, fmt.Errorf("graphbuild: no tensor %q in the checkpoint", name)
 	}
-	t, err := c.headers[i].ReadTensor(c.files[i], name)
+	h := c.headers[i]
+	info := h.Tensors[name]
+	if info.DType == tensorio.DTypeF32 && nativeLE {
+		// Straight into the float32 slice: one read, no copy.
+		v := make([]float32, (info.End-info.Begin)/4)
+		if n, err := c.files[i].ReadAt(floatView(v), h.DataOffset+info.Begin); n < 4*len(v) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("graphbuild: %s: read tensor %q: %w", c.paths[i], name, err)
+		}
+		return v, nil
+	}
+	t, err := h.ReadTensor(c.files[i], name)
 	if err != nil {
 		return nil, fmt.Errorf("graphbuild: %s: %w", c.paths[i], err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -94,7 +95,21 @@ func (t *initializer) values() ([]byte, error) {
 	return floatBytes(v), nil
 }
 
+// nativeLE is whether this machine stores numbers little-endian, as ONNX
+// and safetensors files do.
+var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// floatView returns the bytes of v in machine order (no copy).
+func floatView(v []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
+}
+
+// floatBytes returns the little-endian bytes of v (v's own memory on a
+// little-endian machine).
 func floatBytes(v []float32) []byte {
+	if nativeLE {
+		return floatView(v)
+	}
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))

@@ -114,3 +114,5 @@ func relDiff(a, b []float32) float64 {
 	}
 	return d / m
 }
+
+func mathFloat32bits(f float32) uint32 { return math.Float32bits(f) }

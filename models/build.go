@@ -110,6 +110,11 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 	if rep.QKV == "" {
 		rep.QKV = graphbuild.QKVSeparate
 	}
+	cfg := m.config.graphConfig()
+	bopts := graphbuild.Options{QKV: opts.QKV, ExternalAbove: opts.ExternalAbove}
+	if err := graphbuild.CheckCLIP(ck, cfg, bopts); err != nil {
+		return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
+	}
 	dest := opts.Out
 	if dest == "" {
 		if dest, err = m.variantDir(); err != nil {
@@ -126,7 +131,7 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 	defer os.RemoveAll(tmp)
 
 	start := time.Now()
-	ws, err := graphbuild.BuildCLIP(ck, m.config.graphConfig(), tmp, graphbuild.Options{QKV: opts.QKV, ExternalAbove: opts.ExternalAbove})
+	ws, err := graphbuild.BuildCLIP(ck, cfg, tmp, bopts)
 	if err != nil {
 		return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
 	}

@@ -144,3 +144,10 @@ func writeGraph(g *graph, path string, opts Options) (Written, error) {
 	}
 	return w, nil
 }
+
+// CheckCLIP checks the config c and the checkpoint ck as BuildCLIP does,
+// without writing anything.
+func CheckCLIP(ck *Checkpoint, c CLIPConfig, opts Options) error {
+	_, _, err := plan(ck, c, opts)
+	return err
+}

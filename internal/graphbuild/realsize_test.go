@@ -15,7 +15,9 @@ import (
 // CONDITION_BENCH_MODEL names (one made by scripts/bench_models, with its
 // torch.onnx.export graphs in onnx/), logs the build time, and compares the
 // built graphs' outputs with the exported graphs' on the same inputs:
-// within 1e-5 of the largest magnitude.
+// within 1e-5 of the largest magnitude; with CONDITION_BENCH_GOLDEN, a
+// folder scripts/graphbuild/torch_golden.py wrote for the model, on its
+// inputs, and with torch's outputs too.
 func TestBuildRealSize(t *testing.T) {
 	dir := os.Getenv("CONDITION_BENCH_MODEL")
 	if dir == "" {
@@ -75,7 +77,22 @@ func TestBuildRealSize(t *testing.T) {
 		{VisionModelFile, []string{"pixel_values"}, []tensorio.Tensor{tensorio.F32([]int{batch, 3, s, s}, px)},
 			[]string{"last_hidden_state", "image_embeds"}},
 	}
-	for _, c := range cases {
+	// torch's outputs, when scripts/graphbuild/torch_golden.py made them
+	// for this model: its inputs replace the drawn ones.
+	golden := os.Getenv("CONDITION_BENCH_GOLDEN")
+	npy := func(name string) tensorio.Tensor {
+		x, err := tensorio.ReadNPY(filepath.Join(golden, name+".npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	if golden != "" {
+		cases[0].in = []tensorio.Tensor{npy("input_ids"), npy("attention_mask")}
+		cases[1].in = []tensorio.Tensor{npy("pixel_values")}
+	}
+	goldens := [][]string{{"text_last_hidden_state", "text_embeds"}, {"vision_last_hidden_state", "image_embeds"}}
+	for k, c := range cases {
 		got := run(t, filepath.Join(out, filepath.FromSlash(c.graph)), c.ins, c.in, c.outs)
 		want := run(t, filepath.Join(dir, filepath.FromSlash(c.graph)), c.ins, c.in, c.outs)
 		for i := range want {
@@ -83,6 +100,16 @@ func TestBuildRealSize(t *testing.T) {
 				t.Errorf("%s: %s differs from the exported graph's by %.3g of its largest magnitude", c.graph, c.outs[i], d)
 			} else {
 				t.Logf("%s: %s within %.2g of the exported graph's", c.graph, c.outs[i], d)
+			}
+			if golden == "" {
+				continue
+			}
+			torch := floats(t, npy(goldens[k][i]))
+			d, de := relDiff(torch, got[i]), relDiff(torch, want[i])
+			if !(d <= 1e-5) {
+				t.Errorf("%s: %s differs from torch's by %.3g of its largest magnitude (the exported graph: %.3g)", c.graph, c.outs[i], d, de)
+			} else {
+				t.Logf("%s: %s within %.2g of torch's (the exported graph: %.2g)", c.graph, c.outs[i], d, de)
 			}
 		}
 	}

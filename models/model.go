@@ -90,6 +90,7 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 	if err := m.pickGraphs(); err != nil {
 		return nil, err
 	}
+	m.useBuiltGraphs() // a folder without graphs: those built from its safetensors, if any
 	if variant == "" && derived != VariantPlain {
 		if err := m.useDerivedVariants(derived); err != nil {
 			return nil, err

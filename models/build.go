@@ -1,0 +1,378 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/conditionhq/condition/internal/graphbuild"
+	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// VariantBuilt names graphs this program built from a model's
+// model.safetensors (see Model.Build), in stamps and reports.
+const VariantBuilt = "built"
+
+// BuildOptions controls Model.Build.
+type BuildOptions struct {
+	// Out is the folder the graphs go to (Out/onnx/text_model.onnx and
+	// Out/onnx/vision_model.onnx). Empty: this program's derived cache,
+	// beside the model's optimized variants, where opening the model
+	// finds them while model.safetensors stays as it was.
+	Out string
+	// QKV is the form of self-attention: "separate" (three MatMuls, then
+	// com.microsoft.MultiHeadAttention; the default), "split" (one MatMul
+	// by the packed weights, split for MultiHeadAttention) or "packed"
+	// (com.microsoft.Attention).
+	QKV string
+	// Threads is ONNX Runtime's intra-op thread count for the checks.
+	Threads int
+	// ExternalAbove: weights over this many bytes go to external data
+	// beside the graph (0: over 1.9 GiB, as protobuf requires; < 0: always).
+	ExternalAbove int64
+}
+
+// BuiltGraph is one graph Build wrote.
+type BuiltGraph struct {
+	Graph       string  `json:"graph"` // TextModelFile or VisionModelFile
+	Path        string  `json:"path"`
+	Bytes       int64   `json:"bytes"`
+	External    string  `json:"external,omitempty"` // its external data file
+	WeightBytes int64   `json:"weight_bytes"`
+	Nodes       int     `json:"nodes"`
+	Check       string  `json:"check"` // what the graph was checked on, and the output shapes
+	Seconds     float64 `json:"seconds"`
+}
+
+// BuildReport says what Build did.
+type BuildReport struct {
+	Checkpoint      []string     `json:"checkpoint"` // the safetensors files read
+	CheckpointBytes int64        `json:"checkpoint_bytes"`
+	QKV             string       `json:"qkv"`
+	Graphs          []BuiltGraph `json:"graphs"`
+	BuildSeconds    float64      `json:"build_seconds"` // writing the graphs
+	CheckSeconds    float64      `json:"check_seconds"` // running them on the probes
+}
+
+// ErrBuildCheck is wrapped by Build's error when a built graph fails its
+// check (an output of the wrong shape, or not finite): nothing was written.
+var ErrBuildCheck = errors.New("models: the built graph failed its check")
+
+// graphConfig translates the config for the graph builder.
+func (c Config) graphConfig() graphbuild.CLIPConfig {
+	t, v := c.TextConfig, c.VisionConfig
+	return graphbuild.CLIPConfig{
+		ModelType: c.ModelType, ProjectionDim: c.ProjectionDim,
+		Text: graphbuild.TextConfig{VocabSize: t.VocabSize, HiddenSize: t.HiddenSize, IntermediateSize: t.IntermediateSize,
+			Layers: t.NumHiddenLayers, Heads: t.NumAttentionHeads, MaxPositions: t.MaxPositionEmbeddings,
+			HiddenAct: t.HiddenAct, LayerNormEps: t.LayerNormEps, EosTokenID: t.EosTokenID},
+		Vision: graphbuild.VisionConfig{HiddenSize: v.HiddenSize, IntermediateSize: v.IntermediateSize,
+			Layers: v.NumHiddenLayers, Heads: v.NumAttentionHeads, Channels: v.NumChannels,
+			ImageSize: v.ImageSize, PatchSize: v.PatchSize, HiddenAct: v.HiddenAct, LayerNormEps: v.LayerNormEps},
+	}
+}
+
+// Build writes the model's text and vision graphs, built from its
+// config.json and model.safetensors (or the shards of
+// model.safetensors.index.json): text input_ids, attention_mask int64
+// [batch, sequence] → last_hidden_state [batch, sequence, d_t], text_embeds
+// [batch, d_p]; vision pixel_values float32 [batch, 3, S, S] →
+// last_hidden_state [batch, 1+P, d_v], image_embeds [batch, d_p].
+//
+// The graphs are written into a temporary folder beside their destination,
+// each run in ONNX Runtime (which must be loaded) on probe inputs (two
+// prompts padded to different lengths, two images of random pixels), and
+// moved into place only when every output has the expected shape and is
+// finite. A config that disagrees with the checkpoint (a tensor missing,
+// of another shape or not floating point; an unknown model_type or
+// hidden_act), a truncated file or a header whose offsets lie is an error
+// before anything is written. Written to the derived cache (opts.Out
+// empty), the graphs are stamped with the checkpoint they came from and
+// the model serves them from then on (when its folder has no graphs).
+func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, error) {
+	if m.dir == "" || m.isHub() {
+		return nil, fmt.Errorf("models: build %s: graphs are built for model folders only (for a hub model, pass its snapshot folder)", m.ref)
+	}
+	ck, err := graphbuild.OpenCheckpoint(m.dir)
+	if err != nil {
+		return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
+	}
+	defer ck.Close()
+	rep := &BuildReport{Checkpoint: ck.Files(), CheckpointBytes: ck.Size(), QKV: opts.QKV}
+	if rep.QKV == "" {
+		rep.QKV = graphbuild.QKVSeparate
+	}
+	cfg := m.config.graphConfig()
+	bopts := graphbuild.Options{QKV: opts.QKV, ExternalAbove: opts.ExternalAbove}
+	if err := graphbuild.CheckCLIP(ck, cfg, bopts); err != nil {
+		return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
+	}
+	dest := opts.Out
+	if dest == "" {
+		if dest, err = m.variantDir(); err != nil {
+			return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dest, "onnx"), 0o755); err != nil {
+		return nil, fmt.Errorf("models: build: %w", err)
+	}
+	tmp, err := os.MkdirTemp(dest, ".build-*")
+	if err != nil {
+		return nil, fmt.Errorf("models: build: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	start := time.Now()
+	ws, err := graphbuild.BuildCLIP(ck, cfg, tmp, bopts)
+	if err != nil {
+		return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
+	}
+	rep.BuildSeconds = time.Since(start).Seconds()
+	start = time.Now()
+	for _, w := range ws {
+		t0 := time.Now()
+		check, err := checkBuilt(ctx, w.Path, w.Graph, m.config, opts.Threads)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBuildCheck, w.Graph, err)
+		}
+		rep.Graphs = append(rep.Graphs, BuiltGraph{Graph: w.Graph, Bytes: w.Bytes, External: w.External,
+			WeightBytes: w.Weights, Nodes: w.Nodes, Check: check, Seconds: time.Since(t0).Seconds()})
+	}
+	rep.CheckSeconds = time.Since(start).Seconds()
+
+	st, err := checkpointStamp(ck.Files())
+	if err != nil {
+		return nil, fmt.Errorf("models: build: %w", err)
+	}
+	for i, w := range ws {
+		final := filepath.Join(dest, filepath.FromSlash(w.Graph))
+		if w.External != "" {
+			ext := filepath.Join(filepath.Dir(final), filepath.Base(w.External))
+			if err := os.Rename(w.External, ext); err != nil {
+				return nil, fmt.Errorf("models: build: %w", err)
+			}
+			rep.Graphs[i].External = ext
+		}
+		if err := os.Rename(w.Path, final); err != nil {
+			return nil, fmt.Errorf("models: build: %w", err)
+		}
+		rep.Graphs[i].Path = final
+		if opts.Out != "" {
+			continue
+		}
+		s := st
+		s.Variant, s.Graph, s.Written = VariantBuilt, w.Graph, time.Now().UTC().Format(time.RFC3339)
+		if s.Report, err = json.Marshal(rep.Graphs[i]); err != nil {
+			return nil, fmt.Errorf("models: build: %w", err)
+		}
+		if err := writeStamp(final+".json", s); err != nil {
+			return nil, err
+		}
+		m.extra[w.Graph] = final
+	}
+	return rep, nil
+}
+
+// UseGraphsFrom makes the model serve the graphs in dir/onnx/ (as Build
+// writes them with BuildOptions.Out) under the canonical names, for
+// optimizing or checking built graphs kept outside the model's folder.
+func (m *Model) UseGraphsFrom(dir string) error {
+	for _, g := range []string{TextModelFile, VisionModelFile} {
+		p := filepath.Join(dir, filepath.FromSlash(g))
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			return fmt.Errorf("models: %s has no graph %s", dir, g)
+		}
+		m.extra[g] = p
+		delete(m.alias, g)
+	}
+	return nil
+}
+
+// useBuiltGraphs points the canonical graphs of a model folder that has
+// none at those Build wrote into the derived cache from the checkpoint the
+// folder holds now.
+func (m *Model) useBuiltGraphs() {
+	if m.dir == "" || m.isHub() || fsHas(m.base, TextModelFile) || fsHas(m.base, VisionModelFile) {
+		return
+	}
+	dir, err := m.variantDir()
+	if err != nil {
+		return
+	}
+	var files []string
+	if fsHas(m.base, graphbuild.SafetensorsFile) {
+		files = []string{filepath.Join(m.dir, graphbuild.SafetensorsFile)}
+	} else if b, err := os.ReadFile(filepath.Join(m.dir, graphbuild.IndexFile)); err == nil {
+		var idx struct {
+			WeightMap map[string]string `json:"weight_map"`
+		}
+		if json.Unmarshal(b, &idx) != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, f := range idx.WeightMap {
+			if !seen[f] {
+				seen[f] = true
+				files = append(files, filepath.Join(m.dir, filepath.FromSlash(f)))
+			}
+		}
+	}
+	if len(files) == 0 {
+		return
+	}
+	now, err := checkpointStamp(files)
+	if err != nil {
+		return
+	}
+	paths := map[string]string{}
+	for _, g := range []string{TextModelFile, VisionModelFile} {
+		p := filepath.Join(dir, filepath.FromSlash(g))
+		b, err := os.ReadFile(p + ".json")
+		if err != nil {
+			return
+		}
+		var saved VariantStamp
+		if json.Unmarshal(b, &saved) != nil || saved.Variant != VariantBuilt || !sameSource(saved, now) {
+			return
+		}
+		paths[g] = p
+	}
+	for g, p := range paths {
+		m.extra[g] = p
+	}
+	if m.log != nil {
+		m.log.Info("using the graphs built from the model's safetensors (derived cache)", "model", m.ref,
+			"text", paths[TextModelFile], "vision", paths[VisionModelFile])
+	}
+}
+
+// checkpointStamp describes the checkpoint's files: their total size and
+// latest modification time.
+func checkpointStamp(files []string) (VariantStamp, error) {
+	var st VariantStamp
+	sorted := append([]string(nil), files...)
+	sortStrings(sorted)
+	st.Source = strings.Join(sorted, ", ")
+	for _, f := range sorted {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return st, err
+		}
+		st.Size += fi.Size()
+		st.ModTimeNanos = max(st.ModTimeNanos, fi.ModTime().UnixNano())
+	}
+	return st, nil
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func writeStamp(path string, s VariantStamp) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	if err := tensorio.WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	}); err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	return nil
+}
+
+// checkBuilt runs a built graph on probe inputs and checks its outputs'
+// shapes and that they are finite; it returns what it ran.
+func checkBuilt(ctx context.Context, path, name string, c Config, threads int) (string, error) {
+	var ins, outs []string
+	var in []tensorio.Tensor
+	var want [][]int
+	switch name {
+	case TextModelFile:
+		// Two prompts: BOS, a few ids, EOS, then padding, of lengths 5 and
+		// the whole sequence.
+		t := min(8, c.TextConfig.MaxPositionEmbeddings)
+		tc := c.TextConfig
+		ids := make([]int64, 2*t)
+		mask := make([]int64, 2*t)
+		for b, n := range []int{min(5, t), t} {
+			for i := 0; i < t; i++ {
+				id := int64(tc.PadTokenID)
+				switch {
+				case i == 0:
+					id = int64(tc.BosTokenID)
+				case i < n-1:
+					id = int64((i*7 + b*3) % tc.VocabSize)
+				case i == n-1:
+					id = int64(tc.EosTokenID)
+				}
+				if id < 0 || id >= int64(tc.VocabSize) {
+					id = int64(i % tc.VocabSize)
+				}
+				ids[b*t+i] = id
+				if i < n {
+					mask[b*t+i] = 1
+				}
+			}
+		}
+		ins = []string{"input_ids", "attention_mask"}
+		in = []tensorio.Tensor{tensorio.I64([]int{2, t}, ids), tensorio.I64([]int{2, t}, mask)}
+		outs = []string{"last_hidden_state", "text_embeds"}
+		want = [][]int{{2, t, tc.HiddenSize}, {2, c.ProjectionDim}}
+	case VisionModelFile:
+		v := c.VisionConfig
+		s := v.ImageSize
+		px := make([]float32, 2*v.NumChannels*s*s)
+		x := uint32(1)
+		for i := range px {
+			x = x*1664525 + 1013904223
+			px[i] = float32(x>>8)/float32(1<<24)*4 - 2
+		}
+		g, _ := v.GridSize()
+		ins = []string{"pixel_values"}
+		in = []tensorio.Tensor{tensorio.F32([]int{2, v.NumChannels, s, s}, px)}
+		outs = []string{"last_hidden_state", "image_embeds"}
+		want = [][]int{{2, 1 + g*g, v.HiddenSize}, {2, c.ProjectionDim}}
+	default:
+		return "", fmt.Errorf("no check for %s", name)
+	}
+	s, err := ort.GraphFile(path).NewSession(ins, outs, ort.SessionOptions{Threads: threads})
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	res, err := s.Run(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	desc := fmt.Sprintf("probe inputs %v:", in[0].Shape)
+	for i, r := range res {
+		if fmt.Sprint(r.Shape) != fmt.Sprint(want[i]) {
+			return "", fmt.Errorf("output %s has shape %v, expected %v", outs[i], r.Shape, want[i])
+		}
+		v, err := r.Float32()
+		if err != nil {
+			return "", err
+		}
+		for j, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return "", fmt.Errorf("output %s holds %v at element %d", outs[i], x, j)
+			}
+		}
+		desc += fmt.Sprintf(" %s %v finite", outs[i], r.Shape)
+	}
+	return desc, nil
+}

@@ -365,6 +365,9 @@ func (e *Engine) ContextLength() int { return e.ctxLen }
 // logit (0 when the model has none).
 func (e *Engine) LogitScale() float64 { return e.logitScale }
 
+// LogitBias returns SigLIP's logit_bias, added to every logit (0 for CLIP).
+func (e *Engine) LogitBias() float64 { return e.logitBias }
+
 // Direction returns the directions Attend computes.
 func (e *Engine) Direction() xattn.Direction {
 	var d xattn.Direction

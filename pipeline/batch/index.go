@@ -81,6 +81,7 @@ type indexOutMeta struct {
 	Dim        int            `json:"dim"`
 	Grid       [2]int         `json:"grid"`
 	LogitScale float64        `json:"logit_scale"`
+	LogitBias  float64        `json:"logit_bias,omitempty"`
 	Rows       int            `json:"rows"`
 	Items      []indexOutItem `json:"items"`
 }
@@ -108,6 +109,7 @@ type indexOutSet struct {
 	model    string
 	revision string
 	scale    float64 // exp(logit_scale)
+	bias     float64 // logit_bias (SigLIP)
 	remote   *remoteOut
 	ctx      context.Context
 
@@ -138,7 +140,7 @@ func newIndexOutSet(out *outFolder, eng *pipeline.Engine, size int, proc Shard, 
 		return nil, fmt.Errorf("pipeline: index: the model's patch grid: %w", err)
 	}
 	return &indexOutSet{out: out, size: size, proc: proc, settings: settings, dtype: dtype, elem: indexOutElem(dtype),
-		dim: d, grid: g, model: m.Name(), revision: m.Revision(), scale: eng.LogitScale(), open: map[int]*indexOutPart{}}, nil
+		dim: d, grid: g, model: m.Name(), revision: m.Revision(), scale: eng.LogitScale(), bias: eng.LogitBias(), open: map[int]*indexOutPart{}}, nil
 }
 
 // dir returns part i's folder, relative to the output.
@@ -361,7 +363,7 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 	}
 	sort.Slice(o.items, func(a, b int) bool { return o.items[a].Row < o.items[b].Row })
 	m := indexOutMeta{Format: indexOutFormat, Model: s.model, Revision: s.revision, Settings: s.settings, DType: s.dtype,
-		Dim: s.dim, Grid: [2]int{s.grid.H, s.grid.W}, LogitScale: s.scale, Rows: n, Items: o.items}
+		Dim: s.dim, Grid: [2]int{s.grid.H, s.grid.W}, LogitScale: s.scale, LogitBias: s.bias, Rows: n, Items: o.items}
 	js, err := json.MarshalIndent(m, "", " ")
 	if err != nil {
 		return fmt.Errorf("pipeline: index part %s: index.json: %w", o.name, err)

@@ -52,9 +52,11 @@ type IndexMeta struct {
 	Dim   int    `json:"dim"`  // D, the joint space's width
 	Grid  [2]int `json:"grid"` // the patch grid [H, W], P = H·W
 	// LogitScale is exp(logit_scale), the factor of the CLIP logit.
-	LogitScale float64     `json:"logit_scale"`
-	Rows       int         `json:"rows"` // N
-	Items      []IndexItem `json:"items"`
+	LogitScale float64 `json:"logit_scale"`
+	// LogitBias is SigLIP's logit_bias, added to every logit (absent: 0).
+	LogitBias float64     `json:"logit_bias,omitempty"`
+	Rows      int         `json:"rows"` // N
+	Items     []IndexItem `json:"items"`
 }
 
 // IndexItem is one image of a part: its row in the arrays and where the

@@ -254,7 +254,7 @@ func (x *Index) searchVector(ctx context.Context, embeds []float32, top int) ([]
 	for i, c := range best {
 		p := x.parts[c.part]
 		path, source, member := p.names.get(int(p.items[c.row]))
-		hits[i] = Hit{Path: path, Source: source, Member: member, Score: c.score, Part: p.name, Row: int(c.row)}
+		hits[i] = Hit{Path: path, Source: source, Member: member, Score: c.score + float32(x.meta.LogitBias), Part: p.name, Row: int(c.row)}
 	}
 	return hits, nil
 }

@@ -54,8 +54,8 @@ type Hit struct {
 	Path   string `json:"path"`
 	Source string `json:"source,omitempty"`
 	Member string `json:"member,omitempty"`
-	// Score is the CLIP logit exp(logit_scale)·cos(image_embeds,
-	// text_embeds), as `condition embed` gives it, from the stored
+	// Score is the logit exp(logit_scale)·cos(image_embeds,
+	// text_embeds) (+ logit_bias for SigLIP), as `condition embed` gives it, from the stored
 	// (rounded) image embedding.
 	Score float32 `json:"score"`
 	Part  string  `json:"part"` // the index part and row of its vectors

@@ -10,13 +10,21 @@ import (
 	"sync"
 )
 
-// KnownModel is a CLIP export whose files were checked against its hub pages
-// (see Source): the models Known lists.
+// KnownModel is a model whose files were checked against its hub pages (see
+// Source): the models Known lists. Most are ONNX exports; one with Build set
+// ships no ONNX graphs and is built from its config.json and model.safetensors.
 type KnownModel struct {
-	Ref      string   `json:"ref"`      // the repository with the ONNX graphs
+	Ref string `json:"ref"` // the repository with the ONNX graphs (or, with Build, the checkpoint)
+	// Family is the model family as people write it: "CLIP", "SigLIP" or
+	// "SigLIP 2" (Family.String of the family the files say).
+	Family string `json:"family"`
+	// Build reports that the repository has no ONNX graphs: they are built
+	// from config.json and model.safetensors, Variants is empty and the heads
+	// are in the same file.
+	Build    bool     `json:"build,omitempty"`
 	Use      string   `json:"use"`      // the reference to give Open (graphs+heads when the heads are verified)
 	Arch     string   `json:"arch"`     // what it is
-	Variants []string `json:"variants"` // graph suffixes present ("" = plain, first)
+	Variants []string `json:"variants"` // graph suffixes present ("" = plain, first; none with Build)
 	Outputs  string   `json:"outputs"`  // what the split graphs output, and how that is known
 	Heads    string   `json:"heads"`    // where the projection heads come from, and how that is known
 	Source   string   `json:"source"`   // where the file lists were seen, and what they listed
@@ -52,7 +60,7 @@ func parseKnown(b []byte) ([]KnownModel, error) {
 	return k, nil
 }
 
-// Known returns the CLIP exports this package was checked against, in a
+// Known returns the models (CLIP, SigLIP and SigLIP 2) this package was checked against, in a
 // fixed order, each with the reference to give Open and what was and was not
 // verified about it. The result is a copy the caller may change.
 func Known() []KnownModel {

@@ -19,7 +19,7 @@ func TestKnown(t *testing.T) {
 	}
 	known := Known()
 	if len(known) < 3 {
-		t.Fatalf("%d known models, want ViT-B/32, B/16 and L/14 at least", len(known))
+		t.Fatalf("%d known models, want CLIP ViT-B/32, B/16 and L/14 at least", len(known))
 	}
 	seen := map[string]bool{}
 	for _, k := range known {
@@ -33,6 +33,9 @@ func TestKnown(t *testing.T) {
 		if !strings.Contains(k.Source, "https://") || len(k.Source) < 40 {
 			t.Errorf("%s: Source %q does not say where the file list was seen", k.Ref, k.Source)
 		}
+		if !slices.Contains([]string{CLIP.String(), SigLIP.String(), SigLIP2.String()}, k.Family) {
+			t.Errorf("%s: family %q (want CLIP, SigLIP or SigLIP 2)", k.Ref, k.Family)
+		}
 		if k.Arch == "" || k.Outputs == "" || k.Heads == "" {
 			t.Errorf("%s: blank fields (write \"not verified\" instead): %+v", k.Ref, k)
 		}
@@ -43,6 +46,17 @@ func TestKnown(t *testing.T) {
 		}
 		if graphs != k.Ref {
 			t.Errorf("%s: Use %q takes its graphs from %q", k.Ref, k.Use, graphs)
+		}
+		if k.Build {
+			// No ONNX graphs: built from the checkpoint, whose model.safetensors
+			// holds the heads too.
+			if weights != "" || len(k.Variants) != 0 {
+				t.Errorf("%s: built from its checkpoint, but Use %q / variants %q", k.Ref, k.Use, k.Variants)
+			}
+			if !strings.Contains(k.Source, "model.safetensors") && !strings.Contains(k.Source, ".safetensors") {
+				t.Errorf("%s: built from its checkpoint, but Source lists no safetensors", k.Ref)
+			}
+			continue
 		}
 		if weights != "" {
 			if r, err := ParseRef(weights); err != nil || r.Hub.Repo == "" {

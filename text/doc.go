@@ -1,11 +1,24 @@
-// Package text is CLIP's tokenizer in pure Go: byte-level BPE as OpenAI's
-// CLIP and Hugging Face's CLIPTokenizerFast make it (UTF-8 repair, NFC,
-// whitespace clean-up and lower-casing, the CLIP split pattern, merges by
-// rank), read from a model's tokenizer.json or vocab.json + merges.txt
-// and tokenizer_config.json. It gives token ids padded or truncated to the
-// context length with their attention mask, the tokens as the vocabulary
-// spells them, the words they make up (for per-word heatmaps), and which of
-// those words the vocabulary can only spell out letter by letter (Unknown).
+// Package text holds the tokenizers of the text towers, in pure Go:
+//
+//   - CLIP's byte-level BPE as OpenAI's CLIP and Hugging Face's
+//     CLIPTokenizerFast make it (UTF-8 repair, NFC, whitespace clean-up and
+//     lower-casing, the CLIP split pattern, merges by rank), read from a
+//     model's tokenizer.json or vocab.json + merges.txt and
+//     tokenizer_config.json;
+//   - SentencePiece (spiece.model, tokenizer.model) as the sentencepiece
+//     library encodes: the ModelProto, its normalizer (the precompiled
+//     charsmap, nmt_nfkc or identity, whitespace clean-up, the "▁" dummy
+//     prefix and space mark), Unigram by Viterbi over piece scores and BPE by
+//     piece score, with user-defined pieces, byte fallback and merged unknown
+//     runs;
+//   - SigLIP's tokenizer (Hugging Face's SiglipTokenizer) on top of it: lower
+//     case, punctuation removed, whitespace collapsed, </s> appended, 64
+//     positions padded with </s>.
+//
+// It gives token ids padded or truncated to the context length with their
+// attention mask, the tokens as the vocabulary spells them, the words they
+// make up (for per-word heatmaps), and which of those words the vocabulary
+// can only spell out letter by letter (Unknown).
 //
 // The same Tokenizer reads the tokenizer.json of a BPE model over characters
 // rather than bytes: Gemma's, which SigLIP 2 uses (spaces as "▁", byte
@@ -25,7 +38,9 @@
 // scripts/tokenizers/make_gemma_json.js).
 //
 // It is written here rather than taken from a library because the ids must
-// equal Hugging Face's for every input (checked against the reference ids of
-// the real CLIP vocabulary), and it builds with CGO_ENABLED=0. Running the
-// text encoder is not here: see models/clip, and the engine in pipeline.
+// equal the reference implementations' for every input (checked against the
+// reference ids of the real CLIP vocabulary, and of SentencePiece models
+// trained with the sentencepiece library: testdata/spm), and it builds with
+// CGO_ENABLED=0. Running the text encoder is not here: see models/clip, and
+// the engine in pipeline.
 package text

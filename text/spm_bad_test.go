@@ -157,17 +157,23 @@ func TestSentencePieceConfigErrors(t *testing.T) {
 	}
 }
 
-// spFuzzSeeds are the small test models, for the fuzzers to start from.
+// spFuzzSeeds are small models for the fuzzers to start from (the test
+// models are too large for the fuzzing engine to mutate quickly): the first
+// pieces of bpe_bytes (its byte pieces and user-defined ones) as BPE and as
+// Unigram, the hand-made model, and one with a small charsmap.
 func spFuzzSeeds(f *testing.F) [][]byte {
-	var out [][]byte
-	for _, name := range []string{"bpe_bytes", "unigram_identity", "bpe_unused"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "spm", name+".model"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		out = append(out, b)
+	m := loadSPModel(f, "bpe_bytes")
+	var pieces []testPiece
+	for _, pc := range m.pieces[:300] {
+		pieces = append(pieces, testPiece{pc.text, pc.score, uint64(pc.typ)})
 	}
-	return append(out, spProtoBytes(testPieces, spUnigram, false, nil), spProtoBytes(testPieces, spBPE, false, nil))
+	// A darts-clone array of 4 units, then the strings "x" and "yz".
+	charsmap := []byte{16, 0, 0, 0, 0, 4, 0, 0, 'a', 1, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0, 'x', 0, 'y', 'z', 0}
+	return [][]byte{
+		spProtoBytes(pieces, spBPE, true, nil), spProtoBytes(pieces, spUnigram, true, nil),
+		spProtoBytes(testPieces, spUnigram, false, nil), spProtoBytes(testPieces, spBPE, false, nil),
+		spProtoBytes(testPieces, spUnigram, false, charsmap),
+	}
 }
 
 func FuzzSentencePieceModel(f *testing.F) {

@@ -328,7 +328,7 @@ func (m *spModel) bpeRun(out []spSpan, text string, lo, hi int, sc *spScratch) [
 		}
 		a, b := &syms[l], &syms[r]
 		var tid int32
-		if a.tid >= 0 && b.tid >= 0 {
+		if a.tid >= 0 && b.tid >= 0 && b.end-a.start <= pairMaxLen {
 			tid = m.pairs.get(a.tid, b.tid)
 		} else {
 			tid = m.trie.lookup(text[a.start:b.end])
@@ -501,6 +501,10 @@ func (p *pairTable) get(a, b int32) int32 {
 	}
 }
 
+// pairMaxLen is the longest piece, in bytes, pairs holds; merges into
+// longer ones are looked up in the trie.
+const pairMaxLen = 64
+
 // pairMul is Fibonacci hashing's multiplier, 2^64 over the golden ratio.
 const pairMul = 0x9E3779B97F4A7C15
 
@@ -513,6 +517,9 @@ func (m *spModel) buildPairs(normal map[string]int32) {
 	}
 	var all []kv
 	for s, id := range normal {
+		if len(s) > pairMaxLen {
+			continue // looked up in the trie when it comes up
+		}
 		for i := 1; i < len(s); i++ {
 			a, ok1 := normal[s[:i]]
 			b, ok2 := normal[s[i:]]

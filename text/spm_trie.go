@@ -30,21 +30,37 @@ func buildTrie(keys []trieKey) *trie {
 	slices.SortFunc(keys, func(a, b trieKey) int { return strings.Compare(a.s, b.s) })
 	t := &trie{nodes: make([]trieNode, 1, len(keys)*2+256)}
 	t.nodes[0] = trieNode{check: -1, value: -1}
-	b := trieBuilder{t: t, free: 1}
+	b := trieBuilder{t: t, next: []int32{0}, prev: []int32{0}}
 	b.build(0, keys, 0)
 	return t
 }
 
+// trieBuilder places nodes; the free slots form a list in slot order
+// (next and prev, with slot 0, the root, as its head) so that the search
+// for a base skips the slots taken.
 type trieBuilder struct {
-	t    *trie
-	free int // no slot below it is free
+	t          *trie
+	next, prev []int32
 }
 
-func (b *trieBuilder) slot(i int) *trieNode {
-	for i >= len(b.t.nodes) {
+// grow makes slots up to i exist, the new ones free.
+func (b *trieBuilder) grow(i int) {
+	for len(b.t.nodes) <= i {
+		n := int32(len(b.t.nodes))
 		b.t.nodes = append(b.t.nodes, trieNode{check: -2, value: -1})
+		last := b.prev[0]
+		b.next = append(b.next, 0)
+		b.prev = append(b.prev, last)
+		b.next[last] = n
+		b.prev[0] = n
 	}
-	return &b.t.nodes[i]
+}
+
+// take marks the free slot i as node of parent.
+func (b *trieBuilder) take(i, parent int) {
+	b.t.nodes[i] = trieNode{check: int32(parent), value: -1}
+	p, n := b.prev[i], b.next[i]
+	b.next[p], b.prev[n] = n, p
 }
 
 // build places the children of node n, whose keys all share their first
@@ -63,32 +79,32 @@ func (b *trieBuilder) build(n int, keys []trieKey, depth int) {
 			labels = append(labels, c)
 		}
 	}
-	for b.free < len(b.t.nodes) && b.t.nodes[b.free].check != -2 {
-		b.free++
-	}
+	first, last := int(labels[0]), int(labels[len(labels)-1])
 	base := 0
-	for p := b.free; ; p++ {
-		if b.slot(p).check != -2 {
-			continue
+	for p := int(b.next[0]); ; {
+		if p == 0 { // past the last free slot: add slots
+			p = len(b.t.nodes)
+			b.grow(max(p, first+1))
+			p = max(p, first+1)
 		}
-		base = p - int(labels[0])
-		if base < 1 {
-			continue
-		}
-		ok := true
-		for _, c := range labels[1:] {
-			if b.slot(base+int(c)).check != -2 {
-				ok = false
+		if base = p - first; base >= 1 {
+			b.grow(base + last)
+			ok := true
+			for _, c := range labels[1:] {
+				if b.t.nodes[base+int(c)].check != -2 {
+					ok = false
+					break
+				}
+			}
+			if ok {
 				break
 			}
 		}
-		if ok {
-			break
-		}
+		p = int(b.next[p])
 	}
 	b.t.nodes[n].base = int32(base)
 	for _, c := range labels {
-		*b.slot(base + int(c)) = trieNode{check: int32(n), value: -1}
+		b.take(base+int(c), n)
 	}
 	for len(keys) > 0 {
 		c := keys[0].s[depth]

@@ -42,7 +42,8 @@ func LoadTokenizerDir(dir string) (*Tokenizer, error) {
 // end-of-word suffix): anything else is an error naming the part. Without
 // tokenizer.json, a SentencePiece model (spiece.model or tokenizer.model) is
 // loaded before vocab.json and merges.txt: SigLIP's tokenizer when
-// tokenizer_config.json's tokenizer_class is SiglipTokenizer, else plain
+// tokenizer_config.json's tokenizer_class is SiglipTokenizer (or, without a
+// tokenizer_class, config.json's model_type is siglip), else plain
 // SentencePiece with the BOS and EOS its add_bos_token and add_eos_token ask for.
 func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 	cfg, err := readTokenizerConfig(fsys)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/conditionhq/condition/internal/enginetest"
 
@@ -437,7 +438,16 @@ func TestRunCountsAhead(t *testing.T) {
 	var calls []Progress
 	_, err := Run(context.Background(), Config{Engine: tinyEngine(t, m, pipeline.Options{Threads: 1}), Inputs: []string{in}, Prompts: []string{"red"},
 		Out: filepath.Join(t.TempDir(), "out"), Batch: 1, Workers: 1, Streams: 1,
-		Progress: func(p Progress) { calls = append(calls, p) }})
+		Progress: func(p Progress) {
+			calls = append(calls, p)
+			if len(calls) == 1 {
+				// The job is held here, its queue full: the counting walk,
+				// another goroutine, gets a second even on a machine busy
+				// with other tests. Without it, five tiny images can finish
+				// before that goroutine first runs.
+				time.Sleep(time.Second)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func (e *Engine) attend(ctx context.Context, ws *workspaces, img *ImageEncoding,
 	if opts.PerHead {
 		mode = xattn.PerHeadAttention
 	}
-	if err := e.preparePatches(ws, img.Patches(), p, i2t, t2i); err != nil {
+	if err := e.preparePatches(ws, img, i2t, t2i); err != nil {
 		return nil, err
 	}
 	res := &ws.res
@@ -161,12 +161,23 @@ type workspaces struct {
 	headScratch xattn.PoolingScratch
 }
 
-// headRows returns the patches [p, d_v] as the joint space's patch side
-// takes them: through SigLIP's pooling head when the engine has one (into
-// ws's buffer), else as they are.
-func (e *Engine) headRows(ws *workspaces, patches []float32, p int) ([]float32, error) {
+// headRows returns img's patches [P, d_v] as the joint space's patch side
+// takes them: through SigLIP's pooling head when the engine has one (once
+// per encoding the engine made, kept with it; else into ws's buffer), else
+// as they are.
+func (e *Engine) headRows(ws *workspaces, img *ImageEncoding) ([]float32, error) {
+	patches, p := img.Patches(), img.P()
 	if e.patchHead == nil {
 		return patches, nil
+	}
+	if m := img.head; m != nil {
+		m.once.Do(func() {
+			m.rows = make([]float32, p*e.patchHead.Dim())
+			if m.err = e.patchHead.Apply(m.rows, patches, p, &ws.headScratch); m.err != nil {
+				m.err = fmt.Errorf("pipeline: joint space: %w", m.err)
+			}
+		})
+		return m.rows, m.err
 	}
 	ws.head = grow(ws.head, p*e.patchHead.Dim())
 	if err := e.patchHead.Apply(ws.head, patches, p, &ws.headScratch); err != nil {
@@ -225,8 +236,9 @@ func (ws *workspaces) close() {
 // prompts: as queries (image → text) and as keys and values (text → image),
 // the latter from the former in CLIP's joint space, where both are the same
 // rows.
-func (e *Engine) preparePatches(ws *workspaces, patches []float32, p int, i2t, t2i bool) error {
-	patches, err := e.headRows(ws, patches, p)
+func (e *Engine) preparePatches(ws *workspaces, img *ImageEncoding, i2t, t2i bool) error {
+	p := img.P()
+	patches, err := e.headRows(ws, img)
 	if err != nil {
 		return err
 	}

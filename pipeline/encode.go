@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"strings"
+	"sync"
 
 	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"
@@ -32,7 +33,10 @@ type TextEncoding struct {
 // T returns the prompt's number of tokens, BOS to EOS.
 func (t *TextEncoding) T() int { return len(t.IDs) }
 
-// ImageEncoding is one image through the vision encoder.
+// ImageEncoding is one image through the vision encoder. Its slices are
+// read, never changed, by the engine's methods, and are to be left as they
+// are once it has been attended: SigLIP's patches through the pooling head
+// are computed once and kept with the encoding (and its copies).
 type ImageEncoding struct {
 	Grid vision.Grid // the patch grid, P = Grid.H × Grid.W
 	// States is last_hidden_state: CLIP's [1+P, Width] (before
@@ -44,6 +48,19 @@ type ImageEncoding struct {
 	// (SigLIP's pooler_output, its pooling head's); nil when the graph has
 	// none.
 	Embeds []float32
+
+	// head keeps the patches through SigLIP's pooling head once computed
+	// (headRows), shared by copies of the encoding; nil for CLIP's and for
+	// encodings made outside the engine.
+	head *headMemo
+}
+
+// headMemo is an image's patches through the pooling head, [P, d_v],
+// computed once for Attend, JointPatches and Similarity alike.
+type headMemo struct {
+	once sync.Once
+	rows []float32
+	err  error
 }
 
 // Patches returns the patch rows of States, [P, Width]: its last P rows.
@@ -227,6 +244,9 @@ func (e *Engine) EncodePixels(ctx context.Context, pixels []float32, n int) ([]I
 	out := make([]ImageEncoding, n)
 	for i, enc := range encs {
 		out[i] = ImageEncoding{Grid: grid, States: enc.States, Width: enc.Width, Embeds: enc.Embeds}
+		if e.patchHead != nil {
+			out[i].head = new(headMemo)
+		}
 	}
 	return out, nil
 }

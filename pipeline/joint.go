@@ -33,7 +33,7 @@ func (e *Engine) JointPatches(img *ImageEncoding) ([]float32, error) {
 	}
 	ws := e.getWorkspaces()
 	defer e.putWorkspaces(ws)
-	patches, err := e.headRows(ws, img.Patches(), p)
+	patches, err := e.headRows(ws, img)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/conditionhq/condition/internal/orttest"
@@ -184,6 +185,18 @@ func TestSiglip(t *testing.T) {
 				t.Errorf("image %d, prompt %d: the joint space both ways gave no similarity or maps", i, k)
 			}
 		}
+		// The head ran once for this encoding: with its patch states
+		// cleared, the joint-space patches are still the ones above.
+		saved := slices.Clone(encs[i].States)
+		clear(encs[i].States)
+		again, err := eng.JointPatches(&encs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(again, jp) {
+			t.Errorf("image %d: the pooling head ran again on the same encoding", i)
+		}
+		copy(encs[i].States, saved)
 		labels, err := eng.Classify(ctx, &encs[i], prompts, ClassifyOptions{Truncate: true})
 		if err != nil {
 			t.Fatal(err)

@@ -2,9 +2,9 @@ package xattn
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/xattn/internal/attn"
 	"github.com/conditionhq/condition/xattn/internal/gemm"
 )
 
@@ -138,21 +138,11 @@ func (h *PoolingHead) Apply(y, x []float32, n int, s *PoolingScratch) error {
 	gemm.MatMul(y, d, x, d, n, h.wvo, h.bvo) // o
 	layerNorm(s.ln, y, n, d, &h.ln)
 	gemm.MatMul(s.mid, h.hidden, s.ln, d, n, h.fc1, h.b1)
-	geluTanh(s.mid[:n*h.hidden])
+	attn.GeluTanh(s.mid[:n*h.hidden])
 	// y += fc2(mid): fc2's product goes to ln's buffer (free now), then adds.
 	gemm.MatMul(s.ln, d, s.mid, h.hidden, n, h.fc2, h.b2)
 	for i, v := range s.ln[:n*d] {
 		y[i] += v
 	}
 	return nil
-}
-
-// geluTanh applies GELU with the tanh approximation (PyTorch's
-// gelu(approximate="tanh"), transformers' gelu_pytorch_tanh) in place.
-func geluTanh(x []float32) {
-	const c = 0.7978845608028654 // sqrt(2/π)
-	for i, v := range x {
-		f := float64(v)
-		x[i] = float32(0.5 * f * (1 + math.Tanh(c*(f+0.044715*f*f*f))))
-	}
 }

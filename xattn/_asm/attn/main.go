@@ -5,7 +5,8 @@
 //     register tiles, exact softmax, P·V), one call for many tiles; see
 //     attend.go;
 //   - max and expSum over whole vectors, the vector exp on its own (tested
-//     for accuracy against math.Exp).
+//     for accuracy against math.Exp);
+//   - GELU in its tanh form over whole vectors, on the same exp (gelu.go).
 //
 // Run it through the //go:generate line in xattn/internal/attn/attn_test.go.
 package main
@@ -72,12 +73,15 @@ func main() {
 		}
 		DATA(4*j, U32(v))
 	}
+	geluData()
 	attend(isa{name: "AVX512", z: true, lanes: 16, vec: zmm, maxW: 5})
 	attend(isa{name: "AVX2", lanes: 8, vec: ymm, maxW: 3})
 	maxKernel("AVX512", zmm, 16)
 	maxKernel("AVX2", ymm, 8)
 	expSum(isa{name: "AVX512", z: true, lanes: 16, vec: zmm, maxW: 5})
 	expSum(isa{name: "AVX2", lanes: 8, vec: ymm, maxW: 3})
+	geluTanh(isa{name: "AVX512", z: true, lanes: 16, vec: zmm, maxW: 5})
+	geluTanh(isa{name: "AVX2", lanes: 8, vec: ymm, maxW: 3})
 	Generate()
 }
 

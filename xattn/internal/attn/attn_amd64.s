@@ -136,6 +136,32 @@ DATA tailmask<>+56(SB)/4, $0x00000000
 DATA tailmask<>+60(SB)/4, $0x00000000
 GLOBL tailmask<>(SB), RODATA|NOPTR, $64
 
+DATA geluconsts<>+0(SB)/4, $0xbfcc422a
+DATA geluconsts<>+4(SB)/4, $0xbfcc422a
+DATA geluconsts<>+8(SB)/4, $0xbfcc422a
+DATA geluconsts<>+12(SB)/4, $0xbfcc422a
+DATA geluconsts<>+16(SB)/4, $0xbfcc422a
+DATA geluconsts<>+20(SB)/4, $0xbfcc422a
+DATA geluconsts<>+24(SB)/4, $0xbfcc422a
+DATA geluconsts<>+28(SB)/4, $0xbfcc422a
+DATA geluconsts<>+32(SB)/4, $0xbd922279
+DATA geluconsts<>+36(SB)/4, $0xbd922279
+DATA geluconsts<>+40(SB)/4, $0xbd922279
+DATA geluconsts<>+44(SB)/4, $0xbd922279
+DATA geluconsts<>+48(SB)/4, $0xbd922279
+DATA geluconsts<>+52(SB)/4, $0xbd922279
+DATA geluconsts<>+56(SB)/4, $0xbd922279
+DATA geluconsts<>+60(SB)/4, $0xbd922279
+DATA geluconsts<>+64(SB)/4, $0x7f800000
+DATA geluconsts<>+68(SB)/4, $0x7f800000
+DATA geluconsts<>+72(SB)/4, $0x7f800000
+DATA geluconsts<>+76(SB)/4, $0x7f800000
+DATA geluconsts<>+80(SB)/4, $0x7f800000
+DATA geluconsts<>+84(SB)/4, $0x7f800000
+DATA geluconsts<>+88(SB)/4, $0x7f800000
+DATA geluconsts<>+92(SB)/4, $0x7f800000
+GLOBL geluconsts<>(SB), RODATA|NOPTR, $96
+
 // func attendAVX512(o *float32, ldo int, q *float32, ldq int, tiles int, kp *float32, vp *float32, n int, hd int, scale float32, s *float32, prob *float32, ldp int, ml *float32)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·attendAVX512(SB), NOSPLIT, $96-112
@@ -2747,4 +2773,113 @@ loopAVX2:
 	VADDPS       X1, X0, X0
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
+	RET
+
+// func geluTanhAVX512(x *float32, n int)
+// Requires: AVX, AVX512F
+TEXT ·geluTanhAVX512(SB), NOSPLIT, $0-16
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), SI
+	LEAQ         expconsts<>+0(SB), AX
+	LEAQ         geluconsts<>+0(SB), BX
+	VBROADCASTSS (AX), Z16
+	VBROADCASTSS 32(AX), Z17
+	VBROADCASTSS 64(AX), Z18
+	VBROADCASTSS 96(AX), Z19
+	VBROADCASTSS 320(AX), Z20
+	VBROADCASTSS 352(AX), Z21
+	VBROADCASTSS 128(AX), Z22
+	VBROADCASTSS 160(AX), Z23
+	VBROADCASTSS 192(AX), Z24
+	VBROADCASTSS 224(AX), Z25
+	VBROADCASTSS 256(AX), Z26
+	VBROADCASTSS 288(AX), Z27
+	VBROADCASTSS 384(AX), Z7
+	VBROADCASTSS (BX), Z28
+	VBROADCASTSS 32(BX), Z29
+	VBROADCASTSS 64(BX), Z30
+
+geluAVX512:
+	VMOVUPS      (DI), Z0
+	VMULPS       Z0, Z0, Z8
+	VMULPS       Z29, Z8, Z8
+	VADDPS       Z28, Z8, Z8
+	VMULPS       Z8, Z0, Z1
+	VCMPPS       $0x1e, Z7, Z1, K2
+	VMINPS       Z1, Z7, Z1
+	VCMPPS       $0x1d, Z16, Z1, K1
+	VMAXPS       Z16, Z1, Z1
+	VMULPS       Z17, Z1, Z2
+	VCVTPS2DQ    Z2, Z2
+	VCVTDQ2PS    Z2, Z3
+	VFNMADD231PS Z18, Z3, Z1
+	VFNMADD231PS Z19, Z3, Z1
+	VMOVAPS      Z22, Z4
+	VFMADD213PS  Z23, Z1, Z4
+	VFMADD213PS  Z24, Z1, Z4
+	VFMADD213PS  Z25, Z1, Z4
+	VFMADD213PS  Z26, Z1, Z4
+	VFMADD213PS  Z27, Z1, Z4
+	VMULPS       Z1, Z1, Z5
+	VFMADD213PS  Z1, Z5, Z4
+	VADDPS       Z20, Z4, Z4
+	VPADDD       Z21, Z2, Z2
+	VPSLLD       $0x17, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVAPS.Z    Z4, K1, Z4
+	VMOVAPS      Z30, K2, Z4
+	VADDPS       Z20, Z4, Z4
+	VDIVPS       Z4, Z0, Z4
+	VMOVUPS      Z4, (DI)
+	ADDQ         $0x40, DI
+	SUBQ         $0x10, SI
+	JNZ          geluAVX512
+	VZEROUPPER
+	RET
+
+// func geluTanhAVX2(x *float32, n int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·geluTanhAVX2(SB), NOSPLIT, $0-16
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), SI
+	LEAQ         expconsts<>+0(SB), AX
+	LEAQ         geluconsts<>+0(SB), BX
+	VBROADCASTSS expconsts<>+384(SB), Y7
+
+geluAVX2:
+	VMOVUPS      (DI), Y0
+	VMULPS       Y0, Y0, Y8
+	VMULPS       geluconsts<>+32(SB), Y8, Y8
+	VADDPS       geluconsts<>+0(SB), Y8, Y8
+	VMULPS       Y8, Y0, Y1
+	VCMPPS       $0x1e, Y7, Y1, Y9
+	VMINPS       Y1, Y7, Y1
+	VCMPPS       $0x1d, expconsts<>+0(SB), Y1, Y6
+	VMAXPS       expconsts<>+0(SB), Y1, Y1
+	VMULPS       expconsts<>+32(SB), Y1, Y2
+	VCVTPS2DQ    Y2, Y2
+	VCVTDQ2PS    Y2, Y3
+	VFNMADD231PS expconsts<>+64(SB), Y3, Y1
+	VFNMADD231PS expconsts<>+96(SB), Y3, Y1
+	VMOVUPS      expconsts<>+128(SB), Y4
+	VFMADD213PS  expconsts<>+160(SB), Y1, Y4
+	VFMADD213PS  expconsts<>+192(SB), Y1, Y4
+	VFMADD213PS  expconsts<>+224(SB), Y1, Y4
+	VFMADD213PS  expconsts<>+256(SB), Y1, Y4
+	VFMADD213PS  expconsts<>+288(SB), Y1, Y4
+	VMULPS       Y1, Y1, Y5
+	VFMADD213PS  Y1, Y5, Y4
+	VADDPS       expconsts<>+320(SB), Y4, Y4
+	VPADDD       expconsts<>+352(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y2, Y4, Y4
+	VANDPS       Y6, Y4, Y4
+	VBLENDVPS    Y9, geluconsts<>+64(SB), Y4, Y4
+	VADDPS       expconsts<>+320(SB), Y4, Y4
+	VDIVPS       Y4, Y0, Y4
+	VMOVUPS      Y4, (DI)
+	ADDQ         $0x20, DI
+	SUBQ         $0x08, SI
+	JNZ          geluAVX2
+	VZEROUPPER
 	RET

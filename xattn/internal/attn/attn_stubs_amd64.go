@@ -52,3 +52,16 @@ func expSumAVX512(x *float32, n int, sub float32) float32
 //
 //go:noescape
 func expSumAVX2(x *float32, n int, sub float32) float32
+
+// geluTanhAVX512 replaces x[i] by GELU(x[i]) in its tanh form for i < n (n a
+// positive multiple of 16), as x / (1 + exp(z)), z = x·(k1 + k2·x²),
+// with the exp of the attend kernels and exp(z) = +Inf above 88.376
+// (see GeluTanhGeneric).
+//
+//go:noescape
+func geluTanhAVX512(x *float32, n int)
+
+// geluTanhAVX2 is geluTanhAVX512 for n a positive multiple of 8.
+//
+//go:noescape
+func geluTanhAVX2(x *float32, n int)

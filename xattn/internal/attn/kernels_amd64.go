@@ -71,3 +71,21 @@ func expSum(x []float32, sub float32) float32 {
 	}
 	return s
 }
+
+func geluTanh(x []float32) {
+	w := lanes()
+	n := len(x)
+	if w == 0 || n < w {
+		GeluTanhGeneric(x)
+		return
+	}
+	v := n &^ (w - 1)
+	if w == 16 {
+		geluTanhAVX512(&x[0], v)
+	} else {
+		geluTanhAVX2(&x[0], v)
+	}
+	if v < n {
+		GeluTanhGeneric(x[v:])
+	}
+}

@@ -9,3 +9,5 @@ func attend(o []float32, ldo int, q []float32, ldq, tiles int, kp, vp []float32,
 func rowMax(x []float32) float32 { return MaxGeneric(x) }
 
 func expSum(x []float32, sub float32) float32 { return ExpSumGeneric(x, sub) }
+
+func geluTanh(x []float32) { GeluTanhGeneric(x) }

@@ -89,6 +89,8 @@ type skimField struct {
 	wire     protowire.Type
 	v        uint64
 	off, end int64 // payload of a bytes field
+	start    int64 // the field's tag
+	next     int64 // the byte after the field
 }
 
 // maxSmallField bounds what the skimmer reads into memory (names, keys,
@@ -111,7 +113,7 @@ func (s *skimmer) walk(off, end int64, fn func(skimField) error) error {
 		if k < 0 {
 			return fmt.Errorf("field at byte %d: %w", off, wireError(k))
 		}
-		f := skimField{num: num, wire: typ}
+		f := skimField{num: num, wire: typ, start: off}
 		i := int64(k)
 		switch typ {
 		case protowire.VarintType:
@@ -141,6 +143,7 @@ func (s *skimmer) walk(off, end int64, fn func(skimField) error) error {
 		if off+i > end {
 			return errTruncated
 		}
+		f.next = off + i
 		if err := fn(f); err != nil {
 			return err
 		}

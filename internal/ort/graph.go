@@ -295,6 +295,11 @@ func (g Graph) NewSession(inputs, outputs []string, opts SessionOptions) (*Sessi
 			return nil, fmt.Errorf("ort: %s: thread affinities: %w", name, err)
 		}
 	}
+	if opts.NoPrepack {
+		if err := so.AddSessionConfigEntry("session.disable_prepacking", "1"); err != nil {
+			return nil, fmt.Errorf("ort: %s: disable pre-packing: %w", name, err)
+		}
+	}
 	if opts.ProfilePrefix != "" {
 		if err := so.EnableProfiling(opts.ProfilePrefix); err != nil {
 			return nil, fmt.Errorf("ort: %s: profiling: %w", name, err)

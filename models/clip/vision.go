@@ -23,6 +23,9 @@ type VisionOptions struct {
 	// NoSpinning keeps ONNX Runtime's threads from spinning between runs
 	// (for pipelines that share the cores with other stages).
 	NoSpinning bool
+	// NoPrepack makes the session without packing its weights first
+	// (ort.SessionOptions.NoPrepack): a faster start, slightly slower runs.
+	NoPrepack bool
 	// NoArena turns ONNX Runtime's CPU memory arena off (buffers are
 	// allocated per run instead of kept in a growing pool).
 	NoArena bool
@@ -198,7 +201,7 @@ func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*Visio
 			name, visionHiddenOutputName, ort.ListIO(outs), visionHiddenOutputName, visionHiddenOutputName, imageEmbedsOutputName, ErrMissingOutput)
 	}
 	var err error
-	e.sess, err = g.NewSession([]string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})
+	e.sess, err = g.NewSession([]string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack})
 	if err != nil {
 		return nil, fmt.Errorf("clip: vision: %w", err)
 	}

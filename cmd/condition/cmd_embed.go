@@ -132,9 +132,7 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	}
 	// Images go through the encoder as run's do; prompts alone, in one text
 	// encoder call, take every thread.
-	// A few images: the sessions start without packing their weights, a
-	// second sooner, each run a little slower.
-	base := pipeline.Options{Batch: o.Batch, NoPrepack: len(paths) <= quickStartImages}
+	base := pipeline.Options{Batch: o.Batch}
 	if len(paths) > 0 {
 		base.Streams, base.NoSpinning = autoStreams(o.Streams), true
 	}
@@ -374,8 +372,3 @@ func shorten(s string, n int) string {
 	}
 	return s
 }
-
-// quickStartImages is the most images embed encodes with sessions that
-// start without packing their weights (pipeline.Options.NoPrepack): below
-// it the second saved at the start outweighs the slower runs.
-const quickStartImages = 32

@@ -138,6 +138,37 @@ func (m *Model) derivedVariant(variant, name string) (path string, ok bool, why 
 	return p, true, ""
 }
 
+// VariantReport returns the report stored with the derived variant of the
+// canonical graph name (what the rewrite did and how it was checked: for
+// VariantOptimized and VariantOptimizedInt8 a clip.Optimized in JSON) when
+// this program's cache holds one made from the model's graph as it is now;
+// ok is false otherwise. The model may serve another variant, or a mapped
+// copy of its graph: the stamp is compared with the model's own file.
+func (m *Model) VariantReport(variant, name string) (report json.RawMessage, ok bool) {
+	p, err := m.VariantPath(variant, name)
+	if err != nil {
+		return nil, false
+	}
+	b, err := os.ReadFile(p + ".json")
+	if err != nil {
+		return nil, false
+	}
+	var saved VariantStamp
+	if json.Unmarshal(b, &saved) != nil || len(saved.Report) == 0 {
+		return nil, false
+	}
+	if _, err := os.Stat(p); err != nil {
+		return nil, false
+	}
+	plain := &Model{base: m.base, dir: m.dir, ref: m.ref, repo: m.repo}
+	plain.fsys = plain.base
+	now, err := plain.sourceStamp(name)
+	if err != nil || !sameSource(saved, now) {
+		return nil, false
+	}
+	return saved.Report, true
+}
+
 // ErrNoVariant is matched (errors.Is) by the error of opening a model with
 // a derived variant (VariantOptimized, VariantOptimizedInt8) that this
 // program's cache does not hold yet.

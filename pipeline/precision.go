@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
@@ -195,4 +196,50 @@ func probeScenes(n, side int) []image.Image {
 		out[i] = img
 	}
 	return out
+}
+
+// Int8Outlook is what running an engine's model at PrecisionInt8 would
+// change, from the check made with its int8 variant (see Engine.Int8Outlook).
+type Int8Outlook struct {
+	// Made: this program's cache holds the int8 variant of both graphs,
+	// and the figures below are from the check it passed when it was made.
+	Made bool
+	// VisionSpeedup is the float32 vision graph's time over the int8
+	// one's on the check's probe images (0 when not measured).
+	VisionSpeedup float64
+	// VisionMs is the two times (float32, int8) in milliseconds, and
+	// Probes what they ran on.
+	VisionMs [2]float64
+	Probes   string
+	// MinCosine is the smallest cosine to float32 over the rows of every
+	// output the check compared, both graphs.
+	MinCosine float64
+}
+
+// Int8Outlook says what PrecisionInt8 would do for an engine that runs at
+// float32 on a CPU with VNNI (whose 8-bit products make int8 worth it);
+// ok is false otherwise. Without the int8 variant in the cache, Made is
+// false and the figures are zero.
+func (e *Engine) Int8Outlook() (o Int8Outlook, ok bool) {
+	if e.opts.Precision != PrecisionFP32 || !hasVNNI() {
+		return o, false
+	}
+	o.MinCosine = 1
+	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+		raw, found := e.m.VariantReport(models.VariantOptimizedInt8, g)
+		var r clip.Optimized
+		if !found || json.Unmarshal(raw, &r) != nil || !r.Passed {
+			return Int8Outlook{}, true
+		}
+		for _, c := range r.Checks {
+			o.MinCosine = min(o.MinCosine, c.MinCosine)
+		}
+		if g == models.VisionModelFile && r.Timing != nil {
+			o.VisionSpeedup = r.Timing.Speedup()
+			o.VisionMs = [2]float64{r.Timing.OriginalMs, r.Timing.RewrittenMs}
+			o.Probes = r.Probes
+		}
+	}
+	o.Made = true
+	return o, true
 }

@@ -3,8 +3,10 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 
@@ -31,7 +33,14 @@ func TestPrecisionInt8(t *testing.T) {
 		t.Cleanup(func() { eng.Close() })
 		return eng
 	}
+	before := open(PrecisionFP32)
+	if o, ok := before.Int8Outlook(); ok != hasVNNI() || o.Made {
+		t.Errorf("before the int8 variant is made: outlook %+v, %v (VNNI %v)", o, ok, hasVNNI())
+	}
 	i8 := open(PrecisionInt8)
+	if _, ok := i8.Int8Outlook(); ok {
+		t.Error("an int8 engine has an int8 outlook")
+	}
 	if v := i8.Model().Variant(); v != models.VariantOptimizedInt8 || i8.Options().Precision != PrecisionInt8 {
 		t.Fatalf("variant %q, precision %q", v, i8.Options().Precision)
 	}
@@ -42,6 +51,15 @@ func TestPrecisionInt8(t *testing.T) {
 	f32 := open(PrecisionFP32)
 	if f32.Options().Precision != PrecisionFP32 || f32.Model().Variant() == models.VariantOptimizedInt8 {
 		t.Errorf("fp32 engine: precision %q, variant %q", f32.Options().Precision, f32.Model().Variant())
+	}
+	// The outlook of a float32 engine on a VNNI CPU is the check's: both
+	// graphs' cosines (as logged) and the vision graph's two times.
+	if o, ok := f32.Int8Outlook(); ok != hasVNNI() {
+		t.Errorf("outlook of the fp32 engine: ok %v, VNNI %v", ok, hasVNNI())
+	} else if ok && (!o.Made || !(o.MinCosine > 0.99 && o.MinCosine <= 1) || o.VisionMs[0] <= 0 || o.VisionMs[1] <= 0 ||
+		math.Abs(o.VisionSpeedup-o.VisionMs[0]/o.VisionMs[1]) > 1e-9 || o.Probes != "8 images" ||
+		!strings.Contains(logs.String(), fmt.Sprintf("min_cosine=%v", o.MinCosine))) {
+		t.Errorf("outlook of the fp32 engine after the int8 variant was made: %+v\n%s", o, logs.String())
 	}
 	img := image.NewRGBA(image.Rect(0, 0, 48, 40))
 	for i := range img.Pix {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 
 	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/models"
@@ -79,6 +80,24 @@ type Optimized struct {
 	Passed  bool                   `json:"passed"`
 	Error   string                 `json:"error,omitempty"`
 	Probes  string                 `json:"probes,omitempty"` // what the check ran on
+	// Timing is the check's second run of the probes through each graph
+	// (the first warms its session), in ONNX Runtime on this machine.
+	Timing *Timing `json:"timing,omitempty"`
+}
+
+// Timing is how long one run of the check's probes took through the
+// original graph and through its rewrite, with the same threads.
+type Timing struct {
+	OriginalMs  float64 `json:"original_ms"`
+	RewrittenMs float64 `json:"rewritten_ms"`
+}
+
+// Speedup is the original's time over the rewrite's (0 when unmeasured).
+func (t *Timing) Speedup() float64 {
+	if t == nil || t.RewrittenMs <= 0 {
+		return 0
+	}
+	return t.OriginalMs / t.RewrittenMs
 }
 
 // ErrMissingOutput is matched (errors.Is) by the error of opening a graph
@@ -198,7 +217,7 @@ func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opt
 		}
 		rewritten = qbuf.Bytes()
 	}
-	if o.Checks, o.Probes, err = compareGraphs(ctx, g, raw, rewritten, p, opts.Threads); err != nil {
+	if o.Checks, o.Probes, o.Timing, err = compareGraphs(ctx, g, raw, rewritten, p, opts.Threads); err != nil {
 		return err
 	}
 	o.Passed = true
@@ -236,23 +255,24 @@ func describeChecks(cs []OutputCheck) string {
 }
 
 // compareGraphs runs both graphs of the canonical graph name on the probes
-// and compares their outputs.
-func compareGraphs(ctx context.Context, name string, orig, rewritten []byte, p Probes, threads int) ([]OutputCheck, string, error) {
+// and compares their outputs, and times a second run of each.
+func compareGraphs(ctx context.Context, name string, orig, rewritten []byte, p Probes, threads int) ([]OutputCheck, string, *Timing, error) {
 	switch name {
 	case models.TextModelFile:
 		if len(p.IDs) == 0 {
-			return nil, "", errors.New("no prompts to check the text graph on")
+			return nil, "", nil, errors.New("no prompts to check the text graph on")
 		}
 		var res [2][]TextEncoding
+		var ms [2]float64
 		for i, b := range [][]byte{orig, rewritten} {
 			enc, err := NewText(b, name, TextOptions{Threads: threads})
 			if err != nil {
-				return nil, "", err
+				return nil, "", nil, err
 			}
-			res[i], err = enc.Encode(ctx, p.IDs, p.Masks)
+			ms[i], err = timeTwice(func() (err error) { res[i], err = enc.Encode(ctx, p.IDs, p.Masks); return err })
 			enc.Close()
 			if err != nil {
-				return nil, "", err
+				return nil, "", nil, err
 			}
 		}
 		var states, embeds [2][][]float32
@@ -272,21 +292,22 @@ func compareGraphs(ctx context.Context, name string, orig, rewritten []byte, p P
 		if len(embeds[0]) > 0 {
 			checks = append(checks, compareRows("text_embeds", embeds[0], embeds[1]))
 		}
-		return checks, fmt.Sprintf("%d prompts", len(p.IDs)), nil
+		return checks, fmt.Sprintf("%d prompts", len(p.IDs)), &Timing{OriginalMs: ms[0], RewrittenMs: ms[1]}, nil
 	case models.VisionModelFile:
 		if p.N == 0 {
-			return nil, "", errors.New("no images to check the vision graph on")
+			return nil, "", nil, errors.New("no images to check the vision graph on")
 		}
 		var res [2][]VisionEncoding
+		var ms [2]float64
 		for i, b := range [][]byte{orig, rewritten} {
 			enc, err := NewVision(b, name, VisionOptions{Threads: threads})
 			if err != nil {
-				return nil, "", err
+				return nil, "", nil, err
 			}
-			res[i], err = enc.Encode(ctx, p.Pixels, p.N, p.Height, p.Wd)
+			ms[i], err = timeTwice(func() (err error) { res[i], err = enc.Encode(ctx, p.Pixels, p.N, p.Height, p.Wd); return err })
 			enc.Close()
 			if err != nil {
-				return nil, "", err
+				return nil, "", nil, err
 			}
 		}
 		var states, embeds [2][][]float32
@@ -305,9 +326,20 @@ func compareGraphs(ctx context.Context, name string, orig, rewritten []byte, p P
 		if len(embeds[0]) > 0 {
 			checks = append(checks, compareRows("image_embeds", embeds[0], embeds[1]))
 		}
-		return checks, fmt.Sprintf("%d images", p.N), nil
+		return checks, fmt.Sprintf("%d images", p.N), &Timing{OriginalMs: ms[0], RewrittenMs: ms[1]}, nil
 	}
-	return nil, "", fmt.Errorf("no check for the graph %s", name)
+	return nil, "", nil, fmt.Errorf("no check for the graph %s", name)
+}
+
+// timeTwice runs f twice, the first to warm the session (its allocations
+// and pre-packed weights), and returns the second run's milliseconds.
+func timeTwice(f func() error) (float64, error) {
+	if err := f(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	err := f()
+	return float64(time.Since(start).Microseconds()) / 1000, err
 }
 
 // compareRows compares two lists of rows of one output.

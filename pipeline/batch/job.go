@@ -202,6 +202,9 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 			if cfg.Shard.Takes(it.ShardKey()) {
 				n++
 				counted.Store(n)
+				if n == int64(int8AdviceAt) {
+					j.adviseInt8()
+				}
 			}
 			return nil
 		}, func(string, error) error { return nil })

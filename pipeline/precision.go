@@ -94,6 +94,9 @@ func openInt8(ctx context.Context, ref string, mo models.Options, threads int, l
 			for _, c := range r.Checks {
 				log.Info("int8 check against the float32 graph", "graph", r.Graph, "output", c.Output, "min_cosine", c.MinCosine, "mean_cosine", c.MeanCosine, "passed", r.Passed)
 			}
+			if r.Timing != nil {
+				log.Info("int8 check: the faster of two runs of the probes", "graph", r.Graph, "probes", r.Probes, "float32_ms", r.Timing.OriginalMs, "int8_ms", r.Timing.RewrittenMs, "speedup", r.Timing.Speedup())
+			}
 		}
 		return err
 	}

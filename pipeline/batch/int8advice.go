@@ -15,8 +15,8 @@ func (j *job) adviseInt8() {
 		return
 	}
 	if !o.Made {
-		j.log.Info("this CPU multiplies 8-bit weights with VNNI: precision int8 runs the encoders' weight products in 8 bits, usually several times faster;" +
-			" its graphs are made once, checked against float32 (the cosines are logged then) and kept in this program's cache")
+		j.log.Info("this CPU multiplies 8-bit weights with VNNI: precision int8 runs the encoders' weight products in 8 bits, faster than float32;" +
+			" its graphs are made once, checked against float32 (the check logs the cosines and both graphs' times) and kept in this program's cache")
 		return
 	}
 	j.log.Info(fmt.Sprintf("this CPU multiplies 8-bit weights with VNNI: precision int8 ran the vision graph %.2f× as fast as float32 in the check made with its int8 graphs, whose outputs stay within cosine %.5f of float32's", o.VisionSpeedup, o.MinCosine),

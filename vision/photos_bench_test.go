@@ -1,0 +1,49 @@
+package vision
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+)
+
+// BenchmarkDecodePhotos decodes, then decodes and preprocesses (224²), the
+// throughput set's JPEG photos in turn (scripts/bench_photos/make_photos.py;
+// the folder CONDITION_BENCH_PHOTOS, /tmp/condition-photos by default), with
+// the build's JPEG decoder: run it with and without -tags libjpeg to compare.
+func BenchmarkDecodePhotos(b *testing.B) {
+	dir := os.Getenv("CONDITION_BENCH_PHOTOS")
+	if dir == "" {
+		dir = "/tmp/condition-photos"
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "*.jpg"))
+	if len(names) == 0 {
+		b.Skipf("no JPEG photos in %s: make them with scripts/bench_photos/make_photos.py", dir)
+	}
+	sort.Strings(names)
+	photos := make([][]byte, len(names))
+	for i, n := range names {
+		var err error
+		if photos[i], err = os.ReadFile(n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("%d photos from %s, decoder %s", len(photos), dir, JPEGDecoder())
+	p := DefaultPreprocessor()
+	dst := make([]float32, 3*224*224)
+	for _, pre := range []bool{false, true} {
+		name := map[bool]string{false: "decode", true: "decode+preprocess"}[pre]
+		b.Run(name, func(b *testing.B) {
+			i := 0
+			benchImages(b, func() error {
+				img, err := Decode(photos[i%len(photos)], DecodeOptions{})
+				i++
+				if err != nil || !pre {
+					return err
+				}
+				_, _, err = p.ApplyInto(dst, img)
+				return err
+			})
+		})
+	}
+}

@@ -71,10 +71,13 @@ func offlineError(msg string) error { return &offlineErr{msg} }
 func (e *offlineErr) Error() string { return e.msg }
 func (e *offlineErr) Unwrap() error { return hub.ErrOffline }
 
+// tokenizerFiles are the files a tokenizer is read from: a fast-tokenizer
+// file, CLIP's BPE vocabulary and merges, or a SentencePiece model (SigLIP's
+// spiece.model; tokenizer.model as Gemma and Llama name theirs).
+var tokenizerFiles = []string{"tokenizer.json", "vocab.json", "merges.txt", "spiece.model", "tokenizer.model"}
+
 // optionalFiles are fetched with a hub model when the repository has them.
-var optionalFiles = []string{
-	PreprocessorFile, "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
-}
+var optionalFiles = append([]string{PreprocessorFile, "tokenizer_config.json", "special_tokens_map.json"}, tokenizerFiles...)
 
 // openHub resolves org/name[@revision] in the cache, fetching what is missing.
 func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -105,7 +104,7 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 		}
 	} else if c.Offline {
 		return &locateError{offlineError(fmt.Sprintf("models: %s@%s is not in the Hugging Face cache %s (it needs %s); %s",
-			r.Repo, r.Rev(), c.CacheDir, ConfigFile+", "+strings.Join(graphs, ", "), offlineNote("fetch it", fetchWhere(ref))))}
+			r.Repo, r.Rev(), c.CacheDir, ConfigFile+", "+strings.Join(graphs, ", ")+" or the safetensors to build them from", offlineNote("fetch it", fetchWhere(ref))))}
 	}
 	info, err := c.ListFiles(ctx, r.Repo, r.Rev())
 	if err != nil {
@@ -176,16 +175,9 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 	}
 	m.revision, m.dir = commit, cache.SnapshotDir(r.Repo, commit)
 	m.base = os.DirFS(m.dir)
-	// Projection heads from the repository's own model.safetensors.
-	if has[WeightsFile] && m.weights == "" {
-		p, err := fetchHeads(ctx, c, m.derived, r.Repo, commit, commit, opts.MaxWeightsDownload)
-		if err != nil {
-			return err
-		}
-		if filepath.Base(p) == HeadsFile {
-			m.extra[WeightsFile] = p
-		}
-	}
+	// The checkpoint (graphs to build) and the projection heads are fetched
+	// once the config is read (OpenContext).
+	m.listed = has
 	return nil
 }
 

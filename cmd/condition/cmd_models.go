@@ -195,7 +195,11 @@ func runModelsRef(ctx context.Context, e *env, sub string, args []string) error 
 			o.Offline, cacheOnly = true, true
 		}
 	}
-	m, err := models.OpenContext(ctx, ref, o.options(e))
+	opts := o.options(e)
+	// info describes what is there: graphs built before are shown, none
+	// are built for it.
+	opts.NoBuild = sub == "info"
+	m, err := models.OpenContext(ctx, ref, opts)
 	if err != nil {
 		if cacheOnly && !hub.OfflineFromEnv() && errors.Is(err, hub.ErrOffline) {
 			return fmt.Errorf("info reads only the Hugging Face cache, fetching nothing (`condition models fetch %s` fetches): %w", ref, err)
@@ -244,6 +248,7 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		"variant":  m.Variant(),
 		"weights":  m.WeightsSource(),
 		"files":    m.Files(),
+		"built":    m.Built(),
 		"config": map[string]any{
 			"projection_dim": c.ProjectionDim, "text_hidden_size": c.TextConfig.HiddenSize,
 			"vision_hidden_size": c.VisionConfig.HiddenSize, "image_size": c.VisionConfig.ImageSize,
@@ -316,7 +321,11 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 			fmt.Fprintf(out, "%s: missing\n", g)
 			continue
 		}
-		fmt.Fprintf(out, "%s: %s\n", g, gi.File)
+		if m.Built() {
+			fmt.Fprintf(out, "%s: %s (built from the model's safetensors)\n", g, gi.File)
+		} else {
+			fmt.Fprintf(out, "%s: %s\n", g, gi.File)
+		}
 		if gi.Error != "" {
 			fmt.Fprintf(out, "  error: %s\n", gi.Error)
 			continue
@@ -381,7 +390,7 @@ func verifyModel(e *env, ref string, o modelFlags) error {
 			return fmt.Errorf("%w (fetch it with `condition models fetch %s`)", err, graphRef)
 		}
 	} else {
-		m, err := models.Open(ref, models.Options{HubCache: o.HubCache, Offline: true, Variant: o.Variant})
+		m, err := models.Open(ref, models.Options{HubCache: o.HubCache, Offline: true, Variant: o.Variant, NoBuild: true})
 		if err != nil {
 			return advise(err, ref)
 		}

@@ -14,11 +14,11 @@ var commands = &command{name: "condition", subs: []*command{
 	{name: "merge", summary: "prove a job's output complete: join the shard manifests of a split job into manifest.jsonl, or check every shard of the shards layout (folder or object-store prefix)", run: runMerge},
 	{name: "models", summary: "list, fetch, inspect, verify, expose, build, optimize and evaluate models (Hugging Face hub and cache)", usage: modelsUsage, subs: []*command{
 		{name: "list", summary: "models in the Hugging Face cache (--known: the exports this program was checked against)", run: runModelsList},
-		{name: "fetch", summary: "download a hub model into the cache, with progress", run: runModelsFetch},
+		{name: "fetch", summary: "download a hub model into the cache, with progress (and build its graphs when it ships only safetensors)", run: runModelsFetch},
 		{name: "info", summary: "files, config, graph inputs and outputs, variants", run: runModelsInfo},
 		{name: "verify", summary: "re-hash a cached hub model against its blob names (a folder or default: check that its files parse)", run: runModelsVerify},
 		{name: "expose", summary: "add last_hidden_state to pooled-only graphs", run: runModelsExpose},
-		{name: "build", summary: "build the ONNX graphs of a model folder from its config.json and model.safetensors, check them (and make the int8 variant)", run: runModelsBuild},
+		{name: "build", summary: "build the ONNX graphs of a model folder or hub model from its config.json and model.safetensors, check them (and make the int8 variant)", run: runModelsBuild},
 		{name: "optimize", summary: "fuse the graphs for ONNX Runtime (and quantize them to int8), check them against the originals", run: runModelsOptimize},
 		{name: "eval", summary: "quality on held-out generated scenes (default: the built-in model)", run: runModelsEval},
 	}},

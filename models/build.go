@@ -88,6 +88,19 @@ func (m *Model) CanBuild() error {
 	return graphbuild.CheckConfig(m.config.graphConfig())
 }
 
+// BuildsFamily reports whether Build writes the graphs of the family's
+// checkpoints: whether CanBuild accepts the family's default config
+// (DefaultConfig, DefaultSiglipConfig).
+func BuildsFamily(f Family) bool {
+	c := DefaultConfig()
+	if f.Sigmoid() {
+		c = DefaultSiglipConfig()
+		c.Family = f
+	}
+	m := &Model{config: c, family: f}
+	return m.CanBuild() == nil
+}
+
 // Built reports whether the graphs the model serves are ones this program
 // built from its safetensors (Build), kept in the derived cache.
 func (m *Model) Built() bool { return m.built }

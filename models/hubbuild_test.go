@@ -466,6 +466,9 @@ func TestOpenBuildsFolder(t *testing.T) {
 	if m, err = models.Open(sig, opts); err != nil {
 		t.Fatal(err)
 	}
+	if !models.BuildsFamily(models.CLIP) || models.BuildsFamily(models.SigLIP) != (m.CanBuild() == nil) {
+		t.Errorf("BuildsFamily: CLIP %v, SigLIP %v; the SigLIP checkpoint's CanBuild: %v", models.BuildsFamily(models.CLIP), models.BuildsFamily(models.SigLIP), m.CanBuild())
+	}
 	if why := m.CanBuild(); why != nil {
 		_, err := m.ReadFile(models.TextModelFile)
 		if m.Built() || err == nil || !strings.Contains(err.Error(), why.Error()) {

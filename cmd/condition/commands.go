@@ -13,7 +13,7 @@ var commands = &command{name: "condition", subs: []*command{
 	{name: "preprocess", summary: "the pixel_values tensor an image becomes, as .npy (for checking against Python)", run: runPreprocess},
 	{name: "merge", summary: "prove a job's output complete: join the shard manifests of a split job into manifest.jsonl, or check every shard of the shards layout (folder or object-store prefix)", run: runMerge},
 	{name: "models", summary: "list, fetch, inspect, verify, expose, build, optimize and evaluate models (Hugging Face hub and cache)", usage: modelsUsage, subs: []*command{
-		{name: "list", summary: "models in the Hugging Face cache (--known: the exports this program was checked against)", run: runModelsList},
+		{name: "list", summary: "models in the Hugging Face cache (--known: the models this program was checked against)", run: runModelsList},
 		{name: "fetch", summary: "download a hub model into the cache, with progress (and build its graphs when it ships only safetensors)", run: runModelsFetch},
 		{name: "info", summary: "files, config, graph inputs and outputs, variants", run: runModelsInfo},
 		{name: "verify", summary: "re-hash a cached hub model against its blob names (a folder or default: check that its files parse)", run: runModelsVerify},

@@ -451,6 +451,19 @@ func (m *Model) buildOnOpen(ctx context.Context, opts Options) error {
 		m.noGraphs = fmt.Errorf("it has no ONNX graphs, and no %s (nor %s) to build them from", graphbuild.SafetensorsFile, graphbuild.IndexFile)
 		return nil
 	}
+	// One process builds; the others wait for it, then use its graphs.
+	dir, err := m.variantDir()
+	if err != nil {
+		return fmt.Errorf("models: %s has no ONNX graphs; building them from its safetensors: %w", m.where(), err)
+	}
+	unlock, err := hub.LockFile(ctx, filepath.Join(dir, ".build.lock"))
+	if err != nil {
+		return fmt.Errorf("models: %s has no ONNX graphs; building them from its safetensors: %w", m.where(), err)
+	}
+	defer unlock()
+	if m.useBuiltGraphs() {
+		return nil
+	}
 	if m.log != nil {
 		m.log.Info("building the model's ONNX graphs from its safetensors (once; kept in this program's cache)", "model", m.ref, "checkpoint", strings.Join(files, ", "))
 	}

@@ -478,3 +478,31 @@ func TestOpenBuildsFolder(t *testing.T) {
 		t.Errorf("SigLIP: CanBuild says yes, but not built")
 	}
 }
+
+// TestOpenBuildsOnce: opens of one folder at once build its graphs once;
+// the others wait and use them.
+func TestOpenBuildsOnce(t *testing.T) {
+	orttest.Load(t)
+	dir := tinyWithoutGraphs(t)
+	var logs bytes.Buffer
+	opts := models.Options{DerivedCache: t.TempDir(), Logger: logTo(&logs)}
+	const n = 4
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			m, err := models.Open(dir, opts)
+			if err == nil && !m.Built() {
+				err = errors.New("not built")
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if b := strings.Count(logs.String(), "building the model's ONNX graphs"); b != 1 {
+		t.Errorf("built %d times:\n%s", b, logs.String())
+	}
+}

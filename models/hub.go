@@ -176,8 +176,12 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 	m.revision, m.dir = commit, cache.SnapshotDir(r.Repo, commit)
 	m.base = os.DirFS(m.dir)
 	// The checkpoint (graphs to build) and the projection heads are fetched
-	// once the config is read (OpenContext).
+	// once the config is read (OpenContext); a repository without
+	// model.safetensors is recorded so, for later opens from the cache.
 	m.listed = has
+	if !has[WeightsFile] {
+		cache.MarkNoExist(r.Repo, commit, WeightsFile)
+	}
 	return nil
 }
 

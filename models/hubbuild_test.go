@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -361,12 +362,27 @@ func TestOpenBuildDownloadLimit(t *testing.T) {
 
 	opts.MaxBuildDownload = 0
 	opts.NoBuild = true
+	opts.MaxWeightsDownload = 1000 // the heads read by ranges: the checkpoint stays on the hub
 	m, err := models.Open("org/clip", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.ReadFile(models.TextModelFile); err == nil || !strings.Contains(err.Error(), "Options.NoBuild") {
+	if _, err := m.ReadFile(models.TextModelFile); err == nil || !strings.Contains(err.Error(), "Options.NoBuild") || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("NoBuild: %v", err)
+	}
+	// Offline, the checkpoint not in the cache: the model opens (its
+	// tokenizer and heads are there), and asking for a graph is an
+	// ErrOffline error naming the missing file.
+	opts.NoBuild, opts.Offline = false, true
+	if m, err = models.Open("org/clip", opts); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.ReadFile(models.VisionModelFile)
+	if !errors.Is(err, hub.ErrOffline) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "model.safetensors is not in the cache") {
+		t.Errorf("offline, no checkpoint: %v", err)
+	}
+	if s, fromWeights, err := m.LogitScale(); err != nil || !fromWeights || s < 2.659 {
+		t.Errorf("offline, heads read by ranges: %v %v %v", s, fromWeights, err)
 	}
 }
 

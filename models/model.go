@@ -117,15 +117,19 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 			return nil, err
 		}
 	} else if m.repo != "" && !fsHas(m.base, WeightsFile) && m.extra[WeightsFile] == "" {
-		if p, ok := cachedHeads(m.hub.Cache(), m.derived, m.repo, m.revision); ok {
+		cache := m.hub.Cache()
+		if p, ok := cachedHeads(cache, m.derived, m.repo, m.revision); ok {
 			m.extra[WeightsFile] = p
-		} else if m.listed[WeightsFile] {
-			// Projection heads from the repository's own model.safetensors.
+		} else if m.listed[WeightsFile] || m.listed == nil && !m.hub.Offline && !cache.NoExist(m.repo, m.revision, WeightsFile) {
+			// Projection heads from the repository's own model.safetensors
+			// (when the listing has it; from a cached snapshot, when the hub
+			// has not said it is absent: a 404 is recorded).
 			p, err := fetchHeads(ctx, m.hub, m.derived, m.repo, m.revision, m.revision, opts.MaxWeightsDownload)
-			if err != nil {
+			switch {
+			case m.listed == nil && errors.Is(err, hub.ErrEntryNotFound):
+			case err != nil:
 				return nil, err
-			}
-			if filepath.Base(p) == HeadsFile {
+			case filepath.Base(p) == HeadsFile:
 				m.extra[WeightsFile] = p
 			}
 		}

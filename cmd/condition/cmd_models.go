@@ -348,7 +348,11 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
 		gi := graphs[g]
 		if gi == nil {
-			fmt.Fprintf(out, "%s: missing\n", g)
+			if m.CanBuild() == nil && (m.Has(models.WeightsFile) || m.Has("model.safetensors.index.json")) {
+				fmt.Fprintf(out, "%s: missing (built from the safetensors on first use, or with `condition models build %s`)\n", g, m.Name())
+			} else {
+				fmt.Fprintf(out, "%s: missing\n", g)
+			}
 			continue
 		}
 		if m.Built() {

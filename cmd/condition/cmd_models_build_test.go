@@ -31,7 +31,12 @@ func TestModelsBuild(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
 	}
-	code, out, errs := modelsRun(t, "models", "build", dir, "--int8")
+	// Before: info builds nothing, and says the graphs will be built.
+	code, out, errs := modelsRun(t, "models", "info", dir)
+	if code != 0 || !strings.Contains(out, "onnx/vision_model.onnx: missing (built from the safetensors on first use") {
+		t.Errorf("info: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = modelsRun(t, "models", "build", dir, "--int8")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}

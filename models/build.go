@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/conditionhq/condition/internal/graphbuild"
 	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/models/hub"
 	"github.com/conditionhq/condition/tensorio"
 )
 
@@ -66,6 +69,42 @@ type BuildReport struct {
 // check (an output of the wrong shape, or not finite): nothing was written.
 var ErrBuildCheck = errors.New("models: the built graph failed its check")
 
+// DefaultMaxBuildDownload is the most bytes of safetensors Open downloads
+// from the hub, unless told otherwise (Options.MaxBuildDownload), to build
+// the graphs of a model that has none: 2 GiB, enough for the ViT-B and
+// ViT-L checkpoints (605 MB for ViT-B/32, 1.71 GB for ViT-L/14).
+const DefaultMaxBuildDownload = 2 << 30
+
+// ErrBuildDownload is matched (errors.Is) by Open's error when the
+// checkpoint a hub model's graphs would be built from is larger than
+// Options.MaxBuildDownload allows; nothing was downloaded.
+var ErrBuildDownload = errors.New("models: the checkpoint to build the graphs from is over the download limit")
+
+// CanBuild reports whether Build can write the model's graphs, from its
+// config.json alone, before any checkpoint is read or downloaded: nil when
+// it can, else why not (a model type, size or activation the graph builder
+// does not write).
+func (m *Model) CanBuild() error {
+	return graphbuild.CheckConfig(m.config.graphConfig())
+}
+
+// BuildsFamily reports whether Build writes the graphs of the family's
+// checkpoints: whether CanBuild accepts the family's default config
+// (DefaultConfig, DefaultSiglipConfig).
+func BuildsFamily(f Family) bool {
+	c := DefaultConfig()
+	if f.Sigmoid() {
+		c = DefaultSiglipConfig()
+		c.Family = f
+	}
+	m := &Model{config: c, family: f}
+	return m.CanBuild() == nil
+}
+
+// Built reports whether the graphs the model serves are ones this program
+// built from its safetensors (Build), kept in the derived cache.
+func (m *Model) Built() bool { return m.built }
+
 // graphConfig translates the config for the graph builder.
 func (c Config) graphConfig() graphbuild.CLIPConfig {
 	t, v := c.TextConfig, c.VisionConfig
@@ -97,9 +136,23 @@ func (c Config) graphConfig() graphbuild.CLIPConfig {
 // before anything is written. Written to the derived cache (opts.Out
 // empty), the graphs are stamped with the checkpoint they came from and
 // the model serves them from then on (when its folder has no graphs).
+//
+// A hub model's checkpoint is downloaded into its snapshot first when the
+// cache does not hold it (whatever its size: Options.MaxBuildDownload
+// bounds only the builds Open makes), and its graphs are stamped with the
+// commit. A checkpoint split into shards has its projection heads copied
+// beside the graphs (HeadsFile), where the model finds them.
 func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, error) {
-	if m.dir == "" || m.isHub() {
-		return nil, fmt.Errorf("models: build %s: graphs are built for model folders only (for a hub model, pass its snapshot folder)", m.ref)
+	if m.dir == "" {
+		return nil, fmt.Errorf("models: build %s: the built-in model has its graphs", m.ref)
+	}
+	if err := m.CanBuild(); err != nil {
+		return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
+	}
+	if m.isHub() {
+		if _, err := m.fetchCheckpoint(ctx, -1); err != nil {
+			return nil, err
+		}
 	}
 	ck, err := graphbuild.OpenCheckpoint(m.dir)
 	if err != nil {
@@ -152,6 +205,14 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 	if err != nil {
 		return nil, fmt.Errorf("models: build: %w", err)
 	}
+	// The heads of a checkpoint in shards, in place before the graphs are:
+	// a model that finds the graphs finds them.
+	heads := ""
+	if opts.Out == "" && !fsHas(m.base, WeightsFile) {
+		if heads, err = m.headsFromShards(ck, dest); err != nil {
+			return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
+		}
+	}
 	for i, w := range ws {
 		final := filepath.Join(dest, filepath.FromSlash(w.Graph))
 		if w.External != "" {
@@ -170,6 +231,9 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 		}
 		s := st
 		s.Variant, s.Graph, s.Written = VariantBuilt, w.Graph, time.Now().UTC().Format(time.RFC3339)
+		if m.isHub() {
+			s.Commit = m.revision
+		}
 		if s.Report, err = json.Marshal(rep.Graphs[i]); err != nil {
 			return nil, fmt.Errorf("models: build: %w", err)
 		}
@@ -178,7 +242,46 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 		}
 		m.extra[w.Graph] = final
 	}
+	if heads != "" {
+		m.extra[WeightsFile] = heads
+	}
+	if opts.Out == "" {
+		m.built, m.noGraphs = true, nil
+	}
 	return rep, nil
+}
+
+// headsFromShards copies the projection heads of a checkpoint split into
+// shards (which has no model.safetensors to read them from) into
+// dest/HeadsFile, as float32; "" when the checkpoint holds none of them.
+func (m *Model) headsFromShards(ck *graphbuild.Checkpoint, dest string) (string, error) {
+	heads := map[string]tensorio.Tensor{}
+	for _, n := range HeadNamesFor(m.family) {
+		info, ok := ck.Info(n)
+		if !ok {
+			continue
+		}
+		v, err := ck.Float32(n)
+		if err != nil {
+			return "", err
+		}
+		heads[n] = tensorio.F32(slices.Clone(info.Shape), v)
+	}
+	if len(heads) == 0 {
+		return "", nil
+	}
+	note := map[string]string{"format": "pt", "source": strings.Join(ck.Files(), ", "),
+		"note": "projection heads copied by condition out of the checkpoint's shards"}
+	p := filepath.Join(dest, HeadsFile)
+	err := tensorio.WriteFileAtomic(p, func(w io.Writer) error {
+		b, err := tensorio.EncodeSafetensors(heads, note)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	})
+	return p, err
 }
 
 // UseGraphsFrom makes the model serve the graphs in dir/onnx/ (as Build
@@ -196,62 +299,186 @@ func (m *Model) UseGraphsFrom(dir string) error {
 	return nil
 }
 
-// useBuiltGraphs points the canonical graphs of a model folder that has
-// none at those Build wrote into the derived cache from the checkpoint the
-// folder holds now.
-func (m *Model) useBuiltGraphs() {
-	if m.dir == "" || m.isHub() || fsHas(m.base, TextModelFile) || fsHas(m.base, VisionModelFile) {
-		return
+// localCheckpoint returns the safetensors files of a model folder:
+// model.safetensors, else the shards model.safetensors.index.json names
+// (nil when it has neither, or the index does not parse).
+func (m *Model) localCheckpoint() []string {
+	if fsHas(m.base, graphbuild.SafetensorsFile) {
+		return []string{filepath.Join(m.dir, graphbuild.SafetensorsFile)}
+	}
+	b, err := os.ReadFile(filepath.Join(m.dir, graphbuild.IndexFile))
+	if err != nil {
+		return nil
+	}
+	shards, err := indexShards(b)
+	if err != nil {
+		return nil
+	}
+	files := make([]string, len(shards))
+	for i, f := range shards {
+		files[i] = filepath.Join(m.dir, filepath.FromSlash(f))
+	}
+	return files
+}
+
+// indexShards returns the files model.safetensors.index.json's weight_map
+// names, sorted, each checked to be a path inside the model.
+func indexShards(b []byte) ([]string, error) {
+	var idx struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, fmt.Errorf("%s: %w", graphbuild.IndexFile, err)
+	}
+	if len(idx.WeightMap) == 0 {
+		return nil, fmt.Errorf("%s: weight_map is empty", graphbuild.IndexFile)
+	}
+	seen := map[string]bool{}
+	var files []string
+	for name, f := range idx.WeightMap {
+		if !fs.ValidPath(f) || f == "." || strings.Contains(f, `\`) {
+			return nil, fmt.Errorf("%s: tensor %q is in %q, expected a file name inside the model", graphbuild.IndexFile, name, f)
+		}
+		if !seen[f] {
+			seen[f] = true
+			files = append(files, f)
+		}
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// useBuiltGraphs points the canonical graphs of a model that has none of
+// its own at those Build wrote into the derived cache: for a folder, from
+// the checkpoint it holds now (the files' size and modification time); for
+// a hub model, from its commit (the checkpoint need not be in the cache any
+// more). It reports whether it found them.
+func (m *Model) useBuiltGraphs() bool {
+	if m.dir == "" || m.Has(TextModelFile) || m.Has(VisionModelFile) {
+		return false
 	}
 	dir, err := m.variantDir()
 	if err != nil {
-		return
+		return false
 	}
-	var files []string
-	if fsHas(m.base, graphbuild.SafetensorsFile) {
-		files = []string{filepath.Join(m.dir, graphbuild.SafetensorsFile)}
-	} else if b, err := os.ReadFile(filepath.Join(m.dir, graphbuild.IndexFile)); err == nil {
-		var idx struct {
-			WeightMap map[string]string `json:"weight_map"`
+	var now VariantStamp
+	if !m.isHub() {
+		files := m.localCheckpoint()
+		if len(files) == 0 {
+			return false
 		}
-		if json.Unmarshal(b, &idx) != nil {
-			return
+		if now, err = checkpointStamp(files); err != nil {
+			return false
 		}
-		seen := map[string]bool{}
-		for _, f := range idx.WeightMap {
-			if !seen[f] {
-				seen[f] = true
-				files = append(files, filepath.Join(m.dir, filepath.FromSlash(f)))
-			}
-		}
-	}
-	if len(files) == 0 {
-		return
-	}
-	now, err := checkpointStamp(files)
-	if err != nil {
-		return
 	}
 	paths := map[string]string{}
 	for _, g := range []string{TextModelFile, VisionModelFile} {
 		p := filepath.Join(dir, filepath.FromSlash(g))
 		b, err := os.ReadFile(p + ".json")
 		if err != nil {
-			return
+			return false
 		}
 		var saved VariantStamp
-		if json.Unmarshal(b, &saved) != nil || saved.Variant != VariantBuilt || !sameSource(saved, now) {
-			return
+		if json.Unmarshal(b, &saved) != nil || saved.Variant != VariantBuilt {
+			return false
+		}
+		if m.isHub() && saved.Commit != m.revision || !m.isHub() && !sameSource(saved, now) {
+			return false
+		}
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			return false
 		}
 		paths[g] = p
 	}
 	for g, p := range paths {
 		m.extra[g] = p
 	}
+	if !fsHas(m.base, WeightsFile) {
+		if p := filepath.Join(dir, HeadsFile); fsHas(os.DirFS(dir), HeadsFile) {
+			m.extra[WeightsFile] = p
+		}
+	}
+	m.built = true
 	if m.log != nil {
 		m.log.Info("using the graphs built from the model's safetensors (derived cache)", "model", m.ref,
 			"text", paths[TextModelFile], "vision", paths[VisionModelFile])
 	}
+	return true
+}
+
+// buildOnOpen gives a folder or hub model that has no ONNX graphs those
+// built from its safetensors: built before and kept in the derived cache,
+// else built now (downloading the checkpoint of a hub model, up to
+// opts.MaxBuildDownload), unless opts.NoBuild. When the model gets no
+// graphs, m.noGraphs says why, for the error of whoever asks for one.
+func (m *Model) buildOnOpen(ctx context.Context, opts Options) error {
+	if m.dir == "" || m.variant != "" || m.Has(TextModelFile) || m.Has(VisionModelFile) {
+		return nil
+	}
+	if m.useBuiltGraphs() {
+		return nil
+	}
+	if err := m.CanBuild(); err != nil {
+		m.noGraphs = fmt.Errorf("it has no ONNX graphs, and they cannot be built from its safetensors: %w", err)
+		return nil
+	}
+	var files []string
+	if m.isHub() {
+		if opts.NoBuild {
+			m.noGraphs = errors.New("it has no ONNX graphs, and building them from its safetensors was turned off (Options.NoBuild)")
+			return nil
+		}
+		limit := opts.MaxBuildDownload
+		if limit == 0 {
+			limit = DefaultMaxBuildDownload
+		}
+		var err error
+		if files, err = m.fetchCheckpoint(ctx, limit); err != nil {
+			if errors.Is(err, hub.ErrOffline) {
+				m.noGraphs = err
+				return nil
+			}
+			return err
+		}
+	} else {
+		files = m.localCheckpoint()
+		if len(files) > 0 && opts.NoBuild {
+			m.noGraphs = errors.New("it has no ONNX graphs, and building them from its safetensors was turned off (Options.NoBuild)")
+			return nil
+		}
+	}
+	if len(files) == 0 {
+		m.noGraphs = fmt.Errorf("it has no ONNX graphs, and no %s (nor %s) to build them from", graphbuild.SafetensorsFile, graphbuild.IndexFile)
+		return nil
+	}
+	// One process builds; the others wait for it, then use its graphs.
+	dir, err := m.variantDir()
+	if err != nil {
+		return fmt.Errorf("models: %s has no ONNX graphs; building them from its safetensors: %w", m.where(), err)
+	}
+	unlock, err := hub.LockFile(ctx, filepath.Join(dir, ".build.lock"))
+	if err != nil {
+		return fmt.Errorf("models: %s has no ONNX graphs; building them from its safetensors: %w", m.where(), err)
+	}
+	defer unlock()
+	if m.useBuiltGraphs() {
+		return nil
+	}
+	if m.log != nil {
+		m.log.Info("building the model's ONNX graphs from its safetensors (once; kept in this program's cache)", "model", m.ref, "checkpoint", strings.Join(files, ", "))
+	}
+	rep, err := m.Build(ctx, BuildOptions{})
+	if err != nil {
+		return fmt.Errorf("models: %s has no ONNX graphs; building them from its safetensors: %w", m.where(), err)
+	}
+	if m.log != nil {
+		args := []any{"model", m.ref, "build_seconds", rep.BuildSeconds, "check_seconds", rep.CheckSeconds}
+		for _, g := range rep.Graphs {
+			args = append(args, strings.TrimSuffix(strings.TrimPrefix(g.Graph, "onnx/"), "_model.onnx"), g.Path)
+		}
+		m.log.Info("built the model's ONNX graphs (once; kept in this program's cache)", args...)
+	}
+	return nil
 }
 
 // checkpointStamp describes the checkpoint's files: their total size and

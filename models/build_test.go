@@ -31,13 +31,14 @@ func tinyWithoutGraphs(t *testing.T) string {
 	return dir
 }
 
-// TestBuildIntoDerivedCache builds the graphs of a folder that has none,
-// checks that opening the folder then serves them from the derived cache,
-// and that a changed model.safetensors makes them stale.
+// TestBuildIntoDerivedCache builds the graphs of a folder that has none
+// (opened with NoBuild, so that Open does not build them first), checks
+// that opening the folder then serves them from the derived cache, and
+// that a changed model.safetensors makes them stale.
 func TestBuildIntoDerivedCache(t *testing.T) {
 	orttest.Load(t)
 	dir := tinyWithoutGraphs(t)
-	opts := models.Options{DerivedCache: t.TempDir()}
+	opts := models.Options{DerivedCache: t.TempDir(), NoBuild: true}
 	m, err := models.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestBuildOut(t *testing.T) {
 	orttest.Load(t)
 	dir := tinyWithoutGraphs(t)
 	out := t.TempDir()
-	m, err := models.Open(dir, models.Options{DerivedCache: t.TempDir()})
+	m, err := models.Open(dir, models.Options{DerivedCache: t.TempDir(), NoBuild: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestBuildOut(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "config.json"))
 	b = []byte(strings.Replace(string(b), `"hidden_size": 32`, `"hidden_size": 40`, 1))
 	os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644)
-	m, err = models.Open(dir, models.Options{DerivedCache: t.TempDir()})
+	m, err = models.Open(dir, models.Options{DerivedCache: t.TempDir(), NoBuild: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -71,10 +70,13 @@ func offlineError(msg string) error { return &offlineErr{msg} }
 func (e *offlineErr) Error() string { return e.msg }
 func (e *offlineErr) Unwrap() error { return hub.ErrOffline }
 
+// tokenizerFiles are the files a tokenizer is read from: a fast-tokenizer
+// file, CLIP's BPE vocabulary and merges, or a SentencePiece model (SigLIP's
+// spiece.model; tokenizer.model as Gemma and Llama name theirs).
+var tokenizerFiles = []string{"tokenizer.json", "vocab.json", "merges.txt", "spiece.model", "tokenizer.model"}
+
 // optionalFiles are fetched with a hub model when the repository has them.
-var optionalFiles = []string{
-	PreprocessorFile, "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
-}
+var optionalFiles = append([]string{PreprocessorFile, "tokenizer_config.json", "special_tokens_map.json"}, tokenizerFiles...)
 
 // openHub resolves org/name[@revision] in the cache, fetching what is missing.
 func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
@@ -102,7 +104,7 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 		}
 	} else if c.Offline {
 		return &locateError{offlineError(fmt.Sprintf("models: %s@%s is not in the Hugging Face cache %s (it needs %s); %s",
-			r.Repo, r.Rev(), c.CacheDir, ConfigFile+", "+strings.Join(graphs, ", "), offlineNote("fetch it", fetchWhere(ref))))}
+			r.Repo, r.Rev(), c.CacheDir, ConfigFile+", "+strings.Join(graphs, ", ")+" or the safetensors to build them from", offlineNote("fetch it", fetchWhere(ref))))}
 	}
 	info, err := c.ListFiles(ctx, r.Repo, r.Rev())
 	if err != nil {
@@ -173,15 +175,12 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 	}
 	m.revision, m.dir = commit, cache.SnapshotDir(r.Repo, commit)
 	m.base = os.DirFS(m.dir)
-	// Projection heads from the repository's own model.safetensors.
-	if has[WeightsFile] && m.weights == "" {
-		p, err := fetchHeads(ctx, c, m.derived, r.Repo, commit, commit, opts.MaxWeightsDownload)
-		if err != nil {
-			return err
-		}
-		if filepath.Base(p) == HeadsFile {
-			m.extra[WeightsFile] = p
-		}
+	// The checkpoint (graphs to build) and the projection heads are fetched
+	// once the config is read (OpenContext); a repository without
+	// model.safetensors is recorded so, for later opens from the cache.
+	m.listed = has
+	if !has[WeightsFile] {
+		cache.MarkNoExist(r.Repo, commit, WeightsFile)
 	}
 	return nil
 }

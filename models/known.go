@@ -11,16 +11,18 @@ import (
 )
 
 // KnownModel is a model whose files were checked against its hub pages (see
-// Source): the models Known lists. Most are ONNX exports; one with Build set
-// ships no ONNX graphs and is built from its config.json and model.safetensors.
+// Source): the models Known lists. Most are ONNX exports; those with Build
+// set ship no ONNX graphs and have them built from their config.json and
+// model.safetensors on first use.
 type KnownModel struct {
 	Ref string `json:"ref"` // the repository with the ONNX graphs (or, with Build, the checkpoint)
 	// Family is the model family as people write it: "CLIP", "SigLIP" or
 	// "SigLIP 2" (Family.String of the family the files say).
 	Family string `json:"family"`
-	// Build reports that the repository has no ONNX graphs: they are built
-	// from config.json and model.safetensors, Variants is empty and the heads
-	// are in the same file.
+	// Build reports that the repository has no ONNX graphs: Open builds them
+	// from config.json and model.safetensors on first use (when the graph
+	// builder writes the family: Outputs says), Variants is empty and the
+	// heads are in the same file. Use may name a revision.
 	Build    bool     `json:"build,omitempty"`
 	Use      string   `json:"use"`      // the reference to give Open (graphs+heads when the heads are verified)
 	Arch     string   `json:"arch"`     // what it is

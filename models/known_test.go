@@ -44,19 +44,27 @@ func TestKnown(t *testing.T) {
 			t.Errorf("%s: Use %q: %v", k.Ref, k.Use, err)
 			continue
 		}
-		if graphs != k.Ref {
-			t.Errorf("%s: Use %q takes its graphs from %q", k.Ref, k.Use, graphs)
-		}
 		if k.Build {
-			// No ONNX graphs: built from the checkpoint, whose model.safetensors
-			// holds the heads too.
+			// No ONNX graphs: built from the checkpoint, at the revision Use
+			// names, whose model.safetensors holds the heads too.
+			if r, err := hub.ParseRef(graphs); err != nil || r.Repo != k.Ref {
+				t.Errorf("%s: Use %q builds another repository's checkpoint (%v)", k.Ref, k.Use, err)
+			}
 			if weights != "" || len(k.Variants) != 0 {
 				t.Errorf("%s: built from its checkpoint, but Use %q / variants %q", k.Ref, k.Use, k.Variants)
 			}
 			if !strings.Contains(k.Source, "model.safetensors") && !strings.Contains(k.Source, ".safetensors") {
 				t.Errorf("%s: built from its checkpoint, but Source lists no safetensors", k.Ref)
 			}
+			// Nothing was downloaded or run for these entries: their outputs
+			// are what the builder writes, not what was seen.
+			if !strings.Contains(k.Outputs, "not verified") && !strings.Contains(k.Outputs, "cannot be run yet") {
+				t.Errorf("%s: built on first use, but Outputs %q says neither \"not verified\" nor \"cannot be run yet\"", k.Ref, k.Outputs)
+			}
 			continue
+		}
+		if graphs != k.Ref {
+			t.Errorf("%s: Use %q takes its graphs from %q", k.Ref, k.Use, graphs)
 		}
 		if weights != "" {
 			if r, err := ParseRef(weights); err != nil || r.Hub.Repo == "" {
@@ -77,6 +85,35 @@ func TestKnown(t *testing.T) {
 				t.Errorf("%s: variant %q not in the file list of Source", k.Ref, v)
 			}
 		}
+	}
+}
+
+// TestKnownBuilt: the checkpoints people download most, which ship no ONNX
+// graphs, are listed as built on first use, each once, of its family; the
+// ViT-B/32 one at the branch that holds its model.safetensors.
+func TestKnownBuilt(t *testing.T) {
+	want := map[string]string{
+		"openai/clip-vit-base-patch32":          CLIP.String(),
+		"openai/clip-vit-large-patch14":         CLIP.String(),
+		"laion/CLIP-ViT-B-32-laion2B-s34B-b79K": CLIP.String(),
+		"google/siglip-base-patch16-224":        SigLIP.String(),
+		"google/siglip2-base-patch16-224":       SigLIP2.String(),
+	}
+	for _, k := range Known() {
+		f, ok := want[k.Ref]
+		if !ok {
+			continue
+		}
+		delete(want, k.Ref)
+		if !k.Build || k.Family != f {
+			t.Errorf("%s: build %v, family %q; want built on first use, %s", k.Ref, k.Build, k.Family, f)
+		}
+		if k.Ref == "openai/clip-vit-base-patch32" && k.Use != k.Ref+"@refs/pr/66" {
+			t.Errorf("%s: Use %q, want the pull-request branch with model.safetensors", k.Ref, k.Use)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not listed: %v", want)
 	}
 }
 

@@ -29,7 +29,10 @@ type Model struct {
 	derived  derivedCache // files made from hub models
 	config   Config
 	family   Family
-	log      *slog.Logger // nil: silent
+	log      *slog.Logger    // nil: silent
+	listed   map[string]bool // a hub model's files, when the hub was asked for them by this Open
+	built    bool            // the graphs are those built from the safetensors
+	noGraphs error           // why a model without graphs got none built, for errors
 }
 
 // Open resolves ref and reads the model's config.json. Hub models missing
@@ -90,12 +93,6 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 	if err := m.pickGraphs(); err != nil {
 		return nil, err
 	}
-	m.useBuiltGraphs() // a folder without graphs: those built from its safetensors, if any
-	if variant == "" && derived != VariantPlain {
-		if err := m.useDerivedVariants(derived); err != nil {
-			return nil, err
-		}
-	}
 	b, err := m.ReadFile(ConfigFile)
 	if err != nil {
 		return nil, err
@@ -106,13 +103,35 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 	if err := m.setFamily(); err != nil {
 		return nil, err
 	}
+	// No graphs of its own: those built from its safetensors, made once.
+	if err := m.buildOnOpen(ctx, opts); err != nil {
+		return nil, err
+	}
+	if variant == "" && derived != VariantPlain {
+		if err := m.useDerivedVariants(derived); err != nil {
+			return nil, err
+		}
+	}
 	if weights != "" {
 		if err := m.openWeights(ctx, weights, opts); err != nil {
 			return nil, err
 		}
-	} else if m.repo != "" && !fsHas(m.base, WeightsFile) {
-		if p, ok := cachedHeads(m.hub.Cache(), m.derived, m.repo, m.revision); ok {
+	} else if m.repo != "" && !fsHas(m.base, WeightsFile) && m.extra[WeightsFile] == "" {
+		cache := m.hub.Cache()
+		if p, ok := cachedHeads(cache, m.derived, m.repo, m.revision); ok {
 			m.extra[WeightsFile] = p
+		} else if m.listed[WeightsFile] || m.listed == nil && !m.hub.Offline && !cache.NoExist(m.repo, m.revision, WeightsFile) {
+			// Projection heads from the repository's own model.safetensors
+			// (when the listing has it; from a cached snapshot, when the hub
+			// has not said it is absent: a 404 is recorded).
+			p, err := fetchHeads(ctx, m.hub, m.derived, m.repo, m.revision, m.revision, opts.MaxWeightsDownload)
+			switch {
+			case m.listed == nil && errors.Is(err, hub.ErrEntryNotFound):
+			case err != nil:
+				return nil, err
+			case filepath.Base(p) == HeadsFile:
+				m.extra[WeightsFile] = p
+			}
 		}
 	}
 	return m, nil
@@ -175,6 +194,9 @@ func (m *Model) ReadFile(name string) ([]byte, error) {
 	b, err := fs.ReadFile(m.fsys, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if m.noGraphs != nil && (name == TextModelFile || name == VisionModelFile) {
+				return nil, fmt.Errorf("models: model %s has no %s: %w: %w", m.where(), m.describe(name), m.noGraphs, fs.ErrNotExist)
+			}
 			return nil, fmt.Errorf("models: model %s has no %s: %w", m.where(), m.describe(name), fs.ErrNotExist)
 		}
 		return nil, fmt.Errorf("models: model %s: %s: %w", m.where(), name, err)

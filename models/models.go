@@ -31,6 +31,22 @@
 // (the heads read by ranges, graphs rewritten by Expose) is kept in its own
 // cache, DefaultDerivedDir(), by repository and commit.
 //
+// A folder or hub model that has config.json and safetensors weights
+// (model.safetensors, or model.safetensors.index.json and its shards) but
+// no ONNX graphs has them built on first use, without being asked
+// (Model.Build, into the derived cache; the logger hears of it), and reused
+// from then on: for a folder while its checkpoint's size and modification
+// time stay the same, for a hub model by commit, offline too. For such a
+// hub model Open fetches the configs, the tokenizer files and the
+// safetensors only, never pytorch_model.bin or another framework's weights,
+// and at most Options.MaxBuildDownload bytes of them (by default
+// DefaultMaxBuildDownload, 2 GiB: a larger checkpoint is an error naming
+// its size and the option, ErrBuildDownload, before anything is
+// downloaded). Options.NoBuild turns building off (for programs that read
+// only the tokenizer or the config). A model whose config.json the graph
+// builder does not write (see CanBuild) opens without graphs, and asking
+// for one says why.
+//
 // Options.Variant picks graphs by suffix (onnx/text_model_fp16.onnx for
 // "fp16"). A graph rewritten by Model.Expose (onnx/<name>.exposed.onnx,
 // beside the original in a directory, in the derived cache for a hub model)
@@ -79,9 +95,23 @@ type Options struct {
 	// projection heads (the same as "<ref>+<weights>").
 	Weights string
 	// MaxWeightsDownload is the size up to which a model.safetensors on the
-	// hub is downloaded whole (0: SmallWeights); past it only the heads are
-	// read, with range requests.
+	// hub is downloaded whole for its projection heads (0: SmallWeights);
+	// past it only the heads are read, with range requests. It does not
+	// apply to a checkpoint downloaded to build graphs (MaxBuildDownload).
 	MaxWeightsDownload int64
+	// NoBuild leaves a model without ONNX graphs as it is. By default, a
+	// folder or hub model that has config.json and safetensors weights
+	// (model.safetensors, or model.safetensors.index.json and its shards)
+	// but no onnx/ graphs has them built on first use (Model.Build, into
+	// the derived cache) and reused from then on. Graphs built earlier are
+	// used either way.
+	NoBuild bool
+	// MaxBuildDownload is the most bytes of safetensors Open downloads
+	// from the hub to build a model's graphs (0: DefaultMaxBuildDownload;
+	// negative: no limit). A larger checkpoint is an error naming its size
+	// (ErrBuildDownload), before anything is downloaded; files already in
+	// the cache do not count.
+	MaxBuildDownload int64
 	// Hub, when set, is the hub client to use (endpoint, token, HTTP client);
 	// nil means hub.FromEnv(). HubCache, Offline, Progress and Logger are
 	// applied to a copy of it.

@@ -42,6 +42,7 @@ type VariantStamp struct {
 	Size         int64           `json:"size"`                  // its size
 	ModTimeNanos int64           `json:"mod_time_ns,omitempty"` // its modification time (files on disk)
 	SHA256       string          `json:"sha256,omitempty"`      // its hash (the embedded model)
+	Commit       string          `json:"commit,omitempty"`      // the hub commit it was made from (graphs built from a hub model's checkpoint)
 	Report       json.RawMessage `json:"report,omitempty"`      // what the rewrite did and how it was checked
 	Program      string          `json:"program,omitempty"`     // the version that wrote it
 	Variant      string          `json:"variant"`               // VariantOptimized, ...

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
 
 	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/models/hub"
@@ -24,6 +25,18 @@ func missingFromSnapshot(cache hub.Cache, repo, commit string, graphs []string) 
 	if _, ok := cache.File(repo, commit, ConfigFile); !ok {
 		g.config = true
 		g.files = append(g.files, ConfigFile)
+	}
+	// A snapshot holding no tokenizer file at all was fetched without one
+	// (by a version that knew fewer of their names): ask the hub again.
+	tok := false
+	for _, f := range tokenizerFiles {
+		if _, ok := cache.File(repo, commit, f); ok {
+			tok = true
+			break
+		}
+	}
+	if !tok {
+		g.files = append(g.files, "a tokenizer ("+strings.Join(tokenizerFiles, ", ")+")")
 	}
 	for _, name := range graphs {
 		if _, ok := cache.File(repo, commit, name); !ok {

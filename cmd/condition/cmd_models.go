@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/hub"
@@ -72,10 +73,25 @@ type listOptions struct {
 	Known bool
 }
 
+// knownGraphs says where a known model's graphs come from: an export in
+// the repository, or built from its checkpoint on first use (when this
+// version's graph builder writes the family).
+func knownGraphs(k models.KnownModel) string {
+	if !k.Build {
+		return "ONNX export"
+	}
+	for _, f := range []models.Family{models.CLIP, models.SigLIP, models.SigLIP2} {
+		if f.String() == k.Family && !models.BuildsFamily(f) {
+			return "to be built (not by this version)"
+		}
+	}
+	return "built on first use"
+}
+
 func runModelsList(_ context.Context, e *env, args []string) error {
 	var o listOptions
 	fs := newFlagSet(e, "models list", "models list [--known] [--json] [--hub-cache DIR]")
-	fs.BoolVar(&o.Known, "known", false, "list the CLIP exports this program was checked against, with their variants")
+	fs.BoolVar(&o.Known, "known", false, "list the models this program was checked against (CLIP, SigLIP, SigLIP 2; ONNX exports and checkpoints whose graphs are built on first use), with their family, variants and what was verified")
 	fs.StringVar(&o.HubCache, "hub-cache", "", "Hugging Face hub cache folder")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {
@@ -88,7 +104,17 @@ func runModelsList(_ context.Context, e *env, args []string) error {
 		if o.JSON {
 			return writeJSONIndent(e.Stdout, models.Known())
 		}
-		for _, k := range models.Known() {
+		known := models.Known()
+		// A table first, one line a model, then what was checked of each.
+		tw := tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "MODEL\tFAMILY\tGRAPHS\tUSE")
+		for _, k := range known {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t--model %s\n", k.Ref, k.Family, knownGraphs(k), k.Use)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, k := range known {
 			vs := make([]string, len(k.Variants))
 			for i, v := range k.Variants {
 				if v == "" {
@@ -96,8 +122,12 @@ func runModelsList(_ context.Context, e *env, args []string) error {
 				}
 				vs[i] = v
 			}
-			fmt.Fprintf(e.Stdout, "%s\n  %s\n  use:      --model %s\n  variants: %s\n  outputs:  %s\n  heads:    %s\n  checked:  %s\n",
-				k.Ref, k.Arch, k.Use, strings.Join(vs, ", "), k.Outputs, k.Heads, k.Source)
+			variants := strings.Join(vs, ", ")
+			if k.Build {
+				variants = "none (the graphs are built from the checkpoint)"
+			}
+			fmt.Fprintf(e.Stdout, "\n%s\n  %s\n  family:   %s\n  graphs:   %s\n  use:      --model %s\n  variants: %s\n  outputs:  %s\n  heads:    %s\n  checked:  %s\n",
+				k.Ref, k.Arch, k.Family, knownGraphs(k), k.Use, variants, k.Outputs, k.Heads, k.Source)
 		}
 		return nil
 	}
@@ -195,7 +225,11 @@ func runModelsRef(ctx context.Context, e *env, sub string, args []string) error 
 			o.Offline, cacheOnly = true, true
 		}
 	}
-	m, err := models.OpenContext(ctx, ref, o.options(e))
+	opts := o.options(e)
+	// info describes what is there: graphs built before are shown, none
+	// are built for it.
+	opts.NoBuild = sub == "info"
+	m, err := models.OpenContext(ctx, ref, opts)
 	if err != nil {
 		if cacheOnly && !hub.OfflineFromEnv() && errors.Is(err, hub.ErrOffline) {
 			return fmt.Errorf("info reads only the Hugging Face cache, fetching nothing (`condition models fetch %s` fetches): %w", ref, err)
@@ -244,6 +278,7 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		"variant":  m.Variant(),
 		"weights":  m.WeightsSource(),
 		"files":    m.Files(),
+		"built":    m.Built(),
 		"config": map[string]any{
 			"projection_dim": c.ProjectionDim, "text_hidden_size": c.TextConfig.HiddenSize,
 			"vision_hidden_size": c.VisionConfig.HiddenSize, "image_size": c.VisionConfig.ImageSize,
@@ -313,10 +348,18 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
 		gi := graphs[g]
 		if gi == nil {
-			fmt.Fprintf(out, "%s: missing\n", g)
+			if m.CanBuild() == nil && (m.Has(models.WeightsFile) || m.Has("model.safetensors.index.json")) {
+				fmt.Fprintf(out, "%s: missing (built from the safetensors on first use, or with `condition models build %s`)\n", g, m.Name())
+			} else {
+				fmt.Fprintf(out, "%s: missing\n", g)
+			}
 			continue
 		}
-		fmt.Fprintf(out, "%s: %s\n", g, gi.File)
+		if m.Built() {
+			fmt.Fprintf(out, "%s: %s (built from the model's safetensors)\n", g, gi.File)
+		} else {
+			fmt.Fprintf(out, "%s: %s\n", g, gi.File)
+		}
 		if gi.Error != "" {
 			fmt.Fprintf(out, "  error: %s\n", gi.Error)
 			continue
@@ -381,7 +424,7 @@ func verifyModel(e *env, ref string, o modelFlags) error {
 			return fmt.Errorf("%w (fetch it with `condition models fetch %s`)", err, graphRef)
 		}
 	} else {
-		m, err := models.Open(ref, models.Options{HubCache: o.HubCache, Offline: true, Variant: o.Variant})
+		m, err := models.Open(ref, models.Options{HubCache: o.HubCache, Offline: true, Variant: o.Variant, NoBuild: true})
 		if err != nil {
 			return advise(err, ref)
 		}

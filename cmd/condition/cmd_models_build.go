@@ -38,16 +38,18 @@ func (o *buildOptions) AddFlags(fs *pflag.FlagSet) {
 
 func runModelsBuild(ctx context.Context, e *env, args []string) error {
 	var o buildOptions
-	fs := newFlagSet(e, "models build", "models build DIR [--int8] [--out DIR] [--qkv separate|split|packed] [--json]\n\n"+
-		"Builds onnx/text_model.onnx and onnx/vision_model.onnx from the folder's config.json and\n"+
+	fs := newFlagSet(e, "models build", "models build REF [--int8] [--out DIR] [--qkv separate|split|packed] [--json]\n\n"+
+		"Builds onnx/text_model.onnx and onnx/vision_model.onnx from the model's config.json and\n"+
 		"model.safetensors (or model.safetensors.index.json and its shards), checks them on probe\n"+
-		"inputs, and writes them to this program's cache (the model then uses them) or to --out.")
+		"inputs, and writes them to this program's cache (the model then uses them) or to --out.\n"+
+		"REF is a folder or a hub id org/name[@revision], whose safetensors are downloaded whatever\n"+
+		"their size (other commands build on first use, and download at most 2 GiB for it).")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("models build takes one model folder")
+		return usagef("models build takes one model reference (a folder or org/name[@revision])")
 	}
 	rtOpts, err := o.rt.options(pipeline.Options{})
 	if err != nil {
@@ -58,6 +60,7 @@ func runModelsBuild(ctx context.Context, e *env, args []string) error {
 	}
 	opts := o.options(e)
 	opts.Variant = models.VariantPlain
+	opts.NoBuild = true // built below, as the flags say
 	m, err := models.OpenContext(ctx, fs.Arg(0), opts)
 	if err != nil {
 		return advise(err, fs.Arg(0))

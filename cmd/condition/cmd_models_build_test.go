@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/hub/hubtest"
 )
 
 // TestModelsBuild builds the graphs of a copy of testdata/tinyclip without
@@ -27,7 +31,12 @@ func TestModelsBuild(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
 	}
-	code, out, errs := modelsRun(t, "models", "build", dir, "--int8")
+	// Before: info builds nothing, and says the graphs will be built.
+	code, out, errs := modelsRun(t, "models", "info", dir)
+	if code != 0 || !strings.Contains(out, "onnx/vision_model.onnx: missing (built from the safetensors on first use") {
+		t.Errorf("info: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = modelsRun(t, "models", "build", dir, "--int8")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -70,5 +79,79 @@ func TestModelsBuild(t *testing.T) {
 	code, out, errs = modelsRun(t, "models", "build", dir, "--out", t.TempDir())
 	if code != 1 || !strings.Contains(errs, "text_projection.weight has shape [16 32], the config gives [12 32]") {
 		t.Errorf("bad config: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestBuildOnFirstUse: a hub repository with model.safetensors and no ONNX
+// graphs (and a pytorch_model.bin, never fetched) just works with embed,
+// which builds its graphs once, saying so, and scores as the exported
+// graphs do; the next run reuses them; models info shows them; models
+// build takes the hub id too.
+func TestBuildOnFirstUse(t *testing.T) {
+	orttest.Load(t)
+	files := map[string]hubtest.File{}
+	for _, f := range []string{"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join(tinyDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f] = hubtest.File{Data: b, LFS: strings.HasSuffix(f, ".safetensors")}
+	}
+	files["pytorch_model.bin"] = hubtest.File{Data: []byte("not fetched"), LFS: true}
+	commit := strings.Repeat("b1", 20)
+	srv := hubtest.New(t, map[string]*hubtest.Repo{
+		"org/clip": {Commits: map[string]map[string]hubtest.File{commit: files}, Branches: map[string]string{"main": commit}},
+	})
+	t.Setenv("HF_ENDPOINT", srv.URL())
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "")
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+
+	img := filepath.Join(tinyDir, "golden", "images", "square.png")
+	score := func(model string, extra ...string) (string, string) {
+		t.Helper()
+		args := append([]string{"embed", "--model", model, "--prompt", "a photo of a cat", img}, extra...)
+		code, out, errs := modelsRun(t, args...)
+		if code != 0 {
+			t.Fatalf("embed %s: exit %d\n%s\n%s", model, code, out, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		return lines[len(lines)-1], errs
+	}
+	built, log := score("org/clip")
+	t.Logf("first run's log:\n%s", log)
+	exported, _ := score(tinyDir, "--variant", "plain")
+	if built != exported || !strings.Contains(log, "building the model's ONNX graphs") {
+		t.Errorf("built: %q (log %q), exported: %q", built, log, exported)
+	}
+	again, log := score("org/clip")
+	if again != exported || strings.Contains(log, "building") || !strings.Contains(log, "using the graphs built") {
+		t.Errorf("second run: %q (log %q)", again, log)
+	}
+	for _, r := range srv.Requests() {
+		if strings.HasSuffix(r.Path, ".bin") {
+			t.Errorf("requested %s %s", r.Method, r.Path)
+		}
+	}
+	code, out, errs := modelsRun(t, "models", "info", "org/clip")
+	if code != 0 || !strings.Contains(out, "(built from the model's safetensors)") {
+		t.Errorf("info: exit %d\n%s%s", code, out, errs)
+	}
+	outDir := t.TempDir()
+	if code, out, errs := modelsRun(t, "models", "build", "org/clip", "--out", outDir); code != 0 || !strings.Contains(out, "model.safetensors") {
+		t.Errorf("models build org/clip: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(outDir, "onnx", "vision_model.onnx")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestAdviseBuildDownload: a checkpoint over the download limit is met with
+// the command that downloads it whatever its size.
+func TestAdviseBuildDownload(t *testing.T) {
+	err := advise(fmt.Errorf("models: org/big@main has no ONNX graphs; ... 4.00 GB: %w", models.ErrBuildDownload), "org/big")
+	if !strings.Contains(err.Error(), "`condition models build org/big`") || !errors.Is(err, models.ErrBuildDownload) {
+		t.Errorf("advice: %v", err)
 	}
 }

@@ -159,6 +159,45 @@ func TestModelsErrors(t *testing.T) {
 	}
 }
 
+// TestKnownModelsTable: models list --known starts with a table of every
+// known model, its family and where its graphs come from, then each
+// model's details.
+func TestKnownModelsTable(t *testing.T) {
+	code, out, errs := modelsRun(t, "models", "list", "--known")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(out, "\n")
+	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "MODEL FAMILY GRAPHS USE" {
+		t.Fatalf("header %q", lines[0])
+	}
+	known := models.Known()
+	for i, k := range known {
+		row := lines[1+i]
+		graphs := "ONNX export"
+		if k.Build {
+			graphs = "built on first use"
+			if !models.BuildsFamily(models.Family(strings.ToLower(strings.ReplaceAll(k.Family, " ", "")))) {
+				graphs = "to be built (not by this version)"
+			}
+		}
+		if !strings.HasPrefix(row, k.Ref+" ") || !strings.Contains(row, "  "+k.Family+" ") || !strings.Contains(row, "  "+graphs+"  ") || !strings.HasSuffix(row, "--model "+k.Use) {
+			t.Errorf("row %d: %q; want %s, %s, %s, --model %s", i, row, k.Ref, k.Family, graphs, k.Use)
+		}
+	}
+	if lines[1+len(known)] != "" {
+		t.Errorf("no blank line after the table: %q", lines[1+len(known)])
+	}
+	if n := strings.Count(out, "\n  family:   "); n != len(known) {
+		t.Errorf("%d details with a family, want %d", n, len(known))
+	}
+	for _, want := range []string{"openai/clip-vit-large-patch14                 CLIP      built on first use"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
+
 // TestKnownModels: models list --known --json lists models.Known() (whose
 // entries models' own test checks).
 func TestKnownModels(t *testing.T) {

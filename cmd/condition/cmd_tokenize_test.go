@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/conditionhq/condition/models/hub/hubtest"
 )
 
 // clipDir is the real CLIP vocabulary and its reference ids (test data of
@@ -114,5 +118,76 @@ func TestTokenizeBadModel(t *testing.T) {
 	code, _, errs := tokRun(t, "", "tokenize", "--model", t.TempDir(), "x")
 	if code != 1 || !strings.Contains(errs, "tokenizer.json") {
 		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
+
+// TestTokenizeHubSigLIP fetches a SigLIP repository from a fake hub (the
+// files of testdata/tinysiglip: spiece.model, no tokenizer.json or
+// vocab.json) and tokenizes with it: the ids are those SiglipTokenizer gave
+// (golden/prompts.json). The PyTorch checkpoint beside the graphs is not
+// fetched.
+func TestTokenizeHubSigLIP(t *testing.T) {
+	const dir = "../../testdata/tinysiglip"
+	files := map[string]hubtest.File{}
+	for name, lfs := range map[string]bool{"config.json": false, "preprocessor_config.json": false, "special_tokens_map.json": false,
+		"tokenizer_config.json": false, "spiece.model": true, "model.safetensors": true,
+		"onnx/text_model.onnx": true, "onnx/vision_model.onnx": true} {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = hubtest.File{Data: b, LFS: lfs}
+	}
+	files["pytorch_model.bin"] = hubtest.File{Data: []byte("not fetched"), LFS: true}
+	commit := strings.Repeat("5e", 20)
+	srv := hubtest.New(t, map[string]*hubtest.Repo{
+		"org/tinysiglip": {Commits: map[string]map[string]hubtest.File{commit: files}, Branches: map[string]string{"main": commit}},
+	})
+	cache := t.TempDir()
+	t.Setenv("HF_ENDPOINT", srv.URL())
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HUB_OFFLINE", "")
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+
+	var golden struct {
+		Prompts  []string `json:"prompts"`
+		InputIDs [][]int  `json:"input_ids"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "golden", "prompts.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &golden); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"tokenize", "--model", "org/tinysiglip", "--json"}, golden.Prompts[:4]...)
+	code, out, errs := tokRun(t, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want 4 lines, got %q", out)
+	}
+	for i, l := range lines {
+		var r struct {
+			IDs []int `json:"ids"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(r.IDs, golden.InputIDs[i]) {
+			t.Errorf("%q: ids %v, SiglipTokenizer gave %v", golden.Prompts[i], r.IDs, golden.InputIDs[i])
+		}
+	}
+	snap := filepath.Join(cache, "models--org--tinysiglip", "snapshots", commit)
+	if _, err := os.Stat(filepath.Join(snap, "spiece.model")); err != nil {
+		t.Errorf("spiece.model not in the snapshot: %v", err)
+	}
+	for _, r := range srv.Requests() {
+		if strings.HasSuffix(r.Path, ".bin") {
+			t.Errorf("requested %s %s", r.Method, r.Path)
+		}
 	}
 }

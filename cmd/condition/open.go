@@ -189,11 +189,12 @@ func (f *engineFlags) loadRuntime(e *env) (*models.Runtime, error) {
 	return rt, f.advise(err)
 }
 
-// openModel resolves a model reference for a command that reads or runs
-// it: a hub model missing from the cache is downloaded with a progress bar
-// on stderr.
+// openModel resolves a model reference for a command that reads its
+// tokenizer or preprocessor (and runs no graph): a hub model missing from
+// the cache is downloaded with a progress bar on stderr; graphs are not
+// built for it (those built before are used).
 func openModel(ctx context.Context, e *env, ref, variant string) (*models.Model, error) {
-	return models.OpenContext(ctx, ref, models.Options{Variant: variant, Progress: progressBar(e.Stderr), Logger: e.Log})
+	return models.OpenContext(ctx, ref, models.Options{Variant: variant, Progress: progressBar(e.Stderr), Logger: e.Log, NoBuild: true})
 }
 
 // open checks the flags, loads ONNX Runtime, opens the model and its
@@ -239,6 +240,8 @@ func advise(err error, ref string) error {
 		return fmt.Errorf("%w\n(run `condition models fetch %s` where there is a network)", err, ref)
 	case errors.Is(err, clip.ErrMissingOutput):
 		return fmt.Errorf("%w\n(run `condition models expose %s` to add the output)", err, ref)
+	case errors.Is(err, models.ErrBuildDownload):
+		return fmt.Errorf("%w\n(`condition models build %s` downloads it whatever its size and builds the graphs, once)", err, ref)
 	}
 	return err
 }

@@ -145,6 +145,15 @@ func writeGraph(g *graph, path string, opts Options) (Written, error) {
 	return w, nil
 }
 
+// CheckConfig checks the config c as BuildCLIP does before it reads the
+// checkpoint: the model type, the sizes and the activations.
+func CheckConfig(c CLIPConfig) error {
+	if err := c.check(); err != nil {
+		return fmt.Errorf("graphbuild: config: %w", err)
+	}
+	return nil
+}
+
 // CheckCLIP checks the config c and the checkpoint ck as BuildCLIP does,
 // without writing anything.
 func CheckCLIP(ck *Checkpoint, c CLIPConfig, opts Options) error {

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -360,4 +361,13 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 	p.done += int64(n)
 	p.fn(p.done)
 	return n, err
+}
+
+// LockFile takes an exclusive lock on the file path (created, with its
+// folder, when missing), waiting until it is free or ctx ends, as downloads
+// lock their blobs: processes sharing a cache use it to make a file once.
+// The returned function releases it. Where the system has no flock, the
+// file is created and not locked.
+func LockFile(ctx context.Context, path string) (unlock func(), err error) {
+	return lockFile(ctx, path)
 }

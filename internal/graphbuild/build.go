@@ -51,7 +51,7 @@ const (
 // producer is the producer_name written into the graphs.
 const producer = "condition graphbuild"
 
-// Written is one graph written by BuildCLIP.
+// Written is one graph written by BuildCLIP or BuildSiglip.
 type Written struct {
 	Graph    string `json:"graph"`              // TextModelFile or VisionModelFile
 	Path     string `json:"path"`               // where
@@ -70,6 +70,12 @@ func BuildCLIP(ck *Checkpoint, c CLIPConfig, outDir string, opts Options) ([]Wri
 	if err != nil {
 		return nil, err
 	}
+	return writeTowers(text, vision, outDir, opts)
+}
+
+// writeTowers writes the text and vision graphs into outDir/onnx/, both or
+// neither.
+func writeTowers(text, vision *graph, outDir string, opts Options) ([]Written, error) {
 	if err := os.MkdirAll(filepath.Join(outDir, "onnx"), 0o755); err != nil {
 		return nil, fmt.Errorf("graphbuild: %w", err)
 	}

@@ -98,3 +98,59 @@ func ioOf(t testing.TB, path string) string {
 	}
 	return b.String()
 }
+
+// TestSiglipBadInputs: SigLIP configs that disagree with tinysiglip's
+// checkpoint, NaFlex and other model types are errors that say what is
+// wrong, and nothing is written.
+func TestSiglipBadInputs(t *testing.T) {
+	good := readSiglipConfig(t, filepath.Join(tinySiglipDir, "config.json"))
+	cases := []struct {
+		name string
+		cfg  func(*SiglipConfig)
+		want []string
+	}{
+		{"projection size", func(c *SiglipConfig) { c.ProjectionSize = 0 },
+			[]string{"tensor text_model.head.weight has shape [24 32], the config gives [32 32]"}},
+		{"positions", func(c *SiglipConfig) { c.Text.MaxPositions = 16 },
+			[]string{"tensor text_model.embeddings.position_embedding.weight has shape [64 32], the config gives [16 32]"}},
+		{"image size", func(c *SiglipConfig) { c.Vision.ImageSize = 48 },
+			[]string{"tensor vision_model.embeddings.position_embedding.weight has shape [16 24], the config gives [36 24]"}},
+		{"vision MLP", func(c *SiglipConfig) { c.Vision.IntermediateSize = 48 },
+			[]string{"tensor vision_model.encoder.layers.0.mlp.fc1.weight has shape [64 24], the config gives [48 24]",
+				"tensor vision_model.head.mlp.fc1.weight has shape [64 24], the config gives [48 24]"}},
+		{"NaFlex", func(c *SiglipConfig) { c.ModelType = "siglip2" }, []string{`model_type "siglip2" is SigLIP 2 with NaFlex`}},
+		{"CLIP", func(c *SiglipConfig) { c.ModelType = "clip" }, []string{`model_type "clip": only siglip graphs`}},
+		{"activation", func(c *SiglipConfig) { c.Text.HiddenAct = "silu" }, []string{`text_config.hidden_act "silu"`}},
+	}
+	ck, err := OpenCheckpoint(tinySiglipDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := good
+			c.cfg(&cfg)
+			out := t.TempDir()
+			_, err := BuildSiglip(ck, cfg, out, Options{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), "graphbuild: ") {
+				t.Errorf("error %q lacks the package prefix", err)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(out, "onnx")); len(ents) != 0 {
+				t.Errorf("files written despite the error: %v", ents)
+			}
+		})
+	}
+	// The CLIP builder refuses a SigLIP checkpoint by its model type.
+	if _, err := BuildCLIP(ck, readConfig(t, filepath.Join(tinySiglipDir, "config.json")), t.TempDir(), Options{}); err == nil || !strings.Contains(err.Error(), `model_type "siglip"`) {
+		t.Errorf("BuildCLIP of a SigLIP config: %v", err)
+	}
+}

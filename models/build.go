@@ -110,21 +110,60 @@ func (c Config) graphConfig() graphbuild.CLIPConfig {
 	t, v := c.TextConfig, c.VisionConfig
 	return graphbuild.CLIPConfig{
 		ModelType: c.ModelType, ProjectionDim: c.ProjectionDim,
-		Text: graphbuild.TextConfig{VocabSize: t.VocabSize, HiddenSize: t.HiddenSize, IntermediateSize: t.IntermediateSize,
-			Layers: t.NumHiddenLayers, Heads: t.NumAttentionHeads, MaxPositions: t.MaxPositionEmbeddings,
-			HiddenAct: t.HiddenAct, LayerNormEps: t.LayerNormEps, EosTokenID: t.EosTokenID},
-		Vision: graphbuild.VisionConfig{HiddenSize: v.HiddenSize, IntermediateSize: v.IntermediateSize,
-			Layers: v.NumHiddenLayers, Heads: v.NumAttentionHeads, Channels: v.NumChannels,
-			ImageSize: v.ImageSize, PatchSize: v.PatchSize, HiddenAct: v.HiddenAct, LayerNormEps: v.LayerNormEps},
+		Text: graphTextConfig(t), Vision: graphVisionConfig(v),
 	}
+}
+
+// siglipGraphConfig translates a SigLIP config for the graph builder.
+func (c Config) siglipGraphConfig() graphbuild.SiglipConfig {
+	return graphbuild.SiglipConfig{ModelType: c.ModelType, ProjectionSize: c.TextConfig.ProjectionSize,
+		Text: graphTextConfig(c.TextConfig), Vision: graphVisionConfig(c.VisionConfig)}
+}
+
+func graphTextConfig(t TextConfig) graphbuild.TextConfig {
+	return graphbuild.TextConfig{VocabSize: t.VocabSize, HiddenSize: t.HiddenSize, IntermediateSize: t.IntermediateSize,
+		Layers: t.NumHiddenLayers, Heads: t.NumAttentionHeads, MaxPositions: t.MaxPositionEmbeddings,
+		HiddenAct: t.HiddenAct, LayerNormEps: t.LayerNormEps, EosTokenID: t.EosTokenID}
+}
+
+func graphVisionConfig(v VisionConfig) graphbuild.VisionConfig {
+	return graphbuild.VisionConfig{HiddenSize: v.HiddenSize, IntermediateSize: v.IntermediateSize,
+		Layers: v.NumHiddenLayers, Heads: v.NumAttentionHeads, Channels: v.NumChannels,
+		ImageSize: v.ImageSize, PatchSize: v.PatchSize, HiddenAct: v.HiddenAct, LayerNormEps: v.LayerNormEps}
+}
+
+// graphBuilder returns the family's check and build functions.
+func (m *Model) graphBuilder() (check func(*graphbuild.Checkpoint, graphbuild.Options) error,
+	build func(*graphbuild.Checkpoint, string, graphbuild.Options) ([]graphbuild.Written, error), err error) {
+	switch m.family {
+	case CLIP:
+		cfg := m.config.graphConfig()
+		return func(ck *graphbuild.Checkpoint, o graphbuild.Options) error { return graphbuild.CheckCLIP(ck, cfg, o) },
+			func(ck *graphbuild.Checkpoint, out string, o graphbuild.Options) ([]graphbuild.Written, error) {
+				return graphbuild.BuildCLIP(ck, cfg, out, o)
+			}, nil
+	case SigLIP, SigLIP2:
+		cfg := m.config.siglipGraphConfig()
+		return func(ck *graphbuild.Checkpoint, o graphbuild.Options) error { return graphbuild.CheckSiglip(ck, cfg, o) },
+			func(ck *graphbuild.Checkpoint, out string, o graphbuild.Options) ([]graphbuild.Written, error) {
+				return graphbuild.BuildSiglip(ck, cfg, out, o)
+			}, nil
+	}
+	return nil, nil, fmt.Errorf("graphs of the %s family are not built: %w", m.family, ErrUnsupportedFamily)
 }
 
 // Build writes the model's text and vision graphs, built from its
 // config.json and model.safetensors (or the shards of
-// model.safetensors.index.json): text input_ids, attention_mask int64
-// [batch, sequence] → last_hidden_state [batch, sequence, d_t], text_embeds
-// [batch, d_p]; vision pixel_values float32 [batch, 3, S, S] →
-// last_hidden_state [batch, 1+P, d_v], image_embeds [batch, d_p].
+// model.safetensors.index.json), as the family's exports have them. CLIP:
+// text input_ids, attention_mask int64 [batch, sequence] →
+// last_hidden_state [batch, sequence, d_t], text_embeds [batch, d_p];
+// vision pixel_values float32 [batch, 3, S, S] → last_hidden_state [batch,
+// 1+P, d_v], image_embeds [batch, d_p]. SigLIP and SigLIP 2 (fixed
+// resolution): text input_ids int64 [batch, 64] (max_position_embeddings;
+// no attention_mask) → last_hidden_state [batch, 64, d_t], pooler_output
+// [batch, d_v]; vision pixel_values → last_hidden_state [batch, P, d_v]
+// (after post_layernorm, no class token), pooler_output [batch, d_v] (the
+// attention-pooling head's).
 //
 // The graphs are written into a temporary folder beside their destination,
 // each run in ONNX Runtime (which must be loaded) on probe inputs (two
@@ -163,9 +202,12 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 	if rep.QKV == "" {
 		rep.QKV = graphbuild.QKVSeparate
 	}
-	cfg := m.config.graphConfig()
+	check, build, err := m.graphBuilder()
+	if err != nil {
+		return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
+	}
 	bopts := graphbuild.Options{QKV: opts.QKV, ExternalAbove: opts.ExternalAbove}
-	if err := graphbuild.CheckCLIP(ck, cfg, bopts); err != nil {
+	if err := check(ck, bopts); err != nil {
 		return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
 	}
 	dest := opts.Out
@@ -184,7 +226,7 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 	defer os.RemoveAll(tmp)
 
 	start := time.Now()
-	ws, err := graphbuild.BuildCLIP(ck, cfg, tmp, bopts)
+	ws, err := build(ck, tmp, bopts)
 	if err != nil {
 		return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
 	}
@@ -192,7 +234,7 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 	start = time.Now()
 	for _, w := range ws {
 		t0 := time.Now()
-		check, err := checkBuilt(ctx, w.Path, w.Graph, m.config, opts.Threads)
+		check, err := checkBuilt(ctx, w.Path, w.Graph, m.config, m.family, opts.Threads)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrBuildCheck, w.Graph, err)
 		}
@@ -522,24 +564,31 @@ func writeStamp(path string, s VariantStamp) error {
 }
 
 // checkBuilt runs a built graph on probe inputs and checks its outputs'
-// shapes and that they are finite; it returns what it ran.
-func checkBuilt(ctx context.Context, path, name string, c Config, threads int) (string, error) {
+// shapes and that they are finite; it returns what it ran. CLIP's text
+// graph takes input_ids and attention_mask [2, 8]; SigLIP's input_ids [2,
+// max_position_embeddings] alone (prompts padded to the whole sequence, as
+// the model was trained), and its outputs are pooler_output.
+func checkBuilt(ctx context.Context, path, name string, c Config, f Family, threads int) (string, error) {
 	var ins, outs []string
 	var in []tensorio.Tensor
 	var want [][]int
+	siglip := f.Sigmoid()
 	switch name {
 	case TextModelFile:
-		// Two prompts: BOS, a few ids, EOS, then padding, of lengths 5 and
-		// the whole sequence.
-		t := min(8, c.TextConfig.MaxPositionEmbeddings)
+		// Two prompts: BOS (CLIP), a few ids, EOS, then padding, of lengths
+		// 5 and the whole sequence.
 		tc := c.TextConfig
+		t := min(8, tc.MaxPositionEmbeddings)
+		if siglip {
+			t = tc.MaxPositionEmbeddings
+		}
 		ids := make([]int64, 2*t)
 		mask := make([]int64, 2*t)
 		for b, n := range []int{min(5, t), t} {
 			for i := 0; i < t; i++ {
 				id := int64(tc.PadTokenID)
 				switch {
-				case i == 0:
+				case i == 0 && !siglip:
 					id = int64(tc.BosTokenID)
 				case i < n-1:
 					id = int64((i*7 + b*3) % tc.VocabSize)
@@ -554,6 +603,13 @@ func checkBuilt(ctx context.Context, path, name string, c Config, threads int) (
 					mask[b*t+i] = 1
 				}
 			}
+		}
+		if siglip {
+			ins = []string{"input_ids"}
+			in = []tensorio.Tensor{tensorio.I64([]int{2, t}, ids)}
+			outs = []string{"last_hidden_state", "pooler_output"}
+			want = [][]int{{2, t, tc.HiddenSize}, {2, tc.ProjectionSize}}
+			break
 		}
 		ins = []string{"input_ids", "attention_mask"}
 		in = []tensorio.Tensor{tensorio.I64([]int{2, t}, ids), tensorio.I64([]int{2, t}, mask)}
@@ -571,6 +627,11 @@ func checkBuilt(ctx context.Context, path, name string, c Config, threads int) (
 		g, _ := v.GridSize()
 		ins = []string{"pixel_values"}
 		in = []tensorio.Tensor{tensorio.F32([]int{2, v.NumChannels, s, s}, px)}
+		if siglip {
+			outs = []string{"last_hidden_state", "pooler_output"}
+			want = [][]int{{2, g * g, v.HiddenSize}, {2, v.HiddenSize}}
+			break
+		}
 		outs = []string{"last_hidden_state", "image_embeds"}
 		want = [][]int{{2, 1 + g*g, v.HiddenSize}, {2, c.ProjectionDim}}
 	default:

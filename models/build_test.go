@@ -3,6 +3,7 @@ package models_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/clip"
+	"github.com/conditionhq/condition/tensorio"
 )
 
 // tinyWithoutGraphs copies testdata/tinyclip's config, tokenizer and
@@ -134,5 +137,200 @@ func TestBuildOut(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(bad); len(ents) > 0 {
 		t.Errorf("files written despite the error: %v", ents)
+	}
+}
+
+// tinySiglipWithoutGraphs copies testdata/tinysiglip's config, tokenizer
+// and model.safetensors, without onnx/, into a temporary folder.
+func tinySiglipWithoutGraphs(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("..", "testdata", "tinysiglip")
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "preprocessor_config.json", "special_tokens_map.json", "spiece.model", "tokenizer_config.json", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestBuildSiglip builds the graphs of a copy of testdata/tinysiglip that
+// has none, checks that the folder then serves them from the derived cache
+// with a SigLIP export's inputs and outputs, and that SigLIP's encoders run
+// them to torch's outputs (golden/text_pooler_output and
+// vision_last_hidden_state, vision_pooler_output).
+func TestBuildSiglip(t *testing.T) {
+	orttest.Load(t)
+	dir := tinySiglipWithoutGraphs(t)
+	opts := models.Options{DerivedCache: t.TempDir()}
+	m, err := models.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Family() != models.SigLIP || m.Has(models.VisionModelFile) {
+		t.Fatalf("family %s, a vision graph before any was built: %v", m.Family(), m.Has(models.VisionModelFile))
+	}
+	rep, err := m.Build(context.Background(), models.BuildOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []string{"probe inputs [2 64]: last_hidden_state [2 64 32] finite pooler_output [2 24] finite",
+		"probe inputs [2 3 32 32]: last_hidden_state [2 16 24] finite pooler_output [2 24] finite"}
+	if len(rep.Graphs) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	for i, g := range rep.Graphs {
+		if g.Check != checks[i] {
+			t.Errorf("%s: check %q, want %q", g.Graph, g.Check, checks[i])
+		}
+	}
+	m2, err := models.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rep.Graphs {
+		if p := m2.Path(g.Graph); p != g.Path {
+			t.Errorf("reopened, %s is %s, want the built %s", g.Graph, p, g.Path)
+		}
+	}
+
+	golden := func(name string) tensorio.Tensor {
+		x, err := tensorio.ReadNPY(filepath.Join("..", "testdata", "tinysiglip", "golden", name+".npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	te, err := clip.OpenText(m2, clip.TextOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer te.Close()
+	if te.HasAttentionMask() || !te.HasEmbeds() {
+		t.Errorf("text encoder: attention mask %v, embeddings %v; want none and pooler_output", te.HasAttentionMask(), te.HasEmbeds())
+	}
+	ids := golden("text_input_ids")
+	flat := ids.Data.([]int64)
+	rows := make([][]int64, ids.Shape[0])
+	for i := range rows {
+		rows[i] = flat[i*ids.Shape[1] : (i+1)*ids.Shape[1]]
+	}
+	tr, err := te.Encode(context.Background(), rows, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float32
+	for _, r := range tr {
+		got = append(got, r.Embeds...)
+	}
+	closeTo(t, "text pooler_output", got, golden("text_pooler_output"))
+
+	ve, err := clip.OpenVision(m2, clip.VisionOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ve.Close()
+	if ve.ClassTokens() != 0 || !ve.HasEmbeds() {
+		t.Errorf("vision encoder: %d class tokens, embeddings %v; want 0 and pooler_output", ve.ClassTokens(), ve.HasEmbeds())
+	}
+	px := golden("vision_pixel_values")
+	pv, _ := px.Float32()
+	vr, err := ve.Encode(context.Background(), pv, px.Shape[0], px.Shape[2], px.Shape[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states, embeds []float32
+	for _, r := range vr {
+		states, embeds = append(states, r.States...), append(embeds, r.Embeds...)
+	}
+	closeTo(t, "vision last_hidden_state", states, golden("vision_last_hidden_state"))
+	closeTo(t, "vision pooler_output", embeds, golden("vision_pooler_output"))
+}
+
+// closeTo fails t unless got is within 1e-5 of want's largest magnitude.
+func closeTo(t *testing.T, what string, got []float32, want tensorio.Tensor) {
+	t.Helper()
+	w, err := want.Float32()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(w) {
+		t.Fatalf("%s: %d values, torch has %d", what, len(got), len(w))
+	}
+	var d, m float64
+	for i := range w {
+		d = math.Max(d, math.Abs(float64(got[i])-float64(w[i])))
+		m = math.Max(m, math.Abs(float64(w[i])))
+	}
+	if !(d <= 1e-5*m) {
+		t.Errorf("%s: differs from torch by %.3g of its largest magnitude", what, d/m)
+	} else {
+		t.Logf("%s: within %.2g of torch", what, d/m)
+	}
+}
+
+// TestBuildSiglipBadCheckpoint: a tensor of the wrong shape and a missing
+// one are errors naming them (with the shape found and the one expected),
+// before anything is written; a NaFlex config (model_type siglip2) is
+// refused when the model is opened, saying so.
+func TestBuildSiglipBadCheckpoint(t *testing.T) {
+	orttest.Load(t)
+	for _, c := range []struct {
+		name string
+		edit func(ts map[string]tensorio.Tensor)
+		want string
+	}{
+		{"wrong shape", func(ts map[string]tensorio.Tensor) {
+			ts["vision_model.head.probe"] = tensorio.F32([]int{1, 24}, make([]float32, 24))
+		}, "tensor vision_model.head.probe has shape [1 24], the config gives [1 1 24]"},
+		{"wrong width", func(ts map[string]tensorio.Tensor) {
+			ts["text_model.head.weight"] = tensorio.F32([]int{32, 32}, make([]float32, 32*32))
+		}, "tensor text_model.head.weight has shape [32 32], the config gives [24 32]"},
+		{"missing", func(ts map[string]tensorio.Tensor) {
+			delete(ts, "vision_model.head.attention.in_proj_bias")
+		}, "tensor vision_model.head.attention.in_proj_bias is missing (expected shape [72])"},
+		{"no patch bias", func(ts map[string]tensorio.Tensor) {
+			delete(ts, "vision_model.embeddings.patch_embedding.bias")
+		}, "tensor vision_model.embeddings.patch_embedding.bias is missing (expected shape [24])"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := tinySiglipWithoutGraphs(t)
+			p := filepath.Join(dir, "model.safetensors")
+			ts, meta, err := tensorio.ReadSafetensors(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.edit(ts)
+			if err := tensorio.WriteSafetensors(p, ts, meta); err != nil {
+				t.Fatal(err)
+			}
+			m, err := models.Open(dir, models.Options{DerivedCache: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := t.TempDir()
+			_, err = m.Build(context.Background(), models.BuildOptions{Out: out})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one saying %q", err, c.want)
+			}
+			if errors.Is(err, models.ErrBuildCheck) {
+				t.Errorf("a checkpoint mismatch reported as a failed check: %v", err)
+			}
+			if ents, _ := os.ReadDir(out); len(ents) > 0 {
+				t.Errorf("files written despite the error: %v", ents)
+			}
+		})
+	}
+
+	dir := tinySiglipWithoutGraphs(t)
+	b, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.Replace(string(b), `"model_type": "siglip"`, `"model_type": "siglip2"`, 1)), 0o644)
+	_, err := models.Open(dir, models.Options{DerivedCache: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "NaFlex") || !errors.Is(err, models.ErrUnsupportedFamily) {
+		t.Errorf("NaFlex config: error %v", err)
 	}
 }

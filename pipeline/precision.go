@@ -118,7 +118,8 @@ func openInt8(ctx context.Context, ref string, mo models.Options, threads int, l
 // OptimizeProbes makes the inputs a rewritten graph of m is checked on
 // against its original (clip.Optimize): imgs preprocessed as m does
 // (nil: eight drawn scenes of shapes on gradients, 256² pixels), and
-// prompts tokenized and padded to one length (nil: a few everyday ones).
+// prompts tokenized and padded to one length, the longest prompt's (SigLIP:
+// the context length, as the engine pads them) (nil: a few everyday ones).
 func OptimizeProbes(m *models.Model, imgs []image.Image, prompts []string) (clip.Probes, error) {
 	var p clip.Probes
 	pre, err := vision.LoadPreprocessor(m.FS())
@@ -156,6 +157,11 @@ func OptimizeProbes(m *models.Model, imgs []image.Image, prompts []string) (clip
 		n = max(n, len(ids))
 	}
 	n = min(n, tok.ContextLength())
+	if m.Family().Sigmoid() {
+		// SigLIP reads the last of its padded positions: its graphs take
+		// the whole context (64), as the engine feeds them.
+		n = tok.ContextLength()
+	}
 	ids, mask, err := tok.EncodeBatch(prompts, n)
 	if err != nil {
 		return p, err

@@ -155,3 +155,48 @@ func TestAdviseBuildDownload(t *testing.T) {
 		t.Errorf("advice: %v", err)
 	}
 }
+
+// TestModelsBuildSiglip builds the graphs of a copy of testdata/tinysiglip
+// without onnx/ (with the int8 variant), and checks that embed then scores
+// an image against a prompt with them as with the torch-exported graphs.
+func TestModelsBuildSiglip(t *testing.T) {
+	orttest.Load(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	src := filepath.Join("..", "..", "testdata", "tinysiglip")
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "preprocessor_config.json", "special_tokens_map.json", "spiece.model", "tokenizer_config.json", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	code, out, errs := modelsRun(t, "models", "build", dir, "--int8")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, want := range []string{"pooler_output [2 24] finite", "last_hidden_state [2 16 24] finite", "vision_model_optimized-int8.onnx", "uses them from now on"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	img := filepath.Join(src, "golden", "images", "square.png")
+	score := func(model string, extra ...string) (string, string) {
+		args := append([]string{"embed", "--model", model, "--prompt", "a photo of a cat", img}, extra...)
+		code, out, errs := modelsRun(t, args...)
+		if code != 0 {
+			t.Fatalf("embed %s: exit %d\n%s\n%s", model, code, out, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		return lines[len(lines)-1], errs
+	}
+	built, log := score(dir)
+	exported, _ := score(src, "--variant", "plain")
+	if built != exported || !strings.Contains(log, "using the graphs built from the model's safetensors") {
+		t.Errorf("built: %q (log %q), exported: %q", built, log, exported)
+	}
+	t.Logf("built: %s", built)
+	if _, log := score(dir, "--variant", "optimized-int8"); strings.Contains(log, "error") {
+		t.Errorf("int8: %s", log)
+	}
+}

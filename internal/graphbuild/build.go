@@ -1,16 +1,27 @@
 // Package graphbuild writes ONNX graphs of a model's encoders from its
 // config and safetensors weights, without Python: CLIP's text and vision
 // towers as Hugging Face's CLIPTextModelWithProjection and
-// CLIPVisionModelWithProjection compute them, in the operators ONNX Runtime
-// runs fastest (com.microsoft.MultiHeadAttention or Attention, QuickGelu,
-// Gelu, FastGelu, LayerNormalization, MatMul by weights stored transposed).
+// CLIPVisionModelWithProjection compute them, and SigLIP's (SigLIP 2's at a
+// fixed resolution: the same towers) as SiglipTextModel and
+// SiglipVisionModel do, in the operators ONNX Runtime runs fastest
+// (com.microsoft.MultiHeadAttention or Attention, QuickGelu, Gelu, FastGelu,
+// LayerNormalization, MatMul by weights stored transposed).
 //
-// The graphs:
+// The graphs (BuildCLIP):
 //
 //	onnx/text_model.onnx    input_ids, attention_mask int64 [batch, sequence] →
 //	                        last_hidden_state [batch, sequence, d_t], text_embeds [batch, d_p]
 //	onnx/vision_model.onnx  pixel_values float32 [batch, C, S, S] →
 //	                        last_hidden_state [batch, 1+P, d_v], image_embeds [batch, d_p]
+//
+// and (BuildSiglip), named as optimum's and Transformers.js' SigLIP exports:
+//
+//	onnx/text_model.onnx    input_ids int64 [batch_size, T] (T = max_position_embeddings, 64) →
+//	                        last_hidden_state [batch_size, T, d_t], pooler_output [batch_size, p]
+//	                        (text_model.head of the last position; p = projection_size, d_v)
+//	onnx/vision_model.onnx  pixel_values float32 [batch_size, C, S, S] →
+//	                        last_hidden_state [batch_size, P, d_v] (after post_layernorm),
+//	                        pooler_output [batch_size, d_v] (the attention-pooling head's)
 //
 // Weights are read one tensor at a time by their header offsets (F32, F16,
 // BF16 or F64 in the checkpoint, float32 in the graph; one file or the
@@ -51,7 +62,7 @@ const (
 // producer is the producer_name written into the graphs.
 const producer = "condition graphbuild"
 
-// Written is one graph written by BuildCLIP.
+// Written is one graph written by BuildCLIP or BuildSiglip.
 type Written struct {
 	Graph    string `json:"graph"`              // TextModelFile or VisionModelFile
 	Path     string `json:"path"`               // where
@@ -70,6 +81,12 @@ func BuildCLIP(ck *Checkpoint, c CLIPConfig, outDir string, opts Options) ([]Wri
 	if err != nil {
 		return nil, err
 	}
+	return writeTowers(text, vision, outDir, opts)
+}
+
+// writeTowers writes the text and vision graphs into outDir/onnx/, both or
+// neither.
+func writeTowers(text, vision *graph, outDir string, opts Options) ([]Written, error) {
 	if err := os.MkdirAll(filepath.Join(outDir, "onnx"), 0o755); err != nil {
 		return nil, fmt.Errorf("graphbuild: %w", err)
 	}

@@ -267,13 +267,20 @@ func (c CLIPConfig) check() error {
 		return fmt.Errorf("model_type %q: only clip graphs are built", c.ModelType)
 	}
 	var errs []error
+	if c.ProjectionDim <= 0 {
+		errs = append(errs, fmt.Errorf("projection_dim is %d, expected a positive number", c.ProjectionDim))
+	}
+	return errors.Join(append(errs, checkTowers(c.Text, c.Vision)...)...)
+}
+
+// checkTowers checks the sizes both families' towers are built from.
+func checkTowers(t TextConfig, v VisionConfig) []error {
+	var errs []error
 	pos := func(name string, v int) {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s is %d, expected a positive number", name, v))
 		}
 	}
-	t, v := c.Text, c.Vision
-	pos("projection_dim", c.ProjectionDim)
 	pos("text_config.vocab_size", t.VocabSize)
 	pos("text_config.hidden_size", t.HiddenSize)
 	pos("text_config.intermediate_size", t.IntermediateSize)
@@ -288,7 +295,7 @@ func (c CLIPConfig) check() error {
 	pos("vision_config.image_size", v.ImageSize)
 	pos("vision_config.patch_size", v.PatchSize)
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		return errs
 	}
 	if t.HiddenSize%t.Heads != 0 {
 		errs = append(errs, fmt.Errorf("text_config.hidden_size %d is not a multiple of num_attention_heads %d", t.HiddenSize, t.Heads))
@@ -305,7 +312,7 @@ func (c CLIPConfig) check() error {
 	if err := checkAct("vision_config", v.HiddenAct); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // textGraph assembles the text tower:
@@ -457,6 +464,12 @@ func plan(ck *Checkpoint, c CLIPConfig, opts Options) (text, vision *graph, err 
 	if err := c.check(); err != nil {
 		return nil, nil, fmt.Errorf("graphbuild: config: %w", err)
 	}
+	return assemble(ck, opts, func(b *builder) { b.textGraph(c) }, func(b *builder) { b.visionGraph(c) })
+}
+
+// assemble makes the text and vision graphs with the given tower
+// functions, then reports every tensor they found missing or wrong.
+func assemble(ck *Checkpoint, opts Options, textTower, visionTower func(*builder)) (text, vision *graph, err error) {
 	switch opts.QKV {
 	case "", QKVSeparate, QKVSplit, QKVPacked:
 	default:
@@ -466,10 +479,10 @@ func plan(ck *Checkpoint, c CLIPConfig, opts Options) (text, vision *graph, err 
 	for _, tower := range []string{"text", "vision"} {
 		b := &builder{ck: ck, g: newGraph(tower + "_model"), opts: opts}
 		if tower == "text" {
-			b.textGraph(c)
+			textTower(b)
 			text = b.g
 		} else {
-			b.visionGraph(c)
+			visionTower(b)
 			vision = b.g
 		}
 		errs = append(errs, b.errs...)

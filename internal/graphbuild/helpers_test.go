@@ -12,7 +12,10 @@ import (
 	"github.com/conditionhq/condition/tensorio"
 )
 
-var tinyDir = filepath.Join("..", "..", "testdata", "tinyclip")
+var (
+	tinyDir       = filepath.Join("..", "..", "testdata", "tinyclip")
+	tinySiglipDir = filepath.Join("..", "..", "testdata", "tinysiglip")
+)
 
 // readConfig reads a CLIPConfig from a config.json the way models.Config
 // does for the fields the graphs need (the tests' own reading, so that a
@@ -60,9 +63,56 @@ func readConfig(t testing.TB, path string) CLIPConfig {
 			Channels: vc.Channels, ImageSize: vc.Image, PatchSize: vc.Patch, HiddenAct: vc.Act, LayerNormEps: vc.Eps}}
 }
 
+// readSiglipConfig reads a SiglipConfig from a config.json, filling in
+// what the file leaves out with transformers' SiglipTextConfig and
+// SiglipVisionConfig defaults (the tests' own reading, as readConfig).
+func readSiglipConfig(t testing.TB, path string) SiglipConfig {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tower struct {
+		VocabSize      int     `json:"vocab_size"`
+		Hidden         int     `json:"hidden_size"`
+		Inter          int     `json:"intermediate_size"`
+		Layers         int     `json:"num_hidden_layers"`
+		Heads          int     `json:"num_attention_heads"`
+		MaxPos         int     `json:"max_position_embeddings"`
+		ProjectionSize int     `json:"projection_size"`
+		Channels       int     `json:"num_channels"`
+		Image          int     `json:"image_size"`
+		Patch          int     `json:"patch_size"`
+		Act            string  `json:"hidden_act"`
+		Eps            float64 `json:"layer_norm_eps"`
+	}
+	def := tower{VocabSize: 32000, Hidden: 768, Inter: 3072, Layers: 12, Heads: 12, MaxPos: 64,
+		Channels: 3, Image: 224, Patch: 16, Act: "gelu_pytorch_tanh", Eps: 1e-6}
+	raw := struct {
+		ModelType string `json:"model_type"`
+		Text      tower  `json:"text_config"`
+		Vision    tower  `json:"vision_config"`
+	}{Text: def, Vision: def}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	tc, vc := raw.Text, raw.Vision
+	return SiglipConfig{ModelType: raw.ModelType, ProjectionSize: tc.ProjectionSize,
+		Text: TextConfig{VocabSize: tc.VocabSize, HiddenSize: tc.Hidden, IntermediateSize: tc.Inter, Layers: tc.Layers,
+			Heads: tc.Heads, MaxPositions: tc.MaxPos, HiddenAct: tc.Act, LayerNormEps: tc.Eps},
+		Vision: VisionConfig{HiddenSize: vc.Hidden, IntermediateSize: vc.Inter, Layers: vc.Layers, Heads: vc.Heads,
+			Channels: vc.Channels, ImageSize: vc.Image, PatchSize: vc.Patch, HiddenAct: vc.Act, LayerNormEps: vc.Eps}}
+}
+
 func readNPY(t testing.TB, name string) tensorio.Tensor {
 	t.Helper()
-	x, err := tensorio.ReadNPY(filepath.Join(tinyDir, "golden", name+".npy"))
+	return readNPYIn(t, tinyDir, name)
+}
+
+// readNPYIn reads dir/golden/name.npy.
+func readNPYIn(t testing.TB, dir, name string) tensorio.Tensor {
+	t.Helper()
+	x, err := tensorio.ReadNPY(filepath.Join(dir, "golden", name+".npy"))
 	if err != nil {
 		t.Fatal(err)
 	}

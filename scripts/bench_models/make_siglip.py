@@ -41,7 +41,10 @@ script is committed.
 
 Usage (needs torch, numpy, onnx, sentencepiece; /usr/bin/python3 on the development machine):
 
-    /usr/bin/python3 scripts/bench_models/make_siglip.py [--preset siglip-b-16-224] [--out DIR] [--seed N]
+    /usr/bin/python3 scripts/bench_models/make_siglip.py [--preset siglip-b-16-224] [--out DIR] [--seed N] [--no-onnx]
+
+--no-onnx writes everything but onnx/ (the checkpoint for `condition models build`, which makes
+the graphs itself): the exports are most of the time and memory below.
 
 --out defaults to /tmp/condition-<preset>. The weights are the same on every run for a
 given torch version (fixed seed).
@@ -272,6 +275,9 @@ def main() -> None:
     ap.add_argument("--gemma", default=os.path.join(REPO, "..", "hfbpe", "text", "testdata", "gemma"),
                     help="folder with a Gemma-style tokenizer.json for the SigLIP 2 preset")
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--no-onnx", action="store_true",
+                    help="write the checkpoint without the ONNX exports (for `condition models build`, "
+                         "which makes the graphs; the exports take most of the time and memory)")
     args = ap.parse_args()
     out = args.out or f"/tmp/condition-{args.preset}"
     if os.path.realpath(out).startswith(os.path.realpath(REPO) + os.sep):
@@ -301,8 +307,8 @@ def main() -> None:
                 "measurements only; outputs mean nothing",
     })
     onnx_dir = os.path.join(out, "onnx")
-    for name, export in (("text_model.onnx", siglip.export_text_onnx),
-                         ("vision_model.onnx", siglip.export_vision_onnx)):
+    exports = (("text_model.onnx", siglip.export_text_onnx), ("vision_model.onnx", siglip.export_vision_onnx))
+    for name, export in exports if not args.no_onnx else ():
         p = os.path.join(onnx_dir, name)
         t = time.time()
         export(model, p)

@@ -1,17 +1,25 @@
 #!/usr/bin/python3
-"""torch_golden.py: torch's outputs of a CLIP model folder on fixed inputs, to check the
-graphs `condition models build` writes (internal/graphbuild's TestBuildRealSize reads them).
+"""torch_golden.py: torch's outputs of a CLIP or SigLIP model folder on fixed inputs, to check
+the graphs `condition models build` writes (internal/graphbuild's TestBuildRealSize reads them).
 
     /usr/bin/python3 scripts/graphbuild/torch_golden.py MODEL_DIR OUT_DIR
 
 MODEL_DIR holds config.json and model.safetensors (Hugging Face names); the model runs as
-scripts/pyclip transcribes CLIP. OUT_DIR gets, as .npy:
+scripts/pyclip transcribes CLIP (model_type clip) or scripts/pysiglip transcribes SigLIP
+(model_type siglip: SiglipTextModel, SiglipVisionModel). OUT_DIR gets, as .npy:
 
+CLIP:
   input_ids, attention_mask    int64 [3, 77]: prompts of 7, 20 and 77 tokens (BOS, random ids,
                                EOS, then EOS as padding), from a fixed seed
   pixel_values                 float32 [3, 3, S, S], standard normal, from a fixed seed
   text_last_hidden_state       [3, 77, d_t]   text_embeds [3, d_p]
   vision_last_hidden_state     [3, 1+P, d_v]  image_embeds [3, d_p]
+SigLIP:
+  input_ids                    int64 [3, 64]: prompts of 7, 20 and 64 tokens (random ids, </s>),
+                               padded with </s> (id 1) to 64 as SiglipTokenizer does; no mask
+  pixel_values                 float32 [3, 3, S, S], standard normal, from a fixed seed
+  text_last_hidden_state       [3, 64, d_t]   text_pooler_output [3, P]
+  vision_last_hidden_state     [3, P, d_v]    vision_pooler_output [3, d_v]
 """
 
 import json
@@ -27,12 +35,51 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 from pyclip import clip  # noqa: E402
 
 
+def save(out, arrays):
+    os.makedirs(out, exist_ok=True)
+    for name, a in arrays:
+        np.save(os.path.join(out, name + ".npy"), np.ascontiguousarray(a))
+    print(f"torch_golden: wrote {out}")
+
+
+def siglip_golden(model_dir, cfg, out):
+    from pysiglip import siglip
+
+    tfields = {k for k in siglip.TextConfig.__dataclass_fields__}
+    vfields = {k for k in siglip.VisionConfig.__dataclass_fields__}
+    config = siglip.SiglipConfig(
+        text_config=siglip.TextConfig(**{k: v for k, v in cfg.get("text_config", {}).items() if k in tfields}),
+        vision_config=siglip.VisionConfig(**{k: v for k, v in cfg.get("vision_config", {}).items() if k in vfields}))
+    model = siglip.SigLIP(config).eval()
+    sd, _ = siglip.read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    model.load_hf_state_dict({k: v.astype(np.float32) if v.dtype != np.int64 else v for k, v in sd.items()})
+    del sd
+
+    tc, vc = config.text_config, config.vision_config
+    rng = np.random.default_rng(20261202)
+    t = tc.max_position_embeddings
+    ids = np.full((3, t), siglip.EOS_ID, dtype=np.int64)
+    for b, n in enumerate([7, 20, t]):
+        ids[b, :n - 1] = rng.integers(3, tc.vocab_size, n - 1)
+    px = rng.standard_normal((3, vc.num_channels, vc.image_size, vc.image_size)).astype(np.float32)
+    with torch.no_grad():
+        h, e = model.encode_text(torch.from_numpy(ids))
+        hv, ev = model.encode_image(torch.from_numpy(px))
+    save(out, [("input_ids", ids), ("pixel_values", px),
+               ("text_last_hidden_state", h.numpy()), ("text_pooler_output", e.numpy()),
+               ("vision_last_hidden_state", hv.numpy()), ("vision_pooler_output", ev.numpy())])
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     model_dir, out = sys.argv[1], sys.argv[2]
     with open(os.path.join(model_dir, "config.json")) as f:
         cfg = json.load(f)
+    if cfg.get("model_type") == "siglip":
+        return siglip_golden(model_dir, cfg, out)
+    if cfg.get("model_type", "clip") != "clip":
+        sys.exit(f"torch_golden: model_type {cfg['model_type']!r}: expected clip or siglip")
     tfields = {k for k in clip.TextConfig.__dataclass_fields__}
     vfields = {k for k in clip.VisionConfig.__dataclass_fields__}
     config = clip.CLIPConfig(
@@ -54,15 +101,12 @@ def main():
         ids[b, 1:n - 1] = rng.integers(0, tc.vocab_size - 2, n - 2)
         mask[b, :n] = 1
     px = rng.standard_normal((3, vc.num_channels, vc.image_size, vc.image_size)).astype(np.float32)
-    os.makedirs(out, exist_ok=True)
     with torch.no_grad():
         h, e = model.encode_text(torch.from_numpy(ids), torch.from_numpy(mask))
         hv, ev = model.encode_image(torch.from_numpy(px))
-    for name, a in [("input_ids", ids), ("attention_mask", mask), ("pixel_values", px),
-                    ("text_last_hidden_state", h.numpy()), ("text_embeds", e.numpy()),
-                    ("vision_last_hidden_state", hv.numpy()), ("image_embeds", ev.numpy())]:
-        np.save(os.path.join(out, name + ".npy"), np.ascontiguousarray(a))
-    print(f"torch_golden: wrote {out}")
+    save(out, [("input_ids", ids), ("attention_mask", mask), ("pixel_values", px),
+               ("text_last_hidden_state", h.numpy()), ("text_embeds", e.numpy()),
+               ("vision_last_hidden_state", hv.numpy()), ("image_embeds", ev.numpy())])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,156 @@
+package graphbuild
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// TestBuildTinySiglipMatchesTorch builds testdata/tinysiglip's graphs from
+// its model.safetensors in every q, k, v form, runs them in ONNX Runtime on
+// the golden inputs and compares each output with torch's (golden/*.npy,
+// from generate.py over scripts/pysiglip): within 1e-5 of its largest
+// magnitude. The committed torch.onnx.export graphs run beside them on the
+// same inputs, for scale, and the built graphs must have the exports'
+// inputs and outputs.
+func TestBuildTinySiglipMatchesTorch(t *testing.T) {
+	orttest.Load(t)
+	cfg := readSiglipConfig(t, filepath.Join(tinySiglipDir, "config.json"))
+	ck, err := OpenCheckpoint(tinySiglipDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	npy := func(name string) tensorio.Tensor { return readNPYIn(t, tinySiglipDir, name) }
+	cases := []struct {
+		graph   string
+		ins     []string
+		in      []tensorio.Tensor
+		outs    []string
+		golden  []string
+		comment string
+	}{
+		{TextModelFile, []string{"input_ids"}, []tensorio.Tensor{npy("text_input_ids")},
+			[]string{"last_hidden_state", "pooler_output"}, []string{"text_last_hidden_state", "text_pooler_output"}, "12 prompts padded with </s> to 64"},
+		{VisionModelFile, []string{"pixel_values"}, []tensorio.Tensor{npy("vision_pixel_values")},
+			[]string{"last_hidden_state", "pooler_output"}, []string{"vision_last_hidden_state", "vision_pooler_output"}, "noise and a ramp"},
+		{VisionModelFile, []string{"pixel_values"}, []tensorio.Tensor{npy("embed_pixel_values")},
+			[]string{"last_hidden_state", "pooler_output"}, []string{"embed_last_hidden_state", "embed_pooler_output"}, "preprocessed images"},
+	}
+	for _, qkv := range []string{QKVSeparate, QKVSplit, QKVPacked} {
+		dir := t.TempDir()
+		ws, err := BuildSiglip(ck, cfg, dir, Options{QKV: qkv})
+		if err != nil {
+			t.Fatalf("%s: %v", qkv, err)
+		}
+		for _, w := range ws {
+			t.Logf("%s: %s: %d nodes, %d bytes", qkv, w.Graph, w.Nodes, w.Bytes)
+			built := ioOf(t, w.Path)
+			exported := ioOf(t, filepath.Join(tinySiglipDir, filepath.FromSlash(w.Graph)))
+			if built != exported {
+				t.Errorf("%s %s: inputs and outputs\n%s\nthe export's:\n%s", qkv, w.Graph, built, exported)
+			}
+		}
+		for _, c := range cases {
+			got := run(t, filepath.Join(dir, filepath.FromSlash(c.graph)), c.ins, c.in, c.outs)
+			exported := run(t, filepath.Join(tinySiglipDir, filepath.FromSlash(c.graph)), c.ins, c.in, c.outs)
+			for i, g := range c.golden {
+				want := floats(t, npy(g))
+				d, de := relDiff(want, got[i]), relDiff(want, exported[i])
+				if !(d <= 1e-5) {
+					t.Errorf("%s %s (%s): %s differs from torch by %.3g of its largest magnitude (the export: %.3g)", qkv, c.graph, c.comment, c.outs[i], d, de)
+				} else {
+					t.Logf("%s %s (%s): %s within %.2g of torch (the export: %.2g)", qkv, c.graph, c.comment, c.outs[i], d, de)
+				}
+			}
+		}
+	}
+}
+
+// ioOf describes the inputs and outputs of the graph file path: names,
+// element types and dimensions (sizes or symbolic names), one per line.
+func ioOf(t testing.TB, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out, err := onnxgraph.GraphIO(f, st.Size())
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var b strings.Builder
+	for k, vs := range [][]onnxgraph.ValueInfo{in, out} {
+		for _, v := range vs {
+			fmt.Fprintf(&b, "%s %s type %d %v\n", []string{"input", "output"}[k], v.Name, v.ElemType, v.Shape)
+		}
+	}
+	return b.String()
+}
+
+// TestSiglipBadInputs: SigLIP configs that disagree with tinysiglip's
+// checkpoint, NaFlex and other model types are errors that say what is
+// wrong, and nothing is written.
+func TestSiglipBadInputs(t *testing.T) {
+	good := readSiglipConfig(t, filepath.Join(tinySiglipDir, "config.json"))
+	cases := []struct {
+		name string
+		cfg  func(*SiglipConfig)
+		want []string
+	}{
+		{"projection size", func(c *SiglipConfig) { c.ProjectionSize = 0 },
+			[]string{"tensor text_model.head.weight has shape [24 32], the config gives [32 32]"}},
+		{"positions", func(c *SiglipConfig) { c.Text.MaxPositions = 16 },
+			[]string{"tensor text_model.embeddings.position_embedding.weight has shape [64 32], the config gives [16 32]"}},
+		{"image size", func(c *SiglipConfig) { c.Vision.ImageSize = 48 },
+			[]string{"tensor vision_model.embeddings.position_embedding.weight has shape [16 24], the config gives [36 24]"}},
+		{"vision MLP", func(c *SiglipConfig) { c.Vision.IntermediateSize = 48 },
+			[]string{"tensor vision_model.encoder.layers.0.mlp.fc1.weight has shape [64 24], the config gives [48 24]",
+				"tensor vision_model.head.mlp.fc1.weight has shape [64 24], the config gives [48 24]"}},
+		{"NaFlex", func(c *SiglipConfig) { c.ModelType = "siglip2" }, []string{`model_type "siglip2" is SigLIP 2 with NaFlex`}},
+		{"CLIP", func(c *SiglipConfig) { c.ModelType = "clip" }, []string{`model_type "clip": only siglip graphs`}},
+		{"activation", func(c *SiglipConfig) { c.Text.HiddenAct = "silu" }, []string{`text_config.hidden_act "silu"`}},
+	}
+	ck, err := OpenCheckpoint(tinySiglipDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := good
+			c.cfg(&cfg)
+			out := t.TempDir()
+			_, err := BuildSiglip(ck, cfg, out, Options{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), "graphbuild: ") {
+				t.Errorf("error %q lacks the package prefix", err)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(out, "onnx")); len(ents) != 0 {
+				t.Errorf("files written despite the error: %v", ents)
+			}
+		})
+	}
+	// The CLIP builder refuses a SigLIP checkpoint by its model type.
+	if _, err := BuildCLIP(ck, readConfig(t, filepath.Join(tinySiglipDir, "config.json")), t.TempDir(), Options{}); err == nil || !strings.Contains(err.Error(), `model_type "siglip"`) {
+		t.Errorf("BuildCLIP of a SigLIP config: %v", err)
+	}
+}

@@ -85,7 +85,13 @@ var ErrBuildDownload = errors.New("models: the checkpoint to build the graphs fr
 // it can, else why not (a model type, size or activation the graph builder
 // does not write).
 func (m *Model) CanBuild() error {
-	return graphbuild.CheckConfig(m.config.graphConfig())
+	switch m.family {
+	case CLIP:
+		return graphbuild.CheckConfig(m.config.graphConfig())
+	case SigLIP, SigLIP2:
+		return graphbuild.CheckSiglipConfig(m.config.siglipGraphConfig())
+	}
+	return fmt.Errorf("graphs of the %s family are not built: %w", m.family, ErrUnsupportedFamily)
 }
 
 // BuildsFamily reports whether Build writes the graphs of the family's

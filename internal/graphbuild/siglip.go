@@ -69,6 +69,15 @@ func BuildSiglip(ck *Checkpoint, c SiglipConfig, outDir string, opts Options) ([
 	return writeTowers(text, vision, outDir, opts)
 }
 
+// CheckSiglipConfig checks the config c as BuildSiglip does before it
+// reads the checkpoint: the model type, the sizes and the activations.
+func CheckSiglipConfig(c SiglipConfig) error {
+	if err := c.check(); err != nil {
+		return fmt.Errorf("graphbuild: config: %w", err)
+	}
+	return nil
+}
+
 // CheckSiglip checks the config c and the checkpoint ck as BuildSiglip
 // does, without writing anything.
 func CheckSiglip(ck *Checkpoint, c SiglipConfig, opts Options) error {

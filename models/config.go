@@ -92,7 +92,7 @@ func DefaultSiglipConfig() Config {
 }
 
 // GridSize returns the patch grid (rows, columns) of the vision tower for a
-// square input of ImageSize: ImageSize/PatchSize each way.
+// square input of ImageSize: ImageSize/PatchSize each way, rounded down.
 func (v VisionConfig) GridSize() (h, w int) {
 	if v.PatchSize <= 0 {
 		return 0, 0
@@ -179,8 +179,11 @@ func (c Config) validate() error {
 			return fmt.Errorf("%s is %d, expected a positive number", p.name, p.v)
 		}
 	}
-	if c.VisionConfig.ImageSize%c.VisionConfig.PatchSize != 0 {
-		return fmt.Errorf("vision_config.image_size %d is not a multiple of patch_size %d", c.VisionConfig.ImageSize, c.VisionConfig.PatchSize)
+	// A remainder smaller than a patch is dropped, as the patch convolution
+	// (stride patch_size, no padding) does: SigLIP So400m has 384 pixels in
+	// 14-pixel patches, a 27×27 grid.
+	if c.VisionConfig.ImageSize < c.VisionConfig.PatchSize {
+		return fmt.Errorf("vision_config.image_size %d is smaller than patch_size %d", c.VisionConfig.ImageSize, c.VisionConfig.PatchSize)
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func TestOpenErrors(t *testing.T) {
 	os.Mkdir(noConfig, 0o755)
 	badConfig := filepath.Join(dir, "bad")
 	os.Mkdir(badConfig, 0o755)
-	os.WriteFile(filepath.Join(badConfig, "config.json"), []byte(`{"vision_config": {"image_size": 30, "patch_size": 8}}`), 0o644)
+	os.WriteFile(filepath.Join(badConfig, "config.json"), []byte(`{"vision_config": {"image_size": 6, "patch_size": 8}}`), 0o644)
 	for _, c := range []struct {
 		ref  string
 		want []string
@@ -66,7 +66,7 @@ func TestOpenErrors(t *testing.T) {
 		{file, []string{"is a file"}},
 		{filepath.Join(dir, "nope"), []string{"no folder " + filepath.Join(dir, "nope"), "as a hub id"}},
 		{noConfig, []string{"has no config.json", noConfig}},
-		{badConfig, []string{"config.json", "not a multiple of patch_size"}},
+		{badConfig, []string{"config.json", "vision_config.image_size 6 is smaller than patch_size 8"}},
 		{"openai/clip-vit-base-patch32", []string{"not in the Hugging Face cache", "config.json", "onnx/text_model.onnx", "offline, so not fetched"}},
 		{"openai/clip-vit-base-patch32@main+", []string{"expected <model>+<weights>"}},
 	} {
@@ -136,6 +136,12 @@ func TestParseConfigDefaults(t *testing.T) {
 	c, err = models.ParseConfig([]byte(`{"text_config_dict": {"hidden_size": 64}, "vision_config_dict": {"hidden_size": 48, "patch_size": 16}}`))
 	if err != nil || c.TextConfig.HiddenSize != 64 || c.VisionConfig.HiddenSize != 48 || c.VisionConfig.PatchSize != 16 {
 		t.Fatalf("config_dict: %+v, %v", c, err)
+	}
+	// google/siglip-so400m-patch14-384: 384 pixels in 14-pixel patches, a
+	// 27×27 grid (transformers' convolution drops the 6 pixels left over).
+	c, err = models.ParseConfig([]byte(`{"model_type": "siglip", "text_config": {"hidden_size": 1152}, "vision_config": {"hidden_size": 1152, "image_size": 384, "patch_size": 14}}`))
+	if h, w := c.VisionConfig.GridSize(); err != nil || h != 27 || w != 27 {
+		t.Fatalf("so400m: grid %dx%d, %v", h, w, err)
 	}
 	for _, bad := range []string{`[1]`, `{"projection_dim": 0}`, `{"text_config": {"hidden_size": "wide"}}`} {
 		if _, err := models.ParseConfig([]byte(bad)); err == nil {

@@ -303,8 +303,10 @@ func checkTowers(t TextConfig, v VisionConfig) []error {
 	if v.HiddenSize%v.Heads != 0 {
 		errs = append(errs, fmt.Errorf("vision_config.hidden_size %d is not a multiple of num_attention_heads %d", v.HiddenSize, v.Heads))
 	}
-	if v.ImageSize%v.PatchSize != 0 {
-		errs = append(errs, fmt.Errorf("vision_config.image_size %d is not a multiple of patch_size %d", v.ImageSize, v.PatchSize))
+	// A remainder smaller than a patch is dropped, as transformers'
+	// convolution (no padding) drops it: (image_size // patch_size)² patches.
+	if v.ImageSize < v.PatchSize {
+		errs = append(errs, fmt.Errorf("vision_config.image_size %d is smaller than patch_size %d", v.ImageSize, v.PatchSize))
 	}
 	if err := checkAct("text_config", t.HiddenAct); err != nil {
 		errs = append(errs, err)

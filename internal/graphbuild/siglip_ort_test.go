@@ -154,3 +154,42 @@ func TestSiglipBadInputs(t *testing.T) {
 		t.Errorf("BuildCLIP of a SigLIP config: %v", err)
 	}
 }
+
+// TestSiglipImageRemainder: an image_size that is not a multiple of
+// patch_size (So400m: 384 in 14-pixel patches) gives (image_size //
+// patch_size)² patches, the pixels left over at the right and bottom
+// dropped, as transformers' convolution drops them: tinysiglip built for
+// 36 pixels (still a 4×4 grid) gives torch's outputs of the 32-pixel
+// golden images whatever the 4 extra rows and columns hold.
+func TestSiglipImageRemainder(t *testing.T) {
+	orttest.Load(t)
+	cfg := readSiglipConfig(t, filepath.Join(tinySiglipDir, "config.json"))
+	cfg.Vision.ImageSize = 36
+	ck, err := OpenCheckpoint(tinySiglipDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	dir := t.TempDir()
+	if _, err := BuildSiglip(ck, cfg, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	px := floats(t, readNPYIn(t, tinySiglipDir, "vision_pixel_values"))
+	const n, s, big = 3, 32, 36
+	wide := make([]float32, n*3*big*big)
+	for i := range wide {
+		wide[i] = float32(i%7) - 3 // the extra pixels: anything
+	}
+	for i := 0; i < n*3; i++ {
+		for y := 0; y < s; y++ {
+			copy(wide[(i*big+y)*big:(i*big+y)*big+s], px[(i*s+y)*s:(i*s+y+1)*s])
+		}
+	}
+	got := run(t, filepath.Join(dir, filepath.FromSlash(VisionModelFile)), []string{"pixel_values"},
+		[]tensorio.Tensor{tensorio.F32([]int{n, 3, big, big}, wide)}, []string{"last_hidden_state", "pooler_output"})
+	for i, g := range []string{"vision_last_hidden_state", "vision_pooler_output"} {
+		if d := relDiff(floats(t, readNPYIn(t, tinySiglipDir, g)), got[i]); !(d <= 1e-5) {
+			t.Errorf("%s differs from torch's by %.3g of its largest magnitude", g, d)
+		}
+	}
+}

@@ -44,7 +44,7 @@ Usage (needs torch, numpy, onnx, sentencepiece; /usr/bin/python3 on the developm
     /usr/bin/python3 scripts/bench_models/make_siglip.py [--preset siglip-b-16-224] [--out DIR] [--seed N] [--no-onnx]
 
 --no-onnx writes everything but onnx/ (the checkpoint for `condition models build`, which makes
-the graphs itself): the exports are most of the time and memory below.
+the graphs itself): siglip-so400m-14-384 then took 633 s wall, its peak memory still 17.4 GB.
 
 --out defaults to /tmp/condition-<preset>. The weights are the same on every run for a
 given torch version (fixed seed).
@@ -277,7 +277,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--no-onnx", action="store_true",
                     help="write the checkpoint without the ONNX exports (for `condition models build`, "
-                         "which makes the graphs; the exports take most of the time and memory)")
+                         "which makes the graphs; the exports take about half of the time)")
     args = ap.parse_args()
     out = args.out or f"/tmp/condition-{args.preset}"
     if os.path.realpath(out).startswith(os.path.realpath(REPO) + os.sep):

@@ -52,7 +52,7 @@ def siglip_golden(model_dir, cfg, out):
         vision_config=siglip.VisionConfig(**{k: v for k, v in cfg.get("vision_config", {}).items() if k in vfields}))
     model = siglip.SigLIP(config).eval()
     sd, _ = siglip.read_safetensors(os.path.join(model_dir, "model.safetensors"))
-    model.load_hf_state_dict({k: v.astype(np.float32) if v.dtype != np.int64 else v for k, v in sd.items()})
+    model.load_hf_state_dict({k: v.astype(np.float32, copy=False) if v.dtype != np.int64 else v for k, v in sd.items()})
     del sd
 
     tc, vc = config.text_config, config.vision_config

@@ -22,7 +22,7 @@ type hfEncoder struct {
 	raw, normed *hfAddedSet
 	norm        hfNormalizer
 	pre         hfPreTokenizer
-	model       *hfBPE
+	model       hfModel
 	pool        sync.Pool
 }
 
@@ -36,6 +36,8 @@ type hfScratch struct {
 	heap           []candidate
 	ranks, made    []int32
 	ids            []int32
+	lattice        []uniNode // Unigram's Viterbi
+	uspans         []spSpan  // Unigram's best path, last piece first
 }
 
 // hfSplit is a piece of text [start, end) and the added token it is (id), or
@@ -248,7 +250,9 @@ func (st *hfNormStep) apply(dst []byte, s string) []byte {
 			s = s[i+len(st.from):]
 		}
 	case normReplaceRegex:
-		return append(dst, st.re.ReplaceAllLiteralString(s, st.to)...)
+		return st.re.replaceAll(dst, s, st.to)
+	case normPrecompiled:
+		return st.charsmap.appendNormalized(dst, s)
 	case normPrepend:
 		if s == "" {
 			return dst
@@ -460,11 +464,12 @@ type hfBPE struct {
 
 const hfLowRunes = 0x2600 // through U+25FF: Latin, Greek, Cyrillic, ..., "▁" (U+2581)
 
-func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
+// buildHFBPE builds the BPE model of tj, whose vocabulary is vocab.
+func buildHFBPE(tj *hfTokenizerJSON, vocab map[string]int) (*hfBPE, error) {
 	const where = "text: tokenizer.json: model"
 	m := tj.Model
 	switch {
-	case len(m.Vocab) == 0:
+	case len(vocab) == 0:
 		return nil, errors.New(where + ".vocab is empty or missing")
 	case m.Dropout != nil && *m.Dropout != 0:
 		return nil, fmt.Errorf(where+".dropout %g is not supported (want null)", *m.Dropout)
@@ -474,25 +479,25 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 		return nil, fmt.Errorf(where+".end_of_word_suffix %q is not supported (want null)", *m.EndOfWordSuffix)
 	}
 	b := &hfBPE{
-		vocab: make(map[string]int32, len(m.Vocab)), runeID: map[rune]int32{},
+		vocab: make(map[string]int32, len(vocab)), runeID: map[rune]int32{},
 		byteFallback: m.ByteFallback, unk: noID, fuseUnk: m.FuseUnk, ignoreMerges: m.IgnoreMerges,
 		lowRune: make([]int32, hfLowRunes),
 	}
 	maxID := -1
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		if id < 0 || id >= hfMaxID {
 			return nil, fmt.Errorf(where+".vocab: %q has id %d, want 0..%d", tok, id, hfMaxID-1)
 		}
 		maxID = max(maxID, id)
 	}
-	if maxID >= hfMaxSparse(len(m.Vocab)) {
-		return nil, fmt.Errorf(where+".vocab: id %d for %d tokens, want ids below %d (near the vocabulary's size)", maxID, len(m.Vocab), hfMaxSparse(len(m.Vocab)))
+	if maxID >= hfMaxSparse(len(vocab)) {
+		return nil, fmt.Errorf(where+".vocab: id %d for %d tokens, want ids below %d (near the vocabulary's size)", maxID, len(vocab), hfMaxSparse(len(vocab)))
 	}
 	b.tokens = make([]string, maxID+1)
 	for i := range b.lowRune {
 		b.lowRune[i] = noID
 	}
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		if b.tokens[id] != "" {
 			a, c := b.tokens[id], tok
 			if a > c {
@@ -566,6 +571,11 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 	b.cache.init()
 	return b, nil
 }
+
+func (m *hfBPE) vocabSize() int             { return len(m.vocab) }
+func (m *hfBPE) tokenIDs() map[string]int32 { return m.vocab }
+func (m *hfBPE) idTokens() []string         { return m.tokens }
+func (m *hfBPE) bytePieces() bool           { return m.byteFallback }
 
 // hfSymbol is one symbol of a word being merged: its id and its neighbours
 // (-1: none); dead once merged into its left neighbour.

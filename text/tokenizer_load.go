@@ -221,17 +221,33 @@ type hfTokenizerJSON struct {
 		PadToken string `json:"pad_token"`
 	} `json:"padding"`
 	Model struct {
-		Type                    string            `json:"type"`
-		Dropout                 *float64          `json:"dropout"`
-		UnkToken                *string           `json:"unk_token"`
-		ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
-		EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
-		FuseUnk                 bool              `json:"fuse_unk"`
-		ByteFallback            bool              `json:"byte_fallback"`
-		IgnoreMerges            bool              `json:"ignore_merges"`
-		Vocab                   map[string]int    `json:"vocab"`
-		Merges                  []json.RawMessage `json:"merges"`
+		Type                    string   `json:"type"`
+		Dropout                 *float64 `json:"dropout"`
+		UnkToken                *string  `json:"unk_token"`
+		ContinuingSubwordPrefix *string  `json:"continuing_subword_prefix"`
+		EndOfWordSuffix         *string  `json:"end_of_word_suffix"`
+		FuseUnk                 bool     `json:"fuse_unk"`
+		ByteFallback            bool     `json:"byte_fallback"`
+		IgnoreMerges            bool     `json:"ignore_merges"`
+		// Vocab is an object of token → id (BPE) or a list of [piece,
+		// score] (Unigram); see bpeVocab.
+		Vocab  json.RawMessage   `json:"vocab"`
+		Merges []json.RawMessage `json:"merges"`
+		// UnkID is a Unigram model's unknown piece.
+		UnkID json.RawMessage `json:"unk_id"`
 	} `json:"model"`
+}
+
+// bpeVocab decodes a BPE model's vocabulary, an object of token → id.
+func (tj *hfTokenizerJSON) bpeVocab() (map[string]int, error) {
+	var v map[string]int
+	if isNull(tj.Model.Vocab) {
+		return v, nil
+	}
+	if err := json.Unmarshal(tj.Model.Vocab, &v); err != nil {
+		return nil, fmt.Errorf("text: tokenizer.json: model.vocab: want an object of token → id (a BPE model): %w", err)
+	}
+	return v, nil
 }
 
 type component struct {
@@ -269,14 +285,32 @@ func parseTokenizerJSON(b []byte, cfg tokenizerConfig) (*Tokenizer, error) {
 		return nil, fmt.Errorf("text: tokenizer.json: %w", err)
 	}
 	m := tj.Model
+	switch m.Type {
+	case "Unigram":
+		// SigLIP's and T5's exports: SentencePiece's Unigram.
+		um, err := buildHFUnigram(hfUnigramModel{UnkID: m.UnkID, ByteFallback: m.ByteFallback, Vocab: m.Vocab})
+		if err != nil {
+			return nil, err
+		}
+		return parseHFPieces(b, &tj, cfg, um)
+	case "BPE", "":
+	default:
+		return nil, fmt.Errorf("text: tokenizer.json: model.type %q is not supported (want \"BPE\" or \"Unigram\")", m.Type)
+	}
+	vocab, err := tj.bpeVocab()
+	if err != nil {
+		return nil, err
+	}
 	if m.Type == "BPE" && (m.ByteFallback || !hasByteLevel(tj.PreTokenizer)) {
 		// Not CLIP's byte-level pipeline: Gemma's, SentencePiece-style BPE.
-		return parseHFBPE(b, &tj, cfg)
+		bm, err := buildHFBPE(&tj, vocab)
+		if err != nil {
+			return nil, err
+		}
+		return parseHFPieces(b, &tj, cfg, bm)
 	}
 	switch {
-	case m.Type != "BPE" && m.Type != "":
-		return nil, fmt.Errorf("text: tokenizer.json: model type %q, want a BPE model (CLIP's)", m.Type)
-	case len(m.Vocab) == 0:
+	case len(vocab) == 0:
 		return nil, errors.New("text: tokenizer.json: model.vocab is empty or missing")
 	case m.Dropout != nil && *m.Dropout != 0:
 		return nil, fmt.Errorf("text: tokenizer.json: BPE dropout %g is not supported (want null)", *m.Dropout)
@@ -309,15 +343,10 @@ func parseTokenizerJSON(b []byte, cfg tokenizerConfig) (*Tokenizer, error) {
 		}
 		pairs[i] = [2]string{ab[0], ab[1]}
 	}
-	vocab := make(map[string]int, len(m.Vocab)+len(tj.AddedTokens))
-	for k, v := range m.Vocab {
-		vocab[k] = v
-	}
 	for _, a := range tj.AddedTokens {
 		vocab[a.Content] = a.ID
 		bc.added = append(bc.added, addedToken{content: a.Content, id: a.ID, normalized: a.Normalized})
 	}
-	var err error
 	if bc.nfc, bc.lower, err = checkNormalizer(tj.Normalizer); err != nil {
 		return nil, err
 	}

@@ -21,6 +21,9 @@ type hfCharsmap struct {
 		rep string
 		ok  bool
 	}
+	// keep[c] says that the byte c is an ASCII character other than CR that
+	// is not a key: kept as it is when an ASCII byte (or the end) follows.
+	keep [256]bool
 }
 
 func parseHFCharsmap(b64 string) (*hfCharsmap, error) {
@@ -38,6 +41,7 @@ func parseHFCharsmap(b64 string) (*hfCharsmap, error) {
 	h := &hfCharsmap{cm: cm}
 	for c := range utf8.RuneSelf {
 		h.ascii[c].rep, h.ascii[c].ok = cm.shortest(string(rune(c)))
+		h.keep[c] = !h.ascii[c].ok && c != '\r'
 	}
 	return h, nil
 }
@@ -89,14 +93,20 @@ func (cm *charsmap) shortest(s string) (string, bool) {
 // appendNormalized appends s normalized.
 func (h *hfCharsmap) appendNormalized(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
+		// An ASCII character followed by another (not CR LF) is a cluster
+		// of its own: a run of those that are no key is kept as it is.
+		j := i
+		for j < len(s) && h.keep[s[j]] && (j+1 == len(s) || s[j+1] < utf8.RuneSelf) {
+			j++
+		}
+		if j > i {
+			dst = append(dst, s[i:j]...)
+			i = j
+			continue
+		}
 		if c := s[i]; c < utf8.RuneSelf && (i+1 == len(s) || (s[i+1] < utf8.RuneSelf && (c != '\r' || s[i+1] != '\n'))) {
-			// An ASCII character followed by another (not CR LF) is a
-			// cluster of its own.
-			if a := &h.ascii[c]; a.ok {
-				dst = append(dst, a.rep...)
-			} else {
-				dst = append(dst, c)
-			}
+			a := &h.ascii[c] // a key
+			dst = append(dst, a.rep...)
 			i++
 			continue
 		}

@@ -106,6 +106,7 @@ type hfRegex struct {
 type classRuns struct {
 	ascii    [utf8.RuneSelf]bool
 	ranges   [][2]rune // non-ASCII ranges, in order
+	single   int       // the class's one byte when it is one ASCII byte, else -1
 	min, max int
 }
 
@@ -165,6 +166,10 @@ func classRunsOf(t *syntax.Regexp) *classRuns {
 		}
 	}
 	sort.Slice(c.ranges, func(i, j int) bool { return c.ranges[i][0] < c.ranges[j][0] })
+	c.single = -1
+	if len(rs) == 2 && rs[0] == rs[1] && rs[0] < utf8.RuneSelf {
+		c.single = int(rs[0])
+	}
 	return c
 }
 
@@ -175,9 +180,10 @@ func max32(a, b rune) rune {
 	return b
 }
 
+// has reports whether r, not ASCII, is in the class.
 func (c *classRuns) has(r rune) bool {
-	if r < utf8.RuneSelf {
-		return c.ascii[r]
+	if len(c.ranges) == 0 {
+		return false
 	}
 	i := sort.Search(len(c.ranges), func(i int) bool { return c.ranges[i][1] >= r })
 	return i < len(c.ranges) && c.ranges[i][0] <= r
@@ -189,13 +195,25 @@ func (x *hfRegex) replaceAll(dst []byte, s, to string) []byte {
 	if c == nil {
 		return append(dst, x.re.ReplaceAllLiteralString(s, to)...)
 	}
+	copied := 0 // s[:copied] is in dst (or replaced)
 	for i := 0; i < len(s); {
-		r, n := rune(s[i]), 1
-		if r >= utf8.RuneSelf {
-			r, n = utf8.DecodeRuneInString(s[i:])
+		if c.single >= 0 {
+			// The class is one ASCII byte: jump to it.
+			j := strings.IndexByte(s[i:], byte(c.single))
+			if j < 0 {
+				break
+			}
+			i += j
 		}
-		if !c.has(r) {
-			dst = append(dst, s[i:i+n]...)
+		r, n := rune(s[i]), 1
+		in := false
+		if r < utf8.RuneSelf {
+			in = c.ascii[r]
+		} else {
+			r, n = utf8.DecodeRuneInString(s[i:])
+			in = c.has(r)
+		}
+		if !in {
 			i += n
 			continue
 		}
@@ -203,21 +221,21 @@ func (x *hfRegex) replaceAll(dst []byte, s, to string) []byte {
 		j, k := i+n, 1
 		for j < len(s) && (c.max < 0 || k < c.max) {
 			r, n := rune(s[j]), 1
-			if r >= utf8.RuneSelf {
-				r, n = utf8.DecodeRuneInString(s[j:])
-			}
-			if !c.has(r) {
+			if r < utf8.RuneSelf {
+				if !c.ascii[r] {
+					break
+				}
+			} else if r, n = utf8.DecodeRuneInString(s[j:]); !c.has(r) {
 				break
 			}
 			j += n
 			k++
 		}
 		if k >= c.min {
-			dst = append(dst, to...)
-		} else {
-			dst = append(dst, s[i:j]...)
+			dst = append(append(dst, s[copied:i]...), to...)
+			copied = j
 		}
 		i = j
 	}
-	return dst
+	return append(dst, s[copied:]...)
 }

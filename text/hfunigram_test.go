@@ -446,3 +446,98 @@ func FuzzSiglipJSONEncode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSiglipJSONCaptions encodes short captions into 64 ids and a mask
+// with the Unigram tokenizer.json, with the word cache (prompts repeat in a
+// job).
+func BenchmarkSiglipJSONCaptions(b *testing.B) { benchSiglipJSON(b, false) }
+
+// BenchmarkSiglipJSONCaptionsNoCache is BenchmarkSiglipJSONCaptions with the
+// cache off: every caption goes through normalization and Viterbi.
+func BenchmarkSiglipJSONCaptionsNoCache(b *testing.B) { benchSiglipJSON(b, true) }
+
+func benchSiglipJSON(b *testing.B, noCache bool) {
+	tok, err := LoadTokenizerDir(siglipJSONDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := unigramOf(tok)
+	m.cache.off = noCache
+	defer func() { m.cache.off = false }()
+	ids, mask := make([]int64, 64), make([]int64, 64)
+	benchSentencePiece(b, func(s string) {
+		if err := tok.encodeInto(ids, mask, s); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// TestSiglipJSONConcurrent encodes the golden strings from several
+// goroutines at once through one tokenizer.json Tokenizer and one
+// SentencePiece SigLIP Tokenizer (shared word caches and scratch pools).
+func TestSiglipJSONConcurrent(t *testing.T) {
+	goldens := siglipJSONGoldens(t)
+	tok, err := LoadTokenizerDir(siglipJSONDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := LoadTokenizer(siglipFS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]int, len(goldens))
+	for i, g := range goldens {
+		want[i], _ = sp.Encode(g.Text) // checked against sentencepiece by TestSiglipGolden
+	}
+	sp, _ = LoadTokenizer(siglipFS(t)) // cold caches again
+	errs := make(chan string, 4)
+	for g := range 4 {
+		go func() {
+			for i := range goldens {
+				k := (i*7 + g*131) % len(goldens)
+				ids, err := tok.Encode(goldens[k].Text)
+				spIDs, spErr := sp.Encode(goldens[k].Text)
+				if err != nil || spErr != nil || !slices.Equal(ids, goldens[k].Special) || !slices.Equal(spIDs, want[k]) {
+					errs <- goldens[k].Text
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 4 {
+		if s := <-errs; s != "" {
+			t.Errorf("concurrent Encode(%q) differs", s)
+		}
+	}
+}
+
+// TestHFRegexRuns checks the scan for one-class patterns against Go's
+// regexp on the same (translated) pattern.
+func TestHFRegexRuns(t *testing.T) {
+	texts := []string{"", " ", "a  b   c    d", "  lead", "trail  ", "x\t\t y\u00a0\u00a0z\u3000", "12 345 6789x0", "aaa", "a+b++c", "é  ü", "\U0001F99C  \U0001F99C"}
+	for _, pattern := range []string{` {2,}`, ` `, `\s+`, `[0-9]+`, `\d{3,}`, `[a-c]`, `a+?`, `[^a-z ]+`, `[\s\p{Nd}]+`, `\w+`, `x|y`} {
+		rx, err := compileHFRegex(pattern)
+		if err != nil {
+			t.Fatalf("%q: %v", pattern, err)
+		}
+		for _, s := range texts {
+			got := string(rx.replaceAll(nil, s, "<>"))
+			if want := rx.re.ReplaceAllLiteralString(s, "<>"); got != want {
+				t.Errorf("%q on %q: %q, regexp gives %q", pattern, s, got, want)
+			}
+		}
+	}
+	for pattern, runs := range map[string]bool{` {2,}`: true, `\s+`: true, `[0-9]+`: true, `a`: true, `x|y`: true, `ab`: false, `a*`: false, `(?i)a`: false} {
+		rx, err := compileHFRegex(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (rx.runs != nil) != runs {
+			t.Errorf("%q: scanned %v, want %v", pattern, rx.runs != nil, runs)
+		}
+	}
+	if p, _ := onigPattern(`[\s,]\S\d\w\h`); p != `[`+onigSpace+`,][^`+onigSpace+`]\p{Nd}[`+onigWord+`][`+onigHex+`]` {
+		t.Errorf("onigPattern = %q", p)
+	}
+}

@@ -234,7 +234,17 @@ func (e *siglipEncoder) appendIDs(dst []int, s string) []int {
 	defer spScratchPool.Put(sc)
 	// "▁" + text with "▁" made a space, lower-cased one character at a time.
 	t := append(sc.text[:0], wordMark...)
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' && e.lower {
+				c += 'a' - 'A'
+			}
+			t = append(t, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
 		switch {
 		case r == '\u2581':
 			t = append(t, ' ')
@@ -309,9 +319,26 @@ func (e *siglipEncoder) encodePart(dst []int, part string, sc *spScratch) []int 
 	b := append(sc.canon[:0], e.unkText...)
 	pending := false
 	wrote := false
-	for _, r := range part {
+	for i := 0; i < len(part); {
+		if c := part[i]; c < utf8.RuneSelf {
+			i++
+			switch asciiCanon[c] {
+			case canonDrop:
+			case canonSpace:
+				pending = wrote
+			default:
+				if pending {
+					b = append(b, ' ')
+					pending = false
+				}
+				b = append(b, c)
+				wrote = true
+			}
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(part[i:])
+		i += n
 		switch {
-		case r < utf8.RuneSelf && isASCIIPunct(byte(r)):
 		case isSpacePy(r):
 			pending = wrote
 		default:
@@ -332,7 +359,22 @@ func (e *siglipEncoder) encodePart(dst []int, part string, sc *spScratch) []int 
 	return append(dst, ids...)
 }
 
-// isASCIIPunct reports whether c is in Python's string.punctuation.
-func isASCIIPunct(c byte) bool {
-	return strings.IndexByte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", c) >= 0
-}
+// What canonicalisation does with an ASCII byte: keep it, drop it (Python's
+// string.punctuation), or take it as whitespace (Python's str.isspace).
+const (
+	canonKeep = iota
+	canonDrop
+	canonSpace
+)
+
+var asciiCanon = func() (t [utf8.RuneSelf]uint8) {
+	for _, c := range []byte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") {
+		t[c] = canonDrop
+	}
+	for c := range rune(utf8.RuneSelf) {
+		if isSpacePy(c) {
+			t[c] = canonSpace
+		}
+	}
+	return t
+}()

@@ -71,9 +71,12 @@ func offlineError(msg string) error { return &offlineErr{msg} }
 func (e *offlineErr) Error() string { return e.msg }
 func (e *offlineErr) Unwrap() error { return hub.ErrOffline }
 
-// optionalFiles are fetched with a hub model when the repository has them.
+// optionalFiles are fetched with a hub model when the repository has them:
+// spiece.model too, since a SigLIP tokenizer is read from it before
+// tokenizer.json, as transformers reads it (see text.LoadTokenizer).
 var optionalFiles = []string{
 	PreprocessorFile, "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
+	"spiece.model",
 }
 
 // openHub resolves org/name[@revision] in the cache, fetching what is missing.

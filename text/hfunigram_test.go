@@ -541,3 +541,61 @@ func TestHFRegexRuns(t *testing.T) {
 		t.Errorf("onigPattern = %q", p)
 	}
 }
+
+// TestSiglipLoadChoice checks which file a SigLIP directory is read from:
+// spiece.model when it also has tokenizer.json (transformers' AutoTokenizer
+// builds the slow SiglipTokenizer from it), tokenizer.json when that is all
+// it has, and tokenizer.json for other tokenizer classes.
+func TestSiglipLoadChoice(t *testing.T) {
+	spFS := siglipFS(t) // spiece.model (unigram_nfkc) and SigLIP's tokenizer_config.json
+	tj := siglipJSONVariant(t, "")
+	corpus := spmCorpus(t)
+	spWant := readSPJSONL[[]int](t, filepath.Join("testdata", "spm", "siglip.jsonl"))
+	jsonWant := siglipJSONGoldens(t)
+	config := func(class string) []byte {
+		return []byte(`{"tokenizer_class": "` + class + `", "model_max_length": 64, "pad_token": "</s>", "eos_token": "</s>", "unk_token": "<unk>"}`)
+	}
+	// The number of corpus strings whose 64 ids are SiglipTokenizer's (the
+	// sentencepiece reference) and those whose ids with </s> are the
+	// tokenizers library's on the converted file.
+	count := func(tok *Tokenizer) (sp, lib int) {
+		for i, s := range corpus {
+			ids, _, _ := tok.EncodePadded(s, 64)
+			got := make([]int, len(ids))
+			for j, id := range ids {
+				got[j] = int(id)
+			}
+			if slices.Equal(got, spWant[i]) {
+				sp++
+			}
+			if full, _ := tok.Encode(s); slices.Equal(full, jsonWant[i].Special) {
+				lib++
+			}
+		}
+		return sp, lib
+	}
+	for _, c := range []struct {
+		name string
+		fsys fstest.MapFS
+		sp   bool // read from spiece.model
+	}{
+		{"both, SiglipTokenizer", fstest.MapFS{"spiece.model": spFS["spiece.model"], "tokenizer.json": {Data: tj}, "tokenizer_config.json": spFS["tokenizer_config.json"]}, true},
+		{"both, no class, model_type siglip", fstest.MapFS{"spiece.model": spFS["spiece.model"], "tokenizer.json": {Data: tj}, "config.json": {Data: []byte(`{"model_type": "siglip"}`)}}, true},
+		{"tokenizer.json only", fstest.MapFS{"tokenizer.json": {Data: tj}, "tokenizer_config.json": spFS["tokenizer_config.json"]}, false},
+		{"both, T5Tokenizer", fstest.MapFS{"spiece.model": spFS["spiece.model"], "tokenizer.json": {Data: tj}, "tokenizer_config.json": {Data: config("T5Tokenizer")}}, false},
+		{"both, no class, not siglip", fstest.MapFS{"spiece.model": spFS["spiece.model"], "tokenizer.json": {Data: tj}, "config.json": {Data: []byte(`{"model_type": "t5"}`)}}, false},
+	} {
+		tok, err := LoadTokenizer(c.fsys)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		sp, lib := count(tok)
+		if c.sp && sp != len(corpus) || !c.sp && lib != len(corpus) {
+			t.Errorf("%s: %d strings give SiglipTokenizer's ids, %d the tokenizer.json's (of %d); want all of the %s", c.name, sp, lib, len(corpus), map[bool]string{true: "first", false: "second"}[c.sp])
+		}
+		if sp == len(corpus) && lib == len(corpus) {
+			t.Errorf("%s: the corpus does not tell the two apart", c.name)
+		}
+	}
+}

@@ -34,17 +34,25 @@ func LoadTokenizerDir(dir string) (*Tokenizer, error) {
 	return t, nil
 }
 
-// LoadTokenizer loads a CLIP tokenizer from a model directory: tokenizer.json
-// (a Hugging Face fast-tokenizer file), else vocab.json and merges.txt; and
-// tokenizer_config.json, when present, for the pad token and
-// model_max_length. The tokenizer.json pipeline must be CLIP's (NFC,
-// whitespace, lowercase; the CLIP split pattern; byte-level BPE with an
-// end-of-word suffix): anything else is an error naming the part. Without
-// tokenizer.json, a SentencePiece model (spiece.model or tokenizer.model) is
-// loaded before vocab.json and merges.txt: SigLIP's tokenizer when
-// tokenizer_config.json's tokenizer_class is SiglipTokenizer (or, without a
-// tokenizer_class, config.json's model_type is siglip), else plain
-// SentencePiece with the BOS and EOS its add_bos_token and add_eos_token ask for.
+// LoadTokenizer loads the tokenizer of a model directory: tokenizer.json (a
+// Hugging Face fast-tokenizer file), else a SentencePiece model, else
+// vocab.json and merges.txt; and tokenizer_config.json, when present, for
+// the special tokens and model_max_length.
+//
+// A tokenizer.json is read by its model's type: CLIP's byte-level BPE (NFC,
+// whitespace, lowercase; the CLIP split pattern; an end-of-word suffix), a
+// BPE over characters (Gemma's), or a Unigram (SigLIP's and T5's exports),
+// each run as the Hugging Face tokenizers library runs it; a part it cannot
+// run is an error naming it. A SentencePiece model (spiece.model or
+// tokenizer.model) is SigLIP's tokenizer when tokenizer_config.json's
+// tokenizer_class is SiglipTokenizer (or, without a tokenizer_class,
+// config.json's model_type is siglip), else plain SentencePiece with the BOS
+// and EOS its add_bos_token and add_eos_token ask for.
+//
+// A SigLIP directory with both spiece.model and tokenizer.json is read from
+// spiece.model, as transformers does: it has no fast SigLIP tokenizer, so
+// its AutoTokenizer builds SiglipTokenizer from spiece.model and leaves
+// tokenizer.json unread.
 func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 	cfg, err := readTokenizerConfig(fsys)
 	if err != nil {
@@ -52,6 +60,10 @@ func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 	}
 	var t *Tokenizer
 	switch b, err := fs.ReadFile(fsys, "tokenizer.json"); {
+	case err == nil && siglipSentencePiece(fsys, cfg):
+		if t, err = loadSentencePiece(fsys, "spiece.model", cfg); err != nil {
+			return nil, err
+		}
 	case err == nil:
 		t, err = parseTokenizerJSON(b, cfg)
 		if err != nil {
@@ -80,6 +92,21 @@ func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 		return nil, fmt.Errorf("text: tokenizer.json: %w", err)
 	}
 	return t.WithOptions(Options{})
+}
+
+// siglipSentencePiece reports whether fsys is a SigLIP directory with
+// SiglipTokenizer's spiece.model: tokenizer_config.json's tokenizer_class is
+// SiglipTokenizer, or it names none and config.json's model_type is siglip
+// (SigLIP 2 names GemmaTokenizer, whose model is tokenizer.model).
+func siglipSentencePiece(fsys fs.FS, cfg tokenizerConfig) bool {
+	if st, err := fs.Stat(fsys, "spiece.model"); err != nil || st.IsDir() {
+		return false
+	}
+	var class string
+	if v, ok := cfg.raw["tokenizer_class"]; ok {
+		_ = json.Unmarshal(v, &class)
+	}
+	return class == "SiglipTokenizer" || (class == "" && configSaysSiglip(fsys))
 }
 
 // LoadOpenAIBPE loads openai's bpe_simple_vocab_16e6.txt.gz (the merges list

@@ -235,12 +235,22 @@ func (e *siglipEncoder) appendIDs(dst []int, s string) []int {
 	// "▁" + text with "▁" made a space, lower-cased one character at a time.
 	t := append(sc.text[:0], wordMark...)
 	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if 'A' <= c && c <= 'Z' && e.lower {
-				c += 'a' - 'A'
+		if s[i] < utf8.RuneSelf {
+			// A run of ASCII, copied, then lower-cased in place.
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf {
+				j++
 			}
-			t = append(t, c)
-			i++
+			k := len(t)
+			t = append(t, s[i:j]...)
+			if e.lower {
+				for ; k < len(t); k++ {
+					if c := t[k]; 'A' <= c && c <= 'Z' {
+						t[k] = c + 'a' - 'A'
+					}
+				}
+			}
+			i = j
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
@@ -321,18 +331,25 @@ func (e *siglipEncoder) encodePart(dst []int, part string, sc *spScratch) []int 
 	wrote := false
 	for i := 0; i < len(part); {
 		if c := part[i]; c < utf8.RuneSelf {
-			i++
 			switch asciiCanon[c] {
 			case canonDrop:
+				i++
 			case canonSpace:
 				pending = wrote
+				i++
 			default:
+				// A run of ASCII bytes that are kept.
+				j := i + 1
+				for j < len(part) && part[j] < utf8.RuneSelf && asciiCanon[part[j]] == canonKeep {
+					j++
+				}
 				if pending {
 					b = append(b, ' ')
 					pending = false
 				}
-				b = append(b, c)
+				b = append(b, part[i:j]...)
 				wrote = true
+				i = j
 			}
 			continue
 		}

@@ -144,10 +144,13 @@ type spLatticeNode struct {
 	userDefined bool
 }
 
+// viterbiNode is a position of the lattice: the best path ending there, its
+// last piece and where that piece starts plus one (from: 0 while the
+// position is not reached, so that a cleared lattice is an empty one).
 type viterbiNode struct {
-	score    float32
-	startsAt int32
-	id       int32
+	score float32
+	from  int32
+	id    int32
 }
 
 // viterbiWhole fills best (reset) with the best path to each position of
@@ -183,8 +186,8 @@ func (m *spModel) viterbiWhole(best []viterbiNode, text string) {
 			}
 			cand := score + float64(till)
 			t := &best[i+1]
-			if t.startsAt == -1 || cand > float64(t.score) {
-				*t = viterbiNode{score: float32(cand), startsAt: int32(start), id: id}
+			if t.from == 0 || cand > float64(t.score) {
+				*t = viterbiNode{score: float32(cand), from: int32(start) + 1, id: id}
 			}
 			if length == mblen {
 				single = true
@@ -193,8 +196,8 @@ func (m *spModel) viterbiWhole(best []viterbiNode, text string) {
 		if !single {
 			t := &best[start+mblen]
 			cand := unkScore + till
-			if t.startsAt == -1 || cand > t.score {
-				*t = viterbiNode{score: cand, startsAt: int32(start), id: m.unk}
+			if t.from == 0 || cand > t.score {
+				*t = viterbiNode{score: cand, from: int32(start) + 1, id: m.unk}
 			}
 		}
 		start += mblen
@@ -232,9 +235,7 @@ func (m *spModel) viterbiWords(best []viterbiNode, text string, sc *spScratch) b
 		edges, ok := m.edges.get(w)
 		if !ok {
 			if edges, ok = m.wordEdges(sc.edges[:0], w); !ok {
-				for i := range best {
-					best[i] = viterbiNode{startsAt: -1}
-				}
+				clear(best)
 				return false
 			}
 			sc.edges = edges
@@ -246,14 +247,14 @@ func (m *spModel) viterbiWords(best []viterbiNode, text string, sc *spScratch) b
 			t := &best[lo+int(e.end)]
 			if e.unk {
 				cand := unkScore + till
-				if t.startsAt == -1 || cand > t.score {
-					*t = viterbiNode{score: cand, startsAt: start, id: m.unk}
+				if t.from == 0 || cand > t.score {
+					*t = viterbiNode{score: cand, from: start + 1, id: m.unk}
 				}
 				continue
 			}
 			cand := e.score + float64(till)
-			if t.startsAt == -1 || cand > float64(t.score) {
-				*t = viterbiNode{score: float32(cand), startsAt: start, id: e.id}
+			if t.from == 0 || cand > float64(t.score) {
+				*t = viterbiNode{score: float32(cand), from: start + 1, id: e.id}
 			}
 		}
 		lo = hi
@@ -308,26 +309,28 @@ func (m *spModel) wordEdges(dst []spEdge, w string) ([]spEdge, bool) {
 func (m *spModel) encodeUnigram(out []spSpan, text string, sc *spScratch) []spSpan {
 	size := len(text)
 	best := slices.Grow(sc.best[:0], size+1)[:size+1]
-	for i := range best {
-		best[i] = viterbiNode{startsAt: -1}
-	}
+	clear(best)
 	sc.best = best
 	if !m.unigramWords || !m.viterbiWords(best, text, sc) {
 		m.viterbiWhole(best, text)
 	}
-	// Backtrack, then reverse.
+	// Backtrack: count the pieces, then write them from the last.
+	n := 0
+	for end := size; end > 0; end = int(best[end].from) - 1 {
+		n++
+	}
 	first := len(out)
+	out = slices.Grow(out, n)[:first+n]
+	k := first + n
 	for end := size; end > 0; {
 		nd := best[end]
 		id := nd.id
 		if id != m.unk {
 			id = m.pieceID("", id)
 		}
-		out = append(out, spSpan{start: nd.startsAt, end: int32(end), id: id})
-		end = int(nd.startsAt)
-	}
-	for i, j := first, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+		k--
+		out[k] = spSpan{start: nd.from - 1, end: int32(end), id: id}
+		end = int(nd.from) - 1
 	}
 	return out
 }

@@ -96,8 +96,13 @@ func (h *hfCharsmap) appendNormalized(dst []byte, s string) []byte {
 		// An ASCII character followed by another (not CR LF) is a cluster
 		// of its own: a run of those that are no key is kept as it is.
 		j := i
-		for j < len(s) && h.keep[s[j]] && (j+1 == len(s) || s[j+1] < utf8.RuneSelf) {
+		for j < len(s) && h.keep[s[j]] {
 			j++
+		}
+		// The run's last byte starts a longer cluster when a non-ASCII
+		// byte follows.
+		if j > i && j < len(s) && s[j] >= utf8.RuneSelf {
+			j--
 		}
 		if j > i {
 			dst = append(dst, s[i:j]...)

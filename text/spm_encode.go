@@ -793,12 +793,12 @@ func (n *spNormalizer) normalize(dst []byte, s string) []byte {
 		// that neither rule nor user-defined piece starts with (or none
 		// that an ASCII byte can continue, and one follows).
 		j := 0
-		for j < len(s) {
-			k := n.fast[s[j]]
-			if k == 0 || (k == fastBeforeASCII && j+1 < len(s) && s[j+1] >= utf8.RuneSelf) {
-				break
-			}
+		for j < len(s) && n.fast[s[j]] != 0 {
 			j++
+		}
+		// Only the run's last byte can have a non-ASCII byte after it.
+		if j > 0 && j < len(s) && s[j] >= utf8.RuneSelf && n.fast[s[j-1]] == fastBeforeASCII {
+			j--
 		}
 		if j > 0 {
 			dst = append(dst, s[:j]...)

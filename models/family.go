@@ -18,7 +18,8 @@ const (
 	// Hugging Face layout): a class token, EOS pooling, text_projection and
 	// visual_projection, softmax scores.
 	CLIP Family = "clip"
-	// SigLIP: model_type siglip with a SentencePiece tokenizer (spiece.model):
+	// SigLIP: model_type siglip with SiglipTokenizer (spiece.model, or a
+	// Unigram tokenizer.json):
 	// no class token, last-position text pooling over 64 padded positions,
 	// an attention-pooling vision head, logit_scale and logit_bias, sigmoid
 	// scores.

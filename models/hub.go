@@ -75,7 +75,9 @@ func (e *offlineErr) Unwrap() error { return hub.ErrOffline }
 // spiece.model; tokenizer.model as Gemma and Llama name theirs).
 var tokenizerFiles = []string{"tokenizer.json", "vocab.json", "merges.txt", "spiece.model", "tokenizer.model"}
 
-// optionalFiles are fetched with a hub model when the repository has them.
+// optionalFiles are fetched with a hub model when the repository has them:
+// spiece.model too, since a SigLIP tokenizer is read from it before
+// tokenizer.json, as transformers reads it (see text.LoadTokenizer).
 var optionalFiles = append([]string{PreprocessorFile, "tokenizer_config.json", "special_tokens_map.json"}, tokenizerFiles...)
 
 // openHub resolves org/name[@revision] in the cache, fetching what is missing.

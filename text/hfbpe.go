@@ -22,7 +22,7 @@ type hfEncoder struct {
 	raw, normed *hfAddedSet
 	norm        hfNormalizer
 	pre         hfPreTokenizer
-	model       *hfBPE
+	model       hfModel
 	pool        sync.Pool
 }
 
@@ -36,6 +36,9 @@ type hfScratch struct {
 	heap           []candidate
 	ranks, made    []int32
 	ids            []int32
+	meta           []byte    // Metaspace's output
+	lattice        []uniNode // Unigram's Viterbi
+	uspans         []spSpan  // Unigram's best path, last piece first
 }
 
 // hfSplit is a piece of text [start, end) and the added token it is (id), or
@@ -113,13 +116,22 @@ type hfAdded struct {
 type hfAddedSet struct {
 	toks  []hfAdded
 	first [256]bool // first bytes of the contents
+	// only is the one first byte of all contents, -1 when they have several.
+	only int
 }
 
 func newHFAddedSet(toks []hfAdded) *hfAddedSet {
-	a := &hfAddedSet{toks: toks}
-	for _, t := range toks {
+	a := &hfAddedSet{toks: toks, only: -1}
+	for i, t := range toks {
 		a.first[t.content[0]] = true
+		switch {
+		case i == 0:
+			a.only = int(t.content[0])
+		case a.only != int(t.content[0]):
+			a.only = -2
+		}
 	}
+	a.only = max(a.only, -1)
 	return a
 }
 
@@ -133,7 +145,13 @@ func (a *hfAddedSet) split(dst []hfSplit, s string) []hfSplit {
 	}
 	startOffset := 0
 	for i := 0; i < len(s); {
-		if !a.first[s[i]] {
+		if a.only >= 0 {
+			j := strings.IndexByte(s[i:], byte(a.only))
+			if j < 0 {
+				break
+			}
+			i += j
+		} else if !a.first[s[i]] {
 			i++
 			continue
 		}
@@ -248,7 +266,9 @@ func (st *hfNormStep) apply(dst []byte, s string) []byte {
 			s = s[i+len(st.from):]
 		}
 	case normReplaceRegex:
-		return append(dst, st.re.ReplaceAllLiteralString(s, st.to)...)
+		return st.re.replaceAll(dst, s, st.to)
+	case normPrecompiled:
+		return st.charsmap.appendNormalized(dst, s)
 	case normPrepend:
 		if s == "" {
 			return dst
@@ -282,11 +302,12 @@ func (st *hfNormStep) apply(dst []byte, s string) []byte {
 // whole text starts) into sc.words.
 func (p *hfPreTokenizer) apply(sc *hfScratch, s string, first bool) []hfWord {
 	words := append(sc.words[:0], hfWord{s, first})
+	sc.meta = sc.meta[:0]
 	for i := range p.steps {
 		st := &p.steps[i]
 		next := sc.words2[:0]
 		for _, w := range words {
-			next = st.apply(next, w)
+			next = st.apply(next, w, sc)
 		}
 		sc.words2 = words
 		words = next
@@ -294,16 +315,10 @@ func (p *hfPreTokenizer) apply(sc *hfScratch, s string, first bool) []hfWord {
 	return words
 }
 
-func (st *hfPreStep) apply(dst []hfWord, w hfWord) []hfWord {
+func (st *hfPreStep) apply(dst []hfWord, w hfWord, sc *hfScratch) []hfWord {
 	switch st.kind {
 	case preMetaspace:
-		s := w.s
-		if strings.IndexByte(s, ' ') >= 0 {
-			s = strings.ReplaceAll(s, " ", st.repl)
-		}
-		if !strings.HasPrefix(s, st.repl) && (st.prepend == prependAlways || (st.prepend == prependFirst && w.first)) {
-			s = st.repl + s
-		}
+		s := st.metaspace(w, sc)
 		if !st.split {
 			return append(dst, hfWord{s, w.first})
 		}
@@ -328,6 +343,44 @@ func (st *hfPreStep) apply(dst []hfWord, w hfWord) []hfWord {
 		return st.split2(dst, w)
 	}
 	return append(dst, w)
+}
+
+// metaspace returns w with each ' ' made the replacement and the
+// replacement put in front when the scheme says so and it is not there. The
+// result is written into sc.meta, which is not reused for new text until the
+// next apply: a string made of it stays valid until then (when sc.meta grows,
+// the strings keep the old array alive).
+func (st *hfPreStep) metaspace(w hfWord, sc *hfScratch) string {
+	s := w.s
+	spaces := strings.Count(s, " ")
+	starts := strings.HasPrefix(s, " ") || strings.HasPrefix(s, st.repl)
+	prepend := !starts && (st.prepend == prependAlways || (st.prepend == prependFirst && w.first))
+	if spaces == 0 && !prepend {
+		return s
+	}
+	need := len(s) + spaces*(len(st.repl)-1)
+	if prepend {
+		need += len(st.repl)
+	}
+	buf := sc.meta
+	if cap(buf)-len(buf) < need {
+		buf = make([]byte, 0, max(2*cap(buf), need+256))
+	}
+	start := len(buf)
+	if prepend {
+		buf = append(buf, st.repl...)
+	}
+	for {
+		i := strings.IndexByte(s, ' ')
+		if i < 0 {
+			buf = append(buf, s...)
+			break
+		}
+		buf = append(append(buf, s[:i]...), st.repl...)
+		s = s[i+1:]
+	}
+	sc.meta = buf
+	return unsafe.String(&buf[start], len(buf)-start)
 }
 
 // split2 runs a Split pre-tokenizer on one word: the pattern's matches (or,
@@ -460,11 +513,12 @@ type hfBPE struct {
 
 const hfLowRunes = 0x2600 // through U+25FF: Latin, Greek, Cyrillic, ..., "▁" (U+2581)
 
-func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
+// buildHFBPE builds the BPE model of tj, whose vocabulary is vocab.
+func buildHFBPE(tj *hfTokenizerJSON, vocab map[string]int) (*hfBPE, error) {
 	const where = "text: tokenizer.json: model"
 	m := tj.Model
 	switch {
-	case len(m.Vocab) == 0:
+	case len(vocab) == 0:
 		return nil, errors.New(where + ".vocab is empty or missing")
 	case m.Dropout != nil && *m.Dropout != 0:
 		return nil, fmt.Errorf(where+".dropout %g is not supported (want null)", *m.Dropout)
@@ -474,25 +528,25 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 		return nil, fmt.Errorf(where+".end_of_word_suffix %q is not supported (want null)", *m.EndOfWordSuffix)
 	}
 	b := &hfBPE{
-		vocab: make(map[string]int32, len(m.Vocab)), runeID: map[rune]int32{},
+		vocab: make(map[string]int32, len(vocab)), runeID: map[rune]int32{},
 		byteFallback: m.ByteFallback, unk: noID, fuseUnk: m.FuseUnk, ignoreMerges: m.IgnoreMerges,
 		lowRune: make([]int32, hfLowRunes),
 	}
 	maxID := -1
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		if id < 0 || id >= hfMaxID {
 			return nil, fmt.Errorf(where+".vocab: %q has id %d, want 0..%d", tok, id, hfMaxID-1)
 		}
 		maxID = max(maxID, id)
 	}
-	if maxID >= hfMaxSparse(len(m.Vocab)) {
-		return nil, fmt.Errorf(where+".vocab: id %d for %d tokens, want ids below %d (near the vocabulary's size)", maxID, len(m.Vocab), hfMaxSparse(len(m.Vocab)))
+	if maxID >= hfMaxSparse(len(vocab)) {
+		return nil, fmt.Errorf(where+".vocab: id %d for %d tokens, want ids below %d (near the vocabulary's size)", maxID, len(vocab), hfMaxSparse(len(vocab)))
 	}
 	b.tokens = make([]string, maxID+1)
 	for i := range b.lowRune {
 		b.lowRune[i] = noID
 	}
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		if b.tokens[id] != "" {
 			a, c := b.tokens[id], tok
 			if a > c {
@@ -566,6 +620,11 @@ func buildHFBPE(tj *hfTokenizerJSON) (*hfBPE, error) {
 	b.cache.init()
 	return b, nil
 }
+
+func (m *hfBPE) vocabSize() int             { return len(m.vocab) }
+func (m *hfBPE) tokenIDs() map[string]int32 { return m.vocab }
+func (m *hfBPE) idTokens() []string         { return m.tokens }
+func (m *hfBPE) bytePieces() bool           { return m.byteFallback }
 
 // hfSymbol is one symbol of a word being merged: its id and its neighbours
 // (-1: none); dead once merged into its left neighbour.
@@ -888,43 +947,6 @@ func (t *hfPairTable) get(k uint64) (merge, bool) {
 	}
 }
 
-// hfCache maps words to their ids. With no pre-tokenizer a whole prompt is
-// one word, so words up to hfCacheMaxWord bytes are kept; when it holds
-// hfCacheMaxEntries words it is emptied and starts again, so it stays
-// within a few megabytes. It is safe for concurrent use.
-type hfCache struct {
-	mu  sync.RWMutex
-	m   map[string][]int32
-	off bool // for benchmarks: never cache
-}
-
-const (
-	hfCacheMaxWord    = 256
-	hfCacheMaxEntries = 1 << 14
-)
-
-func (c *hfCache) init() { c.m = make(map[string][]int32) }
-
-func (c *hfCache) get(w string) ([]int32, bool) {
-	if len(w) > hfCacheMaxWord || c.off {
-		return nil, false
-	}
-	c.mu.RLock()
-	ids, ok := c.m[w]
-	c.mu.RUnlock()
-	return ids, ok
-}
-
-func (c *hfCache) put(w string, ids []int32) {
-	if len(w) > hfCacheMaxWord || c.off {
-		return
-	}
-	ids = append([]int32(nil), ids...)
-	w = strings.Clone(w)
-	c.mu.Lock()
-	if len(c.m) >= hfCacheMaxEntries {
-		c.m = make(map[string][]int32)
-	}
-	c.m[w] = ids
-	c.mu.Unlock()
-}
+// hfCache maps words to their ids (see wordCache). With no pre-tokenizer a
+// whole prompt is one word, so words up to wordCacheMaxWord bytes are kept.
+type hfCache = wordCache[int32]

@@ -71,7 +71,7 @@ func TestGemmaGoldens(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			tok := loadGemma(t, dir)
-			m := tok.pieces.(*hfEncoder).model
+			m := tok.pieces.(*hfEncoder).model.(*hfBPE)
 			if !m.splitAtMark {
 				t.Fatalf("%s: words are not cut at \"▁\" (a merge joins across it?)", dir)
 			}
@@ -199,7 +199,7 @@ func TestGemmaMergeHeap(t *testing.T) {
 	long := strings.Repeat("a photo of the cat ", 300)
 	var buf []byte
 	cut := tok.appendContent(nil, long, &buf)
-	m := tok.pieces.(*hfEncoder).model
+	m := tok.pieces.(*hfEncoder).model.(*hfBPE)
 	m.splitAtMark, m.cache.off = false, true
 	defer func() { m.splitAtMark, m.cache.off = true, false }()
 	whole := tok.appendContent(nil, long, &buf)
@@ -248,8 +248,8 @@ func TestGemmaErrors(t *testing.T) {
 	}{
 		{"truncated", good[:len(good)/2], "text: tokenizer.json: unexpected end of JSON input"},
 		{"not JSON", []byte("{\"model\": [}"), "text: tokenizer.json: invalid character"},
-		{"model type", gemmaJSON(t, func(m map[string]any) { model(m)["type"] = "WordPiece" }), `model type "WordPiece"`},
-		{"normalizer", gemmaJSON(t, func(m map[string]any) { m["normalizer"] = map[string]any{"type": "Precompiled"} }), `normalizer "Precompiled" is not supported`},
+		{"model type", gemmaJSON(t, func(m map[string]any) { model(m)["type"] = "WordPiece" }), `model.type "WordPiece" is not supported`},
+		{"normalizer", gemmaJSON(t, func(m map[string]any) { m["normalizer"] = map[string]any{"type": "StripAccents"} }), `normalizer "StripAccents" is not supported`},
 		{"nested normalizer", gemmaJSON(t, func(m map[string]any) {
 			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "NFC"}, map[string]any{"type": "BertNormalizer"}}}
 		}), `normalizer "BertNormalizer" is not supported`},
@@ -391,7 +391,7 @@ func BenchmarkGemmaCaptionsNoCache(b *testing.B) {
 func benchGemma(b *testing.B, noCache bool) {
 	tok := loadGemma(b, "gemma")
 	caps := benchCaptions(1024) // the captions BenchmarkEncode (CLIP) encodes
-	m := tok.pieces.(*hfEncoder).model
+	m := tok.pieces.(*hfEncoder).model.(*hfBPE)
 	m.cache.off = noCache
 	defer func() { m.cache.off = false }()
 	ids, mask := make([]int64, 64), make([]int64, 64)

@@ -54,6 +54,7 @@ type hfComponent struct {
 	} `json:"pattern"`
 	Content        *string `json:"content"`
 	Prepend        *string `json:"prepend"`
+	Charsmap       *string `json:"precompiled_charsmap"`
 	StripLeft      *bool   `json:"strip_left"`
 	StripRight     *bool   `json:"strip_right"`
 	Behavior       string  `json:"behavior"`
@@ -106,18 +107,31 @@ func hasByteLevel(raw json.RawMessage) bool {
 // reader allocate without end (see also hfMaxSparse).
 const hfMaxID = 1 << 24
 
-// parseHFBPE builds a Tokenizer from a tokenizer.json with a non-byte-level
-// BPE model; tj is b already decoded.
-func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer, error) {
+// hfModel is the model of a tokenizer.json other than CLIP's byte-level
+// BPE: a BPE over characters (hfBPE) or a Unigram (hfUnigram).
+type hfModel interface {
+	// word appends the ids of one pre-token.
+	word(dst []int, w string, sc *hfScratch) []int
+	// vocabSize is the library's get_vocab_size, which numbers added
+	// tokens the vocabulary lacks.
+	vocabSize() int
+	// tokenIDs maps the model's tokens to their ids (token_to_id).
+	tokenIDs() map[string]int32
+	// idTokens are the tokens by id ("" for ids it does not define).
+	idTokens() []string
+	// bytePieces says that "<0xNN>" pieces spell bytes (byte_fallback).
+	bytePieces() bool
+}
+
+// parseHFPieces builds a Tokenizer from a tokenizer.json whose model m is
+// not CLIP's byte-level BPE; tj is b already decoded.
+func parseHFPieces(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig, m hfModel) (*Tokenizer, error) {
 	const where = "text: tokenizer.json: "
 	var f hfFile
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf(where+"%w", err)
 	}
-	m, err := buildHFBPE(tj)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	e := &hfEncoder{model: m}
 	if e.norm, err = parseHFNormalizer(tj.Normalizer); err != nil {
 		return nil, err
@@ -134,6 +148,7 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 	addedIDs := make([]int, len(f.AddedTokens))
 	addedByContent := map[string]int{}
 	maxAdded := -1
+	vocab, size := m.tokenIDs(), m.vocabSize()
 	for i, a := range f.AddedTokens {
 		if a.ID < 0 || a.ID >= hfMaxID {
 			return nil, fmt.Errorf(where+"added_tokens[%d] (%q): id %d, want 0..%d", i, a.Content, a.ID, hfMaxID-1)
@@ -143,16 +158,16 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 		}
 		id, ok := addedByContent[a.Content]
 		if !ok {
-			if v, inVocab := m.vocab[a.Content]; inVocab {
+			if v, inVocab := vocab[a.Content]; inVocab {
 				id = int(v)
-			} else if maxAdded < 0 || (maxAdded < len(m.vocab) && len(m.vocab) > 0) {
-				id = len(m.vocab)
+			} else if maxAdded < 0 || (maxAdded < size && size > 0) {
+				id = size
 			} else {
 				id = maxAdded + 1
 			}
 		}
-		if id >= hfMaxSparse(len(m.vocab)+len(f.AddedTokens)) {
-			return nil, fmt.Errorf(where+"added_tokens[%d] (%q): id %d, want 0..%d", i, a.Content, id, hfMaxSparse(len(m.vocab)+len(f.AddedTokens))-1)
+		if id >= hfMaxSparse(size+len(f.AddedTokens)) {
+			return nil, fmt.Errorf(where+"added_tokens[%d] (%q): id %d, want 0..%d", i, a.Content, id, hfMaxSparse(size+len(f.AddedTokens))-1)
 		}
 		addedIDs[i] = id
 		addedByContent[a.Content] = id
@@ -160,14 +175,15 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 	}
 	// Tokens by id: the model's vocabulary, then the added tokens (which
 	// win, as the library's id_to_token looks them up first).
-	n := len(m.tokens)
+	mt := m.idTokens()
+	n := len(mt)
 	for _, id := range addedIDs {
 		n = max(n, id+1)
 	}
 	tokens := make([]string, n)
-	copy(tokens, m.tokens)
-	ids := map[string]int{}
-	for tok, id := range m.vocab {
+	copy(tokens, mt)
+	ids := make(map[string]int, len(vocab)+len(f.AddedTokens))
+	for tok, id := range vocab {
 		ids[tok] = int(id)
 	}
 	var special []int
@@ -266,8 +282,8 @@ func parseHFBPE(b []byte, tj *hfTokenizerJSON, cfg tokenizerConfig) (*Tokenizer,
 		return nil, errors.New(where + "no pad token (padding.pad_token, tokenizer_config.json's pad_token, <pad> or an EOS token)")
 	}
 	return newPieceTokenizer(pieceSpec{
-		enc: e, tokens: tokens, prefix: prefix, suffix: suffix, pad: pad, bos: bos, eos: eos,
-		special: special, bytePieces: m.byteFallback, context: context,
+		enc: e, tokens: tokens, vocab: ids, prefix: prefix, suffix: suffix, pad: pad, bos: bos, eos: eos,
+		special: special, bytePieces: m.bytePieces(), context: context,
 	})
 }
 
@@ -416,13 +432,15 @@ const (
 	normNFKD
 	normLower
 	normStrip
+	normPrecompiled
 )
 
 type hfNormStep struct {
 	kind        hfNormKind
 	from, to    string
-	re          *regexp.Regexp
+	re          *hfRegex
 	left, right bool
+	charsmap    *hfCharsmap
 }
 
 // hfNormalizer is a normalizer as a list of steps (a Sequence, flattened).
@@ -461,7 +479,7 @@ func parseHFNormalizer(raw json.RawMessage) (hfNormalizer, error) {
 				n.steps = append(n.steps, hfNormStep{kind: normReplace, from: *c.Pattern.String, to: *c.Content})
 				break
 			}
-			re, err := regexp.Compile(*c.Pattern.Regex)
+			re, err := compileHFRegex(*c.Pattern.Regex)
 			if err != nil {
 				return fmt.Errorf(where+" Replace: Regex %q: %w", *c.Pattern.Regex, err)
 			}
@@ -483,8 +501,17 @@ func parseHFNormalizer(raw json.RawMessage) (hfNormalizer, error) {
 			n.steps = append(n.steps, hfNormStep{kind: normLower})
 		case "Strip":
 			n.steps = append(n.steps, hfNormStep{kind: normStrip, left: c.StripLeft == nil || *c.StripLeft, right: c.StripRight == nil || *c.StripRight})
+		case "Precompiled":
+			if c.Charsmap == nil {
+				return errors.New(where + " Precompiled: want a \"precompiled_charsmap\" string (base64)")
+			}
+			cm, err := parseHFCharsmap(*c.Charsmap)
+			if err != nil {
+				return fmt.Errorf(where+" Precompiled: %w", err)
+			}
+			n.steps = append(n.steps, hfNormStep{kind: normPrecompiled, charsmap: cm})
 		default:
-			return fmt.Errorf(where+" %q is not supported (want Sequence, Replace, Prepend, NFC, NFKC, NFD, NFKD, Lowercase, Strip, or null)", c.Type)
+			return fmt.Errorf(where+" %q is not supported (want Sequence, Replace, Prepend, NFC, NFKC, NFD, NFKD, Lowercase, Strip, Precompiled, or null)", c.Type)
 		}
 		return nil
 	}
@@ -606,11 +633,11 @@ func parseHFPreTokenizer(raw json.RawMessage) (hfPreTokenizer, error) {
 				}
 				s.lit = *c.Pattern.String
 			case c.Pattern != nil && c.Pattern.Regex != nil && c.Pattern.String == nil:
-				re, err := regexp.Compile(*c.Pattern.Regex)
+				re, err := compileHFRegex(*c.Pattern.Regex)
 				if err != nil {
 					return fmt.Errorf(where+" Split: Regex %q: %w", *c.Pattern.Regex, err)
 				}
-				s.re = re
+				s.re = re.re
 			default:
 				return errors.New(where + " Split: want a pattern {\"String\": ...} or {\"Regex\": ...}")
 			}

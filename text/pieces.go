@@ -27,6 +27,8 @@ type pieceSpec struct {
 	// tokens are the pieces by id as the vocabulary spells them: "▁cat",
 	// "<0xE2>" (a byte-fallback piece), "</s>"; "" for ids it does not define.
 	tokens []string
+	// vocab maps tokens to ids (ID); nil: each token's first id.
+	vocab map[string]int
 	// prefix and suffix are the ids put around the content (SigLIP: none and
 	// </s>; Gemma: <bos> and none); truncation keeps both.
 	prefix, suffix []int
@@ -47,13 +49,16 @@ func newPieceTokenizer(s pieceSpec) (*Tokenizer, error) {
 	if s.enc == nil {
 		return nil, errors.New("text: tokenizer has no model")
 	}
-	vocab := make(map[string]int, len(s.tokens))
-	for id, tok := range s.tokens {
-		if tok == "" {
-			continue
-		}
-		if _, dup := vocab[tok]; !dup {
-			vocab[tok] = id
+	vocab := s.vocab
+	if vocab == nil {
+		vocab = make(map[string]int, len(s.tokens))
+		for id, tok := range s.tokens {
+			if tok == "" {
+				continue
+			}
+			if _, dup := vocab[tok]; !dup {
+				vocab[tok] = id
+			}
 		}
 	}
 	check := func(what string, id int, none bool) error {

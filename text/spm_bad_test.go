@@ -190,9 +190,17 @@ func FuzzSentencePieceModel(f *testing.F) {
 			return
 		}
 		for _, s := range []string{"", " ", "a photo of a cat", "ＡＢ ☃ 猫 \t x  y ", "<0x41>▁▁"} {
-			for _, id := range m.appendIDs(nil, s) {
+			got := m.appendIDs(nil, s)
+			for _, id := range got {
 				if id < 0 || id >= len(p.pieces) {
 					t.Fatalf("%q: id %d out of range [0, %d)", s, id, len(p.pieces))
+				}
+			}
+			if m.unigramWords {
+				u := *m
+				u.unigramWords = false
+				if want := u.appendIDs(nil, s); !slices.Equal(got, want) {
+					t.Fatalf("%q: by words %v, whole %v", s, got, want)
 				}
 			}
 		}
@@ -228,6 +236,13 @@ func FuzzSentencePieceEncode(f *testing.F) {
 				u.cache = nil
 				if want := u.appendIDs(nil, v); !slices.Equal(got, want) {
 					t.Fatalf("%s %q: cached %v, merged %v", spmModels[i], v, got, want)
+				}
+			}
+			if m.unigramWords { // word by word, what the whole text gives
+				u := *m
+				u.unigramWords = false
+				if want := u.appendIDs(nil, v); !slices.Equal(got, want) {
+					t.Fatalf("%s %q: by words %v, whole %v", spmModels[i], v, got, want)
 				}
 			}
 		}

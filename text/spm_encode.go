@@ -2,6 +2,7 @@ package text
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -31,6 +32,11 @@ type spModel struct {
 	byteID        [256]int32
 	// minScore and maxScore are unigram_model.cc's min_score_ and max_score_.
 	minScore, maxScore float32
+	// lattice is the trie as Unigram's Viterbi walks it: each node with the
+	// piece that ends there, its id (-1: none, or an UNUSED piece, which the
+	// search skips), score and whether it is USER_DEFINED (scored by its
+	// length).
+	lattice []spLatticeNode
 	// pairs maps two adjacent BPE pieces to the piece they merge into.
 	pairs pairTable
 	// words says that BPE may merge each word (a run from one "▁" to the
@@ -39,6 +45,12 @@ type spModel struct {
 	words bool
 	// cache holds the pieces of the words seen (words mode only).
 	cache *spCache
+	// unigramWords says that no piece a Unigram search may take has the
+	// space mark past its first byte (and the mark starts words): the
+	// lattice is then found one word at a time, and edges keeps each
+	// word's edges.
+	unigramWords bool
+	edges        *wordCache[spEdge]
 }
 
 // spUnkPenalty is unigram_model.cc's kUnkPenalty.
@@ -53,6 +65,7 @@ type spScratch struct {
 	syms              []bpeSymbol
 	heap              []bpeCandidate
 	rev               []bpeRev
+	edges             []spEdge
 }
 
 var spScratchPool = sync.Pool{New: func() any { return new(spScratch) }}
@@ -123,25 +136,31 @@ func oneCharLen(c byte) int {
 	return int("\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x02\x02\x03\x04"[c>>4])
 }
 
-type viterbiNode struct {
-	score    float32
-	startsAt int32
-	id       int32
+// spLatticeNode is a trie node as the Viterbi search reads it.
+type spLatticeNode struct {
+	base, check int32
+	id          int32
+	score       float32
+	userDefined bool
 }
 
-// encodeUnigram is unigram_model.cc's EncodeOptimized: the best path of
-// pieces by the sum of their scores, an unknown character costing the
-// lowest score minus 10, a user-defined piece scoring length·max-0.1 (in
-// double precision, as C++ promotes it).
-func (m *spModel) encodeUnigram(out []spSpan, text string, sc *spScratch) []spSpan {
+// viterbiNode is a position of the lattice: the best path ending there, its
+// last piece and where that piece starts plus one (from: 0 while the
+// position is not reached, so that a cleared lattice is an empty one).
+type viterbiNode struct {
+	score float32
+	from  int32
+	id    int32
+}
+
+// viterbiWhole fills best (reset) with the best path to each position of
+// text: for each character, the pieces starting there found by a walk of
+// the trie along the text, and the unknown piece when none is the character
+// alone.
+func (m *spModel) viterbiWhole(best []viterbiNode, text string) {
 	size := len(text)
-	best := sc.best[:0]
-	for range size + 1 {
-		best = append(best, viterbiNode{startsAt: -1})
-	}
-	sc.best = best
 	unkScore := m.minScore - spUnkPenalty
-	nodes := m.trie.nodes
+	nodes := m.lattice
 	for start := 0; start < size; {
 		till := best[start].score
 		mblen := min(oneCharLen(text[start]), size-start)
@@ -149,29 +168,26 @@ func (m *spModel) encodeUnigram(out []spSpan, text string, sc *spScratch) []spSp
 		n := int32(0)
 		for i := start; i < size; i++ {
 			c := nodes[n].base + int32(text[i])
-			if int(c) >= len(nodes) || nodes[c].check != n {
+			if uint(c) >= uint(len(nodes)) || nodes[c].check != n {
 				break
 			}
 			n = c
-			id := nodes[n].value
-			if id < 0 {
+			pc := &nodes[n]
+			if pc.id < 0 {
 				continue
 			}
-			pc := &m.pieces[id]
-			if pc.typ == spUnused {
-				continue
-			}
+			id := pc.id
 			length := i + 1 - start
 			var score float64
-			if pc.typ == spUserDefined {
+			if pc.userDefined {
 				score = float64(float32(length)*m.maxScore) - 0.1
 			} else {
 				score = float64(pc.score)
 			}
 			cand := score + float64(till)
 			t := &best[i+1]
-			if t.startsAt == -1 || cand > float64(t.score) {
-				*t = viterbiNode{score: float32(cand), startsAt: int32(start), id: id}
+			if t.from == 0 || cand > float64(t.score) {
+				*t = viterbiNode{score: float32(cand), from: int32(start) + 1, id: id}
 			}
 			if length == mblen {
 				single = true
@@ -180,25 +196,141 @@ func (m *spModel) encodeUnigram(out []spSpan, text string, sc *spScratch) []spSp
 		if !single {
 			t := &best[start+mblen]
 			cand := unkScore + till
-			if t.startsAt == -1 || cand > t.score {
-				*t = viterbiNode{score: cand, startsAt: int32(start), id: m.unk}
+			if t.from == 0 || cand > t.score {
+				*t = viterbiNode{score: cand, from: int32(start) + 1, id: m.unk}
 			}
 		}
 		start += mblen
 	}
-	// Backtrack, then reverse.
+}
+
+// spEdge is a piece the Viterbi search may take: text [start, end) of a
+// word, the piece's id and its score (for USER_DEFINED pieces, by length),
+// or the unknown piece of one character (unk: scored in float32, as
+// unigram_model.cc adds it).
+type spEdge struct {
+	start, end int32
+	id         int32
+	unk        bool
+	score      float64
+}
+
+// viterbiWords is viterbiWhole with the edges of the lattice found one word
+// at a time (from one space mark to the next) and kept in m.edges. When no
+// piece has the mark past its first byte (m.unigramWords), no piece crosses
+// the start of a word, so a word's edges are what the walks from its
+// characters find within it, whatever text is around; the search over them
+// then runs in the same order, with the same arithmetic, as viterbiWhole.
+// It reports false, leaving best to be reset, for a text whose characters
+// run past a word (invalid UTF-8 from a charsmap).
+func (m *spModel) viterbiWords(best []viterbiNode, text string, sc *spScratch) bool {
+	unkScore := m.minScore - spUnkPenalty
+	mark := m.norm.mark()
+	for lo := 0; lo < len(text); {
+		hi := len(text)
+		if i := strings.Index(text[lo+1:], mark); i >= 0 {
+			hi = lo + 1 + i
+		}
+		w := text[lo:hi]
+		edges, ok := m.edges.get(w)
+		if !ok {
+			if edges, ok = m.wordEdges(sc.edges[:0], w); !ok {
+				clear(best)
+				return false
+			}
+			sc.edges = edges
+			m.edges.put(w, edges)
+		}
+		for _, e := range edges {
+			start := int32(lo) + e.start
+			till := best[start].score
+			t := &best[lo+int(e.end)]
+			if e.unk {
+				cand := unkScore + till
+				if t.from == 0 || cand > t.score {
+					*t = viterbiNode{score: cand, from: start + 1, id: m.unk}
+				}
+				continue
+			}
+			cand := e.score + float64(till)
+			if t.from == 0 || cand > float64(t.score) {
+				*t = viterbiNode{score: float32(cand), from: start + 1, id: e.id}
+			}
+		}
+		lo = hi
+	}
+	return true
+}
+
+// wordEdges appends the lattice edges of the word w in viterbiWhole's order:
+// by start, the pieces by length, then the unknown piece when no piece is
+// the character alone. It reports false when a character runs past w.
+func (m *spModel) wordEdges(dst []spEdge, w string) ([]spEdge, bool) {
+	nodes := m.lattice
+	for start := 0; start < len(w); {
+		mblen := oneCharLen(w[start])
+		if mblen > len(w)-start {
+			return dst, false
+		}
+		single := false
+		n := int32(0)
+		for i := start; i < len(w); i++ {
+			c := nodes[n].base + int32(w[i])
+			if uint(c) >= uint(len(nodes)) || nodes[c].check != n {
+				break
+			}
+			n = c
+			pc := &nodes[n]
+			if pc.id < 0 {
+				continue
+			}
+			length := i + 1 - start
+			score := float64(pc.score)
+			if pc.userDefined {
+				score = float64(float32(length)*m.maxScore) - 0.1
+			}
+			dst = append(dst, spEdge{start: int32(start), end: int32(i + 1), id: pc.id, score: score})
+			if length == mblen {
+				single = true
+			}
+		}
+		if !single {
+			dst = append(dst, spEdge{start: int32(start), end: int32(start + mblen), id: m.unk, unk: true})
+		}
+		start += mblen
+	}
+	return dst, true
+}
+
+// encodeUnigram is unigram_model.cc's EncodeOptimized: the best path of
+// pieces by the sum of their scores, an unknown character costing the
+// lowest score minus 10, a user-defined piece scoring length·max-0.1 (in
+// double precision, as C++ promotes it).
+func (m *spModel) encodeUnigram(out []spSpan, text string, sc *spScratch) []spSpan {
+	size := len(text)
+	best := slices.Grow(sc.best[:0], size+1)[:size+1]
+	clear(best)
+	sc.best = best
+	if !m.unigramWords || !m.viterbiWords(best, text, sc) {
+		m.viterbiWhole(best, text)
+	}
+	// Backtrack: count the pieces, then write them from the last.
+	n := 0
+	for end := size; end > 0; end = int(best[end].from) - 1 {
+		n++
+	}
 	first := len(out)
+	out = slices.Grow(out, n)[:first+n]
+	k := first + n
 	for end := size; end > 0; {
 		nd := best[end]
 		id := nd.id
 		if id != m.unk {
 			id = m.pieceID("", id)
 		}
-		out = append(out, spSpan{start: nd.startsAt, end: int32(end), id: id})
-		end = int(nd.startsAt)
-	}
-	for i, j := first, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+		k--
+		out[k] = spSpan{start: nd.from - 1, end: int32(end), id: id}
+		end = int(nd.from) - 1
 	}
 	return out
 }
@@ -553,7 +685,19 @@ type spNormalizer struct {
 	wsAsSuffix                   bool
 	// plain[c] says that the ASCII byte c normalizes to itself.
 	plain [utf8.RuneSelf]bool
+	// fast[c] says how normalize may copy the byte c without looking the
+	// text up: fastPlain (an ASCII byte, not a space, that normalizes to
+	// itself), fastBeforeASCII (the same when an ASCII byte or the end
+	// follows: no rule takes c with an ASCII byte after it and c alone is
+	// not a rule, as letters that only start rules of combining sequences),
+	// or 0 (look it up).
+	fast [256]uint8
 }
+
+const (
+	fastPlain = 1 + iota
+	fastBeforeASCII
+)
 
 func newSPNormalizer(p *spProto, matcher *trie) (spNormalizer, error) {
 	n := spNormalizer{matcher: matcher, dummyPrefix: p.dummyPrefix, removeWS: p.removeWS, escWS: p.escWS, wsAsSuffix: p.wsAsSuffix}
@@ -565,7 +709,15 @@ func newSPNormalizer(p *spProto, matcher *trie) (spNormalizer, error) {
 		n.charsmap = cm
 	}
 	for c := range utf8.RuneSelf {
-		n.plain[c] = (n.charsmap == nil || !n.charsmap.first[c]) && (matcher == nil || matcher.longestPrefix(string(rune(c))) == 0 && !matcherStarts(matcher, byte(c)))
+		noMatcher := matcher == nil || matcher.longestPrefix(string(rune(c))) == 0 && !matcherStarts(matcher, byte(c))
+		n.plain[c] = (n.charsmap == nil || !n.charsmap.first[c]) && noMatcher
+		switch {
+		case c == ' ':
+		case n.plain[c]:
+			n.fast[c] = fastPlain
+		case noMatcher && n.charsmap.plainBeforeASCII(byte(c)):
+			n.fast[c] = fastBeforeASCII
+		}
 	}
 	return n, nil
 }
@@ -637,12 +789,31 @@ func (n *spNormalizer) normalize(dst []byte, s string) []byte {
 	}
 	prevSpace := n.removeWS
 	for s != "" {
-		if c := s[0]; c < utf8.RuneSelf && c != ' ' && n.plain[c] {
-			// The common case: an ASCII byte that is not a space and that
-			// neither rule nor user-defined piece starts with.
-			dst = append(dst, c)
-			s = s[1:]
+		// The common case: a run of ASCII bytes that are not spaces and
+		// that neither rule nor user-defined piece starts with (or none
+		// that an ASCII byte can continue, and one follows).
+		j := 0
+		for j < len(s) && n.fast[s[j]] != 0 {
+			j++
+		}
+		// Only the run's last byte can have a non-ASCII byte after it.
+		if j > 0 && j < len(s) && s[j] >= utf8.RuneSelf && n.fast[s[j-1]] == fastBeforeASCII {
+			j--
+		}
+		if j > 0 {
+			dst = append(dst, s[:j]...)
+			s = s[j:]
 			prevSpace = false
+			continue
+		}
+		if s[0] == ' ' && n.plain[' '] {
+			// A space no rule starts with: what the general case below
+			// does with it.
+			if !prevSpace {
+				dst = n.appendWS(dst)
+			}
+			prevSpace = n.removeWS
+			s = s[1:]
 			continue
 		}
 		p, l := n.prefix(s)

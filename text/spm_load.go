@@ -234,7 +234,27 @@ func (e *siglipEncoder) appendIDs(dst []int, s string) []int {
 	defer spScratchPool.Put(sc)
 	// "▁" + text with "▁" made a space, lower-cased one character at a time.
 	t := append(sc.text[:0], wordMark...)
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			// A run of ASCII, copied, then lower-cased in place.
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf {
+				j++
+			}
+			k := len(t)
+			t = append(t, s[i:j]...)
+			if e.lower {
+				for ; k < len(t); k++ {
+					if c := t[k]; 'A' <= c && c <= 'Z' {
+						t[k] = c + 'a' - 'A'
+					}
+				}
+			}
+			i = j
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
 		switch {
 		case r == '\u2581':
 			t = append(t, ' ')
@@ -309,9 +329,33 @@ func (e *siglipEncoder) encodePart(dst []int, part string, sc *spScratch) []int 
 	b := append(sc.canon[:0], e.unkText...)
 	pending := false
 	wrote := false
-	for _, r := range part {
+	for i := 0; i < len(part); {
+		if c := part[i]; c < utf8.RuneSelf {
+			switch asciiCanon[c] {
+			case canonDrop:
+				i++
+			case canonSpace:
+				pending = wrote
+				i++
+			default:
+				// A run of ASCII bytes that are kept.
+				j := i + 1
+				for j < len(part) && part[j] < utf8.RuneSelf && asciiCanon[part[j]] == canonKeep {
+					j++
+				}
+				if pending {
+					b = append(b, ' ')
+					pending = false
+				}
+				b = append(b, part[i:j]...)
+				wrote = true
+				i = j
+			}
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(part[i:])
+		i += n
 		switch {
-		case r < utf8.RuneSelf && isASCIIPunct(byte(r)):
 		case isSpacePy(r):
 			pending = wrote
 		default:
@@ -332,7 +376,22 @@ func (e *siglipEncoder) encodePart(dst []int, part string, sc *spScratch) []int 
 	return append(dst, ids...)
 }
 
-// isASCIIPunct reports whether c is in Python's string.punctuation.
-func isASCIIPunct(c byte) bool {
-	return strings.IndexByte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", c) >= 0
-}
+// What canonicalisation does with an ASCII byte: keep it, drop it (Python's
+// string.punctuation), or take it as whitespace (Python's str.isspace).
+const (
+	canonKeep = iota
+	canonDrop
+	canonSpace
+)
+
+var asciiCanon = func() (t [utf8.RuneSelf]uint8) {
+	for _, c := range []byte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") {
+		t[c] = canonDrop
+	}
+	for c := range rune(utf8.RuneSelf) {
+		if isSpacePy(c) {
+			t[c] = canonSpace
+		}
+	}
+	return t
+}()

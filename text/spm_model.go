@@ -277,6 +277,13 @@ func newSPModel(p *spProto) (*spModel, error) {
 		keys = append(keys, trieKey{s, id})
 	}
 	m.trie = buildTrie(keys)
+	m.lattice = make([]spLatticeNode, len(m.trie.nodes))
+	for i, nd := range m.trie.nodes {
+		m.lattice[i] = spLatticeNode{base: nd.base, check: nd.check, id: -1}
+		if id := nd.value; id >= 0 && p.pieces[id].typ != spUnused {
+			m.lattice[i].id, m.lattice[i].score, m.lattice[i].userDefined = id, p.pieces[id].score, p.pieces[id].typ == spUserDefined
+		}
+	}
 	if len(userDefined) > 0 {
 		uk := make([]trieKey, len(userDefined))
 		for i, s := range userDefined {
@@ -304,6 +311,19 @@ func newSPModel(p *spProto) (*spModel, error) {
 		return nil, err
 	}
 	m.norm = norm
+	if !m.bpe && !p.wsAsSuffix {
+		m.unigramWords = true
+		mark := norm.mark()
+		for _, pc := range p.pieces {
+			if (pc.typ == spNormal || pc.typ == spUserDefined) && len(pc.text) > 1 && strings.Contains(pc.text[1:], mark) {
+				m.unigramWords = false
+			}
+		}
+		if m.unigramWords {
+			m.edges = new(wordCache[spEdge])
+			m.edges.init()
+		}
+	}
 	if m.bpe {
 		m.buildPairs(normal)
 		m.words = !p.wsAsSuffix

@@ -73,12 +73,18 @@ func TestSentencePieceGolden(t *testing.T) {
 				t.Fatalf("%d golden lines for %d strings", len(want), len(corpus))
 			}
 			uncached := *m
-			uncached.cache = nil
-			// Each string with the word cache cold, warm, and off.
+			uncached.cache, uncached.edges = nil, nil
+			whole := uncached
+			whole.unigramWords = false
+			if !m.bpe && !m.unigramWords && !m.norm.wsAsSuffix {
+				t.Errorf("%s: the Unigram lattice is not found word by word (a piece has \"▁\" past its start?)", name)
+			}
+			// Each string with the word caches cold, warm, and off, and
+			// (Unigram) with the lattice found over the whole text.
 			for _, run := range []struct {
 				what string
 				m    *spModel
-			}{{"cold", m}, {"warm", m}, {"uncached", &uncached}} {
+			}{{"cold", m}, {"warm", m}, {"uncached", &uncached}, {"whole", &whole}} {
 				bad, ids := 0, 0
 				for i, s := range corpus {
 					got := run.m.appendIDs(nil, s)

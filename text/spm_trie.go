@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // trieKey is a string and the value a trie maps it to.
@@ -182,6 +183,28 @@ func parseCharsmap(blob []byte) (*charsmap, error) {
 		}
 	}
 	return cm, nil
+}
+
+// plainBeforeASCII reports whether the ASCII byte c, followed by an ASCII
+// byte or by nothing, is left as it is: it is not a key, and no key is c
+// followed by an ASCII byte and more.
+func (cm *charsmap) plainBeforeASCII(c byte) bool {
+	if !cm.first[c] {
+		return true
+	}
+	u := cm.units
+	id := dartsOffset(u[0]) ^ uint32(c)
+	unit := u[id] // cm.first[c]: in range, labelled c
+	id ^= dartsOffset(unit)
+	if dartsHasLeaf(unit) {
+		return false // c alone is a key
+	}
+	for d := range uint32(utf8.RuneSelf) {
+		if k := id ^ d; k < uint32(len(u)) && dartsLabel(u[k]) == d {
+			return false
+		}
+	}
+	return true
 }
 
 // The fields of a darts-clone unit.

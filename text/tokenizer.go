@@ -216,18 +216,28 @@ func (t *Tokenizer) fitInto(ids, mask []int64, full []int) (truncated bool, err 
 		}
 		truncated = true
 	}
-	cut := n - len(t.suffixIDs)
-	for i := range ids {
-		switch {
-		case truncated && i >= cut:
-			ids[i], mask[i] = int64(t.suffixIDs[i-cut]), 1
-		case i < len(full):
-			ids[i], mask[i] = int64(full[i]), 1
-		default:
-			ids[i], mask[i] = int64(t.pad), 0
+	mask = mask[:n]
+	if truncated {
+		cut := n - len(t.suffixIDs)
+		for i, id := range full[:cut] {
+			ids[i] = int64(id)
 		}
+		for i, id := range t.suffixIDs {
+			ids[cut+i] = int64(id)
+		}
+		for i := range mask {
+			mask[i] = 1
+		}
+		return true, nil
 	}
-	return truncated, nil
+	for i, id := range full {
+		ids[i], mask[i] = int64(id), 1
+	}
+	pad := int64(t.pad)
+	for i := len(full); i < n; i++ {
+		ids[i], mask[i] = pad, 0
+	}
+	return false, nil
 }
 
 // EncodeBatch encodes texts as EncodePadded does into ids and mask of shape

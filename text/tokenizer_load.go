@@ -34,17 +34,25 @@ func LoadTokenizerDir(dir string) (*Tokenizer, error) {
 	return t, nil
 }
 
-// LoadTokenizer loads a CLIP tokenizer from a model directory: tokenizer.json
-// (a Hugging Face fast-tokenizer file), else vocab.json and merges.txt; and
-// tokenizer_config.json, when present, for the pad token and
-// model_max_length. The tokenizer.json pipeline must be CLIP's (NFC,
-// whitespace, lowercase; the CLIP split pattern; byte-level BPE with an
-// end-of-word suffix): anything else is an error naming the part. Without
-// tokenizer.json, a SentencePiece model (spiece.model or tokenizer.model) is
-// loaded before vocab.json and merges.txt: SigLIP's tokenizer when
-// tokenizer_config.json's tokenizer_class is SiglipTokenizer (or, without a
-// tokenizer_class, config.json's model_type is siglip), else plain
-// SentencePiece with the BOS and EOS its add_bos_token and add_eos_token ask for.
+// LoadTokenizer loads the tokenizer of a model directory: tokenizer.json (a
+// Hugging Face fast-tokenizer file), else a SentencePiece model, else
+// vocab.json and merges.txt; and tokenizer_config.json, when present, for
+// the special tokens and model_max_length.
+//
+// A tokenizer.json is read by its model's type: CLIP's byte-level BPE (NFC,
+// whitespace, lowercase; the CLIP split pattern; an end-of-word suffix), a
+// BPE over characters (Gemma's), or a Unigram (SigLIP's and T5's exports),
+// each run as the Hugging Face tokenizers library runs it; a part it cannot
+// run is an error naming it. A SentencePiece model (spiece.model or
+// tokenizer.model) is SigLIP's tokenizer when tokenizer_config.json's
+// tokenizer_class is SiglipTokenizer (or, without a tokenizer_class,
+// config.json's model_type is siglip), else plain SentencePiece with the BOS
+// and EOS its add_bos_token and add_eos_token ask for.
+//
+// A SigLIP directory with both spiece.model and tokenizer.json is read from
+// spiece.model, as transformers does: it has no fast SigLIP tokenizer, so
+// its AutoTokenizer builds SiglipTokenizer from spiece.model and leaves
+// tokenizer.json unread.
 func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 	cfg, err := readTokenizerConfig(fsys)
 	if err != nil {
@@ -52,6 +60,10 @@ func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 	}
 	var t *Tokenizer
 	switch b, err := fs.ReadFile(fsys, "tokenizer.json"); {
+	case err == nil && siglipSentencePiece(fsys, cfg):
+		if t, err = loadSentencePiece(fsys, "spiece.model", cfg); err != nil {
+			return nil, err
+		}
 	case err == nil:
 		t, err = parseTokenizerJSON(b, cfg)
 		if err != nil {
@@ -80,6 +92,21 @@ func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 		return nil, fmt.Errorf("text: tokenizer.json: %w", err)
 	}
 	return t.WithOptions(Options{})
+}
+
+// siglipSentencePiece reports whether fsys is a SigLIP directory with
+// SiglipTokenizer's spiece.model: tokenizer_config.json's tokenizer_class is
+// SiglipTokenizer, or it names none and config.json's model_type is siglip
+// (SigLIP 2 names GemmaTokenizer, whose model is tokenizer.model).
+func siglipSentencePiece(fsys fs.FS, cfg tokenizerConfig) bool {
+	if st, err := fs.Stat(fsys, "spiece.model"); err != nil || st.IsDir() {
+		return false
+	}
+	var class string
+	if v, ok := cfg.raw["tokenizer_class"]; ok {
+		_ = json.Unmarshal(v, &class)
+	}
+	return class == "SiglipTokenizer" || (class == "" && configSaysSiglip(fsys))
 }
 
 // LoadOpenAIBPE loads openai's bpe_simple_vocab_16e6.txt.gz (the merges list
@@ -221,17 +248,33 @@ type hfTokenizerJSON struct {
 		PadToken string `json:"pad_token"`
 	} `json:"padding"`
 	Model struct {
-		Type                    string            `json:"type"`
-		Dropout                 *float64          `json:"dropout"`
-		UnkToken                *string           `json:"unk_token"`
-		ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
-		EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
-		FuseUnk                 bool              `json:"fuse_unk"`
-		ByteFallback            bool              `json:"byte_fallback"`
-		IgnoreMerges            bool              `json:"ignore_merges"`
-		Vocab                   map[string]int    `json:"vocab"`
-		Merges                  []json.RawMessage `json:"merges"`
+		Type                    string   `json:"type"`
+		Dropout                 *float64 `json:"dropout"`
+		UnkToken                *string  `json:"unk_token"`
+		ContinuingSubwordPrefix *string  `json:"continuing_subword_prefix"`
+		EndOfWordSuffix         *string  `json:"end_of_word_suffix"`
+		FuseUnk                 bool     `json:"fuse_unk"`
+		ByteFallback            bool     `json:"byte_fallback"`
+		IgnoreMerges            bool     `json:"ignore_merges"`
+		// Vocab is an object of token → id (BPE) or a list of [piece,
+		// score] (Unigram); see bpeVocab.
+		Vocab  json.RawMessage   `json:"vocab"`
+		Merges []json.RawMessage `json:"merges"`
+		// UnkID is a Unigram model's unknown piece.
+		UnkID json.RawMessage `json:"unk_id"`
 	} `json:"model"`
+}
+
+// bpeVocab decodes a BPE model's vocabulary, an object of token → id.
+func (tj *hfTokenizerJSON) bpeVocab() (map[string]int, error) {
+	var v map[string]int
+	if isNull(tj.Model.Vocab) {
+		return v, nil
+	}
+	if err := json.Unmarshal(tj.Model.Vocab, &v); err != nil {
+		return nil, fmt.Errorf("text: tokenizer.json: model.vocab: want an object of token → id (a BPE model): %w", err)
+	}
+	return v, nil
 }
 
 type component struct {
@@ -269,14 +312,32 @@ func parseTokenizerJSON(b []byte, cfg tokenizerConfig) (*Tokenizer, error) {
 		return nil, fmt.Errorf("text: tokenizer.json: %w", err)
 	}
 	m := tj.Model
+	switch m.Type {
+	case "Unigram":
+		// SigLIP's and T5's exports: SentencePiece's Unigram.
+		um, err := buildHFUnigram(hfUnigramModel{UnkID: m.UnkID, ByteFallback: m.ByteFallback, Vocab: m.Vocab})
+		if err != nil {
+			return nil, err
+		}
+		return parseHFPieces(b, &tj, cfg, um)
+	case "BPE", "":
+	default:
+		return nil, fmt.Errorf("text: tokenizer.json: model.type %q is not supported (want \"BPE\" or \"Unigram\")", m.Type)
+	}
+	vocab, err := tj.bpeVocab()
+	if err != nil {
+		return nil, err
+	}
 	if m.Type == "BPE" && (m.ByteFallback || !hasByteLevel(tj.PreTokenizer)) {
 		// Not CLIP's byte-level pipeline: Gemma's, SentencePiece-style BPE.
-		return parseHFBPE(b, &tj, cfg)
+		bm, err := buildHFBPE(&tj, vocab)
+		if err != nil {
+			return nil, err
+		}
+		return parseHFPieces(b, &tj, cfg, bm)
 	}
 	switch {
-	case m.Type != "BPE" && m.Type != "":
-		return nil, fmt.Errorf("text: tokenizer.json: model type %q, want a BPE model (CLIP's)", m.Type)
-	case len(m.Vocab) == 0:
+	case len(vocab) == 0:
 		return nil, errors.New("text: tokenizer.json: model.vocab is empty or missing")
 	case m.Dropout != nil && *m.Dropout != 0:
 		return nil, fmt.Errorf("text: tokenizer.json: BPE dropout %g is not supported (want null)", *m.Dropout)
@@ -309,15 +370,10 @@ func parseTokenizerJSON(b []byte, cfg tokenizerConfig) (*Tokenizer, error) {
 		}
 		pairs[i] = [2]string{ab[0], ab[1]}
 	}
-	vocab := make(map[string]int, len(m.Vocab)+len(tj.AddedTokens))
-	for k, v := range m.Vocab {
-		vocab[k] = v
-	}
 	for _, a := range tj.AddedTokens {
 		vocab[a.Content] = a.ID
 		bc.added = append(bc.added, addedToken{content: a.Content, id: a.ID, normalized: a.Normalized})
 	}
-	var err error
 	if bc.nfc, bc.lower, err = checkNormalizer(tj.Normalizer); err != nil {
 		return nil, err
 	}

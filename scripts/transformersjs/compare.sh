@@ -14,8 +14,10 @@
 #   condition-plain      condition run on the model's own graphs        (--variant plain)
 #   condition-optimized  condition run on the fused float32 graphs      (--variant optimized)
 #   condition-optimized-int8  condition run on the fused int8 graphs    (--variant optimized-int8)
-#   tjs-fp32             transformers.js on the model's own vision graph
+#   tjs-fp32             transformers.js on the model's own vision graph (one session, THREADS threads)
 #   tjs-int8             transformers.js on condition's int8 vision graph
+#   tjs-fp32-w2, tjs-int8-w2  the same with two worker threads, a session of THREADS/2 threads each
+# The ratios are taken against the faster of transformers.js's two set-ups for each graph.
 # Each prints images/s over the whole folder, model loading excluded (condition's
 # "done N ... (X images/s)" line; bench.mjs's own timing). The medians and their ratios
 # come last. Every figure depends on the machine and what else runs on it: compare
@@ -30,6 +32,9 @@ REPO=$(cd "$HERE/../.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 THREADS=${THREADS:-2}
+# condition run's own choice of encoder streams and threads (what a user gets) unless
+# CONDITION_FLAGS says otherwise, e.g. CONDITION_FLAGS="--threads 2 --streams 1".
+CONDITION_FLAGS=${CONDITION_FLAGS:-}
 
 LIB="$HERE/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1"
 [ -f "$LIB" ] || { echo "compare.sh: run 'npm install --ignore-scripts' in $HERE first" >&2; exit 2; }
@@ -55,20 +60,22 @@ run_one() {
 		v=${1#condition-}
 		rm -rf "$TMP/out"
 		/usr/bin/time -f "cpu %U %S" -o "$TMP/time" "$C" run --model "$MODEL" --variant "$v" --images "$PHOTOS" --prompt "a photo" \
-			--out "$TMP/out" --batch "$BATCH" --threads "$THREADS" --streams 1 --quiet 2>"$TMP/log" || { cat "$TMP/log" >&2; exit 1; }
+			--out "$TMP/out" --batch "$BATCH" $CONDITION_FLAGS --quiet 2>"$TMP/log" || { cat "$TMP/log" >&2; exit 1; }
 		ips=$(sed -n 's/.*done [0-9]*, .* (\([0-9.]*\) images\/s).*/\1/p' "$TMP/log" | tail -1)
 		;;
-	tjs-fp32 | tjs-int8)
+	tjs-*)
 		dir=$MODEL
-		[ "$1" = tjs-int8 ] && dir=$TMP/tjs-int8
+		case $1 in tjs-int8*) dir=$TMP/tjs-int8 ;; esac
+		workers=1
+		case $1 in *-w2) workers=2 ;; esac
 		ips=$(cd "$HERE" && /usr/bin/time -f "cpu %U %S" -o "$TMP/time" node bench.mjs --model "$dir" --images "$PHOTOS" \
-			--batch "$BATCH" --threads "$THREADS" | sed -n 's/.*"images_per_sec":\([0-9.]*\).*/\1/p')
+			--batch "$BATCH" --threads "$THREADS" --workers "$workers" | sed -n 's/.*"images_per_sec":\([0-9.]*\).*/\1/p')
 		;;
 	esac
 	echo "$ips $(awk '/^cpu / { print $2 + $3 }' "$TMP/time")"
 }
 
-SIDES="condition-plain condition-optimized condition-optimized-int8 tjs-fp32 tjs-int8"
+SIDES="condition-plain condition-optimized condition-optimized-int8 tjs-fp32 tjs-int8 tjs-fp32-w2 tjs-int8-w2"
 : >"$TMP/results"
 r=0
 while [ "$r" -lt "$ROUNDS" ]; do
@@ -98,7 +105,9 @@ for s in $SIDES; do
 done >"$TMP/medians"
 cat "$TMP/medians"
 echo "ratios (images/s; CPU per image, the other side's over this one's):"
-awk '{ r[$1] = $2; c[$1] = $3 } function p(a, b) { printf "  %-24s / %-16s %.2fx  CPU %.2fx\n", a, b, r[a] / r[b], c[b] / c[a] } END {
-	p("condition-optimized", "tjs-fp32"); p("condition-plain", "tjs-fp32"); p("condition-optimized-int8", "tjs-fp32")
-	p("condition-optimized-int8", "tjs-int8"); p("condition-optimized", "condition-plain"); p("condition-optimized-int8", "condition-plain")
+awk '{ r[$1] = $2; c[$1] = $3 } function p(a, b) { printf "  %-24s / %-16s %.2fx  CPU %.2fx\n", a, b, r[a] / r[b], c[b] / c[a] }
+function best(x, y) { return r[x] >= r[y] ? x : y } END {
+	f = best("tjs-fp32", "tjs-fp32-w2"); i = best("tjs-int8", "tjs-int8-w2")
+	p("condition-optimized", f); p("condition-plain", f); p("condition-optimized-int8", f)
+	p("condition-optimized-int8", i); p("condition-optimized", "condition-plain"); p("condition-optimized-int8", "condition-plain")
 }' "$TMP/medians"

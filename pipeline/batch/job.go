@@ -196,13 +196,14 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	// own walk ends.
 	var counted atomic.Int64
 	var countDone atomic.Bool
+	adviseAt := int64(int8AdviceAt) // read here: the counting walk may outlive the job
 	go func() {
 		var n int64
 		err := walk(ctx, j.inputs, cfg.Lists, walkOptions{skip: []string{cfg.Out}, listOnly: true, stores: j.stores, counting: true}, func(it Item) error {
 			if cfg.Shard.Takes(it.ShardKey()) {
 				n++
 				counted.Store(n)
-				if n == int64(int8AdviceAt) {
+				if n == adviseAt {
 					j.adviseInt8()
 				}
 			}

@@ -86,10 +86,14 @@ func (m *Model) VariantPath(variant, name string) (string, error) {
 // sourceStamp describes the graph the model serves now under the
 // canonical name: its size and modification time, or, for the embedded
 // model, its hash.
-func (m *Model) sourceStamp(name string) (VariantStamp, error) {
+func (m *Model) sourceStamp(name string) (VariantStamp, error) { return m.stampIn(m.fsys, name) }
+
+// stampIn is sourceStamp of the file name in fsys: the model's overlay
+// (what it serves now) or its base (its own files).
+func (m *Model) stampIn(fsys fs.FS, name string) (VariantStamp, error) {
 	st := VariantStamp{Source: m.Path(name), Graph: name}
 	if m.dir == "" && !m.isHub() {
-		b, err := fs.ReadFile(m.fsys, name)
+		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return st, err
 		}
@@ -97,7 +101,7 @@ func (m *Model) sourceStamp(name string) (VariantStamp, error) {
 		st.Size, st.SHA256 = int64(len(b)), hex.EncodeToString(h[:])
 		return st, nil
 	}
-	fi, err := fs.Stat(m.fsys, name)
+	fi, err := fs.Stat(fsys, name)
 	if err != nil {
 		return st, err
 	}
@@ -161,9 +165,7 @@ func (m *Model) VariantReport(variant, name string) (report json.RawMessage, ok 
 	if _, err := os.Stat(p); err != nil {
 		return nil, false
 	}
-	plain := &Model{base: m.base, dir: m.dir, ref: m.ref, repo: m.repo}
-	plain.fsys = plain.base
-	now, err := plain.sourceStamp(name)
+	now, err := m.stampIn(m.base, name)
 	if err != nil || !sameSource(saved, now) {
 		return nil, false
 	}

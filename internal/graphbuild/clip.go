@@ -385,6 +385,23 @@ func (b *builder) textGraph(c CLIPConfig) {
 	g.op("MatMul", "text_embeds", pooled, b.wT("text_projection.weight", int64(c.ProjectionDim), d))
 }
 
+// patchEmbedding is the patch Conv of pixel_values (with
+// vision_model.embeddings.patch_embedding.bias when bias), flattened row by
+// row: [batch, P, d].
+func (b *builder) patchEmbedding(d, ch, p int64, bias bool) string {
+	g := b.g
+	in := []string{"pixel_values", b.w("vision_model.embeddings.patch_embedding.weight", d, ch, p, p)}
+	if bias {
+		in = append(in, b.w("vision_model.embeddings.patch_embedding.bias", d))
+	}
+	conv := g.op("Conv", "", in...)
+	g.last().with(intsAttr("kernel_shape", p, p), intsAttr("strides", p, p))
+	flat := g.op("Reshape", "", conv, g.constInts("shape", []int64{3}, 0, d, -1))
+	tr := g.op("Transpose", "", flat)
+	g.last().with(intsAttr("perm", 0, 2, 1))
+	return tr
+}
+
 // visionGraph assembles the vision tower:
 //
 //	pixel_values float32 [batch, C, S, S] →
@@ -404,12 +421,7 @@ func (b *builder) visionGraph(c CLIPConfig) {
 	}
 	g.names["pixel_values"], g.names["last_hidden_state"], g.names["image_embeds"] = true, true, true
 
-	pe := b.w("vision_model.embeddings.patch_embedding.weight", d, ch, p, p)
-	conv := g.op("Conv", "", "pixel_values", pe)
-	g.last().with(intsAttr("kernel_shape", p, p), intsAttr("strides", p, p))
-	flat := g.op("Reshape", "", conv, g.constInts("shape", []int64{3}, 0, d, -1))
-	tr := g.op("Transpose", "", flat)
-	g.last().with(intsAttr("perm", 0, 2, 1))
+	tr := b.patchEmbedding(d, ch, p, false)
 
 	const posName = "vision_model.embeddings.position_embedding.weight"
 	const clsName = "vision_model.embeddings.class_embedding"

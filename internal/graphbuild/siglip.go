@@ -140,13 +140,7 @@ func (b *builder) siglipVision(c SiglipConfig) {
 	}
 	g.names["pixel_values"], g.names["last_hidden_state"], g.names["pooler_output"] = true, true, true
 
-	conv := g.op("Conv", "", "pixel_values",
-		b.w("vision_model.embeddings.patch_embedding.weight", d, ch, p, p),
-		b.w("vision_model.embeddings.patch_embedding.bias", d))
-	g.last().with(intsAttr("kernel_shape", p, p), intsAttr("strides", p, p))
-	flat := g.op("Reshape", "", conv, g.constInts("shape", []int64{3}, 0, d, -1))
-	tr := g.op("Transpose", "", flat)
-	g.last().with(intsAttr("perm", 0, 2, 1))
+	tr := b.patchEmbedding(d, ch, p, true)
 	x := g.op("Add", "", tr, b.w("vision_model.embeddings.position_embedding.weight", np, d))
 	for i := 0; i < v.Layers; i++ {
 		x = b.encoderLayer(x, fmt.Sprintf("vision_model.encoder.layers.%d.", i), d, inter, heads, v.HiddenAct, v.LayerNormEps, "", "")

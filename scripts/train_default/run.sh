@@ -3,9 +3,15 @@
 # generic BLAS interface and, with the reference libblas3, matrix products run at
 # under 1 GFLOP/s; OpenBLAS makes training about 15 times faster. The OpenBLAS
 # package is unpacked into a cache folder (no system change) and put first on
-# LD_LIBRARY_PATH for this process only. Arguments go to train.py.
+# LD_LIBRARY_PATH for this process only. Arguments go to train.py, or, after
+# a first --script FILE, to that script (scripts/pysiglip/train_tiny.py).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
+script=scripts/train_default/train.py
+if [ "${1:-}" = "--script" ]; then
+	script=$2
+	shift 2
+fi
 cache=${CONDITION_BLAS_CACHE:-/tmp/condition-openblas}
 lib=$cache/usr/lib/x86_64-linux-gnu/openblas-pthread
 if [ ! -e "$lib/libblas.so.3" ] && [ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 ]; then
@@ -40,4 +46,4 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/
 fi
 cd "$root"
 LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
-	exec /usr/bin/python3 scripts/train_default/train.py "$@"
+	exec /usr/bin/python3 "$script" "$@"

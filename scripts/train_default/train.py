@@ -113,6 +113,20 @@ def prompt(colour, shape):
     return ("an " if colour[0] in "aeiou" else "a ") + colour + " " + shape
 
 
+def caption_ids(vocab, caption, words):
+    """-> (ids, positions): the caption's token ids without padding, and the token
+    position of each of its words (None for a word the tokenizer drops). CLIP's BPE:
+    BOS, one token per word, EOS. A vocabulary with a ``caption_ids`` method of its
+    own (another tokenizer: scripts/pysiglip/train_tiny.py) decides for itself."""
+    own = getattr(vocab, "caption_ids", None)
+    if own is not None:
+        return own(caption, words)
+    e = vocab.encode(caption)
+    if len(e) != len(words) + 2:
+        raise ValueError(f"train: caption {caption!r} is not one token per word")
+    return e, [k + 1 for k in range(len(words))]
+
+
 class Scenes:
     """A folder written by gendata, tokenized and reduced to patch coverage.
 
@@ -121,6 +135,7 @@ class Scenes:
     sizes and times of the folder's files: every training stage reads the
     same scenes again. A folder that cannot be written is derived each time."""
 
+    MEAN, STD = pc.CLIP_MEAN, pc.CLIP_STD  # pixels(): the model's normalisation
     ARRAYS = ("cov", "ids", "lengths", "ref_pos", "ref_obj", "ref_ok", "obj_tok", "ref_names",
               "tok_names", "nobj", "obj_class")
 
@@ -131,7 +146,8 @@ class Scenes:
         if limit is not None:
             self._derive(vocab, text_length, patch, limit)
             return
-        cache, key = os.path.join(folder, f"derived-T{text_length}-p{patch}.npz"), self._key(vocab)
+        tag = getattr(vocab, "cache_tag", "")  # another tokenizer's arrays, in a file of their own
+        cache, key = os.path.join(folder, f"derived{tag}-T{text_length}-p{patch}.npz"), self._key(vocab)
         if os.path.exists(cache):
             with np.load(cache) as z:
                 if str(z["key"]) == key:
@@ -155,7 +171,10 @@ class Scenes:
             st = os.stat(os.path.join(self.folder, f))
             files.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
         words = COLOURS + SHAPES + ["a", "an"]
-        return json.dumps({"files": files, "merges": vocab.merges, "ids": [vocab.encode(w) for w in words]})
+        key = {"files": files, "merges": vocab.merges, "ids": [vocab.encode(w) for w in words]}
+        if hasattr(vocab, "pad_id"):
+            key["pad"] = vocab.pad_id
+        return json.dumps(key)
 
     @property
     def scenes(self):
@@ -184,7 +203,7 @@ class Scenes:
             cov[:, k] = ((lab == k + 1).sum(axis=(2, 4), dtype=np.uint16) / np.float32(patch * patch)).reshape(n, g * g)
         self.cov = cov
         T = text_length
-        self.ids = np.full((n, T), vocab.eos_id, dtype=np.int64)
+        self.ids = np.full((n, T), getattr(vocab, "pad_id", vocab.eos_id), dtype=np.int64)
         self.lengths = np.zeros(n, dtype=np.int64)
         self.ref_pos = np.zeros((n, 6), dtype=np.int64)  # token position of a colour/shape word
         self.ref_obj = np.zeros((n, 6), dtype=np.int64)
@@ -200,19 +219,18 @@ class Scenes:
         for i, s in enumerate(scenes):
             e = cache.get(s["caption"])
             if e is None:
-                e = cache[s["caption"]] = vocab.encode(s["caption"])
-            if len(e) != len(s["words"]) + 2:
-                raise ValueError(f"train: caption {s['caption']!r} is not one token per word")
+                e = cache[s["caption"]] = caption_ids(vocab, s["caption"], s["words"])
+            e, at = e
             if len(e) > T:
                 raise ValueError(f"train: caption {s['caption']!r} longer than {T} tokens")
             self.ids[i, :len(e)] = e
             self.lengths[i] = len(e)
             self.nobj[i] = len(s["objects"])
             for r, ref in enumerate(s["refs"]):
-                self.ref_pos[i, r] = ref["word"] + 1
+                self.ref_pos[i, r] = at[ref["word"]]
                 self.ref_obj[i, r] = ref["object"]
                 self.ref_ok[i, r] = True
-                self.obj_tok[i, ref["object"], 0 if ref["kind"] == "colour" else 1] = ref["word"] + 1
+                self.obj_tok[i, ref["object"], 0 if ref["kind"] == "colour" else 1] = at[ref["word"]]
             objs = s["objects"]
             for k, o in enumerate(objs):
                 self.obj_class[i, k] = (COLOURS.index(o["colour"]), SHAPES.index(o["shape"]))
@@ -220,12 +238,12 @@ class Scenes:
                 for k, o in enumerate(objs):
                     if s["words"][ref["word"]] == o[ref["kind"]]:
                         self.ref_names[i, r, k] = 1
-                        self.tok_names[i, k, ref["word"] + 1] = 1
+                        self.tok_names[i, k, at[ref["word"]]] = 1
         self.n = n
 
     def concat(self, other):
         """-> the scenes of self followed by those of other (images in memory)."""
-        out = Scenes.__new__(Scenes)
+        out = type(self).__new__(type(self))
         for k in self.ARRAYS + ("images",):
             setattr(out, k, np.concatenate([np.asarray(getattr(self, k)), np.asarray(getattr(other, k))]))
         out.grid, out.vocab, out.folder = self.grid, self.vocab, None
@@ -236,8 +254,8 @@ class Scenes:
     def pixels(self, idx):
         x = torch.from_numpy(np.ascontiguousarray(self.images[idx])).float().div_(255.0)
         x = x.permute(0, 3, 1, 2)
-        mean = torch.tensor(pc.CLIP_MEAN).view(1, 3, 1, 1)
-        std = torch.tensor(pc.CLIP_STD).view(1, 3, 1, 1)
+        mean = torch.tensor(self.MEAN).view(1, 3, 1, 1)
+        std = torch.tensor(self.STD).view(1, 3, 1, 1)
         return (x - mean) / std
 
 
@@ -286,7 +304,10 @@ def build(settings, vocab):
 
 def joint(model, ids, pixels):
     """-> (t [B,T,dp] normalised token features, p [B,P,dp] normalised patch features,
-    text_embeds, image_embeds, scale)."""
+    text_embeds, image_embeds). A model with a ``joint`` method of its own (another
+    family: scripts/pysiglip/train_tiny.py) computes them itself."""
+    if hasattr(model, "joint"):
+        return model.joint(ids, pixels)
     th, te = model.encode_text(ids)
     vh, ie = model.encode_image(pixels)
     t = F.normalize(model.text_projection(th), dim=-1)
@@ -359,6 +380,54 @@ def negatives(ds, idx, settings):
     return torch.from_numpy(np.concatenate(out))
 
 
+def dense_maps(ds, idx, S):
+    """-> (text -> image loss, image -> text loss, owner [B, P], owned [B, P]) of the
+    scenes idx from S [B, T, P], the scaled token-patch scores: each colour or shape
+    word's softmax over the patches towards the patches of its object; each owned
+    patch's softmax over the caption's tokens towards its object's words."""
+    T = S.shape[1]
+    # Text -> image.
+    ref_pos = torch.from_numpy(ds.ref_pos[idx])
+    ref_obj = torch.from_numpy(ds.ref_obj[idx])
+    ref_ok = torch.from_numpy(ds.ref_ok[idx]).float()
+    cov = torch.from_numpy(ds.cov[idx])  # [B, 3, P]
+    Sr = torch.gather(S, 1, ref_pos.unsqueeze(-1).expand(-1, -1, S.shape[2]))  # [B, 6, P]
+    target = torch.einsum("brk,bkp->brp", torch.from_numpy(ds.ref_names[idx]), cov)
+    target = target / target.sum(-1, keepdim=True).clamp_min(1e-6)
+    l_t2i = (-(target * F.log_softmax(Sr, -1)).sum(-1) * ref_ok).sum() / ref_ok.sum().clamp_min(1)
+    # Image -> text.
+    lengths = torch.from_numpy(ds.lengths[idx])
+    valid = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)  # [B, T]
+    St = S.transpose(1, 2).masked_fill(~valid.unsqueeze(1), -1e4)  # [B, P, T]
+    lsm = F.log_softmax(St, -1)
+    best, owner = cov.max(1)  # [B, P]
+    owned = (best >= PATCH_OWNED).float()
+    names = torch.from_numpy(ds.tok_names[idx])  # [B, 3, T]
+    want = torch.gather(names, 1, owner.unsqueeze(-1).expand(-1, -1, T))  # [B, P, T]
+    want = want / want.sum(-1, keepdim=True).clamp_min(1)
+    l_i2t = -(want * lsm).sum(-1)
+    l_i2t = (l_i2t * owned).sum() / owned.sum().clamp_min(1)
+    return l_t2i, l_i2t, owner, owned
+
+
+def grammar_words(ds, idx, p, scale, tp, owner, owned, colour_at, shape_at):
+    """-> (loss, classes [B, 3, 2], the owned patches' classes [B, P, 2], owned [B*P]):
+    each owned patch (p [B, P, dp], normalised) against every colour word and every
+    shape word of the grammar. tp [colours, shapes, T, dp] are the prompts' normalised
+    token features, the colour word at position colour_at and the shape word at
+    shape_at."""
+    cls = torch.from_numpy(ds.obj_class[idx])  # [B, 3, 2]
+    oc = torch.gather(cls, 1, owner.unsqueeze(-1).expand(-1, -1, 2))  # [B, P, 2]
+    col_f = tp[:, 0, colour_at]  # [8, dp]
+    l_col = F.cross_entropy((scale * p @ col_f.t()).reshape(-1, len(COLOURS)), oc[..., 0].reshape(-1),
+                            reduction="none")
+    shp_f = tp[oc[..., 0], :, shape_at]  # [B, P, 5, dp]: shape words after the patch's colour
+    l_shp = F.cross_entropy((scale * torch.einsum("bpd,bpsd->bps", p, shp_f)).reshape(-1, len(SHAPES)),
+                            oc[..., 1].reshape(-1), reduction="none")
+    of = owned.reshape(-1)
+    return ((l_col + l_shp) * of).sum() / of.sum().clamp_min(1), cls, oc, of
+
+
 def losses(model, ds, idx, settings, aux=None):
     ids = torch.from_numpy(ds.ids[idx])
     pix = ds.pixels(idx)
@@ -393,27 +462,7 @@ def losses(model, ds, idx, settings, aux=None):
         l_i = -(tgt * F.log_softmax(logits, 1)).sum(1).mean()
     l_con = 0.5 * (l_i - (tgt * F.log_softmax(logits_t, 1)).sum(1).mean())
     S = scale * torch.einsum("btd,bpd->btp", t, p)  # [B, T, P]
-    # Text -> image.
-    ref_pos = torch.from_numpy(ds.ref_pos[idx])
-    ref_obj = torch.from_numpy(ds.ref_obj[idx])
-    ref_ok = torch.from_numpy(ds.ref_ok[idx]).float()
-    cov = torch.from_numpy(ds.cov[idx])  # [B, 3, P]
-    Sr = torch.gather(S, 1, ref_pos.unsqueeze(-1).expand(-1, -1, S.shape[2]))  # [B, 6, P]
-    target = torch.einsum("brk,bkp->brp", torch.from_numpy(ds.ref_names[idx]), cov)
-    target = target / target.sum(-1, keepdim=True).clamp_min(1e-6)
-    l_t2i = (-(target * F.log_softmax(Sr, -1)).sum(-1) * ref_ok).sum() / ref_ok.sum().clamp_min(1)
-    # Image -> text.
-    lengths = torch.from_numpy(ds.lengths[idx])
-    valid = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)  # [B, T]
-    St = S.transpose(1, 2).masked_fill(~valid.unsqueeze(1), -1e4)  # [B, P, T]
-    lsm = F.log_softmax(St, -1)
-    best, owner = cov.max(1)  # [B, P]
-    owned = (best >= PATCH_OWNED).float()
-    names = torch.from_numpy(ds.tok_names[idx])  # [B, 3, T]
-    want = torch.gather(names, 1, owner.unsqueeze(-1).expand(-1, -1, T))  # [B, P, T]
-    want = want / want.sum(-1, keepdim=True).clamp_min(1)
-    l_i2t = -(want * lsm).sum(-1)
-    l_i2t = (l_i2t * owned).sum() / owned.sum().clamp_min(1)
+    l_t2i, l_i2t, owner, owned = dense_maps(ds, idx, S)
     # Colour and shape words against the whole grammar, not only the caption's (a
     # caption's words can be told apart by colour alone): the prompts "a/an <colour>
     # <shape>" give each colour word (token 2) and each shape word (token 3).
@@ -421,16 +470,7 @@ def losses(model, ds, idx, settings, aux=None):
         _init_prompts(ds.vocab)
     ph, pe = model.encode_text(_PROMPTS)  # [40, 5, dt], [40, dp]
     tp = F.normalize(model.text_projection(ph), dim=-1).view(len(COLOURS), len(SHAPES), 5, -1)
-    cls = torch.from_numpy(ds.obj_class[idx])  # [B, 3, 2]
-    oc = torch.gather(cls, 1, owner.unsqueeze(-1).expand(-1, -1, 2))  # [B, P, 2]
-    col_f = tp[:, 0, 2]  # [8, dp]
-    l_col = F.cross_entropy((scale * p @ col_f.t()).reshape(-1, len(COLOURS)), oc[..., 0].reshape(-1),
-                            reduction="none")
-    shp_f = tp[oc[..., 0], :, 3]  # [B, P, 5, dp]: shape words after the patch's colour
-    l_shp = F.cross_entropy((scale * torch.einsum("bpd,bpsd->bps", p, shp_f)).reshape(-1, len(SHAPES)),
-                            oc[..., 1].reshape(-1), reduction="none")
-    of = owned.reshape(-1)
-    l_words = ((l_col + l_shp) * of).sum() / of.sum().clamp_min(1)
+    l_words, cls, oc, of = grammar_words(ds, idx, p, scale, tp, owner, owned, 2, 3)
     # Single-object scenes: zero-shot classification over all prompts, pooled embeds.
     one = torch.from_numpy(ds.nobj[idx] == 1)
     if one.any():
@@ -590,19 +630,17 @@ def evaluate_vec(model, vocab, sdir, pdir):
     t2i_ok = t2i_n = t2i_skip = i2t_ok = i2t_n = 0
     for a in range(0, n, 250):
         idx = np.arange(a, min(n, a + 250))
-        enc = [vocab.encode(sc[i]["caption"]) for i in idx]
-        T = max(len(e) for e in enc)
-        ids = np.full((len(idx), T), vocab.eos_id, dtype=np.int64)
-        for b, e in enumerate(enc):
-            if len(e) != len(sc[idx[b]]["words"]) + 2:
-                raise ValueError(f"train: caption {sc[idx[b]]['caption']!r} is not one token per word")
+        enc = [caption_ids(vocab, sc[i]["caption"], sc[i]["words"]) for i in idx]
+        T = getattr(vocab, "pad_to", None) or max(len(e) for e, _ in enc)
+        ids = np.full((len(idx), T), getattr(vocab, "pad_id", vocab.eos_id), dtype=np.int64)
+        for b, (e, _) in enumerate(enc):
             ids[b, :len(e)] = e
         t, p, _, _ = joint(model, torch.from_numpy(ids), torch.from_numpy(px[idx]))
         S = torch.einsum("btd,bpd->btp", t, p).numpy()
         for b, i in enumerate(idx):
             s = sc[i]
             cov = np.array(s["coverage"])
-            refs = [(r["word"] + 1, r["object"]) for r in s["refs"]]
+            refs = [(enc[b][1][r["word"]], r["object"]) for r in s["refs"]]
             for pos, k in refs:
                 if cov[k].max() < PATCH_INSIDE:
                     t2i_skip += 1

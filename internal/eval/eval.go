@@ -155,19 +155,6 @@ func Prompt(colour, shape string) string {
 // the object it names.
 type evalRef struct{ word, object int }
 
-// coverageKind is how the scenes' coverage follows the engine's
-// preprocessing onto the patch grid.
-type coverageKind int
-
-const (
-	// cropped: the shorter side resized to the crop's side and the centre
-	// square kept (CLIPImageProcessor).
-	cropped coverageKind = iota
-	// stretched: the whole image resized to the model's square input
-	// (SiglipImageProcessor).
-	stretched
-)
-
 // evalScene is one held-out scene as the evaluation needs it, whichever
 // renderer drew it.
 type evalScene struct {
@@ -178,7 +165,7 @@ type evalScene struct {
 	refs          []evalRef
 	// coverage returns [objects][grid*grid]: the share of each patch of
 	// what the model sees of the image that each object covers.
-	coverage func(grid int) [][]float64
+	coverage func(grid int) ([][]float64, error)
 }
 
 // evalSource draws scenes [a, b) of one kind.
@@ -190,7 +177,7 @@ func trainingScenes(seed uint64, objects int) evalSource {
 		s := g.Scene(i)
 		e := evalScene{img: s.Render(ImageSize), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
 			caption: s.Caption, words: s.Words,
-			coverage: func(grid int) [][]float64 { return s.Coverage(ImageSize, grid) }}
+			coverage: func(grid int) ([][]float64, error) { return s.Coverage(ImageSize, grid), nil }}
 		for _, r := range s.Refs {
 			e.refs = append(e.refs, evalRef{r.Word, r.Object})
 		}
@@ -199,19 +186,15 @@ func trainingScenes(seed uint64, objects int) evalSource {
 }
 
 // vectorScenes draws the independent renderer's scenes, W×H of their own
-// (not all square), whose coverage follows the preprocessing of kind.
-func vectorScenes(seed uint64, objects int, kind coverageKind) evalSource {
+// (not all square), whose coverage follows pre (vecscenes.Scene.Coverage;
+// Run has checked it with vecscenes.CheckPreprocessor).
+func vectorScenes(seed uint64, objects int, pre *vision.Preprocessor) evalSource {
 	g := vecscenes.Generator{Seed: seed, Objects: objects}
 	return eachScene(func(i int) evalScene {
 		s := g.Scene(i)
 		e := evalScene{img: s.Render(), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
 			caption: s.Caption, words: s.Words,
-			coverage: func(grid int) [][]float64 {
-				if kind == stretched {
-					return stretchCoverage(s.Labels(), s.W, s.H, len(s.Objects), grid)
-				}
-				return s.CropCoverage(ImageSize, grid)
-			}}
+			coverage: func(grid int) ([][]float64, error) { return s.Coverage(pre, grid) }}
 		for _, r := range s.Refs {
 			e.refs = append(e.refs, evalRef{r.Word, r.Object})
 		}
@@ -259,9 +242,9 @@ func run(ctx context.Context, eng *pipeline.Engine, opts Options, hook wordsHook
 	if eng.Direction() != xattn.Both {
 		return Result{}, fmt.Errorf("eval needs attention both ways; the engine computes %s", eng.Direction())
 	}
-	kind, err := coverageOf(eng.Preprocessor())
-	if err != nil {
-		return Result{}, err
+	pre := eng.Preprocessor()
+	if err := vecscenes.CheckPreprocessor(pre); err != nil {
+		return Result{}, fmt.Errorf("eval: %w", err)
 	}
 	var prompts []string
 	for _, c := range scenes.Colours {
@@ -271,71 +254,14 @@ func run(ctx context.Context, eng *pipeline.Engine, opts Options, hook wordsHook
 	}
 	ev := evaluator{eng: eng, classes: prompts, n: n, batch: batch, total: 4 * n, progress: opts.Progress, hook: hook}
 	var res Result
+	var err error
 	if res.Training, err = ev.figures(ctx, RendererTraining, trainingScenes(SingleSeed, 1), trainingScenes(PairSeed, 2)); err != nil {
 		return res, err
 	}
-	if res.Independent, err = ev.figures(ctx, RendererIndependent, vectorScenes(VectorSingleSeed, 1, kind), vectorScenes(VectorPairSeed, 2, kind)); err != nil {
+	if res.Independent, err = ev.figures(ctx, RendererIndependent, vectorScenes(VectorSingleSeed, 1, pre), vectorScenes(VectorPairSeed, 2, pre)); err != nil {
 		return res, err
 	}
 	return res, nil
-}
-
-// coverageOf says how the scenes' coverage follows pre onto the patch grid,
-// or why it cannot.
-func coverageOf(pre *vision.Preprocessor) (coverageKind, error) {
-	switch {
-	case !pre.DoResize:
-		return 0, fmt.Errorf("eval: the model's preprocessor_config.json has do_resize false; the evaluation needs images resized to the model's input")
-	case pre.DoCenterCrop:
-		if pre.Size.ShortestEdge == 0 || pre.CropSize.Height != pre.Size.ShortestEdge || pre.CropSize.Width != pre.Size.ShortestEdge {
-			return 0, fmt.Errorf("eval: the model's preprocessor_config.json resizes to %s and crops %dx%d; the evaluation needs the shortest edge resized to the crop's side and a square crop (CLIP's), or a fixed square resize without crop (SigLIP's)",
-				sizeString(pre.Size), pre.CropSize.Height, pre.CropSize.Width)
-		}
-		return cropped, nil
-	case pre.Size.ShortestEdge != 0 || pre.Size.Height != pre.Size.Width:
-		return 0, fmt.Errorf("eval: the model's preprocessor_config.json resizes to %s without a crop; the evaluation needs a fixed square resize (SigLIP's), or the shortest edge resized to a square crop's side (CLIP's)", sizeString(pre.Size))
-	default:
-		return stretched, nil
-	}
-}
-
-func sizeString(s vision.Size) string {
-	if s.ShortestEdge != 0 {
-		return fmt.Sprintf("shortest edge %d", s.ShortestEdge)
-	}
-	return fmt.Sprintf("%dx%d", s.Height, s.Width)
-}
-
-// stretchCoverage is vecscenes.Scene.CropCoverage for a preprocessor that
-// resizes the whole w×h image to a square (no crop): for each object, the
-// fraction of each cell of a grid×grid partition of the image that its
-// labels lab [h*w] (0 background, k+1 object k) cover, counting pixels by
-// their centres: [objects][grid*grid].
-func stretchCoverage(lab []uint8, w, h, objects, grid int) [][]float64 {
-	out := make([][]float64, objects)
-	for k := range out {
-		out[k] = make([]float64, grid*grid)
-	}
-	count := make([]float64, grid*grid)
-	for y := range h {
-		gy := min(grid-1, int((float64(y)+0.5)*float64(grid)/float64(h)))
-		for x := range w {
-			gx := min(grid-1, int((float64(x)+0.5)*float64(grid)/float64(w)))
-			j := gy*grid + gx
-			count[j]++
-			if l := lab[y*w+x]; l > 0 {
-				out[l-1][j]++
-			}
-		}
-	}
-	for k := range out {
-		for j := range out[k] {
-			if count[j] > 0 {
-				out[k][j] /= count[j]
-			}
-		}
-	}
-	return out
 }
 
 // wordTokens returns, for each of refs (words of caption, split into
@@ -478,7 +404,10 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 			if g.H != g.W || ImageSize%g.H != 0 {
 				return res, fmt.Errorf("eval: patch grid %s does not divide a %d-pixel image", g, ImageSize)
 			}
-			cov := s.coverage(g.H)
+			cov, err := s.coverage(g.H)
+			if err != nil {
+				return res, fmt.Errorf("eval: %w", err)
+			}
 			for r, ref := range s.refs {
 				c := cov[ref.object]
 				if maxOf(c) < Inside {

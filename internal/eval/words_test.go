@@ -187,13 +187,25 @@ func TestRunSiglip(t *testing.T) {
 	if g := im[0].Grid; g.H != 4 || g.W != 4 {
 		t.Fatalf("grid %s, want 4x4", g)
 	}
+	// The independent renderer's coverage is the whole-image one SigLIP's
+	// square resize needs (vecscenes.Scene.Coverage), not the crop's.
+	vs := vecscenes.Generator{Seed: VectorPairSeed, Objects: 2}
+	for i, s := range vectorScenes(VectorPairSeed, 2, eng.Preprocessor())(0, n) {
+		got, err := s.coverage(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := vs.Scene(i).StretchCoverage(4); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("independent scene %d: coverage %v, want StretchCoverage %v", i, got, want)
+		}
+	}
 	for _, c := range []struct {
 		fig  Figures
 		name string
 		pair evalSource
 	}{
 		{res.Training, RendererTraining, trainingScenes(PairSeed, 2)},
-		{res.Independent, RendererIndependent, vectorScenes(VectorPairSeed, 2, stretched)},
+		{res.Independent, RendererIndependent, vectorScenes(VectorPairSeed, 2, eng.Preprocessor())},
 	} {
 		f := c.fig
 		if f.Renderer != c.name {
@@ -232,86 +244,20 @@ func TestRunSiglip(t *testing.T) {
 	}
 }
 
-// TestStretchCoverage checks the coverage of a preprocessor that resizes the
-// whole image: by hand on an 8×4 mask, and against vecscenes' CropCoverage
-// on square scenes, where the crop is the whole image too.
-func TestStretchCoverage(t *testing.T) {
-	// Object 1 fills the left half; object 2 two pixels of the top right
-	// cell (4×2 pixels at grid 2).
-	lab := make([]uint8, 8*4)
-	for y := range 4 {
-		for x := range 8 {
-			if x < 4 {
-				lab[y*8+x] = 1
-			}
-		}
+// TestRunRefusesPreprocessing: a preprocessing the scenes' coverage cannot
+// follow stops Run before any scene is encoded, with vecscenes' error.
+func TestRunRefusesPreprocessing(t *testing.T) {
+	eng := siglipEngine(t)
+	pre := eng.Preprocessor()
+	saved := *pre
+	t.Cleanup(func() { *pre = saved })
+	pre.Size = vision.Size{Height: 32, Width: 48}
+	progressed := false
+	_, err := Run(context.Background(), eng, Options{Scenes: 2, Progress: func(int, int) { progressed = true }})
+	if err == nil || !strings.Contains(err.Error(), "preprocessor_config.json") || !strings.Contains(err.Error(), "32x48") {
+		t.Errorf("a 32x48 resize: error %v, want one naming preprocessor_config.json and the size", err)
 	}
-	lab[0*8+6], lab[0*8+7] = 2, 2
-	got := stretchCoverage(lab, 8, 4, 2, 2)
-	want := [][]float64{{1, 0, 1, 0}, {0, 0.25, 0, 0}}
-	for k := range want {
-		if !slices.Equal(got[k], want[k]) {
-			t.Errorf("object %d: %v, want %v", k, got[k], want[k])
-		}
-	}
-
-	g := vecscenes.Generator{Seed: VectorPairSeed, Objects: 2}
-	square := 0
-	for i := 0; square < 3 && i < 200; i++ {
-		s := g.Scene(i)
-		if s.W != s.H {
-			continue
-		}
-		square++
-		for _, grid := range []int{4, 8} {
-			crop, st := s.CropCoverage(ImageSize, grid), stretchCoverage(s.Labels(), s.W, s.H, len(s.Objects), grid)
-			for k := range crop {
-				for j := range crop[k] {
-					// A pixel whose centre is on a cell edge may fall
-					// either side in floating point.
-					if d := math.Abs(crop[k][j] - st[k][j]); d > 2*float64(grid)/float64(s.W) {
-						t.Errorf("scene %d (%dx%d), grid %d, object %d, cell %d: %.4f, CropCoverage %.4f", i, s.W, s.H, grid, k, j, st[k][j], crop[k][j])
-					}
-				}
-			}
-		}
-	}
-	if square == 0 {
-		t.Fatal("no square scene among the first 200")
-	}
-}
-
-// TestCoverageOf: CLIP's and SigLIP's preprocessing are taken; others,
-// whose crop the scenes' coverage would not follow, are refused.
-func TestCoverageOf(t *testing.T) {
-	clip, siglip := vision.DefaultPreprocessor(), vision.SiglipPreprocessor()
-	larger := *clip
-	larger.Size.ShortestEdge = 256
-	plain := *siglip
-	plain.DoResize = false
-	edge := *siglip
-	edge.Size = vision.Size{ShortestEdge: 224}
-	wide := *siglip
-	wide.Size = vision.Size{Height: 224, Width: 320}
-	for _, c := range []struct {
-		name string
-		pre  *vision.Preprocessor
-		want coverageKind
-		ok   bool
-	}{
-		{"CLIP", clip, cropped, true},
-		{"SigLIP", siglip, stretched, true},
-		{"shortest edge 256, crop 224", &larger, 0, false},
-		{"no resize", &plain, 0, false},
-		{"shortest edge, no crop", &edge, 0, false},
-		{"224x320", &wide, 0, false},
-	} {
-		got, err := coverageOf(c.pre)
-		if c.ok && (err != nil || got != c.want) {
-			t.Errorf("%s: %v, %v; want %v", c.name, got, err, c.want)
-		}
-		if !c.ok && (err == nil || !strings.Contains(err.Error(), "preprocessor_config.json")) {
-			t.Errorf("%s: error %v, want one naming preprocessor_config.json", c.name, err)
-		}
+	if progressed {
+		t.Error("scenes were encoded before the preprocessing was refused")
 	}
 }

@@ -1,6 +1,21 @@
-// Package eval measures the built-in model on held-out scenes of two
-// renderers: zero-shot classification (Engine.Classify) and where the
-// attention maps put each word. `condition models eval` and the tests use it.
+// Package eval measures a model trained on the generated scenes (the
+// built-in CLIP, or a SigLIP) on held-out scenes of two renderers: zero-shot
+// classification (Engine.Classify) and where the attention maps put each
+// word. `condition models eval` and the tests use it.
+//
+// The figures mean the same for both families. Zero-shot top-1 is the
+// argmax of the logits, exp(logit_scale)·cosine (+ logit_bias for SigLIP),
+// so it is the prompt of the highest cosine whether the model turns logits
+// into probabilities with a softmax (CLIP) or a sigmoid per label (SigLIP).
+// The maps are the engine's joint space: a token and a patch scored by the
+// cosine of their projections (CLIP's projection heads; SigLIP's text head
+// and the value path of its pooling head), and each ranking below (over
+// patches for a word, over words for a patch) is a ranking of those
+// cosines. A caption word's token is found in the prompt's own words
+// (pipeline.TextEncoding.Words), whichever tokenizer made them: CLIP's BPE
+// (start token, one token per word, a comma its own word) or SigLIP's
+// SentencePiece (lower case, punctuation dropped, no start token, "</s>"
+// last); every colour and shape word must be one token.
 package eval
 
 import (
@@ -9,8 +24,11 @@ import (
 	"image"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/text"
+	"github.com/conditionhq/condition/vision"
 
 	"github.com/conditionhq/condition/internal/scenes"
 	"github.com/conditionhq/condition/internal/vecscenes"
@@ -143,11 +161,11 @@ type evalScene struct {
 	img           image.Image
 	colour, shape string // the single object's words
 	caption       string
-	words         int
+	words         []string // the caption split as CLIP's pre-tokenizer splits it
 	refs          []evalRef
 	// coverage returns [objects][grid*grid]: the share of each patch of
-	// the model's ImageSize crop that each object covers.
-	coverage func(grid int) [][]float64
+	// what the model sees of the image that each object covers.
+	coverage func(grid int) ([][]float64, error)
 }
 
 // evalSource draws scenes [a, b) of one kind.
@@ -158,8 +176,8 @@ func trainingScenes(seed uint64, objects int) evalSource {
 	return eachScene(func(i int) evalScene {
 		s := g.Scene(i)
 		e := evalScene{img: s.Render(ImageSize), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
-			caption: s.Caption, words: len(s.Words),
-			coverage: func(grid int) [][]float64 { return s.Coverage(ImageSize, grid) }}
+			caption: s.Caption, words: s.Words,
+			coverage: func(grid int) ([][]float64, error) { return s.Coverage(ImageSize, grid), nil }}
 		for _, r := range s.Refs {
 			e.refs = append(e.refs, evalRef{r.Word, r.Object})
 		}
@@ -167,13 +185,16 @@ func trainingScenes(seed uint64, objects int) evalSource {
 	})
 }
 
-func vectorScenes(seed uint64, objects int) evalSource {
+// vectorScenes draws the independent renderer's scenes, W×H of their own
+// (not all square), whose coverage follows pre (vecscenes.Scene.Coverage;
+// Run has checked it with vecscenes.CheckPreprocessor).
+func vectorScenes(seed uint64, objects int, pre *vision.Preprocessor) evalSource {
 	g := vecscenes.Generator{Seed: seed, Objects: objects}
 	return eachScene(func(i int) evalScene {
 		s := g.Scene(i)
 		e := evalScene{img: s.Render(), colour: s.Objects[0].Colour, shape: s.Objects[0].Shape,
-			caption: s.Caption, words: len(s.Words),
-			coverage: func(grid int) [][]float64 { return s.CropCoverage(ImageSize, grid) }}
+			caption: s.Caption, words: s.Words,
+			coverage: func(grid int) ([][]float64, error) { return s.Coverage(pre, grid) }}
 		for _, r := range s.Refs {
 			e.refs = append(e.refs, evalRef{r.Word, r.Object})
 		}
@@ -192,13 +213,24 @@ func eachScene(scene func(i int) evalScene) evalSource {
 	}
 }
 
-// Run measures the engine's model on the held-out scenes of both
-// renderers, through the engine as a job runs it: zero-shot classification
-// by the cosine of image_embeds and text_embeds, and the attention maps of
-// each two-object scene's caption (the engine's layers: CLIP's joint space
-// by default, whose scores t·p are what the definitions above rank; a
-// softmax keeps each row's order).
+// Run measures the engine's model (CLIP or SigLIP) on the held-out scenes of
+// both renderers, through the engine as a job runs it: zero-shot
+// classification by the logits of image_embeds and text_embeds, and the
+// attention maps of each two-object scene's caption (the engine's layers:
+// the joint space by default, whose scores t·p are what the definitions
+// above rank; a softmax keeps each row's order). The engine's preprocessing
+// must be CLIP's (shortest edge resized to the crop's side, centre square
+// crop) or SigLIP's (resize to a fixed square), so that the scenes' coverage
+// follows it onto the patch grid.
 func Run(ctx context.Context, eng *pipeline.Engine, opts Options) (Result, error) {
+	return run(ctx, eng, opts, nil)
+}
+
+// wordsHook, when set, is shown each two-object caption's prompt and the
+// token of each of its colour and shape words (its refs, in order).
+type wordsHook func(s *evalScene, p *pipeline.Prompt, toks []int)
+
+func run(ctx context.Context, eng *pipeline.Engine, opts Options, hook wordsHook) (Result, error) {
 	n := opts.Scenes
 	if n <= 0 {
 		n = 1000
@@ -210,22 +242,81 @@ func Run(ctx context.Context, eng *pipeline.Engine, opts Options) (Result, error
 	if eng.Direction() != xattn.Both {
 		return Result{}, fmt.Errorf("eval needs attention both ways; the engine computes %s", eng.Direction())
 	}
+	pre := eng.Preprocessor()
+	if err := vecscenes.CheckPreprocessor(pre); err != nil {
+		return Result{}, fmt.Errorf("eval: %w", err)
+	}
 	var prompts []string
 	for _, c := range scenes.Colours {
 		for _, s := range scenes.Shapes {
 			prompts = append(prompts, Prompt(c, s))
 		}
 	}
-	ev := evaluator{eng: eng, classes: prompts, n: n, batch: batch, total: 4 * n, progress: opts.Progress}
+	ev := evaluator{eng: eng, classes: prompts, n: n, batch: batch, total: 4 * n, progress: opts.Progress, hook: hook}
 	var res Result
 	var err error
 	if res.Training, err = ev.figures(ctx, RendererTraining, trainingScenes(SingleSeed, 1), trainingScenes(PairSeed, 2)); err != nil {
 		return res, err
 	}
-	if res.Independent, err = ev.figures(ctx, RendererIndependent, vectorScenes(VectorSingleSeed, 1), vectorScenes(VectorPairSeed, 2)); err != nil {
+	if res.Independent, err = ev.figures(ctx, RendererIndependent, vectorScenes(VectorSingleSeed, 1, pre), vectorScenes(VectorPairSeed, 2, pre)); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// wordTokens returns, for each of refs (words of caption, split into
+// words as CLIP's pre-tokenizer splits it), the position of its token in
+// enc's tokens. The caption's words are matched in order, by text, with
+// enc's non-special words, skipping the caption's words the tokenizer
+// dropped (SigLIP's drops punctuation); each word of refs must be matched
+// and be one token.
+func wordTokens(caption string, words []string, refs []evalRef, enc *pipeline.TextEncoding) ([]int, error) {
+	at := make([]int, len(words)) // the index in enc.Words of each word; -1 when dropped
+	j := 0
+	next := func() {
+		for j < len(enc.Words) && enc.Words[j].Special {
+			j++
+		}
+	}
+	next()
+	for i, w := range words {
+		at[i] = -1
+		if j < len(enc.Words) && strings.EqualFold(enc.Words[j].Text, w) {
+			at[i] = j
+			j++
+			next()
+		}
+	}
+	if j < len(enc.Words) {
+		return nil, fmt.Errorf("eval: caption %q: the tokenizer's word %q (tokens %d to %d) matches none of the caption's words %q, in order",
+			caption, enc.Words[j].Text, enc.Words[j].Start, enc.Words[j].End-1, words)
+	}
+	toks := make([]int, len(refs))
+	for r, ref := range refs {
+		if ref.word < 0 || ref.word >= len(words) {
+			return nil, fmt.Errorf("eval: caption %q: reference to word %d of %d", caption, ref.word, len(words))
+		}
+		if at[ref.word] < 0 {
+			return nil, fmt.Errorf("eval: caption %q: the tokenizer's words %s have none for word %d %q; the evaluation needs every colour and shape word as a word of the prompt",
+				caption, wordList(enc.Words), ref.word, words[ref.word])
+		}
+		tw := enc.Words[at[ref.word]]
+		if tw.End-tw.Start != 1 || tw.Start < 0 || tw.End > len(enc.Tokens) {
+			return nil, fmt.Errorf("eval: caption %q: word %d %q is tokens %q; the evaluation needs every colour and shape word to be one token",
+				caption, ref.word, words[ref.word], enc.Tokens[max(0, tw.Start):min(len(enc.Tokens), tw.End)])
+		}
+		toks[r] = tw.Start
+	}
+	return toks, nil
+}
+
+// wordList quotes the texts of words for a message.
+func wordList(words []text.Word) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = fmt.Sprintf("%q", w.Text)
+	}
+	return "[" + strings.Join(q, " ") + "]"
 }
 
 type evaluator struct {
@@ -234,6 +325,7 @@ type evaluator struct {
 	n, batch    int
 	done, total int
 	progress    func(done, total int)
+	hook        wordsHook
 }
 
 func (ev *evaluator) step(k int) {
@@ -301,21 +393,28 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 			}
 			att := &atts[0]
 			t, p := ps[i].T(), im.P()
-			if t != s.words+2 {
-				return res, fmt.Errorf("eval: caption %q has %d words but %d tokens; the evaluation needs one token per word plus BOS and EOS", s.caption, s.words, t)
+			toks, err := wordTokens(s.caption, s.words, s.refs, &ps[i].TextEncoding)
+			if err != nil {
+				return res, err
+			}
+			if ev.hook != nil {
+				ev.hook(&sc[i], ps[i], toks)
 			}
 			g := im.Grid
 			if g.H != g.W || ImageSize%g.H != 0 {
 				return res, fmt.Errorf("eval: patch grid %s does not divide a %d-pixel image", g, ImageSize)
 			}
-			cov := s.coverage(g.H)
-			for _, ref := range s.refs {
+			cov, err := s.coverage(g.H)
+			if err != nil {
+				return res, fmt.Errorf("eval: %w", err)
+			}
+			for r, ref := range s.refs {
 				c := cov[ref.object]
 				if maxOf(c) < Inside {
 					res.PeakSkipped++
 					continue
 				}
-				tok := ref.word + 1
+				tok := toks[r]
 				at := argmax(att.TextToImage[tok*p : (tok+1)*p])
 				res.PeakWords++
 				if c[at] >= Inside {
@@ -334,8 +433,8 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 				}
 				row := att.ImageToText[j*t : (j+1)*t]
 				at := 0
-				for r, ref := range s.refs {
-					if row[ref.word+1] > row[s.refs[at].word+1] {
+				for r := range s.refs {
+					if row[toks[r]] > row[toks[at]] {
 						at = r
 					}
 				}

@@ -10,7 +10,9 @@
 //
 // Objects lie inside the centred square a CLIP preprocessor crops (resize
 // the shortest edge, centre crop), so every word names something the model
-// sees. Scenes are deterministic for a seed and an index.
+// sees. Scenes are deterministic for a seed and an index. Scene.Coverage
+// gives each object's share of each patch of the model's input, following
+// CLIP's crop or SigLIP's whole-image square resize.
 package vecscenes
 
 import (

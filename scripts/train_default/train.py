@@ -602,7 +602,8 @@ def vecdata(out, seed, objects, n, preprocessor):
 @torch.no_grad()
 def evaluate_vec(model, vocab, sdir, pdir):
     """The figures of evaluate() on the independent renderer's scenes: pixel_values
-    as the Go pipeline computes them, coverage of the crop's patches from evaldata."""
+    as the Go pipeline computes them, coverage of the input's patches from evaldata
+    (vecscenes.Scene.Coverage, as the Go evaluation)."""
     model.eval()
     out = {}
     prompts, te = prompt_embeds(model, vocab)

@@ -1,5 +1,5 @@
-// Command evaldata writes the held-out scenes of package vecscenes as the
-// default model's evaluation sees them, for scripts/train_default/train.py
+// Command evaldata writes the held-out scenes of package vecscenes as a
+// model's evaluation (internal/eval) sees them, for scripts/train_default/train.py
 // to measure the model in torch on exactly the tensors the Go evaluation
 // encodes:
 //
@@ -10,8 +10,12 @@
 //	pixels.npy   float32 [N, 3, side, side]: pixel_values as package vision
 //	             preprocesses each image with -preprocessor's settings
 //	scenes.jsonl one JSON object per scene (size, caption, words, refs,
-//	             objects) with "coverage" [objects][grid*grid], the share
-//	             of each patch of the crop that each object covers
+//	             objects) with "coverage" [objects][grid*grid] (grid =
+//	             side/-patch), the share of each patch of the model's input
+//	             that each object covers: vecscenes.Scene.Coverage, as the
+//	             Go evaluation computes it (of the centre crop for CLIP's
+//	             preprocessing, of the whole image for SigLIP's square
+//	             resize; any other preprocessing is refused)
 //
 // With -png DIR it also writes the images as DIR/scene_NNN.png.
 package main
@@ -63,6 +67,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := vecscenes.CheckPreprocessor(p); err != nil {
+		return fmt.Errorf("%s: %w", *pre, err)
+	}
+	if *patch <= 0 {
+		return fmt.Errorf("-patch %d: need a patch size > 0", *patch)
+	}
 	for _, d := range []string{*out, *pngDir} {
 		if d != "" {
 			if err := os.MkdirAll(d, 0o755); err != nil {
@@ -86,7 +96,11 @@ func run(args []string) error {
 		}
 		side = h
 		pix = append(pix, v...)
-		recs = append(recs, record{Scene: s, Coverage: s.CropCoverage(side, side / *patch)})
+		cov, err := s.Coverage(p, side / *patch)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *pre, err)
+		}
+		recs = append(recs, record{Scene: s, Coverage: cov})
 		if *pngDir != "" {
 			f, err := os.Create(filepath.Join(*pngDir, fmt.Sprintf("scene_%03d.png", i)))
 			if err != nil {

@@ -396,6 +396,60 @@ func indexShards(b []byte) ([]string, error) {
 	return files, nil
 }
 
+// BuiltGraphs describes the pair of graphs Build wrote into the derived
+// cache from a model's checkpoint, as a model without ONNX graphs of its
+// own serves them.
+type BuiltGraphs struct {
+	Text    string `json:"text"`             // the text graph (TextModelFile in the model's derived cache folder)
+	Vision  string `json:"vision"`           // the vision graph (VisionModelFile)
+	Commit  string `json:"commit,omitempty"` // the hub commit whose checkpoint they were built from
+	Source  string `json:"source"`           // the checkpoint's files they were built from, as they were then
+	Written string `json:"written"`          // when the later of the two was written (RFC 3339)
+}
+
+// HubBuiltGraphs returns the graphs Build wrote into the derived cache
+// (opts.DerivedCache, else DefaultDerivedDir) from the checkpoint of the
+// hub repository repo (org/name) at commit: those Open serves for that
+// commit when its snapshot has no ONNX graphs of its own, whether or not
+// the checkpoint is still in the Hugging Face cache. ok is false when the
+// cache does not hold both graphs stamped as built from that commit.
+func HubBuiltGraphs(repo, commit string, opts Options) (b BuiltGraphs, ok bool) {
+	dir, err := newDerivedCache(opts).dir(repo, commit)
+	if err != nil {
+		return BuiltGraphs{}, false
+	}
+	return builtGraphsIn(dir, func(s VariantStamp) bool { return s.Commit == commit })
+}
+
+// builtGraphsIn returns the graphs Build wrote into the derived cache
+// folder dir: both canonical graphs present as regular files, each with a
+// stamp saying VariantBuilt that match accepts.
+func builtGraphsIn(dir string, match func(VariantStamp) bool) (BuiltGraphs, bool) {
+	var b BuiltGraphs
+	for _, g := range []string{TextModelFile, VisionModelFile} {
+		p := filepath.Join(dir, filepath.FromSlash(g))
+		raw, err := os.ReadFile(p + ".json")
+		if err != nil {
+			return BuiltGraphs{}, false
+		}
+		var saved VariantStamp
+		if json.Unmarshal(raw, &saved) != nil || saved.Variant != VariantBuilt || saved.Graph != g || !match(saved) {
+			return BuiltGraphs{}, false
+		}
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			return BuiltGraphs{}, false
+		}
+		if g == TextModelFile {
+			b.Text = p
+		} else {
+			b.Vision = p
+		}
+		b.Commit, b.Source = saved.Commit, saved.Source
+		b.Written = max(b.Written, saved.Written)
+	}
+	return b, true
+}
+
 // useBuiltGraphs points the canonical graphs of a model that has none of
 // its own at those Build wrote into the derived cache: for a folder, from
 // the checkpoint it holds now (the files' size and modification time); for
@@ -419,25 +473,16 @@ func (m *Model) useBuiltGraphs() bool {
 			return false
 		}
 	}
-	paths := map[string]string{}
-	for _, g := range []string{TextModelFile, VisionModelFile} {
-		p := filepath.Join(dir, filepath.FromSlash(g))
-		b, err := os.ReadFile(p + ".json")
-		if err != nil {
-			return false
+	built, ok := builtGraphsIn(dir, func(saved VariantStamp) bool {
+		if m.isHub() {
+			return saved.Commit == m.revision
 		}
-		var saved VariantStamp
-		if json.Unmarshal(b, &saved) != nil || saved.Variant != VariantBuilt {
-			return false
-		}
-		if m.isHub() && saved.Commit != m.revision || !m.isHub() && !sameSource(saved, now) {
-			return false
-		}
-		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
-			return false
-		}
-		paths[g] = p
+		return sameSource(saved, now)
+	})
+	if !ok {
+		return false
 	}
+	paths := map[string]string{TextModelFile: built.Text, VisionModelFile: built.Vision}
 	for g, p := range paths {
 		m.extra[g] = p
 	}

@@ -338,3 +338,72 @@ func TestBuildSiglipBadCheckpoint(t *testing.T) {
 		t.Errorf("NaFlex config: error %v", err)
 	}
 }
+
+// TestBuildExternalData builds with every weight in external data (the
+// path graphs over 1.9 GiB of weights take) into the derived cache and
+// into a folder of the caller's: each graph's data file ends beside it, not
+// in the build's temporary folder, and the graphs serve the exported
+// graphs' and torch's outputs.
+func TestBuildExternalData(t *testing.T) {
+	orttest.Load(t)
+	dir := tinyWithoutGraphs(t)
+	opts := models.Options{DerivedCache: t.TempDir(), NoBuild: true}
+	m, err := models.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBuilt := func(rep *models.BuildReport, dest string) {
+		t.Helper()
+		if len(rep.Graphs) != 2 {
+			t.Fatalf("report %+v", rep)
+		}
+		for _, g := range rep.Graphs {
+			if g.Path != filepath.Join(dest, filepath.FromSlash(g.Graph)) || g.External != g.Path+"_data" {
+				t.Errorf("%s written to %s, its data to %q; want %s and %[3]s_data", g.Graph, g.Path, g.External, filepath.Join(dest, filepath.FromSlash(g.Graph)))
+			}
+			fi, err := os.Stat(g.External)
+			if err != nil {
+				t.Errorf("%s: %v", g.Graph, err)
+				continue
+			}
+			// The data file holds the weights; the graph their headers and
+			// the tensors under 1 KiB (the tiny model's biases and norms).
+			if fi.Size() < g.WeightBytes*9/10 || g.Bytes > g.WeightBytes/4 {
+				t.Errorf("%s: graph %d bytes, data %d bytes, weights %d bytes", g.Graph, g.Bytes, fi.Size(), g.WeightBytes)
+			}
+		}
+		ents, _ := os.ReadDir(dest)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".build-") {
+				t.Errorf("the temporary folder %s is left", e.Name())
+			}
+		}
+	}
+	rep, err := m.Build(context.Background(), models.BuildOptions{Threads: 1, ExternalAbove: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBuilt(rep, filepath.Dir(filepath.Dir(rep.Graphs[0].Path)))
+	if !strings.HasPrefix(rep.Graphs[0].Path, opts.DerivedCache) {
+		t.Errorf("built into %s, outside the derived cache", rep.Graphs[0].Path)
+	}
+	opts.NoBuild = false
+	reopened, err := models.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reopened.Built() || reopened.Path(models.VisionModelFile) != rep.Graphs[1].Path {
+		t.Fatalf("reopened: built %v, vision graph %s", reopened.Built(), reopened.Path(models.VisionModelFile))
+	}
+	sameOutputs(t, reopened)
+
+	out := t.TempDir()
+	if rep, err = m.Build(context.Background(), models.BuildOptions{Out: out, Threads: 1, ExternalAbove: -1}); err != nil {
+		t.Fatal(err)
+	}
+	checkBuilt(rep, out)
+	if err := m.UseGraphsFrom(out); err != nil {
+		t.Fatal(err)
+	}
+	sameOutputs(t, m)
+}

@@ -290,6 +290,58 @@ func TestOpenBuildsHubCheckpoint(t *testing.T) {
 	}
 }
 
+// TestHubBuiltGraphs: the graphs Open built for a hub commit are found by
+// repository and commit (as the cache listing looks for them), and only for
+// that commit, with both graphs there.
+func TestHubBuiltGraphs(t *testing.T) {
+	orttest.Load(t)
+	srv := buildHub(t)
+	opts := hubOptions(t, srv, t.TempDir())
+	if _, ok := models.HubBuiltGraphs("org/clip", commitA, opts); ok {
+		t.Fatal("built graphs found before any build")
+	}
+	m, err := models.Open("org/clip", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := models.HubBuiltGraphs("org/clip", commitA, opts)
+	if !ok || b.Text != m.Path(models.TextModelFile) || b.Vision != m.Path(models.VisionModelFile) || b.Commit != commitA ||
+		!strings.HasSuffix(b.Source, filepath.Join("snapshots", commitA, "model.safetensors")) || b.Written == "" {
+		t.Errorf("HubBuiltGraphs: %+v %v; the model serves %s and %s", b, ok, m.Path(models.TextModelFile), m.Path(models.VisionModelFile))
+	}
+	if _, ok := models.HubBuiltGraphs("org/clip", commitB, opts); ok {
+		t.Error("built graphs found for a commit never built")
+	}
+	if _, ok := models.HubBuiltGraphs("org/clip-pr", commitA, opts); ok {
+		t.Error("built graphs found for another repository")
+	}
+	// A stamp from another commit (a copied folder): not these graphs.
+	stamp := b.Vision + ".json"
+	raw, err := os.ReadFile(stamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Replace(string(raw), `"commit": "`+commitA+`"`, `"commit": "`+commitB+`"`, 1)
+	if other == string(raw) {
+		t.Fatalf("stamp %s has no commit", raw)
+	}
+	if err := os.WriteFile(stamp, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := models.HubBuiltGraphs("org/clip", commitA, opts); ok {
+		t.Error("found with the vision graph stamped with another commit")
+	}
+	// Open agrees: it rebuilds them, and then they are found again.
+	var logs bytes.Buffer
+	opts.Logger = logTo(&logs)
+	if m, err = models.Open("org/clip", opts); err != nil || !m.Built() || !strings.Contains(logs.String(), "building the model's ONNX graphs") {
+		t.Fatalf("reopened: %v\n%s", err, logs.String())
+	}
+	if _, ok := models.HubBuiltGraphs("org/clip", commitA, opts); !ok {
+		t.Error("not found after the rebuild")
+	}
+}
+
 // TestOpenBuildsPullRequestRevision: a repository whose main branch holds
 // only pytorch_model.bin (as openai/clip-vit-base-patch32's does) and whose
 // pull-request branch adds model.safetensors: @refs/pr/7 builds from it;

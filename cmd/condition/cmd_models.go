@@ -141,8 +141,11 @@ func runModelsList(_ context.Context, e *env, args []string) error {
 	}
 	type entry struct {
 		hub.CachedRepo
-		Usable   map[string]bool     `json:"usable"`   // commit → has config.json and a text and a vision graph
-		Variants map[string][]string `json:"variants"` // commit → graph variants
+		Usable   map[string]bool     `json:"usable"`   // commit → has config.json and a text and a vision graph (its own or built)
+		Variants map[string][]string `json:"variants"` // commit → graph variants in the snapshot
+		// commit → the graphs built from its checkpoint into this program's
+		// derived cache, which a snapshot without graphs of its own is served
+		Built map[string]models.BuiltGraphs `json:"built,omitempty"`
 	}
 	var out []entry
 	for _, r := range repos {
@@ -155,7 +158,15 @@ func runModelsList(_ context.Context, e *env, args []string) error {
 			for _, f := range s.Files {
 				has[f] = true
 			}
-			en.Usable[s.Commit] = has[models.ConfigFile] && len(vs) > 0
+			own := has[models.TextModelFile] || has[models.VisionModelFile]
+			if b, ok := models.HubBuiltGraphs(r.Repo, s.Commit, models.Options{}); ok && !own {
+				if en.Built == nil {
+					en.Built = map[string]models.BuiltGraphs{}
+				}
+				en.Built[s.Commit] = b
+			}
+			_, built := en.Built[s.Commit]
+			en.Usable[s.Commit] = has[models.ConfigFile] && (len(vs) > 0 || built)
 		}
 		out = append(out, en)
 	}
@@ -184,7 +195,10 @@ func runModelsList(_ context.Context, e *env, args []string) error {
 				}
 			}
 			state := "no ONNX graphs"
-			if en.Usable[s.Commit] {
+			if b, ok := en.Built[s.Commit]; ok && en.Usable[s.Commit] {
+				state = fmt.Sprintf("graphs: built from %s of %s (%s)", checkpointNames(b.Source), b.Commit[:min(12, len(b.Commit))],
+					filepath.Dir(filepath.Dir(b.Text)))
+			} else if en.Usable[s.Commit] {
 				vs := make([]string, len(en.Variants[s.Commit]))
 				for i, v := range en.Variants[s.Commit] {
 					if v == "" {
@@ -198,6 +212,18 @@ func runModelsList(_ context.Context, e *env, args []string) error {
 		}
 	}
 	return nil
+}
+
+// checkpointNames shortens the checkpoint files graphs were built from
+// (models.BuiltGraphs.Source, paths joined by ", ") to their names:
+// model.safetensors, or the first shard and how many there are.
+func checkpointNames(source string) string {
+	files := strings.Split(source, ", ")
+	name := filepath.Base(files[0])
+	if len(files) > 1 {
+		return fmt.Sprintf("%s and %d more shards", name, len(files)-1)
+	}
+	return name
 }
 
 func runModelsRef(ctx context.Context, e *env, sub string, args []string) error {

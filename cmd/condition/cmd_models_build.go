@@ -106,7 +106,7 @@ func runModelsBuild(ctx context.Context, e *env, args []string) error {
 	for _, g := range rep.Graphs {
 		fmt.Fprintf(e.Stdout, "  %s: %d nodes, %.1f MB; %s\n    wrote %s\n", g.Graph, g.Nodes, float64(g.Bytes)/1e6, g.Check, g.Path)
 		if g.External != "" {
-			fmt.Fprintf(e.Stdout, "    weights in %s\n", g.External)
+			fmt.Fprintf(e.Stdout, "    weights (%.1f MB) in %s\n", float64(g.WeightBytes)/1e6, g.External)
 		}
 	}
 	for _, r := range opt {

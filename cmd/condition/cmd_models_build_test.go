@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -198,5 +199,85 @@ func TestModelsBuildSiglip(t *testing.T) {
 	t.Logf("built: %s", built)
 	if _, log := score(dir, "--variant", "optimized-int8"); strings.Contains(log, "error") {
 		t.Errorf("int8: %s", log)
+	}
+}
+
+// TestModelsListBuiltHubModel: a hub repository with config.json and
+// model.safetensors and no onnx/, whose graphs were built on first use
+// into the derived cache, is listed as usable, its graphs said to be built
+// from that commit's checkpoint; with one of the two gone it is not.
+func TestModelsListBuiltHubModel(t *testing.T) {
+	orttest.Load(t)
+	src := filepath.Join("..", "..", "testdata", "tinyclip")
+	repo := map[string]hubtest.File{}
+	for _, f := range []string{"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo[f] = hubtest.File{Data: b, LFS: f == "model.safetensors"}
+	}
+	commit := strings.Repeat("b1", 20)
+	srv := hubtest.New(t, map[string]*hubtest.Repo{
+		"org/ckpt": {Commits: map[string]map[string]hubtest.File{commit: repo}, Branches: map[string]string{"main": commit}},
+	})
+	t.Setenv("HF_ENDPOINT", srv.URL())
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "")
+	t.Setenv("HF_TOKEN", "")
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	type listing struct {
+		Models []struct {
+			Repo   string                        `json:"repo"`
+			Usable map[string]bool               `json:"usable"`
+			Built  map[string]models.BuiltGraphs `json:"built"`
+		} `json:"models"`
+	}
+	list := func() (listing, string) {
+		t.Helper()
+		code, out, errs := modelsRun(t, "models", "list", "--json")
+		var l listing
+		if code != 0 || json.Unmarshal([]byte(out), &l) != nil || len(l.Models) != 1 || l.Models[0].Repo != "org/ckpt" {
+			t.Fatalf("list --json: exit %d\n%s%s", code, out, errs)
+		}
+		code, text, errs := modelsRun(t, "models", "list")
+		if code != 0 {
+			t.Fatalf("list: exit %d\n%s%s", code, text, errs)
+		}
+		return l, text
+	}
+
+	// Fetching opens the model, which builds its graphs on first use.
+	if code, out, errs := modelsRun(t, "models", "fetch", "org/ckpt"); code != 0 || !strings.Contains(errs, "built the model's ONNX graphs") {
+		t.Fatalf("fetch: exit %d\n%s%s", code, out, errs)
+	}
+	l, text := list()
+	b, ok := l.Models[0].Built[commit]
+	wantDir := filepath.Join(cache, "condition", "derived", "models--org--ckpt", commit)
+	if !l.Models[0].Usable[commit] || !ok || b.Commit != commit ||
+		b.Text != filepath.Join(wantDir, "onnx", "text_model.onnx") || b.Vision != filepath.Join(wantDir, "onnx", "vision_model.onnx") ||
+		!strings.HasSuffix(b.Source, "model.safetensors") {
+		t.Errorf("after the build: %+v", l.Models[0])
+	}
+	want := "graphs: built from model.safetensors of " + commit[:12] + " (" + wantDir + ")"
+	if !strings.Contains(text, want) {
+		t.Errorf("list lacks %q:\n%s", want, text)
+	}
+	// The checkpoint gone from the snapshot: the graphs are still served
+	// (they are stamped with the commit), so the model is still usable.
+	snap := filepath.Join(os.Getenv("HF_HUB_CACHE"), "models--org--ckpt", "snapshots", commit)
+	if err := os.Remove(filepath.Join(snap, "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ = list(); !l.Models[0].Usable[commit] {
+		t.Errorf("without the checkpoint: %+v", l.Models[0])
+	}
+	// Half of the pair gone: not usable (Open would not serve it either).
+	if err := os.Remove(b.Vision); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ = list(); l.Models[0].Usable[commit] || len(l.Models[0].Built) != 0 {
+		t.Errorf("without the vision graph: %+v", l.Models[0])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -676,7 +677,7 @@ func (m *hfBPE) word(dst []int, w string, sc *hfScratch) []int {
 		ids = m.encode(sc.ids[:0], w, sc)
 	}
 	sc.ids = ids
-	m.cache.put(w, ids)
+	m.cache.put(w, slices.Clone(ids))
 	for _, id := range ids {
 		dst = append(dst, int(id))
 	}
@@ -690,7 +691,7 @@ func (m *hfBPE) part(dst []int32, w string, sc *hfScratch) []int32 {
 	}
 	start := len(dst)
 	dst = m.encode(dst, w, sc)
-	m.cache.put(w, dst[start:])
+	m.cache.put(w, slices.Clone(dst[start:]))
 	return dst
 }
 
@@ -949,4 +950,4 @@ func (t *hfPairTable) get(k uint64) (merge, bool) {
 
 // hfCache maps words to their ids (see wordCache). With no pre-tokenizer a
 // whole prompt is one word, so words up to wordCacheMaxWord bytes are kept.
-type hfCache = wordCache[int32]
+type hfCache = wordCache[[]int32]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -151,7 +152,7 @@ func (m *hfUnigram) word(dst []int, w string, sc *hfScratch) []int {
 	}
 	ids := m.encode(sc.ids[:0], w, sc)
 	sc.ids = ids
-	m.cache.put(w, ids)
+	m.cache.put(w, slices.Clone(ids))
 	for _, id := range ids {
 		dst = append(dst, int(id))
 	}

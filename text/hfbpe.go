@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -677,7 +676,7 @@ func (m *hfBPE) word(dst []int, w string, sc *hfScratch) []int {
 		ids = m.encode(sc.ids[:0], w, sc)
 	}
 	sc.ids = ids
-	m.cache.put(w, slices.Clone(ids))
+	putCopy(&m.cache, w, ids)
 	for _, id := range ids {
 		dst = append(dst, int(id))
 	}
@@ -691,7 +690,7 @@ func (m *hfBPE) part(dst []int32, w string, sc *hfScratch) []int32 {
 	}
 	start := len(dst)
 	dst = m.encode(dst, w, sc)
-	m.cache.put(w, slices.Clone(dst[start:]))
+	putCopy(&m.cache, w, dst[start:])
 	return dst
 }
 

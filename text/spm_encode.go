@@ -253,7 +253,7 @@ func (m *spModel) viterbiWords(best []viterbiNode, text string, sc *spScratch) b
 				return false
 			}
 			sc.edges = edges
-			m.edges.put(w, slices.Clone(edges))
+			putCopy(m.edges, w, edges)
 		}
 		for _, e := range edges {
 			start := int32(lo) + e.start

@@ -2,6 +2,7 @@ package text
 
 import (
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync/atomic"
 )
@@ -35,6 +36,11 @@ func (c *wordCache[V]) init() {
 	c.seed = maphash.MakeSeed()
 }
 
+// keeps reports whether the cache holds words such as w.
+func (c *wordCache[V]) keeps(w string) bool {
+	return c != nil && len(w) <= wordCacheMaxWord && !c.off && c.slots != nil
+}
+
 // where returns the two slots of w.
 func (c *wordCache[V]) where(w string) (a, b *atomic.Pointer[wordCacheEntry[V]]) {
 	h := maphash.String(c.seed, w)
@@ -43,7 +49,7 @@ func (c *wordCache[V]) where(w string) (a, b *atomic.Pointer[wordCacheEntry[V]])
 
 func (c *wordCache[V]) get(w string) (V, bool) {
 	var none V
-	if c == nil || len(w) > wordCacheMaxWord || c.off || c.slots == nil {
+	if !c.keeps(w) {
 		return none, false
 	}
 	a, b := c.where(w)
@@ -59,7 +65,7 @@ func (c *wordCache[V]) get(w string) (V, bool) {
 // ref is get without the copy: a pointer to the cached value of w, which
 // must not be written; nil when w is not cached.
 func (c *wordCache[V]) ref(w string) *V {
-	if c == nil || len(w) > wordCacheMaxWord || c.off || c.slots == nil {
+	if !c.keeps(w) {
 		return nil
 	}
 	a, b := c.where(w)
@@ -75,7 +81,7 @@ func (c *wordCache[V]) ref(w string) *V {
 // put keeps a copy of w and v as it is: v must not be written afterwards
 // (pass a copy of scratch memory).
 func (c *wordCache[V]) put(w string, v V) {
-	if c == nil || len(w) > wordCacheMaxWord || c.off || c.slots == nil {
+	if !c.keeps(w) {
 		return
 	}
 	e := &wordCacheEntry[V]{word: strings.Clone(w), v: v}
@@ -85,4 +91,11 @@ func (c *wordCache[V]) put(w string, v V) {
 		return
 	}
 	a.Store(e)
+}
+
+// putCopy is put with a copy of v, made only when c keeps w.
+func putCopy[T any](c *wordCache[[]T], w string, v []T) {
+	if c.keeps(w) {
+		c.put(w, slices.Clone(v))
+	}
 }

@@ -25,11 +25,12 @@ import (
 // each word, and the search takes its words one at a time
 // (spModel.appendWord).
 type siglipFast struct {
-	// class[c] is what the input byte c is: siglipKeep (kept, as lower[c]),
+	// class[c] is what the input byte c is: siglipKeep (kept, as keep[c]),
 	// siglipDrop (punctuation), siglipSpace (whitespace), or 0: the text
-	// takes the general path.
+	// takes the general path. keep[c] is 0 for bytes not kept (NUL takes
+	// the general path).
 	class [256]uint8
-	lower [256]byte
+	keep  [256]byte
 	mark  string
 	// leadMark says that whitespace before the first kept byte is a word
 	// of its own, the mark alone.
@@ -62,17 +63,15 @@ func newSiglipFast(e *siglipEncoder) *siglipFast {
 		return c
 	}
 	for c := range utf8.RuneSelf {
-		l := lower(byte(c))
-		f.lower[c] = l
-		switch asciiCanon[l] {
+		switch l := lower(byte(c)); asciiCanon[l] {
 		case canonDrop:
 			f.class[c] = siglipDrop
 		case canonSpace:
 			f.class[c] = siglipSpace
 		default:
 			// Copied by the normalizer, an ASCII byte or the end after it.
-			if n.fast[l] != 0 {
-				f.class[c] = siglipKeep
+			if n.fast[l] != 0 && l != 0 {
+				f.class[c], f.keep[c] = siglipKeep, l
 			}
 		}
 	}
@@ -85,8 +84,8 @@ func newSiglipFast(e *siglipEncoder) *siglipFast {
 			}
 		}
 		for c := range utf8.RuneSelf {
-			if f.lower[c] == sp.text[0] {
-				f.class[c] = 0
+			if lower(byte(c)) == sp.text[0] {
+				f.class[c], f.keep[c] = 0, 0
 			}
 		}
 	}
@@ -99,20 +98,20 @@ func newSiglipFast(e *siglipEncoder) *siglipFast {
 			return nil
 		}
 	}
-	keep := -1
+	keep := byte(0)
 	for c := range utf8.RuneSelf {
-		if f.class[c] == siglipKeep {
-			keep = int(f.lower[c])
+		if f.keep[c] != 0 {
+			keep = f.keep[c]
 			break
 		}
 	}
-	if keep < 0 {
+	if keep == 0 {
 		return nil
 	}
-	k := string(rune(keep))
+	k := string(keep)
 	got := string(n.normalize(nil, p+k))
 	head := got[:len(got)-1]
-	if got[len(got)-1] != byte(keep) || len(head) < len(f.mark) || head[len(head)-len(f.mark):] != f.mark {
+	if got[len(got)-1] != keep || len(head) < len(f.mark) || head[len(head)-len(f.mark):] != f.mark {
 		return nil
 	}
 	// A space after them is a mark of its own, or none (when the
@@ -179,17 +178,17 @@ func (f *siglipFast) appendWords(m *spModel, dst []int, s string, sc **spScratch
 			// byte for the general path, or the end.
 			n := mark
 			for ; i < len(s); i++ {
-				c := s[i]
-				if cl := f.class[c]; cl != siglipKeep {
-					if cl == siglipDrop {
+				l := f.keep[s[i]]
+				if l == 0 {
+					if f.class[s[i]] == siglipDrop {
 						continue
 					}
 					break
 				}
-				if n == len(key) {
+				if n >= len(key) {
 					return dst, false
 				}
-				key[n] = f.lower[c]
+				key[n] = l
 				n++
 			}
 			ok := true

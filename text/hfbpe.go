@@ -676,7 +676,7 @@ func (m *hfBPE) word(dst []int, w string, sc *hfScratch) []int {
 		ids = m.encode(sc.ids[:0], w, sc)
 	}
 	sc.ids = ids
-	m.cache.put(w, ids)
+	putCopy(&m.cache, w, ids)
 	for _, id := range ids {
 		dst = append(dst, int(id))
 	}
@@ -690,7 +690,7 @@ func (m *hfBPE) part(dst []int32, w string, sc *hfScratch) []int32 {
 	}
 	start := len(dst)
 	dst = m.encode(dst, w, sc)
-	m.cache.put(w, dst[start:])
+	putCopy(&m.cache, w, dst[start:])
 	return dst
 }
 
@@ -949,4 +949,4 @@ func (t *hfPairTable) get(k uint64) (merge, bool) {
 
 // hfCache maps words to their ids (see wordCache). With no pre-tokenizer a
 // whole prompt is one word, so words up to wordCacheMaxWord bytes are kept.
-type hfCache = wordCache[int32]
+type hfCache = wordCache[[]int32]

@@ -151,7 +151,7 @@ func (m *hfUnigram) word(dst []int, w string, sc *hfScratch) []int {
 	}
 	ids := m.encode(sc.ids[:0], w, sc)
 	sc.ids = ids
-	m.cache.put(w, ids)
+	putCopy(&m.cache, w, ids)
 	for _, id := range ids {
 		dst = append(dst, int(id))
 	}

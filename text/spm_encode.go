@@ -48,9 +48,11 @@ type spModel struct {
 	// unigramWords says that no piece a Unigram search may take has the
 	// space mark past its first byte (and the mark starts words): the
 	// lattice is then found one word at a time, and edges keeps each
-	// word's edges.
+	// word's edges; wordPieces each word's pieces and margins (spWordPieces),
+	// which spare the search while they hold.
 	unigramWords bool
-	edges        *wordCache[spEdge]
+	edges        *wordCache[[]spEdge]
+	wordPieces   *wordCache[spWordPieces]
 }
 
 // spUnkPenalty is unigram_model.cc's kUnkPenalty.
@@ -66,6 +68,7 @@ type spScratch struct {
 	heap              []bpeCandidate
 	rev               []bpeRev
 	edges             []spEdge
+	wordNodes         []spWordNode
 }
 
 var spScratchPool = sync.Pool{New: func() any { return new(spScratch) }}
@@ -89,14 +92,25 @@ func (m *spModel) encodeScratch(dst []int, s string, sc *spScratch) []int {
 		return dst
 	}
 	text := unsafe.String(&sc.norm[0], len(sc.norm))
+	if m.unigramWords && m.wordPieces != nil {
+		if out, ok := m.appendWords(dst, text, sc); ok {
+			return out
+		}
+	}
 	if m.bpe {
 		sc.spans = m.encodeBPE(sc.spans[:0], text, sc)
 	} else {
 		sc.spans = m.encodeUnigram(sc.spans[:0], text, sc)
 	}
-	// PopulateSentencePieceText: byte fallback, or runs of unknowns merged.
+	return m.appendSpanIDs(dst, text, sc.spans)
+}
+
+// appendSpanIDs appends the ids of the pieces spans of the normalized text
+// as PopulateSentencePieceText gives them: the bytes of unknown pieces
+// (byte fallback), or runs of unknown pieces as one id.
+func (m *spModel) appendSpanIDs(dst []int, text string, spans []spSpan) []int {
 	prevUnk := false
-	for _, p := range sc.spans {
+	for _, p := range spans {
 		isUnk := p.id == m.unk
 		switch {
 		case isUnk && m.byteFallback:
@@ -239,7 +253,7 @@ func (m *spModel) viterbiWords(best []viterbiNode, text string, sc *spScratch) b
 				return false
 			}
 			sc.edges = edges
-			m.edges.put(w, edges)
+			putCopy(m.edges, w, edges)
 		}
 		for _, e := range edges {
 			start := int32(lo) + e.start

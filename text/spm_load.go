@@ -209,6 +209,7 @@ type siglipEncoder struct {
 	wordMarkID        int // the id of the piece "▁", -1 when none
 	lower             bool
 	eosText, unkPiece string
+	fast              *siglipFast // nil: every text takes appendGeneral
 }
 
 type siglipSpecial struct {
@@ -226,10 +227,28 @@ func newSiglipEncoder(m *spModel, tokens []string, eos, unk, pad int, lower bool
 	if id := m.trie.lookup(wordMark); id >= 0 {
 		e.wordMarkID = int(id)
 	}
+	e.fast = newSiglipFast(e)
 	return e
 }
 
 func (e *siglipEncoder) appendIDs(dst []int, s string) []int {
+	begin := len(dst)
+	ok := false
+	if e.fast != nil {
+		dst, ok = e.fast.appendIDs(e, dst, s)
+	}
+	if !ok {
+		dst = e.appendGeneral(dst, s)
+	}
+	// The EOS is added only when the ids do not already end with it.
+	if len(dst) > begin && dst[len(dst)-1] == e.eos {
+		dst = dst[:len(dst)-1]
+	}
+	return dst
+}
+
+// appendGeneral is appendIDs for any text, but for the EOS check.
+func (e *siglipEncoder) appendGeneral(dst []int, s string) []int {
 	sc := spScratchPool.Get().(*spScratch)
 	defer spScratchPool.Put(sc)
 	// "▁" + text with "▁" made a space, lower-cased one character at a time.
@@ -302,10 +321,6 @@ func (e *siglipEncoder) appendIDs(dst []int, s string) []int {
 		dst = append(dst, sp.id)
 		text = text[at+len(sp.text):]
 		stripLeft = true
-	}
-	// The EOS is added only when the ids do not already end with it.
-	if len(dst) > begin && dst[len(dst)-1] == e.eos {
-		dst = dst[:len(dst)-1]
 	}
 	return dst
 }

@@ -320,8 +320,10 @@ func newSPModel(p *spProto) (*spModel, error) {
 			}
 		}
 		if m.unigramWords {
-			m.edges = new(wordCache[spEdge])
+			m.edges = new(wordCache[[]spEdge])
 			m.edges.init()
+			m.wordPieces = new(wordCache[spWordPieces])
+			m.wordPieces.init()
 		}
 	}
 	if m.bpe {

@@ -73,18 +73,21 @@ func TestSentencePieceGolden(t *testing.T) {
 				t.Fatalf("%d golden lines for %d strings", len(want), len(corpus))
 			}
 			uncached := *m
-			uncached.cache, uncached.edges = nil, nil
+			uncached.cache, uncached.edges, uncached.wordPieces = nil, nil, nil
+			edges := *m
+			edges.wordPieces = nil
 			whole := uncached
 			whole.unigramWords = false
 			if !m.bpe && !m.unigramWords && !m.norm.wsAsSuffix {
 				t.Errorf("%s: the Unigram lattice is not found word by word (a piece has \"▁\" past its start?)", name)
 			}
-			// Each string with the word caches cold, warm, and off, and
-			// (Unigram) with the lattice found over the whole text.
+			// Each string with the word caches cold, warm, and off,
+			// (Unigram) with each word's edges cached but not its pieces,
+			// and with the lattice found over the whole text.
 			for _, run := range []struct {
 				what string
 				m    *spModel
-			}{{"cold", m}, {"warm", m}, {"uncached", &uncached}, {"whole", &whole}} {
+			}{{"cold", m}, {"warm", m}, {"uncached", &uncached}, {"edges", &edges}, {"whole", &whole}} {
 				bad, ids := 0, 0
 				for i, s := range corpus {
 					got := run.m.appendIDs(nil, s)
@@ -116,6 +119,20 @@ func siglipFS(t testing.TB) fstest.MapFS {
 	return fstest.MapFS{"spiece.model": {Data: model}, "tokenizer_config.json": {Data: cfg}}
 }
 
+// siglipGeneral returns tok (SigLIP's) with every text taking the general
+// path, not siglipFast.
+func siglipGeneral(t testing.TB, tok *Tokenizer) *Tokenizer {
+	e, ok := tok.pieces.(*siglipEncoder)
+	if !ok {
+		t.Fatalf("model %T, want *siglipEncoder", tok.pieces)
+	}
+	general := *e
+	general.fast = nil
+	c := *tok
+	c.pieces = &general
+	return &c
+}
+
 func TestSiglipGolden(t *testing.T) {
 	corpus := spmCorpus(t)
 	tok, err := LoadTokenizer(siglipFS(t))
@@ -125,27 +142,47 @@ func TestSiglipGolden(t *testing.T) {
 	if tok.ContextLength() != 64 || tok.BOS() != -1 || tok.EOS() != 1 || tok.Pad() != 1 {
 		t.Fatalf("context %d, BOS %d, EOS %d, pad %d; want 64, -1, 1, 1", tok.ContextLength(), tok.BOS(), tok.EOS(), tok.Pad())
 	}
+	fast := tok.pieces.(*siglipEncoder).fast
+	if fast == nil {
+		t.Fatal("no fast path for the SigLIP model")
+	}
 	want := readSPJSONL[[]int](t, filepath.Join("testdata", "spm", "siglip.jsonl"))
-	bad := 0
-	for i, s := range corpus {
-		ids, _, err := tok.EncodePadded(s, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make([]int, len(ids))
-		for j, id := range ids {
-			got[j] = int(id)
-		}
-		if !slices.Equal(got, want[i]) {
-			if bad++; bad <= 10 {
-				t.Errorf("%q:\n got %v\nwant %v", s, got, want[i])
+	for _, run := range []struct {
+		what string
+		tok  *Tokenizer
+	}{{"fast", tok}, {"general", siglipGeneral(t, tok)}} {
+		bad := 0
+		for i, s := range corpus {
+			ids, _, err := run.tok.EncodePadded(s, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]int, len(ids))
+			for j, id := range ids {
+				got[j] = int(id)
+			}
+			if !slices.Equal(got, want[i]) {
+				if bad++; bad <= 10 {
+					t.Errorf("%s %q:\n got %v\nwant %v", run.what, s, got, want[i])
+				}
 			}
 		}
+		if bad > 0 {
+			t.Errorf("%s: %d of %d strings differ", run.what, bad, len(corpus))
+		}
+		t.Logf("%s: %d strings × 64 ids matched", run.what, len(corpus)-bad)
 	}
-	if bad > 0 {
-		t.Errorf("%d of %d strings differ", bad, len(corpus))
+	// The fast path takes part of the corpus (ASCII text).
+	taken := 0
+	for _, s := range corpus {
+		if _, ok := fast.appendIDs(tok.pieces.(*siglipEncoder), nil, s); ok {
+			taken++
+		}
 	}
-	t.Logf("%d strings × 64 ids matched", len(corpus)-bad)
+	if taken < len(corpus)/10 {
+		t.Errorf("the fast path took %d of %d strings, want at least a tenth", taken, len(corpus))
+	}
+	t.Logf("the fast path took %d of %d strings", taken, len(corpus))
 }
 
 func TestSentencePieceLlamaBOS(t *testing.T) {

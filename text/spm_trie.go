@@ -254,3 +254,45 @@ func (cm *charsmap) longest(s string) (string, int) {
 	}
 	return rep[:end], bestLen
 }
+
+// extends reports whether some key is longer than s (not empty) and starts
+// with it.
+func (cm *charsmap) extends(s string) bool {
+	if !cm.first[s[0]] {
+		return false
+	}
+	u := cm.units
+	id := dartsOffset(u[0])
+	for i := 0; i < len(s); i++ {
+		c := uint32(s[i])
+		id ^= c
+		if id >= uint32(len(u)) || dartsLabel(u[id]) != c {
+			return false
+		}
+		id ^= dartsOffset(u[id])
+	}
+	for c := range uint32(256) {
+		if k := id ^ c; k < uint32(len(u)) && dartsLabel(u[k]) == c {
+			return true
+		}
+	}
+	return false
+}
+
+// extends reports whether some key is longer than s and starts with it.
+func (t *trie) extends(s string) bool {
+	n := int32(0)
+	for i := 0; i < len(s); i++ {
+		c := t.nodes[n].base + int32(s[i])
+		if int(c) >= len(t.nodes) || t.nodes[c].check != n {
+			return false
+		}
+		n = c
+	}
+	for c := range int32(256) {
+		if k := t.nodes[n].base + c; k >= 0 && int(k) < len(t.nodes) && t.nodes[k].check == n {
+			return true
+		}
+	}
+	return false
+}

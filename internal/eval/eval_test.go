@@ -190,8 +190,9 @@ var (
 )
 
 // The floors of the tiny SigLIP: what the committed model measured
-// (testdata/siglip-scenes/eval.json), rounded down to the percent.
+// (testdata/siglip-scenes/eval.json), rounded down to the percent (its
+// perfect figures to 0.99: ONNX Runtime may move an argmax).
 var (
-	floorSiglipTraining    = figures{zeroShot: 0, shape: 0, peak: 0, own: 0}
-	floorSiglipIndependent = figures{zeroShot: 0, shape: 0, peak: 0, own: 0}
+	floorSiglipTraining    = figures{zeroShot: 0.99, shape: 0.98, peak: 0.99, own: 0.99}
+	floorSiglipIndependent = figures{zeroShot: 0.89, shape: 0.84, peak: 0.99, own: 0.99}
 )

@@ -342,7 +342,8 @@ def export(model, vocab, settings, out, logf):
 def write_golden(model, vocab, out):
     """out/golden/classify.json: for each image of testdata/scenes, preprocessed as
     SiglipImageProcessor does (Pillow), torch's sigmoid probability of each of the 40
-    prompts, and its caption's ids; the Go tests compare Classify with them."""
+    prompts and of each of the folder's captions, and its caption's ids; the Go tests
+    compare Classify with them."""
     from PIL import Image
 
     model.eval()
@@ -351,16 +352,18 @@ def write_golden(model, vocab, out):
     ids = torch.tensor([vocab.encode(p) for p in prompts])
     _, te = model.encode_text(ids)
     size = model.config.vision_config.image_size
-    images = []
     with open(os.path.join(folder, "captions.txt"), encoding="utf-8") as f:
-        for line in f:
-            name, caption = line.rstrip("\n").split("\t", 1)
-            px = siglip.pixel_values(Image.open(os.path.join(folder, "images", name)), size)
-            _, ie = model.encode_image(torch.from_numpy(px).unsqueeze(0))
-            probs = torch.sigmoid(model.logits(ie, te))[0]
-            images.append({"image": "testdata/scenes/images/" + name, "caption": caption,
-                           "caption_ids": vocab.encode(caption),
-                           "probs": {p: float(v) for p, v in zip(prompts, probs)}})
+        lines = [line.rstrip("\n").split("\t", 1) for line in f]
+    _, ce = model.encode_text(torch.tensor([vocab.encode(c) for _, c in lines]))
+    images = []
+    for name, caption in lines:
+        px = siglip.pixel_values(Image.open(os.path.join(folder, "images", name)), size)
+        _, ie = model.encode_image(torch.from_numpy(px).unsqueeze(0))
+        probs = torch.sigmoid(model.logits(ie, te))[0]
+        images.append({"image": "testdata/scenes/images/" + name, "caption": caption,
+                       "caption_ids": vocab.encode(caption),
+                       "probs": {p: float(v) for p, v in zip(prompts, probs)},
+                       "caption_probs": [float(v) for v in torch.sigmoid(model.logits(ie, ce))[0]]})
     os.makedirs(os.path.join(out, "golden"), exist_ok=True)
     pc.write_json(os.path.join(out, "golden", "classify.json"), {
         "logit_scale": float(model.logit_scale), "logit_bias": float(model.logit_bias), "images": images})

@@ -208,7 +208,7 @@ func FuzzSentencePieceModel(f *testing.F) {
 }
 
 func FuzzSentencePieceEncode(f *testing.F) {
-	for _, s := range []string{"", "a photo of a cat", "  Ｈｅｌｌｏ\t\n🐱 </s> <unk>x", "▁▁", "\x00\xff\xfe", "ﬁ½㍻"} {
+	for _, s := range []string{"", "a photo of a cat", "  Ｈｅｌｌｏ\t\n🐱 </s> <unk>x", "▁▁", "\x00\xff\xfe", "ﬁ½㍻", " A Photo, of a CAT!  ", "x</s>y <unk>", "it's 3:45 -- ok?"} {
 		f.Add(s)
 	}
 	var models []*spModel
@@ -219,6 +219,7 @@ func FuzzSentencePieceEncode(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	general := siglipGeneral(f, sig)
 	f.Fuzz(func(t *testing.T, s string) {
 		v := sanitizeUTF8(s)
 		if !utf8.ValidString(v) {
@@ -254,6 +255,10 @@ func FuzzSentencePieceEncode(f *testing.F) {
 			if id < 0 || int(id) >= sig.VocabSize() {
 				t.Fatalf("SigLIP %q: id %d out of range", s, id)
 			}
+		}
+		// The ASCII fast path gives what the general path gives.
+		if want, _, err := general.EncodePadded(s, 0); err != nil || !slices.Equal(ids, want) {
+			t.Fatalf("SigLIP %q: fast path %v, general %v (%v)", s, ids, want, err)
 		}
 	})
 }

@@ -53,15 +53,12 @@ import hashlib
 import json
 import math
 import os
-import socket
 import sys
 import time
 
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
-import torch.nn as nn
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -420,14 +417,7 @@ def main():
                 for k, f in m.items():
                     recipe.log(logf, f"eval {k} (exported model, all held-out scenes): {json.dumps(f)}")
         return
-    procs = settings.get("procs", 1)
-    if procs > 1:
-        with socket.socket() as sk:
-            sk.bind(("127.0.0.1", 0))
-            port = sk.getsockname()[1]
-        mp.spawn(train_process, args=(procs, port, args, settings), nprocs=procs)
-    else:
-        train_process(0, 1, 0, args, settings)
+    recipe.spawn(train_process, args, settings)
 
 
 def train_process(rank, procs, port, args, settings):
@@ -470,10 +460,7 @@ def train_process(rank, procs, port, args, settings):
     if rank == 0:
         m = recipe.evaluate(model, vocab, single, pair, T, limit=300)
         recipe.log(logf, f"eval step 0: {json.dumps(m)}")
-    aux = nn.Linear(settings["model"]["vision_width"], len(COLOURS) + len(SHAPES))
-    with torch.no_grad():
-        aux.weight.copy_(0.02 * torch.randn(aux.weight.shape, generator=torch.Generator().manual_seed(settings["seed"] + 2)))
-        aux.bias.zero_()
+    aux = recipe.new_aux(settings)
     # logit_scale and logit_bias learn head_lr_scale times faster than the rest:
     # Adam moves a scalar by about the learning rate a step, and the bias has
     # to travel several units within the schedule.
@@ -488,27 +475,14 @@ def train_process(rank, procs, port, args, settings):
     prompts = torch.tensor([vocab.encode(recipe.prompt(c, s)) for c in COLOURS for s in SHAPES])
     steps, B = tr["steps"], tr["batch"]
     bp = int(round(B * d["mix_plain"]))
-    streams = [[np.arange(varied.n), B - bp], [varied.n + np.arange(train.n - varied.n), bp]]
-    for st in streams:
-        st += [rng.permutation(st[0]), 0]
+    streams = recipe.batch_streams(rng, [[np.arange(varied.n), B - bp], [varied.n + np.arange(train.n - varied.n), bp]])
     t0 = time.time()
     acc = np.zeros(7)
     for step in range(1, steps + 1):
-        if step <= tr["warmup"]:
-            lr = tr["lr"] * step / tr["warmup"]
-        else:
-            q = (step - tr["warmup"]) / max(1, steps - tr["warmup"])
-            lr = tr["min_lr"] + 0.5 * (tr["lr"] - tr["min_lr"]) * (1 + math.cos(math.pi * q))
+        lr = recipe.learning_rate(tr, step, steps)
         for gr in opt.param_groups:
             gr["lr"] = lr * gr.get("lr_scale", 1.0)
-        parts = []
-        for st in streams:
-            ids_, k, order, pos = st
-            if pos + k > len(ids_):
-                order, pos = rng.permutation(ids_), 0
-            parts.append(order[pos:pos + k])
-            st[2], st[3] = order, pos + k
-        idx = np.sort(np.concatenate(parts))[rank::procs]
+        idx = recipe.next_batch(rng, streams)[rank::procs]
         loss, terms = losses(model, train, idx, settings, prompts, aux)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -795,17 +795,60 @@ def main():
         gendata(plain_dir, d["train_seed"], d["train_scenes"], d["image_size"])
     if logf is not None:
         logf.close()
+    spawn(train_process, args, settings)
+
+
+def spawn(target, args, settings):
+    """Runs target(rank, procs, port, args, settings) in settings' "procs" processes
+    (data parallel: one process per core, each with batch/procs of every batch's
+    scenes; OpenBLAS's own threads are slower here, 99 against 184 images/s for two
+    threads against one), or in this one."""
     procs = settings.get("procs", 1)
     if procs > 1:
-        # Data parallel: one process per core, each with batch/procs of every
-        # batch's scenes; OpenBLAS's own threads are slower here (99 against
-        # 184 images/s for two threads against one).
         with socket.socket() as sk:
             sk.bind(("127.0.0.1", 0))
             port = sk.getsockname()[1]
-        mp.spawn(train_process, args=(procs, port, args, settings), nprocs=procs)
+        mp.spawn(target, args=(procs, port, args, settings), nprocs=procs)
     else:
-        train_process(0, 1, 0, args, settings)
+        target(0, 1, 0, args, settings)
+
+
+def new_aux(settings):
+    """-> the auxiliary colour and shape classifier (not exported), seeded."""
+    aux = nn.Linear(settings["model"]["vision_width"], len(COLOURS) + len(SHAPES))
+    with torch.no_grad():
+        aux.weight.copy_(0.02 * torch.randn(aux.weight.shape, generator=torch.Generator().manual_seed(settings["seed"] + 2)))
+        aux.bias.zero_()
+    return aux
+
+
+def learning_rate(tr, step, steps):
+    """-> the learning rate of step (from 1) of steps: linear warm-up, then cosine."""
+    if step <= tr["warmup"]:
+        return tr["lr"] * step / tr["warmup"]
+    q = (step - tr["warmup"]) / max(1, steps - tr["warmup"])
+    return tr["min_lr"] + 0.5 * (tr["lr"] - tr["min_lr"]) * (1 + math.cos(math.pi * q))
+
+
+def batch_streams(rng, streams):
+    """-> streams of scene indices to draw batches from: each [indices, per batch]
+    becomes [indices, per batch, order, position], its first order drawn from rng."""
+    for st in streams:
+        st += [rng.permutation(st[0]), 0]
+    return streams
+
+
+def next_batch(rng, streams):
+    """-> the scene indices of the next batch, sorted: each stream's next "per batch"
+    indices of its order (a new order from rng when the old one runs out)."""
+    parts = []
+    for st in streams:
+        ids_, k, order, pos = st
+        if pos + k > len(ids_):
+            order, pos = rng.permutation(ids_), 0
+        parts.append(order[pos:pos + k])
+        st[2], st[3] = order, pos + k
+    return np.sort(np.concatenate(parts))
 
 
 def train_process(rank, procs, port, args, settings):
@@ -851,10 +894,7 @@ def train_process(rank, procs, port, args, settings):
         log(logf, f"init from the weights of {args.init_model}")
     nparams = sum(p.numel() for p in model.parameters())
     log(logf, f"model: {nparams} parameters")
-    aux = nn.Linear(settings["model"]["vision_width"], len(COLOURS) + len(SHAPES))
-    with torch.no_grad():
-        aux.weight.copy_(0.02 * torch.randn(aux.weight.shape, generator=torch.Generator().manual_seed(settings["seed"] + 2)))
-        aux.bias.zero_()
+    aux = new_aux(settings)
     if pending_aux is not None:
         aux.load_state_dict(pending_aux)
     decay = [p for n, p in model.named_parameters()
@@ -874,26 +914,14 @@ def train_process(rank, procs, port, args, settings):
         streams = [[np.arange(nvaried), B - bp], [nvaried + np.arange(train.n - nvaried), bp]]
     else:
         streams = [[np.arange(train.n), B]]
-    for st in streams:
-        st += [rng.permutation(st[0]), 0]  # [indices, per batch, order, position]
+    batch_streams(rng, streams)
     t0 = time.time()
     acc = np.zeros(7)
     for step in range(1, steps + 1):
-        if step <= tr["warmup"]:
-            lr = tr["lr"] * step / tr["warmup"]
-        else:
-            q = (step - tr["warmup"]) / max(1, steps - tr["warmup"])
-            lr = tr["min_lr"] + 0.5 * (tr["lr"] - tr["min_lr"]) * (1 + math.cos(math.pi * q))
+        lr = learning_rate(tr, step, steps)
         for gr in opt.param_groups:
             gr["lr"] = lr
-        parts_idx = []
-        for st in streams:
-            ids_, k, order, pos = st
-            if pos + k > len(ids_):
-                order, pos = rng.permutation(ids_), 0
-            parts_idx.append(order[pos:pos + k])
-            st[2], st[3] = order, pos + k
-        idx = np.sort(np.concatenate(parts_idx))[rank::procs]  # this process's share
+        idx = next_batch(rng, streams)[rank::procs]  # this process's share
         loss, parts = losses(model, train, idx, settings, aux)
         opt.zero_grad(set_to_none=True)
         loss.backward()

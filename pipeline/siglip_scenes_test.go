@@ -107,7 +107,10 @@ func TestSiglipScenesClassify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := g.CaptionIDs[:slices.Index(g.CaptionIDs, g.CaptionIDs[len(g.CaptionIDs)-1])+1]
+		// SiglipTokenizer's ids are padded with </s>, the pad token: the
+		// prompt's own ids end at the first one.
+		eos := g.CaptionIDs[len(g.CaptionIDs)-1]
+		want := g.CaptionIDs[:slices.Index(g.CaptionIDs, eos)+1]
 		if !slices.Equal(ps[0].IDs, want) {
 			t.Errorf("%q: ids %v, SiglipTokenizer %v", g.Caption, ps[0].IDs, want)
 		}

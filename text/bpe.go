@@ -63,17 +63,11 @@ const noID = -1
 // byte-level mapping), using and filling the cache.
 func (m *bpe) word(dst []int, w string) []int {
 	if ids, ok := m.cache.get(w); ok {
-		for _, id := range ids {
-			dst = append(dst, int(id))
-		}
-		return dst
+		return widen(dst, ids)
 	}
 	ids := m.encodeWord(w)
 	m.cache.put(w, ids)
-	for _, id := range ids {
-		dst = append(dst, int(id))
-	}
-	return dst
+	return widen(dst, ids)
 }
 
 // encodeWord runs BPE on one pre-token without the cache.

@@ -648,10 +648,7 @@ func (m *hfBPE) word(dst []int, w string, sc *hfScratch) []int {
 		}
 	}
 	if ids, ok := m.cache.get(w); ok {
-		for _, id := range ids {
-			dst = append(dst, int(id))
-		}
-		return dst
+		return widen(dst, ids)
 	}
 	var ids []int32
 	if m.splitAtMark {
@@ -677,10 +674,7 @@ func (m *hfBPE) word(dst []int, w string, sc *hfScratch) []int {
 	}
 	sc.ids = ids
 	putCopy(&m.cache, w, ids)
-	for _, id := range ids {
-		dst = append(dst, int(id))
-	}
-	return dst
+	return widen(dst, ids)
 }
 
 // part appends the ids of a part of a word, through the cache.

@@ -221,6 +221,12 @@ func gemmaJSON(tb testing.TB, edit func(m map[string]any)) []byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return editJSON(tb, b, edit)
+}
+
+// editJSON returns the JSON object b with edit applied to it.
+func editJSON(tb testing.TB, b []byte, edit func(m map[string]any)) []byte {
+	tb.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		tb.Fatal(err)

@@ -144,18 +144,12 @@ func (m *hfUnigram) word(dst []int, w string, sc *hfScratch) []int {
 		return dst
 	}
 	if ids, ok := m.cache.get(w); ok {
-		for _, id := range ids {
-			dst = append(dst, int(id))
-		}
-		return dst
+		return widen(dst, ids)
 	}
 	ids := m.encode(sc.ids[:0], w, sc)
 	sc.ids = ids
 	putCopy(&m.cache, w, ids)
-	for _, id := range ids {
-		dst = append(dst, int(id))
-	}
-	return dst
+	return widen(dst, ids)
 }
 
 // encode appends the ids of w (not empty) to dst: the library's

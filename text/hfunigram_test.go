@@ -262,16 +262,7 @@ func TestSiglipJSONFiles(t *testing.T) {
 
 func siglipJSONEdit(tb testing.TB, edit func(f map[string]any)) []byte {
 	tb.Helper()
-	var f map[string]any
-	if err := json.Unmarshal(siglipJSONVariant(tb, ""), &f); err != nil {
-		tb.Fatal(err)
-	}
-	edit(f)
-	b, err := json.Marshal(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return editJSON(tb, siglipJSONVariant(tb, ""), edit)
 }
 
 // TestSiglipJSONErrors checks that bad files give errors naming the file,

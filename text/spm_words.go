@@ -187,9 +187,7 @@ func (m *spModel) appendWord(dst []int, w string, st *spWords, sc **spScratch) (
 	if st.prevUnk && wd.firstUnk {
 		ids = ids[1:]
 	}
-	for _, id := range ids {
-		dst = append(dst, int(id))
-	}
+	dst = widen(dst, ids)
 	st.bound = (st.bound + wd.reach) * (1 + 0x1p-14)
 	st.prevUnk = wd.lastUnk
 	return dst, true

@@ -99,3 +99,11 @@ func putCopy[T any](c *wordCache[[]T], w string, v []T) {
 		c.put(w, slices.Clone(v))
 	}
 }
+
+// widen appends ids, as a word cache holds them, to dst as ints.
+func widen(dst []int, ids []int32) []int {
+	for _, id := range ids {
+		dst = append(dst, int(id))
+	}
+	return dst
+}

@@ -48,13 +48,8 @@ func TestModelsBuild(t *testing.T) {
 	}
 	img := filepath.Join(src, "golden", "images", "square.png")
 	score := func(model string, extra ...string) (string, string) {
-		args := append([]string{"embed", "--model", model, "--prompt", "a photo of a cat", img}, extra...)
-		code, out, errs := modelsRun(t, args...)
-		if code != 0 {
-			t.Fatalf("embed %s: exit %d\n%s\n%s", model, code, out, errs)
-		}
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		return lines[len(lines)-1], errs
+		t.Helper()
+		return embedScore(t, model, img, extra...)
 	}
 	built, log := score(dir)
 	exported, _ := score(src, "--variant", "plain")
@@ -112,13 +107,7 @@ func TestBuildOnFirstUse(t *testing.T) {
 	img := filepath.Join(tinyDir, "golden", "images", "square.png")
 	score := func(model string, extra ...string) (string, string) {
 		t.Helper()
-		args := append([]string{"embed", "--model", model, "--prompt", "a photo of a cat", img}, extra...)
-		code, out, errs := modelsRun(t, args...)
-		if code != 0 {
-			t.Fatalf("embed %s: exit %d\n%s\n%s", model, code, out, errs)
-		}
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		return lines[len(lines)-1], errs
+		return embedScore(t, model, img, extra...)
 	}
 	built, log := score("org/clip")
 	t.Logf("first run's log:\n%s", log)
@@ -183,13 +172,8 @@ func TestModelsBuildSiglip(t *testing.T) {
 	}
 	img := filepath.Join(src, "golden", "images", "square.png")
 	score := func(model string, extra ...string) (string, string) {
-		args := append([]string{"embed", "--model", model, "--prompt", "a photo of a cat", img}, extra...)
-		code, out, errs := modelsRun(t, args...)
-		if code != 0 {
-			t.Fatalf("embed %s: exit %d\n%s\n%s", model, code, out, errs)
-		}
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		return lines[len(lines)-1], errs
+		t.Helper()
+		return embedScore(t, model, img, extra...)
 	}
 	built, log := score(dir)
 	exported, _ := score(src, "--variant", "plain")
@@ -280,4 +264,18 @@ func TestModelsListBuiltHubModel(t *testing.T) {
 	if l, _ = list(); l.Models[0].Usable[commit] || len(l.Models[0].Built) != 0 {
 		t.Errorf("without the vision graph: %+v", l.Models[0])
 	}
+}
+
+// embedScore runs `condition embed --model model --prompt "a photo of a
+// cat" img extra...` and returns the last line it printed (the image's
+// score) and its log.
+func embedScore(t *testing.T, model, img string, extra ...string) (string, string) {
+	t.Helper()
+	args := append([]string{"embed", "--model", model, "--prompt", "a photo of a cat", img}, extra...)
+	code, out, errs := modelsRun(t, args...)
+	if code != 0 {
+		t.Fatalf("embed %s: exit %d\n%s\n%s", model, code, out, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1], errs
 }

@@ -84,28 +84,7 @@ func (s Scene) StretchCoverage(grid int) [][]float64 {
 // stretchCoverage is StretchCoverage of the labels lab [h*w] (0 background,
 // k+1 object k) of objects objects.
 func stretchCoverage(lab []uint8, w, h, objects, grid int) [][]float64 {
-	out := make([][]float64, objects)
-	for k := range out {
-		out[k] = make([]float64, grid*grid)
-	}
-	count := make([]float64, grid*grid)
-	for y := range h {
-		gy := min(grid-1, int((float64(y)+0.5)*float64(grid)/float64(h)))
-		for x := range w {
-			gx := min(grid-1, int((float64(x)+0.5)*float64(grid)/float64(w)))
-			j := gy*grid + gx
-			count[j]++
-			if l := lab[y*w+x]; l > 0 {
-				out[l-1][j]++
-			}
-		}
-	}
-	for k := range out {
-		for j := range out[k] {
-			if count[j] > 0 {
-				out[k][j] /= count[j]
-			}
-		}
-	}
-	return out
+	return cellCoverage(lab, w, h, objects, grid,
+		func(y int) int { return min(grid-1, int((float64(y)+0.5)*float64(grid)/float64(h))) },
+		func(x int) int { return min(grid-1, int((float64(x)+0.5)*float64(grid)/float64(w))) })
 }

@@ -460,25 +460,38 @@ func (s Scene) CropCoverage(side, grid int) [][]float64 {
 	left, top := (rw-side)/2, (rh-side)/2
 	fx, fy := float64(rw)/float64(s.W), float64(rh)/float64(s.H)
 	cell := float64(side) / float64(grid)
-	lab := s.Labels()
-	out := make([][]float64, len(s.Objects))
+	return cellCoverage(s.Labels(), s.W, s.H, len(s.Objects), grid,
+		func(y int) int { return int(math.Floor(((float64(y)+0.5)*fy - float64(top)) / cell)) },
+		func(x int) int { return int(math.Floor(((float64(x)+0.5)*fx - float64(left)) / cell)) })
+}
+
+// cellCoverage counts the labels lab [h*w] (0 background, k+1 object k) of
+// objects objects into a grid×grid partition: row y of the image falls in
+// cell row rowCell(y) and column x in cell column colCell(x), outside the
+// grid when either is out of [0, grid). It returns, for each object, the
+// fraction of each cell's pixels it covers: [objects][grid*grid].
+func cellCoverage(lab []uint8, w, h, objects, grid int, rowCell, colCell func(int) int) [][]float64 {
+	out := make([][]float64, objects)
 	for k := range out {
 		out[k] = make([]float64, grid*grid)
 	}
+	cols := make([]int, w)
+	for x := range cols {
+		cols[x] = colCell(x)
+	}
 	count := make([]float64, grid*grid)
-	for y := 0; y < s.H; y++ {
-		gy := int(math.Floor(((float64(y)+0.5)*fy - float64(top)) / cell))
+	for y := range h {
+		gy := rowCell(y)
 		if gy < 0 || gy >= grid {
 			continue
 		}
-		for x := 0; x < s.W; x++ {
-			gx := int(math.Floor(((float64(x)+0.5)*fx - float64(left)) / cell))
+		for x, gx := range cols {
 			if gx < 0 || gx >= grid {
 				continue
 			}
 			j := gy*grid + gx
 			count[j]++
-			if l := lab[y*s.W+x]; l > 0 {
+			if l := lab[y*w+x]; l > 0 {
 				out[l-1][j]++
 			}
 		}

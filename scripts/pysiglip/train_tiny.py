@@ -306,15 +306,9 @@ def losses(model, ds, idx, settings, prompts, aux):
 
 
 def independent(args, d):
-    """-> the independent renderer's held-out folders, preprocessed as SigLIP's
-    preprocessor_config.json says (their own folders: CLIP's are normalised otherwise)."""
-    v = d["independent"]
-    out = []
-    for kind, seed, objs in (("single", v["single_seed"], 1), ("pair", v["pair_seed"], 2)):
-        folder = os.path.join(args.data, f"vec-{kind}-s{seed}-n{v['scenes']}-siglip")
-        recipe.vecdata(folder, seed, objs, v["scenes"], os.path.join(args.out, "preprocessor_config.json"))
-        out.append(folder)
-    return out
+    """-> the independent renderer's held-out folders, preprocessed as --out's
+    preprocessor_config.json (SigLIP's) says, in folders of their own."""
+    return recipe.independent(args, d, tag="-siglip")
 
 
 def export(model, vocab, settings, out, logf):

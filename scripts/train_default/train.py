@@ -668,13 +668,15 @@ def evaluate_vec(model, vocab, sdir, pdir):
 # --------------------------------------------------------------------------
 
 
-def independent(args, d):
+def independent(args, d, tag=""):
     """-> the independent renderer's held-out single- and two-object folders,
     written when missing (preprocessed as --out's, else the committed model's,
-    preprocessor_config.json says: both are the same for one image size)."""
+    preprocessor_config.json says: both are the same for one image size).
+    tag ends the folders' names: another model family's preprocessing
+    (scripts/pysiglip/train_tiny.py's "-siglip") keeps folders of its own."""
     v = d["independent"]
-    vs = os.path.join(args.data, f"vec-single-s{v['single_seed']}-n{v['scenes']}")
-    vp = os.path.join(args.data, f"vec-pair-s{v['pair_seed']}-n{v['scenes']}")
+    vs = os.path.join(args.data, f"vec-single-s{v['single_seed']}-n{v['scenes']}{tag}")
+    vp = os.path.join(args.data, f"vec-pair-s{v['pair_seed']}-n{v['scenes']}{tag}")
     pre = os.path.join(args.out, "preprocessor_config.json")
     if not os.path.exists(pre):
         pre = os.path.join(ROOT, "models", "embedded", "model", "preprocessor_config.json")

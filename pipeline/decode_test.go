@@ -31,9 +31,9 @@ func TestDecodeModes(t *testing.T) {
 		{DecodeFastest, 32, image.Rect(0, 0, 72, 40)},
 	} {
 		eng, err := New(context.Background(), m, Options{Decode: tc.mode})
-		if tc.draft > 0 && !vision.CanDraft {
-			if err == nil || !strings.Contains(err.Error(), "-tags libjpeg") {
-				t.Errorf("%s in a build without scaled JPEG decoding: %v, want an error naming -tags libjpeg", tc.mode, err)
+		if tc.draft > 0 && !vision.CanDraft() {
+			if err == nil || !strings.Contains(err.Error(), "libturbojpeg0") {
+				t.Errorf("%s without scaled JPEG decoding: %v, want an error naming libturbojpeg0", tc.mode, err)
 			}
 			if eng != nil {
 				eng.Close()

@@ -72,8 +72,8 @@ type Options struct {
 	// vision.DefaultMaxPixels, Pillow's limit; negative: no limit).
 	MaxPixels int64
 	// Decode is how DecodeImage decodes JPEGs ("": DecodeExact). The
-	// faster modes need a build whose JPEG decoder scales in the DCT
-	// (vision.CanDraft: the libjpeg build tag); New refuses them otherwise.
+	// faster modes need a JPEG decoder that scales in the DCT
+	// (vision.CanDraft(): libjpeg-turbo); New refuses them otherwise.
 	Decode DecodeMode
 
 	// Precision is the encoders' arithmetic (""/PrecisionFP32: the model's
@@ -211,8 +211,8 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if e.opts.Decode, err = ParseDecodeMode(string(opts.Decode)); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	if e.opts.Decode != DecodeExact && !vision.CanDraft {
-		return nil, fmt.Errorf("pipeline: decode mode %s needs a JPEG decoder that scales in the DCT: this build decodes JPEGs with %s; build with -tags libjpeg (libjpeg-turbo)", e.opts.Decode, vision.JPEGDecoder())
+	if e.opts.Decode != DecodeExact && !vision.CanDraft() {
+		return nil, fmt.Errorf("pipeline: decode mode %s needs a JPEG decoder that scales in the DCT: JPEGs are decoded here by %s; install libjpeg-turbo's TurboJPEG library (Debian and Ubuntu: libturbojpeg0)", e.opts.Decode, vision.JPEGDecoder())
 	}
 	if !opts.KeepGraphs {
 		mapped, err := m.MapGraphs(models.MapAbove)

@@ -90,9 +90,9 @@ func (e *TooLargeError) Error() string {
 // decoder's colour model (gray, 16-bit, paletted, CMYK, YCbCr...);
 // Preprocessor.Apply converts it to RGB as Pillow does.
 //
-// JPEGs go to Go's image/jpeg (planes as *image.YCbCr), or, in builds with
-// the libjpeg tag, to libjpeg-turbo as in Pillow (opaque *image.RGBA,
-// *image.Gray, *image.CMYK), which makes them Pillow's bit for bit;
+// JPEGs go to libjpeg-turbo as in Pillow where it is installed or linked
+// (opaque *image.RGBA, *image.Gray, *image.CMYK), which makes them Pillow's
+// bit for bit, else to Go's image/jpeg (planes as *image.YCbCr);
 // JPEGDecoder says which.
 func Decode(data []byte, opt DecodeOptions) (image.Image, error) {
 	img, _, err := DecodeInfo(data, opt)
@@ -169,8 +169,8 @@ func decode(data []byte, opt DecodeOptions) (image.Image, Info, error) {
 	info := Info{Format: format, Width: cfg.Width, Height: cfg.Height, Scale: 1}
 	var img image.Image
 	if format == "jpeg" {
-		// libjpeg, as Pillow, in builds with the libjpeg tag; nil, nil
-		// leaves the file to image/jpeg.
+		// libjpeg-turbo, as Pillow, where it is installed or linked;
+		// nil, nil leaves the file to image/jpeg.
 		img, err = decodeLibjpeg(data, lim, opt.Draft)
 		var tl *TooLargeError
 		if errors.As(err, &tl) {

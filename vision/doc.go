@@ -14,10 +14,16 @@
 // width) with Pillow's two-pass fixed-point resampler, centre-crop (padding
 // with zeros when the crop is larger), rescale, normalise, channels first.
 // On lossless inputs the result is bit-identical to Pillow 9.4 + transformers.
-// JPEGs are too in builds with the libjpeg tag, which decode them with
-// libjpeg-turbo (cgo, -ljpeg) as Pillow does; Go's image/jpeg, the default,
-// has another IDCT, and its JPEG inputs land within a few 8-bit levels.
-// JPEGDecoder says which this build uses.
+// JPEGs are too where libjpeg-turbo decodes them, as in Pillow: its
+// TurboJPEG library (libturbojpeg.so.0, Debian and Ubuntu package
+// libturbojpeg0), opened when the first JPEG is decoded, so that neither
+// the build nor the program needs it; or libjpeg linked at build time with
+// the libjpeg tag (cgo, -ljpeg). The TurboJPEG API is declared here rather
+// than through a Go binding or its header, as only five of its functions
+// are needed and the library must be optional at run time. Without either
+// (no library installed, or a build without cgo) Go's image/jpeg decodes
+// JPEGs; its IDCT is not libjpeg-turbo's, and its JPEG inputs land within a
+// few 8-bit levels. JPEGDecoder says which decoder is in use.
 //
 // On amd64 the resize runs on SIMD kernels (hand-written Go assembly):
 // AVX-512F where the CPU has it, AVX2 otherwise; other architectures,

@@ -82,14 +82,14 @@ func TestDraftIsPillows(t *testing.T) {
 				fw, fh = fh, fw
 			}
 			wantScale := c.Scale
-			if !CanDraft {
+			if !CanDraft() {
 				wantScale = 1
 			}
 			if info.Width != fw || info.Height != fh || info.Scale != wantScale || info.Format != "jpeg" {
 				t.Errorf("info %+v, want jpeg %dx%d at scale %d", info, fw, fh, wantScale)
 			}
 			rgb, w, h := toRGB(nil, img, nil)
-			if !CanDraft {
+			if !CanDraft() {
 				full, err := DecodeFile(filepath.Join(draftDir, c.Image), DecodeOptions{})
 				if err != nil {
 					t.Fatal(err)

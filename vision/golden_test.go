@@ -20,10 +20,10 @@ import (
 //
 // Tolerances: lossless inputs ("exact") must match bit for bit, the uint8
 // RGB and every float32 of pixel_values. JPEG inputs ("lossy") must too when
-// Decode uses libjpeg (jpegExact, the libjpeg build tag); with Go's
-// image/jpeg they cannot, as Go's IDCT is not libjpeg-turbo's, and the test
-// logs the differences and bounds them in 8-bit levels (jpegMaxLevels,
-// jpegMeanLevels).
+// Decode uses libjpeg-turbo (jpegExact(): found at run time, or linked with
+// the libjpeg build tag); with Go's image/jpeg they cannot, as Go's IDCT
+// is not libjpeg-turbo's, and the test logs the differences and bounds them
+// in 8-bit levels (jpegMaxLevels, jpegMeanLevels).
 const (
 	goldenDir      = "../testdata/images"
 	jpegMaxLevels  = 3
@@ -105,7 +105,7 @@ func (d diffStats) check(t *testing.T, kind, what string) {
 		}
 	case "lossy":
 		t.Logf("%s: %v (decoder %s)", what, d, JPEGDecoder())
-		if jpegExact {
+		if jpegExact() {
 			if d.differ != 0 {
 				t.Errorf("%s: %v (want bit-identical with %s)", what, d, JPEGDecoder())
 			}

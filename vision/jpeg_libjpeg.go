@@ -241,11 +241,11 @@ import (
 // jpegExact reports whether Decode's JPEG pixels are Pillow's bit for bit:
 // with the libjpeg build tag they come from the same libjpeg(-turbo), with
 // the settings Pillow's JpegDecode.c uses.
-const jpegExact = true
+func jpegExact() bool { return true }
 
 // CanDraft reports whether Decode honours DecodeOptions.Draft: yes in this
 // build, whose libjpeg scales JPEGs in the DCT.
-const CanDraft = true
+func CanDraft() bool { return true }
 
 // JPEGDecoder names the JPEG decoder this build of Decode uses, for job
 // metadata: here libjpeg through cgo, named from the version macros of the

@@ -10,7 +10,8 @@ import (
 // BenchmarkDecodePhotos decodes, then decodes and preprocesses (224²), the
 // throughput set's JPEG photos in turn (scripts/bench_photos/make_photos.py;
 // the folder CONDITION_BENCH_PHOTOS, /tmp/condition-photos by default), with
-// the build's JPEG decoder: run it with and without -tags libjpeg to compare.
+// the JPEG decoder Decode uses here (JPEGDecoder): run it with and without
+// libturbojpeg0 installed to compare.
 func BenchmarkDecodePhotos(b *testing.B) {
 	dir := os.Getenv("CONDITION_BENCH_PHOTOS")
 	if dir == "" {

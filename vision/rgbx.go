@@ -25,7 +25,7 @@ import (
 //
 // The kernels and their Go twins (the reference loops the assembly must
 // match) are in internal/rgbx, a package of its own so that this one can
-// use cgo (the libjpeg tag) beside them.
+// use cgo (libjpeg-turbo's decoders) beside them.
 
 // rgbxStride is the byte stride of RGBX rows of w pixels.
 func rgbxStride(w int) int { return (4*w + rgbx.Align - 1) &^ (rgbx.Align - 1) }

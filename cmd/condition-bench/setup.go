@@ -81,14 +81,14 @@ func streamsFlag(n int) int {
 }
 
 // decodeHelp describes --decode.
-const decodeHelp = "JPEG decoding: exact, fast or fastest (scaled in the DCT to twice or once the model's input side; needs a build with -tags libjpeg)"
+const decodeHelp = "JPEG decoding: exact, fast or fastest (scaled in the DCT to twice or once the model's input side; needs libjpeg-turbo: libturbojpeg0, or a build with -tags libjpeg)"
 
-// decodeMode parses --decode; the scaled modes need a libjpeg build.
+// decodeMode parses --decode; the scaled modes need libjpeg-turbo.
 func decodeMode(s string) (m pipeline.DecodeMode, err error) {
 	if m, err = pipeline.ParseDecodeMode(s); err != nil {
 		err = usagef("--decode: %v", err)
-	} else if m != pipeline.DecodeExact && !vision.CanDraft {
-		err = usagef("--decode %s needs a build with -tags libjpeg (JPEGs are decoded here by %s)", m, vision.JPEGDecoder())
+	} else if m != pipeline.DecodeExact && !vision.CanDraft() {
+		err = usagef("--decode %s needs libjpeg-turbo's TurboJPEG library, libturbojpeg0 (JPEGs are decoded here by %s)", m, vision.JPEGDecoder())
 	}
 	return m, err
 }

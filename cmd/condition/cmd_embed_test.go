@@ -14,6 +14,7 @@ import (
 	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/vision"
 )
 
 const tinyclipDir = "../../testdata/tinyclip"
@@ -146,12 +147,14 @@ func TestRuntimeCommand(t *testing.T) {
 		Found   bool   `json:"found"`
 		Version string `json:"version"`
 		Path    string `json:"path"`
+		JPEG    string `json:"jpeg_decoder"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil || !r.Found || r.Version != rt.Version || r.Path != rt.Path {
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || !r.Found || r.Version != rt.Version || r.Path != rt.Path || r.JPEG != vision.JPEGDecoder() {
 		t.Fatalf("runtime --json: %v %+v\n%s", err, r, stdout)
 	}
 	code, stdout, _ = embedCLI(t, "runtime")
-	if code != 0 || !strings.Contains(stdout, "onnxruntime "+rt.Version) || !strings.Contains(stdout, rt.Path) {
+	if code != 0 || !strings.Contains(stdout, "onnxruntime "+rt.Version) || !strings.Contains(stdout, rt.Path) ||
+		!strings.Contains(stdout, "jpeg:   "+vision.JPEGDecoder()) {
 		t.Errorf("runtime: exit %d\n%s", code, stdout)
 	}
 	if code, _, _ := embedCLI(t, "runtime", "bogus"); code != exitUsage {

@@ -157,8 +157,8 @@ func TestPreprocessDecodeFast(t *testing.T) {
 	pillow := filepath.Join(imagesDir, "draft", "golden", "jpeg_420_600x400__d40.png")
 	fast := filepath.Join(dir, "fast.npy")
 	code, stdout, stderr := preprocessCLI(t, "--preprocessor", cfg, "--decode", "fast", "--out", fast, jpg)
-	if !vision.CanDraft {
-		if code != 2 || !strings.Contains(stderr, "-tags libjpeg") {
+	if !vision.CanDraft() {
+		if code != 2 || !strings.Contains(stderr, "libturbojpeg0") {
 			t.Errorf("--decode fast without libjpeg: exit %d, stderr %q", code, stderr)
 		}
 		return

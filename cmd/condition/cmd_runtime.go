@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/vision"
 	"github.com/spf13/pflag"
 )
 
@@ -47,7 +48,10 @@ Without a subcommand: finds ONNX Runtime the way every command does, loads it
 and prints its version, its path and where it was found. The search order is
 --ort-lib; ` + models.RuntimeEnv + `; beside the executable and in ../lib;
 the user cache folder (where 'runtime install' puts it); the system library
-folders; the bare soname. When none works, every place tried is listed.
+folders; the bare soname. When none works, every place tried is listed. It
+also names the JPEG decoder: libjpeg-turbo, as Pillow's, where its TurboJPEG
+library is installed (Debian and Ubuntu: libturbojpeg0), else Go's, a few
+8-bit levels off Pillow.
 
 install: installs the official ONNX Runtime ` + models.RuntimeInstallVersion + ` build into the user
 cache folder, with 'npm pack onnxruntime-node@` + models.RuntimeInstallVersion + `' when npm is on the
@@ -82,9 +86,10 @@ func runRuntime(ctx context.Context, e *env, args []string) error {
 	}
 	if o.JSON {
 		return writeJSONIndent(e.Stdout, map[string]any{"found": true, "version": rt.Version, "path": rt.Path,
-			"source": rt.Source, "min_version": models.RuntimeMinVersion, "tried": rt.Tried})
+			"source": rt.Source, "min_version": models.RuntimeMinVersion, "tried": rt.Tried,
+			"jpeg_decoder": vision.JPEGDecoder()})
 	}
-	fmt.Fprintf(e.Stdout, "onnxruntime %s\npath:   %s\nsource: %s\n", rt.Version, rt.Path, rt.Source)
+	fmt.Fprintf(e.Stdout, "onnxruntime %s\npath:   %s\nsource: %s\njpeg:   %s\n", rt.Version, rt.Path, rt.Source, vision.JPEGDecoder())
 	// Candidates that exist but were not used (too old, not loadable) are worth a word.
 	for _, a := range rt.Tried[:len(rt.Tried)-1] {
 		if a.Result != "not found" {

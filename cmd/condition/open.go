@@ -83,7 +83,7 @@ const ortLibUsage = "ONNX Runtime shared library to use (default: " + models.Run
 var maxPixelsUsage = fmt.Sprintf("refuse images with more pixels than this, read from the header (0: Pillow's limit, %d; -1: no limit)", vision.DefaultMaxPixels)
 
 // decodeUsage describes --decode.
-const decodeUsage = "how to decode JPEGs: exact (whole, as Pillow), fast (scaled down in the DCT to at least twice the model's input side, as Pillow's draft; a few levels off exact, much faster on photos) or fastest (to at least the input side); fast and fastest need a build with -tags libjpeg"
+const decodeUsage = "how to decode JPEGs: exact (whole, as Pillow), fast (scaled down in the DCT to at least twice the model's input side, as Pillow's draft; a few levels off exact, much faster on photos) or fastest (to at least the input side); fast and fastest need libjpeg-turbo (libturbojpeg0, or a build with -tags libjpeg)"
 
 // options checks the flags and returns the engine options they give, on
 // top of base (a command's own: streams, batch, spinning).
@@ -176,8 +176,8 @@ func parseDecode(s string) (pipeline.DecodeMode, error) {
 	if err != nil {
 		return "", usagef("--decode: %v", err)
 	}
-	if m != pipeline.DecodeExact && !vision.CanDraft {
-		return "", usagef("--decode %s needs libjpeg-turbo's scaled decoding: this build decodes JPEGs with %s; build with -tags libjpeg (see the README)", m, vision.JPEGDecoder())
+	if m != pipeline.DecodeExact && !vision.CanDraft() {
+		return "", usagef("--decode %s needs libjpeg-turbo's scaled decoding: JPEGs are decoded here by %s; install libjpeg-turbo's TurboJPEG library (Debian and Ubuntu: libturbojpeg0; see the README)", m, vision.JPEGDecoder())
 	}
 	return m, nil
 }

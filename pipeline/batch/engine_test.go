@@ -19,8 +19,8 @@ import (
 // it and does not count as the exact job's images for --resume: the same
 // inputs give another settings hash and the draft side in the metadata.
 func TestDecodeModeInSettings(t *testing.T) {
-	if !vision.CanDraft {
-		t.Skip("this build decodes JPEGs with Go's image/jpeg, which cannot scale them (the libjpeg build runs this: go test -tags libjpeg)")
+	if !vision.CanDraft() {
+		t.Skipf("JPEGs are decoded here by %s, which cannot scale them: install libturbojpeg0 (.ci/run does)", vision.JPEGDecoder())
 	}
 	m := openTiny(t)
 	in := t.TempDir()

@@ -17,8 +17,8 @@ import (
 // same image_size as the exact server's, and the crop within one scaled
 // pixel (4 here) of it.
 func TestAttendScaledDecodeSpeaksFullPixels(t *testing.T) {
-	if !vision.CanDraft {
-		t.Skip("this build decodes JPEGs with Go's image/jpeg, which cannot scale them (the libjpeg build runs this: go test -tags libjpeg)")
+	if !vision.CanDraft() {
+		t.Skipf("JPEGs are decoded here by %s, which cannot scale them: install libturbojpeg0 (.ci/run does)", vision.JPEGDecoder())
 	}
 	img := image.NewRGBA(image.Rect(0, 0, 1000, 600))
 	for y := range 600 {

@@ -191,6 +191,8 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	var seen atomic.Int64
 	var walked atomic.Bool
 	var walkErr error
+	// The end of the job shared among the streams (see tailShare).
+	tail := &tailShare{walked: &walked, seen: &seen, streams: max(j.streams(), 1)}
 	// Count ahead: a walk that only lists runs ahead of the bounded read
 	// queue, so that the progress knows the total long before the job's
 	// own walk ends.
@@ -259,6 +261,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 				if j.read(w, budget); w.fail != nil || w.entry.Status == statusSkipped {
 					budget.give(w.held)
 					w.held, w.data = 0, nil
+					tail.taken.Add(1)
 					done <- w
 					continue
 				}
@@ -276,7 +279,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 		wg3.Add(1)
 		go func() {
 			defer wg3.Done()
-			j.stream(ctx, ready, done, batch, budget, encCPU)
+			j.stream(ctx, ready, done, batch, tail, budget, encCPU)
 		}()
 	}
 	go func() { wg3.Wait(); close(done) }()
@@ -512,7 +515,7 @@ func (j *job) outputsExist(outs []string) bool {
 // encoder calls to cpu when it is set. Once ctx is cancelled it takes no new images. It
 // gives the bytes of the files it takes back to budget once they are
 // decoded (or dropped).
-func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, batch int, budget *byteBudget, cpu *cputime.Counter) {
+func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, batch int, tail *tailShare, budget *byteBudget, cpu *cputime.Counter) {
 	var file []byte // the encoding of the stream's last output file
 	// One timer for every wait for a batch to fill.
 	wait := time.NewTimer(time.Hour)
@@ -525,15 +528,18 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 				return nil, false
 			}
 			pending = append(pending[:0], w)
+			tail.taken.Add(1)
+			limit := tail.limit(batch)
 			wait.Reset(2 * time.Millisecond)
 		fill:
-			for len(pending) < batch {
+			for len(pending) < limit {
 				select {
 				case w, ok := <-in:
 					if !ok {
 						break fill
 					}
 					pending = append(pending, w)
+					tail.taken.Add(1)
 				case <-wait.C:
 					break fill
 				}
@@ -859,4 +865,29 @@ func (c *nameCheck) seen(it Item) bool {
 	dup := c.names[it.Rel]
 	c.names[it.Rel] = true
 	return dup
+}
+
+// tailShare shares the end of a job among its encoder streams, so that
+// they finish together rather than one encoding the last full batch while
+// the others have nothing left (a core idle for a whole batch's encoding).
+// Once the walk has found every image, a stream's next batch is capped at
+// its share of the images no stream has taken yet, the one it has just
+// taken included: ceil(left / streams), but not under a floor of an eighth
+// of the batch (at least 1), below which calls cost more per image.
+type tailShare struct {
+	walked  *atomic.Bool  // the walk is over: seen is the job's total
+	seen    *atomic.Int64 // images walked
+	taken   atomic.Int64  // images taken by a stream or gone to the manifest before one
+	streams int
+}
+
+// limit is the size of the batch a stream that has just taken one image
+// fills up to.
+func (t *tailShare) limit(batch int) int {
+	if !t.walked.Load() {
+		return batch
+	}
+	left := int(t.seen.Load()-t.taken.Load()) + 1
+	share := (left + t.streams - 1) / t.streams
+	return min(batch, max(share, batch/8, 1))
 }

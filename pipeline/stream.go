@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/conditionhq/condition/internal/encstream"
+	"github.com/conditionhq/condition/vision"
 )
 
 // StreamOptions controls EncodeImageStream.
@@ -145,6 +146,7 @@ func (e *Engine) EncodeImageStream(ctx context.Context, n int, read func(i int) 
 						return err
 					}
 					it.res.Width, it.res.Height = info.Width, info.Height
+					defer vision.Release(img) // nothing keeps the decoded image
 					return e.Preprocess(dst, img)
 				},
 				Decoded: func(it *item, err error) { it.res.Err = err },

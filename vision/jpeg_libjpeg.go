@@ -294,27 +294,15 @@ func decodeLibjpeg(data []byte, limit int64, draft int) (image.Image, error) {
 	if limit > 0 && int64(w)*int64(h) > limit {
 		return nil, &TooLargeError{Format: "jpeg", Width: w, Height: h, Limit: limit}
 	}
-	var (
-		img    image.Image
-		pix    []byte
-		stride int
-	)
-	scale := draftScale(w, h, draft)
-	r := image.Rect(0, 0, (w+scale-1)/scale, (h+scale-1)/scale)
-	switch s.comps {
-	case 1:
-		m := image.NewGray(r)
-		img, pix, stride = m, m.Pix, m.Stride
-	case 3:
-		m := image.NewRGBA(r)
-		img, pix, stride = m, m.Pix, m.Stride
-	case 4:
-		m := image.NewCMYK(r)
-		img, pix, stride = m, m.Pix, m.Stride
-	default:
+	if s.comps != 1 && s.comps != 3 && s.comps != 4 {
 		return nil, nil
 	}
+	scale := draftScale(w, h, draft)
+	r := image.Rect(0, 0, (w+scale-1)/scale, (h+scale-1)/scale)
+	// Every byte of pix is written: rows of stride bytes with no gap.
+	img, pix, stride := newDecoded(int(s.comps), r)
 	if C.cj_decode(s, (*C.uchar)(unsafe.Pointer(&pix[0])), C.size_t(stride), C.int(scale)) != 0 {
+		Release(img)
 		msg := C.GoString(&s.msg[0])
 		if s.eof != 0 {
 			return nil, fmt.Errorf("libjpeg: %s: %w", msg, io.ErrUnexpectedEOF)

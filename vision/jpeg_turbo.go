@@ -286,25 +286,12 @@ func decodeLibjpeg(data []byte, limit int64, draft int) (image.Image, error) {
 	if !jpegComplete(data) {
 		return nil, fmt.Errorf("libjpeg-turbo: the data ends before the image's EOI marker: %w", io.ErrUnexpectedEOF)
 	}
-	var (
-		img    image.Image
-		pix    []byte
-		stride int
-	)
 	scale := draftScale(w, hgt, draft)
 	rect := image.Rect(0, 0, (w+scale-1)/scale, (hgt+scale-1)/scale)
-	switch r.comps {
-	case 1:
-		m := image.NewGray(rect)
-		img, pix, stride = m, m.Pix, m.Stride
-	case 3:
-		m := image.NewRGBA(rect)
-		img, pix, stride = m, m.Pix, m.Stride
-	default:
-		m := image.NewCMYK(rect)
-		img, pix, stride = m, m.Pix, m.Stride
-	}
+	// Every byte of pix is written: rows of stride bytes with no gap.
+	img, pix, stride := newDecoded(int(r.comps), rect)
 	if C.tj_decode(h, src, n, (*C.uchar)(unsafe.Pointer(&pix[0])), C.int(rect.Dx()), C.int(stride), C.int(rect.Dy()), &r) != 0 {
+		Release(img)
 		if r.eof != 0 {
 			return nil, fmt.Errorf("libjpeg-turbo: %s: %w", C.GoString(&r.msg[0]), io.ErrUnexpectedEOF)
 		}

@@ -484,6 +484,7 @@ func (j *job) decode(w *work, dst []float32) {
 	w.entry.Width, w.entry.Height = info.Width, info.Height // before any scaled decode
 	w.mark("decode", t)
 	t = time.Now()
+	defer vision.Release(img) // nothing keeps the decoded image
 	if err := j.eng.Preprocess(dst, img); err != nil {
 		w.fail = err
 		return

@@ -212,7 +212,7 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	if e.opts.Decode != DecodeExact && !vision.CanDraft() {
-		return nil, fmt.Errorf("pipeline: decode mode %s needs a JPEG decoder that scales in the DCT: JPEGs are decoded here by %s; install libjpeg-turbo's TurboJPEG library (Debian and Ubuntu: libturbojpeg0)", e.opts.Decode, vision.JPEGDecoder())
+		return nil, fmt.Errorf("pipeline: decode mode %s needs a JPEG decoder that scales in the DCT: JPEGs are decoded here by %s; install libjpeg-turbo's TurboJPEG library (Debian: libturbojpeg0, Ubuntu: libturbojpeg)", e.opts.Decode, vision.JPEGDecoder())
 	}
 	if !opts.KeepGraphs {
 		mapped, err := m.MapGraphs(models.MapAbove)

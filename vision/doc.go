@@ -15,8 +15,8 @@
 // with zeros when the crop is larger), rescale, normalise, channels first.
 // On lossless inputs the result is bit-identical to Pillow 9.4 + transformers.
 // JPEGs are too where libjpeg-turbo decodes them, as in Pillow: its
-// TurboJPEG library (libturbojpeg.so.0, Debian and Ubuntu package
-// libturbojpeg0), opened when the first JPEG is decoded, so that neither
+// TurboJPEG library (libturbojpeg.so.0: Debian's package libturbojpeg0,
+// Ubuntu's libturbojpeg), opened when the first JPEG is decoded, so that neither
 // the build nor the program needs it; or libjpeg linked at build time with
 // the libjpeg tag (cgo, -ljpeg). The TurboJPEG API is declared here rather
 // than through a Go binding or its header, as only five of its functions

@@ -184,8 +184,8 @@ import (
 )
 
 // turboNames are the names the TurboJPEG library is looked for under, in
-// order: the library's soname (Debian and Ubuntu package libturbojpeg0,
-// Fedora turbojpeg), then the development link.
+// order: the library's soname (Debian's package libturbojpeg0, Ubuntu's
+// libturbojpeg, Fedora's turbojpeg), then the development link.
 var turboNames = []string{"libturbojpeg.so.0", "libturbojpeg.so"}
 
 var (
@@ -232,8 +232,8 @@ func CanDraft() bool { return loadTurbo() }
 
 // JPEGDecoder names the JPEG decoder Decode uses, for job metadata and the
 // settings a resumed job must share: in this build libjpeg-turbo's
-// TurboJPEG library where one is installed (libturbojpeg.so.0, Debian and
-// Ubuntu package libturbojpeg0), named with the file it was loaded from,
+// TurboJPEG library where one is installed (libturbojpeg.so.0, Debian's
+// package libturbojpeg0), named with the file it was loaded from,
 // such as "libjpeg-turbo (TurboJPEG API,
 // /usr/lib/x86_64-linux-gnu/libturbojpeg.so.0.2.0)"; else "Go image/jpeg".
 func JPEGDecoder() string {

@@ -68,7 +68,7 @@ func TestReleaseReuse(t *testing.T) {
 	}
 	t.Logf("decoder %s: %d decodes got the buffer released just before", JPEGDecoder(), reused)
 	Release(image.NewYCbCr(image.Rect(0, 0, 10, 10), image.YCbCrSubsampleRatio420)) // ignored
-	Release(image.NewRGBA(image.Rect(0, 0, 2, 2)))                                // too small to keep
+	Release(image.NewRGBA(image.Rect(0, 0, 2, 2)))                                  // too small to keep
 }
 
 // TestPixBuffer checks the pool's size classes: a buffer released holds

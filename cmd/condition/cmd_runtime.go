@@ -50,7 +50,7 @@ and prints its version, its path and where it was found. The search order is
 the user cache folder (where 'runtime install' puts it); the system library
 folders; the bare soname. When none works, every place tried is listed. It
 also names the JPEG decoder: libjpeg-turbo, as Pillow's, where its TurboJPEG
-library is installed (Debian and Ubuntu: libturbojpeg0), else Go's, a few
+library is installed (Debian: libturbojpeg0, Ubuntu: libturbojpeg), else Go's, a few
 8-bit levels off Pillow.
 
 install: installs the official ONNX Runtime ` + models.RuntimeInstallVersion + ` build into the user

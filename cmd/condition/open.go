@@ -177,7 +177,7 @@ func parseDecode(s string) (pipeline.DecodeMode, error) {
 		return "", usagef("--decode: %v", err)
 	}
 	if m != pipeline.DecodeExact && !vision.CanDraft() {
-		return "", usagef("--decode %s needs libjpeg-turbo's scaled decoding: JPEGs are decoded here by %s; install libjpeg-turbo's TurboJPEG library (Debian and Ubuntu: libturbojpeg0; see the README)", m, vision.JPEGDecoder())
+		return "", usagef("--decode %s needs libjpeg-turbo's scaled decoding: JPEGs are decoded here by %s; install libjpeg-turbo's TurboJPEG library (Debian: libturbojpeg0, Ubuntu: libturbojpeg; see the README)", m, vision.JPEGDecoder())
 	}
 	return m, nil
 }

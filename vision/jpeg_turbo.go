@@ -211,7 +211,9 @@ func loadTurbo() bool {
 				if real, err := filepath.EvalSymlinks(path); err == nil {
 					path = real
 				}
-				turboName = "libjpeg-turbo (TurboJPEG API, " + path + ")"
+				// The file's name, not its folder: the name goes into the
+				// settings a resumed job compares, across machines.
+				turboName = "libjpeg-turbo (TurboJPEG API, " + filepath.Base(path) + ")"
 				return
 			}
 		}
@@ -233,9 +235,9 @@ func CanDraft() bool { return loadTurbo() }
 // JPEGDecoder names the JPEG decoder Decode uses, for job metadata and the
 // settings a resumed job must share: in this build libjpeg-turbo's
 // TurboJPEG library where one is installed (libturbojpeg.so.0, Debian's
-// package libturbojpeg0), named with the file it was loaded from,
-// such as "libjpeg-turbo (TurboJPEG API,
-// /usr/lib/x86_64-linux-gnu/libturbojpeg.so.0.2.0)"; else "Go image/jpeg".
+// package libturbojpeg0), named with the file it was loaded from, such as
+// "libjpeg-turbo (TurboJPEG API, libturbojpeg.so.0.2.0)"; else "Go
+// image/jpeg".
 func JPEGDecoder() string {
 	if loadTurbo() {
 		return turboName

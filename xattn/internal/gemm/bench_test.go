@@ -17,7 +17,9 @@ import (
 // benchShapes are the projection shapes of xattn (M rows of features, K in,
 // N out): Stable Diffusion 1.5 attn2 (to_q/to_out at 64²·320 … 8²·1280,
 // to_k/to_v on 77 prompt tokens of width 768) and CLIP towers (ViT-B/32 50
-// tokens, ViT-B/16 197, ViT-L/14 257; text 77 tokens of width 512/768).
+// tokens, ViT-B/16 197, ViT-L/14 257; text 77 tokens of width 512/768), and
+// SigLIP B/16's pooling head read out on 196 patches (its MLP, 768 → 3072
+// → 768).
 var benchShapes = []struct{ m, k, n int }{
 	{4096, 320, 320},
 	{1024, 640, 640},
@@ -29,6 +31,8 @@ var benchShapes = []struct{ m, k, n int }{
 	{77, 512, 512},
 	{197, 768, 768},
 	{257, 1024, 1024},
+	{196, 768, 3072},
+	{196, 3072, 768},
 }
 
 var (

@@ -1,5 +1,7 @@
 package vision
 
+import "bytes"
+
 // jpegComplete reports whether data, a JPEG from its SOI marker, holds the
 // EOI marker that ends its first image: it walks the marker segments by
 // their lengths (so an EOI inside an APP segment, such as an EXIF
@@ -34,17 +36,22 @@ func jpegComplete(data []byte) bool {
 			return false
 		}
 		i += int(data[i])<<8 | int(data[i+1])
+		if i >= len(data) {
+			return false
+		}
 		if m != 0xda { // SOS: entropy-coded data follows its header
 			continue
 		}
-		for i+1 < len(data) {
-			if data[i] == 0xff && data[i+1] != 0 && data[i+1] != 0xff && (data[i+1] < 0xd0 || data[i+1] > 0xd7) {
+		for {
+			k := bytes.IndexByte(data[i:], 0xff)
+			if k < 0 || i+k+1 >= len(data) {
+				return false
+			}
+			i += k
+			if c := data[i+1]; c != 0 && c != 0xff && (c < 0xd0 || c > 0xd7) {
 				break
 			}
 			i++
-		}
-		if i+1 >= len(data) {
-			return false
 		}
 	}
 }

@@ -19,7 +19,7 @@
 // Ubuntu's libturbojpeg), opened when the first JPEG is decoded, so that neither
 // the build nor the program needs it; or libjpeg linked at build time with
 // the libjpeg tag (cgo, -ljpeg). The TurboJPEG API is declared here rather
-// than through a Go binding or its header, as only five of its functions
+// than through a Go binding or its header, as only six of its functions
 // are needed and the library must be optional at run time. Without either
 // (no library installed, or a build without cgo) Go's image/jpeg decodes
 // JPEGs; its IDCT is not libjpeg-turbo's, and its JPEG inputs land within a

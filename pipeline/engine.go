@@ -147,6 +147,17 @@ type Engine struct {
 // when the built-in model is linked in: see models/embedded) and opens its
 // engine. ctx bounds any download and the opening.
 func Open(ctx context.Context, ref string, opts Options) (*Engine, error) {
+	m, err := OpenModel(ctx, ref, opts)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, m, opts)
+}
+
+// OpenModel resolves ref and opens the model Open would open its engine on
+// with opts: opts.Model's variant, or with Precision int8 the model's int8
+// variant, made and checked on first use and kept in this program's cache.
+func OpenModel(ctx context.Context, ref string, opts Options) (*models.Model, error) {
 	if err := loadRuntime(opts); err != nil {
 		return nil, err
 	}
@@ -168,10 +179,7 @@ func Open(ctx context.Context, ref string, opts Options) (*Engine, error) {
 	} else {
 		m, err = models.OpenContext(ctx, ref, mo)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return New(ctx, m, opts)
+	return m, err
 }
 
 // New opens the engine of a model already opened.

@@ -28,30 +28,32 @@ func init() {
 
 // pipeBenchOptions are the flags of `condition-bench pipeline`.
 type pipeBenchOptions struct {
-	variant string
-	ort     ortFlags
-	program string
-	model   string
-	images  string
-	n       int
-	size    int
-	batch   int
-	workers int
-	streams int
-	rounds  int
-	repeat  int
-	rss     bool
-	rssBig  int
-	json    bool
-	cpuProf string
-	tune    bool
-	decode  string
-	mode    pipeline.DecodeMode
+	variant   string
+	precision string
+	ort       ortFlags
+	program   string
+	model     string
+	images    string
+	n         int
+	size      int
+	batch     int
+	workers   int
+	streams   int
+	rounds    int
+	repeat    int
+	rss       bool
+	rssBig    int
+	json      bool
+	cpuProf   string
+	tune      bool
+	decode    string
+	mode      pipeline.DecodeMode
 }
 
 func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "model", "default", "model to run")
 	fs.StringVar(&o.variant, "variant", "", "graph variant by suffix: fp16, quantized, ... (onnx/text_model_<variant>.onnx)")
+	fs.StringVar(&o.precision, "precision", "fp32", "fp32, or int8: the model's int8 variant, as condition run --precision int8 runs it (made on first use)")
 	fs.StringVar(&o.images, "images", "", "image folder (default: synthetic JPEGs made for the run)")
 	fs.IntVar(&o.n, "n", 200, "synthetic images to make")
 	fs.IntVar(&o.size, "size", 256, "side of the synthetic images in pixels")
@@ -129,6 +131,9 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 	if o.mode, err = decodeMode(o.decode); err != nil {
 		return err
 	}
+	if err := checkPrecision(o.precision, o.variant); err != nil {
+		return err
+	}
 	if err := o.ort.check(); err != nil {
 		return err
 	}
@@ -174,7 +179,7 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 	if err := o.ort.load(e); err != nil {
 		return err
 	}
-	m, err := openModel(ctx, e, o.model, o.variant)
+	m, err := openBenchModel(ctx, e, o.model, o.variant, o.precision, o.ort.Threads)
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,31 @@ func openModel(ctx context.Context, e *env, ref, variant string) (*models.Model,
 	return models.OpenContext(ctx, ref, models.Options{Variant: variant, Progress: progress, Logger: e.Log})
 }
 
+// openBenchModel opens a --model reference as openModel does, or with
+// --precision int8 its int8 variant, as condition's --precision int8 does
+// (made and checked on first use).
+func openBenchModel(ctx context.Context, e *env, ref, variant, precision string, threads int) (*models.Model, error) {
+	if err := checkPrecision(precision, variant); err != nil {
+		return nil, err
+	}
+	if pipeline.Precision(precision) != pipeline.PrecisionInt8 {
+		return openModel(ctx, e, ref, variant)
+	}
+	return pipeline.OpenModel(ctx, ref, pipeline.Options{Precision: pipeline.PrecisionInt8, Threads: threads, Log: e.Log, Model: models.Options{Logger: e.Log}})
+}
+
+// checkPrecision checks --precision, and --variant beside it.
+func checkPrecision(precision, variant string) error {
+	prec, err := pipeline.ParsePrecision(precision)
+	if err != nil {
+		return usagef("--precision: %v", err)
+	}
+	if prec == pipeline.PrecisionInt8 && variant != "" && variant != models.VariantOptimizedInt8 {
+		return usagef("--precision int8 runs the variant %s; drop --variant %s", models.VariantOptimizedInt8, variant)
+	}
+	return nil
+}
+
 // openEngine opens m's engine with CLIP's joint space both ways, logging
 // to e.
 func openEngine(ctx context.Context, e *env, m *models.Model, opts pipeline.Options) (*pipeline.Engine, error) {

@@ -49,6 +49,18 @@ func ParsePrecision(s string) (Precision, error) {
 // hasVNNI reports whether this CPU multiplies u8×s8 into 32-bit sums.
 func hasVNNI() bool { return cpu.X86.HasAVX512VNNI || cpu.X86.HasAVXVNNI }
 
+// Int8WeightBits is the width Open gives the int8 variant's weights on
+// this CPU: 8 bits where it has VNNI (AVX-512 VNNI or AVX-VNNI), whose
+// u8×s8 products add up in 32 bits, else 7, where ONNX Runtime's 8-bit
+// products can saturate 16-bit sums. A graph that fails the check with 8
+// bits is made with 7.
+func Int8WeightBits() int {
+	if hasVNNI() {
+		return 8
+	}
+	return 7
+}
+
 // openInt8 opens ref's int8 variant, making it first when this program's
 // cache does not hold it: the model's own graphs are rewritten (fused, then
 // quantized: 8-bit weights with VNNI, 7-bit without) and each is checked

@@ -44,7 +44,7 @@ func (o *optimizeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.qkv, "qkv", "", "self-attention's q, k, v projections: separate (three MatMuls, then MultiHeadAttention), split (one MatMul by the packed weights, split for MultiHeadAttention) or packed (com.microsoft.Attention, float32 only); default separate, split with --int8 (measured faster)")
 	fs.StringVar(&o.out, "out", "", "write the rewritten graphs to DIR/onnx/ instead of this program's cache (they are then not picked up by --variant)")
 	fs.StringVar(&o.images, "images", "", "folder of images to check the rewrites on (default: 8 generated scenes)")
-	fs.BoolVar(&o.fullRange, "int8-full-range", false, "int8 weights over [-127, 127] (default 7 bits, [-63, 63], exact on CPUs without VNNI)")
+	fs.BoolVar(&o.fullRange, "int8-full-range", false, "int8 weights over [-127, 127], 8 bits; =false: 7 bits, [-63, 63], exact on CPUs without VNNI (default: as --precision int8, 8 bits where the CPU has VNNI, 7 where it has not or where a graph fails the check with 8)")
 	fs.BoolVar(&o.integer, "int8-integer", false, "write DynamicQuantizeLinear + MatMulInteger instead of DynamicQuantizeMatMul")
 	fs.Float64Var(&o.tolerance, "tolerance", 1e-4, "largest difference of a float32 rewrite's outputs, relative to the original's largest magnitude")
 	fs.Float64Var(&o.minCosine, "min-cosine", 0.99, "smallest cosine of an int8 rewrite's output rows (embeddings, token and patch states) to the original's")
@@ -100,7 +100,21 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 		}
 		return p, tensorio.WriteFileAtomic(p, write)
 	}
+	// As --precision int8 unless the flag says: 8 bits with VNNI, and 7 for
+	// a graph that fails the check with 8.
+	auto := o.int8 && !fs.Changed("int8-full-range")
+	if auto {
+		copts.Int8FullRange = pipeline.Int8WeightBits() == 8
+	}
 	res, err := clip.Optimize(ctx, m, probes, copts, save)
+	if auto && copts.Int8FullRange && errors.Is(err, clip.ErrCheckFailed) {
+		for _, r := range res {
+			if r.Error != "" {
+				e.Log.Info("a graph failed the check with 8-bit weights; made with 7-bit ones", "graph", r.Graph)
+			}
+		}
+		res, err = optimizeAgain7(ctx, m, probes, copts, save, res)
+	}
 	if o.JSON {
 		if jerr := writeJSONIndent(e.Stdout, res); jerr != nil {
 			return jerr
@@ -178,4 +192,27 @@ func optimizeProbes(m *models.Model, dir string) (clip.Probes, error) {
 		return clip.Probes{}, fmt.Errorf("no images in %s", dir)
 	}
 	return pipeline.OptimizeProbes(m, imgs, nil)
+}
+
+// optimizeAgain7 rewrites the graphs that failed in res (8-bit weights) again
+// with 7-bit ones, and returns res with their new results in their places,
+// and the second try's error.
+func optimizeAgain7(ctx context.Context, m *models.Model, probes clip.Probes, copts clip.OptimizeOptions,
+	save func(*clip.Optimized, func(io.Writer) error) (string, error), res []clip.Optimized) ([]clip.Optimized, error) {
+	copts.Int8FullRange = false
+	copts.Graphs = nil
+	for _, r := range res {
+		if r.Error != "" {
+			copts.Graphs = append(copts.Graphs, r.Graph)
+		}
+	}
+	again, err := clip.Optimize(ctx, m, probes, copts, save)
+	for _, a := range again {
+		for i := range res {
+			if res[i].Graph == a.Graph {
+				res[i] = a
+			}
+		}
+	}
+	return res, err
 }

@@ -3,16 +3,19 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/pipeline"
 )
 
 // TestModelsOptimize optimizes the built-in model into a temporary cache,
 // checks what was fused and where it went, that embed then uses it (by
 // default, saying so) with the same scores as the original graphs, that
-// --out writes elsewhere, and that a rewrite failing its check is not saved.
+// --out writes elsewhere, that int8 weights take --precision int8's width,
+// and that a rewrite failing its check is not saved.
 func TestModelsOptimize(t *testing.T) {
 	orttest.Load(t)
 	cache := t.TempDir()
@@ -51,9 +54,28 @@ func TestModelsOptimize(t *testing.T) {
 		t.Errorf("default: %q (log %q), plain %q", auto, log, plain)
 	}
 	outDir := t.TempDir()
-	if code, out, errs := modelsRun(t, "models", "optimize", "default", "--int8", "--out", outDir); code != 0 ||
-		!strings.Contains(out, "MatMuls to int8") {
+	code, out, errs = modelsRun(t, "models", "optimize", "default", "--int8", "--out", outDir)
+	if code != 0 || !strings.Contains(out, "MatMuls to int8") {
 		t.Fatalf("--int8 --out: exit %d\n%s\n%s", code, out, errs)
+	}
+	// The weights' width is --precision int8's: the vision graph's is this
+	// CPU's (8 bits with VNNI); the built-in text graph's is 7 bits either
+	// way, as with 8 its last_hidden_state fails the check (0.988).
+	bits := func(out, graph string) string {
+		_, rest, _ := strings.Cut(out, graph)
+		_, rest, _ = strings.Cut(rest, "MatMuls to int8 (")
+		w, _, _ := strings.Cut(rest, "-bit weights")
+		return w
+	}
+	if v, tx := bits(out, "vision_model.onnx"), bits(out, "text_model.onnx"); v != strconv.Itoa(pipeline.Int8WeightBits()) || tx != "7" {
+		t.Errorf("--int8: vision %s-bit, text %s-bit weights; want %d and 7\n%s", v, tx, pipeline.Int8WeightBits(), out)
+	}
+	if pipeline.Int8WeightBits() == 8 && !strings.Contains(errs, "made with 7-bit ones") {
+		t.Errorf("--int8: the text graph's second try is not in the log\n%s", errs)
+	}
+	code, out, errs = modelsRun(t, "models", "optimize", "default", "--int8", "--int8-full-range=false", "--out", t.TempDir())
+	if v, tx := bits(out, "vision_model.onnx"), bits(out, "text_model.onnx"); code != 0 || v != "7" || tx != "7" {
+		t.Errorf("--int8-full-range=false: exit %d, vision %s-bit, text %s-bit weights\n%s\n%s", code, v, tx, out, errs)
 	}
 	for _, f := range []string{"text_model_optimized-int8.onnx", "vision_model_optimized-int8.onnx"} {
 		if _, err := os.Stat(filepath.Join(outDir, "onnx", f)); err != nil {

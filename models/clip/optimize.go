@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/conditionhq/condition/internal/onnxgraph"
@@ -54,6 +55,9 @@ type OptimizeOptions struct {
 	// (one image's or prompt's embedding, or one token's state) of an int8
 	// graph's output and the original's (default 0.99).
 	MinCosine float64
+	// Graphs are the graphs to rewrite, among models.TextModelFile and
+	// models.VisionModelFile (nil: both).
+	Graphs []string
 }
 
 // OutputCheck is how one output of a rewritten graph compares with the
@@ -135,7 +139,7 @@ func Optimize(ctx context.Context, m *models.Model, p Probes, opts OptimizeOptio
 	var errs []error
 	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
 		o := Optimized{Graph: g, Variant: variant}
-		if !m.Has(g) {
+		if !m.Has(g) || (opts.Graphs != nil && !slices.Contains(opts.Graphs, g)) {
 			continue
 		}
 		if err := optimizeGraph(ctx, m, g, p, opts, &o, save); err != nil {

@@ -34,18 +34,26 @@ func tinyWithoutGraphs(t *testing.T) string {
 	return dir
 }
 
-// TestBuildIntoDerivedCache builds the graphs of a folder that has none
-// (opened with NoBuild, so that Open does not build them first), checks
-// that opening the folder then serves them from the derived cache, and
-// that a changed model.safetensors makes them stale.
-func TestBuildIntoDerivedCache(t *testing.T) {
-	orttest.Load(t)
+// openUnbuilt opens a copy of the tiny model without its graphs, with a
+// derived cache of its own and NoBuild (so that Open does not build them).
+func openUnbuilt(t *testing.T) (*models.Model, string, models.Options) {
+	t.Helper()
 	dir := tinyWithoutGraphs(t)
 	opts := models.Options{DerivedCache: t.TempDir(), NoBuild: true}
 	m, err := models.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, dir, opts
+}
+
+// TestBuildIntoDerivedCache builds the graphs of a folder that has none
+// (opened with NoBuild, so that Open does not build them first), checks
+// that opening the folder then serves them from the derived cache, and
+// that a changed model.safetensors makes them stale.
+func TestBuildIntoDerivedCache(t *testing.T) {
+	orttest.Load(t)
+	m, dir, opts := openUnbuilt(t)
 	if m.Has(models.TextModelFile) {
 		t.Fatal("the folder serves a text graph before any was built")
 	}
@@ -92,12 +100,8 @@ func TestBuildIntoDerivedCache(t *testing.T) {
 // config writes nothing.
 func TestBuildOut(t *testing.T) {
 	orttest.Load(t)
-	dir := tinyWithoutGraphs(t)
+	m, dir, _ := openUnbuilt(t)
 	out := t.TempDir()
-	m, err := models.Open(dir, models.Options{DerivedCache: t.TempDir(), NoBuild: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := m.Build(context.Background(), models.BuildOptions{Out: out, QKV: "split"}); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +127,7 @@ func TestBuildOut(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "config.json"))
 	b = []byte(strings.Replace(string(b), `"hidden_size": 32`, `"hidden_size": 40`, 1))
 	os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644)
-	m, err = models.Open(dir, models.Options{DerivedCache: t.TempDir(), NoBuild: true})
+	m, err := models.Open(dir, models.Options{DerivedCache: t.TempDir(), NoBuild: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,12 +350,7 @@ func TestBuildSiglipBadCheckpoint(t *testing.T) {
 // graphs' and torch's outputs.
 func TestBuildExternalData(t *testing.T) {
 	orttest.Load(t)
-	dir := tinyWithoutGraphs(t)
-	opts := models.Options{DerivedCache: t.TempDir(), NoBuild: true}
-	m, err := models.Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, dir, opts := openUnbuilt(t)
 	checkBuilt := func(rep *models.BuildReport, dest string) {
 		t.Helper()
 		if len(rep.Graphs) != 2 {

@@ -10,7 +10,6 @@ import (
 	"image/draw"
 	"io"
 	"log/slog"
-	"maps"
 
 	"golang.org/x/sys/cpu"
 
@@ -84,47 +83,58 @@ func openInt8(ctx context.Context, ref string, mo models.Options, threads int, l
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: int8 variant of %s: %w", src.Name(), err)
 	}
-	kept := map[string]string{} // graphs saved by an earlier try, and where
-	build := func(fullRange bool) error {
-		before := maps.Clone(kept)
-		log.Info("making the int8 variant of the model (once; kept in this program's cache)", "model", src.Name(), "weight_bits", map[bool]int{true: 8, false: 7}[fullRange])
-		res, err := clip.Optimize(ctx, src, probes, clip.OptimizeOptions{Int8: true, Int8FullRange: fullRange, Threads: threads},
-			func(r *clip.Optimized, write func(io.Writer) error) (string, error) {
-				if p, ok := before[r.Graph]; ok {
-					return p, nil // passed with the weights of the try before
-				}
-				p, err := src.SaveVariant(r.Variant, r.Graph, r, write)
-				if err == nil {
-					kept[r.Graph] = p
-				}
-				return p, err
-			})
-		for _, r := range res {
-			if _, ok := before[r.Graph]; ok {
-				continue
-			}
-			for _, c := range r.Checks {
-				log.Info("int8 check against the float32 graph", "graph", r.Graph, "output", c.Output, "min_cosine", c.MinCosine, "mean_cosine", c.MeanCosine, "passed", r.Passed)
-			}
-			if r.Timing != nil {
-				log.Info("int8 check: the faster of two runs of the probes", "graph", r.Graph, "probes", r.Probes, "float32_ms", r.Timing.OriginalMs, "int8_ms", r.Timing.RewrittenMs, "speedup", r.Timing.Speedup())
-			}
-		}
-		return err
+	log.Info("making the int8 variant of the model (once; kept in this program's cache)", "model", src.Name(), "weight_bits", Int8WeightBits())
+	res, again, err := OptimizeInt8(ctx, src, probes, clip.OptimizeOptions{Threads: threads},
+		func(r *clip.Optimized, write func(io.Writer) error) (string, error) {
+			return src.SaveVariant(r.Variant, r.Graph, r, write)
+		})
+	for _, g := range again {
+		log.Info("a graph failed the check with 8-bit weights; made with 7-bit ones", "model", src.Name(), "graph", g)
 	}
-	// 8-bit weights where VNNI keeps their products exact; a graph whose
-	// outputs stray past the check all the same gets 7-bit ones (the
-	// built-in text graph: last_hidden_state's smallest cosine 0.9876 at 8
-	// bits, 0.9949 at 7), the others keep their 8 bits.
-	err = build(hasVNNI())
-	if err != nil && hasVNNI() && errors.Is(err, clip.ErrCheckFailed) {
-		log.Info("a graph failed the check with 8-bit weights; making it with 7-bit ones", "model", src.Name(), "err", err)
-		err = build(false)
+	for _, r := range res {
+		for _, c := range r.Checks {
+			log.Info("int8 check against the float32 graph", "graph", r.Graph, "output", c.Output, "min_cosine", c.MinCosine, "mean_cosine", c.MeanCosine, "passed", r.Passed)
+		}
+		if r.Timing != nil {
+			log.Info("int8 check: the faster of two runs of the probes", "graph", r.Graph, "probes", r.Probes, "float32_ms", r.Timing.OriginalMs, "int8_ms", r.Timing.RewrittenMs, "speedup", r.Timing.Speedup())
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: int8 variant of %s: %w", src.Name(), err)
 	}
 	return models.OpenContext(ctx, ref, mo)
+}
+
+// OptimizeInt8 rewrites m's graphs to int8 (clip.Optimize with opts.Int8
+// set) at the weight width this CPU gets (Int8WeightBits): with VNNI 8
+// bits first, then 7 for each graph that fails the check with 8 (the
+// built-in text graph: last_hidden_state's smallest cosine 0.9876 at 8
+// bits, 0.9949 at 7); the others keep their 8 bits. opts.Int8FullRange and
+// opts.Graphs are set here. It returns each graph's last result, the graphs
+// made again with 7 bits, and the last try's error. save is clip.Optimize's:
+// it sees only graphs that passed their check.
+func OptimizeInt8(ctx context.Context, m *models.Model, p clip.Probes, opts clip.OptimizeOptions,
+	save func(*clip.Optimized, func(io.Writer) error) (string, error)) (res []clip.Optimized, again []string, err error) {
+	opts.Int8, opts.Int8FullRange, opts.Graphs = true, hasVNNI(), nil
+	res, err = clip.Optimize(ctx, m, p, opts, save)
+	if !opts.Int8FullRange || !errors.Is(err, clip.ErrCheckFailed) {
+		return res, nil, err
+	}
+	for _, r := range res {
+		if r.Error != "" {
+			again = append(again, r.Graph)
+		}
+	}
+	opts.Int8FullRange, opts.Graphs = false, again
+	redone, err := clip.Optimize(ctx, m, p, opts, save)
+	for _, r := range redone {
+		for i := range res {
+			if res[i].Graph == r.Graph {
+				res[i] = r
+			}
+		}
+	}
+	return res, again, err
 }
 
 // OptimizeProbes makes the inputs a rewritten graph of m is checked on

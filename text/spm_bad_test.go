@@ -60,16 +60,24 @@ var testPieces = []testPiece{
 	{"▁", -1, spNormal}, {"a", -2, spNormal}, {"b", -2, spNormal}, {"▁a", -1.5, spNormal}, {"ab", -1, spNormal},
 }
 
+// testSPModel is the model of pieces, of type typ, without byte fallback
+// or a charsmap, read from its ModelProto bytes.
+func testSPModel(t *testing.T, pieces []testPiece, typ uint64) *spModel {
+	t.Helper()
+	p, err := parseSPProto(spProtoBytes(pieces, typ, false, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := newSPModel(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestSentencePieceSmallModel(t *testing.T) {
 	for _, typ := range []uint64{spUnigram, spBPE} {
-		p, err := parseSPProto(spProtoBytes(testPieces, typ, false, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := newSPModel(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := testSPModel(t, testPieces, typ)
 		// The ids sentencepiece 0.1.97 gives for this ModelProto (built with
 		// its sentencepiece_model_pb2): "cc" is one <unk>, merged.
 		got := m.appendIDs(nil, "ab cc a")

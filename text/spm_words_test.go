@@ -34,14 +34,7 @@ func TestSentencePieceWordRounding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pieces := append(slices.Clone(base), testPiece{"▁ab", tc.ab, spNormal}, testPiece{"▁c", tc.c, spNormal})
-			p, err := parseSPProto(spProtoBytes(pieces, spUnigram, false, nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := newSPModel(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := testSPModel(t, pieces, spUnigram)
 			if !m.unigramWords || m.wordPieces == nil {
 				t.Fatal("the lattice is not found word by word")
 			}

@@ -100,20 +100,17 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 		}
 		return p, tensorio.WriteFileAtomic(p, write)
 	}
-	// As --precision int8 unless the flag says: 8 bits with VNNI, and 7 for
-	// a graph that fails the check with 8.
-	auto := o.int8 && !fs.Changed("int8-full-range")
-	if auto {
-		copts.Int8FullRange = pipeline.Int8WeightBits() == 8
-	}
-	res, err := clip.Optimize(ctx, m, probes, copts, save)
-	if auto && copts.Int8FullRange && errors.Is(err, clip.ErrCheckFailed) {
-		for _, r := range res {
-			if r.Error != "" {
-				e.Log.Info("a graph failed the check with 8-bit weights; made with 7-bit ones", "graph", r.Graph)
-			}
+	var res []clip.Optimized
+	if o.int8 && !fs.Changed("int8-full-range") {
+		// The width --precision int8 gives: 8 bits with VNNI, and 7 for a
+		// graph that fails the check with 8.
+		var again []string
+		res, again, err = pipeline.OptimizeInt8(ctx, m, probes, copts, save)
+		for _, g := range again {
+			e.Log.Info("a graph failed the check with 8-bit weights; made with 7-bit ones", "graph", g)
 		}
-		res, err = optimizeAgain7(ctx, m, probes, copts, save, res)
+	} else {
+		res, err = clip.Optimize(ctx, m, probes, copts, save)
 	}
 	if o.JSON {
 		if jerr := writeJSONIndent(e.Stdout, res); jerr != nil {
@@ -192,27 +189,4 @@ func optimizeProbes(m *models.Model, dir string) (clip.Probes, error) {
 		return clip.Probes{}, fmt.Errorf("no images in %s", dir)
 	}
 	return pipeline.OptimizeProbes(m, imgs, nil)
-}
-
-// optimizeAgain7 rewrites the graphs that failed in res (8-bit weights) again
-// with 7-bit ones, and returns res with their new results in their places,
-// and the second try's error.
-func optimizeAgain7(ctx context.Context, m *models.Model, probes clip.Probes, copts clip.OptimizeOptions,
-	save func(*clip.Optimized, func(io.Writer) error) (string, error), res []clip.Optimized) ([]clip.Optimized, error) {
-	copts.Int8FullRange = false
-	copts.Graphs = nil
-	for _, r := range res {
-		if r.Error != "" {
-			copts.Graphs = append(copts.Graphs, r.Graph)
-		}
-	}
-	again, err := clip.Optimize(ctx, m, probes, copts, save)
-	for _, a := range again {
-		for i := range res {
-			if res[i].Graph == a.Graph {
-				res[i] = a
-			}
-		}
-	}
-	return res, err
 }

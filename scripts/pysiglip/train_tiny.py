@@ -382,13 +382,7 @@ def main():
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
     args.eval_json = args.eval_json or os.path.join(args.out, "eval.json")
-    settings = trainsettings.load(args.settings)
-    if args.steps is not None:
-        settings["train"]["steps"] = args.steps
-    if args.procs is not None:
-        settings["procs"] = args.procs
-    if args.threads is not None:
-        settings["threads"] = args.threads
+    settings = trainsettings.load_args(args)
     torch.set_num_threads(settings["threads"])
     d = settings["data"]
     tdir, sdir, pdir, plain_dir = recipe.data_dirs(args, d)

@@ -741,13 +741,7 @@ def main():
     ap.add_argument("--stop-after", type=int, default=None,
                     help="stop after this many steps of the schedule (checkpoint saved, no export)")
     args = ap.parse_args()
-    settings = trainsettings.load(args.settings)
-    if args.steps is not None:
-        settings["train"]["steps"] = args.steps
-    if args.threads is not None:
-        settings["threads"] = args.threads
-    if args.procs is not None:
-        settings["procs"] = args.procs
+    settings = trainsettings.load_args(args)
     torch.manual_seed(settings["seed"])
     np.random.seed(settings["seed"] % 2**32)
     torch.set_num_threads(settings["threads"])

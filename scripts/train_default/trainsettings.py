@@ -29,5 +29,18 @@ def load(path):
     return _merge(load(os.path.join(os.path.dirname(path), base)), s)
 
 
+def load_args(args):
+    """-> load(args.settings) with the command line's overrides: args.steps
+    (train.steps), args.threads and args.procs, each where not None."""
+    s = load(args.settings)
+    if args.steps is not None:
+        s["train"]["steps"] = args.steps
+    if args.threads is not None:
+        s["threads"] = args.threads
+    if args.procs is not None:
+        s["procs"] = args.procs
+    return s
+
+
 if __name__ == "__main__":
     print(load(sys.argv[1])[sys.argv[2]])

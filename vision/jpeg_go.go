@@ -4,15 +4,19 @@ package vision
 
 import "image"
 
-// jpegExact reports whether Decode's JPEG pixels are Pillow's bit for bit:
-// not without cgo, where Go's image/jpeg decodes them; its IDCT differs
-// from libjpeg-turbo's (within a few 8-bit levels).
+// jpegExact reports whether all of Decode's JPEG pixels are Pillow's bit
+// for bit: not without cgo. Baseline files are, through jpegdec (see
+// decodeBaseline); progressive and other files go to Go's image/jpeg,
+// whose IDCT differs from libjpeg-turbo's (within a few 8-bit levels).
 func jpegExact() bool { return false }
 
 // JPEGDecoder names the JPEG decoder this build of Decode uses, for job
-// metadata: without cgo, Go's image/jpeg ("Go image/jpeg"). Built with cgo,
-// Decode uses libjpeg-turbo, as Pillow does, where it is installed.
-func JPEGDecoder() string { return "Go image/jpeg" }
+// metadata: without cgo, Go code ("Go (libjpeg-exact baseline; image/jpeg
+// for progressive and others)"): this package's decoder for baseline
+// files, with libjpeg-turbo's arithmetic, and Go's image/jpeg for the
+// rest. Built with cgo, Decode uses libjpeg-turbo, as Pillow does, where
+// it is installed.
+func JPEGDecoder() string { return goJPEGName }
 
 // CanDraft reports whether Decode honours DecodeOptions.Draft: not in this
 // build, as image/jpeg has no scaled decoding; JPEGs decode at full size.

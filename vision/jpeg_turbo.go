@@ -193,8 +193,9 @@ var (
 	turboOK   bool
 	turboName string
 
-	// jpegGoOnly makes Decode leave every JPEG to image/jpeg, as without
-	// the library; tests set it to check both decoders in one build.
+	// jpegGoOnly makes Decode do without the library, leaving every JPEG
+	// to the Go decoders (jpegdec, image/jpeg); tests set it to check
+	// both ways in one build.
 	jpegGoOnly bool
 )
 
@@ -221,10 +222,12 @@ func loadTurbo() bool {
 	return turboOK && !jpegGoOnly
 }
 
-// jpegExact reports whether Decode's JPEG pixels are Pillow's bit for bit:
-// yes where libjpeg-turbo's TurboJPEG library was found when the program
-// ran (the same library and settings as Pillow's); with Go's image/jpeg,
-// whose IDCT differs, they land within a few 8-bit levels.
+// jpegExact reports whether all of Decode's JPEG pixels are Pillow's bit
+// for bit: yes where libjpeg-turbo's TurboJPEG library was found when the
+// program ran (the same library and settings as Pillow's). Without it,
+// baseline files still are, through jpegdec (see decodeBaseline), but
+// progressive and other files go to Go's image/jpeg, whose IDCT differs:
+// they land within a few 8-bit levels.
 func jpegExact() bool { return loadTurbo() }
 
 // CanDraft reports whether Decode honours DecodeOptions.Draft: where
@@ -236,13 +239,15 @@ func CanDraft() bool { return loadTurbo() }
 // settings a resumed job must share: in this build libjpeg-turbo's
 // TurboJPEG library where one is installed (libturbojpeg.so.0, Debian's
 // package libturbojpeg0), named with the file it was loaded from, such as
-// "libjpeg-turbo (TurboJPEG API, libturbojpeg.so.0.2.0)"; else "Go
-// image/jpeg".
+// "libjpeg-turbo (TurboJPEG API, libturbojpeg.so.0.2.0)"; else Go code,
+// "Go (libjpeg-exact baseline; image/jpeg for progressive and others)":
+// this package's decoder for baseline files, with libjpeg-turbo's
+// arithmetic, and Go's image/jpeg for the rest.
 func JPEGDecoder() string {
 	if loadTurbo() {
 		return turboName
 	}
-	return "Go image/jpeg"
+	return goJPEGName
 }
 
 // decodeLibjpeg decodes a JPEG with libjpeg-turbo as Pillow 9.4 does

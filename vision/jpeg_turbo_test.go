@@ -5,13 +5,19 @@ package vision
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image"
+	"image/draw"
+	"image/jpeg"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
-// goJPEG makes Decode use image/jpeg for the rest of the test, as on a
-// machine without libjpeg-turbo's TurboJPEG library.
+// goJPEG makes Decode use the Go decoders (jpegdec, image/jpeg) for the
+// rest of the test, as on a machine without libjpeg-turbo's TurboJPEG
+// library.
 func goJPEG(t *testing.T) {
 	t.Helper()
 	was := jpegGoOnly
@@ -19,22 +25,33 @@ func goJPEG(t *testing.T) {
 	t.Cleanup(func() { jpegGoOnly = was })
 }
 
-// TestJPEGWithoutTurbo runs the JPEG tests again with Go's image/jpeg, the
-// decoder of machines without the library: the planes it hands over, the
-// golden images within their bound in 8-bit levels, truncated files.
+// TestJPEGWithoutTurbo runs the JPEG tests again with the Go decoders of
+// machines without the library: the planes they hand over, the golden
+// images (bit-identical for baseline files, which jpegdec decodes; within
+// their bound in 8-bit levels for those left to image/jpeg), truncated and
+// corrupt files, pooled buffers. Then once more with image/jpeg alone.
 func TestJPEGWithoutTurbo(t *testing.T) {
 	if !loadTurbo() {
 		t.Logf("already without libjpeg-turbo: %s", JPEGDecoder())
 	}
 	goJPEG(t)
-	if jpegExact() || CanDraft() || JPEGDecoder() != "Go image/jpeg" {
-		t.Fatalf("image/jpeg forced: exact %v, draft %v, decoder %q", jpegExact(), CanDraft(), JPEGDecoder())
+	if jpegExact() || CanDraft() || JPEGDecoder() != goJPEGName {
+		t.Fatalf("Go decoders forced: exact %v, draft %v, decoder %q", jpegExact(), CanDraft(), JPEGDecoder())
 	}
-	t.Run("decoder", TestJPEGDecoder)
-	t.Run("rgb", TestGoldenRGB)
-	t.Run("pixel_values", TestGoldenPixelValues)
-	t.Run("truncated", TestDecodeJPEGTruncated)
-	t.Run("draft", TestDraftIsPillows)
+	all := func(t *testing.T) {
+		t.Run("decoder", TestJPEGDecoder)
+		t.Run("rgb", TestGoldenRGB)
+		t.Run("pixel_values", TestGoldenPixelValues)
+		t.Run("truncated", TestDecodeJPEGTruncated)
+		t.Run("corrupt", TestDecodeJPEGCorrupt)
+		t.Run("limit", TestDecodeBomb)
+		t.Run("release", TestReleaseReuse)
+		t.Run("draft", TestDraftIsPillows)
+	}
+	t.Run("jpegdec", all)
+	jpegStdlib = true
+	defer func() { jpegStdlib = false }()
+	t.Run("image-jpeg", all)
 }
 
 // TestTurboTruncatedAfterThumbnail cuts, inside its scan, a JPEG whose EXIF
@@ -57,4 +74,121 @@ func TestTurboTruncatedAfterThumbnail(t *testing.T) {
 			t.Errorf("cut to %d of %d bytes: %T, %v; want an error wrapping io.ErrUnexpectedEOF", n, len(full), img, err)
 		}
 	}
+}
+
+// withoutLibjpeg makes Decode do without the TurboJPEG library until the
+// function it returns is called.
+func withoutLibjpeg() (restore func()) {
+	was := jpegGoOnly
+	jpegGoOnly = true
+	return func() { jpegGoOnly = was }
+}
+
+// canForceGo reports whether withoutLibjpeg works in this build.
+func canForceGo() bool { return true }
+
+// TestBaselineIsTurbo decodes baseline JPEGs with jpegdec, as Decode does
+// without the library, and with TurboJPEG, the reference, and wants the
+// same RGB bit for bit: the golden JPEG fixtures, the cjpeg-made files of
+// testdata/images/jpegdec (every chroma sampling libjpeg-turbo writes,
+// sizes that are not whole MCUs, restart intervals, non-interleaved
+// scans, qualities 1 to 100, 16-bit tables, optimized Huffman tables) and
+// image/jpeg-encoded 4:2:0 and gray images of many sizes and qualities;
+// and the benchmark photos where they are (CONDITION_BENCH_PHOTOS, else
+// /tmp/condition-photos: scripts/bench_photos/make_photos.py).
+func TestBaselineIsTurbo(t *testing.T) {
+	if !loadTurbo() {
+		t.Skipf("the TurboJPEG library, the reference, is not installed here (%s): Debian package libturbojpeg0", JPEGDecoder())
+	}
+	type file struct {
+		name string
+		data []byte
+	}
+	var files []file
+	photos := os.Getenv("CONDITION_BENCH_PHOTOS")
+	if photos == "" {
+		photos = "/tmp/condition-photos"
+	}
+	pats := []string{filepath.Join(goldenDir, "src/jpeg_*.jpg"), filepath.Join(goldenDir, "jpegdec/*.jpg"), filepath.Join(photos, "*.jpg")}
+	for i, pat := range pats {
+		optional := i == len(pats)-1 // the photos
+		names, _ := filepath.Glob(pat)
+		if len(names) == 0 && !optional {
+			t.Fatalf("committed test data missing: no %s (testdata/images/jpegdec/make.py makes the jpegdec files)", pat)
+		}
+		for _, n := range names {
+			data, err := os.ReadFile(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, file{filepath.Base(n), data})
+		}
+	}
+	for _, sz := range [][2]int{{1, 1}, {2, 3}, {7, 9}, {8, 8}, {9, 17}, {16, 16}, {17, 33}, {31, 15}, {33, 65}, {100, 75}} {
+		for _, q := range []int{1, 10, 50, 90, 100} {
+			for _, gray := range []bool{false, true} {
+				var img image.Image = testImage(sz[0], sz[1])
+				if gray {
+					g := image.NewGray(img.Bounds())
+					draw.Draw(g, g.Rect, img, image.Point{}, draw.Src)
+					img = g
+				}
+				var b bytes.Buffer
+				if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: q}); err != nil {
+					t.Fatal(err)
+				}
+				files = append(files, file{fmt.Sprintf("image/jpeg %dx%d q%d gray %v", sz[0], sz[1], q, gray), b.Bytes()})
+			}
+		}
+	}
+	same, fallback := 0, 0
+	for _, f := range files {
+		ref, err := decodeLibjpeg(f.data, 0, 0)
+		if err != nil || ref == nil {
+			t.Logf("%s: TurboJPEG does not decode it (%v): no reference", f.name, err)
+			continue
+		}
+		got, err := decodeBaseline(f.data, 0)
+		if err != nil {
+			t.Errorf("%s: %v", f.name, err)
+			continue
+		}
+		if got == nil {
+			fallback++
+			if kind := jpegKind(f.data); kind == 0xc0 || kind == 0xc1 {
+				if _, isCMYK := ref.(*image.CMYK); !isCMYK {
+					t.Errorf("%s: baseline (SOF 0x%02x, %T from TurboJPEG), left to image/jpeg", f.name, kind, ref)
+				}
+			}
+			continue
+		}
+		want, w, h := toRGB(nil, ref, nil)
+		rgb, gw, gh := toRGB(nil, got, nil)
+		if gw != w || gh != h {
+			t.Errorf("%s: %dx%d (%T), TurboJPEG %dx%d", f.name, gw, gh, got, w, h)
+			continue
+		}
+		var d diffStats
+		for i := range want {
+			d.add(float64(rgb[i]), float64(want[i]))
+		}
+		if d.differ != 0 {
+			t.Errorf("%s (%T): %v", f.name, got, d)
+			continue
+		}
+		same++
+	}
+	t.Logf("%d of %d files bit-identical to TurboJPEG, %d left to image/jpeg (progressive, CMYK)", same, len(files), fallback)
+}
+
+// jpegKind is the marker of data's frame header (SOF), or 0.
+func jpegKind(data []byte) byte {
+	for i := 2; i+4 <= len(data) && data[i] == 0xff; {
+		m := data[i+1]
+		if m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc {
+			return m
+		}
+		i += 2 + (int(data[i+2])<<8 | int(data[i+3]))
+	}
+	return 0
 }

@@ -33,22 +33,55 @@ func BenchmarkDecodePhotos(b *testing.B) {
 	b.Logf("%d photos from %s, decoder %s", len(photos), dir, JPEGDecoder())
 	p := DefaultPreprocessor()
 	dst := make([]float32, 3*224*224)
-	for _, pre := range []bool{false, true} {
-		name := map[bool]string{false: "decode", true: "decode+preprocess"}[pre]
-		b.Run(name, func(b *testing.B) {
-			i := 0
-			benchImages(b, func() error {
-				img, err := Decode(photos[i%len(photos)], DecodeOptions{})
-				i++
-				if err != nil {
-					return err
-				}
-				defer Release(img) // as the job does
-				if pre {
-					_, _, err = p.ApplyInto(dst, img)
-				}
-				return err
-			})
+	for _, dec := range photoDecoders() {
+		b.Run(dec.name, func(b *testing.B) {
+			defer dec.use()()
+			for _, pre := range []bool{false, true} {
+				name := map[bool]string{false: "decode", true: "decode+preprocess"}[pre]
+				b.Run(name, func(b *testing.B) {
+					i := 0
+					benchImages(b, func() error {
+						img, err := Decode(photos[i%len(photos)], DecodeOptions{})
+						i++
+						if err != nil {
+							return err
+						}
+						defer Release(img) // as the job does
+						if pre {
+							_, _, err = p.ApplyInto(dst, img)
+						}
+						return err
+					})
+				})
+			}
 		})
 	}
+}
+
+// photoDecoder is one of the JPEG decoders Decode can use here: use makes
+// Decode use it and returns what restores the default.
+type photoDecoder struct {
+	name string
+	use  func() (restore func())
+}
+
+// photoDecoders are the JPEG decoders to compare: libjpeg-turbo where this
+// build and machine have it, jpegdec (baseline files), and image/jpeg.
+func photoDecoders() []photoDecoder {
+	var out []photoDecoder
+	if jpegExact() {
+		out = append(out, photoDecoder{"turbo", func() func() { return func() {} }})
+	}
+	goOnly := func(stdlib bool) func() func() {
+		return func() func() {
+			restoreLib := withoutLibjpeg()
+			was := jpegStdlib
+			jpegStdlib = stdlib
+			return func() { jpegStdlib = was; restoreLib() }
+		}
+	}
+	if jpegExact() && !canForceGo() {
+		return out // libjpeg linked in: the Go decoders cannot be chosen
+	}
+	return append(out, photoDecoder{"jpegdec", goOnly(false)}, photoDecoder{"image-jpeg", goOnly(true)})
 }

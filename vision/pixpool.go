@@ -37,8 +37,12 @@ func pixBuffer(n int) []byte {
 // as any other. A job that decodes many images saves, per image, allocating
 // and zeroing its pixels (3 MB for a 1024×768 photo decoded to RGBA) and
 // the collector's work on them. Only *image.RGBA, *image.Gray and
-// *image.CMYK, the types libjpeg-turbo decodes to, are kept; others are
-// left alone.
+// *image.CMYK, the types libjpeg-turbo decodes to, and *image.YCbCr, the
+// planes of baseline JPEGs decoded in Go, are kept, and only buffers of
+// a power-of-two capacity, as the pool makes them (not those of Go's
+// decoders); others are left alone. Of a YCbCr image the memory kept is
+// its Y plane's to the end of its capacity: all three planes, which Decode
+// makes from one buffer.
 func Release(img image.Image) {
 	var pix []byte
 	switch m := img.(type) {
@@ -48,8 +52,13 @@ func Release(img image.Image) {
 		pix = m.Pix
 	case *image.CMYK:
 		pix = m.Pix
+	case *image.YCbCr:
+		pix = m.Y[:cap(m.Y)]
 	default:
 		return
+	}
+	if c := cap(pix); c&(c-1) != 0 {
+		return // not from pixBuffer
 	}
 	k := bits.Len(uint(cap(pix))) - 1 // 1<<k <= cap
 	if k < minPoolBits || k > maxPoolBits {

@@ -5,6 +5,7 @@ import (
 	"image"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -17,6 +18,8 @@ func pixOf(img image.Image) []byte {
 		return m.Pix
 	case *image.CMYK:
 		return m.Pix
+	case *image.YCbCr:
+		return slices.Concat(m.Y, m.Cb, m.Cr)
 	}
 	return nil
 }
@@ -67,7 +70,8 @@ func TestReleaseReuse(t *testing.T) {
 		}
 	}
 	t.Logf("decoder %s: %d decodes got the buffer released just before", JPEGDecoder(), reused)
-	Release(image.NewYCbCr(image.Rect(0, 0, 10, 10), image.YCbCrSubsampleRatio420)) // ignored
+	Release(image.NewYCbCr(image.Rect(0, 0, 10, 10), image.YCbCrSubsampleRatio420)) // too small to keep
+	Release(image.NewNRGBA(image.Rect(0, 0, 200, 200)))                             // ignored
 	Release(image.NewRGBA(image.Rect(0, 0, 2, 2)))                                  // too small to keep
 }
 

@@ -1,0 +1,356 @@
+//go:build amd64 && gc && !purego
+
+#include "textflag.h"
+
+// Each constant of the IDCT (see idct.go) in the 8 dwords of a vector.
+DATA k0541<>+0(SB)/4, $4433
+DATA k0541<>+4(SB)/4, $4433
+DATA k0541<>+8(SB)/4, $4433
+DATA k0541<>+12(SB)/4, $4433
+DATA k0541<>+16(SB)/4, $4433
+DATA k0541<>+20(SB)/4, $4433
+DATA k0541<>+24(SB)/4, $4433
+DATA k0541<>+28(SB)/4, $4433
+GLOBL k0541<>(SB), RODATA|NOPTR, $32
+
+DATA kn1847<>+0(SB)/4, $-15137
+DATA kn1847<>+4(SB)/4, $-15137
+DATA kn1847<>+8(SB)/4, $-15137
+DATA kn1847<>+12(SB)/4, $-15137
+DATA kn1847<>+16(SB)/4, $-15137
+DATA kn1847<>+20(SB)/4, $-15137
+DATA kn1847<>+24(SB)/4, $-15137
+DATA kn1847<>+28(SB)/4, $-15137
+GLOBL kn1847<>(SB), RODATA|NOPTR, $32
+
+DATA k0765<>+0(SB)/4, $6270
+DATA k0765<>+4(SB)/4, $6270
+DATA k0765<>+8(SB)/4, $6270
+DATA k0765<>+12(SB)/4, $6270
+DATA k0765<>+16(SB)/4, $6270
+DATA k0765<>+20(SB)/4, $6270
+DATA k0765<>+24(SB)/4, $6270
+DATA k0765<>+28(SB)/4, $6270
+GLOBL k0765<>(SB), RODATA|NOPTR, $32
+
+DATA k1175<>+0(SB)/4, $9633
+DATA k1175<>+4(SB)/4, $9633
+DATA k1175<>+8(SB)/4, $9633
+DATA k1175<>+12(SB)/4, $9633
+DATA k1175<>+16(SB)/4, $9633
+DATA k1175<>+20(SB)/4, $9633
+DATA k1175<>+24(SB)/4, $9633
+DATA k1175<>+28(SB)/4, $9633
+GLOBL k1175<>(SB), RODATA|NOPTR, $32
+
+DATA kn0899<>+0(SB)/4, $-7373
+DATA kn0899<>+4(SB)/4, $-7373
+DATA kn0899<>+8(SB)/4, $-7373
+DATA kn0899<>+12(SB)/4, $-7373
+DATA kn0899<>+16(SB)/4, $-7373
+DATA kn0899<>+20(SB)/4, $-7373
+DATA kn0899<>+24(SB)/4, $-7373
+DATA kn0899<>+28(SB)/4, $-7373
+GLOBL kn0899<>(SB), RODATA|NOPTR, $32
+
+DATA kn2562<>+0(SB)/4, $-20995
+DATA kn2562<>+4(SB)/4, $-20995
+DATA kn2562<>+8(SB)/4, $-20995
+DATA kn2562<>+12(SB)/4, $-20995
+DATA kn2562<>+16(SB)/4, $-20995
+DATA kn2562<>+20(SB)/4, $-20995
+DATA kn2562<>+24(SB)/4, $-20995
+DATA kn2562<>+28(SB)/4, $-20995
+GLOBL kn2562<>(SB), RODATA|NOPTR, $32
+
+DATA kn1961<>+0(SB)/4, $-16069
+DATA kn1961<>+4(SB)/4, $-16069
+DATA kn1961<>+8(SB)/4, $-16069
+DATA kn1961<>+12(SB)/4, $-16069
+DATA kn1961<>+16(SB)/4, $-16069
+DATA kn1961<>+20(SB)/4, $-16069
+DATA kn1961<>+24(SB)/4, $-16069
+DATA kn1961<>+28(SB)/4, $-16069
+GLOBL kn1961<>(SB), RODATA|NOPTR, $32
+
+DATA kn0390<>+0(SB)/4, $-3196
+DATA kn0390<>+4(SB)/4, $-3196
+DATA kn0390<>+8(SB)/4, $-3196
+DATA kn0390<>+12(SB)/4, $-3196
+DATA kn0390<>+16(SB)/4, $-3196
+DATA kn0390<>+20(SB)/4, $-3196
+DATA kn0390<>+24(SB)/4, $-3196
+DATA kn0390<>+28(SB)/4, $-3196
+GLOBL kn0390<>(SB), RODATA|NOPTR, $32
+
+DATA k0298<>+0(SB)/4, $2446
+DATA k0298<>+4(SB)/4, $2446
+DATA k0298<>+8(SB)/4, $2446
+DATA k0298<>+12(SB)/4, $2446
+DATA k0298<>+16(SB)/4, $2446
+DATA k0298<>+20(SB)/4, $2446
+DATA k0298<>+24(SB)/4, $2446
+DATA k0298<>+28(SB)/4, $2446
+GLOBL k0298<>(SB), RODATA|NOPTR, $32
+
+DATA k2053<>+0(SB)/4, $16819
+DATA k2053<>+4(SB)/4, $16819
+DATA k2053<>+8(SB)/4, $16819
+DATA k2053<>+12(SB)/4, $16819
+DATA k2053<>+16(SB)/4, $16819
+DATA k2053<>+20(SB)/4, $16819
+DATA k2053<>+24(SB)/4, $16819
+DATA k2053<>+28(SB)/4, $16819
+GLOBL k2053<>(SB), RODATA|NOPTR, $32
+
+DATA k3072<>+0(SB)/4, $25172
+DATA k3072<>+4(SB)/4, $25172
+DATA k3072<>+8(SB)/4, $25172
+DATA k3072<>+12(SB)/4, $25172
+DATA k3072<>+16(SB)/4, $25172
+DATA k3072<>+20(SB)/4, $25172
+DATA k3072<>+24(SB)/4, $25172
+DATA k3072<>+28(SB)/4, $25172
+GLOBL k3072<>(SB), RODATA|NOPTR, $32
+
+DATA k1501<>+0(SB)/4, $12299
+DATA k1501<>+4(SB)/4, $12299
+DATA k1501<>+8(SB)/4, $12299
+DATA k1501<>+12(SB)/4, $12299
+DATA k1501<>+16(SB)/4, $12299
+DATA k1501<>+20(SB)/4, $12299
+DATA k1501<>+24(SB)/4, $12299
+DATA k1501<>+28(SB)/4, $12299
+GLOBL k1501<>(SB), RODATA|NOPTR, $32
+
+DATA khalf<>+0(SB)/4, $1024
+DATA khalf<>+4(SB)/4, $1024
+DATA khalf<>+8(SB)/4, $1024
+DATA khalf<>+12(SB)/4, $1024
+DATA khalf<>+16(SB)/4, $1024
+DATA khalf<>+20(SB)/4, $1024
+DATA khalf<>+24(SB)/4, $1024
+DATA khalf<>+28(SB)/4, $1024
+GLOBL khalf<>(SB), RODATA|NOPTR, $32
+
+DATA kround<>+0(SB)/4, $16
+DATA kround<>+4(SB)/4, $16
+DATA kround<>+8(SB)/4, $16
+DATA kround<>+12(SB)/4, $16
+DATA kround<>+16(SB)/4, $16
+DATA kround<>+20(SB)/4, $16
+DATA kround<>+24(SB)/4, $16
+DATA kround<>+28(SB)/4, $16
+GLOBL kround<>(SB), RODATA|NOPTR, $32
+
+DATA k128<>+0(SB)/4, $128
+DATA k128<>+4(SB)/4, $128
+DATA k128<>+8(SB)/4, $128
+DATA k128<>+12(SB)/4, $128
+DATA k128<>+16(SB)/4, $128
+DATA k128<>+20(SB)/4, $128
+DATA k128<>+24(SB)/4, $128
+DATA k128<>+28(SB)/4, $128
+GLOBL k128<>(SB), RODATA|NOPTR, $32
+
+DATA k255<>+0(SB)/4, $255
+DATA k255<>+4(SB)/4, $255
+DATA k255<>+8(SB)/4, $255
+DATA k255<>+12(SB)/4, $255
+DATA k255<>+16(SB)/4, $255
+DATA k255<>+20(SB)/4, $255
+DATA k255<>+24(SB)/4, $255
+DATA k255<>+28(SB)/4, $255
+GLOBL k255<>(SB), RODATA|NOPTR, $32
+
+DATA kzero<>+0(SB)/4, $0
+DATA kzero<>+4(SB)/4, $0
+DATA kzero<>+8(SB)/4, $0
+DATA kzero<>+12(SB)/4, $0
+DATA kzero<>+16(SB)/4, $0
+DATA kzero<>+20(SB)/4, $0
+DATA kzero<>+24(SB)/4, $0
+DATA kzero<>+28(SB)/4, $0
+GLOBL kzero<>(SB), RODATA|NOPTR, $32
+
+// VPERMD order that undoes VPACKSSDW/VPACKUSWB's lane interleave.
+DATA permPack<>+0(SB)/4, $0
+DATA permPack<>+4(SB)/4, $4
+DATA permPack<>+8(SB)/4, $1
+DATA permPack<>+12(SB)/4, $5
+DATA permPack<>+16(SB)/4, $2
+DATA permPack<>+20(SB)/4, $6
+DATA permPack<>+24(SB)/4, $3
+DATA permPack<>+28(SB)/4, $7
+GLOBL permPack<>(SB), RODATA|NOPTR, $32
+
+// IDCT1D is the 8-point transform of idct8 on eight vectors at once:
+// input k is the vector at k*32(IN), with round (a constant vector) added
+// to input 0; outputs 0 to 7 in Y8 to Y15. Y0 to Y7 are scratch.
+#define IDCT1D(IN, ROUND) \
+	VMOVDQU   64(IN), Y8 \
+	VMOVDQU   192(IN), Y9 \
+	VPADDD    Y9, Y8, Y10 \
+	VPMULLD   k0541<>(SB), Y10, Y10 \
+	VPMULLD   kn1847<>(SB), Y9, Y11 \
+	VPADDD    Y11, Y10, Y11 \
+	VPMULLD   k0765<>(SB), Y8, Y12 \
+	VPADDD    Y12, Y10, Y12 \
+	VMOVDQU   0(IN), Y8 \
+	VPADDD    ROUND, Y8, Y8 \
+	VMOVDQU   128(IN), Y9 \
+	VPADDD    Y9, Y8, Y13 \
+	VPSLLD    $13, Y13, Y13 \
+	VPSUBD    Y9, Y8, Y14 \
+	VPSLLD    $13, Y14, Y14 \
+	VPADDD    Y12, Y13, Y0 \
+	VPSUBD    Y12, Y13, Y3 \
+	VPADDD    Y11, Y14, Y1 \
+	VPSUBD    Y11, Y14, Y2 \
+	VMOVDQU   224(IN), Y4 \
+	VMOVDQU   160(IN), Y5 \
+	VMOVDQU   96(IN), Y6 \
+	VMOVDQU   32(IN), Y7 \
+	VPADDD    Y7, Y4, Y8 \
+	VPADDD    Y6, Y5, Y9 \
+	VPADDD    Y6, Y4, Y10 \
+	VPADDD    Y7, Y5, Y11 \
+	VPADDD    Y11, Y10, Y12 \
+	VPMULLD   k1175<>(SB), Y12, Y12 \
+	VPMULLD   kn0899<>(SB), Y8, Y8 \
+	VPMULLD   kn2562<>(SB), Y9, Y9 \
+	VPMULLD   kn1961<>(SB), Y10, Y10 \
+	VPADDD    Y12, Y10, Y10 \
+	VPMULLD   kn0390<>(SB), Y11, Y11 \
+	VPADDD    Y12, Y11, Y11 \
+	VPMULLD   k0298<>(SB), Y4, Y4 \
+	VPADDD    Y8, Y4, Y4 \
+	VPADDD    Y10, Y4, Y4 \
+	VPMULLD   k2053<>(SB), Y5, Y5 \
+	VPADDD    Y9, Y5, Y5 \
+	VPADDD    Y11, Y5, Y5 \
+	VPMULLD   k3072<>(SB), Y6, Y6 \
+	VPADDD    Y9, Y6, Y6 \
+	VPADDD    Y10, Y6, Y6 \
+	VPMULLD   k1501<>(SB), Y7, Y7 \
+	VPADDD    Y8, Y7, Y7 \
+	VPADDD    Y11, Y7, Y7 \
+	VPADDD    Y7, Y0, Y8 \
+	VPSUBD    Y7, Y0, Y15 \
+	VPADDD    Y6, Y1, Y9 \
+	VPSUBD    Y6, Y1, Y14 \
+	VPADDD    Y5, Y2, Y10 \
+	VPSUBD    Y5, Y2, Y13 \
+	VPADDD    Y4, Y3, Y11 \
+	VPSUBD    Y4, Y3, Y12
+
+// TRANSPOSE8 transposes the 8×8 dwords of Y8..Y15 (rows) into Y0..Y7
+// (columns), Y8..Y15 being scratch.
+#define TRANSPOSE8 \
+	VPUNPCKLDQ  Y9, Y8, Y0 \
+	VPUNPCKHDQ  Y9, Y8, Y1 \
+	VPUNPCKLDQ  Y11, Y10, Y2 \
+	VPUNPCKHDQ  Y11, Y10, Y3 \
+	VPUNPCKLDQ  Y13, Y12, Y4 \
+	VPUNPCKHDQ  Y13, Y12, Y5 \
+	VPUNPCKLDQ  Y15, Y14, Y6 \
+	VPUNPCKHDQ  Y15, Y14, Y7 \
+	VPUNPCKLQDQ Y2, Y0, Y8 \
+	VPUNPCKHQDQ Y2, Y0, Y9 \
+	VPUNPCKLQDQ Y3, Y1, Y10 \
+	VPUNPCKHQDQ Y3, Y1, Y11 \
+	VPUNPCKLQDQ Y6, Y4, Y12 \
+	VPUNPCKHQDQ Y6, Y4, Y13 \
+	VPUNPCKLQDQ Y7, Y5, Y14 \
+	VPUNPCKHQDQ Y7, Y5, Y15 \
+	VPERM2I128  $0x20, Y12, Y8, Y0 \
+	VPERM2I128  $0x31, Y12, Y8, Y4 \
+	VPERM2I128  $0x20, Y13, Y9, Y1 \
+	VPERM2I128  $0x31, Y13, Y9, Y5 \
+	VPERM2I128  $0x20, Y14, Y10, Y2 \
+	VPERM2I128  $0x31, Y14, Y10, Y6 \
+	VPERM2I128  $0x20, Y15, Y11, Y3 \
+	VPERM2I128  $0x31, Y15, Y11, Y7
+
+// PASS1OUT descales output register R of pass 1.
+#define PASS1OUT(R) \
+	VPADDD khalf<>(SB), R, R \
+	VPSRAD $11, R, R
+
+// PASS2OUT makes output register R of pass 2 samples: descaled, 128
+// added, clamped to 0..255.
+#define PASS2OUT(R) \
+	VPSRAD  $18, R, R \
+	VPADDD  k128<>(SB), R, R \
+	VPMAXSD kzero<>(SB), R, R \
+	VPMINSD k255<>(SB), R, R
+
+// STORE4 packs rows A, B, C, D (dwords 0..255) to bytes and stores them
+// at DI, DI+DX, DI+2·DX, DI+R8 (R8 = 3·DX); Y8, Y9 scratch.
+#define STORE4(A, B, C, D) \
+	VPACKSSDW   B, A, Y8 \
+	VPACKSSDW   D, C, Y9 \
+	VPACKUSWB   Y9, Y8, Y8 \
+	VPERMD      Y8, Y10, Y8 \
+	VMOVQ       X8, (DI) \
+	VPEXTRQ     $1, X8, (DI)(DX*1) \
+	VEXTRACTI128 $1, Y8, X9 \
+	VMOVQ       X9, (DI)(DX*2) \
+	VPEXTRQ     $1, X9, (DI)(R8*1)
+
+// func idctAVX2(blk *[64]int32, dst *byte, stride int)
+TEXT ·idctAVX2(SB), NOSPLIT, $256-24
+	MOVQ blk+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ stride+16(FP), DX
+	LEAQ (DX)(DX*2), R8
+
+	// Pass 1: the columns, eight at a time (the rows of blk are vectors).
+	IDCT1D(SI, kzero<>(SB))
+	PASS1OUT(Y8)
+	PASS1OUT(Y9)
+	PASS1OUT(Y10)
+	PASS1OUT(Y11)
+	PASS1OUT(Y12)
+	PASS1OUT(Y13)
+	PASS1OUT(Y14)
+	PASS1OUT(Y15)
+	TRANSPOSE8
+	VMOVDQU Y0, 0(SP)
+	VMOVDQU Y1, 32(SP)
+	VMOVDQU Y2, 64(SP)
+	VMOVDQU Y3, 96(SP)
+	VMOVDQU Y4, 128(SP)
+	VMOVDQU Y5, 160(SP)
+	VMOVDQU Y6, 192(SP)
+	VMOVDQU Y7, 224(SP)
+
+	// Pass 2: the rows, eight at a time (the columns of the workspace).
+	IDCT1D(SP, kround<>(SB))
+	PASS2OUT(Y8)
+	PASS2OUT(Y9)
+	PASS2OUT(Y10)
+	PASS2OUT(Y11)
+	PASS2OUT(Y12)
+	PASS2OUT(Y13)
+	PASS2OUT(Y14)
+	PASS2OUT(Y15)
+	TRANSPOSE8
+
+	VMOVDQU permPack<>(SB), Y10
+	STORE4(Y0, Y1, Y2, Y3)
+	LEAQ (DI)(DX*4), DI
+	STORE4(Y4, Y5, Y6, Y7)
+
+	// Zero the block for the next one.
+	VPXOR   Y0, Y0, Y0
+	VMOVDQU Y0, 0(SI)
+	VMOVDQU Y0, 32(SI)
+	VMOVDQU Y0, 64(SI)
+	VMOVDQU Y0, 96(SI)
+	VMOVDQU Y0, 128(SI)
+	VMOVDQU Y0, 160(SI)
+	VMOVDQU Y0, 192(SI)
+	VMOVDQU Y0, 224(SI)
+	VZEROUPPER
+	RET

@@ -50,8 +50,9 @@ and prints its version, its path and where it was found. The search order is
 the user cache folder (where 'runtime install' puts it); the system library
 folders; the bare soname. When none works, every place tried is listed. It
 also names the JPEG decoder: libjpeg-turbo, as Pillow's, where its TurboJPEG
-library is installed (Debian: libturbojpeg0, Ubuntu: libturbojpeg), else Go's, a few
-8-bit levels off Pillow.
+library is installed (Debian: libturbojpeg0, Ubuntu: libturbojpeg), else Go's:
+Pillow's pixels for baseline JPEGs, a few 8-bit levels off for progressive and
+CMYK ones.
 
 install: installs the official ONNX Runtime ` + models.RuntimeInstallVersion + ` build into the user
 cache folder, with 'npm pack onnxruntime-node@` + models.RuntimeInstallVersion + `' when npm is on the

@@ -17,7 +17,12 @@
 #   tjs-fp32             transformers.js on the model's own vision graph (one session, THREADS threads)
 #   tjs-int8             transformers.js on condition's int8 vision graph
 #   tjs-fp32-w2, tjs-int8-w2  the same with two worker threads, a session of THREADS/2 threads each
+#   encoder-plain, encoder-optimized-int8  condition's vision encoder alone on the same graphs
+#                        (condition-bench pipeline: the photos preprocessed once, then only the
+#                        encoder calls, in condition run's streams and threads)
 # The ratios are taken against the faster of transformers.js's two set-ups for each graph.
+# Both sides run the same ONNX Runtime on the same graph, so the encoder alone over
+# transformers.js is the most the job can reach: the ceiling printed beside each ratio.
 # Each prints images/s over the whole folder, model loading excluded (condition's
 # "done N ... (X images/s)" line; bench.mjs's own timing). The medians and their ratios
 # come last. Every figure depends on the machine and what else runs on it: compare
@@ -40,7 +45,7 @@ LIB="$HERE/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so
 [ -f "$LIB" ] || { echo "compare.sh: run 'npm install --ignore-scripts' in $HERE first" >&2; exit 2; }
 export ONNXRUNTIME_SHARED_LIBRARY_PATH="$LIB"
 
-(cd "$REPO" && go build -o "$TMP/condition" ./cmd/condition)
+(cd "$REPO" && go build -o "$TMP/condition" ./cmd/condition && go build -o "$TMP/condition-bench" ./cmd/condition-bench)
 C="$TMP/condition"
 "$C" models optimize "$MODEL" --threads "$THREADS" >"$TMP/opt.txt"
 "$C" models optimize "$MODEL" --int8 --threads "$THREADS" >"$TMP/int8.txt"
@@ -63,6 +68,15 @@ run_one() {
 			--out "$TMP/out" --batch "$BATCH" $CONDITION_FLAGS --quiet 2>"$TMP/log" || { cat "$TMP/log" >&2; exit 1; }
 		ips=$(sed -n 's/.*done [0-9]*, .* (\([0-9.]*\) images\/s).*/\1/p' "$TMP/log" | tail -1)
 		;;
+	encoder-*)
+		# The encoder alone: its rate, and its calls' CPU time over the folder.
+		"$TMP/condition-bench" pipeline --model "$MODEL" --variant "${1#encoder-}" --images "$PHOTOS" \
+			--batch "$BATCH" --rounds 1 --json $CONDITION_FLAGS >"$TMP/enc.json" 2>"$TMP/log" || { cat "$TMP/log" >&2; exit 1; }
+		ips=$(tr -d ' \n' <"$TMP/enc.json" | sed -n 's/.*"encoder_images_per_sec":\([0-9.e+-]*\),.*/\1/p')
+		cpu=$(tr -d ' \n' <"$TMP/enc.json" | sed -n 's/.*"encoder_cpu_ms_per_image":\([0-9.e+-]*\),.*/\1/p')
+		echo "$ips $(awk -v c="$cpu" -v n="$(find "$PHOTOS" -type f | wc -l)" 'BEGIN { print c * n / 1000 }')"
+		return
+		;;
 	tjs-*)
 		dir=$MODEL
 		case $1 in tjs-int8*) dir=$TMP/tjs-int8 ;; esac
@@ -75,7 +89,7 @@ run_one() {
 	echo "$ips $(awk '/^cpu / { print $2 + $3 }' "$TMP/time")"
 }
 
-SIDES="condition-plain condition-optimized condition-optimized-int8 tjs-fp32 tjs-int8 tjs-fp32-w2 tjs-int8-w2"
+SIDES="condition-plain condition-optimized condition-optimized-int8 tjs-fp32 tjs-int8 tjs-fp32-w2 tjs-int8-w2 encoder-plain encoder-optimized-int8"
 : >"$TMP/results"
 r=0
 while [ "$r" -lt "$ROUNDS" ]; do
@@ -110,4 +124,7 @@ function best(x, y) { return r[x] >= r[y] ? x : y } END {
 	f = best("tjs-fp32", "tjs-fp32-w2"); i = best("tjs-int8", "tjs-int8-w2")
 	p("condition-optimized", f); p("condition-plain", f); p("condition-optimized-int8", f)
 	p("condition-optimized-int8", i); p("condition-optimized", "condition-plain"); p("condition-optimized-int8", "condition-plain")
+	print "ceilings (the shared encoder alone over the transformers.js job; the job over its encoder):"
+	p("encoder-plain", f); p("encoder-optimized-int8", i)
+	p("condition-plain", "encoder-plain"); p("condition-optimized-int8", "encoder-optimized-int8")
 }' "$TMP/medians"

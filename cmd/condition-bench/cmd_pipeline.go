@@ -48,6 +48,8 @@ type pipeBenchOptions struct {
 	tune      bool
 	decode    string
 	mode      pipeline.DecodeMode
+	noArena   bool
+	pin       bool
 }
 
 func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -69,6 +71,8 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.tune, "tune", false, "try streams × threads × batch (8, 16, 32) × spinning on the whole job, --rounds rounds in turned order, and print the best setting for run")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the job phase to this file (Go's threads, and ONNX Runtime's work on the calling thread; not its pool threads)")
 	fs.StringVar(&o.decode, "decode", "exact", decodeHelp)
+	fs.BoolVar(&o.noArena, "no-arena", false, "turn ONNX Runtime's CPU memory arena off, as condition run --no-arena does (--tune tries both)")
+	fs.BoolVar(&o.pin, "pin-threads", false, "pin ONNX Runtime's pool threads to one processor each, as condition run --pin-threads does (--tune tries both)")
 	o.ort.AddFlags(fs)
 }
 
@@ -194,7 +198,8 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 		return runPipeTune(ctx, e, o, m, images, tmp)
 	}
 	res.Model, res.Batch, res.Cores = m.Name(), o.batch, runtime.GOMAXPROCS(0)
-	eng, err := openEngine(ctx, e, m, pipeline.Options{Threads: o.ort.Threads, Streams: streamsFlag(o.streams), NoSpinning: true, Decode: o.mode})
+	eng, err := openEngine(ctx, e, m, pipeline.Options{Threads: o.ort.Threads, Streams: streamsFlag(o.streams), NoSpinning: true, Decode: o.mode,
+		NoArena: o.noArena, PinThreads: o.pin})
 	if err != nil {
 		return err
 	}

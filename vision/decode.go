@@ -92,10 +92,11 @@ func (e *TooLargeError) Error() string {
 //
 // JPEGs go to libjpeg-turbo as in Pillow where it is installed or linked
 // (opaque *image.RGBA, *image.Gray, *image.CMYK), which makes them Pillow's
-// bit for bit, else to Go code: baseline files to a decoder with
-// libjpeg-turbo's arithmetic (planes as *image.YCbCr or *image.Gray,
-// Pillow's pixels once converted to RGB), the others to Go's image/jpeg
-// (*image.YCbCr, *image.Gray, *image.CMYK); JPEGDecoder says which.
+// bit for bit, else to Go code: baseline and progressive files to a
+// decoder with libjpeg-turbo's arithmetic (planes as *image.YCbCr or
+// *image.Gray, Pillow's pixels once converted to RGB), the others (CMYK
+// mostly) to Go's image/jpeg (*image.YCbCr, *image.Gray, *image.CMYK);
+// JPEGDecoder says which.
 func Decode(data []byte, opt DecodeOptions) (image.Image, error) {
 	img, _, err := DecodeInfo(data, opt)
 	return img, err
@@ -178,10 +179,10 @@ func decode(data []byte, opt DecodeOptions) (image.Image, Info, error) {
 			info.Scale = draftScale(cfg.Width, cfg.Height, opt.Draft)
 		}
 		if img == nil && err == nil {
-			// Else baseline files in pure Go, with libjpeg-turbo's
-			// arithmetic (at full size: no draft); nil, nil again leaves
-			// the file to image/jpeg.
-			img, err = decodeBaseline(data, lim)
+			// Else baseline and progressive files in pure Go, with
+			// libjpeg-turbo's arithmetic (at full size: no draft); nil,
+			// nil again leaves the file to image/jpeg.
+			img, err = decodeGoJPEG(data, lim)
 		}
 		var tl *TooLargeError
 		if errors.As(err, &tl) {

@@ -21,12 +21,12 @@
 // the libjpeg tag (cgo, -ljpeg). The TurboJPEG API is declared here rather
 // than through a Go binding or its header, as only six of its functions
 // are needed and the library must be optional at run time. Without either
-// (no library installed, or a build without cgo) baseline JPEGs are
-// decoded in Go by vision/internal/jpegdec, which computes libjpeg-turbo's
-// accurate integer IDCT, so that they too are Pillow's bit for bit, and
-// the others (progressive, CMYK) by Go's image/jpeg, whose IDCT is not
-// libjpeg-turbo's: they land within a few 8-bit levels. JPEGDecoder says
-// which decoder is in use.
+// (no library installed, or a build without cgo) baseline and progressive
+// JPEGs are decoded in Go by vision/internal/jpegdec, which computes
+// libjpeg-turbo's accurate integer IDCT, so that they too are Pillow's bit
+// for bit, and the others (CMYK mostly) by Go's image/jpeg, whose IDCT is
+// not libjpeg-turbo's: they land within a few 8-bit levels. JPEGDecoder
+// says which decoder is in use.
 //
 // On amd64 the resize runs on SIMD kernels (hand-written Go assembly):
 // AVX-512F where the CPU has it, AVX2 otherwise; other architectures,

@@ -21,11 +21,11 @@ import (
 // Tolerances: lossless inputs ("exact") must match bit for bit, the uint8
 // RGB and every float32 of pixel_values. JPEG inputs ("lossy") must too when
 // Decode uses libjpeg-turbo (jpegExact(): found at run time, or linked with
-// the libjpeg build tag), and without it for baseline files, which jpegdec
-// decodes (jpegExactFile); files left to Go's image/jpeg (progressive,
-// CMYK) cannot, as Go's IDCT is not libjpeg-turbo's, and the test logs the
-// differences and bounds them in 8-bit levels (jpegMaxLevels,
-// jpegMeanLevels).
+// the libjpeg build tag), and without it for baseline and progressive
+// files, which jpegdec decodes (jpegExactFile); files left to Go's
+// image/jpeg (CMYK) cannot, as Go's IDCT is not libjpeg-turbo's, and the
+// test logs the differences and bounds them in 8-bit levels
+// (jpegMaxLevels, jpegMeanLevels).
 const (
 	goldenDir      = "../testdata/images"
 	jpegMaxLevels  = 3
@@ -100,7 +100,7 @@ func (d diffStats) String() string {
 
 // jpegExactFile reports whether Decode gives the JPEG file at path (of
 // goldenDir) Pillow's pixels: always with libjpeg-turbo, else when jpegdec
-// decodes it (a baseline file).
+// decodes it (a baseline or progressive file).
 func jpegExactFile(t testing.TB, path string) bool {
 	if jpegExact() {
 		return true
@@ -109,7 +109,7 @@ func jpegExactFile(t testing.TB, path string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := decodeBaseline(data, 0)
+	img, err := decodeGoJPEG(data, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -225,9 +225,9 @@ func loadTurbo() bool {
 // jpegExact reports whether all of Decode's JPEG pixels are Pillow's bit
 // for bit: yes where libjpeg-turbo's TurboJPEG library was found when the
 // program ran (the same library and settings as Pillow's). Without it,
-// baseline files still are, through jpegdec (see decodeBaseline), but
-// progressive and other files go to Go's image/jpeg, whose IDCT differs:
-// they land within a few 8-bit levels.
+// baseline and progressive files still are, through jpegdec (see
+// decodeGoJPEG), but CMYK and other files go to Go's image/jpeg, whose
+// IDCT differs: they land within a few 8-bit levels.
 func jpegExact() bool { return loadTurbo() }
 
 // CanDraft reports whether Decode honours DecodeOptions.Draft: where
@@ -240,9 +240,9 @@ func CanDraft() bool { return loadTurbo() }
 // TurboJPEG library where one is installed (libturbojpeg.so.0, Debian's
 // package libturbojpeg0), named with the file it was loaded from, such as
 // "libjpeg-turbo (TurboJPEG API, libturbojpeg.so.0.2.0)"; else Go code,
-// "Go (libjpeg-exact baseline; image/jpeg for progressive and others)":
-// this package's decoder for baseline files, with libjpeg-turbo's
-// arithmetic, and Go's image/jpeg for the rest.
+// "Go (libjpeg-exact baseline and progressive; image/jpeg for CMYK and
+// others)": this package's decoder for baseline and progressive files,
+// with libjpeg-turbo's arithmetic, and Go's image/jpeg for the rest.
 func JPEGDecoder() string {
 	if loadTurbo() {
 		return turboName

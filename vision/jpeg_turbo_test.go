@@ -11,7 +11,9 @@ import (
 	"image/jpeg"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -27,9 +29,10 @@ func goJPEG(t *testing.T) {
 
 // TestJPEGWithoutTurbo runs the JPEG tests again with the Go decoders of
 // machines without the library: the planes they hand over, the golden
-// images (bit-identical for baseline files, which jpegdec decodes; within
-// their bound in 8-bit levels for those left to image/jpeg), truncated and
-// corrupt files, pooled buffers. Then once more with image/jpeg alone.
+// images (bit-identical for baseline and progressive files, which jpegdec
+// decodes; within their bound in 8-bit levels for those left to
+// image/jpeg), truncated and corrupt files, pooled buffers. Then once more
+// with image/jpeg alone.
 func TestJPEGWithoutTurbo(t *testing.T) {
 	if !loadTurbo() {
 		t.Logf("already without libjpeg-turbo: %s", JPEGDecoder())
@@ -87,16 +90,21 @@ func withoutLibjpeg() (restore func()) {
 // canForceGo reports whether withoutLibjpeg works in this build.
 func canForceGo() bool { return true }
 
-// TestBaselineIsTurbo decodes baseline JPEGs with jpegdec, as Decode does
-// without the library, and with TurboJPEG, the reference, and wants the
-// same RGB bit for bit: the golden JPEG fixtures, the cjpeg-made files of
-// testdata/images/jpegdec (every chroma sampling libjpeg-turbo writes,
-// sizes that are not whole MCUs, restart intervals, non-interleaved
-// scans, qualities 1 to 100, 16-bit tables, optimized Huffman tables) and
-// image/jpeg-encoded 4:2:0 and gray images of many sizes and qualities;
-// and the benchmark photos where they are (CONDITION_BENCH_PHOTOS, else
-// /tmp/condition-photos: scripts/bench_photos/make_photos.py).
-func TestBaselineIsTurbo(t *testing.T) {
+// TestGoJPEGIsTurbo decodes baseline and progressive JPEGs with jpegdec,
+// as Decode does without the library, and with TurboJPEG, the reference,
+// and wants the same RGB bit for bit: the golden JPEG fixtures, the
+// cjpeg-made files of testdata/images/jpegdec (every chroma sampling
+// libjpeg-turbo writes, sizes that are not whole MCUs, restart intervals,
+// non-interleaved scans, qualities 1 to 100, 16-bit tables, optimized
+// Huffman tables; progressive files of every sampling and of scan scripts
+// for spectral selection and successive approximation), image/jpeg-encoded
+// 4:2:0 and gray images of many sizes and qualities; and the benchmark
+// photos where they are (CONDITION_BENCH_PHOTOS, else
+// /tmp/condition-photos: scripts/bench_photos/make_photos.py), as they
+// are and made progressive (jpegtran -progressive, where it is installed).
+// Only CMYK files, and progressive ones whose first AC coefficients are not
+// fully coded (which libjpeg smooths), may be left to image/jpeg.
+func TestGoJPEGIsTurbo(t *testing.T) {
 	if !loadTurbo() {
 		t.Skipf("the TurboJPEG library, the reference, is not installed here (%s): Debian package libturbojpeg0", JPEGDecoder())
 	}
@@ -116,12 +124,17 @@ func TestBaselineIsTurbo(t *testing.T) {
 		if len(names) == 0 && !optional {
 			t.Fatalf("committed test data missing: no %s (testdata/images/jpegdec/make.py makes the jpegdec files)", pat)
 		}
-		for _, n := range names {
+		for j, n := range names {
 			data, err := os.ReadFile(n)
 			if err != nil {
 				t.Fatal(err)
 			}
 			files = append(files, file{filepath.Base(n), data})
+			if optional && j < 20 {
+				if prog := progressiveCopy(t, data); prog != nil {
+					files = append(files, file{"progressive " + filepath.Base(n), prog})
+				}
+			}
 		}
 	}
 	for _, sz := range [][2]int{{1, 1}, {2, 3}, {7, 9}, {8, 8}, {9, 17}, {16, 16}, {17, 33}, {31, 15}, {33, 65}, {100, 75}} {
@@ -141,23 +154,26 @@ func TestBaselineIsTurbo(t *testing.T) {
 			}
 		}
 	}
-	same, fallback := 0, 0
+	same, progressive, fallback := 0, 0, 0
 	for _, f := range files {
 		ref, err := decodeLibjpeg(f.data, 0, 0)
 		if err != nil || ref == nil {
 			t.Logf("%s: TurboJPEG does not decode it (%v): no reference", f.name, err)
 			continue
 		}
-		got, err := decodeBaseline(f.data, 0)
+		got, err := decodeGoJPEG(f.data, 0)
 		if err != nil {
 			t.Errorf("%s: %v", f.name, err)
 			continue
 		}
 		if got == nil {
 			fallback++
-			if kind := jpegKind(f.data); kind == 0xc0 || kind == 0xc1 {
+			// Progressive files whose first AC coefficients are not fully
+			// coded, which libjpeg smooths, are left to image/jpeg.
+			smoothed := strings.HasPrefix(f.name, "prog_unfinished_")
+			if kind := jpegKind(f.data); kind == 0xc0 || kind == 0xc1 || kind == 0xc2 && !smoothed {
 				if _, isCMYK := ref.(*image.CMYK); !isCMYK {
-					t.Errorf("%s: baseline (SOF 0x%02x, %T from TurboJPEG), left to image/jpeg", f.name, kind, ref)
+					t.Errorf("%s: baseline or progressive (SOF 0x%02x, %T from TurboJPEG), left to image/jpeg", f.name, kind, ref)
 				}
 			}
 			continue
@@ -177,8 +193,28 @@ func TestBaselineIsTurbo(t *testing.T) {
 			continue
 		}
 		same++
+		if jpegKind(f.data) == 0xc2 {
+			progressive++
+		}
 	}
-	t.Logf("%d of %d files bit-identical to TurboJPEG, %d left to image/jpeg (progressive, CMYK)", same, len(files), fallback)
+	t.Logf("%d of %d files bit-identical to TurboJPEG (%d of them progressive), %d left to image/jpeg (CMYK, smoothed progressive)",
+		same, len(files), progressive, fallback)
+}
+
+// progressiveCopy is data made progressive, losslessly, by jpegtran
+// (Debian: libjpeg-turbo-progs), or nil where it is not installed.
+func progressiveCopy(t *testing.T, data []byte) []byte {
+	path, err := exec.LookPath("jpegtran")
+	if err != nil {
+		return nil
+	}
+	cmd := exec.Command(path, "-progressive", "-copy", "none")
+	cmd.Stdin = bytes.NewReader(data)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("jpegtran: %v", err)
+	}
+	return out
 }
 
 // jpegKind is the marker of data's frame header (SOF), or 0.

@@ -66,7 +66,7 @@ type photoDecoder struct {
 }
 
 // photoDecoders are the JPEG decoders to compare: libjpeg-turbo where this
-// build and machine have it, jpegdec (baseline files), and image/jpeg.
+// build and machine have it, jpegdec (baseline and progressive files), and image/jpeg.
 func photoDecoders() []photoDecoder {
 	var out []photoDecoder
 	if jpegExact() {

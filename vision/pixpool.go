@@ -38,9 +38,9 @@ func pixBuffer(n int) []byte {
 // and zeroing its pixels (3 MB for a 1024×768 photo decoded to RGBA) and
 // the collector's work on them. Only *image.RGBA, *image.Gray and
 // *image.CMYK, the types libjpeg-turbo decodes to, and *image.YCbCr, the
-// planes of baseline JPEGs decoded in Go, are kept, and only buffers of
-// a power-of-two capacity, as the pool makes them (not those of Go's
-// decoders); others are left alone. Of a YCbCr image the memory kept is
+// planes of baseline and progressive JPEGs decoded in Go, are kept, and
+// only buffers of a power-of-two capacity, as the pool makes them (not
+// those of Go's decoders); others are left alone. Of a YCbCr image the memory kept is
 // its Y plane's to the end of its capacity: all three planes, which Decode
 // makes from one buffer.
 func Release(img image.Image) {

@@ -51,7 +51,7 @@ the user cache folder (where 'runtime install' puts it); the system library
 folders; the bare soname. When none works, every place tried is listed. It
 also names the JPEG decoder: libjpeg-turbo, as Pillow's, where its TurboJPEG
 library is installed (Debian: libturbojpeg0, Ubuntu: libturbojpeg), else Go's:
-Pillow's pixels for baseline JPEGs, a few 8-bit levels off for progressive and
+Pillow's pixels for baseline and progressive JPEGs, a few 8-bit levels off for
 CMYK ones.
 
 install: installs the official ONNX Runtime ` + models.RuntimeInstallVersion + ` build into the user

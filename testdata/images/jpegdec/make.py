@@ -1,10 +1,14 @@
 #!/usr/bin/python3
-"""Makes the baseline JPEGs of vision's jpegdec tests with libjpeg-turbo's
-cjpeg (Debian: libjpeg-turbo-progs; 2.1.5 made the committed files):
-chroma samplings, sizes that are not whole MCUs, restart intervals,
+"""Makes the JPEGs of vision's jpegdec tests with libjpeg-turbo's cjpeg
+(Debian: libjpeg-turbo-progs; 2.1.5 made the committed files): chroma
+samplings, sizes that are not whole MCUs, restart intervals,
 non-interleaved scans, gray, qualities 1 to 100, 16-bit quantization
-tables (SOF1) and optimized Huffman tables. The tests decode each with
-TurboJPEG and with vision's Go decoder and want the same pixels.
+tables (SOF1) and optimized Huffman tables; and progressive files (SOF2,
+prog_*): every sampling, gray, restart intervals and scan scripts of DC
+scans interleaved or not, spectral selection and successive
+approximation, and a quantization table redefined between scans. The
+tests decode each with TurboJPEG and with vision's Go decoder and want
+the same pixels.
 
 Run from this folder: ./make.py
 """
@@ -34,6 +38,52 @@ def cjpeg(name, ppm, *args):
         f.write(ppm)
         f.flush()
         subprocess.run(["cjpeg", *args, "-outfile", name, f.name], check=True)
+
+
+def scripted(name, ppm, script, *args):
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+        f.write(script)
+        f.flush()
+        cjpeg(name, ppm, "-scans", f.name, *args)
+
+
+def segments(data):
+    """The (marker, start, end) of each marker segment of data, a scan's
+    entropy-coded data included in its SOS segment."""
+    out, i = [], 2
+    while i < len(data):
+        m = data[i + 1]
+        if m == 0xD9:
+            break
+        n = data[i + 2] << 8 | data[i + 3]
+        j = i + 2 + n
+        if m == 0xDA:
+            while not (data[j] == 0xFF and data[j + 1] not in (0,) and not 0xD0 <= data[j + 1] <= 0xD7):
+                j += 1
+        out.append((m, i, j))
+        i = j
+    return out
+
+
+def requantize(name, before_scan, table, scale):
+    """Inserts before scan before_scan (from 0) a DQT segment redefining
+    table as the file's own scaled by scale: libjpeg keeps, for each
+    component, the table as it was at the component's first scan."""
+    with open(name, "rb") as f:
+        data = f.read()
+    segs = segments(data)
+    dqt = b"".join(data[a + 4:b] for m, a, b in segs if m == 0xDB)
+    tables = {}
+    while dqt:
+        pq, tq = dqt[0] >> 4, dqt[0] & 15
+        assert pq == 0
+        tables[tq] = dqt[1:65]
+        dqt = dqt[65:]
+    q = bytes(min(255, max(1, round(v * scale))) for v in tables[table])
+    seg = b"\xff\xdb\x00\x43" + bytes([table]) + q
+    at = [a for m, a, b in segs if m == 0xDA][before_scan]
+    with open(name, "wb") as f:
+        f.write(data[:at] + seg + data[at:])
 
 
 def main():
@@ -80,6 +130,49 @@ def main():
         f.write("0;\n1;\n2;\n")
         f.flush()
         cjpeg("scans_each_restart_1B_1x1_30x20.jpg", pattern(30, 20, 60, 20), "-scans", f.name, "-sample", "1x1", "-restart", "1B")
+
+    # Progressive: libjpeg-turbo's scans for every sampling, gray.
+    for sname, s in samplings.items():
+        for w, h in [(7, 9), (45, 31)]:
+            seed += 1
+            cjpeg(f"prog_s{sname}_{w}x{h}.jpg", pattern(w, h, seed, 20), "-progressive", "-sample", s)
+    for w, h in [(1, 1), (33, 17)]:
+        seed += 1
+        cjpeg(f"prog_gray_{w}x{h}.jpg", pattern(w, h, seed, 10), "-progressive", "-grayscale")
+    cjpeg("prog_q100_noise_444_24x24.jpg", pattern(24, 24, 97, 127), "-progressive", "-quality", "100", "-sample", "1x1")
+    cjpeg("prog_q1_noise_420_40x24.jpg", pattern(40, 24, 96, 127), "-progressive", "-quality", "1")
+    # Restart intervals, which end EOB runs: every block, every 3 blocks
+    # (MCU rows, in 4:4:4), in gray and in 4:4:4.
+    cjpeg("prog_restart_1B_gray_29x21.jpg", pattern(29, 21, 89, 20), "-progressive", "-restart", "1B", "-grayscale")
+    cjpeg("prog_restart_3B_1x1_45x31.jpg", pattern(45, 31, 88, 20), "-progressive", "-restart", "3B", "-sample", "1x1")
+    cjpeg("prog_restart_1_1x1_33x17.jpg", pattern(33, 17, 87, 20), "-progressive", "-restart", "1", "-sample", "1x1")
+    # Scan scripts: DC first at Al 2 then refined twice; DC scans one
+    # component each; the band split many ways; successive approximation
+    # with several refinement passes, of split bands too; refinement left
+    # unfinished (Al 1 at the end: libjpeg smooths those files, left to
+    # image/jpeg), and that of the DC coefficients alone (which libjpeg
+    # does not smooth).
+    scripts = {
+        "dc_refine": "0,1,2: 0-0, 0, 2; 0,1,2: 0-0, 2, 1; 0,1,2: 0-0, 1, 0; 0: 1-63, 0, 0; 1: 1-63, 0, 0; 2: 1-63, 0, 0;",
+        "dc_each": "0: 0-0, 0, 1; 2: 0-0, 0, 0; 1: 0-0, 0, 1; 1: 1-63, 0, 0; 0: 1-63, 0, 0; 2: 1-63, 0, 0; 0: 0-0, 1, 0; 1: 0-0, 1, 0;",
+        "spectral": "0,1,2: 0-0, 0, 0; 0: 1-1, 0, 0; 0: 2-5, 0, 0; 0: 6-20, 0, 0; 0: 21-63, 0, 0; 2: 1-9, 0, 0; 1: 1-63, 0, 0; 2: 10-63, 0, 0;",
+        "successive": "0,1,2: 0-0, 0, 1; 0: 1-5, 0, 3; 0: 6-63, 0, 4; 1: 1-63, 0, 2; 2: 1-63, 0, 1; 0: 6-63, 4, 3;"
+        " 0: 1-63, 3, 2; 0,1,2: 0-0, 1, 0; 1: 1-63, 2, 1; 0: 1-63, 2, 1; 2: 1-63, 1, 0; 0: 1-63, 1, 0; 1: 1-63, 1, 0;",
+        "unfinished": "0,1,2: 0-0, 0, 1; 0: 1-63, 0, 2; 1: 1-63, 0, 1; 2: 1-63, 0, 1; 0: 1-63, 2, 1;",
+        "dc_unrefined": "0,1,2: 0-0, 0, 1; 0: 1-63, 0, 0; 1: 1-63, 0, 0; 2: 1-63, 0, 0;",
+    }
+    for i, (name, script) in enumerate(scripts.items()):
+        for s, (w, h) in [("2x2", (37, 29)), ("2x1", (26, 19)), ("1x1", (21, 13))]:
+            scripted(f"prog_{name}_{s}_{w}x{h}.jpg", pattern(w, h, 50 + i, 30), script, "-sample", s, "-quality", "92")
+    scripted("prog_successive_restart_2B_1x1_30x20.jpg", pattern(30, 20, 49, 30), scripts["successive"], "-sample", "1x1", "-restart", "2B")
+    scripted("prog_successive_gray_35x29.jpg", pattern(35, 29, 48, 30), "0: 0-0, 0, 2; 0: 1-63, 0, 3; 0: 0-0, 2, 1; 0: 1-63, 3, 2;"
+          " 0: 1-63, 2, 1; 0: 0-0, 1, 0; 0: 1-63, 1, 0;", "-grayscale", "-quality", "95")
+    # A DQT segment between scans, redefining the chroma table after Cb's
+    # first scan and before Cr's: Cb keeps the old table, Cr takes the new.
+    name = "prog_dqt_between_scans_1x1_21x13.jpg"
+    scripted(name, pattern(21, 13, 47, 30), "0: 0-0, 0, 0; 1: 0-0, 0, 0; 2: 0-0, 0, 0; 0: 1-63, 0, 0; 1: 1-63, 0, 0; 2: 1-63, 0, 0;",
+          "-sample", "1x1")
+    requantize(name, 2, 1, 3)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,9 @@ import (
 )
 
 // ErrUnsupported is wrapped by the errors for JPEGs that are valid but not
-// baseline gray or Y'CbCr (see the package documentation): the caller
-// should decode them some other way.
-var ErrUnsupported = errors.New("not a baseline gray or Y'CbCr JPEG")
+// baseline or progressive gray or Y'CbCr (see the package documentation):
+// the caller should decode them some other way.
+var ErrUnsupported = errors.New("not a baseline or progressive gray or Y'CbCr JPEG")
 
 // TooLargeError is returned for an image over Options.MaxPixels, found
 // from its frame header before any plane is allocated.
@@ -35,7 +35,7 @@ type Options struct {
 	Alloc func(n int) []byte
 }
 
-// Decode decodes the baseline JPEG in data to *image.Gray (one component)
+// Decode decodes the baseline or progressive JPEG in data to *image.Gray (one component)
 // or *image.YCbCr (three). Its errors wrap ErrUnsupported for files it
 // does not handle, or are a *TooLargeError, or say what is corrupt.
 func Decode(data []byte, opt Options) (image.Image, error) {
@@ -66,6 +66,7 @@ func (e formatError) Error() string { return "jpegdec: invalid JPEG: " + string(
 const (
 	markSOF0  = 0xc0
 	markSOF1  = 0xc1
+	markSOF2  = 0xc2
 	markDHT   = 0xc4
 	markRST0  = 0xd0
 	markRST7  = 0xd7
@@ -102,6 +103,9 @@ type decoder struct {
 	buf  []byte // the unstuffed entropy-coded segment
 	blk  [64]int32
 	bits bitReader
+	coef []int16  // a progressive frame's coefficients, of all components
+	nz   []uint64 // and which of them are nonzero
+	prog progressiveScan
 }
 
 // quantTable is a quantization table in zigzag order.
@@ -119,11 +123,30 @@ type component struct {
 	plane   []byte
 	stride  int
 	scanned bool
+
+	// A progressive frame's: the coefficients of the blocks of the
+	// MCU-padded grid, gw blocks across, 64 a block in zigzag order, and
+	// for each block the set of those nonzero (bit k for coefficient k);
+	// the Al of the last scan of each coefficient, -1 before its first;
+	// and the quantization table as it was when the component's first
+	// scan began, which libjpeg uses whatever DQT segments follow.
+	coef []int16
+	nz   []uint64
+	gw   int
+	al   [64]int8
+	q    [64]int32
 }
 
+// maxPooledCoefs bounds the coefficient buffer a pooled decoder keeps, in
+// coefficients (64 MB).
+const maxPooledCoefs = 32 << 20
+
 func (d *decoder) reset() {
-	buf := d.buf[:0]
-	*d = decoder{buf: buf}
+	buf, coef, nz := d.buf[:0], d.coef[:0], d.nz[:0]
+	if cap(coef) > maxPooledCoefs {
+		coef, nz = nil, nil
+	}
+	*d = decoder{buf: buf, coef: coef, nz: nz}
 }
 
 // decode reads the segments up to EOI.
@@ -171,7 +194,7 @@ func (d *decoder) decode(data []byte, opt Options) (image.Image, error) {
 		pos += n
 		var err error
 		switch {
-		case m == markSOF0 || m == markSOF1:
+		case m == markSOF0 || m == markSOF1 || m == markSOF2:
 			err = d.readSOF(m, seg)
 		case m >= 0xc0 && m <= 0xcf && m != markDHT:
 			err = unsupported(sofName(m))
@@ -201,8 +224,6 @@ func (d *decoder) decode(data []byte, opt Options) (image.Image, error) {
 // sofName names the coding process of frame marker m that is not baseline.
 func sofName(m byte) string {
 	switch m {
-	case 0xc2:
-		return "progressive JPEG"
 	case 0xc3:
 		return "lossless JPEG"
 	case 0xc9, 0xca, 0xcb:
@@ -213,7 +234,8 @@ func sofName(m byte) string {
 	return fmt.Sprintf("JPEG coding process of marker 0x%02x", m)
 }
 
-// finish checks, at EOI, that every component was decoded.
+// finish checks, at EOI, that every component was decoded, and turns a
+// progressive frame's coefficients into samples.
 func (d *decoder) finish() (image.Image, error) {
 	if d.sof == 0 {
 		return nil, formatError("no frame header (SOF) before EOI")
@@ -222,6 +244,12 @@ func (d *decoder) finish() (image.Image, error) {
 		if !d.comp[i].scanned {
 			return nil, formatError(fmt.Sprintf("component %d is in no scan", d.comp[i].id))
 		}
+	}
+	if d.sof == markSOF2 {
+		if err := d.checkFinished(); err != nil {
+			return nil, err
+		}
+		d.reconstruct()
 	}
 	return d.img, nil
 }

@@ -8,11 +8,12 @@ import (
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // The pixels' exactness is tested in vision, against libjpeg-turbo (see
-// TestBaselineIsTurbo); these tests check what the decoder accepts and the
+// TestGoJPEGIsTurbo); these tests check what the decoder accepts and the
 // planes' layout against image/jpeg's.
 
 const testdata = "../../../testdata/images"
@@ -87,7 +88,9 @@ func TestLayoutIsImageJPEGs(t *testing.T) {
 				}
 			}
 		}
-		if maxDiff > 4 {
+		// image/jpeg dequantizes with the tables in effect at EOI, not those
+		// of each component's first scan.
+		if maxDiff > 4 && !strings.Contains(n, "dqt_between_scans") {
 			t.Errorf("%s: samples up to %d levels from image/jpeg's", n, maxDiff)
 		}
 	}
@@ -101,10 +104,11 @@ func absDiff(a, b uint8) int {
 	return int(b - a)
 }
 
-// TestUnsupported checks that progressive and CMYK files are
+// TestUnsupported checks that CMYK files and progressive files whose low
+// AC coefficients are not fully coded (which libjpeg smooths) are
 // ErrUnsupported.
 func TestUnsupported(t *testing.T) {
-	for _, name := range []string{"src/jpeg_prog_48x36.jpg", "src/jpeg_cmyk_40x30.jpg"} {
+	for _, name := range []string{"src/jpeg_cmyk_40x30.jpg", "jpegdec/prog_unfinished_2x2_37x29.jpg"} {
 		img, err := Decode(readFile(t, name), Options{})
 		if img != nil || !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: %T, %v; want ErrUnsupported", name, img, err)

@@ -1,6 +1,7 @@
-// Package jpegdec decodes baseline JPEGs (SOF0, and SOF1 at 8 bits of
-// precision, Huffman-coded, gray or Y'CbCr) to the very planes
-// libjpeg-turbo produces before its colour conversion, in pure Go.
+// Package jpegdec decodes baseline and progressive JPEGs (SOF0, and SOF1
+// and SOF2 at 8 bits of precision, Huffman-coded, gray or Y'CbCr) to the
+// very planes libjpeg-turbo produces before its colour conversion, in pure
+// Go.
 //
 // vision decodes JPEGs as Pillow does, which runs libjpeg-turbo with its
 // accurate integer IDCT (JDCT_ISLOW). Where libjpeg-turbo is not at hand
@@ -20,11 +21,23 @@
 // for three, each plane padded to whole MCUs, so that callers handle
 // either decoder's output alike. Their memory comes from Options.Alloc.
 //
-// Everything else (progressive and lossless files, arithmetic coding,
-// 12-bit samples, CMYK, YCCK, RGB, sampling factors image/jpeg refuses) is
-// ErrUnsupported, for the caller to hand to another decoder. The decoder is
-// strict: a file it decodes is one image/jpeg decodes too, at the same
-// size; anything corrupt (bad Huffman codes, more than 64 coefficients in a
-// block, restart markers out of order, data ending before EOI) is an
-// error rather than something to recover from as libjpeg would.
+// A progressive file's coefficients are kept for the whole image, 2 bytes
+// each, through all its scans (spectral selection and successive
+// approximation, T.81 annex G), then dequantized with each component's
+// quantization table as it was at the component's first scan, as libjpeg
+// latches it, and transformed as a baseline file's are.
+//
+// Everything else (lossless files, arithmetic coding, 12-bit samples,
+// CMYK, YCCK, RGB, sampling factors image/jpeg refuses, heights defined by
+// a DNL marker) is ErrUnsupported, for the caller to hand to another
+// decoder; so are progressive files whose first AC coefficients are not
+// all coded to their last bit, which libjpeg's block smoothing estimates,
+// and restart intervals in one-component scans of a component with
+// several blocks an MCU, which image/jpeg counts differently. The decoder
+// is strict: a file it decodes is one image/jpeg decodes too, at the same
+// size; anything corrupt (bad Huffman codes, more than 64 coefficients in
+// a block, restart markers out of order, data ending before EOI, EOB runs
+// past the end of a scan, progressive scans whose bands or successive
+// approximation contradict the scans before) is an error rather than
+// something to recover from as libjpeg would.
 package jpegdec

@@ -5,8 +5,9 @@ import (
 	"image"
 )
 
-// readSOF reads a baseline or extended-sequential frame header and
-// allocates the planes.
+// readSOF reads a baseline, extended-sequential or progressive frame
+// header and allocates the planes (and a progressive frame's
+// coefficients).
 func (d *decoder) readSOF(m byte, seg []byte) error {
 	if d.sof != 0 {
 		return formatError("more than one frame header (SOF)")
@@ -75,6 +76,9 @@ func (d *decoder) readSOF(m byte, seg []byte) error {
 		return &TooLargeError{Width: w, Height: h, Limit: lim}
 	}
 	d.allocPlanes()
+	if m == markSOF2 {
+		d.allocCoefs()
+	}
 	return nil
 }
 

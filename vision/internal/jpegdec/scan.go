@@ -24,6 +24,9 @@ func (d *decoder) readScan(seg []byte, pos int) (int, error) {
 	if len(seg) < 1 {
 		return 0, formatError("empty scan header")
 	}
+	if d.sof == markSOF2 {
+		return d.readProgressiveScan(seg, pos)
+	}
 	ns := int(seg[0])
 	if ns < 1 || ns > d.ncomp || len(seg) != 4+2*ns {
 		return 0, formatError(fmt.Sprintf("scan header of %d bytes for %d components", len(seg), ns))
@@ -85,6 +88,24 @@ func (d *decoder) readScan(seg []byte, pos int) (int, error) {
 			return 0, unsupported("restart intervals in a non-interleaved scan of a component with several blocks an MCU")
 		}
 	}
+	pos, err := d.decodeIntervals(pos, mcus, func(m, n int) error {
+		preds = [3]int32{}
+		return d.decodeMCUs(blocks[:nb], m, n, mcusX, ns == 1)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if ns == 1 {
+		comps[0].clearPadding()
+	}
+	return pos, nil
+}
+
+// decodeIntervals decodes the entropy-coded data of a scan of mcus MCUs,
+// which starts at data[pos], one restart interval at a time:
+// decode(m, n) decodes MCUs m to m+n-1 from d.bits. It returns the index
+// of the marker after the data.
+func (d *decoder) decodeIntervals(pos, mcus int, decode func(m, n int) error) (int, error) {
 	interval := mcus
 	if d.restart > 0 {
 		interval = d.restart
@@ -93,7 +114,7 @@ func (d *decoder) readScan(seg []byte, pos int) (int, error) {
 	for m := 0; m < mcus; {
 		end := d.unstuff(pos)
 		n := min(interval, mcus-m)
-		if err := d.decodeMCUs(blocks[:nb], m, n, mcusX, ns == 1); err != nil {
+		if err := decode(m, n); err != nil {
 			return 0, err
 		}
 		if d.bits.overrun() {
@@ -112,10 +133,6 @@ func (d *decoder) readScan(seg []byte, pos int) (int, error) {
 		}
 		pos++
 		rst = (rst + 1) & 7
-		preds = [3]int32{}
-	}
-	if ns == 1 {
-		comps[0].clearPadding()
 	}
 	return pos, nil
 }
@@ -165,6 +182,8 @@ const (
 	errBadCode = -1 - iota
 	errBadSymbol
 	errTooManyCoefs
+	errPastBand
+	errRange
 )
 
 func blockError(code int) error {
@@ -172,7 +191,11 @@ func blockError(code int) error {
 	case errBadCode:
 		return formatError("bad Huffman code")
 	case errBadSymbol:
-		return formatError("Huffman symbol not valid in a baseline scan")
+		return formatError("Huffman symbol not valid in its scan")
+	case errPastBand:
+		return formatError("coefficients past the end of the scan's spectral selection")
+	case errRange:
+		return formatError("coefficient out of range")
 	}
 	return formatError("more than 64 coefficients in a block")
 }

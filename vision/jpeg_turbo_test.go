@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -227,4 +228,127 @@ func jpegKind(data []byte) byte {
 		i += 2 + (int(data[i+2])<<8 | int(data[i+3]))
 	}
 	return 0
+}
+
+// FuzzGoJPEGIsTurbo feeds mutated JPEGs to the Go decoder and to TurboJPEG,
+// the reference: whatever the Go decoder decodes, TurboJPEG decodes too
+// (as Pillow would) to the same RGB, bit for bit.
+func FuzzGoJPEGIsTurbo(f *testing.F) {
+	if !loadTurbo() {
+		f.Skipf("the TurboJPEG library, the reference, is not installed here (%s): Debian package libturbojpeg0", JPEGDecoder())
+	}
+	for _, pat := range []string{"src/jpeg_*.jpg", "jpegdec/*.jpg"} {
+		names, _ := filepath.Glob(filepath.Join(goldenDir, pat))
+		for _, n := range names {
+			if b, err := os.ReadFile(n); err == nil && len(b) < 16<<10 {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const limit = 1 << 20
+		got, err := decodeGoJPEG(data, limit)
+		if got == nil || err != nil {
+			return // left to another decoder, or too large
+		}
+		defer Release(got)
+		ref, err := decodeLibjpeg(data, limit, 0)
+		if err != nil || ref == nil {
+			t.Fatalf("the Go decoder decodes %T %v; TurboJPEG does not: %v", got, got.Bounds(), err)
+		}
+		defer Release(ref)
+		want, w, h := toRGB(nil, ref, nil)
+		rgb, gw, gh := toRGB(nil, got, nil)
+		if gw != w || gh != h {
+			t.Fatalf("Go decoder %dx%d (%T), TurboJPEG %dx%d", gw, gh, got, w, h)
+		}
+		var d diffStats
+		for i := range want {
+			d.add(float64(rgb[i]), float64(want[i]))
+		}
+		if d.differ != 0 {
+			t.Fatalf("Go decoder against TurboJPEG (%T): %v", got, d)
+		}
+	})
+}
+
+// TestBogusHuffmanTable checks that the Go decoder judges a Huffman table
+// as libjpeg does, when a scan uses it and not before: a table whose
+// codes take the all-ones code of a length. The gray JPEG's own DC table
+// with one more code of its longest length is such a table, which decodes
+// the scan as before (the new code is never used). TurboJPEG, the
+// reference, decodes the file with that table defined as table 1, which no
+// scan uses, and refuses it as table 0, which the scan uses.
+func TestBogusHuffmanTable(t *testing.T) {
+	if !loadTurbo() {
+		t.Skipf("the TurboJPEG library, the reference, is not installed here (%s): Debian package libturbojpeg0", JPEGDecoder())
+	}
+	data, err := os.ReadFile(filepath.Join(goldenDir, "src/jpeg_gray_40x30.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The DC table 0 of the file's first DHT segment that holds one.
+	var counts []byte
+	var vals []byte
+	for i := 2; i+4 <= len(data) && data[i] == 0xff && counts == nil; {
+		n := int(data[i+2])<<8 | int(data[i+3])
+		if data[i+1] == 0xc4 {
+			seg := data[i+4 : i+2+n]
+			for len(seg) >= 17 && counts == nil {
+				total := 0
+				for _, c := range seg[1:17] {
+					total += int(c)
+				}
+				if seg[0] == 0x00 {
+					counts, vals = bytes.Clone(seg[1:17]), bytes.Clone(seg[17:17+total])
+				}
+				seg = seg[17+total:]
+			}
+		}
+		i += 2 + n
+	}
+	if counts == nil {
+		t.Fatal("no DC table 0 in the gray fixture")
+	}
+	longest := 15
+	for counts[longest] == 0 {
+		longest--
+	}
+	counts[longest]++
+	vals = append(vals, vals[len(vals)-1])
+	code := 0
+	for l := range 16 {
+		code = (code + int(counts[l])) << 1
+	}
+	if code>>(16-longest) != 1<<(longest+1) {
+		t.Fatalf("the table with one more %d-bit code does not take its all-ones code (counts %v)", longest+1, counts)
+	}
+	sos := bytes.Index(data, []byte{0xff, 0xda})
+	for _, c := range []struct {
+		id   byte
+		used bool
+	}{{1, false}, {0, true}} {
+		seg := []byte{0xff, 0xc4, 0, byte(2 + 17 + len(vals)), c.id}
+		seg = slices.Concat(seg, counts, vals)
+		file := slices.Concat(data[:sos], seg, data[sos:])
+		ref, refErr := decodeLibjpeg(file, 0, 0)
+		got, err := decodeGoJPEG(file, 0)
+		if err != nil {
+			t.Fatalf("table %d: %v", c.id, err)
+		}
+		if c.used {
+			if refErr == nil || ref != nil || got != nil {
+				t.Errorf("DC table %d, used: TurboJPEG %T, %v; Go decoder %T (want both to refuse it)", c.id, ref, refErr, got)
+			}
+			continue
+		}
+		if refErr != nil || got == nil {
+			t.Fatalf("DC table %d, unused: TurboJPEG %v; Go decoder %T (want both to decode it)", c.id, refErr, got)
+		}
+		want, _, _ := toRGB(nil, ref, nil)
+		rgb, _, _ := toRGB(nil, got, nil)
+		if !bytes.Equal(rgb, want) {
+			t.Errorf("DC table %d, unused: pixels differ from TurboJPEG's", c.id)
+		}
+	}
 }

@@ -12,7 +12,11 @@
 // IDCT with 13 fractional bits for the constants and 2 extra bits between
 // the column and row passes, coefficients dequantized as coefficient times
 // table entry, and each output sample clamped to 0..255 after adding 128,
-// as libjpeg-turbo's SIMD IDCT (the one Pillow's builds run) does.
+// as libjpeg-turbo's SIMD IDCT (the one Pillow's builds run) does. That
+// IDCT computes in 16-bit lanes: on coefficients no 8-bit image has (a
+// dequantized value, or a first pass's output, beyond 16 bits: corrupt
+// data, mostly) it wraps or saturates where this package's 32-bit
+// arithmetic does not, and the two may then differ.
 // Upsampling and Y'CbCr→RGB are left to the caller (vision/rgb.go does
 // them as libjpeg-turbo does).
 //

@@ -18,7 +18,15 @@ type huffTable struct {
 	valoff  [17]int32 // vals index of a code of l bits: code + valoff[l]
 	vals    [256]uint8
 	defined bool
+	// bogus marks a table that libjpeg refuses once a scan uses it (not
+	// when it is defined): one whose codes overflow their lengths or take
+	// the all-ones code of one, or a DC table with a symbol over 15.
+	bogus bool
 }
+
+// usable reports whether a scan may decode with t: defined, and not one
+// libjpeg refuses.
+func (t *huffTable) usable() bool { return t.defined && !t.bogus }
 
 // fastValue marks a fast entry that holds a coefficient.
 const fastValue = 0x80
@@ -55,19 +63,31 @@ func (d *decoder) readDHT(seg []byte) error {
 }
 
 // build prepares t from the number of codes of each length (1 to 16
-// bits) and their symbols, in canonical order.
+// bits) and their symbols, in canonical order. A table libjpeg would
+// refuse is kept as bogus, for the scans that use it to fail (see
+// huffTable.bogus).
 func (t *huffTable) build(counts *[16]int, vals []byte, dc bool) error {
-	t.defined = false
+	t.defined, t.bogus = true, false
 	clear(t.fast[:])
 	copy(t.vals[:], vals)
+	if dc {
+		for _, v := range vals {
+			if v > 15 {
+				t.bogus = true
+				return nil
+			}
+		}
+	}
 	code, k := 0, 0
 	for l := 1; l <= 16; l++ {
 		n := counts[l-1]
 		t.valoff[l] = int32(k - code)
 		t.maxcode[l] = -1
 		if n > 0 {
-			if code+n > 1<<l {
-				return formatError("Huffman table with more codes than its lengths allow")
+			if code+n >= 1<<l {
+				// More codes than the length holds, or its all-ones code.
+				t.bogus = true
+				return nil
 			}
 			t.maxcode[l] = int32(code + n - 1)
 		}
@@ -81,7 +101,6 @@ func (t *huffTable) build(counts *[16]int, vals []byte, dc bool) error {
 		code <<= 1
 	}
 	t.maxcode[17] = 1 << 30 // stops the search of a longer code
-	t.defined = true
 	return nil
 }
 

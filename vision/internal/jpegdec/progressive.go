@@ -103,8 +103,8 @@ func (d *decoder) readProgressiveScan(seg []byte, pos int) (int, error) {
 		if td > 3 || ta > 3 {
 			return 0, formatError(fmt.Sprintf("Huffman tables %d, %d", td, ta))
 		}
-		if (ss == 0 && ah == 0 && !d.dc[td].defined) || (ss > 0 && !d.ac[ta].defined) {
-			return 0, formatError(fmt.Sprintf("Huffman tables %d, %d not defined before the scan", td, ta))
+		if (ss == 0 && ah == 0 && !d.dc[td].usable()) || (ss > 0 && !d.ac[ta].usable()) {
+			return 0, formatError(fmt.Sprintf("Huffman tables %d, %d not defined before the scan, or not valid", td, ta))
 		}
 		if !c.scanned {
 			// The component's first scan latches its quantization table.

@@ -58,8 +58,8 @@ func (d *decoder) readScan(seg []byte, pos int) (int, error) {
 		if td > 3 || ta > 3 || (d.sof == markSOF0 && (td > 1 || ta > 1)) {
 			return 0, formatError(fmt.Sprintf("Huffman tables %d, %d of a baseline scan", td, ta))
 		}
-		if !d.dc[td].defined || !d.ac[ta].defined {
-			return 0, formatError(fmt.Sprintf("Huffman tables %d, %d not defined before the scan", td, ta))
+		if !d.dc[td].usable() || !d.ac[ta].usable() {
+			return 0, formatError(fmt.Sprintf("Huffman tables %d, %d not defined before the scan, or not valid", td, ta))
 		}
 		if !d.quant[c.tq].defined {
 			return 0, formatError(fmt.Sprintf("quantization table %d not defined before the scan", c.tq))

@@ -230,48 +230,6 @@ func jpegKind(data []byte) byte {
 	return 0
 }
 
-// FuzzGoJPEGIsTurbo feeds mutated JPEGs to the Go decoder and to TurboJPEG,
-// the reference: whatever the Go decoder decodes, TurboJPEG decodes too
-// (as Pillow would) to the same RGB, bit for bit.
-func FuzzGoJPEGIsTurbo(f *testing.F) {
-	if !loadTurbo() {
-		f.Skipf("the TurboJPEG library, the reference, is not installed here (%s): Debian package libturbojpeg0", JPEGDecoder())
-	}
-	for _, pat := range []string{"src/jpeg_*.jpg", "jpegdec/*.jpg"} {
-		names, _ := filepath.Glob(filepath.Join(goldenDir, pat))
-		for _, n := range names {
-			if b, err := os.ReadFile(n); err == nil && len(b) < 16<<10 {
-				f.Add(b)
-			}
-		}
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		const limit = 1 << 20
-		got, err := decodeGoJPEG(data, limit)
-		if got == nil || err != nil {
-			return // left to another decoder, or too large
-		}
-		defer Release(got)
-		ref, err := decodeLibjpeg(data, limit, 0)
-		if err != nil || ref == nil {
-			t.Fatalf("the Go decoder decodes %T %v; TurboJPEG does not: %v", got, got.Bounds(), err)
-		}
-		defer Release(ref)
-		want, w, h := toRGB(nil, ref, nil)
-		rgb, gw, gh := toRGB(nil, got, nil)
-		if gw != w || gh != h {
-			t.Fatalf("Go decoder %dx%d (%T), TurboJPEG %dx%d", gw, gh, got, w, h)
-		}
-		var d diffStats
-		for i := range want {
-			d.add(float64(rgb[i]), float64(want[i]))
-		}
-		if d.differ != 0 {
-			t.Fatalf("Go decoder against TurboJPEG (%T): %v", got, d)
-		}
-	})
-}
-
 // TestBogusHuffmanTable checks that the Go decoder judges a Huffman table
 // as libjpeg does, when a scan uses it and not before: a table whose
 // codes take the all-ones code of a length. The gray JPEG's own DC table

@@ -23,9 +23,7 @@ import (
 // library.
 func goJPEG(t *testing.T) {
 	t.Helper()
-	was := jpegGoOnly
-	jpegGoOnly = true
-	t.Cleanup(func() { jpegGoOnly = was })
+	t.Cleanup(withoutLibjpeg())
 }
 
 // TestJPEGWithoutTurbo runs the JPEG tests again with the Go decoders of

@@ -80,7 +80,7 @@ func photoDecoders() []photoDecoder {
 			return func() { jpegStdlib = was; restoreLib() }
 		}
 	}
-	if jpegExact() && !canForceGo() {
+	if !canForceGo() {
 		return out // libjpeg linked in: the Go decoders cannot be chosen
 	}
 	return append(out, photoDecoder{"jpegdec", goOnly(false)}, photoDecoder{"image-jpeg", goOnly(true)})

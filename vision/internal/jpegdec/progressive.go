@@ -241,30 +241,12 @@ func decodeDCFirst(br *bitReader, coef *[64]int16, t *huffTable, pred *int32, al
 	if n < 32 {
 		pos, acc, n = refill(buf, end, pos, acc, n)
 	}
-	var diff int32
-	if e := t.fast[acc>>(64-lookBits)]; e&fastValue != 0 {
-		l := uint(e & 31)
-		acc <<= l
-		n -= l
-		diff = e >> 16
-	} else {
-		s, l := int(e>>8)&255, uint(e&31)
-		if e == 0 {
-			if s, l = slowSymbol(t, acc); l == 0 {
-				return errBadCode
-			}
-		}
-		acc <<= l
-		n -= l
-		if s > 11 {
-			return errBadSymbol
-		}
-		if s > 0 {
-			diff = extendBits(int32(acc>>(64-s)), uint(s))
-			acc <<= uint(s)
-			n -= uint(s)
-		}
+	diff, used := dcDiff(t, acc)
+	if used == 0 {
+		return int(diff)
 	}
+	acc <<= uint(used)
+	n -= uint(used)
 	dc := *pred + diff
 	*pred = dc
 	x := dc << al
@@ -320,11 +302,9 @@ func decodeACFirst(br *bitReader, coef *[64]int16, nz *uint64, t *huffTable, s *
 			k++
 			continue
 		}
-		sym, l := int(e>>8)&255, uint(e&31)
-		if e == 0 {
-			if sym, l = slowSymbol(t, acc); l == 0 {
-				return errBadCode
-			}
+		sym, l := symbol(t, e, acc)
+		if l == 0 {
+			return errBadCode
 		}
 		acc <<= l
 		n -= l
@@ -339,12 +319,9 @@ func decodeACFirst(br *bitReader, coef *[64]int16, nz *uint64, t *huffTable, s *
 			}
 			// End of band, of this block and of 2^run-1 more plus as many
 			// as the next run bits say.
-			eob := 1 << run
-			if run > 0 {
-				eob += int(acc >> (64 - run))
-				acc <<= uint(run)
-				n -= uint(run)
-			}
+			eob, l := eobRun(run, acc)
+			acc <<= l
+			n -= l
 			s.eobrun = eob - 1
 			break
 		}
@@ -401,11 +378,9 @@ func refineAC(br *bitReader, coef *[64]int16, nzp *uint64, t *huffTable, s *prog
 				}
 				v = int16(x) * p1
 			} else {
-				sym, l := int(e>>8)&255, uint(e&31)
-				if e == 0 {
-					if sym, l = slowSymbol(t, acc); l == 0 {
-						return errBadCode
-					}
+				sym, l := symbol(t, e, acc)
+				if l == 0 {
+					return errBadCode
 				}
 				acc <<= l
 				n -= l
@@ -413,12 +388,9 @@ func refineAC(br *bitReader, coef *[64]int16, nzp *uint64, t *huffTable, s *prog
 				switch sym & 15 {
 				case 0:
 					if run < 15 {
-						eob := 1 << run
-						if run > 0 {
-							eob += int(acc >> (64 - run))
-							acc <<= uint(run)
-							n -= uint(run)
-						}
+						eob, l := eobRun(run, acc)
+						acc <<= l
+						n -= l
 						s.eobrun = eob
 					}
 				case 1:

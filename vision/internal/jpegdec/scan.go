@@ -200,6 +200,47 @@ func blockError(code int) error {
 	return formatError("more than 64 coefficients in a block")
 }
 
+// symbol is the symbol and length of the code at the top of acc (which
+// holds at least 16 valid bits), whose fast entry e holds no coefficient:
+// length 0 for no code.
+func symbol(t *huffTable, e int32, acc uint64) (int, uint) {
+	if e == 0 {
+		return slowSymbol(t, acc)
+	}
+	return int(e>>8) & 255, uint(e & 31)
+}
+
+// dcDiff decodes a DC difference from the top of acc (which holds at least
+// 32 valid bits) with DC table t: the difference and the bits it took, or
+// 0 bits and a negative error code for the difference.
+func dcDiff(t *huffTable, acc uint64) (int32, int) {
+	e := t.fast[acc>>(64-lookBits)]
+	if e&fastValue != 0 {
+		return e >> 16, int(e & 31)
+	}
+	s, l := symbol(t, e, acc)
+	if l == 0 {
+		return errBadCode, 0
+	}
+	if s > 11 {
+		return errBadSymbol, 0
+	}
+	if s == 0 {
+		return 0, int(l)
+	}
+	return extendBits(int32(acc<<l>>(64-s)), uint(s)), int(l) + s
+}
+
+// eobRun is the length of the EOB run of symbol run<<4 (run < 15), whose
+// extra run bits are at the top of acc, and the bits it took: 2^run plus
+// those bits.
+func eobRun(run int, acc uint64) (int, uint) {
+	if run == 0 {
+		return 1, 0
+	}
+	return 1<<run + int(acc>>(64-run)), uint(run)
+}
+
 // slowSymbol decodes a code longer than lookBits bits at the top of acc
 // (which holds at least 16 valid bits): its symbol and length, or length 0
 // for no code.
@@ -224,30 +265,12 @@ func decodeBlock(br *bitReader, blk *[64]int32, dct, act *huffTable, q *[64]int3
 		pos, acc, n = refill(buf, end, pos, acc, n)
 	}
 	// The DC coefficient, a difference from the predictor.
-	var diff int32
-	if e := dct.fast[acc>>(64-lookBits)]; e&fastValue != 0 {
-		l := uint(e & 31)
-		acc <<= l
-		n -= l
-		diff = e >> 16
-	} else {
-		s, l := int(e>>8)&255, uint(e&31)
-		if e == 0 {
-			if s, l = slowSymbol(dct, acc); l == 0 {
-				return errBadCode
-			}
-		}
-		acc <<= l
-		n -= l
-		if s > 11 {
-			return errBadSymbol
-		}
-		if s > 0 {
-			diff = extendBits(int32(acc>>(64-s)), uint(s))
-			acc <<= uint(s)
-			n -= uint(s)
-		}
+	diff, used := dcDiff(dct, acc)
+	if used == 0 {
+		return int(diff)
 	}
+	acc <<= uint(used)
+	n -= uint(used)
 	dc := *pred + diff
 	*pred = dc
 	blk[0] = dc * q[0]
@@ -270,11 +293,9 @@ func decodeBlock(br *bitReader, blk *[64]int32, dct, act *huffTable, q *[64]int3
 			k++
 			continue
 		}
-		s, l := int(e>>8)&255, uint(e&31)
-		if e == 0 {
-			if s, l = slowSymbol(act, acc); l == 0 {
-				return errBadCode
-			}
+		s, l := symbol(act, e, acc)
+		if l == 0 {
+			return errBadCode
 		}
 		acc <<= l
 		n -= l

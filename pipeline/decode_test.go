@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/internal/enginetest"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 	"github.com/conditionhq/condition/vision"
 )
 

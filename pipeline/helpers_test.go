@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/conditionhq/condition/internal/enginetest"
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 )
 
 func openTiny(t testing.TB) *models.Model { return enginetest.TinyModel(t) }

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/internal/enginetest"
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 )
 
 // TestMappedGraphs: an engine over the graphs' mapped copies, with and

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/internal/enginetest"
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 )
 
 // TestPrecisionInt8: Open with PrecisionInt8 makes the model's int8

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/conditionhq/condition/internal/encstream"
+	"github.com/conditionhq/condition/pipeline/internal/encstream"
 	"github.com/conditionhq/condition/vision"
 )
 

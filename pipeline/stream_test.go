@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/conditionhq/condition/internal/enginetest"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 )
 
 // streamImages returns n PNG files of varied sizes and colours; every

@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/internal/pipebench"
+	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
 	"github.com/conditionhq/condition/pipeline"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/conditionhq/condition/pipeline/batch"
 
-	"github.com/conditionhq/condition/internal/pipebench"
+	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
 )

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/conditionhq/condition/internal/eval"
+	"github.com/conditionhq/condition/cmd/internal/eval"
 
 	"github.com/spf13/pflag"
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/internal/eval"
+	"github.com/conditionhq/condition/cmd/internal/eval"
 
 	"github.com/conditionhq/condition/internal/orttest"
 )

@@ -2,7 +2,7 @@
 // one to three coloured shapes on a plain, gradient or noisy background, with
 // a caption that names them and a mask of every object. It is the single
 // definition of the data the embedded default model was trained on
-// (scripts/train_default reads what cmd/gendata writes) and of the held-out
+// (scripts/train_default reads what tools/gendata writes) and of the held-out
 // scenes its evaluation uses.
 //
 // Coordinates are normalised: x to the right and y downwards, both in [0, 1],

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/conditionhq/condition/internal/enginetest"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 )

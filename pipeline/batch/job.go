@@ -22,7 +22,7 @@ import (
 	"github.com/conditionhq/condition/pipeline"
 
 	"github.com/conditionhq/condition/internal/cputime"
-	"github.com/conditionhq/condition/internal/encstream"
+	"github.com/conditionhq/condition/pipeline/internal/encstream"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 )

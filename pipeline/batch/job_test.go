@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/internal/enginetest"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 
 	"github.com/conditionhq/condition/pipeline"
 

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/conditionhq/condition/internal/enginetest"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 )

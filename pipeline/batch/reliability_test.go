@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/internal/enginetest"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 )
 
 // TestRunDecoderPanicFailsOneImage: a decoder that panics on one file is

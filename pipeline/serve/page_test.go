@@ -129,7 +129,7 @@ func browserScenes(t *testing.T) []demoScene {
 }
 
 // sceneMask reads scene i's object mask: grey level 80·(k+1) inside
-// object k, 0 on the background (internal/scenes/cmd/gendata -png).
+// object k, 0 on the background (tools/gendata -png).
 func sceneMask(t *testing.T, i int) *image.Gray {
 	t.Helper()
 	f, err := os.Open(filepath.Join("..", "..", "testdata", "scenes", "masks", fmt.Sprintf("scene_%03d_mask.png", i)))

@@ -45,7 +45,7 @@ that recipe's data, batching, data-parallel training and held-out evaluations
 * Evaluation: train.py's definitions on both renderers (zero-shot top-1 over the 40
   prompts by the sigmoid score, text -> image peak inside, image -> text own word), the
   figures ``condition models eval testdata/siglip-scenes`` is compared with
-  (internal/eval's tests read eval.json).
+  (cmd/internal/eval's tests read eval.json).
 """
 
 import argparse

@@ -7,7 +7,7 @@ Usage (from the repository root, with Debian's python3-torch):
     /usr/bin/python3 scripts/train_default/train.py --eval-only    # metrics of --out on held-out scenes
 
 The scenes come from the Go generator (internal/scenes), written as .npy files by
-`go run ./internal/scenes/cmd/gendata` (run here when --data lacks them), so the Go
+`go run ./tools/gendata` (run here when --data lacks them), so the Go
 evaluation (pipeline/eval_test.go) sees the same distribution. Every setting, the seed
 included, is in settings.json or a file based on one (trainsettings.py reads them); the run
 is deterministic up to floating-point reduction order (threads).
@@ -100,7 +100,7 @@ def log(f, msg):
 def gendata(out, seed, n, size, min_obj=1, max_obj=3, distinct=False, variety=False):
     if all(os.path.exists(os.path.join(out, f)) for f in ("images.npy", "labels.npy", "scenes.jsonl")):
         return
-    cmd = ["go", "run", "./internal/scenes/cmd/gendata", "-seed", str(seed), "-n", str(n),
+    cmd = ["go", "run", "./tools/gendata", "-seed", str(seed), "-n", str(n),
            "-size", str(size), "-min-objects", str(min_obj), "-max-objects", str(max_obj), "-out", out]
     if distinct:
         cmd.append("-distinct")
@@ -595,7 +595,7 @@ def vecdata(out, seed, objects, n, preprocessor):
     evaluation preprocesses them."""
     if all(os.path.exists(os.path.join(out, f)) for f in ("pixels.npy", "scenes.jsonl")):
         return
-    subprocess.run(["go", "run", "./internal/vecscenes/cmd/evaldata", "-seed", str(seed), "-objects", str(objects),
+    subprocess.run(["go", "run", "./tools/evaldata", "-seed", str(seed), "-objects", str(objects),
                     "-n", str(n), "-preprocessor", preprocessor, "-out", out], cwd=ROOT, check=True)
 
 

@@ -1,4 +1,4 @@
-package slurmtest
+package main_test
 
 import (
 	"archive/tar"
@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/conditionhq/condition/internal/slurmtest"
 )
 
 // jobArgs are the arguments the tests add to the script's condition run:
@@ -38,7 +40,7 @@ const heavy = "000000.tar"
 // job arrays of condition run over WebDataset shards on a one-node
 // cluster, and proves each output with condition merge.
 func TestSlurmArray(t *testing.T) {
-	c := Start(t)
+	c := slurmtest.Start(t)
 	t.Logf("%s, one node of %d CPUs", c.Version(), c.CPUs)
 	root := moduleRoot(t)
 	script := docScript(t, filepath.Join(root, "docs", "scale-out.md"))
@@ -170,7 +172,7 @@ func TestSlurmArray(t *testing.T) {
 		}
 		// The requeued task resumed: it skipped what the first attempt
 		// finished, and did the rest.
-		sum := summaryLine(t, j.logOf(Task{JobID: id, TaskID: strconv.Itoa(heavyTask)}))
+		sum := summaryLine(t, j.logOf(slurmtest.Task{JobID: id, TaskID: strconv.Itoa(heavyTask)}))
 		t.Logf("the requeued task: %v", sum)
 		if sk, _ := sum["skipped"].(float64); sk < 100 {
 			t.Errorf("the requeued task skipped %v images, want at least the first whole shard's 100", sum["skipped"])
@@ -224,7 +226,7 @@ func TestSlurmArray(t *testing.T) {
 			}
 			t.Fatalf("no task failed with exit 1")
 		}
-		log := j.logOf(Task{JobID: tasks[0].JobID, TaskID: failed})
+		log := j.logOf(slurmtest.Task{JobID: tasks[0].JobID, TaskID: failed})
 		if !strings.Contains(log, "000008.tar") {
 			t.Errorf("the failed task's log does not name the cut shard:\n%s", log)
 		}
@@ -303,7 +305,7 @@ func TestSlurmArray(t *testing.T) {
 
 // checkThreads checks that condition run's job line (of a task with cpus
 // CPUs, SLURM_CPUS_PER_TASK) logs one encoder stream of cpus threads.
-func checkThreads(t *testing.T, task Task, job map[string]any, cpus int) {
+func checkThreads(t *testing.T, task slurmtest.Task, job map[string]any, cpus int) {
 	t.Helper()
 	threads, ok1 := job["threads"].(float64)
 	streams, ok2 := job["streams"].(float64)
@@ -318,7 +320,7 @@ func checkThreads(t *testing.T, task Task, job map[string]any, cpus int) {
 // arrays submits the doc's script to a cluster.
 type arrays struct {
 	t                         *testing.T
-	c                         *Cluster
+	c                         *slurmtest.Cluster
 	dir, bin, script, prompts string
 }
 
@@ -339,7 +341,7 @@ func (j *arrays) submit(images, out string, sbatch, extra []string) string {
 
 // run submits the script with OUT a new folder named name, waits for the
 // job's end and returns the output folder and the tasks.
-func (j *arrays) run(name, images string, sbatch, extra []string) (string, []Task) {
+func (j *arrays) run(name, images string, sbatch, extra []string) (string, []slurmtest.Task) {
 	j.t.Helper()
 	out := filepath.Join(j.dir, name)
 	id := j.submit(images, out, sbatch, extra)
@@ -354,7 +356,7 @@ func (j *arrays) run(name, images string, sbatch, extra []string) (string, []Tas
 
 // logOf returns a task's output file (the script's --output,
 // condition-%A_%a.out, in the job's folder).
-func (j *arrays) logOf(task Task) string {
+func (j *arrays) logOf(task slurmtest.Task) string {
 	j.t.Helper()
 	b, err := os.ReadFile(filepath.Join(j.dir, fmt.Sprintf("condition-%s_%s.out", task.JobID, task.TaskID)))
 	if err != nil {
@@ -420,7 +422,7 @@ func (j *arrays) mergeComplete(out, images string, n int) shardsReport {
 
 // checkTasks checks that the tasks are exactly want's ids, each COMPLETED
 // with want's exit code.
-func checkTasks(t *testing.T, tasks []Task, want map[string]string) {
+func checkTasks(t *testing.T, tasks []slurmtest.Task, want map[string]string) {
 	t.Helper()
 	got := map[string]string{}
 	for _, tk := range tasks {

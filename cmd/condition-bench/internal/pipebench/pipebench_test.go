@@ -21,7 +21,7 @@ import (
 func tinyEngine(t testing.TB) *pipeline.Engine {
 	t.Helper()
 	orttest.Load(t)
-	m, err := models.Open(filepath.Join("..", "..", "testdata", "tinyclip"), models.Options{})
+	m, err := models.Open(filepath.Join("..", "..", "..", "..", "testdata", "tinyclip"), models.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

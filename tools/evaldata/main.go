@@ -3,7 +3,7 @@
 // to measure the model in torch on exactly the tensors the Go evaluation
 // encodes:
 //
-//	go run ./internal/vecscenes/cmd/evaldata -seed 2001 -objects 1 -n 1000 -out /tmp/vec-single
+//	go run ./tools/evaldata -seed 2001 -objects 1 -n 1000 -out /tmp/vec-single
 //
 // writes, in -out:
 //

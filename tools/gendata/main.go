@@ -1,7 +1,7 @@
 // Command gendata writes scenes of the generator in package scenes, for
 // training the default model and for demo fixtures.
 //
-//	go run ./internal/scenes/cmd/gendata -seed 1 -n 60000 -size 64 -out /tmp/scenes-train
+//	go run ./tools/gendata -seed 1 -n 60000 -size 64 -out /tmp/scenes-train
 //
 // writes, in -out:
 //

@@ -15,10 +15,10 @@ import (
 
 	"github.com/conditionhq/condition/pipeline/batch"
 
+	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
 	"github.com/conditionhq/condition/internal/cputime"
 	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/internal/orttest"
-	"github.com/conditionhq/condition/internal/pipebench"
 	"github.com/conditionhq/condition/internal/s3test"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/embedded"

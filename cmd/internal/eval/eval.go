@@ -42,7 +42,7 @@ import (
 // (internal/vecscenes) is drawn by code of its own that training never saw.
 // The definitions are the same as the Python evaluation in
 // scripts/train_default/train.py, which reads the second renderer's scenes
-// as internal/vecscenes/cmd/evaldata writes them.
+// as tools/evaldata writes them.
 const (
 	// SingleSeed is the generator seed of the single-object scenes
 	// (zero-shot classification).

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/conditionhq/condition/internal/eval"
+	"github.com/conditionhq/condition/cmd/internal/eval"
 
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
@@ -43,7 +43,7 @@ func TestEvalDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkEval(t, m, filepath.Join("..", "..", "scripts", "train_default", "eval.json"),
+	checkEval(t, m, filepath.Join("..", "..", "..", "scripts", "train_default", "eval.json"),
 		[2]figures{floorTraining, floorIndependent}, [2]figures{targetTraining, targetIndependent})
 }
 
@@ -55,7 +55,7 @@ func TestEvalSiglipScenes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("encodes 4000 scenes; skipped with -short")
 	}
-	dir := filepath.Join("..", "..", "testdata", "siglip-scenes")
+	dir := filepath.Join("..", "..", "..", "testdata", "siglip-scenes")
 	m, err := models.Open(dir, models.Options{})
 	if err != nil {
 		t.Fatal(err)

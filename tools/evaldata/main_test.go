@@ -14,7 +14,7 @@ import (
 	"github.com/conditionhq/condition/tensorio"
 )
 
-var root = filepath.Join("..", "..", "..", "..")
+var root = filepath.Join("..", "..")
 
 // written runs evaldata and reads back its scenes' coverage and the shape of
 // its pixels.npy.
@@ -51,7 +51,7 @@ func written(t *testing.T, args ...string) ([][][]float64, []int) {
 	return covs, px.Shape
 }
 
-// TestCoverage: the coverage evaldata writes is the one internal/eval
+// TestCoverage: the coverage evaldata writes is the one cmd/internal/eval
 // measures with (vecscenes.Scene.Coverage): the whole image's for tinysiglip's
 // SiglipImageProcessor (32×32, patch 8: a 4×4 grid), the centre crop's for the
 // built-in CLIP (64×64 crop, patch 8: an 8×8 grid). The two differ on scenes

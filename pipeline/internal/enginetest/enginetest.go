@@ -22,7 +22,7 @@ import (
 // TinyDir is the folder of the tiny CLIP test model (testdata/tinyclip).
 func TinyDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "tinyclip")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "tinyclip")
 }
 
 // TinyModel loads ONNX Runtime (skipping the test where it cannot be) and

@@ -19,7 +19,7 @@ import (
 
 // siglipDir is the tiny SigLIP test model: random weights, 32×32 pixels,
 // patch 8 (a 4×4 grid), SiglipTokenizer over a small sentencepiece model.
-var siglipDir = filepath.Join("..", "..", "testdata", "tinysiglip")
+var siglipDir = filepath.Join("..", "..", "..", "testdata", "tinysiglip")
 
 func openEngine(t *testing.T, m *models.Model) *pipeline.Engine {
 	t.Helper()

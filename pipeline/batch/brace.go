@@ -18,28 +18,28 @@ func expandBraces(s string) ([]string, error) {
 	open := strings.IndexByte(s, '{')
 	if open < 0 {
 		if strings.IndexByte(s, '}') >= 0 {
-			return nil, fmt.Errorf("pipeline: input %q: '}' without '{'", s)
+			return nil, fmt.Errorf("batch: input %q: '}' without '{'", s)
 		}
 		return []string{s}, nil
 	}
 	end := strings.IndexByte(s[open:], '}')
 	if end < 0 {
-		return nil, fmt.Errorf("pipeline: input %q: '{' without '}'", s)
+		return nil, fmt.Errorf("batch: input %q: '{' without '}'", s)
 	}
 	end += open
 	body := s[open+1 : end]
 	if strings.IndexByte(body, '{') >= 0 {
-		return nil, fmt.Errorf("pipeline: input %q: nested braces are not expanded", s)
+		return nil, fmt.Errorf("batch: input %q: nested braces are not expanded", s)
 	}
 	var alts []string
 	if lo, hi, ok := strings.Cut(body, ".."); ok {
 		a, err1 := strconv.Atoi(lo)
 		b, err2 := strconv.Atoi(hi)
 		if err1 != nil || err2 != nil || a < 0 || b < a {
-			return nil, fmt.Errorf("pipeline: input %q: range {%s} must be {FIRST..LAST} with 0 ≤ FIRST ≤ LAST", s, body)
+			return nil, fmt.Errorf("batch: input %q: range {%s} must be {FIRST..LAST} with 0 ≤ FIRST ≤ LAST", s, body)
 		}
 		if b-a+1 > maxExpansion {
-			return nil, fmt.Errorf("pipeline: input %q: range {%s} names more than %d inputs", s, body, maxExpansion)
+			return nil, fmt.Errorf("batch: input %q: range {%s} names more than %d inputs", s, body, maxExpansion)
 		}
 		width := len(lo)
 		for i := a; i <= b; i++ {
@@ -53,7 +53,7 @@ func expandBraces(s string) ([]string, error) {
 		return nil, err
 	}
 	if len(alts)*len(rest) > maxExpansion {
-		return nil, fmt.Errorf("pipeline: input %q names more than %d inputs", s, maxExpansion)
+		return nil, fmt.Errorf("batch: input %q names more than %d inputs", s, maxExpansion)
 	}
 	out := make([]string, 0, len(alts)*len(rest))
 	for _, a := range alts {

@@ -57,7 +57,7 @@ func checkIndexOutDType(d string) (string, error) {
 	case indexOutF32, indexOutInt8:
 		return d, nil
 	}
-	return "", fmt.Errorf("pipeline: index dtype %q: want float16, float32 or int8", d)
+	return "", fmt.Errorf("batch: index dtype %q: want float16, float32 or int8", d)
 }
 
 // indexOutElem returns the tensorio dtype of an index dtype's values.
@@ -131,13 +131,13 @@ type indexOutPart struct {
 func newIndexOutSet(out *outFolder, eng *pipeline.Engine, size int, proc Shard, settings, dtype string) (*indexOutSet, error) {
 	d := eng.JointDim()
 	if d <= 0 {
-		return nil, errors.New("pipeline: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
+		return nil, errors.New("batch: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
 	}
 	m := eng.Model()
 	h, w := eng.InputSize()
 	g, err := vision.GridFor(h, w, m.Config().VisionConfig.PatchSize)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: index: the model's patch grid: %w", err)
+		return nil, fmt.Errorf("batch: index: the model's patch grid: %w", err)
 	}
 	return &indexOutSet{out: out, size: size, proc: proc, settings: settings, dtype: dtype, elem: indexOutElem(dtype),
 		dim: d, grid: g, model: m.Name(), revision: m.Revision(), scale: eng.LogitScale(), bias: eng.LogitBias(), open: map[int]*indexOutPart{}}, nil
@@ -208,10 +208,10 @@ func (s *indexOutSet) get(i int) (*indexOutPart, error) {
 	name := shardName(s.proc, i)
 	o := &indexOutPart{name: name, tmp: ".tmp-index-" + name, items: make([]indexOutItem, 0, min(s.size, 1<<16))}
 	if err := s.out.root.RemoveAll(o.tmp); err != nil {
-		return nil, fmt.Errorf("pipeline: index part %s: %w", name, err)
+		return nil, fmt.Errorf("batch: index part %s: %w", name, err)
 	}
 	if err := s.out.root.MkdirAll(o.tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("pipeline: index part %s: %w", name, err)
+		return nil, fmt.Errorf("batch: index part %s: %w", name, err)
 	}
 	sizes := s.rowSizes()
 	for k, a := range indexOutArrays {
@@ -221,7 +221,7 @@ func (s *indexOutSet) get(i int) (*indexOutPart, error) {
 		f, err := s.out.root.OpenFile(path.Join(o.tmp, a), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			o.close()
-			return nil, fmt.Errorf("pipeline: index part %s: %w", name, err)
+			return nil, fmt.Errorf("batch: index part %s: %w", name, err)
 		}
 		o.files[k] = f
 	}
@@ -244,10 +244,10 @@ func (o *indexOutPart) close() {
 func (s *indexOutSet) write(seq int, embeds, patches []float32) error {
 	p := s.grid.Patches()
 	if len(embeds) != s.dim {
-		return fmt.Errorf("pipeline: index: image_embeds of %d values, the joint space is %d wide", len(embeds), s.dim)
+		return fmt.Errorf("batch: index: image_embeds of %d values, the joint space is %d wide", len(embeds), s.dim)
 	}
 	if len(patches) != p*s.dim {
-		return fmt.Errorf("pipeline: index: %d joint-space patch values, want %d (%s grid of %d)", len(patches), p*s.dim, s.grid, s.dim)
+		return fmt.Errorf("batch: index: %d joint-space patch values, want %d (%s grid of %d)", len(patches), p*s.dim, s.grid, s.dim)
 	}
 	unit := make([]float32, s.dim)
 	var ss float64
@@ -295,7 +295,7 @@ func (s *indexOutSet) write(seq int, embeds, patches []float32) error {
 					o.files[j].WriteAt(make([]byte, sizes[j]), shardNPYHeader+row*int64(sizes[j]))
 				}
 			}
-			return fmt.Errorf("pipeline: index part %s: %w", o.name, err)
+			return fmt.Errorf("batch: index part %s: %w", o.name, err)
 		}
 	}
 	return nil
@@ -345,7 +345,7 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 		}
 		hdr, err := tensorio.NPYHeader(dt, shapes[k], shardNPYHeader)
 		if err != nil {
-			return fmt.Errorf("pipeline: index part %s: %s: %w", o.name, indexOutArrays[k], err)
+			return fmt.Errorf("batch: index part %s: %s: %w", o.name, indexOutArrays[k], err)
 		}
 		if _, err = f.WriteAt(hdr, 0); err == nil {
 			err = f.Truncate(int64(shardNPYHeader + n*sizes[k]))
@@ -358,7 +358,7 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 		}
 		o.files[k] = nil
 		if err != nil {
-			return fmt.Errorf("pipeline: index part %s: %w", o.name, err)
+			return fmt.Errorf("batch: index part %s: %w", o.name, err)
 		}
 	}
 	sort.Slice(o.items, func(a, b int) bool { return o.items[a].Row < o.items[b].Row })
@@ -366,18 +366,18 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 		Dim: s.dim, Grid: [2]int{s.grid.H, s.grid.W}, LogitScale: s.scale, LogitBias: s.bias, Rows: n, Items: o.items}
 	js, err := json.MarshalIndent(m, "", " ")
 	if err != nil {
-		return fmt.Errorf("pipeline: index part %s: index.json: %w", o.name, err)
+		return fmt.Errorf("batch: index part %s: index.json: %w", o.name, err)
 	}
 	js = append(js, '\n')
 	dst := "index/" + o.name
 	if err := s.out.root.MkdirAll("index", 0o755); err != nil {
-		return fmt.Errorf("pipeline: index part %s: %w", o.name, err)
+		return fmt.Errorf("batch: index part %s: %w", o.name, err)
 	}
 	if err := s.out.root.RemoveAll(dst); err != nil {
-		return fmt.Errorf("pipeline: index part %s: %w", o.name, err)
+		return fmt.Errorf("batch: index part %s: %w", o.name, err)
 	}
 	if err := s.out.root.Rename(o.tmp, dst); err != nil {
-		return fmt.Errorf("pipeline: index part %s: %w", o.name, err)
+		return fmt.Errorf("batch: index part %s: %w", o.name, err)
 	}
 	if err := s.out.WriteFile(dst+"/index.json", js); err != nil {
 		return err

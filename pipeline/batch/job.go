@@ -352,7 +352,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	}
 	sum.Elapsed = time.Since(start)
 	if budget.used != 0 && manErr == nil { // every stream has returned
-		manErr = fmt.Errorf("pipeline: %d bytes of files read ahead were never given back", budget.used)
+		manErr = fmt.Errorf("batch: %d bytes of files read ahead were never given back", budget.used)
 	}
 	if err := j.man.Close(); err != nil && manErr == nil {
 		manErr = err
@@ -715,11 +715,11 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 // normalised and its joint-space patches [P, D].
 func (j *job) writeIndex(w *work, enc *pipeline.ImageEncoding) error {
 	if enc.Grid != j.index.grid {
-		return fmt.Errorf("pipeline: index: a %s patch grid, the index's is %s", enc.Grid, j.index.grid)
+		return fmt.Errorf("batch: index: a %s patch grid, the index's is %s", enc.Grid, j.index.grid)
 	}
 	patches, err := j.eng.JointPatches(enc)
 	if err != nil {
-		return fmt.Errorf("pipeline: index: %w", err)
+		return fmt.Errorf("batch: index: %w", err)
 	}
 	if err := j.index.write(w.seq, enc.Embeds, patches); err != nil {
 		return err

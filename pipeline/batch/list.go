@@ -61,7 +61,7 @@ func (w *walker) list(p string) error {
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return fmt.Errorf("pipeline: list %s: %w", p, err)
+		return fmt.Errorf("batch: list %s: %w", p, err)
 	}
 	defer f.Close()
 	switch listKind(p) {
@@ -85,7 +85,7 @@ func (w *walker) list(p string) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("pipeline: list %s: %w", p, err)
+		return fmt.Errorf("batch: list %s: %w", p, err)
 	}
 	return nil
 }
@@ -95,7 +95,7 @@ func (w *walker) csvList(p string, r io.Reader, emit func(string) error) error {
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
 	if err != nil {
-		return fmt.Errorf("pipeline: list %s: header: %w", p, err)
+		return fmt.Errorf("batch: list %s: header: %w", p, err)
 	}
 	col := -1
 	for i, h := range header {
@@ -105,7 +105,7 @@ func (w *walker) csvList(p string, r io.Reader, emit func(string) error) error {
 		}
 	}
 	if col < 0 {
-		return fmt.Errorf("pipeline: list %s: no \"path\" or \"url\" column (columns: %s)", p, strings.Join(header, ", "))
+		return fmt.Errorf("batch: list %s: no \"path\" or \"url\" column (columns: %s)", p, strings.Join(header, ", "))
 	}
 	for line := 2; ; line++ {
 		rec, err := cr.Read()
@@ -113,10 +113,10 @@ func (w *walker) csvList(p string, r io.Reader, emit func(string) error) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("pipeline: list %s: %w", p, err)
+			return fmt.Errorf("batch: list %s: %w", p, err)
 		}
 		if col >= len(rec) {
-			return fmt.Errorf("pipeline: list %s: line %d has %d fields, no %q", p, line, len(rec), header[col])
+			return fmt.Errorf("batch: list %s: line %d has %d fields, no %q", p, line, len(rec), header[col])
 		}
 		if err := emit(rec[col]); err != nil {
 			return err
@@ -133,11 +133,11 @@ type listRow struct {
 func (w *walker) parquetList(p string, f *os.File, emit func(string) error) error {
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("pipeline: list %s: %w", p, err)
+		return fmt.Errorf("batch: list %s: %w", p, err)
 	}
 	pf, err := parquet.OpenFile(f, st.Size())
 	if err != nil {
-		return fmt.Errorf("pipeline: list %s: %w", p, err)
+		return fmt.Errorf("batch: list %s: %w", p, err)
 	}
 	var hasPath, hasURL bool
 	for _, c := range pf.Schema().Fields() {
@@ -149,7 +149,7 @@ func (w *walker) parquetList(p string, f *os.File, emit func(string) error) erro
 		for _, c := range pf.Schema().Fields() {
 			names = append(names, c.Name())
 		}
-		return fmt.Errorf("pipeline: list %s: no \"path\" or \"url\" column (columns: %s)", p, strings.Join(names, ", "))
+		return fmt.Errorf("batch: list %s: no \"path\" or \"url\" column (columns: %s)", p, strings.Join(names, ", "))
 	}
 	rd := parquet.NewGenericReader[listRow](pf)
 	defer rd.Close()
@@ -172,7 +172,7 @@ func (w *walker) parquetList(p string, f *os.File, emit func(string) error) erro
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("pipeline: list %s: %w", p, err)
+			return fmt.Errorf("batch: list %s: %w", p, err)
 		}
 	}
 }

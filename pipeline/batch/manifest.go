@@ -62,18 +62,18 @@ func openManifest(out *outFolder, name string, resume bool) (*manifestFile, []En
 	if resume {
 		b, err := out.ReadFile(name)
 		if err != nil && !os.IsNotExist(err) {
-			return nil, nil, fmt.Errorf("pipeline: read manifest %q: %w", name, err)
+			return nil, nil, fmt.Errorf("batch: read manifest %q: %w", name, err)
 		}
 		if len(b) > 0 {
 			complete := bytes.LastIndexByte(b, '\n') + 1
 			if complete < len(b) {
 				if err := out.Truncate(name, int64(complete)); err != nil {
-					return nil, nil, fmt.Errorf("pipeline: repair manifest %q: %w", name, err)
+					return nil, nil, fmt.Errorf("batch: repair manifest %q: %w", name, err)
 				}
 			}
 			prior, err = ParseManifest(bytes.NewReader(b[:complete]))
 			if err != nil {
-				return nil, nil, fmt.Errorf("pipeline: manifest %q: %w", name, err)
+				return nil, nil, fmt.Errorf("batch: manifest %q: %w", name, err)
 			}
 		}
 	}
@@ -88,16 +88,16 @@ func openManifest(out *outFolder, name string, resume bool) (*manifestFile, []En
 func (m *manifestFile) Add(e Entry) error {
 	b, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("pipeline: manifest: %w", err)
+		return fmt.Errorf("batch: manifest: %w", err)
 	}
 	b = append(b, '\n')
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.f == nil {
-		return fmt.Errorf("pipeline: manifest is closed")
+		return fmt.Errorf("batch: manifest is closed")
 	}
 	if _, err := m.f.Write(b); err != nil {
-		return fmt.Errorf("pipeline: manifest: %w", err)
+		return fmt.Errorf("batch: manifest: %w", err)
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ var shardManifest = regexp.MustCompile(`^manifest-(\d+)-of-(\d+)\.jsonl$`)
 func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: merge: %w", err)
+		return nil, fmt.Errorf("batch: merge: %w", err)
 	}
 	rep := &MergeReport{Out: filepath.Join(dir, "manifest.jsonl")}
 	byShard := map[int][]Entry{}
@@ -55,17 +55,17 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 		i, _ := strconv.Atoi(m[1])
 		n, _ := strconv.Atoi(m[2])
 		if rep.ShardCount != 0 && n != rep.ShardCount {
-			return nil, fmt.Errorf("pipeline: merge: %s is from a %d-shard job, others from a %d-shard job", e.Name(), n, rep.ShardCount)
+			return nil, fmt.Errorf("batch: merge: %s is from a %d-shard job, others from a %d-shard job", e.Name(), n, rep.ShardCount)
 		}
 		rep.ShardCount = n
 		f, err := os.Open(filepath.Join(dir, e.Name()))
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: merge: %w", err)
+			return nil, fmt.Errorf("batch: merge: %w", err)
 		}
 		list, err := ParseManifest(f)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: merge: %s: %w", e.Name(), err)
+			return nil, fmt.Errorf("batch: merge: %s: %w", e.Name(), err)
 		}
 		byShard[i] = Latest(list)
 		rep.Shards = append(rep.Shards, i)
@@ -76,12 +76,12 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 		// it is checked, and left as it is.
 		f, err := os.Open(rep.Out)
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: merge: no manifest-<i>-of-<n>.jsonl files and no manifest.jsonl in %q", dir)
+			return nil, fmt.Errorf("batch: merge: no manifest-<i>-of-<n>.jsonl files and no manifest.jsonl in %q", dir)
 		}
 		list, err := ParseManifest(f)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: merge: manifest.jsonl: %w", err)
+			return nil, fmt.Errorf("batch: merge: manifest.jsonl: %w", err)
 		}
 		single, rep.ShardCount, rep.Shards, byShard[0] = true, 1, []int{0}, Latest(list)
 	}
@@ -148,7 +148,7 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 		_, err := w.Write(buf.Bytes())
 		return err
 	}); err != nil {
-		return nil, fmt.Errorf("pipeline: merge: %w", err)
+		return nil, fmt.Errorf("batch: merge: %w", err)
 	}
 	return rep, nil
 }

@@ -25,11 +25,11 @@ type outFolder struct {
 // openOutFolder creates dir if needed and opens it.
 func openOutFolder(dir string) (*outFolder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("pipeline: output folder: %w", err)
+		return nil, fmt.Errorf("batch: output folder: %w", err)
 	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: output folder: %w", err)
+		return nil, fmt.Errorf("batch: output folder: %w", err)
 	}
 	return &outFolder{root: r, dir: dir}, nil
 }
@@ -41,7 +41,7 @@ func (o *outFolder) Remove(rel string) error {
 		return err
 	}
 	if err := o.root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("pipeline: output folder: %w", err)
+		return fmt.Errorf("batch: output folder: %w", err)
 	}
 	return nil
 }
@@ -63,7 +63,7 @@ func (o *outFolder) Close() error {
 func checkRel(rel string) (string, error) {
 	clean := path.Clean(rel)
 	if rel == "" || !filepath.IsLocal(filepath.FromSlash(clean)) || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("pipeline: output name %q is not inside the output folder", rel)
+		return "", fmt.Errorf("batch: output name %q is not inside the output folder", rel)
 	}
 	return filepath.FromSlash(clean), nil
 }
@@ -82,7 +82,7 @@ func (o *outFolder) WriteFile(rel string, data []byte) error {
 	if d := filepath.Dir(name); d != "." {
 		if _, ok := o.made.Load(d); !ok {
 			if err := o.root.MkdirAll(d, 0o755); err != nil {
-				return fmt.Errorf("pipeline: output folder for %q: %w", rel, err)
+				return fmt.Errorf("batch: output folder for %q: %w", rel, err)
 			}
 			o.made.Store(d, true)
 		}
@@ -92,7 +92,7 @@ func (o *outFolder) WriteFile(rel string, data []byte) error {
 	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp-"+hex.EncodeToString(rnd[:]))
 	f, err := o.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("pipeline: write %q: %w", rel, err)
+		return fmt.Errorf("batch: write %q: %w", rel, err)
 	}
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
@@ -103,7 +103,7 @@ func (o *outFolder) WriteFile(rel string, data []byte) error {
 	}
 	if err != nil {
 		o.root.Remove(tmp)
-		return fmt.Errorf("pipeline: write %q: %w", rel, err)
+		return fmt.Errorf("batch: write %q: %w", rel, err)
 	}
 	return nil
 }
@@ -131,7 +131,7 @@ func (o *outFolder) OpenAppend(rel string, truncate bool) (*os.File, error) {
 	}
 	f, err := o.root.OpenFile(name, flag, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: open %q: %w", rel, err)
+		return nil, fmt.Errorf("batch: open %q: %w", rel, err)
 	}
 	return f, nil
 }

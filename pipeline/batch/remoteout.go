@@ -41,15 +41,15 @@ func (r *remoteOut) upload(ctx context.Context, out *outFolder, rels ...string) 
 	for _, rel := range rels {
 		f, err := out.root.Open(rel)
 		if err != nil {
-			return fmt.Errorf("pipeline: upload %s: %w", rel, err)
+			return fmt.Errorf("batch: upload %s: %w", rel, err)
 		}
 		err = r.stores.Upload(ctx, r.at(rel), f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("pipeline: upload %s: %w", rel, err)
+			return fmt.Errorf("batch: upload %s: %w", rel, err)
 		}
 		if err := out.root.Remove(rel); err != nil {
-			return fmt.Errorf("pipeline: upload %s: %w", rel, err)
+			return fmt.Errorf("batch: upload %s: %w", rel, err)
 		}
 	}
 	return nil
@@ -60,7 +60,7 @@ func (r *remoteOut) uploadShard(ctx context.Context, out *outFolder, name string
 	dir := "shards/" + name
 	ents, err := fs.ReadDir(out.root.FS(), dir)
 	if err != nil {
-		return fmt.Errorf("pipeline: upload shard %s: %w", name, err)
+		return fmt.Errorf("batch: upload shard %s: %w", name, err)
 	}
 	var rels []string
 	for _, e := range ents {
@@ -83,7 +83,7 @@ func (r *remoteOut) uploadIndexPart(ctx context.Context, out *outFolder, name st
 	dir := "index/" + name
 	ents, err := fs.ReadDir(out.root.FS(), dir)
 	if err != nil {
-		return fmt.Errorf("pipeline: upload index part %s: %w", name, err)
+		return fmt.Errorf("batch: upload index part %s: %w", name, err)
 	}
 	var rels []string
 	for _, e := range ents {
@@ -110,7 +110,7 @@ func (r *remoteOut) uploadManifest(ctx context.Context, out *outFolder, name str
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("pipeline: upload manifest: %w", err)
+		return fmt.Errorf("batch: upload manifest: %w", err)
 	}
 	defer f.Close()
 	return r.stores.Upload(ctx, r.at(name), f)
@@ -150,7 +150,7 @@ func (r *remoteOut) checkFree(ctx context.Context, manifest string, sharded bool
 		return nil
 	})
 	if err != nil && !errors.Is(err, errFull) {
-		return fmt.Errorf("pipeline: output %s: %w", r.loc, err)
+		return fmt.Errorf("batch: output %s: %w", r.loc, err)
 	}
 	return found
 }
@@ -177,7 +177,7 @@ func (r *remoteOut) clear(ctx context.Context, proc Shard, manifest string) erro
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("pipeline: output %s: %w", r.loc, err)
+		return fmt.Errorf("batch: output %s: %w", r.loc, err)
 	}
 	for _, l := range names {
 		if err := r.stores.Delete(ctx, l); err != nil {
@@ -205,7 +205,7 @@ func newRemoteOut(stores *objstore.Stores, out string) (*remoteOut, error) {
 	l.Key = l.Dir()
 	stage, err := os.MkdirTemp("", "condition-stage-")
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: staging folder: %w", err)
+		return nil, fmt.Errorf("batch: staging folder: %w", err)
 	}
 	return &remoteOut{stores: stores, loc: l, stage: stage}, nil
 }

@@ -65,16 +65,16 @@ func (j *job) close() {
 
 func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if cfg.Engine == nil {
-		return nil, errors.New("pipeline: no engine")
+		return nil, errors.New("batch: no engine")
 	}
 	if len(cfg.Inputs) == 0 && len(cfg.Lists) == 0 {
-		return nil, errors.New("pipeline: no images given")
+		return nil, errors.New("batch: no images given")
 	}
 	if cfg.Out == "" {
-		return nil, errors.New("pipeline: no output folder given")
+		return nil, errors.New("batch: no output folder given")
 	}
 	if len(cfg.Prompts) == 0 {
-		return nil, errors.New("pipeline: no prompts given")
+		return nil, errors.New("batch: no prompts given")
 	}
 	eng := cfg.Engine
 	j := &job{cfg: cfg, eng: eng, log: cfg.Log, stores: &objstore.Stores{}, ctx: ctx}
@@ -86,14 +86,14 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	case "", "files":
 	case "shards":
 		if cfg.CaptionPrompt {
-			return nil, errors.New("pipeline: the shards layout stacks every image's prompts; captions (one more prompt per image) need the files layout")
+			return nil, errors.New("batch: the shards layout stacks every image's prompts; captions (one more prompt per image) need the files layout")
 		}
 		if cfg.ShardSize <= 0 {
 			cfg.ShardSize = 10000
 			j.cfg.ShardSize = cfg.ShardSize
 		}
 	default:
-		return nil, fmt.Errorf("pipeline: layout %q: want files or shards", cfg.Layout)
+		return nil, fmt.Errorf("batch: layout %q: want files or shards", cfg.Layout)
 	}
 	switch cfg.Format {
 	case "", "safetensors":
@@ -101,7 +101,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	case "npz":
 		j.format = "npz"
 	default:
-		return nil, fmt.Errorf("pipeline: format %q: want safetensors or npz", cfg.Format)
+		return nil, fmt.Errorf("batch: format %q: want safetensors or npz", cfg.Format)
 	}
 	indexDType := ""
 	if cfg.Index {
@@ -109,7 +109,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 			return nil, err
 		}
 		if eng.JointDim() <= 0 {
-			return nil, errors.New("pipeline: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
+			return nil, errors.New("batch: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
 		}
 		if cfg.ShardSize <= 0 {
 			cfg.ShardSize = 10000 // one index part every ShardSize images, in the files layout too
@@ -234,7 +234,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 func (j *job) openRemote(ctx context.Context, name string) error {
 	cfg := j.cfg
 	if cfg.Layout != "shards" {
-		return errors.New("pipeline: an object-store output takes the shards layout (one object per image is what that layout avoids)")
+		return errors.New("batch: an object-store output takes the shards layout (one object per image is what that layout avoids)")
 	}
 	var err error
 	if j.remote, err = newRemoteOut(j.stores, cfg.Out); err != nil {
@@ -269,7 +269,7 @@ type InputError struct {
 	Err  error
 }
 
-func (e *InputError) Error() string { return fmt.Sprintf("pipeline: input %s: %v", e.Path, e.Err) }
+func (e *InputError) Error() string { return fmt.Sprintf("batch: input %s: %v", e.Path, e.Err) }
 
 func (e *InputError) Unwrap() error { return e.Err }
 
@@ -311,9 +311,9 @@ type OutputExistsError struct {
 
 func (e *OutputExistsError) Error() string {
 	if e.Manifest != "" {
-		return fmt.Sprintf("pipeline: output folder %s holds an earlier job's results (%s): resume that job, or overwrite what it wrote", e.Dir, e.Manifest)
+		return fmt.Sprintf("batch: output folder %s holds an earlier job's results (%s): resume that job, or overwrite what it wrote", e.Dir, e.Manifest)
 	}
-	return fmt.Sprintf("pipeline: output folder %s is not empty: give an empty or new folder, or overwrite", e.Dir)
+	return fmt.Sprintf("batch: output folder %s is not empty: give an empty or new folder, or overwrite", e.Dir)
 }
 
 // checkOutputFree refuses an output folder where a job would mix its files
@@ -325,7 +325,7 @@ func checkOutputFree(dir, manifest string, sharded bool) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("pipeline: output folder: %w", err)
+		return fmt.Errorf("batch: output folder: %w", err)
 	}
 	for _, e := range ents {
 		if e.Name() == manifest {
@@ -346,14 +346,14 @@ func (j *job) clearEarlier(manifest string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("pipeline: read manifest %q: %w", manifest, err)
+		return fmt.Errorf("batch: read manifest %q: %w", manifest, err)
 	}
 	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
 		b = b[:i+1] // a killed job's partial last line
 	}
 	entries, err := ParseManifest(bytes.NewReader(b))
 	if err != nil {
-		return fmt.Errorf("pipeline: manifest %q: %w", manifest, err)
+		return fmt.Errorf("batch: manifest %q: %w", manifest, err)
 	}
 	for _, e := range entries {
 		for _, o := range e.Outputs {

@@ -60,16 +60,16 @@ func ResolveShard(index, count int, getenv func(string) string) (Shard, error) {
 	if count == 0 && getenv("SLURM_ARRAY_TASK_COUNT") != "" {
 		n, err := strconv.Atoi(getenv("SLURM_ARRAY_TASK_COUNT"))
 		if err != nil || n < 1 {
-			return Shard{}, fmt.Errorf("pipeline: SLURM_ARRAY_TASK_COUNT=%q is not a task count", getenv("SLURM_ARRAY_TASK_COUNT"))
+			return Shard{}, fmt.Errorf("batch: SLURM_ARRAY_TASK_COUNT=%q is not a task count", getenv("SLURM_ARRAY_TASK_COUNT"))
 		}
 		count = n
 	}
 	if count < 0 {
-		return Shard{}, fmt.Errorf("pipeline: shard count %d is negative", count)
+		return Shard{}, fmt.Errorf("batch: shard count %d is negative", count)
 	}
 	if count <= 1 {
 		if index > 0 {
-			return Shard{}, fmt.Errorf("pipeline: shard index %d needs a shard count above %d", index, index)
+			return Shard{}, fmt.Errorf("batch: shard index %d needs a shard count above %d", index, index)
 		}
 		return Shard{Index: 0, Count: count}, nil
 	}
@@ -78,12 +78,12 @@ func ResolveShard(index, count int, getenv func(string) string) (Shard, error) {
 			if v := getenv(name); v != "" {
 				i, err := strconv.Atoi(v)
 				if err != nil {
-					return Shard{}, fmt.Errorf("pipeline: %s=%q is not a shard index", name, v)
+					return Shard{}, fmt.Errorf("batch: %s=%q is not a shard index", name, v)
 				}
 				if name == "SLURM_ARRAY_TASK_ID" && getenv("SLURM_ARRAY_TASK_MIN") != "" {
 					lo, err := strconv.Atoi(getenv("SLURM_ARRAY_TASK_MIN"))
 					if err != nil {
-						return Shard{}, fmt.Errorf("pipeline: SLURM_ARRAY_TASK_MIN=%q is not a task id", getenv("SLURM_ARRAY_TASK_MIN"))
+						return Shard{}, fmt.Errorf("batch: SLURM_ARRAY_TASK_MIN=%q is not a task id", getenv("SLURM_ARRAY_TASK_MIN"))
 					}
 					i -= lo
 				}
@@ -92,11 +92,11 @@ func ResolveShard(index, count int, getenv func(string) string) (Shard, error) {
 			}
 		}
 		if index < 0 {
-			return Shard{}, fmt.Errorf("pipeline: shard count %d given without a shard index (give one, or set %s)", count, shardEnv[0])
+			return Shard{}, fmt.Errorf("batch: shard count %d given without a shard index (give one, or set %s)", count, shardEnv[0])
 		}
 	}
 	if index >= count {
-		return Shard{}, fmt.Errorf("pipeline: shard index %d out of range for %d shards", index, count)
+		return Shard{}, fmt.Errorf("batch: shard index %d out of range for %d shards", index, count)
 	}
 	return Shard{Index: index, Count: count}, nil
 }

@@ -128,10 +128,10 @@ func (s *shardSet) get(i int) (*shardOut, error) {
 	name := shardName(s.proc, i)
 	o := &shardOut{name: name, tmp: ".tmp-shard-" + name, files: map[string]*shardArray{}, rows: make([]shardRow, 0, s.size)}
 	if err := s.out.root.RemoveAll(o.tmp); err != nil {
-		return nil, fmt.Errorf("pipeline: shard %s: %w", name, err)
+		return nil, fmt.Errorf("batch: shard %s: %w", name, err)
 	}
 	if err := s.out.root.MkdirAll(o.tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("pipeline: shard %s: %w", name, err)
+		return nil, fmt.Errorf("batch: shard %s: %w", name, err)
 	}
 	s.open[i] = o
 	return o, nil
@@ -149,22 +149,22 @@ func (s *shardSet) write(seq int, ts map[string]tensorio.Tensor) error {
 	for name, t := range ts {
 		b, err := tensorio.AppendLE(nil, t)
 		if err != nil {
-			return fmt.Errorf("pipeline: shard %s: %s: %w", o.name, name, err)
+			return fmt.Errorf("batch: shard %s: %s: %w", o.name, name, err)
 		}
 		a := o.files[name]
 		if a == nil {
 			f, err := s.out.root.OpenFile(path.Join(o.tmp, name+".npy"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 			if err != nil {
-				return fmt.Errorf("pipeline: shard %s: %w", o.name, err)
+				return fmt.Errorf("batch: shard %s: %w", o.name, err)
 			}
 			a = &shardArray{f: f, shape: append([]int(nil), t.Shape...), dtype: t.DType, size: len(b)}
 			o.files[name] = a
 		}
 		if len(b) != a.size || t.DType != a.dtype || !slices.Equal(t.Shape, a.shape) {
-			return fmt.Errorf("pipeline: shard %s: %s is %s%v, earlier rows %s%v", o.name, name, t.DType, t.Shape, a.dtype, a.shape)
+			return fmt.Errorf("batch: shard %s: %s is %s%v, earlier rows %s%v", o.name, name, t.DType, t.Shape, a.dtype, a.shape)
 		}
 		if _, err := a.f.WriteAt(b, int64(shardNPYHeader+row*a.size)); err != nil {
-			return fmt.Errorf("pipeline: shard %s: %w", o.name, err)
+			return fmt.Errorf("batch: shard %s: %w", o.name, err)
 		}
 	}
 	return nil
@@ -207,7 +207,7 @@ func (s *shardSet) finish(o *shardOut, n int) error {
 		shape := append([]int{n}, a.shape...)
 		hdr, err := tensorio.NPYHeader(a.dtype, shape, shardNPYHeader)
 		if err != nil {
-			return fmt.Errorf("pipeline: shard %s: %s: %w", o.name, name, err)
+			return fmt.Errorf("batch: shard %s: %s: %w", o.name, name, err)
 		}
 		if _, err := a.f.WriteAt(hdr, 0); err == nil {
 			err = a.f.Truncate(int64(shardNPYHeader + n*a.size))
@@ -219,7 +219,7 @@ func (s *shardSet) finish(o *shardOut, n int) error {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("pipeline: shard %s: %w", o.name, err)
+			return fmt.Errorf("batch: shard %s: %w", o.name, err)
 		}
 		if name == "image_embeds" {
 			if emb, err = s.out.ReadFile(path.Join(o.tmp, name+".npy")); err != nil {
@@ -235,7 +235,7 @@ func (s *shardSet) finish(o *shardOut, n int) error {
 		return err
 	}
 	if err := s.out.root.Rename(o.tmp, dst); err != nil {
-		return fmt.Errorf("pipeline: shard %s: %w", o.name, err)
+		return fmt.Errorf("batch: shard %s: %w", o.name, err)
 	}
 	if emb == nil && s.embDim > 0 {
 		// No image of this shard was done: img_emb still has its n rows
@@ -263,10 +263,10 @@ func (s *shardSet) finish(o *shardOut, n int) error {
 	}
 	w := parquet.NewGenericWriter[shardRow](&buf, opts...)
 	if _, err := w.Write(o.rows); err != nil {
-		return fmt.Errorf("pipeline: shard %s: metadata: %w", o.name, err)
+		return fmt.Errorf("batch: shard %s: metadata: %w", o.name, err)
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("pipeline: shard %s: metadata: %w", o.name, err)
+		return fmt.Errorf("batch: shard %s: metadata: %w", o.name, err)
 	}
 	if err := s.out.WriteFile("metadata/metadata_"+o.name+".parquet", buf.Bytes()); err != nil {
 		return err

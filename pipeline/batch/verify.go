@@ -231,7 +231,7 @@ func openOutReader(stores *objstore.Stores, out string) (*outReader, error) {
 		return &outReader{stores: stores, loc: &l}, nil
 	}
 	if st, err := os.Stat(out); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("pipeline: output folder %s: not a folder", out)
+		return nil, fmt.Errorf("batch: output folder %s: not a folder", out)
 	}
 	return &outReader{dir: out}, nil
 }
@@ -251,7 +251,7 @@ func (r *outReader) list(ctx context.Context, dir string) ([]outFile, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
+		return nil, fmt.Errorf("batch: %w", err)
 	}
 	for _, e := range ents {
 		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
@@ -267,7 +267,7 @@ func (r *outReader) read(ctx context.Context, name string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(name)))
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
+		return nil, fmt.Errorf("batch: %w", err)
 	}
 	return b, nil
 }

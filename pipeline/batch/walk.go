@@ -1,24 +1,3 @@
-// Package pipeline is condition's engine and its batch job.
-//
-// Engine (Open, New) holds one model ready to use: the tokenizer (package
-// text), the image preprocessing (package vision), both ONNX Runtime
-// encoders (package models/clip) and the attention layers (package xattn:
-// CLIP's joint space by default, or a learned diffusers layer). It encodes
-// prompts (EncodeTexts) and images (EncodeImages, EncodePixels), compares
-// them (Similarity, Cosine), prepares prompts once (Prepare: their keys and
-// values for image → text, their queries for text → image) and attends an
-// image with them either or both ways (Attend): maps [P, T] and [T, P],
-// conditioned rows, per-head maps, CLIP scores. One Engine serves any number
-// of goroutines. Evaluate measures a model on held-out generated scenes
-// through it.
-//
-// Run is the batch job on an engine: it walks folders of images, decodes,
-// encodes, attends and writes with bounded queues, writes outputs and a
-// manifest atomically, resumes, and shards work across processes.
-//
-// The package never prints or exits: progress goes through a callback and
-// logs through an optional *slog.Logger. The built-in model is linked only
-// where models/embedded is imported.
 package batch
 
 import (
@@ -121,7 +100,7 @@ type walkOptions struct {
 
 // errUncounted ends a counting walk that would have to read a remote tar
 // shard to count its samples.
-var errUncounted = errors.New("pipeline: a tar shard in an object store is not read ahead to count its samples")
+var errUncounted = errors.New("batch: a tar shard in an object store is not read ahead to count its samples")
 
 // walk is walkExcept, then the entries of the list files lists.
 func walk(ctx context.Context, roots, lists []string, o walkOptions, fn func(Item) error, onErr func(path string, err error) error) error {
@@ -146,7 +125,7 @@ func walk(ctx context.Context, roots, lists []string, o walkOptions, fn func(Ite
 		}
 		st, err := os.Stat(root)
 		if err != nil {
-			return fmt.Errorf("pipeline: input %q: %w", root, err)
+			return fmt.Errorf("batch: input %q: %w", root, err)
 		}
 		if !st.IsDir() {
 			base := filepath.Base(root)
@@ -216,7 +195,7 @@ func (w *walker) dir(dir, rel string, st fs.FileInfo) error {
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return w.onErr(dir, fmt.Errorf("pipeline: read folder %q: %w", dir, err))
+		return w.onErr(dir, fmt.Errorf("batch: read folder %q: %w", dir, err))
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	for _, e := range ents {
@@ -253,7 +232,7 @@ func (w *walker) dir(dir, rel string, st fs.FileInfo) error {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
-				return w.onErr(p, fmt.Errorf("pipeline: %w", err))
+				return w.onErr(p, fmt.Errorf("batch: %w", err))
 			}
 			if err := w.dir(p, r, st); err != nil {
 				return err

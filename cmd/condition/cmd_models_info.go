@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/conditionhq/condition/models"
+)
+
+// runModelsInfo describes a model from what is already on disk.
+func runModelsInfo(ctx context.Context, e *env, args []string) error {
+	m, o, err := openModelRef(ctx, e, "info", args)
+	if err != nil {
+		return err
+	}
+	return printModel(e, m, o.JSON)
+}
+
+func printModel(e *env, m *models.Model, asJSON bool) error {
+	c := m.Config()
+	info := map[string]any{
+		"ref":      m.Name(),
+		"family":   m.Family().String(),
+		"repo":     m.Repo(),
+		"revision": m.Revision(),
+		"dir":      m.Dir(),
+		"variant":  m.Variant(),
+		"weights":  m.WeightsSource(),
+		"files":    m.Files(),
+		"built":    m.Built(),
+		"config": map[string]any{
+			"projection_dim": c.ProjectionDim, "text_hidden_size": c.TextConfig.HiddenSize,
+			"vision_hidden_size": c.VisionConfig.HiddenSize, "image_size": c.VisionConfig.ImageSize,
+			"patch_size": c.VisionConfig.PatchSize, "max_position_embeddings": c.TextConfig.MaxPositionEmbeddings,
+		},
+	}
+	var variants []string
+	if m.Dir() != "" {
+		variants = models.Variants(os.DirFS(m.Dir()))
+	}
+	info["variants"] = variants
+	graphs := map[string]*models.GraphInfo{}
+	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+		if gi := m.DescribeGraph(g); gi != nil {
+			graphs[g] = gi
+		}
+	}
+	info["graphs"] = graphs
+	var heads []string
+	var headsErr string
+	shapes := map[string][]int{}
+	if m.Has(models.WeightsFile) {
+		h, err := m.WeightsHeader() // parsed once for every head
+		if err != nil {
+			headsErr = err.Error()
+			info["heads_error"] = headsErr
+		} else {
+			for _, n := range models.HeadNamesFor(m.Family()) {
+				if t, ok := h.Tensors[n]; ok {
+					heads = append(heads, n)
+					shapes[n] = t.Shape
+				}
+			}
+		}
+	}
+	info["heads"] = heads
+	info["head_shapes"] = shapes
+	if asJSON {
+		return writeJSONIndent(e.Stdout, info)
+	}
+	out := e.Stdout
+	fmt.Fprintf(out, "model:    %s\n", m.Name())
+	if m.Repo() != "" {
+		fmt.Fprintf(out, "repo:     %s @ %s\n", m.Repo(), m.Revision())
+	}
+	if m.Dir() != "" {
+		fmt.Fprintf(out, "folder:   %s\n", m.Dir())
+	}
+	if m.Variant() != "" {
+		fmt.Fprintf(out, "variant:  %s\n", m.Variant())
+	}
+	if m.WeightsSource() != "" {
+		fmt.Fprintf(out, "weights:  %s (%s)\n", m.WeightsSource(), m.Path(models.WeightsFile))
+	}
+	fmt.Fprintf(out, "family:   %s (%s scores)\n", m.Family(), map[bool]string{true: "sigmoid", false: "softmax"}[m.Family().Sigmoid()])
+	fmt.Fprintf(out, "config:   projection %d, text width %d (≤%d tokens), vision width %d, %dx%d images in %dx%d patches\n",
+		c.ProjectionDim, c.TextConfig.HiddenSize, c.TextConfig.MaxPositionEmbeddings, c.VisionConfig.HiddenSize,
+		c.VisionConfig.ImageSize, c.VisionConfig.ImageSize, c.VisionConfig.PatchSize, c.VisionConfig.PatchSize)
+	vs := make([]string, len(variants))
+	for i, v := range variants {
+		if v == "" {
+			v = "plain"
+		}
+		vs[i] = v
+	}
+	fmt.Fprintf(out, "variants: %s\n", strings.Join(vs, ", "))
+	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+		gi := graphs[g]
+		if gi == nil {
+			if m.CanBuild() == nil && (m.Has(models.WeightsFile) || m.Has("model.safetensors.index.json")) {
+				fmt.Fprintf(out, "%s: missing (built from the safetensors on first use, or with `condition models build %s`)\n", g, m.Name())
+			} else {
+				fmt.Fprintf(out, "%s: missing\n", g)
+			}
+			continue
+		}
+		if m.Built() {
+			fmt.Fprintf(out, "%s: %s (built from the model's safetensors)\n", g, gi.File)
+		} else {
+			fmt.Fprintf(out, "%s: %s\n", g, gi.File)
+		}
+		if gi.Error != "" {
+			fmt.Fprintf(out, "  error: %s\n", gi.Error)
+			continue
+		}
+		fmt.Fprintf(out, "  inputs:  %s\n  outputs: %s\n", strings.Join(gi.Inputs, ", "), strings.Join(gi.Outputs, ", "))
+		if gi.PooledOnly {
+			fmt.Fprintf(out, "  pooled embeddings only: run `condition models expose %s` to add last_hidden_state\n", m.Name())
+		}
+	}
+	if len(heads) > 0 {
+		hs := make([]string, len(heads))
+		for i, n := range heads {
+			hs[i] = fmt.Sprintf("%s %v", n, shapes[n])
+		}
+		fmt.Fprintf(out, "heads:    %s\n", strings.Join(hs, ", "))
+	} else if headsErr != "" {
+		fmt.Fprintf(out, "heads:    unreadable: %s\n", headsErr)
+	} else {
+		fmt.Fprintf(out, "heads:    none (the joint space needs them: add +<model with model.safetensors> to the reference)\n")
+	}
+	return nil
+}

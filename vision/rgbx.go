@@ -116,7 +116,7 @@ func (s *resampleScratch) fillQuad(src rowSource, y, nr, x0, x1 int) {
 				for i := range rows {
 					r.rgbRow(s.rows4[i][:3*(nx-n4)], y+i, x0+n4, x1)
 				}
-				rgbx.QuadRGBGo(s.quad[16*n4:][:16*(nx-n4)], [4][]byte{s.rows4[0], s.rows4[1], s.rows4[2], s.rows4[3]})
+				rgbx.QuadRGBGeneric(s.quad[16*n4:][:16*(nx-n4)], [4][]byte{s.rows4[0], s.rows4[1], s.rows4[2], s.rows4[3]})
 			}
 			return
 		}
@@ -183,7 +183,7 @@ func (g *yccPlanes) quadPair(q []byte, slot, y, x0, x1 int, tmp *convScratch) {
 	yB := g.Y[(y+1)*g.yStride:][:x1]
 	x := x0
 	if x&1 == 1 {
-		rgbx.QuadYCCGo(q[4*slot:], yT[x:], yB[x:], pc, m, x, 1)
+		rgbx.QuadYCCGeneric(q[4*slot:], yT[x:], yB[x:], pc, m, x, 1)
 		x++
 	}
 	if x < x1 {

@@ -2,7 +2,7 @@
 // a float32 vector: the kernel of a search over an index stored as
 // float16. Dot runs the assembly kernel this CPU and build support
 // (AVX-512F, or AVX2 with F16C and FMA, on amd64 without the purego tag)
-// and DotGo, the portable pure-Go kernel, otherwise.
+// and DotGeneric, the portable pure-Go kernel, otherwise.
 package halfdot
 
 import "math"
@@ -28,8 +28,8 @@ func Dot(a []uint16, b []float32) float32 {
 	return dot(a, b)
 }
 
-// DotGo is Dot in pure Go: four accumulators, unrolled by 8.
-func DotGo(a []uint16, b []float32) float32 {
+// DotGeneric is Dot in pure Go: four accumulators, unrolled by 8.
+func DotGeneric(a []uint16, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0

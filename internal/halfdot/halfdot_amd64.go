@@ -33,7 +33,7 @@ func dot(a []uint16, b []float32) float32 {
 			s = dotAVX2(&a[0], &b[0], n)
 		}
 	default:
-		return DotGo(a, b)
+		return DotGeneric(a, b)
 	}
 	for i := n; i < len(a); i++ {
 		s += ToFloat32(a[i]) * b[i]

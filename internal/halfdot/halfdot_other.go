@@ -5,7 +5,7 @@ package halfdot
 // impl is the kernel dot runs: this build has only Go.
 var impl = "go"
 
-func dot(a []uint16, b []float32) float32 { return DotGo(a, b) }
+func dot(a []uint16, b []float32) float32 { return DotGeneric(a, b) }
 
 // hasAVX2 is false: this build has no assembly kernels.
 const hasAVX2 = false

@@ -33,7 +33,7 @@ func TestToFloat32Exact(t *testing.T) {
 }
 
 // TestDotEveryLength compares every kernel with a float64 reference and
-// with DotGo on every length 0..1000, values of unit vectors' size.
+// with DotGeneric on every length 0..1000, values of unit vectors' size.
 func TestDotEveryLength(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const maxN = 1000
@@ -58,8 +58,8 @@ func TestDotEveryLength(t *testing.T) {
 			if d := math.Abs(float64(got) - ref); d > tol {
 				t.Fatalf("%s: n=%d: Dot = %g, reference %g (diff %g > %g)", name, n, got, ref, d, tol)
 			}
-			if g := DotGo(a[:n], b); math.Abs(float64(g)-float64(got)) > 2*tol {
-				t.Fatalf("%s: n=%d: Dot = %g, DotGo %g", name, n, got, g)
+			if g := DotGeneric(a[:n], b); math.Abs(float64(g)-float64(got)) > 2*tol {
+				t.Fatalf("%s: n=%d: Dot = %g, DotGeneric %g", name, n, got, g)
 			}
 		}
 	}

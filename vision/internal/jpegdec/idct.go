@@ -46,12 +46,12 @@ func idct(blk *[64]int32, last int, dst []byte, stride int) {
 		idctDC(blk, dst, stride)
 		return
 	}
-	idctGo(blk, last, dst, stride)
+	idctGeneric(blk, last, dst, stride)
 }
 
-// idctGo is idct in Go, for blocks with AC coefficients: the reference
+// idctGeneric is idct in Go, for blocks with AC coefficients: the reference
 // of idctAVX2.
-func idctGo(blk *[64]int32, last int, dst []byte, stride int) {
+func idctGeneric(blk *[64]int32, last int, dst []byte, stride int) {
 	var ws [64]int32
 	cols, rows := int(zigzagCols[last&63]), int(zigzagRows[last&63])
 	// Pass 1: the columns, into ws scaled by 2^pass1Bits.

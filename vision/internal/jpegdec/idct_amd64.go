@@ -11,7 +11,7 @@ var useAVX2 = cpu.X86.HasAVX2
 // hasAVX2 says the CPU can run idctAVX2.
 var hasAVX2 = cpu.X86.HasAVX2
 
-// idctAVX2 is idctGo in AVX2, both passes eight columns or rows at once,
+// idctAVX2 is idctGeneric in AVX2, both passes eight columns or rows at once,
 // for any last: dst holds 7·stride+8 bytes.
 //
 //go:noescape

@@ -25,12 +25,12 @@ func pickSIMD() string {
 // hasAVX2 says the AVX2 kernels can run (tests run them beside AVX-512).
 var hasAVX2 = cpu.X86.HasAVX2
 
-// QuadRGB is QuadRGBGo; each row has 16 bytes readable from pixel
+// QuadRGB is QuadRGBGeneric; each row has 16 bytes readable from pixel
 // len(q)/16-4 on (len(q) a multiple of 64).
 func QuadRGB(q []byte, rows [4][]byte) {
 	n := len(q) / 16
 	if simdImpl == "go" || n == 0 {
-		QuadRGBGo(q, rows)
+		QuadRGBGeneric(q, rows)
 		return
 	}
 	for _, r := range rows {
@@ -40,11 +40,11 @@ func QuadRGB(q []byte, rows [4][]byte) {
 	quadRGBAVX2(&q[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n)
 }
 
-// QuadRGBA is QuadRGBAGo; len(q) is a multiple of 64.
+// QuadRGBA is QuadRGBAGeneric; len(q) is a multiple of 64.
 func QuadRGBA(q []byte, rows [4][]byte) byte {
 	n := len(q) / 16
 	if simdImpl == "go" || n == 0 {
-		return QuadRGBAGo(q, rows)
+		return QuadRGBAGeneric(q, rows)
 	}
 	for _, r := range rows {
 		_ = r[4*n-1]
@@ -53,12 +53,12 @@ func QuadRGBA(q []byte, rows [4][]byte) byte {
 	return quadRGBAAVX2(&q[0], &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n)
 }
 
-// Hconv is HconvGo; dst holds 4 rows of ws bytes, ws >= 4·len(taps)/2.
+// Hconv is HconvGeneric; dst holds 4 rows of ws bytes, ws >= 4·len(taps)/2.
 func Hconv(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
 	ow := len(taps) / 2
 	switch {
 	case simdImpl == "go" || ow == 0:
-		HconvGo(dst, ws, q, taps, k, ksize)
+		HconvGeneric(dst, ws, q, taps, k, ksize)
 		return
 	}
 	_ = dst[3*ws+4*ow-1]
@@ -77,12 +77,12 @@ func Hconv(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
 	}
 }
 
-// Vconv is VconvGo; len(dst) is a multiple of Align, len(k) > 0 and
+// Vconv is VconvGeneric; len(dst) is a multiple of Align, len(k) > 0 and
 // src holds len(k) rows of ws >= len(dst) bytes.
 func Vconv(dst, src []byte, ws int, k []int32) {
 	n := len(k)
 	if simdImpl == "go" || len(dst) == 0 {
-		VconvGo(dst, src, ws, k)
+		VconvGeneric(dst, src, ws, k)
 		return
 	}
 	if len(dst)%Align != 0 || ws < len(dst) {
@@ -98,7 +98,7 @@ func Vconv(dst, src []byte, ws int, k []int32) {
 	}
 }
 
-// Lut is LutGo: the kernels take the whole blocks (16 pixels for
+// Lut is LutGeneric: the kernels take the whole blocks (16 pixels for
 // AVX-512, 8 for AVX2), Go the rest.
 func Lut(r, g, b []float32, src []byte, lut *[3][256]float32) {
 	n := len(r)
@@ -117,22 +117,22 @@ func Lut(r, g, b []float32, src []byte, lut *[3][256]float32) {
 		}
 	}
 	if m < n {
-		LutGo(r[m:], g[m:], b[m:], src[4*m:], lut)
+		LutGeneric(r[m:], g[m:], b[m:], src[4*m:], lut)
 	}
 }
 
-// quadRGBAVX2 is QuadRGBGo over n columns (n a multiple of 4), reading 16
+// quadRGBAVX2 is QuadRGBGeneric over n columns (n a multiple of 4), reading 16
 // bytes at each pixel 4i of every row.
 //
 //go:noescape
 func quadRGBAVX2(q, r0, r1, r2, r3 *byte, n int)
 
-// quadRGBAAVX2 is QuadRGBAGo over n columns (n a multiple of 4).
+// quadRGBAAVX2 is QuadRGBAGeneric over n columns (n a multiple of 4).
 //
 //go:noescape
 func quadRGBAAVX2(q, r0, r1, r2, r3 *byte, n int) byte
 
-// hconvAVX2 is HconvGo for ow outputs: per output, per tap, VPMOVZXBD of
+// hconvAVX2 is HconvGeneric for ow outputs: per output, per tap, VPMOVZXBD of
 // the tap's 16 bytes, VPMULLD by the broadcast weight, VPADDD; then
 // VPSRAD, and VPACKSSDW/VPACKUSWB clip to bytes.
 //
@@ -145,35 +145,35 @@ func hconvAVX2(dst *byte, ws int, q *byte, taps *int32, k *int32, ksize, ow int)
 //go:noescape
 func hconvAVX512(dst *byte, ws int, q *byte, taps *int32, k *int32, ksize, ow int)
 
-// vconvAVX2 is VconvGo for width bytes (a multiple of 32): 32 bytes at a
+// vconvAVX2 is VconvGeneric for width bytes (a multiple of 32): 32 bytes at a
 // time, four ymm sums of 8.
 //
 //go:noescape
 func vconvAVX2(dst, src *byte, ws int, k *int32, n, width int)
 
-// vconvAVX512 is VconvGo for width bytes (a multiple of 64): 64 bytes at
+// vconvAVX512 is VconvGeneric for width bytes (a multiple of 64): 64 bytes at
 // a time, four zmm sums of 16.
 //
 //go:noescape
 func vconvAVX512(dst, src *byte, ws int, k *int32, n, width int)
 
-// lutRGBXAVX2 is LutGo for n pixels (a multiple of 8), with VPGATHERDD
+// lutRGBXAVX2 is LutGeneric for n pixels (a multiple of 8), with VPGATHERDD
 // from the tables.
 //
 //go:noescape
 func lutRGBXAVX2(dr, dg, db *float32, src *byte, n int, lut *float32)
 
-// lutRGBXAVX512 is LutGo for n pixels (a multiple of 16).
+// lutRGBXAVX512 is LutGeneric for n pixels (a multiple of 16).
 //
 //go:noescape
 func lutRGBXAVX512(dr, dg, db *float32, src *byte, n int, lut *float32)
 
-// QuadYCC is QuadYCCGo; the kernel takes the whole blocks of 8 columns
+// QuadYCC is QuadYCCGeneric; the kernel takes the whole blocks of 8 columns
 // from an even xs, Go the rest.
 func QuadYCC(q, yT, yB, pc []byte, m, xs, n int) {
 	nb := n &^ 7
 	if simdImpl == "go" || xs&1 != 0 || nb == 0 {
-		QuadYCCGo(q, yT, yB, pc, m, xs, n)
+		QuadYCCGeneric(q, yT, yB, pc, m, xs, n)
 		return
 	}
 	_ = q[16*(nb-1)+7]
@@ -182,11 +182,11 @@ func QuadYCC(q, yT, yB, pc []byte, m, xs, n int) {
 	trace("quadYCCAVX2")
 	quadYCCAVX2(&q[0], &yT[0], &yB[0], &pc[xs>>1], m, nb)
 	if nb < n {
-		QuadYCCGo(q[16*nb:], yT[nb:], yB[nb:], pc, m, xs+nb, n-nb)
+		QuadYCCGeneric(q[16*nb:], yT[nb:], yB[nb:], pc, m, xs+nb, n-nb)
 	}
 }
 
-// quadYCCAVX2 is QuadYCCGo for n columns (a multiple of 8) from an even
+// quadYCCAVX2 is QuadYCCGeneric for n columns (a multiple of 8) from an even
 // column, pc at its padded column xs/2 (chroma column xs/2-1): 8 columns
 // a block, the upsampling and libjpeg's YCC→RGB in 32-bit lanes
 // (VPMULLD by the same fixed-point factors as its tables).

@@ -55,10 +55,10 @@ func TestHconvKernels(t *testing.T) {
 			ws := stride(ow) + 8*rng.IntN(3)
 			want := bytes.Repeat([]byte{0xa5}, 4*ws)
 			got := bytes.Clone(want)
-			HconvGo(want, ws, q, taps, k, ksize)
+			HconvGeneric(want, ws, q, taps, k, ksize)
 			Hconv(got, ws, q, taps, k, ksize)
 			if !bytes.Equal(got, want) {
-				t.Fatalf("ow %d, ksize %d: hconv differs from HconvGo", ow, ksize)
+				t.Fatalf("ow %d, ksize %d: hconv differs from HconvGeneric", ow, ksize)
 			}
 		}
 	})
@@ -80,10 +80,10 @@ func TestVconvKernels(t *testing.T) {
 					want[i] = 0x5a
 				}
 				got := bytes.Clone(want)
-				VconvGo(want[:width], src, ws, k)
+				VconvGeneric(want[:width], src, ws, k)
 				Vconv(got[:width], src, ws, k)
 				if !bytes.Equal(got, want) {
-					t.Fatalf("width %d, %d taps: vconv differs from VconvGo", width, n)
+					t.Fatalf("width %d, %d taps: vconv differs from VconvGeneric", width, n)
 				}
 			}
 		}
@@ -110,7 +110,7 @@ func TestLutKernels(t *testing.T) {
 				}
 				got[c] = append([]float32(nil), want[c]...)
 			}
-			LutGo(want[0][:n], want[1][:n], want[2][:n], src, &lut)
+			LutGeneric(want[0][:n], want[1][:n], want[2][:n], src, &lut)
 			Lut(got[0][:n], got[1][:n], got[2][:n], src, &lut)
 			for c := range 3 {
 				for i := range want[c] {
@@ -139,15 +139,15 @@ func TestQuadKernels(t *testing.T) {
 			}
 			want := bytes.Repeat([]byte{0xa5}, 16*n+64)
 			got := bytes.Clone(want)
-			QuadRGBGo(want[:16*n], rgb)
+			QuadRGBGeneric(want[:16*n], rgb)
 			QuadRGB(got[:16*n], rgb)
 			if !bytes.Equal(got, want) {
-				t.Fatalf("n %d: quadRGB differs from QuadRGBGo", n)
+				t.Fatalf("n %d: quadRGB differs from QuadRGBGeneric", n)
 			}
-			wa := QuadRGBAGo(want[:16*n], rgba)
+			wa := QuadRGBAGeneric(want[:16*n], rgba)
 			ga := QuadRGBA(got[:16*n], rgba)
 			if !bytes.Equal(got, want) || ga != wa {
-				t.Fatalf("n %d: quadRGBA differs from QuadRGBAGo (alpha %#x, want %#x)", n, ga, wa)
+				t.Fatalf("n %d: quadRGBA differs from QuadRGBAGeneric (alpha %#x, want %#x)", n, ga, wa)
 			}
 		}
 		// YCbCr: every start parity and length, and enough columns for
@@ -160,10 +160,10 @@ func TestQuadKernels(t *testing.T) {
 				yT, yB := randomBytes(rng, n), randomBytes(rng, n)
 				want := bytes.Repeat([]byte{0xa5}, 16*n+64)
 				got := bytes.Clone(want)
-				QuadYCCGo(want, yT, yB, pc, m, xs, n)
+				QuadYCCGeneric(want, yT, yB, pc, m, xs, n)
 				QuadYCC(got, yT, yB, pc, m, xs, n)
 				if !bytes.Equal(got, want) {
-					t.Fatalf("n %d from %d: quadYCC differs from QuadYCCGo", n, xs)
+					t.Fatalf("n %d from %d: quadYCC differs from QuadYCCGeneric", n, xs)
 				}
 			}
 		}

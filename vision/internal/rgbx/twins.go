@@ -1,8 +1,8 @@
 package rgbx
 
-// QuadRGBGo is QuadRGB's reference: q[16x+4r : 16x+4r+4] = R, G, B, 0 of
+// QuadRGBGeneric is QuadRGB's reference: q[16x+4r : 16x+4r+4] = R, G, B, 0 of
 // pixel x of packed RGB row rows[r], for the len(q)/16 columns.
-func QuadRGBGo(q []byte, rows [4][]byte) {
+func QuadRGBGeneric(q []byte, rows [4][]byte) {
 	n := len(q) / 16
 	for r, row := range rows {
 		row = row[:3*n]
@@ -14,9 +14,9 @@ func QuadRGBGo(q []byte, rows [4][]byte) {
 	}
 }
 
-// QuadRGBAGo is QuadRGBA's reference: QuadRGBGo for rows of 4 bytes a
+// QuadRGBAGeneric is QuadRGBA's reference: QuadRGBGeneric for rows of 4 bytes a
 // pixel (R, G, B, A), returning the AND of every A read.
-func QuadRGBAGo(q []byte, rows [4][]byte) byte {
+func QuadRGBAGeneric(q []byte, rows [4][]byte) byte {
 	n := len(q) / 16
 	a := byte(0xff)
 	for r, row := range rows {
@@ -31,12 +31,12 @@ func QuadRGBAGo(q []byte, rows [4][]byte) byte {
 	return a
 }
 
-// HconvGo is Hconv's reference: the horizontal pass on one quad row q, for
+// HconvGeneric is Hconv's reference: the horizontal pass on one quad row q, for
 // the len(taps)/2 outputs, whose taps (byte offset into q and count) are
 // taps[2·xx], taps[2·xx+1] and weights k[xx·ksize:]. Output xx of row r is
 // pixel xx of RGBX row r of dst (stride ws): bytes 0..2 hold its channels,
 // byte 3 the clipped sum of the quad's zero bytes.
-func HconvGo(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
+func HconvGeneric(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
 	const half = 1 << (precision - 1)
 	ow := len(taps) / 2
 	for xx := range ow {
@@ -61,10 +61,10 @@ func HconvGo(dst []byte, ws int, q []byte, taps []int32, k []int32, ksize int) {
 	}
 }
 
-// VconvGo is Vconv's reference: one output row of the vertical pass,
+// VconvGeneric is Vconv's reference: one output row of the vertical pass,
 // dst[j] = clip8(half + Σ_t k[t]·src[t·ws+j]) for j < len(dst), a multiple
 // of Align.
-func VconvGo(dst, src []byte, ws int, k []int32) {
+func VconvGeneric(dst, src []byte, ws int, k []int32) {
 	const half = 1 << (precision - 1)
 	for j := range dst {
 		s := int32(half)
@@ -75,10 +75,10 @@ func VconvGo(dst, src []byte, ws int, k []int32) {
 	}
 }
 
-// LutGo is Lut's reference: pixel j of the RGBX row src becomes
+// LutGeneric is Lut's reference: pixel j of the RGBX row src becomes
 // r[j], g[j], b[j] through the tables lut[0], lut[1], lut[2], for
 // j < len(r).
-func LutGo(r, g, b []float32, src []byte, lut *[3][256]float32) {
+func LutGeneric(r, g, b []float32, src []byte, lut *[3][256]float32) {
 	n := len(r)
 	g, b, src = g[:n], b[:n], src[:4*n]
 	for j := range r {
@@ -87,14 +87,14 @@ func LutGo(r, g, b []float32, src []byte, lut *[3][256]float32) {
 	}
 }
 
-// QuadYCCGo is QuadYCC's reference: for j < n, column x = xs+j of two rows
+// QuadYCCGeneric is QuadYCC's reference: for j < n, column x = xs+j of two rows
 // T and B of a 4:2:0 JPEG that share a chroma row (Y' values yT[j],
 // yB[j]) becomes R, G, B, 0 of row T at q[16j:16j+4] and of row B at
 // q[16j+4:16j+8], as libjpeg-turbo's h2v2 fancy upsampling and YCC→RGB make them. pc holds six padded chroma
 // rows of m bytes: for Cb then Cr, the shared row, the row libjpeg blends
 // into T, the row it blends into B; pc[k·m+1+i] is chroma column i, with
 // columns -1 and cw repeating the edges.
-func QuadYCCGo(q, yT, yB, pc []byte, m, xs, n int) {
+func QuadYCCGeneric(q, yT, yB, pc []byte, m, xs, n int) {
 	// colSum is 3·(shared row) + (row k) of plane p at chroma column i.
 	colSum := func(p, k, i int) int32 {
 		return 3*int32(pc[3*p*m+1+i]) + int32(pc[(3*p+k)*m+1+i])

@@ -132,15 +132,15 @@ func PeakGFLOPS(i Impl, d time.Duration) float64 {
 	return best
 }
 
-// peakGoChains is the number of independent accumulators of peakGo.
+// peakGoChains is the number of independent accumulators of peakGeneric.
 const peakGoChains = 12
 
-// peakGoSink keeps peakGo's results alive.
+// peakGoSink keeps peakGeneric's results alive.
 var peakGoSink float32
 
-// peakGo runs n iterations of peakGoChains independent float32
+// peakGeneric runs n iterations of peakGoChains independent float32
 // multiply-then-add chains (x·s + t each), 2·peakGoChains flops per iteration.
-func peakGo(n int) {
+func peakGeneric(n int) {
 	s, t := peakGoScale, peakGoShift
 	var a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11 float32 = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
 	for ; n > 0; n-- {

@@ -26,5 +26,5 @@ func peakLoop(i Impl) (run func(n int), flopsPerIter float64) {
 	case AVX512:
 		return peakAVX512, 4 * 24 * 16 * 2
 	}
-	return peakGo, 2 * peakGoChains
+	return peakGeneric, 2 * peakGoChains
 }

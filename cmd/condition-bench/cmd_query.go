@@ -21,7 +21,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/internal/halfdot"
-	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/internal/objstore"
+	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
 )
 
@@ -94,8 +95,8 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if o.n < 1 || o.dim < 1 || o.parts < 1 || o.parts > o.n || o.side < 0 || o.queries < 1 || o.top < 1 || o.top > batch.MaxSearchTop || o.top > o.n {
-		return usagef("--n, --dim, --parts (at most --n), --queries and --top (at most --n and %d) must be positive, --grid 0 or more", batch.MaxSearchTop)
+	if o.n < 1 || o.dim < 1 || o.parts < 1 || o.parts > o.n || o.side < 0 || o.queries < 1 || o.top < 1 || o.top > index.MaxSearchTop || o.top > o.n {
+		return usagef("--n, --dim, --parts (at most --n), --queries and --top (at most --n and %d) must be positive, --grid 0 or more", index.MaxSearchTop)
 	}
 	dir := o.dir
 	if dir == "" {
@@ -117,7 +118,9 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 	res.WriteS = time.Since(t0).Seconds()
 
 	t0 = time.Now()
-	x, err := batch.OpenIndex(ctx, dir, batch.IndexOptions{})
+	stores := objstore.NewURLReader()
+	defer stores.Close()
+	x, err := index.Open(ctx, dir, index.Options{Store: stores})
 	if err != nil {
 		return err
 	}
@@ -215,7 +218,7 @@ func partRows(o queryBenchOptions, i int) (int, int) {
 }
 
 // globalRow is a hit's row over all the parts (parts are named by number).
-func globalRow(h batch.Hit, o queryBenchOptions) int {
+func globalRow(h index.Hit, o queryBenchOptions) int {
 	i, _ := strconv.Atoi(h.Part)
 	lo, _ := partRows(o, i)
 	return lo + h.Row
@@ -267,7 +270,7 @@ func writeBenchIndex(dir string, o queryBenchOptions) ([]string, error) {
 		files = append(files, filepath.Join(pd, "embeds.npy"))
 		var js bytes.Buffer
 		fmt.Fprintf(&js, `{"format": %q, "model": "bench", "revision": "", "settings": "bench", "dtype": "float16", "dim": %d, "grid": [%d, %d], "logit_scale": 100, "rows": %d, "items": [`,
-			batch.IndexFormat, o.dim, o.side, o.side, n)
+			index.Format, o.dim, o.side, o.side, n)
 		for r := range n {
 			if r > 0 {
 				js.WriteByte(',')

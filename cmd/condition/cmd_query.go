@@ -13,8 +13,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/pipeline"
-	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
 )
 
@@ -30,11 +31,11 @@ type queryOptions struct {
 
 func (o *queryOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable (each is searched on its own)")
-	fs.IntVar(&o.top, "top", batch.DefaultSearchTop, fmt.Sprintf("how many images to return per prompt, best first (1 to %d)", batch.MaxSearchTop))
+	fs.IntVar(&o.top, "top", index.DefaultSearchTop, fmt.Sprintf("how many images to return per prompt, best first (1 to %d)", index.MaxSearchTop))
 	fs.StringVar(&o.heatmaps, "heatmaps", "", "folder to write each hit's heatmap sheet to (PNG, over the original image when it can be read)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per hit (words' maps included)")
 	fs.BoolVar(&o.partial, "partial", false, "search the complete parts of an index some of whose parts are unfinished or truncated (they are named on stderr)")
-	fs.Float32Var(&o.box, "box", batch.DefaultSearchBox, "a word's box holds the cells, connected to its peak, of at least this fraction of the peak (0 to 1)")
+	fs.Float32Var(&o.box, "box", index.DefaultSearchBox, "a word's box holds the cells, connected to its peak, of at least this fraction of the peak (0 to 1)")
 	o.eng.AddFlags(fs, withImages|withPrompts)
 	if f := fs.Lookup("model"); f != nil {
 		f.Usage, f.DefValue = "model: the index's when not given; else a directory in the Hugging Face layout, a hub id org/name[@revision], or default (built in)", ""
@@ -46,7 +47,7 @@ type queryHit struct {
 	Prompt  string `json:"prompt"`
 	Rank    int    `json:"rank"`
 	Heatmap string `json:"heatmap,omitempty"`
-	batch.Hit
+	index.Hit
 }
 
 func runQuery(ctx context.Context, e *env, args []string) error {
@@ -62,8 +63,8 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	if len(o.prompts) == 0 {
 		return usagef("no prompt: give --prompt TEXT")
 	}
-	if o.top < 1 || o.top > batch.MaxSearchTop {
-		return usagef("--top must be 1 to %d, got %d", batch.MaxSearchTop, o.top)
+	if o.top < 1 || o.top > index.MaxSearchTop {
+		return usagef("--top must be 1 to %d, got %d", index.MaxSearchTop, o.top)
 	}
 	if !(o.box > 0 && o.box <= 1) {
 		return usagef("--box must be a fraction of the peak above 0 and at most 1, got %g", o.box)
@@ -74,8 +75,10 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	where := fs.Arg(0)
-	x, err := batch.OpenIndex(ctx, where, batch.IndexOptions{Partial: o.partial})
-	var inc *batch.IncompletePartError
+	stores := objstore.NewURLReader()
+	defer stores.Close()
+	x, err := index.Open(ctx, where, index.Options{Partial: o.partial, Store: stores})
+	var inc *index.IncompletePartError
 	if errors.As(err, &inc) {
 		return fmt.Errorf("%w\n(add --partial to search the other parts)", err)
 	}
@@ -102,7 +105,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	}
 	enc := json.NewEncoder(e.Stdout)
 	for k, prompt := range o.prompts {
-		res, err := x.Search(ctx, eng, prompt, batch.SearchOptions{Top: o.top, Words: true, Box: o.box})
+		res, err := x.Search(ctx, eng, prompt, index.SearchOptions{Top: o.top, Words: true, Box: o.box})
 		if err != nil {
 			return o.eng.advise(err)
 		}
@@ -128,7 +131,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 
 // printQueryTable prints one prompt's hits: rank, score, path and, per
 // content word, its peak cell, its box and the peak's cosine.
-func printQueryTable(w io.Writer, prompt string, res *batch.SearchResult, rows int, sheets []string, box float32) {
+func printQueryTable(w io.Writer, prompt string, res *index.SearchResult, rows int, sheets []string, box float32) {
 	fmt.Fprintf(w, "%s  (%d images searched; per word: peak cell row,col  box row0,col0-row1,col1 of the cells ≥ %.2g·peak connected to it  peak cosine)\n",
 		pipeline.QuotePrompt(prompt), rows, box)
 	fmt.Fprintf(w, "%4s  %7s  %s\n", "rank", "score", "path")
@@ -174,7 +177,7 @@ func warnAllUnknown(e *env, eng *pipeline.Engine, p *pipeline.Prompt) {
 // writeQuerySheets writes the heatmap sheets of prompt k's hits into dir
 // (drawn over each original, or a grey panel when it cannot be read) and
 // names them in sheets.
-func writeQuerySheets(ctx context.Context, e *env, eng *pipeline.Engine, x *batch.Index, dir string, k int, hits []batch.Hit, sheets []string) error {
+func writeQuerySheets(ctx context.Context, e *env, eng *pipeline.Engine, x *index.Index, dir string, k int, hits []index.Hit, sheets []string) error {
 	pngs, unread, err := x.Sheets(ctx, eng, hits)
 	if err != nil {
 		return err

@@ -12,8 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/pipeline"
-	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/pipeline/serve"
 )
 
@@ -102,10 +103,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			e.Log.Warn("serving on a non-loopback address without a token: anyone who reaches it can use it", "addr", o.addr)
 		}
 	}
-	var index *batch.Index
+	var idx *index.Index
 	if o.index != "" {
-		x, err := batch.OpenIndex(ctx, o.index, batch.IndexOptions{Partial: o.partial})
-		var inc *batch.IncompletePartError
+		stores := objstore.NewURLReader()
+		defer stores.Close()
+		x, err := index.Open(ctx, o.index, index.Options{Partial: o.partial, Store: stores})
+		var inc *index.IncompletePartError
 		if errors.As(err, &inc) {
 			return fmt.Errorf("--index: %w\n(add --partial to search the other parts)", err)
 		}
@@ -119,7 +122,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		if !fs.Changed("model") {
 			o.eng.model = x.Meta().Model
 		}
-		index = x
+		idx = x
 	}
 	eng, err := o.eng.open(ctx, e, base)
 	if err != nil {
@@ -135,12 +138,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if cache == 0 {
 		cache = -1
 	}
-	if index != nil {
-		if mt := index.Meta(); mt.Model != m.Name() || mt.Revision != m.Revision() {
+	if idx != nil {
+		if mt := idx.Meta(); mt.Model != m.Name() || mt.Revision != m.Revision() {
 			return usagef("--index %s was made with model %s@%s; --model %s@%s is another (leave --model out to serve the index's)", o.index, mt.Model, mt.Revision, m.Name(), m.Revision())
 		}
 	}
-	srv, err := serve.New(serve.Options{Engine: eng, Index: index, MaxBatch: o.maxBatch, MaxWait: maxWait, Workers: eng.Streams(), MaxQueue: o.maxQueue,
+	srv, err := serve.New(serve.Options{Engine: eng, Index: idx, MaxBatch: o.maxBatch, MaxWait: maxWait, Workers: eng.Streams(), MaxQueue: o.maxQueue,
 		PromptCache: cache, MaxBodyBytes: o.maxBody, MaxPrompts: o.maxPrompts, MaxItems: o.maxItems, MaxChars: o.maxChars,
 		Token: o.token, Log: e.Log})
 	if err != nil {

@@ -551,3 +551,61 @@ func (r *reader) Close() error {
 	r.r = nil
 	return err
 }
+
+// URLReader reads objects named by URL, in standard-library types only: the
+// object-store reader of the collection index (pipeline/index.Store, which
+// it satisfies). Its zero value is not usable: use NewURLReader.
+type URLReader struct {
+	stores *Stores
+}
+
+// NewURLReader returns a URLReader over new Stores of default settings;
+// Close closes them.
+func NewURLReader() *URLReader { return &URLReader{stores: &Stores{}} }
+
+// IsURL reports whether s names an object-store location.
+func (r *URLReader) IsURL(s string) bool { return IsURL(s) }
+
+// Parse checks the object-store URL s (Parse) and returns it as a URL: the
+// bucket is its Host, the key its Path without the leading slash.
+func (r *URLReader) Parse(s string) (*url.URL, error) {
+	if _, err := Parse(s); err != nil {
+		return nil, err
+	}
+	return url.Parse(s)
+}
+
+// List calls fn with the key and size of every object below the prefix
+// (Stores.List).
+func (r *URLReader) List(ctx context.Context, prefix string, fn func(key string, size int64) error) error {
+	l, err := Parse(prefix)
+	if err != nil {
+		return err
+	}
+	return r.stores.List(ctx, l, func(o Object) error { return fn(o.Key, o.Size) })
+}
+
+// Open returns a stream of the object u names: Stores.OpenExisting when
+// existing, else Stores.Open.
+func (r *URLReader) Open(ctx context.Context, u string, existing bool) (io.ReadCloser, error) {
+	l, err := Parse(u)
+	if err != nil {
+		return nil, err
+	}
+	if existing {
+		return r.stores.OpenExisting(ctx, l)
+	}
+	return r.stores.Open(ctx, l)
+}
+
+// ReadAll reads the object u names whole (Stores.ReadAll).
+func (r *URLReader) ReadAll(ctx context.Context, u string, limit int64) ([]byte, error) {
+	l, err := Parse(u)
+	if err != nil {
+		return nil, err
+	}
+	return r.stores.ReadAll(ctx, l, limit)
+}
+
+// Close closes the reader's buckets.
+func (r *URLReader) Close() error { return r.stores.Close() }

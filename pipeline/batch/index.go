@@ -14,13 +14,15 @@ import (
 	"sync"
 
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 )
 
-// The collection index (Config.Index): every ShardSize images, in the
-// order the walk assigns their seq numbers, one part named as shardName
-// names output shards (in the files layout too):
+// The collection index (Config.Index; package pipeline/index reads it and
+// defines its files): every ShardSize images, in the order the walk assigns
+// their seq numbers, one part named as shardName names output shards (in
+// the files layout too):
 //
 //	index/<name>/embeds.npy         [N, D]    image_embeds, L2-normalised, in the index's dtype
 //	index/<name>/patches.npy        [N, P, D] the joint-space patches (Engine.JointPatches)
@@ -36,18 +38,18 @@ import (
 // others, so that they are written whole again.
 
 // indexOutFormat is index.json's format field.
-const indexOutFormat = "condition-index/v1"
+const indexOutFormat = index.Format
 
 // Index dtypes.
 const (
-	indexOutF16  = "float16"
-	indexOutF32  = "float32"
-	indexOutInt8 = "int8"
+	indexOutF16  = index.DTypeF16
+	indexOutF32  = index.DTypeF32
+	indexOutInt8 = index.DTypeInt8
 )
 
 // indexOutArrays names a part's arrays: embeds, patches, and for int8 their
 // scales.
-var indexOutArrays = [4]string{"embeds.npy", "patches.npy", "embeds_scale.npy", "patches_scale.npy"}
+var indexOutArrays = [4]string{index.EmbedsFile, index.PatchesFile, index.EmbedsScaleFile, index.PatchesScaleFile}
 
 // checkIndexOutDType returns the index dtype d names ("" is float16).
 func checkIndexOutDType(d string) (string, error) {
@@ -154,7 +156,7 @@ func (s *indexOutSet) outputs(seq int) []string {
 	if s.dtype == indexOutInt8 {
 		out = append(out, d+"/"+indexOutArrays[2], d+"/"+indexOutArrays[3])
 	}
-	return append(out, d+"/index.json")
+	return append(out, d+"/"+index.MetaFile)
 }
 
 // whole reports whether part i was finished by an earlier run with the
@@ -169,7 +171,7 @@ func (s *indexOutSet) whole(i int) bool {
 }
 
 func (s *indexOutSet) readWhole(i int) bool {
-	rel := s.dir(i) + "/index.json"
+	rel := s.dir(i) + "/" + index.MetaFile
 	var b []byte
 	var err error
 	if s.remote != nil {
@@ -379,7 +381,7 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 	if err := s.out.root.Rename(o.tmp, dst); err != nil {
 		return fmt.Errorf("batch: index part %s: %w", o.name, err)
 	}
-	if err := s.out.WriteFile(dst+"/index.json", js); err != nil {
+	if err := s.out.WriteFile(dst+"/"+index.MetaFile, js); err != nil {
 		return err
 	}
 	if s.remote != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/internal/s3test"
+	"github.com/conditionhq/condition/pipeline/index"
 )
 
 // TestRunIndexObjectStore: a shards-layout job with an index into an S3
@@ -58,20 +59,22 @@ func TestRunIndexObjectStore(t *testing.T) {
 	}
 	// Searched from the store: the same hits, scores and word boxes as
 	// from the local copy.
-	lx, err := OpenIndex(ctx, local, IndexOptions{})
+	lx, err := index.Open(ctx, local, index.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lx.Close()
-	sx, err := OpenIndex(ctx, prefix, IndexOptions{})
+	ur := objstore.NewURLReader()
+	defer ur.Close()
+	sx, err := index.Open(ctx, prefix, index.Options{Store: ur})
 	if err != nil {
 		t.Fatalf("open the index in the store: %v", err)
 	}
-	lr, err := lx.Search(ctx, f.eng, "a cat", SearchOptions{Top: 4, Words: true})
+	lr, err := lx.Search(ctx, f.eng, "a cat", index.SearchOptions{Top: 4, Words: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sr, err := sx.Search(ctx, f.eng, "a cat", SearchOptions{Top: 4, Words: true})
+	sr, err := sx.Search(ctx, f.eng, "a cat", index.SearchOptions{Top: 4, Words: true})
 	if err != nil {
 		t.Fatal(err)
 	}

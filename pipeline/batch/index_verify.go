@@ -54,7 +54,7 @@ func (r *outReader) listIndexParts(ctx context.Context) (map[string][]outFile, e
 		return parts, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
+		return nil, fmt.Errorf("batch: %w", err)
 	}
 	for _, e := range ents {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {

@@ -9,6 +9,7 @@ import (
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/index"
 )
 
 // TestRunSiglip: a job with an index on the tiny SigLIP writes each
@@ -46,11 +47,11 @@ func TestRunSiglip(t *testing.T) {
 		}
 		scores[p] = s.Score
 	}
-	x, err := OpenIndex(context.Background(), out, IndexOptions{})
+	x, err := index.Open(context.Background(), out, index.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := x.Search(context.Background(), eng, "a red car", SearchOptions{})
+	res, err := x.Search(context.Background(), eng, "a red car", index.SearchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/pipeline/index"
 )
 
 // browserPage is one headless Chromium tab for a page test: it fails the
@@ -165,13 +166,13 @@ func TestPageSearchInBrowser(t *testing.T) {
 		Prompts: []string{"a red circle"}, Out: out, Index: true}); err != nil {
 		t.Fatal(err)
 	}
-	x, err := batch.OpenIndex(context.Background(), out, batch.IndexOptions{})
+	x, err := index.Open(context.Background(), out, index.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { x.Close() })
 	_, ts, _ := newTestServer(t, false, Options{Index: x, Token: token})
-	want, err := x.Search(context.Background(), eng, query, batch.SearchOptions{Top: topK, Words: true})
+	want, err := x.Search(context.Background(), eng, query, index.SearchOptions{Top: topK, Words: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/conditionhq/condition/pipeline"
-	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/pipeline/index"
 )
 
 // maxSearchTop bounds a search request's top_k.
@@ -24,7 +24,7 @@ type searchRequest struct {
 }
 
 type searchHit struct {
-	batch.Hit
+	index.Hit
 	Rank    int    `json:"rank"`
 	Heatmap string `json:"heatmap,omitempty"`
 }
@@ -68,7 +68,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("invalid_field", `"heatmaps" needs "words"`)
 	}
 	ctx := r.Context()
-	res, err := s.opts.Index.Search(ctx, s.eng, req.Query, batch.SearchOptions{Top: req.TopK, Words: words, Box: req.Box})
+	res, err := s.opts.Index.Search(ctx, s.eng, req.Query, index.SearchOptions{Top: req.TopK, Words: words, Box: req.Box})
 	if err != nil {
 		var pe *pipeline.PromptError
 		if errors.As(err, &pe) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/pipeline/index"
 )
 
 // TestSearch: POST /v1/search over a job's index answers what
@@ -27,7 +28,7 @@ func TestSearch(t *testing.T) {
 		Prompts: []string{"a red circle"}, Out: out, Index: true}); err != nil {
 		t.Fatal(err)
 	}
-	x, err := batch.OpenIndex(context.Background(), out, batch.IndexOptions{})
+	x, err := index.Open(context.Background(), out, index.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestSearch(t *testing.T) {
 	post(t, ts.URL, "/v1/search", map[string]any{"query": "a red circle"}, nil) // warm: the server's own goroutines start
 	http.DefaultClient.CloseIdleConnections()
 	before := runtime.NumGoroutine()
-	want, err := x.Search(context.Background(), eng, "a yellow star", batch.SearchOptions{Top: 3, Words: true})
+	want, err := x.Search(context.Background(), eng, "a yellow star", index.SearchOptions{Top: 3, Words: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/conditionhq/condition/pipeline"
-	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/pipeline/index"
 )
 
 // Options controls New. Zero values take the defaults named.
@@ -52,7 +52,7 @@ type Options struct {
 
 	// Index, when set, is searched by POST /v1/search (the server does not
 	// close it).
-	Index *batch.Index
+	Index *index.Index
 
 	// Token, when set, is required as "Authorization: Bearer <Token>" on
 	// the /v1/ routes; the probes, /metrics and the page need none.

@@ -1,4 +1,4 @@
-package batch
+package index
 
 import (
 	"bytes"
@@ -19,29 +19,38 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 )
 
-// IndexFormat is the format of a job's index parts (index.json "format").
-const IndexFormat = "condition-index/v1"
+// Format is the format of a job's index parts (index.json "format").
+const Format = "condition-index/v1"
+
+// The dtypes of a part's arrays (index.json "dtype"; "" is float16).
+const (
+	DTypeF16  = "float16"
+	DTypeF32  = "float32"
+	DTypeInt8 = "int8" // value = int8 · the row's (or patch's) float32 scale
+)
+
+// statusOK is the status of an item whose image was read and encoded.
+const statusOK = "ok"
 
 // The files of one index part, <out>/index/<name>/.
 const (
-	indexMetaFile     = "index.json"        // written last: a part without it is incomplete
-	indexEmbedsFile   = "embeds.npy"        // [N, D] image_embeds, L2-normalised
-	indexPatchesFile  = "patches.npy"       // [N, P, D] joint-space patches
-	indexEmbScaleFile = "embeds_scale.npy"  // [N] float32, int8 parts only
-	indexPatScaleFile = "patches_scale.npy" // [N, P] float32, int8 parts only
+	MetaFile         = "index.json"        // written last: a part without it is incomplete
+	EmbedsFile       = "embeds.npy"        // [N, D] image_embeds, L2-normalised
+	PatchesFile      = "patches.npy"       // [N, P, D] joint-space patches
+	EmbedsScaleFile  = "embeds_scale.npy"  // [N] float32, int8 parts only
+	PatchesScaleFile = "patches_scale.npy" // [N, P] float32, int8 parts only
 )
 
-// indexFiles are the files a part may hold.
-var indexFiles = []string{indexMetaFile, indexEmbedsFile, indexPatchesFile, indexEmbScaleFile, indexPatScaleFile}
+// partFiles are the files a part may hold.
+var partFiles = []string{MetaFile, EmbedsFile, PatchesFile, EmbedsScaleFile, PatchesScaleFile}
 
-// IndexMeta is one part's index.json: what made its vectors and how they
+// Meta is one part's index.json: what made its vectors and how they
 // are stored.
-type IndexMeta struct {
+type Meta struct {
 	Format   string          `json:"format"`
 	Model    string          `json:"model"`
 	Revision string          `json:"revision"`
@@ -54,14 +63,14 @@ type IndexMeta struct {
 	// LogitScale is exp(logit_scale), the factor of the CLIP logit.
 	LogitScale float64 `json:"logit_scale"`
 	// LogitBias is SigLIP's logit_bias, added to every logit (absent: 0).
-	LogitBias float64     `json:"logit_bias,omitempty"`
-	Rows      int         `json:"rows"` // N
-	Items     []IndexItem `json:"items"`
+	LogitBias float64 `json:"logit_bias,omitempty"`
+	Rows      int     `json:"rows"` // N
+	Items     []Item  `json:"items"`
 }
 
-// IndexItem is one image of a part: its row in the arrays and where the
+// Item is one image of a part: its row in the arrays and where the
 // job read it.
-type IndexItem struct {
+type Item struct {
 	Row    int    `json:"row"`
 	Path   string `json:"path"`             // the job's relative path (its output name)
 	Source string `json:"source,omitempty"` // the file or URL read (for a tar member, its shard)
@@ -70,8 +79,8 @@ type IndexItem struct {
 	Status string `json:"status"` // "ok" or "error"
 }
 
-// IndexOptions controls OpenIndex.
-type IndexOptions struct {
+// Options controls Open.
+type Options struct {
 	// Partial opens an index some of whose parts are missing files,
 	// truncated or without index.json (a job still running, or killed):
 	// those parts are left out (Index.Skipped says which and why) instead
@@ -81,9 +90,13 @@ type IndexOptions struct {
 	// downloaded to ("" is the system's temporary folder); the copies are
 	// removed by Close.
 	TempDir string
+	// Store reads the parts of an index in an object store and the images
+	// of hits read from one (ReadImage, Sheets). Without it such a URL is
+	// refused. The Index does not close it.
+	Store Store
 }
 
-// SkippedPart is a part OpenIndex left out (IndexOptions.Partial).
+// SkippedPart is a part Open left out (Options.Partial).
 type SkippedPart struct {
 	Name string // the part's folder name
 	Err  error  // why
@@ -92,14 +105,14 @@ type SkippedPart struct {
 // Index is a job's index opened for search: every part's arrays, memory
 // mapped. One Index serves any number of goroutines; Close unmaps it.
 type Index struct {
-	meta    IndexMeta // the first part's, Items and Rows aside
+	meta    Meta // the first part's, Items and Rows aside
 	parts   []*indexPart
 	skipped []SkippedPart
 	rows    int
 	where   string
 
-	stores, ownStores *objstore.Stores
-	tmp               string // the download folder of a store index
+	store Store  // nil: no object-store URLs
+	tmp   string // the download folder of a store index
 
 	mu     sync.RWMutex
 	closed bool
@@ -108,7 +121,7 @@ type Index struct {
 // indexPart is one part: its metadata and arrays.
 type indexPart struct {
 	name, where string
-	meta        IndexMeta
+	meta        Meta
 	dtype       string  // float16, float32 or int8
 	p           int     // patches per row
 	items       []int32 // row → its ok item in names, or -1
@@ -147,17 +160,17 @@ func (t *itemTable) get(k int) (path, source, member string) {
 	return string(t.strs[o[0]:o[1]]), string(t.strs[o[1]:o[2]]), string(t.strs[o[2]:o[3]])
 }
 
-// ErrIndexClosed is the error of searching a closed Index.
-var ErrIndexClosed = errors.New("pipeline: index closed")
+// ErrClosed is the error of searching a closed Index.
+var ErrClosed = errors.New("index: index closed")
 
-// OpenIndex opens the index a job wrote with --index: dir is its output
+// Open opens the index a job wrote with --index: dir is its output
 // (a folder or an object-store prefix), its index folder, or one part's
 // folder. Every part must be of the model, revision and settings of the
 // first (in name order), of the same width and grid; a part that is
 // incomplete (no index.json) or whose arrays are missing or shorter than
 // its rows say is refused, or with opts.Partial left out.
-func OpenIndex(ctx context.Context, dir string, opts IndexOptions) (_ *Index, err error) {
-	x := &Index{where: dir}
+func Open(ctx context.Context, dir string, opts Options) (_ *Index, err error) {
+	x := &Index{where: dir, store: opts.Store}
 	defer func() {
 		if err != nil {
 			x.Close()
@@ -165,9 +178,10 @@ func OpenIndex(ctx context.Context, dir string, opts IndexOptions) (_ *Index, er
 	}()
 	var partDirs []string // local folders, one per part
 	var names []string
-	x.ownStores = &objstore.Stores{}
-	x.stores = x.ownStores
-	if objstore.IsURL(dir) {
+	if isURL(x.store, dir) {
+		if x.store == nil {
+			return nil, errNoStore("open", dir)
+		}
 		if names, partDirs, err = x.download(ctx, dir, opts.TempDir); err != nil {
 			return nil, err
 		}
@@ -175,7 +189,7 @@ func OpenIndex(ctx context.Context, dir string, opts IndexOptions) (_ *Index, er
 		return nil, err
 	}
 	if len(partDirs) == 0 {
-		return nil, fmt.Errorf("pipeline: index %s: no index parts (want %s or index/<name>/%s below it)", dir, indexMetaFile, indexMetaFile)
+		return nil, fmt.Errorf("index: index %s: no index parts (want %s or index/<name>/%s below it)", dir, MetaFile, MetaFile)
 	}
 	for i, pd := range partDirs {
 		if err := ctx.Err(); err != nil {
@@ -200,7 +214,7 @@ func OpenIndex(ctx context.Context, dir string, opts IndexOptions) (_ *Index, er
 		}
 	}
 	if len(x.parts) == 0 {
-		return nil, fmt.Errorf("pipeline: index %s: no complete part (%d skipped; first: %v)", dir, len(x.skipped), x.skipped[0].Err)
+		return nil, fmt.Errorf("index: index %s: no complete part (%d skipped; first: %v)", dir, len(x.skipped), x.skipped[0].Err)
 	}
 	return x, nil
 }
@@ -213,11 +227,11 @@ func (x *Index) add(p *indexPart) error {
 	} else {
 		f, m := x.parts[0], p.meta
 		if m.Model != x.meta.Model || m.Revision != x.meta.Revision || !sameJSON(m.Settings, x.meta.Settings) {
-			return fmt.Errorf("pipeline: index part %s is of model %s (settings %s), part %s of model %s (settings %s): one index holds the vectors of one model and settings",
+			return fmt.Errorf("index: index part %s is of model %s (settings %s), part %s of model %s (settings %s): one index holds the vectors of one model and settings",
 				p.where, modelName(m.Model, m.Revision), short(m.Settings), f.where, modelName(x.meta.Model, x.meta.Revision), short(x.meta.Settings))
 		}
 		if m.Dim != x.meta.Dim || m.Grid != x.meta.Grid {
-			return fmt.Errorf("pipeline: index part %s has %d-wide vectors on a %dx%d grid, part %s %d-wide on %dx%d",
+			return fmt.Errorf("index: index part %s has %d-wide vectors on a %dx%d grid, part %s %d-wide on %dx%d",
 				p.where, m.Dim, m.Grid[0], m.Grid[1], f.where, x.meta.Dim, x.meta.Grid[0], x.meta.Grid[1])
 		}
 	}
@@ -261,12 +275,12 @@ func sameJSON(a, b json.RawMessage) bool {
 func localParts(dir string) (names, dirs []string, err error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pipeline: index: %w", err)
+		return nil, nil, fmt.Errorf("index: index: %w", err)
 	}
 	if !st.IsDir() {
-		return nil, nil, fmt.Errorf("pipeline: index %s: not a folder", dir)
+		return nil, nil, fmt.Errorf("index: index %s: not a folder", dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, indexMetaFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, MetaFile)); err == nil {
 		return []string{filepath.Base(filepath.Clean(dir))}, []string{dir}, nil
 	}
 	root := dir
@@ -275,7 +289,7 @@ func localParts(dir string) (names, dirs []string, err error) {
 	}
 	ents, err := os.ReadDir(root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pipeline: index: %w", err)
+		return nil, nil, fmt.Errorf("index: index: %w", err)
 	}
 	for _, e := range ents {
 		p := filepath.Join(root, e.Name())
@@ -292,7 +306,7 @@ func localParts(dir string) (names, dirs []string, err error) {
 
 // holdsIndexFile reports whether folder p holds one of a part's files.
 func holdsIndexFile(p string) bool {
-	for _, f := range indexFiles {
+	for _, f := range partFiles {
 		if _, err := os.Stat(filepath.Join(p, f)); err == nil {
 			return true
 		}
@@ -304,19 +318,19 @@ func holdsIndexFile(p string) bool {
 // job's output prefix, its index prefix or one part's) to a new temporary
 // folder, one folder per part, and returns their names and folders.
 func (x *Index) download(ctx context.Context, url, tmpRoot string) (names, dirs []string, err error) {
-	l, err := objstore.Parse(url)
+	u, err := x.store.Parse(url)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pipeline: index %s: %w", url, err)
+		return nil, nil, fmt.Errorf("index: index %s: %w", url, err)
 	}
-	base := l
-	base.Key = l.Dir()
+	key := storeKey(u)
+	baseKey := keyDir(key)
 	known := map[string]bool{}
-	for _, f := range indexFiles {
+	for _, f := range partFiles {
 		known[f] = true
 	}
-	parts := map[string][]string{} // part prefix (relative to base) → files
-	err = x.stores.List(ctx, base, func(o objstore.Object) error {
-		rel := strings.TrimPrefix(o.Key, base.Key)
+	parts := map[string][]string{} // part prefix (relative to the base) → files
+	err = x.store.List(ctx, withKey(u, baseKey), func(k string, _ int64) error {
+		rel := strings.TrimPrefix(k, baseKey)
 		d, f := path.Split(rel)
 		if !known[f] {
 			return nil
@@ -333,7 +347,7 @@ func (x *Index) download(ctx context.Context, url, tmpRoot string) (names, dirs 
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("pipeline: index %s: %w", url, err)
+		return nil, nil, fmt.Errorf("index: index %s: %w", url, err)
 	}
 	if _, ok := parts[""]; ok {
 		parts = map[string][]string{"": parts[""]} // the prefix is one part
@@ -354,7 +368,7 @@ func (x *Index) download(ctx context.Context, url, tmpRoot string) (names, dirs 
 		return nil, nil, nil
 	}
 	if x.tmp, err = os.MkdirTemp(tmpRoot, "condition-index-"); err != nil {
-		return nil, nil, fmt.Errorf("pipeline: index %s: download folder: %w", url, err)
+		return nil, nil, fmt.Errorf("index: index %s: download folder: %w", url, err)
 	}
 	keys := make([]string, 0, len(parts))
 	for d := range parts {
@@ -364,17 +378,16 @@ func (x *Index) download(ctx context.Context, url, tmpRoot string) (names, dirs 
 	for i, d := range keys {
 		name := path.Base(d)
 		if d == "" {
-			name = l.Base()
+			name = path.Base(strings.TrimSuffix(key, "/"))
 		}
 		local := filepath.Join(x.tmp, fmt.Sprint(i))
 		if err := os.Mkdir(local, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("pipeline: index %s: %w", url, err)
+			return nil, nil, fmt.Errorf("index: index %s: %w", url, err)
 		}
 		for _, f := range parts[d] {
-			src := base
-			src.Key = path.Join(base.Key, d, f)
-			if err := x.fetchObject(ctx, src, filepath.Join(local, f)); err != nil {
-				return nil, nil, fmt.Errorf("pipeline: index part %s: %w", src, err)
+			k := path.Join(baseKey, d, f)
+			if err := x.fetchObject(ctx, withKey(u, k), filepath.Join(local, f)); err != nil {
+				return nil, nil, fmt.Errorf("index: index part %s: %w", shownURL(u, k), err)
 			}
 		}
 		names, dirs = append(names, name), append(dirs, local)
@@ -382,10 +395,10 @@ func (x *Index) download(ctx context.Context, url, tmpRoot string) (names, dirs 
 	return names, dirs, nil
 }
 
-// fetchObject streams object l to the file dst (the store's reads retry
-// and resume as they break off).
-func (x *Index) fetchObject(ctx context.Context, l objstore.Location, dst string) error {
-	r, err := x.stores.OpenExisting(ctx, l)
+// fetchObject streams the object url names to the file dst (the store's
+// reads retry and resume as they break off).
+func (x *Index) fetchObject(ctx context.Context, url, dst string) error {
+	r, err := x.store.Open(ctx, url, true)
 	if err != nil {
 		return err
 	}
@@ -403,14 +416,14 @@ func (x *Index) fetchObject(ctx context.Context, l objstore.Location, dst string
 
 // IncompletePartError is a part that is not whole: no index.json (the job
 // has not finished it), an array missing or shorter than its rows.
-// OpenIndex refuses it, or with IndexOptions.Partial leaves it out.
+// Open refuses it, or with Options.Partial leaves it out.
 type IncompletePartError struct {
 	Part string // the part's folder (or URL)
 	Why  string
 }
 
 func (e *IncompletePartError) Error() string {
-	return fmt.Sprintf("pipeline: index part %s is incomplete: %s", e.Part, e.Why)
+	return fmt.Sprintf("index: index part %s is incomplete: %s", e.Part, e.Why)
 }
 
 // openPart reads the part in folder dir (where names it in messages) and
@@ -422,31 +435,31 @@ func openPart(name, where, dir string) (_ *indexPart, err error) {
 			p.unmap()
 		}
 	}()
-	b, err := os.ReadFile(filepath.Join(dir, indexMetaFile))
+	b, err := os.ReadFile(filepath.Join(dir, MetaFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &IncompletePartError{where, "no " + indexMetaFile + " (the job has not finished it)"}
+		return nil, &IncompletePartError{where, "no " + MetaFile + " (the job has not finished it)"}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: index part %s: %w", where, err)
+		return nil, fmt.Errorf("index: index part %s: %w", where, err)
 	}
 	var head struct {
-		IndexMeta
+		Meta
 		Items json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, fmt.Errorf("pipeline: index part %s: %s: %w", where, indexMetaFile, err)
+		return nil, fmt.Errorf("index: index part %s: %s: %w", where, MetaFile, err)
 	}
 	b = nil
-	p.meta = head.IndexMeta
+	p.meta = head.Meta
 	m := &p.meta
-	if m.Format != IndexFormat {
-		return nil, fmt.Errorf("pipeline: index part %s: format %q, want %q", where, m.Format, IndexFormat)
+	if m.Format != Format {
+		return nil, fmt.Errorf("index: index part %s: format %q, want %q", where, m.Format, Format)
 	}
 	if p.dtype, err = indexDType(m.DType); err != nil {
-		return nil, fmt.Errorf("pipeline: index part %s: %w", where, err)
+		return nil, fmt.Errorf("index: index part %s: %w", where, err)
 	}
 	if m.Dim <= 0 || m.Rows < 0 || m.Grid[0] < 0 || m.Grid[1] < 0 || m.LogitScale <= 0 {
-		return nil, fmt.Errorf("pipeline: index part %s: %s says dim %d, rows %d, grid %v, logit_scale %g", where, indexMetaFile, m.Dim, m.Rows, m.Grid, m.LogitScale)
+		return nil, fmt.Errorf("index: index part %s: %s says dim %d, rows %d, grid %v, logit_scale %g", where, MetaFile, m.Dim, m.Rows, m.Grid, m.LogitScale)
 	}
 	p.p = m.Grid[0] * m.Grid[1]
 	p.items = make([]int32, m.Rows)
@@ -458,44 +471,44 @@ func openPart(name, where, dir string) (_ *indexPart, err error) {
 	if len(head.Items) > 0 && string(head.Items) != "null" {
 		dec := json.NewDecoder(bytes.NewReader(head.Items))
 		if _, err := dec.Token(); err != nil {
-			return nil, fmt.Errorf("pipeline: index part %s: %s: items: %w", where, indexMetaFile, err)
+			return nil, fmt.Errorf("index: index part %s: %s: items: %w", where, MetaFile, err)
 		}
 		for dec.More() {
-			var it IndexItem
+			var it Item
 			if err := dec.Decode(&it); err != nil {
-				return nil, fmt.Errorf("pipeline: index part %s: %s: items: %w", where, indexMetaFile, err)
+				return nil, fmt.Errorf("index: index part %s: %s: items: %w", where, MetaFile, err)
 			}
-			if it.Status != StatusOK {
+			if it.Status != statusOK {
 				continue
 			}
 			if it.Row < 0 || it.Row >= m.Rows {
-				return nil, fmt.Errorf("pipeline: index part %s: item %s has row %d of %d", where, it.Path, it.Row, m.Rows)
+				return nil, fmt.Errorf("index: index part %s: item %s has row %d of %d", where, it.Path, it.Row, m.Rows)
 			}
 			if k := p.items[it.Row]; k >= 0 {
 				prev, _, _ := p.names.get(int(k))
-				return nil, fmt.Errorf("pipeline: index part %s: items %s and %s share row %d", where, prev, it.Path, it.Row)
+				return nil, fmt.Errorf("index: index part %s: items %s and %s share row %d", where, prev, it.Path, it.Row)
 			}
 			k, err := p.names.add(it.Path, it.Source, it.Member)
 			if err != nil {
-				return nil, fmt.Errorf("pipeline: index part %s: %w", where, err)
+				return nil, fmt.Errorf("index: index part %s: %w", where, err)
 			}
 			p.items[it.Row] = int32(k)
 		}
 	}
 	n, d := m.Rows, m.Dim
-	if p.embeds, err = p.mapArray(dir, indexEmbedsFile, p.dtype, []int{n, d}); err != nil {
+	if p.embeds, err = p.mapArray(dir, EmbedsFile, p.dtype, []int{n, d}); err != nil {
 		return nil, err
 	}
-	if p.patches, err = p.mapArray(dir, indexPatchesFile, p.dtype, []int{n, p.p, d}); err != nil {
+	if p.patches, err = p.mapArray(dir, PatchesFile, p.dtype, []int{n, p.p, d}); err != nil {
 		return nil, err
 	}
 	if p.dtype == "int8" {
-		s, err := p.mapArray(dir, indexEmbScaleFile, "float32", []int{n})
+		s, err := p.mapArray(dir, EmbedsScaleFile, "float32", []int{n})
 		if err != nil {
 			return nil, err
 		}
 		p.embScale = floats(s)
-		if s, err = p.mapArray(dir, indexPatScaleFile, "float32", []int{n, p.p}); err != nil {
+		if s, err = p.mapArray(dir, PatchesScaleFile, "float32", []int{n, p.p}); err != nil {
 			return nil, err
 		}
 		p.patScale = floats(s)
@@ -506,12 +519,12 @@ func openPart(name, where, dir string) (_ *indexPart, err error) {
 // indexDType checks index.json's dtype and returns its canonical name.
 func indexDType(s string) (string, error) {
 	switch strings.ToLower(s) {
-	case "", "float16", "f16", "fp16", "<f2", "half":
-		return "float16", nil
-	case "float32", "f32", "fp32", "<f4":
-		return "float32", nil
-	case "int8", "i8", "|i1":
-		return "int8", nil
+	case "", DTypeF16, "f16", "fp16", "<f2", "half":
+		return DTypeF16, nil
+	case DTypeF32, "f32", "fp32", "<f4":
+		return DTypeF32, nil
+	case DTypeInt8, "i8", "|i1":
+		return DTypeInt8, nil
 	}
 	return "", fmt.Errorf("dtype %q: want float16, float32 or int8", s)
 }
@@ -528,12 +541,12 @@ func (p *indexPart) mapArray(dir, name, dtype string, shape []int) ([]byte, erro
 		return nil, &IncompletePartError{p.where, name + " is missing"}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: index part %s: %w", p.where, err)
+		return nil, fmt.Errorf("index: index part %s: %w", p.where, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: index part %s: %w", p.where, err)
+		return nil, fmt.Errorf("index: index part %s: %w", p.where, err)
 	}
 	size := st.Size()
 	if size == 0 {
@@ -541,7 +554,7 @@ func (p *indexPart) mapArray(dir, name, dtype string, shape []int) ([]byte, erro
 	}
 	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: index part %s: map %s: %w", p.where, name, err)
+		return nil, fmt.Errorf("index: index part %s: map %s: %w", p.where, name, err)
 	}
 	p.maps = append(p.maps, b)
 	dt, got, off, err := tensorio.ParseNPYHeader(b)
@@ -549,10 +562,10 @@ func (p *indexPart) mapArray(dir, name, dtype string, shape []int) ([]byte, erro
 		return nil, &IncompletePartError{p.where, fmt.Sprintf("%s: %v", name, err)}
 	}
 	if dt != npyDTypes[dtype] {
-		return nil, fmt.Errorf("pipeline: index part %s: %s holds %s values, %s says %s", p.where, name, dt, indexMetaFile, dtype)
+		return nil, fmt.Errorf("index: index part %s: %s holds %s values, %s says %s", p.where, name, dt, MetaFile, dtype)
 	}
 	if !equalInts(got, shape) {
-		return nil, &IncompletePartError{p.where, fmt.Sprintf("%s is %v, %s says %v", name, got, indexMetaFile, shape)}
+		return nil, &IncompletePartError{p.where, fmt.Sprintf("%s is %v, %s says %v", name, got, MetaFile, shape)}
 	}
 	want := int64(dt.Size())
 	for _, s := range shape {
@@ -565,7 +578,7 @@ func (p *indexPart) mapArray(dir, name, dtype string, shape []int) ([]byte, erro
 		return nil, nil
 	}
 	if off%4 != 0 {
-		return nil, fmt.Errorf("pipeline: index part %s: %s: data at offset %d, not aligned", p.where, name, off)
+		return nil, fmt.Errorf("index: index part %s: %s: data at offset %d, not aligned", p.where, name, off)
 	}
 	return b[off : int64(off)+want : int64(off)+want], nil
 }
@@ -610,7 +623,7 @@ func (p *indexPart) unmap() error {
 	var errs []error
 	for _, m := range p.maps {
 		if err := unix.Munmap(m); err != nil {
-			errs = append(errs, fmt.Errorf("pipeline: index part %s: unmap: %w", p.where, err))
+			errs = append(errs, fmt.Errorf("index: index part %s: unmap: %w", p.where, err))
 		}
 	}
 	p.maps, p.embeds, p.patches, p.embScale, p.patScale = nil, nil, nil, nil, nil
@@ -618,7 +631,7 @@ func (p *indexPart) unmap() error {
 }
 
 // Close unmaps the index's arrays and removes downloaded copies. It waits
-// for searches running; searches after it fail with ErrIndexClosed. It is
+// for searches running; searches after it fail with ErrClosed. It is
 // safe to call more than once.
 func (x *Index) Close() error {
 	x.mu.Lock()
@@ -634,15 +647,12 @@ func (x *Index) Close() error {
 	if x.tmp != "" {
 		errs = append(errs, os.RemoveAll(x.tmp))
 	}
-	if x.ownStores != nil {
-		errs = append(errs, x.ownStores.Close())
-	}
 	return errors.Join(errs...)
 }
 
 // Meta returns the index's metadata (the first part's index.json without
 // its items; Rows is the total over the parts).
-func (x *Index) Meta() IndexMeta {
+func (x *Index) Meta() Meta {
 	m := x.meta
 	m.Rows = x.rows
 	return m
@@ -664,5 +674,5 @@ func (x *Index) Parts() []string {
 	return out
 }
 
-// Skipped returns the parts left out (IndexOptions.Partial) and why.
+// Skipped returns the parts left out (Options.Partial) and why.
 func (x *Index) Skipped() []SkippedPart { return append([]SkippedPart(nil), x.skipped...) }

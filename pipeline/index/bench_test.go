@@ -1,4 +1,4 @@
-package batch
+package index_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/pipeline/index"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 )
 
 // BenchmarkSearchWords measures stage 2 of a search: for the 20 hits of a
@@ -23,12 +26,12 @@ func BenchmarkSearchWords(b *testing.B) {
 	}
 	eng := tinyEngine(b, m, pipeline.Options{Threads: 1})
 	in := filepath.Join(b.TempDir(), "in")
-	makeImages(b, in, 40)
+	enginetest.MakeImages(b, in, 40)
 	out := filepath.Join(b.TempDir(), "out")
-	if _, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a red circle"}, Out: out, Index: true}); err != nil {
+	if _, err := batch.Run(context.Background(), batch.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a red circle"}, Out: out, Index: true}); err != nil {
 		b.Fatal(err)
 	}
-	x, err := OpenIndex(context.Background(), out, IndexOptions{})
+	x, err := index.Open(context.Background(), out, index.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func BenchmarkSearchWords(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				res, err := x.Search(context.Background(), eng, "a red circle and a blue square", SearchOptions{Top: 20, Words: words})
+				res, err := x.Search(context.Background(), eng, "a red circle and a blue square", index.SearchOptions{Top: 20, Words: words})
 				if err != nil || len(res.Hits) != 20 {
 					b.Fatalf("%d hits, %v", len(res.Hits), err)
 				}
@@ -50,7 +53,7 @@ func BenchmarkSearchWords(b *testing.B) {
 	b.Run("stage1+2+png", func(b *testing.B) {
 		ctx := context.Background()
 		for b.Loop() {
-			res, err := x.Search(ctx, eng, "a red circle and a blue square", SearchOptions{Top: 20, Words: true})
+			res, err := x.Search(ctx, eng, "a red circle and a blue square", index.SearchOptions{Top: 20, Words: true})
 			if err != nil || len(res.Hits) != 20 {
 				b.Fatalf("%d hits, %v", len(res.Hits), err)
 			}

@@ -1,4 +1,4 @@
-package batch
+package index
 
 import (
 	"archive/tar"
@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 
 	"github.com/conditionhq/condition/internal/halfdot"
-	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/vision"
 )
@@ -173,30 +172,30 @@ func (x *Index) Search(ctx context.Context, eng *pipeline.Engine, prompt string,
 		top = DefaultSearchTop
 	}
 	if top < 0 || top > MaxSearchTop {
-		return nil, fmt.Errorf("pipeline: search: top %d: want 1 to %d", opts.Top, MaxSearchTop)
+		return nil, fmt.Errorf("index: search: top %d: want 1 to %d", opts.Top, MaxSearchTop)
 	}
 	box := opts.Box
 	if box == 0 {
 		box = DefaultSearchBox
 	}
 	if !(box > 0 && box <= 1) {
-		return nil, fmt.Errorf("pipeline: search: box %g: want a fraction of the peak in (0, 1]", opts.Box)
+		return nil, fmt.Errorf("index: search: box %g: want a fraction of the peak in (0, 1]", opts.Box)
 	}
 	if eng == nil {
-		return nil, errors.New("pipeline: search: no engine")
+		return nil, errors.New("index: search: no engine")
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
-		return nil, ErrIndexClosed
+		return nil, ErrClosed
 	}
 	if m := eng.Model(); m.Name() != x.meta.Model || m.Revision() != x.meta.Revision {
-		return nil, fmt.Errorf("pipeline: search: the engine's model is %s, the index %s was made with %s: its vectors compare only with its own model's",
+		return nil, fmt.Errorf("index: search: the engine's model is %s, the index %s was made with %s: its vectors compare only with its own model's",
 			modelName(m.Name(), m.Revision()), x.where, modelName(x.meta.Model, x.meta.Revision))
 	}
 	ps, err := eng.Prepare(ctx, prompt)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: search: %w", err)
+		return nil, fmt.Errorf("index: search: %w", err)
 	}
 	pr := ps[0]
 	hits, err := x.searchVector(ctx, pr.Embeds, top)
@@ -218,12 +217,12 @@ func (x *Index) Search(ctx context.Context, eng *pipeline.Engine, prompt string,
 // embedding of the index's model). Scores are logits, exp(logit_scale)·cos.
 func (x *Index) SearchVector(ctx context.Context, q []float32, top int) ([]Hit, error) {
 	if top < 1 || top > MaxSearchTop {
-		return nil, fmt.Errorf("pipeline: search: top %d: want 1 to %d", top, MaxSearchTop)
+		return nil, fmt.Errorf("index: search: top %d: want 1 to %d", top, MaxSearchTop)
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
-		return nil, ErrIndexClosed
+		return nil, ErrClosed
 	}
 	return x.searchVector(ctx, q, top)
 }
@@ -232,7 +231,7 @@ func (x *Index) SearchVector(ctx context.Context, q []float32, top int) ([]Hit, 
 func (x *Index) searchVector(ctx context.Context, embeds []float32, top int) ([]Hit, error) {
 	d := x.meta.Dim
 	if len(embeds) != d {
-		return nil, fmt.Errorf("pipeline: search: a %d-wide query for the index's %d-wide image embeddings", len(embeds), d)
+		return nil, fmt.Errorf("index: search: a %d-wide query for the index's %d-wide image embeddings", len(embeds), d)
 	}
 	// q = logit_scale · embeds/‖embeds‖: a row's dot with it is its logit.
 	var norm float64
@@ -350,17 +349,17 @@ func (x *Index) Patches(part string, row int) ([]float32, vision.Grid, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
-		return nil, vision.Grid{}, ErrIndexClosed
+		return nil, vision.Grid{}, ErrClosed
 	}
 	for _, p := range x.parts {
 		if p.name == part {
 			if row < 0 || row >= p.meta.Rows {
-				return nil, vision.Grid{}, fmt.Errorf("pipeline: index part %s: row %d of %d", p.where, row, p.meta.Rows)
+				return nil, vision.Grid{}, fmt.Errorf("index: index part %s: row %d of %d", p.where, row, p.meta.Rows)
 			}
 			return p.rowPatches(row), x.Grid(), nil
 		}
 	}
-	return nil, vision.Grid{}, fmt.Errorf("pipeline: index %s: no part %q", x.where, part)
+	return nil, vision.Grid{}, fmt.Errorf("index: index %s: no part %q", x.where, part)
 }
 
 // rowPatches dequantises row's patches: [P, D] float32.
@@ -392,10 +391,10 @@ func (p *indexPart) rowPatches(row int) []float32 {
 func (x *Index) stage2(ctx context.Context, eng *pipeline.Engine, ps pipeline.Prompts, hits []Hit, box float32) error {
 	g := x.Grid()
 	if g.Patches() == 0 {
-		return fmt.Errorf("pipeline: search: index %s holds no patches (a %s grid): it finds images, not where words are in them", x.where, g)
+		return fmt.Errorf("index: search: index %s holds no patches (a %s grid): it finds images, not where words are in them", x.where, g)
 	}
 	if jd := eng.JointDim(); jd != x.meta.Dim {
-		return fmt.Errorf("pipeline: search: where words are needs the engine in CLIP's joint space both ways (the default layer), %d wide like the index; the engine's is %d", x.meta.Dim, jd)
+		return fmt.Errorf("index: search: where words are needs the engine in CLIP's joint space both ways (the default layer), %d wide like the index; the engine's is %d", x.meta.Dim, jd)
 	}
 	partOf := map[string]*indexPart{}
 	for _, p := range x.parts {
@@ -406,7 +405,7 @@ func (x *Index) stage2(ctx context.Context, eng *pipeline.Engine, ps pipeline.Pr
 		patches := partOf[h.Part].rowPatches(h.Row)
 		atts, err := eng.AttendJoint(ctx, patches, g, ps)
 		if err != nil {
-			return fmt.Errorf("pipeline: search: %s (part %s, row %d): %w", h.Path, h.Part, h.Row, err)
+			return fmt.Errorf("index: search: %s (part %s, row %d): %w", h.Path, h.Part, h.Row, err)
 		}
 		a := &atts[0]
 		h.Attention = a
@@ -453,9 +452,9 @@ func WordBox(m []float32, g vision.Grid, row, col int, thresh float32) [4]int {
 }
 
 // ReadImage reads the file of a hit's image from where the job read it: a
-// file, an object in a store, or a member of a tar shard (either).
+// file, an object in a store (Options.Store), or a member of a tar shard
+// (either).
 func (x *Index) ReadImage(ctx context.Context, h *Hit) ([]byte, error) {
-	stores := x.stores
 	if h.Source == "" {
 		return nil, errors.New("the index does not say where the image was read")
 	}
@@ -463,12 +462,12 @@ func (x *Index) ReadImage(ctx context.Context, h *Hit) ([]byte, error) {
 	var err error
 	switch {
 	case h.Member != "":
-		data, err = readTarMember(ctx, stores, h.Source, h.Member)
-	case objstore.IsURL(h.Source):
-		var l objstore.Location
-		if l, err = objstore.Parse(h.Source); err == nil {
-			data, err = stores.ReadAll(ctx, l, 256<<20)
+		data, err = x.readTarMember(ctx, h.Source, h.Member)
+	case isURL(x.store, h.Source):
+		if x.store == nil {
+			return nil, errNoStore("read", h.Source)
 		}
+		data, err = x.store.ReadAll(ctx, h.Source, 256<<20)
 	default:
 		data, err = os.ReadFile(h.Source)
 	}
@@ -478,14 +477,14 @@ func (x *Index) ReadImage(ctx context.Context, h *Hit) ([]byte, error) {
 // readTarMember reads member of the tar shard src (a file or an object):
 // the member of that name, or the image of that sample key (as the job
 // names a shard's samples, key.ext).
-func readTarMember(ctx context.Context, stores *objstore.Stores, src, member string) ([]byte, error) {
+func (x *Index) readTarMember(ctx context.Context, src, member string) ([]byte, error) {
 	var r io.ReadCloser
-	if objstore.IsURL(src) {
-		l, err := objstore.Parse(src)
-		if err != nil {
-			return nil, err
+	if isURL(x.store, src) {
+		if x.store == nil {
+			return nil, errNoStore("read", src)
 		}
-		if r, err = stores.Open(ctx, l); err != nil {
+		var err error
+		if r, err = x.store.Open(ctx, src, false); err != nil {
 			return nil, err
 		}
 	} else {
@@ -513,7 +512,7 @@ func readTarMember(ctx context.Context, stores *objstore.Stores, src, member str
 		name := strings.TrimPrefix(hd.Name, "./")
 		dir, base := path.Split(name)
 		k, ext, _ := strings.Cut(base, ".")
-		if name == member || (dir+k == key && IsImageName("x."+ext)) {
+		if name == member || (dir+k == key && isImageName("x."+ext)) {
 			if hd.Size > 256<<20 {
 				return nil, fmt.Errorf("tar shard %s: member %s of %d bytes", src, name, hd.Size)
 			}
@@ -521,3 +520,13 @@ func readTarMember(ctx context.Context, stores *objstore.Stores, src, member str
 		}
 	}
 }
+
+// imageExts are the extensions of the images a job reads from a folder or a
+// tar shard (case-insensitive).
+var imageExts = map[string]bool{
+	".jpg": true, ".jpeg": true, ".jpe": true, ".png": true, ".gif": true, ".bmp": true,
+	".tif": true, ".tiff": true, ".webp": true,
+}
+
+// isImageName reports whether name has an image extension.
+func isImageName(name string) bool { return imageExts[strings.ToLower(path.Ext(name))] }

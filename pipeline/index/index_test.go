@@ -1,4 +1,4 @@
-package batch
+package index_test
 
 import (
 	"context"
@@ -15,11 +15,28 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 )
+
+func openTiny(t testing.TB) *models.Model { return enginetest.TinyModel(t) }
+
+// tinyEngine opens the engine of model m with opts, closed when the test
+// ends.
+func tinyEngine(t testing.TB, m *models.Model, opts pipeline.Options) *pipeline.Engine {
+	t.Helper()
+	eng, err := pipeline.New(context.Background(), m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
+}
 
 // fixtureImage is one image of an index fixture: its embedding and
 // joint-space patches as the engine gives them.
@@ -32,7 +49,7 @@ type fixtureImage struct {
 
 // writeFixturePart writes one index part in the index writer's layout:
 // embeds.npy, patches.npy (and the int8 scales), then index.json last.
-func writeFixturePart(t testing.TB, dir string, meta IndexMeta, imgs []fixtureImage) {
+func writeFixturePart(t testing.TB, dir string, meta index.Meta, imgs []fixtureImage) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -51,7 +68,7 @@ func writeFixturePart(t testing.TB, dir string, meta IndexMeta, imgs []fixtureIm
 			emb = append(emb, float32(float64(v)/math.Sqrt(s)))
 		}
 		pat = append(pat, im.patches...)
-		meta.Items = append(meta.Items, IndexItem{Row: i, Path: filepath.Base(im.path), Source: im.path, Status: StatusOK})
+		meta.Items = append(meta.Items, index.Item{Row: i, Path: filepath.Base(im.path), Source: im.path, Status: batch.StatusOK})
 	}
 	meta.Rows = n
 	writeArr := func(name string, vals []float32, shape []int, rowLen int) {
@@ -97,13 +114,13 @@ func writeFixturePart(t testing.TB, dir string, meta IndexMeta, imgs []fixtureIm
 			t.Fatal(err)
 		}
 	}
-	writeArr(indexEmbedsFile, emb, []int{n, d}, d)
-	writeArr(indexPatchesFile, pat, []int{n, p, d}, d)
+	writeArr(index.EmbedsFile, emb, []int{n, d}, d)
+	writeArr(index.PatchesFile, pat, []int{n, p, d}, d)
 	b, err := json.Marshal(meta)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, indexMetaFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, index.MetaFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,7 +131,7 @@ func queryFixture(t testing.TB, eng *pipeline.Engine, n int) []fixtureImage {
 	in := filepath.Join(t.TempDir(), "in")
 	enginetest.MakeImages(t, in, n)
 	var paths []string
-	if err := Walk(context.Background(), []string{in}, func(it Item) error { paths = append(paths, it.Path); return nil }, nil); err != nil {
+	if err := batch.Walk(context.Background(), []string{in}, func(it batch.Item) error { paths = append(paths, it.Path); return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	var out []fixtureImage
@@ -142,8 +159,8 @@ func queryFixture(t testing.TB, eng *pipeline.Engine, n int) []fixtureImage {
 }
 
 // fixtureMeta is the index.json of eng's vectors.
-func fixtureMeta(eng *pipeline.Engine, g vision.Grid, dtype string) IndexMeta {
-	return IndexMeta{Format: IndexFormat, Model: eng.Model().Name(), Revision: eng.Model().Revision(), Settings: json.RawMessage(`"s1"`),
+func fixtureMeta(eng *pipeline.Engine, g vision.Grid, dtype string) index.Meta {
+	return index.Meta{Format: index.Format, Model: eng.Model().Name(), Revision: eng.Model().Revision(), Settings: json.RawMessage(`"s1"`),
 		DType: dtype, Dim: eng.JointDim(), Grid: [2]int{g.H, g.W}, LogitScale: eng.LogitScale()}
 }
 
@@ -185,7 +202,7 @@ func queryEngine(t testing.TB, n int, dtype string) (*pipeline.Engine, []fixture
 	if filepath.Base(in) == "sub" {
 		in = filepath.Dir(in)
 	}
-	if _, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"x"}, Out: out,
+	if _, err := batch.Run(context.Background(), batch.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"x"}, Out: out,
 		Index: true, IndexDType: dtype, ShardSize: n / 2, Version: "test"}); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +213,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 	for _, dtype := range []string{"float16", "float32", "int8"} {
 		t.Run(dtype, func(t *testing.T) {
 			eng, imgs, out := queryEngine(t, 10, dtype)
-			x, err := OpenIndex(context.Background(), out, IndexOptions{})
+			x, err := index.Open(context.Background(), out, index.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +226,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				tol *= 4
 			}
 			for _, prompt := range []string{"a red car", "a photo of a cat", "blue"} {
-				res, err := x.Search(context.Background(), eng, prompt, SearchOptions{Top: 10})
+				res, err := x.Search(context.Background(), eng, prompt, index.SearchOptions{Top: 10})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -242,13 +259,13 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 // engine's Attend on the original images, within float16 rounding.
 func TestSearchWordsEqualAttend(t *testing.T) {
 	eng, imgs, out := queryEngine(t, 6, "float16")
-	x, err := OpenIndex(context.Background(), out, IndexOptions{})
+	x, err := index.Open(context.Background(), out, index.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer x.Close()
 	const prompt = "a red car and a blue sky"
-	res, err := x.Search(context.Background(), eng, prompt, SearchOptions{Top: 6, Words: true})
+	res, err := x.Search(context.Background(), eng, prompt, index.SearchOptions{Top: 6, Words: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,10 +315,10 @@ func TestWordBox(t *testing.T) {
 		0, 0.7, 0, 0,
 		0, 0, 0, 0.2,
 	}
-	if b := WordBox(m, g, 0, 0, 0.45); b != [4]int{0, 0, 2, 1} {
+	if b := index.WordBox(m, g, 0, 0, 0.45); b != [4]int{0, 0, 2, 1} {
 		t.Errorf("box %v, want [0 0 2 1] (the 0.8 not connected)", b)
 	}
-	if b := WordBox(m, g, 3, 3, 0.1); b != [4]int{3, 3, 3, 3} {
+	if b := index.WordBox(m, g, 3, 3, 0.1); b != [4]int{3, 3, 3, 3} {
 		t.Errorf("box %v, want its own cell", b)
 	}
 }
@@ -311,29 +328,29 @@ func TestOpenIndexPartialAndTruncated(t *testing.T) {
 	// A part the job has not finished: no index.json.
 	unfinished := filepath.Join(out, "index", "part-2")
 	writeFixturePart(t, unfinished, fixtureMeta(eng, imgs[0].enc.Grid, "float16"), imgs[:2])
-	os.Remove(filepath.Join(unfinished, indexMetaFile))
+	os.Remove(filepath.Join(unfinished, index.MetaFile))
 	// A truncated part: patches cut short.
 	cut := filepath.Join(out, "index", "part-3")
 	writeFixturePart(t, cut, fixtureMeta(eng, imgs[0].enc.Grid, "float16"), imgs[:2])
-	pp := filepath.Join(cut, indexPatchesFile)
+	pp := filepath.Join(cut, index.PatchesFile)
 	st, _ := os.Stat(pp)
 	if err := os.Truncate(pp, st.Size()-100); err != nil {
 		t.Fatal(err)
 	}
 
-	_, err := OpenIndex(context.Background(), out, IndexOptions{})
+	_, err := index.Open(context.Background(), out, index.Options{})
 	if err == nil || !strings.Contains(err.Error(), "part-2") || !strings.Contains(err.Error(), "index.json") {
 		t.Fatalf("open with an unfinished part: %v", err)
 	}
 	os.RemoveAll(unfinished)
-	_, err = OpenIndex(context.Background(), out, IndexOptions{})
+	_, err = index.Open(context.Background(), out, index.Options{})
 	if err == nil || !strings.Contains(err.Error(), "part-3") || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("open with a truncated part: %v", err)
 	}
 	writeFixturePart(t, unfinished, fixtureMeta(eng, imgs[0].enc.Grid, "float16"), imgs[:2])
-	os.Remove(filepath.Join(unfinished, indexMetaFile))
+	os.Remove(filepath.Join(unfinished, index.MetaFile))
 
-	x, err := OpenIndex(context.Background(), out, IndexOptions{Partial: true})
+	x, err := index.Open(context.Background(), out, index.Options{Partial: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +362,7 @@ func TestOpenIndexPartialAndTruncated(t *testing.T) {
 	if x.Rows() != 6 {
 		t.Fatalf("rows %d, want the complete parts' 6", x.Rows())
 	}
-	res, err := x.Search(context.Background(), eng, "red", SearchOptions{Top: 100})
+	res, err := x.Search(context.Background(), eng, "red", index.SearchOptions{Top: 100})
 	if err != nil || len(res.Hits) != 6 {
 		t.Fatalf("search: %v, %d hits", err, len(res.Hits))
 	}
@@ -356,26 +373,26 @@ func TestIndexRefusals(t *testing.T) {
 	other := fixtureMeta(eng, imgs[0].enc.Grid, "float16")
 	other.Model, other.Revision = "org/other", "abc123"
 	writeFixturePart(t, filepath.Join(out, "index", "part-9"), other, imgs[:1])
-	_, err := OpenIndex(context.Background(), out, IndexOptions{Partial: true})
+	_, err := index.Open(context.Background(), out, index.Options{Partial: true})
 	if err == nil || !strings.Contains(err.Error(), "org/other@abc123") || !strings.Contains(err.Error(), eng.Model().Name()) {
 		t.Fatalf("open with a part of another model: %v", err)
 	}
 	// An index of another model than the engine's.
-	x, err := OpenIndex(context.Background(), filepath.Join(out, "index", "part-9"), IndexOptions{})
+	x, err := index.Open(context.Background(), filepath.Join(out, "index", "part-9"), index.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	_, err = x.Search(context.Background(), eng, "red", SearchOptions{})
+	_, err = x.Search(context.Background(), eng, "red", index.SearchOptions{})
 	if err == nil || !strings.Contains(err.Error(), "org/other@abc123") || !strings.Contains(err.Error(), eng.Model().Name()) {
 		t.Fatalf("search with another model's engine: %v", err)
 	}
-	for _, o := range []SearchOptions{{Top: -1}, {Top: MaxSearchTop + 1}, {Box: 1.5}} {
+	for _, o := range []index.SearchOptions{{Top: -1}, {Top: index.MaxSearchTop + 1}, {Box: 1.5}} {
 		if _, err := x.Search(context.Background(), eng, "red", o); err == nil {
 			t.Errorf("search %+v: no error", o)
 		}
 	}
-	if _, err := OpenIndex(context.Background(), t.TempDir(), IndexOptions{}); err == nil {
+	if _, err := index.Open(context.Background(), t.TempDir(), index.Options{}); err == nil {
 		t.Error("an empty folder opened as an index")
 	}
 	if err := x.Close(); err != nil {
@@ -384,14 +401,14 @@ func TestIndexRefusals(t *testing.T) {
 	if err := x.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := x.Search(context.Background(), eng, "red", SearchOptions{}); !errors.Is(err, ErrIndexClosed) {
+	if _, err := x.Search(context.Background(), eng, "red", index.SearchOptions{}); !errors.Is(err, index.ErrClosed) {
 		t.Fatalf("search after Close: %v", err)
 	}
 }
 
 func TestSearchConcurrent(t *testing.T) {
 	eng, _, out := queryEngine(t, 8, "float16")
-	x, err := OpenIndex(context.Background(), out, IndexOptions{})
+	x, err := index.Open(context.Background(), out, index.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +416,7 @@ func TestSearchConcurrent(t *testing.T) {
 	prompts := []string{"red", "a blue car", "green", "a photo of a cat"}
 	want := map[string]string{}
 	for _, p := range prompts {
-		res, err := x.Search(context.Background(), eng, p, SearchOptions{Top: 5, Words: true})
+		res, err := x.Search(context.Background(), eng, p, index.SearchOptions{Top: 5, Words: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,7 +428,7 @@ func TestSearchConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range 4 {
 				p := prompts[(g+i)%len(prompts)]
-				res, err := x.Search(context.Background(), eng, p, SearchOptions{Top: 5, Words: true})
+				res, err := x.Search(context.Background(), eng, p, index.SearchOptions{Top: 5, Words: true})
 				if err != nil {
 					errs <- err
 					return
@@ -430,10 +447,25 @@ func TestSearchConcurrent(t *testing.T) {
 	}
 }
 
-func hitKeys(r *SearchResult) []string {
+func hitKeys(r *index.SearchResult) []string {
 	var out []string
 	for _, h := range r.Hits {
 		out = append(out, fmt.Sprintf("%s/%d:%.4f", h.Part, h.Row, h.Score))
 	}
 	return out
+}
+
+// TestOpenStoreNeedsStore checks that an object-store index is refused,
+// with the reason, when no Store is given.
+func TestOpenStoreNeedsStore(t *testing.T) {
+	for _, u := range []string{"s3://bucket/out/", "gs://bucket/out", "azblob://bucket/out/index/"} {
+		_, err := index.Open(context.Background(), u, index.Options{})
+		if err == nil || !strings.Contains(err.Error(), "no object-store opener given") || !strings.HasPrefix(err.Error(), "index: open ") {
+			t.Errorf("Open(%s) without a Store: %v", u, err)
+		}
+	}
+	x := &index.Index{}
+	if _, err := x.ReadImage(context.Background(), &index.Hit{Source: "s3://bucket/a.jpg"}); err == nil || !strings.Contains(err.Error(), "no object-store opener given") {
+		t.Errorf("ReadImage of an object without a Store: %v", err)
+	}
 }

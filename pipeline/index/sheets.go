@@ -1,4 +1,4 @@
-package batch
+package index
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package batch
+package index_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/conditionhq/condition/internal/scenes"
 	_ "github.com/conditionhq/condition/models/embedded"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/pipeline/index"
 )
 
 // searchQuality is how well the built-in model's index finds generated
@@ -55,10 +57,10 @@ func measureSearchQuality(t testing.TB, n int) searchQuality {
 		f.Close()
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	if _, err := Run(ctx, Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"x"}, Out: out, Index: true, Version: "test"}); err != nil {
+	if _, err := batch.Run(ctx, batch.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"x"}, Out: out, Index: true, Version: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	x, err := OpenIndex(ctx, out, IndexOptions{})
+	x, err := index.Open(ctx, out, index.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func measureSearchQuality(t testing.TB, n int) searchQuality {
 				}
 			}
 			q.Ceiling += float64(min(have, 10)) / 10
-			res, err := x.Search(ctx, eng, "a "+colour+" "+shape, SearchOptions{Top: 10, Words: true})
+			res, err := x.Search(ctx, eng, "a "+colour+" "+shape, index.SearchOptions{Top: 10, Words: true})
 			if err != nil {
 				t.Fatal(err)
 			}

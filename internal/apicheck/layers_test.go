@@ -61,6 +61,7 @@ var layers = []layer{
 // layer's From.
 var testsMay = map[string][]string{
 	"cmd/condition":      {"internal/ort"},   // they lay out an installed library as the installer does
+	"pipeline/index/...": {"pipeline/batch"}, // they make the index they read with the job
 	"pipeline/serve/...": {"pipeline/batch"}, // they make the index they search with the job
 }
 

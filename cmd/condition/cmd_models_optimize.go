@@ -105,7 +105,7 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 		// The width --precision int8 gives: 8 bits with VNNI, and 7 for a
 		// graph that fails the check with 8.
 		var again []string
-		res, again, err = pipeline.OptimizeInt8(ctx, m, probes, copts, save)
+		res, again, err = clip.OptimizeInt8(ctx, m, probes, copts, save)
 		for _, g := range again {
 			e.Log.Info("a graph failed the check with 8-bit weights; made with 7-bit ones", "graph", g)
 		}
@@ -158,10 +158,10 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 
 // optimizeProbes returns the inputs the rewrites are checked on: the
 // images of dir (sorted, at most 16), or the engine's drawn scenes, and
-// its everyday prompts (see pipeline.OptimizeProbes).
+// its everyday prompts (see clip.OptimizeProbes).
 func optimizeProbes(m *models.Model, dir string) (clip.Probes, error) {
 	if dir == "" {
-		return pipeline.OptimizeProbes(m, nil, nil)
+		return clip.OptimizeProbes(m, nil, nil)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -188,5 +188,5 @@ func optimizeProbes(m *models.Model, dir string) (clip.Probes, error) {
 	if len(imgs) == 0 {
 		return clip.Probes{}, fmt.Errorf("no images in %s", dir)
 	}
-	return pipeline.OptimizeProbes(m, imgs, nil)
+	return clip.OptimizeProbes(m, imgs, nil)
 }

@@ -103,6 +103,13 @@ type NotFoundError struct {
 	Tried []Attempt
 }
 
+// NotFoundAs, when set, is NotFoundError's As: it lets errors.As find a
+// NotFoundError as a public package's own type (models sets it).
+var NotFoundAs func(e *NotFoundError, target any) bool
+
+// As converts e to target's type through NotFoundAs.
+func (e *NotFoundError) As(target any) bool { return NotFoundAs != nil && NotFoundAs(e, target) }
+
 func (e *NotFoundError) Error() string {
 	var b strings.Builder
 	b.WriteString("ort: no usable ONNX Runtime library (need version ")

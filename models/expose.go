@@ -23,13 +23,31 @@ func exposedName(name string) string { return strings.TrimSuffix(name, ".onnx") 
 
 // Exposed is what Expose did for one graph.
 type Exposed struct {
-	Graph   string          `json:"graph"`           // canonical name
-	Source  string          `json:"source"`          // the file rewritten
-	Written string          `json:"written"`         // the rewritten file ("" when nothing was needed)
-	Already bool            `json:"already"`         // the graph already outputs last_hidden_state
-	Walk    *onnxgraph.Walk `json:"walk,omitempty"`  // what the rewrite found
-	Missing bool            `json:"missing"`         // the model has no such graph
-	Error   string          `json:"error,omitempty"` // why it could not be rewritten
+	Graph   string      `json:"graph"`           // canonical name
+	Source  string      `json:"source"`          // the file rewritten
+	Written string      `json:"written"`         // the rewritten file ("" when nothing was needed)
+	Already bool        `json:"already"`         // the graph already outputs last_hidden_state
+	Walk    *ExposeWalk `json:"walk,omitempty"`  // what the rewrite found
+	Missing bool        `json:"missing"`         // the model has no such graph
+	Error   string      `json:"error,omitempty"` // why it could not be rewritten
+}
+
+// ExposeWalk is what Expose found on its way from a pooled output back to
+// the last hidden state.
+type ExposeWalk struct {
+	Tower      string // "text" (text_embeds) or "vision" (image_embeds)
+	Pooled     string // the pooled output's name
+	Projection string // op type of the projection node (MatMul, Gemm, MatMulInteger, ...)
+	LayerNorm  string // vision: "LayerNormalization" or "decomposed"; text: ""
+	Gather     string // op type of the node picking the CLS or EOS position
+	Hidden     string // name of the last hidden state [batch, tokens, width] inside the graph
+	Width      int64  // its width when the weights tell it, else 0
+	// Cast is set when the pooled output is cast from the graph's inner
+	// precision (a float16 graph keeping float32 inputs and outputs): the
+	// added output is cast to the pooled output's type too.
+	Cast bool
+	// Steps describes the walk, one line per step, for logs.
+	Steps []string
 }
 
 // Expose rewrites the model's graphs that output only pooled embeddings so
@@ -77,7 +95,10 @@ func (m *Model) Expose() ([]Exposed, error) {
 		if err == nil {
 			err = tensorio.WriteFileAtomic(p, func(w io.Writer) error {
 				walk, err := onnxgraph.Expose(gm, g.pooled, w)
-				e.Walk = walk
+				if walk != nil {
+					ew := ExposeWalk(*walk)
+					e.Walk = &ew
+				}
 				return err
 			})
 		}

@@ -7,8 +7,8 @@ import (
 	"image"
 	"math"
 	"slices"
-	"strings"
 
+	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/vision"
 	"github.com/conditionhq/condition/xattn"
 )
@@ -368,7 +368,7 @@ func (a *Attention) Overlays() []Overlay {
 	t := ps.T()
 	var out []Overlay
 	for _, wd := range ps.Words {
-		if wd.Special || IsStopWord(wd.Text) {
+		if wd.Special || prompttext.IsStopWord(wd.Text) {
 			continue
 		}
 		m := make([]float32, p)
@@ -398,14 +398,6 @@ func (a *Attention) Overlays() []Overlay {
 	}
 	return out
 }
-
-var stopWords = map[string]bool{
-	"a": true, "an": true, "the": true, "of": true, "on": true, "in": true, "and": true, "with": true,
-	"at": true, "to": true, "is": true, "are": true, ",": true, ".": true, "'s": true,
-}
-
-// IsStopWord reports whether a word is too common to deserve its own heatmap.
-func IsStopWord(w string) bool { return stopWords[strings.ToLower(strings.TrimSpace(w))] }
 
 // CropRegion is the part of a source image of bounds b that the model
 // sees: the centre crop, mapped back from the resized image to source

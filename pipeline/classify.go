@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/conditionhq/condition/internal/logit"
 	"github.com/conditionhq/condition/models"
 )
 
@@ -91,7 +92,7 @@ func (e *Engine) Classify(ctx context.Context, img *ImageEncoding, labels []stri
 	if e.family.Sigmoid() {
 		for i, l := range logits[0] {
 			out[i].Logit = l
-			out[i].Prob = float32(Sigmoid(float64(l)))
+			out[i].Prob = float32(logit.Sigmoid(float64(l)))
 		}
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Logit > out[j].Logit })
 		return out, nil
@@ -110,15 +111,6 @@ func (e *Engine) Classify(ctx context.Context, img *ImageEncoding, labels []stri
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Logit > out[j].Logit })
 	return out, nil
-}
-
-// Sigmoid is 1/(1+e^-x), SigLIP's probability of a logit.
-func Sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	z := math.Exp(x)
-	return z / (1 + z)
 }
 
 // maxLabels bounds the engine's cache of label prompts' encodings.

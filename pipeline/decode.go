@@ -37,11 +37,11 @@ func ParseDecodeMode(s string) (DecodeMode, error) {
 	return "", fmt.Errorf("decode mode %q: want exact, fast or fastest", s)
 }
 
-// DraftSide is the vision.DecodeOptions.Draft that mode asks for images
+// draftSide is the vision.DecodeOptions.Draft that mode asks for images
 // that pre resizes: 2× (fast) or 1× (fastest) the larger of the sides it
 // resizes to; 0 for exact decoding and for a preprocessor that keeps the
 // image's size, whose output would change with the decoded size.
-func DraftSide(mode DecodeMode, pre *vision.Preprocessor) int {
+func draftSide(mode DecodeMode, pre *vision.Preprocessor) int {
 	if mode != DecodeFast && mode != DecodeFastest || !pre.DoResize {
 		return 0
 	}
@@ -66,7 +66,7 @@ func (e *Engine) DecodeImage(data []byte) (image.Image, error) {
 }
 
 // DecodeImageInfo is DecodeImage that also gives the image's full size and
-// the factor a scaled decode divided its sides by (see FullRegion).
+// the factor a scaled decode divided its sides by (vision.Info.Scale).
 func (e *Engine) DecodeImageInfo(data []byte) (img image.Image, info vision.Info, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -74,15 +74,4 @@ func (e *Engine) DecodeImageInfo(data []byte) (img image.Image, info vision.Info
 		}
 	}()
 	return vision.DecodeInfo(data, vision.DecodeOptions{MaxPixels: e.opts.MaxPixels, Draft: e.draft})
-}
-
-// FullRegion maps r, in the pixels of an image decoded with info (origin at
-// 0, 0), to the full image's pixels: multiplied by info.Scale and cut to
-// info.Width × info.Height. With Scale 1 it is r.
-func FullRegion(r image.Rectangle, info vision.Info) image.Rectangle {
-	if info.Scale <= 1 {
-		return r
-	}
-	s := info.Scale
-	return image.Rect(r.Min.X*s, r.Min.Y*s, r.Max.X*s, r.Max.Y*s).Intersect(image.Rect(0, 0, info.Width, info.Height))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"
 )
@@ -150,20 +151,10 @@ type PromptError struct {
 }
 
 func (e *PromptError) Error() string {
-	return fmt.Sprintf("pipeline: prompt %d (%s): %v", e.Index, QuotePrompt(e.Text), e.Err)
+	return fmt.Sprintf("pipeline: prompt %d (%s): %v", e.Index, prompttext.Quote(e.Text), e.Err)
 }
 
 func (e *PromptError) Unwrap() error { return e.Err }
-
-// QuotePrompt quotes a prompt for a message: the whole of a short one, the
-// start of a long one.
-func QuotePrompt(s string) string {
-	const most = 60
-	if r := []rune(s); len(r) > most {
-		return fmt.Sprintf("%q… (%d characters)", string(r[:most]), len(r))
-	}
-	return fmt.Sprintf("%q", s)
-}
 
 // Preprocess writes img's pixel_values [3, H, W] (H, W from InputSize) into
 // dst, which must hold 3·H·W values.

@@ -274,7 +274,7 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if e.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
-	e.draft = DraftSide(e.opts.Decode, e.pre)
+	e.draft = draftSide(e.opts.Decode, e.pre)
 	if err := waitEncoders(); err != nil {
 		return nil, err
 	}

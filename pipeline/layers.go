@@ -10,9 +10,9 @@ import (
 	"github.com/conditionhq/condition/xattn"
 )
 
-// JointHeadNames are the tensors of model.safetensors that CLIP's joint
+// jointHeadNames are the tensors of model.safetensors that CLIP's joint
 // space is built from (Hugging Face CLIPModel names).
-var JointHeadNames = []string{"text_projection.weight", "visual_projection.weight",
+var jointHeadNames = []string{"text_projection.weight", "visual_projection.weight",
 	"vision_model.post_layernorm.weight", "vision_model.post_layernorm.bias", "logit_scale"}
 
 // Layer names the attention layer an engine attends with:
@@ -142,7 +142,7 @@ func (e *Engine) buildLayers() error {
 		if !m.Has(models.WeightsFile) {
 			return fmt.Errorf("pipeline: CLIP's joint space needs the projection heads in %s of model %s; give a learned or identity layer instead", models.WeightsFile, m.Name())
 		}
-		ts, err := m.ReadWeights(JointHeadNames...)
+		ts, err := m.ReadWeights(jointHeadNames...)
 		if err != nil {
 			return fmt.Errorf("pipeline: joint space: %w", err)
 		}

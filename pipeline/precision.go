@@ -5,18 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/draw"
 	"io"
 	"log/slog"
 
-	"golang.org/x/sys/cpu"
-
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/clip"
-	"github.com/conditionhq/condition/text"
-	"github.com/conditionhq/condition/vision"
 )
 
 // Precision is the arithmetic of the encoders' weight products.
@@ -46,19 +39,7 @@ func ParsePrecision(s string) (Precision, error) {
 }
 
 // hasVNNI reports whether this CPU multiplies u8×s8 into 32-bit sums.
-func hasVNNI() bool { return cpu.X86.HasAVX512VNNI || cpu.X86.HasAVXVNNI }
-
-// Int8WeightBits is the width Open gives the int8 variant's weights on
-// this CPU: 8 bits where it has VNNI (AVX-512 VNNI or AVX-VNNI), whose
-// u8×s8 products add up in 32 bits, else 7, where ONNX Runtime's 8-bit
-// products can saturate 16-bit sums. A graph that fails the check with 8
-// bits is made with 7.
-func Int8WeightBits() int {
-	if hasVNNI() {
-		return 8
-	}
-	return 7
-}
+func hasVNNI() bool { return clip.Int8WeightBits() == 8 }
 
 // openInt8 opens ref's int8 variant, making it first when this program's
 // cache does not hold it: the model's own graphs are rewritten (fused, then
@@ -83,8 +64,8 @@ func openInt8(ctx context.Context, ref string, mo models.Options, threads int, l
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: int8 variant of %s: %w", src.Name(), err)
 	}
-	log.Info("making the int8 variant of the model (once; kept in this program's cache)", "model", src.Name(), "weight_bits", Int8WeightBits())
-	res, again, err := OptimizeInt8(ctx, src, probes, clip.OptimizeOptions{Threads: threads},
+	log.Info("making the int8 variant of the model (once; kept in this program's cache)", "model", src.Name(), "weight_bits", clip.Int8WeightBits())
+	res, again, err := clip.OptimizeInt8(ctx, src, probes, clip.OptimizeOptions{Threads: threads},
 		func(r *clip.Optimized, write func(io.Writer) error) (string, error) {
 			return src.SaveVariant(r.Variant, r.Graph, r, write)
 		})
@@ -103,130 +84,6 @@ func openInt8(ctx context.Context, ref string, mo models.Options, threads int, l
 		return nil, fmt.Errorf("pipeline: int8 variant of %s: %w", src.Name(), err)
 	}
 	return models.OpenContext(ctx, ref, mo)
-}
-
-// OptimizeInt8 rewrites m's graphs to int8 (clip.Optimize with opts.Int8
-// set) at the weight width this CPU gets (Int8WeightBits): with VNNI 8
-// bits first, then 7 for each graph that fails the check with 8 (the
-// built-in text graph: last_hidden_state's smallest cosine 0.9876 at 8
-// bits, 0.9949 at 7); the others keep their 8 bits. opts.Int8FullRange and
-// opts.Graphs are set here. It returns each graph's last result, the graphs
-// made again with 7 bits, and the last try's error. save is clip.Optimize's:
-// it sees only graphs that passed their check.
-func OptimizeInt8(ctx context.Context, m *models.Model, p clip.Probes, opts clip.OptimizeOptions,
-	save func(*clip.Optimized, func(io.Writer) error) (string, error)) (res []clip.Optimized, again []string, err error) {
-	opts.Int8, opts.Int8FullRange, opts.Graphs = true, hasVNNI(), nil
-	res, err = clip.Optimize(ctx, m, p, opts, save)
-	if !opts.Int8FullRange || !errors.Is(err, clip.ErrCheckFailed) {
-		return res, nil, err
-	}
-	for _, r := range res {
-		if r.Error != "" {
-			again = append(again, r.Graph)
-		}
-	}
-	opts.Int8FullRange, opts.Graphs = false, again
-	redone, err := clip.Optimize(ctx, m, p, opts, save)
-	for _, r := range redone {
-		for i := range res {
-			if res[i].Graph == r.Graph {
-				res[i] = r
-			}
-		}
-	}
-	return res, again, err
-}
-
-// OptimizeProbes makes the inputs a rewritten graph of m is checked on
-// against its original (clip.Optimize): imgs preprocessed as m does
-// (nil: eight drawn scenes of shapes on gradients, 256² pixels), and
-// prompts tokenized and padded to one length, the longest prompt's (SigLIP:
-// the context length, as the engine pads them) (nil: a few everyday ones).
-func OptimizeProbes(m *models.Model, imgs []image.Image, prompts []string) (clip.Probes, error) {
-	var p clip.Probes
-	pre, err := vision.LoadPreprocessor(m.FS())
-	if err != nil {
-		return p, err
-	}
-	tok, err := text.LoadTokenizer(m.FS())
-	if err != nil {
-		return p, err
-	}
-	if n := m.Config().TextConfig.MaxPositionEmbeddings; n > 0 {
-		tok = tok.ForModel(n)
-	}
-	if imgs == nil {
-		imgs = probeScenes(8, 256)
-	}
-	if prompts == nil {
-		prompts = []string{"a photo of a dog", "a red circle next to a blue square", "two cats sleeping on a sofa in the afternoon sun",
-			"a diagram", "a yellow star", "a green cross above a white triangle"}
-	}
-	for _, img := range imgs {
-		px, h, w, err := pre.Apply(img)
-		if err != nil {
-			return p, err
-		}
-		if p.N > 0 && (h != p.Height || w != p.Wd) {
-			return p, fmt.Errorf("probe images preprocess to %dx%d and %dx%d", p.Height, p.Wd, h, w)
-		}
-		p.Pixels = append(p.Pixels, px...)
-		p.N, p.Height, p.Wd = p.N+1, h, w
-	}
-	n := 0
-	for _, s := range prompts {
-		ids, _ := tok.Encode(s)
-		n = max(n, len(ids))
-	}
-	n = min(n, tok.ContextLength())
-	if m.Family().Sigmoid() {
-		// SigLIP reads the last of its padded positions: its graphs take
-		// the whole context (64), as the engine feeds them.
-		n = tok.ContextLength()
-	}
-	ids, mask, err := tok.EncodeBatch(prompts, n)
-	if err != nil {
-		return p, err
-	}
-	for i := range prompts {
-		p.IDs = append(p.IDs, ids[i*n:(i+1)*n])
-		p.Masks = append(p.Masks, mask[i*n:(i+1)*n])
-	}
-	return p, nil
-}
-
-// probeScenes draws n images of side pixels: a gradient and two shapes of
-// varied colours, sizes and places.
-func probeScenes(n, side int) []image.Image {
-	out := make([]image.Image, n)
-	colours := []color.RGBA{{220, 40, 40, 255}, {40, 90, 220, 255}, {240, 210, 40, 255}, {40, 170, 70, 255}, {250, 250, 250, 255}, {20, 20, 20, 255}}
-	for i := range out {
-		img := image.NewRGBA(image.Rect(0, 0, side, side))
-		for y := range side {
-			for x := range side {
-				img.SetRGBA(x, y, color.RGBA{uint8(40 + (x*(i+1))%120), uint8(60 + y*100/side), uint8(90 + (i*37)%100), 255})
-			}
-		}
-		for k := range 2 {
-			c := colours[(i*2+k)%len(colours)]
-			s := side/5 + (i*13+k*29)%(side/4)
-			x0, y0 := (i*41+k*97)%(side-s), (i*67+k*53)%(side-s)
-			if k == 0 {
-				draw.Draw(img, image.Rect(x0, y0, x0+s, y0+s), &image.Uniform{c}, image.Point{}, draw.Src)
-				continue
-			}
-			r := s / 2
-			for y := -r; y < r; y++ {
-				for x := -r; x < r; x++ {
-					if x*x+y*y < r*r {
-						img.SetRGBA(x0+r+x, y0+r+y, c)
-					}
-				}
-			}
-		}
-		out[i] = img
-	}
-	return out
 }
 
 // Int8Outlook is what running an engine's model at PrecisionInt8 would

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/xattn"
 )
 
@@ -81,5 +82,5 @@ func (e *Engine) warnUnknown(i int, enc *TextEncoding) {
 		names[k] = fmt.Sprintf("%q (%s)", w.Text, strings.Join(enc.Tokens[w.Start:w.End], " "))
 	}
 	e.log.Warn("the model does not know these words, spelled out letter by letter: their maps mean nothing",
-		"prompt", i, "text", QuotePrompt(enc.Text), "words", strings.Join(names, ", "), "model", e.m.Name())
+		"prompt", i, "text", prompttext.Quote(enc.Text), "words", strings.Join(names, ", "), "model", e.m.Name())
 }

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"sort"
+
+	"github.com/conditionhq/condition/internal/prompttext"
 )
 
 // Scored is a named value: a patch ("row,col") with a word's weight on it,
@@ -80,7 +82,7 @@ func (a *Attention) RegionWords(k int) []Region {
 			}
 			var ws []Scored
 			for wi, w := range ps.Words {
-				if w.Special || IsStopWord(w.Text) {
+				if w.Special || prompttext.IsStopWord(w.Text) {
 					continue
 				}
 				ws = append(ws, Scored{Name: w.Text, Weight: sums[wi] / float32(n)})

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/conditionhq/condition/internal/logit"
 	"github.com/conditionhq/condition/pipeline/batch"
 
 	"github.com/conditionhq/condition/models"
@@ -234,7 +235,7 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 			for i, row := range res.LogitsPerImage {
 				res.ProbsPerImage[i] = make([]float32, len(row))
 				for j, l := range row {
-					res.ProbsPerImage[i][j] = float32(pipeline.Sigmoid(float64(l)))
+					res.ProbsPerImage[i][j] = float32(logit.Sigmoid(float64(l)))
 				}
 			}
 			tensors["probs_per_image"] = tensorio.F32([]int{len(images), len(texts)}, flatten(res.ProbsPerImage))

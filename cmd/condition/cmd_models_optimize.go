@@ -105,7 +105,7 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 		// The width --precision int8 gives: 8 bits with VNNI, and 7 for a
 		// graph that fails the check with 8.
 		var again []string
-		res, again, err = pipeline.OptimizeInt8(ctx, m, probes, copts, save)
+		res, again, err = clip.OptimizeInt8(ctx, m, probes, copts, save)
 		for _, g := range again {
 			e.Log.Info("a graph failed the check with 8-bit weights; made with 7-bit ones", "graph", g)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/internal/orttest"
-	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/models/clip"
 )
 
 // TestModelsOptimize optimizes the built-in model into a temporary cache,
@@ -67,10 +67,10 @@ func TestModelsOptimize(t *testing.T) {
 		w, _, _ := strings.Cut(rest, "-bit weights")
 		return w
 	}
-	if v, tx := bits(out, "vision_model.onnx"), bits(out, "text_model.onnx"); v != strconv.Itoa(pipeline.Int8WeightBits()) || tx != "7" {
-		t.Errorf("--int8: vision %s-bit, text %s-bit weights; want %d and 7\n%s", v, tx, pipeline.Int8WeightBits(), out)
+	if v, tx := bits(out, "vision_model.onnx"), bits(out, "text_model.onnx"); v != strconv.Itoa(clip.Int8WeightBits()) || tx != "7" {
+		t.Errorf("--int8: vision %s-bit, text %s-bit weights; want %d and 7\n%s", v, tx, clip.Int8WeightBits(), out)
 	}
-	if pipeline.Int8WeightBits() == 8 && !strings.Contains(errs, "made with 7-bit ones") {
+	if clip.Int8WeightBits() == 8 && !strings.Contains(errs, "made with 7-bit ones") {
 		t.Errorf("--int8: the text graph's second try is not in the log\n%s", errs)
 	}
 	code, out, errs = modelsRun(t, "models", "optimize", "default", "--int8", "--int8-full-range=false", "--out", t.TempDir())

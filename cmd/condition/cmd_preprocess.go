@@ -107,7 +107,7 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 	}
 	path := fs.Arg(0)
 	opt := vision.DecodeOptions{MaxPixels: o.MaxPixels, NoOrientation: o.NoOrientation, // 0: Pillow's limit, -1: none
-		Draft: pipeline.DraftSide(mode, p)}
+		Draft: draftSide(mode, p)}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -139,4 +139,19 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 	_, err = fmt.Fprintf(e.Stdout, "%s: pixel_values [1, 3, %d, %d] float32 from %s (%dx%d upright%s) with %s\n",
 		o.Out, h, w, path, info.Width, info.Height, scaled, from)
 	return err
+}
+
+// draftSide is the vision.DecodeOptions.Draft that mode asks for images
+// that pre resizes, as the engine decodes them: 2× (fast) or 1× (fastest)
+// the larger of the sides it resizes to; 0 for exact decoding and for a
+// preprocessor that keeps the image's size.
+func draftSide(mode pipeline.DecodeMode, pre *vision.Preprocessor) int {
+	if mode != pipeline.DecodeFast && mode != pipeline.DecodeFastest || !pre.DoResize {
+		return 0
+	}
+	side := max(pre.Size.ShortestEdge, pre.Size.Height, pre.Size.Width)
+	if mode == pipeline.DecodeFast {
+		side *= 2
+	}
+	return side
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/internal/objstore"
+	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
@@ -133,7 +134,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 // content word, its peak cell, its box and the peak's cosine.
 func printQueryTable(w io.Writer, prompt string, res *index.SearchResult, rows int, sheets []string, box float32) {
 	fmt.Fprintf(w, "%s  (%d images searched; per word: peak cell row,col  box row0,col0-row1,col1 of the cells ≥ %.2g·peak connected to it  peak cosine)\n",
-		pipeline.QuotePrompt(prompt), rows, box)
+		prompttext.Quote(prompt), rows, box)
 	fmt.Fprintf(w, "%4s  %7s  %s\n", "rank", "score", "path")
 	for i, h := range res.Hits {
 		var words []string
@@ -165,12 +166,12 @@ func warnAllUnknown(e *env, eng *pipeline.Engine, p *pipeline.Prompt) {
 	}
 	content := 0
 	for _, w := range p.Words {
-		if !w.Special && !pipeline.IsStopWord(w.Text) {
+		if !w.Special && !prompttext.IsStopWord(w.Text) {
 			content++
 		}
 	}
 	if len(unknown) > 0 && len(unknown) >= content {
-		e.Log.Warn("the prompt has no word the model knows: its ranking means little", "prompt", pipeline.QuotePrompt(p.Text))
+		e.Log.Warn("the prompt has no word the model knows: its ranking means little", "prompt", prompttext.Quote(p.Text))
 	}
 }
 

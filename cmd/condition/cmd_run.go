@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/pipeline/batch"
 
 	"github.com/spf13/pflag"
@@ -216,7 +217,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 			}
 			if o.heatmaps {
 				for k, p := range o.prompts {
-					fmt.Fprintf(e.Stderr, "heatmaps: %s for prompt %d, %s\n", filepath.Join(o.out, fmt.Sprintf("<image>.heatmap.%d.png", k)), k, pipeline.QuotePrompt(p))
+					fmt.Fprintf(e.Stderr, "heatmaps: %s for prompt %d, %s\n", filepath.Join(o.out, fmt.Sprintf("<image>.heatmap.%d.png", k)), k, prompttext.Quote(p))
 				}
 			}
 		}

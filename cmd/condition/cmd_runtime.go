@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/install"
 	"github.com/conditionhq/condition/vision"
 	"github.com/spf13/pflag"
 )
@@ -36,7 +37,7 @@ func (o *installOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Force, "force", false, "download and install again even if already installed")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.NoNPM, "no-npm", false, "do not use npm; download the GitHub release tarball")
-	fs.StringVar(&o.ReleaseURL, "release-url", models.RuntimeReleaseURL, "base URL of the release tarballs (<url>/v<version>/onnxruntime-<platform>-<version>.tgz)")
+	fs.StringVar(&o.ReleaseURL, "release-url", install.ReleaseURL, "base URL of the release tarballs (<url>/v<version>/onnxruntime-<platform>-<version>.tgz)")
 	fs.StringVar(&o.Version, "version", models.RuntimeInstallVersion, "ONNX Runtime version to install")
 	_ = fs.MarkHidden("version")
 }
@@ -111,7 +112,7 @@ func runRuntimeInstall(ctx context.Context, e *env, args []string) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	last := int64(-1)
-	res, err := models.InstallRuntime(ctx, models.InstallOptions{
+	res, err := install.Runtime(ctx, install.Options{
 		Version:    o.Version,
 		Force:      o.Force,
 		NoNPM:      o.NoNPM,

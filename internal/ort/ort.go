@@ -62,7 +62,7 @@ const (
 )
 
 // installHint is appended to errors when no usable library was found.
-const installHint = "install it (models.InstallRuntime) or point " + EnvLibraryPath + " at a libonnxruntime " + MinVersion + " or newer"
+const installHint = "install it (install.Runtime, package models/install) or point " + EnvLibraryPath + " at a libonnxruntime " + MinVersion + " or newer"
 
 // Attempt is one place Load looked at, and what it found there.
 type Attempt struct {
@@ -102,6 +102,13 @@ var (
 type NotFoundError struct {
 	Tried []Attempt
 }
+
+// NotFoundAs, when set, is NotFoundError's As: it lets errors.As find a
+// NotFoundError as a public package's own type (models sets it).
+var NotFoundAs func(e *NotFoundError, target any) bool
+
+// As converts e to target's type through NotFoundAs.
+func (e *NotFoundError) As(target any) bool { return NotFoundAs != nil && NotFoundAs(e, target) }
 
 func (e *NotFoundError) Error() string {
 	var b strings.Builder

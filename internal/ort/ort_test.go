@@ -175,7 +175,7 @@ func TestNotFound(t *testing.T) {
 	for _, want := range []string{
 		filepath.Join(cache, ort.InstallVersion, ort.InstalledLibName()),
 		"executable", "system", "soname", "not found",
-		"models.InstallRuntime", ort.EnvLibraryPath,
+		"install.Runtime, package models/install", ort.EnvLibraryPath,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("not-found error lacks %q:\n%s", want, msg)

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conditionhq/condition/internal/logit"
 	"github.com/conditionhq/condition/pipeline"
 
 	"github.com/conditionhq/condition/internal/cputime"
@@ -633,7 +634,7 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 		if a.HasScore {
 			s := Score{Prompt: k, Text: ps.Text, Score: a.Score}
 			if j.eng.Scores() == pipeline.SigmoidScores {
-				p := pipeline.Sigmoid(a.Score)
+				p := logit.Sigmoid(a.Score)
 				s.Sigmoid = &p
 			}
 			scores = append(scores, s)

@@ -55,3 +55,21 @@ func TestAttendScaledDecodeSpeaksFullPixels(t *testing.T) {
 		}
 	}
 }
+
+// TestFullRegion maps a crop of a decode scaled by 4 back to the full
+// image: multiplied, and cut where the last block ran past the border.
+func TestFullRegion(t *testing.T) {
+	info := vision.Info{Width: 289, Height: 161, Scale: 4}
+	for _, tc := range []struct{ in, want image.Rectangle }{
+		{image.Rect(0, 0, 73, 41), image.Rect(0, 0, 289, 161)},
+		{image.Rect(16, 0, 57, 41), image.Rect(64, 0, 228, 161)},
+		{image.Rect(2, 3, 5, 7), image.Rect(8, 12, 20, 28)},
+	} {
+		if got := fullRegion(tc.in, info); got != tc.want {
+			t.Errorf("fullRegion(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	if r := image.Rect(1, 2, 3, 4); fullRegion(r, vision.Info{Width: 9, Height: 9, Scale: 1}) != r {
+		t.Error("scale 1 changed the region")
+	}
+}

@@ -277,7 +277,7 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 	}
 	b := img.Bounds()
 	crop := s.eng.CropRegion(b)
-	full := pipeline.FullRegion(crop.Sub(b.Min), info) // in the full image's pixels, also when decoded scaled
+	full := fullRegion(crop.Sub(b.Min), info) // in the full image's pixels, also when decoded scaled
 	res := attendResponse{Model: s.eng.Model().Name(), Grid: [2]int{enc.Grid.H, enc.Grid.W}, Size: [2]int{info.Width, info.Height},
 		Crop: [4]int{full.Min.X, full.Min.Y, full.Max.X, full.Max.Y}}
 	var base pipeline.HeatmapBase
@@ -552,4 +552,15 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// fullRegion maps r, in the pixels of an image decoded with info (origin at
+// 0, 0), to the full image's pixels: multiplied by info.Scale and cut to
+// info.Width × info.Height. With Scale 1 it is r.
+func fullRegion(r image.Rectangle, info vision.Info) image.Rectangle {
+	if info.Scale <= 1 {
+		return r
+	}
+	s := info.Scale
+	return image.Rect(r.Min.X*s, r.Min.Y*s, r.Max.X*s, r.Max.Y*s).Intersect(image.Rect(0, 0, info.Width, info.Height))
 }

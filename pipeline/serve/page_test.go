@@ -25,7 +25,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/internal/prompttext"
 )
 
 // TestPageIsSelfContained: GET / answers 200 with text/html that refers to
@@ -372,7 +372,7 @@ func TestPageInBrowser(t *testing.T) {
 		var want []string
 		panelOf := map[int]int{} // word index in the caption -> panel
 		for wi, w := range sc.Words {
-			if !pipeline.IsStopWord(w) {
+			if !prompttext.IsStopWord(w) {
 				panelOf[wi] = len(want)
 				want = append(want, w)
 			}
@@ -385,7 +385,7 @@ func TestPageInBrowser(t *testing.T) {
 			t.Fatalf("%s: panels for %q, want one per content word %q", name, got, want)
 		}
 		for _, w := range got {
-			if pipeline.IsStopWord(w) || !contentRe.MatchString(w) {
+			if prompttext.IsStopWord(w) || !contentRe.MatchString(w) {
 				t.Errorf("%s: a panel for %q", name, w)
 			}
 		}

@@ -10,13 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/hub"
 	"github.com/conditionhq/condition/models/hub/hubtest"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // dropOutput returns the ONNX model b without its graph output name: a

@@ -14,12 +14,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 )
 
 func init() {

@@ -21,14 +21,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
 	"github.com/conditionhq/condition/cmd/condition-bench/internal/servebench"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/pipeline/serve"
 	"github.com/conditionhq/condition/vision"
 )

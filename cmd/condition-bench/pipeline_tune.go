@@ -9,11 +9,10 @@ import (
 	"runtime"
 	"sort"
 
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 )
 
 // tuneSetting is one combination `condition-bench pipeline --tune` tries.

@@ -14,13 +14,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/conditionhq/condition/internal/logit"
-	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/spf13/pflag"
 
+	"github.com/conditionhq/condition/internal/logit"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/tensorio"
-	"github.com/spf13/pflag"
 )
 
 // embedOptions are the flags of `condition embed`.

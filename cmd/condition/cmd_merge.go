@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/spf13/pflag"
+
+	"github.com/conditionhq/condition/pipeline/batch"
 )
 
 type mergeOptions struct {

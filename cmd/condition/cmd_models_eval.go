@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/conditionhq/condition/cmd/internal/eval"
-
 	"github.com/spf13/pflag"
 
+	"github.com/conditionhq/condition/cmd/internal/eval"
 	"github.com/conditionhq/condition/pipeline"
 )
 

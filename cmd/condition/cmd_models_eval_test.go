@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/cmd/internal/eval"
-
 	"github.com/conditionhq/condition/internal/orttest"
 )
 

@@ -7,11 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/pflag"
+
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
-	"github.com/spf13/pflag"
 )
 
 const preprocessUsage = `preprocess [--model REF | --preprocessor FILE] --out F.npy [--max-pixels N] [--no-exif-orientation] [--decode fast] [--json] IMAGE

@@ -14,12 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conditionhq/condition/internal/prompttext"
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/spf13/pflag"
 
+	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/text"
 )
 

@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/pflag"
+
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/install"
 	"github.com/conditionhq/condition/vision"
-	"github.com/spf13/pflag"
 )
 
 // runtimeOptions are the flags of `condition runtime`.

@@ -12,9 +12,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/text"
-	"github.com/spf13/pflag"
 )
 
 const tokenizeUsage = `tokenize [--model REF] [--json] [--openai] [--context-length N] [--pad] [--error-on-overflow] [TEXT...]

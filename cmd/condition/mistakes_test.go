@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/pipeline/batch"
 )
 
 // listFiles returns every file under dir, relative and sorted.

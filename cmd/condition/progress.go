@@ -8,8 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/conditionhq/condition/models/hub"
 	"golang.org/x/term"
+
+	"github.com/conditionhq/condition/models/hub"
 )
 
 // statusLine is one line of progress on stderr, shared by every command

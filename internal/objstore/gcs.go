@@ -19,12 +19,11 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/oauth2"
-
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/driver"
 	"gocloud.dev/gcerrors"
 	"gocloud.dev/gcp"
+	"golang.org/x/oauth2"
 )
 
 // gcsEndpoint is Google Cloud Storage's address; STORAGE_EMULATOR_HOST or

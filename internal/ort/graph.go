@@ -13,8 +13,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/conditionhq/condition/internal/onnxgraph"
 	onnx "github.com/yalue/onnxruntime_go"
+
+	"github.com/conditionhq/condition/internal/onnxgraph"
 )
 
 // Graph is an ONNX graph to inspect or run: a file on disk, which ONNX

@@ -8,8 +8,9 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/conditionhq/condition/tensorio"
 	onnx "github.com/yalue/onnxruntime_go"
+
+	"github.com/conditionhq/condition/tensorio"
 )
 
 // ElementType is the element type of a graph input or output.

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/pipeline"
-
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/xattn"
 )

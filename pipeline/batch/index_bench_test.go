@@ -8,9 +8,8 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/pipeline"
-
 	_ "github.com/conditionhq/condition/models/embedded"
+	"github.com/conditionhq/condition/pipeline"
 )
 
 // BenchmarkIndexRow measures what the index adds per image of the built-in

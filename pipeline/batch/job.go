@@ -19,10 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conditionhq/condition/internal/cputime"
 	"github.com/conditionhq/condition/internal/logit"
 	"github.com/conditionhq/condition/pipeline"
-
-	"github.com/conditionhq/condition/internal/cputime"
 	"github.com/conditionhq/condition/pipeline/internal/encstream"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"

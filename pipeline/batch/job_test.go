@@ -14,11 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/pipeline/internal/enginetest"
-
-	"github.com/conditionhq/condition/pipeline"
-
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -18,9 +18,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/conditionhq/condition/pipeline"
-
 	"github.com/conditionhq/condition/internal/objstore"
+	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/vision"
 )
 

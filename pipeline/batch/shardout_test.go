@@ -9,10 +9,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/conditionhq/condition/pipeline"
-
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 )
 

@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/pipeline"
-
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/internal/s3test"
+	"github.com/conditionhq/condition/pipeline"
 )
 
 // putTree uploads every file under dir to the prefix at.

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conditionhq/condition/pipeline"
-
-	"github.com/conditionhq/condition/tensorio"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/tensorio"
 )
 
 func TestExpandBraces(t *testing.T) {

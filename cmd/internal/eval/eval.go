@@ -26,12 +26,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/conditionhq/condition/internal/scenes"
+	"github.com/conditionhq/condition/internal/vecscenes"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"
-
-	"github.com/conditionhq/condition/internal/scenes"
-	"github.com/conditionhq/condition/internal/vecscenes"
 	"github.com/conditionhq/condition/xattn"
 )
 

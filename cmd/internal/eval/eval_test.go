@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/cmd/internal/eval"
-
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/embedded"

@@ -7,9 +7,8 @@ import (
 	"math"
 	"os"
 
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/vision"
 )
 

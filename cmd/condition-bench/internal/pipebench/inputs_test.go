@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
 	"github.com/conditionhq/condition/internal/cputime"
 	"github.com/conditionhq/condition/internal/objstore"
@@ -23,6 +21,7 @@ import (
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/embedded"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 )
 
 // BenchmarkInputKinds reads the same 2,000 synthetic 64×64 JPEGs as a

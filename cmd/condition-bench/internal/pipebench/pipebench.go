@@ -19,10 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/conditionhq/condition/internal/cputime"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 )
 
 // WriteSyntheticImages writes n JPEGs (quality 90, as photo folders hold)

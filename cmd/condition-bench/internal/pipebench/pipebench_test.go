@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conditionhq/condition/pipeline/batch"
-
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/batch"
 )
 
 // tinyEngine opens the engine of the tiny random CLIP of testdata/tinyclip

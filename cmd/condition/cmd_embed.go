@@ -21,6 +21,7 @@ import (
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/vision"
 )
 
 // embedOptions are the flags of `condition embed`.
@@ -287,7 +288,7 @@ func embedInputs(ctx context.Context, args []string) ([]string, error) {
 func imageExtensions() []string {
 	var out []string
 	for _, x := range []string{".jpg", ".jpeg", ".jpe", ".png", ".gif", ".bmp", ".tif", ".tiff", ".webp"} {
-		if batch.IsImageName("x" + x) {
+		if vision.IsImageName("x" + x) {
 			out = append(out, x)
 		}
 	}

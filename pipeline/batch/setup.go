@@ -293,11 +293,7 @@ func checkInputs(ctx context.Context, stores *objstore.Stores, inputs, lists []s
 	case err != nil:
 		return err
 	}
-	exts := make([]string, 0, len(imageExts))
-	for e := range imageExts {
-		exts = append(exts, e)
-	}
-	slices.Sort(exts)
+	exts := vision.ImageExts()
 	return &InputError{Path: strings.Join(append(slices.Clone(inputs), lists...), ", "), Err: fmt.Errorf("no images found (folders are searched for %s, case-insensitive)", strings.Join(exts, " "))}
 }
 

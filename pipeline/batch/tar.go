@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/conditionhq/condition/internal/objstore"
+	"github.com/conditionhq/condition/vision"
 )
 
 // isTarName reports whether name is a WebDataset shard the walk reads: a
@@ -110,7 +111,7 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 			cur = &sample{key: key}
 		}
 		switch {
-		case IsImageName("x."+ext) && cur.ext == "":
+		case vision.IsImageName("x."+ext) && cur.ext == "":
 			cur.ext, cur.member = ext, h.Name
 			if w.listOnly {
 				continue

@@ -13,17 +13,8 @@ import (
 	"syscall"
 
 	"github.com/conditionhq/condition/internal/objstore"
+	"github.com/conditionhq/condition/vision"
 )
-
-// imageExts are the extensions a folder walk takes (case-insensitive).
-// Files named directly on the command line are taken whatever their name.
-var imageExts = map[string]bool{
-	".jpg": true, ".jpeg": true, ".jpe": true, ".png": true, ".gif": true, ".bmp": true,
-	".tif": true, ".tiff": true, ".webp": true,
-}
-
-// IsImageName reports whether name has an image extension a folder walk takes.
-func IsImageName(name string) bool { return imageExts[strings.ToLower(filepath.Ext(name))] }
 
 // Item is one input image: its path on disk and the slash-separated path
 // relative to its input, which names its outputs and, unless Unit is set,
@@ -210,7 +201,7 @@ func (w *walker) dir(dir, rel string, st fs.FileInfo) error {
 			if err != nil {
 				// A broken link named like an image is an input that
 				// cannot be read: the job records it as a failure.
-				if IsImageName(e.Name()) && !strings.HasPrefix(e.Name(), ".") {
+				if vision.IsImageName(e.Name()) && !strings.HasPrefix(e.Name(), ".") {
 					if err := w.emit(Item{Path: p, Rel: r}); err != nil {
 						return err
 					}
@@ -237,7 +228,7 @@ func (w *walker) dir(dir, rel string, st fs.FileInfo) error {
 			if err := w.dir(p, r, st); err != nil {
 				return err
 			}
-		case mode.IsRegular() && IsImageName(e.Name()) && !strings.HasPrefix(e.Name(), "."):
+		case mode.IsRegular() && vision.IsImageName(e.Name()) && !strings.HasPrefix(e.Name(), "."):
 			if err := w.emit(Item{Path: p, Rel: r}); err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/conditionhq/condition/internal/objstore"
+	"github.com/conditionhq/condition/vision"
 )
 
 // object walks an object-store root: one object (an image, or a .tar
@@ -49,7 +50,7 @@ func (w *walker) object(root string, single bool) error {
 		listed++
 		name := strings.TrimPrefix(o.Key, l.Dir())
 		base := path.Base(name)
-		if !IsImageName(base) || strings.HasPrefix(base, ".") {
+		if !vision.IsImageName(base) || strings.HasPrefix(base, ".") {
 			return nil
 		}
 		child := l

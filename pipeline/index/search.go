@@ -512,7 +512,7 @@ func (x *Index) readTarMember(ctx context.Context, src, member string) ([]byte, 
 		name := strings.TrimPrefix(hd.Name, "./")
 		dir, base := path.Split(name)
 		k, ext, _ := strings.Cut(base, ".")
-		if name == member || (dir+k == key && isImageName("x."+ext)) {
+		if name == member || (dir+k == key && vision.IsImageName("x."+ext)) {
 			if hd.Size > 256<<20 {
 				return nil, fmt.Errorf("tar shard %s: member %s of %d bytes", src, name, hd.Size)
 			}
@@ -520,13 +520,3 @@ func (x *Index) readTarMember(ctx context.Context, src, member string) ([]byte, 
 		}
 	}
 }
-
-// imageExts are the extensions of the images a job reads from a folder or a
-// tar shard (case-insensitive).
-var imageExts = map[string]bool{
-	".jpg": true, ".jpeg": true, ".jpe": true, ".png": true, ".gif": true, ".bmp": true,
-	".tif": true, ".tiff": true, ".webp": true,
-}
-
-// isImageName reports whether name has an image extension.
-func isImageName(name string) bool { return imageExts[strings.ToLower(path.Ext(name))] }

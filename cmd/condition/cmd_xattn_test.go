@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func TestXattnGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := ts[name]
-			if !equalInts(got.Shape, want.Shape) {
+			if !slices.Equal(got.Shape, want.Shape) {
 				t.Fatalf("%s: shape %v, want %v", name, got.Shape, want.Shape)
 			}
 			g, w := readF32(t, got), readF32(t, want)
@@ -75,18 +76,6 @@ func TestXattnGolden(t *testing.T) {
 			}
 		}
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestXattnErrors(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -564,7 +565,7 @@ func (p *indexPart) mapArray(dir, name, dtype string, shape []int) ([]byte, erro
 	if dt != npyDTypes[dtype] {
 		return nil, fmt.Errorf("index: index part %s: %s holds %s values, %s says %s", p.where, name, dt, MetaFile, dtype)
 	}
-	if !equalInts(got, shape) {
+	if !slices.Equal(got, shape) {
 		return nil, &IncompletePartError{p.where, fmt.Sprintf("%s is %v, %s says %v", name, got, MetaFile, shape)}
 	}
 	want := int64(dt.Size())
@@ -581,18 +582,6 @@ func (p *indexPart) mapArray(dir, name, dtype string, shape []int) ([]byte, erro
 		return nil, fmt.Errorf("index: index part %s: %s: data at offset %d, not aligned", p.where, name, off)
 	}
 	return b[off : int64(off)+want : int64(off)+want], nil
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // floats views mapped little-endian float32 data.

@@ -112,7 +112,7 @@ type indexOutSet struct {
 	revision string
 	scale    float64 // exp(logit_scale)
 	bias     float64 // logit_bias (SigLIP)
-	remote   *remoteOut
+	dst      output
 	ctx      context.Context
 
 	mu   sync.Mutex
@@ -172,13 +172,7 @@ func (s *indexOutSet) whole(i int) bool {
 
 func (s *indexOutSet) readWhole(i int) bool {
 	rel := s.dir(i) + "/" + index.MetaFile
-	var b []byte
-	var err error
-	if s.remote != nil {
-		b, err = s.remote.read(s.ctx, rel)
-	} else {
-		b, err = s.out.ReadFile(rel)
-	}
+	b, err := readAll(s.ctx, s.dst, rel)
 	if err != nil {
 		return false
 	}
@@ -384,10 +378,7 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 	if err := s.out.WriteFile(dst+"/"+index.MetaFile, js); err != nil {
 		return err
 	}
-	if s.remote != nil {
-		return s.remote.uploadIndexPart(s.ctx, s.out, o.name)
-	}
-	return nil
+	return s.dst.publishIndexPart(s.ctx, s.out, o.name)
 }
 
 // abandon closes the parts left unfinished (an interrupted job); their

@@ -3,9 +3,7 @@ package batch
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -34,37 +32,17 @@ const indexHeadBytes = 1024
 
 // listIndexParts returns the files of every index part below index/, by
 // part name.
-func (r *outReader) listIndexParts(ctx context.Context) (map[string][]outFile, error) {
-	parts := map[string][]outFile{}
-	if r.loc != nil {
-		files, err := r.list(ctx, "index/")
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			name, file, ok := strings.Cut(strings.TrimPrefix(f.name, "index/"), "/")
-			if ok && !strings.Contains(file, "/") {
-				parts[name] = append(parts[name], f)
-			}
-		}
-		return parts, nil
-	}
-	ents, err := os.ReadDir(filepath.Join(r.dir, "index"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return parts, nil
-	}
+func (r outReader) listIndexParts(ctx context.Context) (map[string][]outFile, error) {
+	files, err := r.list(ctx, "index/")
 	if err != nil {
-		return nil, fmt.Errorf("batch: %w", err)
+		return nil, err
 	}
-	for _, e := range ents {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
-			continue
+	parts := map[string][]outFile{}
+	for _, f := range files {
+		name, file, ok := strings.Cut(strings.TrimPrefix(f.name, "index/"), "/")
+		if ok && !strings.Contains(file, "/") {
+			parts[name] = append(parts[name], f)
 		}
-		files, err := r.list(ctx, "index/"+e.Name()+"/")
-		if err != nil {
-			return nil, err
-		}
-		parts[e.Name()] = files
 	}
 	return parts, nil
 }
@@ -72,7 +50,7 @@ func (r *outReader) listIndexParts(ctx context.Context) (map[string][]outFile, e
 // checkIndexPart checks index part name (its files): index.json, then
 // every array's .npy header and size against its rows, P and D. It
 // returns the part's index.json, or why the part is not whole.
-func (r *outReader) checkIndexPart(ctx context.Context, name string, files []outFile) (*indexOutMeta, string) {
+func (r outReader) checkIndexPart(ctx context.Context, name string, files []outFile) (*indexOutMeta, string) {
 	dir := "index/" + name + "/"
 	byName := map[string]outFile{}
 	for _, f := range files {
@@ -115,7 +93,7 @@ func (r *outReader) checkIndexPart(ctx context.Context, name string, files []out
 		if !ok {
 			return nil, "no " + w.file
 		}
-		h, err := r.head(ctx, f.name, indexHeadBytes)
+		h, err := readHead(ctx, r, f.name, indexHeadBytes)
 		if err != nil {
 			return nil, fmt.Sprintf("%s: %v", w.file, err)
 		}
@@ -155,7 +133,7 @@ func numelOf(shape []int) int {
 // part whole, and every image of the shards in exactly one whole part with
 // its path, sha256 and status. What is wrong goes to rep.Broken, named by
 // index/<part> (or the shard).
-func (r *outReader) checkIndex(ctx context.Context, rep *ShardsReport, shards []heldShard, indexed bool, settings map[string]bool) error {
+func (r outReader) checkIndex(ctx context.Context, rep *ShardsReport, shards []heldShard, indexed bool, settings map[string]bool) error {
 	parts, err := r.listIndexParts(ctx)
 	if err != nil {
 		return err

@@ -201,7 +201,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	adviseAt := int64(int8AdviceAt) // read here: the counting walk may outlive the job
 	go func() {
 		var n int64
-		err := walk(ctx, j.inputs, cfg.Lists, walkOptions{skip: []string{cfg.Out}, listOnly: true, stores: j.stores, counting: true}, func(it Item) error {
+		err := walk(ctx, j.sources, cfg.Lists, walkOptions{skip: []string{cfg.Out}, listOnly: true, stores: j.stores, counting: true}, func(it Item) error {
 			if cfg.Shard.Takes(it.ShardKey()) {
 				n++
 				counted.Store(n)
@@ -224,7 +224,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 		// inputs whose names collide, lists, and within one tar shard (kept
 		// per shard). A job over one huge folder keeps none.
 		names := newNameCheck(j.inputs, cfg.Lists)
-		walkErr = walk(ctx, j.inputs, cfg.Lists, walkOptions{skip: []string{cfg.Out}, stores: j.stores}, func(it Item) error {
+		walkErr = walk(ctx, j.sources, cfg.Lists, walkOptions{skip: []string{cfg.Out}, stores: j.stores}, func(it Item) error {
 			if !cfg.Shard.Takes(it.ShardKey()) {
 				return nil
 			}
@@ -357,10 +357,8 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	if err := j.man.Close(); err != nil && manErr == nil {
 		manErr = err
 	}
-	if j.remote != nil {
-		if err := j.remote.uploadManifest(ctx, j.out, j.cfg.Shard.ManifestName()); err != nil && manErr == nil {
-			manErr = err
-		}
+	if err := j.dst.publishManifest(ctx, j.out, j.cfg.Shard.ManifestName()); err != nil && manErr == nil {
+		manErr = err
 	}
 	if manErr != nil {
 		return sum, manErr
@@ -811,8 +809,8 @@ func (j *job) readsStores() bool {
 	if len(j.cfg.Lists) > 0 {
 		return true
 	}
-	for _, in := range j.inputs {
-		if IsStoreURL(in) {
+	for _, in := range j.sources {
+		if _, ok := in.(storeSource); ok {
 			return true
 		}
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/conditionhq/condition/internal/objstore"
@@ -24,15 +27,89 @@ import (
 type remoteOut struct {
 	stores *objstore.Stores
 	loc    objstore.Location // the prefix
-	stage  string            // the local staging folder, removed at the end
+	stage  string            // the local staging folder, made by start and removed by close
 }
+
+// newRemoteOut resolves the object-store output out.
+func newRemoteOut(stores *objstore.Stores, out string) (*remoteOut, error) {
+	l, err := objstore.Parse(out)
+	if err != nil {
+		return nil, err
+	}
+	l.Key = l.Dir()
+	return &remoteOut{stores: stores, loc: l}, nil
+}
+
+func (r *remoteOut) String() string { return r.loc.String() }
+
+func (r *remoteOut) path(rel string) string { return r.at(rel).String() }
 
 // at returns the location of rel below the prefix.
 func (r *remoteOut) at(rel string) objstore.Location { return r.loc.Child(rel) }
 
-// read reads rel from the store.
-func (r *remoteOut) read(ctx context.Context, rel string) ([]byte, error) {
-	return r.stores.ReadAll(ctx, r.at(rel), 0)
+func (r *remoteOut) list(ctx context.Context, dir string) ([]outFile, error) {
+	var out []outFile
+	err := r.stores.List(ctx, r.at(dir), func(o objstore.Object) error {
+		rel := strings.TrimPrefix(o.Key, r.loc.Dir())
+		if !hiddenName(rel) {
+			out = append(out, outFile{name: rel, size: o.Size})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// hiddenName reports whether an element of the slash-separated name rel
+// starts with ".".
+func hiddenName(rel string) bool {
+	return strings.HasPrefix(rel, ".") || strings.Contains(rel, "/.")
+}
+
+func (r *remoteOut) open(ctx context.Context, rel string) (io.ReadCloser, error) {
+	return r.stores.Open(ctx, r.at(rel))
+}
+
+// start takes the shards layout only (one object per image is what that
+// layout avoids).
+func (r *remoteOut) start(ctx context.Context, cfg Config, manifest string, _ *slog.Logger) (_ *outFolder, err error) {
+	if cfg.Layout != "shards" {
+		return nil, errors.New("batch: an object-store output takes the shards layout (one object per image is what that layout avoids)")
+	}
+	if r.stage, err = os.MkdirTemp("", "condition-stage-"); err != nil {
+		return nil, fmt.Errorf("batch: staging folder: %w", err)
+	}
+	out, err := openOutFolder(r.stage)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			out.Close()
+		}
+	}()
+	if !cfg.Resume && !cfg.Overwrite {
+		if err := r.checkFree(ctx, manifest, cfg.Shard.Active()); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Overwrite && !cfg.Resume {
+		if err := r.clear(ctx, cfg.Shard, manifest); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Resume {
+		if err := r.fetchManifest(ctx, out, manifest); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r *remoteOut) close() {
+	if r.stage != "" {
+		os.RemoveAll(r.stage)
+		r.stage = ""
+	}
 }
 
 // upload uploads the staged files rels in order, each removed once it is
@@ -55,8 +132,8 @@ func (r *remoteOut) upload(ctx context.Context, out *outFolder, rels ...string) 
 	return nil
 }
 
-// uploadShard uploads finished shard name from the staging folder.
-func (r *remoteOut) uploadShard(ctx context.Context, out *outFolder, name string) error {
+// publishShard uploads finished shard name from the staging folder.
+func (r *remoteOut) publishShard(ctx context.Context, out *outFolder, name string) error {
 	dir := "shards/" + name
 	ents, err := fs.ReadDir(out.root.FS(), dir)
 	if err != nil {
@@ -77,9 +154,9 @@ func (r *remoteOut) uploadShard(ctx context.Context, out *outFolder, name string
 	return out.root.Remove(dir)
 }
 
-// uploadIndexPart uploads finished index part name from the staging
+// publishIndexPart uploads finished index part name from the staging
 // folder: its arrays, then index.json last.
-func (r *remoteOut) uploadIndexPart(ctx context.Context, out *outFolder, name string) error {
+func (r *remoteOut) publishIndexPart(ctx context.Context, out *outFolder, name string) error {
 	dir := "index/" + name
 	ents, err := fs.ReadDir(out.root.FS(), dir)
 	if err != nil {
@@ -99,10 +176,10 @@ func (r *remoteOut) uploadIndexPart(ctx context.Context, out *outFolder, name st
 	return out.root.Remove(dir)
 }
 
-// uploadManifest uploads the manifest name, a copy kept in the staging
+// publishManifest uploads the manifest name, a copy kept in the staging
 // folder for the rest of the job. It is given a minute even when ctx is
 // done (an interrupted job still leaves its record).
-func (r *remoteOut) uploadManifest(ctx context.Context, out *outFolder, name string) error {
+func (r *remoteOut) publishManifest(ctx context.Context, out *outFolder, name string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	f, err := out.root.Open(name)
@@ -119,7 +196,7 @@ func (r *remoteOut) uploadManifest(ctx context.Context, out *outFolder, name str
 // fetchManifest copies the store's manifest name into the staging folder,
 // for a resumed job to append to; none in the store is not an error.
 func (r *remoteOut) fetchManifest(ctx context.Context, out *outFolder, name string) error {
-	b, err := r.read(ctx, name)
+	b, err := r.stores.ReadAll(ctx, r.at(name), 0)
 	if objstore.NotFound(err) {
 		return nil
 	}
@@ -194,18 +271,4 @@ func ownShardNames(proc Shard) *regexp.Regexp {
 		return regexp.MustCompile(fmt.Sprintf(`^%05d_\d{6}$`, proc.Index))
 	}
 	return regexp.MustCompile(`^\d{6}$`)
-}
-
-// newRemoteOut opens the object-store output out with a staging folder.
-func newRemoteOut(stores *objstore.Stores, out string) (*remoteOut, error) {
-	l, err := objstore.Parse(out)
-	if err != nil {
-		return nil, err
-	}
-	l.Key = l.Dir()
-	stage, err := os.MkdirTemp("", "condition-stage-")
-	if err != nil {
-		return nil, fmt.Errorf("batch: staging folder: %w", err)
-	}
-	return &remoteOut{stores: stores, loc: l, stage: stage}, nil
 }

@@ -12,8 +12,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,9 +33,10 @@ type job struct {
 	prompts      pipeline.Prompts
 	inH          int
 	inW          int
-	out          *outFolder
+	sources      []source         // j.inputs resolved
+	dst          output           // cfg.Out resolved
+	out          *outFolder       // where the job writes: dst's folder, or its staging folder
 	stores       *objstore.Stores // object-store inputs (and outputs)
-	remote       *remoteOut       // an object-store output; nil for a local folder
 	ctx          context.Context  // the job's, for reads from stores
 	man          *manifestFile
 	manifestPath string
@@ -54,11 +53,11 @@ func (j *job) close() {
 	if j.stores != nil {
 		j.stores.Close()
 	}
-	if j.remote != nil {
-		os.RemoveAll(j.remote.stage)
-	}
 	if j.out != nil {
 		j.out.Close()
+	}
+	if j.dst != nil {
+		j.dst.close()
 	}
 }
 
@@ -123,7 +122,10 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if j.inputs, err = expandInputs(cfg.Inputs); err != nil {
 		return nil, &InputError{Path: strings.Join(cfg.Inputs, ", "), Err: err}
 	}
-	if err := checkInputs(ctx, j.stores, j.inputs, cfg.Lists, cfg.Out); err != nil {
+	if j.sources, err = resolveInputs(j.inputs); err != nil {
+		return nil, err
+	}
+	if err := checkInputs(ctx, j.stores, j.sources, cfg.Lists, cfg.Out); err != nil {
 		return nil, err
 	}
 	// The prompt side: encoded and prepared once for the whole job.
@@ -172,34 +174,16 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 
 	// Outputs: never over an earlier job's without Resume or Overwrite.
 	name := cfg.Shard.ManifestName()
-	if objstore.IsURL(cfg.Out) {
-		if err := j.openRemote(ctx, name); err != nil {
-			return nil, err
-		}
-	} else {
-		if !cfg.Resume && !cfg.Overwrite {
-			if err := checkOutputFree(cfg.Out, name, cfg.Shard.Active()); err != nil {
-				return nil, err
-			}
-		}
-		if j.out, err = openOutFolder(cfg.Out); err != nil {
-			return nil, err
-		}
-		if cfg.Overwrite && !cfg.Resume {
-			if err := j.clearEarlier(name); err != nil {
-				return nil, err
-			}
-		}
-		if cfg.Resume {
-			if err := j.out.CleanTemps(); err != nil {
-				j.log.Warn("could not remove temporary files", "err", err)
-			}
-		}
-		j.manifestPath = filepath.Join(cfg.Out, name)
+	if j.dst, err = resolveOutput(j.stores, cfg.Out); err != nil {
+		return nil, err
 	}
+	if j.out, err = j.dst.start(ctx, cfg, name, j.log); err != nil {
+		return nil, err
+	}
+	j.manifestPath = j.dst.path(name)
 	if cfg.Layout == "shards" {
 		j.shards = newShardSet(j.out, cfg.ShardSize, cfg.Shard, j.settings)
-		j.shards.remote, j.shards.ctx = j.remote, ctx
+		j.shards.dst, j.shards.ctx = j.dst, ctx
 		j.shards.embDim = m.Config().ProjectionDim
 		j.shards.index = indexDType
 	}
@@ -207,7 +191,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		if j.index, err = newIndexOutSet(j.out, eng, cfg.ShardSize, cfg.Shard, j.settings, indexDType); err != nil {
 			return nil, err
 		}
-		j.index.remote, j.index.ctx = j.remote, ctx
+		j.index.dst, j.index.ctx = j.dst, ctx
 	}
 	var prior []Entry
 	if j.man, prior, err = openManifest(j.out, name, cfg.Resume); err != nil {
@@ -228,39 +212,6 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	return j, nil
 }
 
-// openRemote opens an object-store output (the shards layout only) with
-// its staging folder, after the same checks as a local folder's.
-func (j *job) openRemote(ctx context.Context, name string) error {
-	cfg := j.cfg
-	if cfg.Layout != "shards" {
-		return errors.New("batch: an object-store output takes the shards layout (one object per image is what that layout avoids)")
-	}
-	var err error
-	if j.remote, err = newRemoteOut(j.stores, cfg.Out); err != nil {
-		return err
-	}
-	if j.out, err = openOutFolder(j.remote.stage); err != nil {
-		return err
-	}
-	if !cfg.Resume && !cfg.Overwrite {
-		if err := j.remote.checkFree(ctx, name, cfg.Shard.Active()); err != nil {
-			return err
-		}
-	}
-	if cfg.Overwrite && !cfg.Resume {
-		if err := j.remote.clear(ctx, cfg.Shard, name); err != nil {
-			return err
-		}
-	}
-	if cfg.Resume {
-		if err := j.remote.fetchManifest(ctx, j.out, name); err != nil {
-			return err
-		}
-	}
-	j.manifestPath = j.remote.at(name).String()
-	return nil
-}
-
 // InputError is an input the job cannot take: a path that does not exist,
 // or inputs that hold no image.
 type InputError struct {
@@ -277,13 +228,15 @@ var errFound = errors.New("found")
 
 // checkInputs makes sure, before any work, that every input exists and that
 // they hold at least one image (out, a job's output folder, left out).
-func checkInputs(ctx context.Context, stores *objstore.Stores, inputs, lists []string, out string) error {
-	for _, in := range append(slices.Clone(inputs), lists...) {
-		if objstore.IsURL(in) {
-			continue // the walk below opens it
+func checkInputs(ctx context.Context, stores *objstore.Stores, inputs []source, lists []string, out string) error {
+	for _, in := range inputs {
+		if err := in.check(); err != nil {
+			return err
 		}
-		if _, err := os.Stat(in); err != nil {
-			return &InputError{Path: in, Err: err}
+	}
+	for _, l := range lists {
+		if _, err := os.Stat(l); err != nil {
+			return &InputError{Path: l, Err: err}
 		}
 	}
 	err := walk(ctx, inputs, lists, walkOptions{skip: []string{out}, listOnly: true, stores: stores}, func(Item) error { return errFound }, func(string, error) error { return nil })
@@ -294,49 +247,17 @@ func checkInputs(ctx context.Context, stores *objstore.Stores, inputs, lists []s
 		return err
 	}
 	exts := vision.ImageExts()
-	return &InputError{Path: strings.Join(append(slices.Clone(inputs), lists...), ", "), Err: fmt.Errorf("no images found (folders are searched for %s, case-insensitive)", strings.Join(exts, " "))}
-}
-
-// OutputExistsError is an output folder that holds an earlier job's
-// results, which a job neither resumes nor overwrites.
-type OutputExistsError struct {
-	Dir      string
-	Manifest string // the earlier job's manifest, "" when the folder holds other files
-}
-
-func (e *OutputExistsError) Error() string {
-	if e.Manifest != "" {
-		return fmt.Sprintf("batch: output folder %s holds an earlier job's results (%s): resume that job, or overwrite what it wrote", e.Dir, e.Manifest)
+	names := make([]string, 0, len(inputs)+len(lists))
+	for _, in := range inputs {
+		names = append(names, in.String())
 	}
-	return fmt.Sprintf("batch: output folder %s is not empty: give an empty or new folder, or overwrite", e.Dir)
-}
-
-// checkOutputFree refuses an output folder where a job would mix its files
-// with an earlier job's: one that holds the manifest name, or (unless the
-// job is one shard of several, whose siblings share the folder) anything.
-func checkOutputFree(dir, manifest string, sharded bool) error {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("batch: output folder: %w", err)
-	}
-	for _, e := range ents {
-		if e.Name() == manifest {
-			return &OutputExistsError{Dir: dir, Manifest: manifest}
-		}
-	}
-	if len(ents) > 0 && !sharded {
-		return &OutputExistsError{Dir: dir}
-	}
-	return nil
+	return &InputError{Path: strings.Join(append(names, lists...), ", "), Err: fmt.Errorf("no images found (folders are searched for %s, case-insensitive)", strings.Join(exts, " "))}
 }
 
 // clearEarlier removes what the earlier job of this manifest wrote: the
 // files its manifest lists, then the manifest. Other files are left alone.
-func (j *job) clearEarlier(manifest string) error {
-	b, err := j.out.ReadFile(manifest)
+func clearEarlier(out *outFolder, manifest string) error {
+	b, err := out.ReadFile(manifest)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -352,13 +273,13 @@ func (j *job) clearEarlier(manifest string) error {
 	}
 	for _, e := range entries {
 		for _, o := range e.Outputs {
-			if err := j.out.Remove(o); err != nil {
+			if err := out.Remove(o); err != nil {
 				return err
 			}
 		}
 	}
-	if err := j.out.CleanTemps(); err != nil {
+	if err := out.CleanTemps(); err != nil {
 		return err
 	}
-	return j.out.Remove(manifest)
+	return out.Remove(manifest)
 }

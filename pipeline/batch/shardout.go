@@ -69,7 +69,7 @@ type shardSet struct {
 	mu       sync.Mutex
 	open     map[int]*shardOut
 	embDim   int             // image_embeds' width, for the zeros of a shard with no image done
-	remote   *remoteOut      // uploads finished shards; nil for a local output
+	dst      output          // where finished shards are published and earlier runs' read
 	index    string          // the collection index's dtype, written in the metadata when the job writes one
 	ctx      context.Context // for the uploads
 }
@@ -102,13 +102,7 @@ func (s *shardSet) metaName(i int) string {
 // complete reports whether shard i was finished by an earlier run with the
 // same settings.
 func (s *shardSet) complete(i int) bool {
-	var b []byte
-	var err error
-	if s.remote != nil {
-		b, err = s.remote.read(s.ctx, s.metaName(i))
-	} else {
-		b, err = s.out.ReadFile(s.metaName(i))
-	}
+	b, err := readAll(s.ctx, s.dst, s.metaName(i))
 	if err != nil {
 		return false
 	}
@@ -271,10 +265,7 @@ func (s *shardSet) finish(o *shardOut, n int) error {
 	if err := s.out.WriteFile("metadata/metadata_"+o.name+".parquet", buf.Bytes()); err != nil {
 		return err
 	}
-	if s.remote != nil {
-		return s.remote.uploadShard(s.ctx, s.out, o.name)
-	}
-	return nil
+	return s.dst.publishShard(s.ctx, s.out, o.name)
 }
 
 // abandon closes the shards left unfinished (an interrupted job); their

@@ -175,9 +175,13 @@ func TestShardTakesWholeTars(t *testing.T) {
 		names = append(names, p)
 	}
 	owner := map[string]int{}
+	sources, err := resolveInputs(names)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 3 {
 		s := Shard{Index: i, Count: 3}
-		err := walk(context.Background(), names, nil, walkOptions{listOnly: true}, func(it Item) error {
+		err := walk(context.Background(), sources, nil, walkOptions{listOnly: true}, func(it Item) error {
 			if s.Takes(it.ShardKey()) {
 				unit, _, _ := strings.Cut(it.Rel, "/")
 				if o, ok := owner[unit]; ok && o != i {

@@ -3,13 +3,8 @@ package batch
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,10 +50,11 @@ func (r *ShardsReport) Complete() bool {
 func IsShardsOutput(ctx context.Context, out string) bool {
 	stores := &objstore.Stores{Attempts: 2}
 	defer stores.Close()
-	r, err := openOutReader(stores, out)
+	o, err := resolveOutput(stores, out)
 	if err != nil {
 		return false
 	}
+	r := outReader{o}
 	names, err := r.list(ctx, "metadata/")
 	return err == nil && len(names) > 0
 }
@@ -73,10 +69,11 @@ func IsShardsOutput(ctx context.Context, out string) bool {
 func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*ShardsReport, error) {
 	stores := &objstore.Stores{}
 	defer stores.Close()
-	r, err := openOutReader(stores, out)
+	o, err := resolveOutput(stores, out)
 	if err != nil {
 		return nil, err
 	}
+	r := outReader{o}
 	rep := &ShardsReport{Out: out}
 	metas, err := r.list(ctx, "metadata/")
 	if err != nil {
@@ -186,8 +183,12 @@ func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*Sha
 		if err != nil {
 			return nil, &InputError{Path: strings.Join(inputs, ", "), Err: err}
 		}
+		sources, err := resolveInputs(ins)
+		if err != nil {
+			return nil, err
+		}
 		want := map[string]bool{}
-		err = walk(ctx, ins, lists, walkOptions{listOnly: true, stores: stores}, func(it Item) error {
+		err = walk(ctx, sources, lists, walkOptions{listOnly: true, stores: stores}, func(it Item) error {
 			want[it.Rel] = true
 			if _, ok := seen[it.Rel]; !ok {
 				rep.Missing = append(rep.Missing, it.Rel)
@@ -209,95 +210,18 @@ func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*Sha
 	return rep, nil
 }
 
-// outReader reads a job's output, in a folder or under a store prefix.
-type outReader struct {
-	stores *objstore.Stores
-	loc    *objstore.Location // nil for a folder
-	dir    string
-}
+// outReader is the checks VerifyShards makes of an output.
+type outReader struct{ outputReader }
 
-type outFile struct {
-	name string // relative to the output, slash-separated
-	size int64
-}
-
-func openOutReader(stores *objstore.Stores, out string) (*outReader, error) {
-	if objstore.IsURL(out) {
-		l, err := objstore.Parse(out)
-		if err != nil {
-			return nil, err
-		}
-		l.Key = l.Dir()
-		return &outReader{stores: stores, loc: &l}, nil
-	}
-	if st, err := os.Stat(out); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("batch: output folder %s: not a folder", out)
-	}
-	return &outReader{dir: out}, nil
-}
-
-// list returns the files below dir (relative, ending in "/").
-func (r *outReader) list(ctx context.Context, dir string) ([]outFile, error) {
-	var out []outFile
-	if r.loc != nil {
-		err := r.stores.List(ctx, r.loc.Child(dir), func(o objstore.Object) error {
-			out = append(out, outFile{name: strings.TrimPrefix(o.Key, r.loc.Dir()), size: o.Size})
-			return nil
-		})
-		return out, err
-	}
-	ents, err := os.ReadDir(filepath.Join(r.dir, filepath.FromSlash(dir)))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("batch: %w", err)
-	}
-	for _, e := range ents {
-		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
-			out = append(out, outFile{name: dir + e.Name(), size: info.Size()})
-		}
-	}
-	return out, nil
-}
-
-func (r *outReader) read(ctx context.Context, name string) ([]byte, error) {
-	if r.loc != nil {
-		return r.stores.ReadAll(ctx, r.loc.Child(name), 0)
-	}
-	b, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(name)))
-	if err != nil {
-		return nil, fmt.Errorf("batch: %w", err)
-	}
-	return b, nil
-}
-
-// head reads the first n bytes of name (fewer if it is shorter).
-func (r *outReader) head(ctx context.Context, name string, n int) ([]byte, error) {
-	var rc io.ReadCloser
-	var err error
-	if r.loc != nil {
-		rc, err = r.stores.Open(ctx, r.loc.Child(name))
-	} else {
-		rc, err = os.Open(filepath.Join(r.dir, filepath.FromSlash(name)))
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	b := make([]byte, n)
-	k, err := io.ReadFull(rc, b)
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		err = nil
-	}
-	return b[:k], err
+func (r outReader) read(ctx context.Context, name string) ([]byte, error) {
+	return readAll(ctx, r.outputReader, name)
 }
 
 // checkArrays checks shard name's arrays and img_emb: each a .npy of n rows
 // whose size is its header's shape (a shard of failed images only has
 // none); emb holds the img_emb folder's files by name. It returns why
 // not, or "".
-func (r *outReader) checkArrays(ctx context.Context, name string, n int, anyOK bool, emb map[string]outFile) string {
+func (r outReader) checkArrays(ctx context.Context, name string, n int, anyOK bool, emb map[string]outFile) string {
 	files, err := r.list(ctx, "shards/"+name+"/")
 	if err != nil {
 		return err.Error()
@@ -313,7 +237,7 @@ func (r *outReader) checkArrays(ctx context.Context, name string, n int, anyOK b
 		return "no arrays"
 	}
 	for _, f := range files {
-		b, err := r.head(ctx, f.name, shardNPYHeader)
+		b, err := readHead(ctx, r, f.name, shardNPYHeader)
 		if err != nil {
 			return fmt.Sprintf("%s: %v", f.name, err)
 		}

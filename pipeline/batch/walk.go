@@ -70,7 +70,11 @@ func walkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, 
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
 	}
-	return walk(ctx, roots, nil, walkOptions{skip: skip}, fn, onErr)
+	sources, err := resolveInputs(roots)
+	if err != nil {
+		return err
+	}
+	return walk(ctx, sources, nil, walkOptions{skip: skip}, fn, onErr)
 }
 
 // walkStores is Walk over roots that may also be object-store URLs
@@ -78,7 +82,11 @@ func walkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, 
 // page by page (its image objects, in key order), an object is one image
 // or, named .tar, one WebDataset shard read as a stream.
 func walkStores(ctx context.Context, stores *objstore.Stores, roots []string, fn func(Item) error, onErr func(path string, err error) error) error {
-	return walk(ctx, roots, nil, walkOptions{stores: stores}, fn, onErr)
+	sources, err := resolveInputs(roots)
+	if err != nil {
+		return err
+	}
+	return walk(ctx, sources, nil, walkOptions{stores: stores}, fn, onErr)
 }
 
 // walkOptions are how a walk goes.
@@ -93,8 +101,9 @@ type walkOptions struct {
 // shard to count its samples.
 var errUncounted = errors.New("batch: a tar shard in an object store is not read ahead to count its samples")
 
-// walk is walkExcept, then the entries of the list files lists.
-func walk(ctx context.Context, roots, lists []string, o walkOptions, fn func(Item) error, onErr func(path string, err error) error) error {
+// walk is walkExcept over resolved roots, then the entries of the list
+// files lists.
+func walk(ctx context.Context, roots []source, lists []string, o walkOptions, fn func(Item) error, onErr func(path string, err error) error) error {
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
 	}
@@ -108,38 +117,7 @@ func walk(ctx context.Context, roots, lists []string, o walkOptions, fn func(Ite
 	}
 	single := len(roots) == 1
 	for _, root := range roots {
-		if objstore.IsURL(root) {
-			if err := w.object(root, single); err != nil {
-				return err
-			}
-			continue
-		}
-		st, err := os.Stat(root)
-		if err != nil {
-			return fmt.Errorf("batch: input %q: %w", root, err)
-		}
-		if !st.IsDir() {
-			base := filepath.Base(root)
-			if isTarName(base) {
-				if err := w.tar(root, strings.TrimSuffix(base, filepath.Ext(base))); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := w.emit(Item{Path: root, Rel: filepath.ToSlash(base)}); err != nil {
-				return err
-			}
-			continue
-		}
-		prefix := ""
-		if !single {
-			prefix = filepath.Base(filepath.Clean(root))
-			if prefix == "." || prefix == "/" || prefix == ".." {
-				abs, _ := filepath.Abs(root)
-				prefix = filepath.Base(abs)
-			}
-		}
-		if err := w.dir(root, prefix, st); err != nil {
+		if err := root.walk(w, single); err != nil {
 			return err
 		}
 	}
@@ -149,6 +127,73 @@ func walk(ctx context.Context, roots, lists []string, o walkOptions, fn func(Ite
 		}
 	}
 	return nil
+}
+
+// source is one input of a job, resolved once (see resolveInputs): a local
+// path (localSource) or an object-store location (storeSource).
+type source interface {
+	// String names the input as given.
+	String() string
+	// check makes sure, before any work, that the input exists, where that
+	// costs nothing (an object-store input is found by its walk).
+	check() error
+	// walk walks the input, one of several unless single.
+	walk(w *walker, single bool) error
+}
+
+// resolveInputs resolves each input once: an object-store URL (s3://,
+// gs://, azblob://), or a local path.
+func resolveInputs(inputs []string) ([]source, error) {
+	out := make([]source, len(inputs))
+	for i, in := range inputs {
+		if !objstore.IsURL(in) {
+			out[i] = localSource(in)
+			continue
+		}
+		l, err := objstore.Parse(in)
+		if err != nil {
+			return nil, &InputError{Path: in, Err: err}
+		}
+		out[i] = storeSource{name: in, loc: l}
+	}
+	return out, nil
+}
+
+// localSource is an input on a local file system: a folder, an image or a
+// .tar shard.
+type localSource string
+
+func (s localSource) String() string { return string(s) }
+
+func (s localSource) check() error {
+	if _, err := os.Stat(string(s)); err != nil {
+		return &InputError{Path: string(s), Err: err}
+	}
+	return nil
+}
+
+func (s localSource) walk(w *walker, single bool) error {
+	root := string(s)
+	st, err := os.Stat(root)
+	if err != nil {
+		return fmt.Errorf("batch: input %q: %w", root, err)
+	}
+	if !st.IsDir() {
+		base := filepath.Base(root)
+		if isTarName(base) {
+			return w.tar(root, strings.TrimSuffix(base, filepath.Ext(base)))
+		}
+		return w.emit(Item{Path: root, Rel: filepath.ToSlash(base)})
+	}
+	prefix := ""
+	if !single {
+		prefix = filepath.Base(filepath.Clean(root))
+		if prefix == "." || prefix == "/" || prefix == ".." {
+			abs, _ := filepath.Abs(root)
+			prefix = filepath.Base(abs)
+		}
+	}
+	return w.dir(root, prefix, st)
 }
 
 type fileID struct{ dev, ino uint64 }

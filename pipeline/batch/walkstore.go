@@ -11,21 +11,27 @@ import (
 	"github.com/conditionhq/condition/vision"
 )
 
-// object walks an object-store root: one object (an image, or a .tar
-// WebDataset shard read as a stream), or every image object under a
-// prefix, in key order, listed a page at a time. A URL ending in "/" is a
+// storeSource is an input in an object store, walked as one object (an
+// image, or a .tar WebDataset shard read as a stream), or every image
+// object under a prefix, in key order, listed a page at a time. A URL ending in "/" is a
 // prefix; one that does not is an object if one of that key exists, and a
 // prefix otherwise; one that names neither (no object of that key, nothing
 // under it) is an InputError, as a missing path is, not an empty input.
 // With several roots, each prefix adds its last element in front of its
 // images' names, as a folder does.
-func (w *walker) object(root string, single bool) error {
+type storeSource struct {
+	name string // as given
+	loc  objstore.Location
+}
+
+func (s storeSource) String() string { return s.name }
+
+func (s storeSource) check() error { return nil }
+
+func (s storeSource) walk(w *walker, single bool) error {
+	root, l := s.name, s.loc
 	if w.stores == nil {
 		return &InputError{Path: root, Err: errors.New("object-store inputs need a store to read them")}
-	}
-	l, err := objstore.Parse(root)
-	if err != nil {
-		return &InputError{Path: root, Err: err}
 	}
 	maybeObject := l.Key != "" && !strings.HasSuffix(l.Key, "/")
 	if maybeObject {
@@ -46,7 +52,7 @@ func (w *walker) object(root string, single bool) error {
 		prefix = l.Base()
 	}
 	listed := 0
-	err = w.stores.List(w.ctx, l, func(o objstore.Object) error {
+	err := w.stores.List(w.ctx, l, func(o objstore.Object) error {
 		listed++
 		name := strings.TrimPrefix(o.Key, l.Dir())
 		base := path.Base(name)

@@ -166,7 +166,7 @@ type workspaces struct {
 // per encoding the engine made, kept with it; else into ws's buffer), else
 // as they are.
 func (e *Engine) headRows(ws *workspaces, img *ImageEncoding) ([]float32, error) {
-	patches, p := img.Patches(), img.P()
+	patches, p := img.jointRows(), img.P()
 	if e.patchHead == nil {
 		return patches, nil
 	}

@@ -49,6 +49,11 @@ type ImageEncoding struct {
 	// (SigLIP's pooler_output, its pooling head's); nil when the graph has
 	// none.
 	Embeds []float32
+	// Readout is the patch rows as the engine's readout reads them
+	// (Options.Readout), [P, Width] before post_layernorm, the vectors the
+	// joint space takes in place of States' patch rows; nil for the raw
+	// readout (States' own).
+	Readout []float32
 
 	// head keeps the patches through SigLIP's pooling head once computed
 	// (headRows), shared by copies of the encoding; nil for CLIP's and for
@@ -67,6 +72,15 @@ type headMemo struct {
 // Patches returns the patch rows of States, [P, Width]: its last P rows.
 func (im *ImageEncoding) Patches() []float32 {
 	return im.States[max(0, len(im.States)-im.P()*im.Width):]
+}
+
+// jointRows returns the patch rows the joint space takes, [P, Width]:
+// Readout when the engine's readout made one, else Patches.
+func (im *ImageEncoding) jointRows() []float32 {
+	if im.Readout != nil {
+		return im.Readout
+	}
+	return im.Patches()
 }
 
 // P returns the number of patches.
@@ -235,6 +249,9 @@ func (e *Engine) EncodePixels(ctx context.Context, pixels []float32, n int) ([]I
 	out := make([]ImageEncoding, n)
 	for i, enc := range encs {
 		out[i] = ImageEncoding{Grid: grid, States: enc.States, Width: enc.Width, Embeds: enc.Embeds}
+		if enc.Readout != nil {
+			out[i].Readout = enc.Readout[e.cls*enc.Width:]
+		}
 		if e.patchHead != nil {
 			out[i].head = new(headMemo)
 		}

@@ -29,6 +29,14 @@ type Options struct {
 	Layer Layer
 	// Direction is which attention Attend computes (0: both).
 	Direction xattn.Direction
+	// Readout is how CLIP's joint space reads an image's patch vectors
+	// from the vision tower ("": ReadoutRaw; see Readouts): the last
+	// layer's patch tokens as they are, or a training-free dense readout
+	// that recomputes the last layer's attention without its residual and
+	// MLP (ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP). It changes
+	// the patches' joint-space vectors only, never the class token,
+	// image_embeds or ImageEncoding.States, and needs the joint space.
+	Readout string
 
 	// Threads is each encoder run's ONNX Runtime intra-op threads and each
 	// attention call's goroutines (0: ONNX Runtime's default and one
@@ -128,6 +136,7 @@ type Engine struct {
 	logitBias    float64 // SigLIP's logit_bias; 0 for CLIP
 	family       models.Family
 	cls          int                // class-token rows before an image's patches: 1 (CLIP) or 0 (SigLIP)
+	readout      string             // the vision encoder's readout: "" for raw
 	patchHead    *xattn.PoolingHead // SigLIP's joint space: patches through the vision head's value path
 	threads      int                // attention goroutines per call
 	draft        int                // vision.DecodeOptions.Draft for DecodeImage
@@ -219,6 +228,9 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if e.opts.Decode, err = ParseDecodeMode(string(opts.Decode)); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
+	if e.readout, e.opts.Readout, err = resolveReadout(opts); err != nil {
+		return nil, err
+	}
 	if e.opts.Decode != DecodeExact && !vision.CanDraft() {
 		return nil, fmt.Errorf("pipeline: decode mode %s needs a JPEG decoder that scales in the DCT: JPEGs are decoded here by %s; install libjpeg-turbo's TurboJPEG library (Debian: libturbojpeg0, Ubuntu: libturbojpeg)", e.opts.Decode, vision.JPEGDecoder())
 	}
@@ -241,7 +253,7 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 		var err error
 		th := e.opts.Threads
 		e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack},
-			clip.VisionOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack})
+			clip.VisionOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack, Readout: e.readout})
 		opened <- err
 	}()
 	waited := false

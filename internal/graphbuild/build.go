@@ -12,7 +12,13 @@
 //	onnx/text_model.onnx    input_ids, attention_mask int64 [batch, sequence] →
 //	                        last_hidden_state [batch, sequence, d_t], text_embeds [batch, d_p]
 //	onnx/vision_model.onnx  pixel_values float32 [batch, C, S, S] →
-//	                        last_hidden_state [batch, 1+P, d_v], image_embeds [batch, d_p]
+//	                        last_hidden_state [batch, 1+P, d_v], image_embeds [batch, d_p],
+//	                        readout_input [batch, 1+P, d_v] (the last layer's input)
+//
+// and, for a dense readout of the patches (ReadoutGraph, held in memory),
+// a graph of the last layer's attention alone:
+//
+//	readout_input [batch, 1+P, d_v] → readout_hidden_state [batch, 1+P, d_v]
 //
 // and (BuildSiglip), named as optimum's and Transformers.js' SigLIP exports:
 //

@@ -406,7 +406,8 @@ func (b *builder) patchEmbedding(d, ch, p int64, bias bool) string {
 //
 //	pixel_values float32 [batch, C, S, S] →
 //	last_hidden_state [batch, 1+P, d_v] (before post_layernorm),
-//	image_embeds [batch, projection_dim] (the CLS state through post_layernorm and visual_projection).
+//	image_embeds [batch, projection_dim] (the CLS state through post_layernorm and visual_projection),
+//	readout_input [batch, 1+P, d_v] (the last encoder layer's input, which dense readouts recompute from).
 func (b *builder) visionGraph(c CLIPConfig) {
 	v := c.Vision
 	g := b.g
@@ -418,8 +419,9 @@ func (b *builder) visionGraph(c CLIPConfig) {
 	g.outputs = []valueInfo{
 		{name: "last_hidden_state", elem: tFloat, dims: []any{"batch", np + 1, d}},
 		{name: "image_embeds", elem: tFloat, dims: []any{"batch", int64(c.ProjectionDim)}},
+		{name: ReadoutInput, elem: tFloat, dims: []any{"batch", np + 1, d}},
 	}
-	g.names["pixel_values"], g.names["last_hidden_state"], g.names["image_embeds"] = true, true, true
+	g.names["pixel_values"], g.names["last_hidden_state"], g.names["image_embeds"], g.names[ReadoutInput] = true, true, true, true
 
 	tr := b.patchEmbedding(d, ch, p, false)
 
@@ -464,6 +466,7 @@ func (b *builder) visionGraph(c CLIPConfig) {
 		out := ""
 		if i == v.Layers-1 {
 			out = "last_hidden_state"
+			x = g.op("Identity", ReadoutInput, x)
 		}
 		x = b.encoderLayer(x, fmt.Sprintf("vision_model.encoder.layers.%d.", i), d, inter, heads, v.HiddenAct, v.LayerNormEps, "", out)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/conditionhq/condition/internal/graphbuild"
 	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/tensorio"
@@ -52,6 +53,13 @@ type VisionOptions struct {
 	// head's) is its joint-space embedding (CLIP's is not). OpenVision sets
 	// it from the model's family.
 	PooledIsEmbeds bool
+	// Readout is how the patches' vectors are read (see ReadoutClearCLIP):
+	// "" or ReadoutRaw for last_hidden_state as it is; another readout
+	// needs the graph's readout_input output (the last encoder layer's
+	// input; graphs built from safetensors have it) and the last layer's
+	// weights, which only OpenVision reads (from the model's
+	// model.safetensors). Encodings then carry Readout.
+	Readout string
 }
 
 // VisionEncoder runs a CLIP vision tower exported to ONNX (onnx/vision_model.onnx)
@@ -75,6 +83,10 @@ type VisionEncoder struct {
 	// allocated before each run.
 	hiddenType, embedsType ort.ElementType
 	tokens, width, dim     int
+	// The readout: its session, and readout_input's element type (nil and
+	// 0 for the raw readout).
+	readout     *readoutSession
+	readoutType ort.ElementType
 }
 
 // VisionEncoding is one image's output.
@@ -91,6 +103,10 @@ type VisionEncoding struct {
 	// pooler_output (the attention-pooling head's). Nil when the graph has
 	// neither.
 	Embeds []float32
+	// Readout is the readout's hidden states [Tokens, Width] (before
+	// post_layernorm, as States), every row recomputed from the last
+	// layer's input; nil for the raw readout.
+	Readout []float32
 }
 
 // OpenVision creates the vision encoder of a model's
@@ -114,13 +130,43 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 		opts.NoClassToken = true
 		opts.PooledIsEmbeds = f.Sigmoid()
 	}
-	return openModelGraph(m, models.VisionModelFile, opts, openVision)
+	if opts.Readout == ReadoutRaw {
+		opts.Readout = ""
+	}
+	if opts.Readout != "" {
+		if err := CheckReadout(opts.Readout); err != nil {
+			return nil, err
+		}
+		if m.Family().Sigmoid() {
+			return nil, fmt.Errorf("clip: readout %s: the %s family's patches are read through its pooling head's value path; it takes the %s readout", opts.Readout, m.Family(), ReadoutRaw)
+		}
+	}
+	e, err := openModelGraph(m, models.VisionModelFile, opts, openVision)
+	if err != nil || opts.Readout == "" {
+		return e, err
+	}
+	_, h, w := e.InputSize()
+	if h == 0 || w == 0 {
+		h, w = c.VisionConfig.ImageSize, c.VisionConfig.ImageSize
+	}
+	if e.patch <= 0 || h < e.patch || w < e.patch {
+		e.Close()
+		return nil, fmt.Errorf("clip: readout %s: %s: the patch grid is unknown (image %dx%d, patch %d)", opts.Readout, e.name, h, w, e.patch)
+	}
+	if e.readout, err = openReadout(m, opts.Readout, e.cls, h/e.patch, w/e.patch, opts); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
 }
 
 // NewVision creates a vision encoder over an ONNX graph held in memory;
 // name (the file's path) is used in errors. The graph must hold all its
 // weights (no external data); see NewVisionFile.
 func NewVision(graph []byte, name string, opts VisionOptions) (*VisionEncoder, error) {
+	if err := noReadout(opts); err != nil {
+		return nil, err
+	}
 	return openGraph(ort.GraphBytes(graph, name), opts, openVision)
 }
 
@@ -128,7 +174,19 @@ func NewVision(graph []byte, name string, opts VisionOptions) (*VisionEncoder, e
 // path, which ONNX Runtime reads itself: external data files beside it are
 // found.
 func NewVisionFile(path string, opts VisionOptions) (*VisionEncoder, error) {
+	if err := noReadout(opts); err != nil {
+		return nil, err
+	}
 	return openGraph(ort.GraphFile(path), opts, openVision)
+}
+
+// noReadout refuses a readout other than raw where no model's weights are
+// at hand.
+func noReadout(opts VisionOptions) error {
+	if opts.Readout != "" && opts.Readout != ReadoutRaw {
+		return fmt.Errorf("clip: readout %s needs the model's last vision layer weights: open the encoder with OpenVision", opts.Readout)
+	}
+	return nil
 }
 
 // openVision creates the encoder from the graph's inputs and outputs.
@@ -175,6 +233,11 @@ func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*Visio
 			outNames = append(outNames, e.embedsOut)
 			e.embedsType = o.Type
 			e.dim = o.DimOr(1, opts.ProjectionDim)
+		case graphbuild.ReadoutInput:
+			if opts.Readout == "" || opts.Readout == ReadoutRaw {
+				continue
+			}
+			e.readoutType = o.Type
 		default:
 			continue
 		}
@@ -199,6 +262,13 @@ func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*Visio
 			"and patch states need %s; use a full export with %s and %s as outputs "+
 			"(models.Model.Expose adds it to a model): %w",
 			name, visionHiddenOutputName, ort.ListIO(outs), visionHiddenOutputName, visionHiddenOutputName, imageEmbedsOutputName, ErrMissingOutput)
+	}
+	if opts.Readout != "" && opts.Readout != ReadoutRaw {
+		if e.readoutType == 0 {
+			return nil, fmt.Errorf("clip: vision: %s: readout %s: the graph has no %s output (outputs: %s), the last encoder layer's input it recomputes from; "+
+				"graphs built from safetensors have it: %w", name, opts.Readout, graphbuild.ReadoutInput, ort.ListIO(outs), ErrMissingOutput)
+		}
+		outNames = append(outNames, graphbuild.ReadoutInput)
 	}
 	var err error
 	e.sess, err = g.NewSession([]string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack})
@@ -235,8 +305,12 @@ func (e *VisionEncoder) Close() error {
 	if e == nil || e.sess == nil {
 		return nil
 	}
+	rerr := e.readout.close()
 	if err := e.sess.Close(); err != nil {
 		return fmt.Errorf("clip: vision: %w", err)
+	}
+	if rerr != nil {
+		return fmt.Errorf("clip: vision: %w", rerr)
 	}
 	return nil
 }
@@ -280,7 +354,7 @@ func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height,
 		}
 	}
 	var alloc []ort.Output
-	if e.hiddenType.NeedsShape() || (e.hasEmbeds && e.embedsType.NeedsShape()) {
+	if e.hiddenType.NeedsShape() || (e.hasEmbeds && e.embedsType.NeedsShape()) || (e.readout != nil && e.readoutType.NeedsShape()) {
 		tokens := e.tokens
 		if tokens <= 0 {
 			// Used only for a float16 or bfloat16 last_hidden_state, for
@@ -290,6 +364,9 @@ func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height,
 		alloc = []ort.Output{ort.OutputFor(e.hiddenType, n, tokens, e.width)}
 		if e.hasEmbeds {
 			alloc = append(alloc, ort.OutputFor(e.embedsType, n, e.dim))
+		}
+		if e.readout != nil {
+			alloc = append(alloc, ort.OutputFor(e.readoutType, n, tokens, e.width))
 		}
 	}
 	out, err := e.sess.Run(ctx, []tensorio.Tensor{in}, alloc...)
@@ -317,6 +394,17 @@ func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height,
 		}
 		dim = out[1].Shape[1]
 	}
+	var readout []float32
+	if e.readout != nil {
+		o := out[len(out)-1]
+		x, err := o.Float32()
+		if err != nil || len(o.Shape) != 3 || o.Shape[0] != n || o.Shape[1] != tokens || o.Shape[2] != width2 {
+			return nil, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d %d %d] floats", e.name, graphbuild.ReadoutInput, o.DType, o.Shape, n, tokens, width2)
+		}
+		if readout, err = e.readout.run(ctx, x, n, tokens, width2); err != nil {
+			return nil, err
+		}
+	}
 	res := make([]VisionEncoding, n)
 	sz := tokens * width2
 	for i := range res {
@@ -325,6 +413,9 @@ func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height,
 		r.States = hidden[i*sz : (i+1)*sz : (i+1)*sz]
 		if embeds != nil {
 			r.Embeds = embeds[i*dim : (i+1)*dim : (i+1)*dim]
+		}
+		if readout != nil {
+			r.Readout = readout[i*sz : (i+1)*sz : (i+1)*sz]
 		}
 	}
 	return res, nil

@@ -1,0 +1,185 @@
+package graphbuild
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+)
+
+// Readouts: how a patch's vector is read from the last layer of a vision
+// tower. ReadoutRaw is the tower's own last_hidden_state; the others
+// recompute the last layer's attention from its input without the
+// residual and the MLP (training-free dense readouts of the
+// open-vocabulary segmentation literature):
+//
+//	clearclip: softmax(q qᵀ · d_h^-½) v            (ClearCLIP, ECCV 2024)
+//	naclip:    softmax(k kᵀ · d_h^-½ + G) v         (NACLIP, WACV 2025)
+//	maskclip:  v                                   (MaskCLIP, ECCV 2022)
+//
+// with q, k, v the layer's own projections of layer_norm1(x), then its
+// out_proj. G is a Gaussian of the patch grid distance (see NACLIPBias).
+const (
+	ReadoutRaw       = "raw"
+	ReadoutClearCLIP = "clearclip"
+	ReadoutNACLIP    = "naclip"
+	ReadoutMaskCLIP  = "maskclip"
+)
+
+// Readout graph value names.
+const (
+	ReadoutInput  = "readout_input"        // [batch, S, d]: the input of the last encoder layer
+	ReadoutOutput = "readout_hidden_state" // [batch, S, d]: out_proj's output, before post_layernorm
+)
+
+// NACLIPSigma is the standard deviation of NACLIP's neighbourhood Gaussian,
+// in patches.
+const NACLIPSigma = 5.0
+
+// ReadoutConfig is the last encoder layer a readout graph recomputes.
+type ReadoutConfig struct {
+	Kind   string  // ReadoutClearCLIP, ReadoutNACLIP or ReadoutMaskCLIP
+	Width  int     // d, the layer's width
+	Heads  int     // its attention heads (d_h = d / Heads)
+	Eps    float64 // layer_norm1's epsilon
+	Class  int     // rows before the patches (CLIP's class token: 1)
+	GridH  int     // the patch grid, P = GridH·GridW; S = Class + P
+	GridW  int
+	Prefix string // the layer's tensor names' prefix, e.g. vision_model.encoder.layers.11.
+}
+
+// ReadoutTensors returns the tensors of the last layer a readout reads,
+// with their shapes ([out, in] for weights).
+func (c ReadoutConfig) ReadoutTensors() map[string][]int {
+	d := c.Width
+	ts := map[string][]int{
+		c.Prefix + "layer_norm1.weight": {d}, c.Prefix + "layer_norm1.bias": {d},
+		c.Prefix + "self_attn.v_proj.weight": {d, d}, c.Prefix + "self_attn.v_proj.bias": {d},
+		c.Prefix + "self_attn.out_proj.weight": {d, d}, c.Prefix + "self_attn.out_proj.bias": {d},
+	}
+	switch c.Kind {
+	case ReadoutClearCLIP:
+		ts[c.Prefix+"self_attn.q_proj.weight"], ts[c.Prefix+"self_attn.q_proj.bias"] = []int{d, d}, []int{d}
+	case ReadoutNACLIP:
+		ts[c.Prefix+"self_attn.k_proj.weight"], ts[c.Prefix+"self_attn.k_proj.bias"] = []int{d, d}, []int{d}
+	}
+	return ts
+}
+
+func (c ReadoutConfig) check() error {
+	switch c.Kind {
+	case ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP:
+	default:
+		return fmt.Errorf("graphbuild: readout %q: want %s, %s or %s", c.Kind, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP)
+	}
+	if c.Width <= 0 || c.Heads <= 0 || c.Width%c.Heads != 0 {
+		return fmt.Errorf("graphbuild: readout: width %d in %d heads: want a positive width the heads divide", c.Width, c.Heads)
+	}
+	if c.GridH <= 0 || c.GridW <= 0 || c.Class < 0 {
+		return fmt.Errorf("graphbuild: readout: grid %dx%d with %d class rows", c.GridH, c.GridW, c.Class)
+	}
+	return nil
+}
+
+// NACLIPBias returns G [S, S] (S = class + gh·gw): G[(i,j),(k,l)] =
+// exp(−((i−k)² + (j−l)²) / (2σ²)) between patches (row-major), zero in the
+// class rows and columns.
+func NACLIPBias(class, gh, gw int, sigma float64) []float32 {
+	s := class + gh*gw
+	g := make([]float32, s*s)
+	for a := 0; a < gh*gw; a++ {
+		i, j := a/gw, a%gw
+		for b := 0; b < gh*gw; b++ {
+			k, l := b/gw, b%gw
+			d2 := float64((i-k)*(i-k) + (j-l)*(j-l))
+			g[(class+a)*s+class+b] = float32(math.Exp(-d2 / (2 * sigma * sigma)))
+		}
+	}
+	return g
+}
+
+// ReadoutGraph returns the ONNX graph of readout c over the last layer's
+// weights (read gives a tensor of ReadoutTensors by name, float32, row
+// major; PyTorch's [out, in] for Linear weights):
+//
+//	readout_input float32 [batch, S, d] → readout_hidden_state float32 [batch, S, d]
+//
+// every row recomputed (the class rows too, which the engine leaves out).
+func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([]byte, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	shapes := c.ReadoutTensors()
+	vals := map[string][]float32{}
+	for name, dims := range shapes {
+		v, err := read(name)
+		if err != nil {
+			return nil, fmt.Errorf("graphbuild: readout: %w", err)
+		}
+		n := 1
+		for _, x := range dims {
+			n *= x
+		}
+		if len(v) != n {
+			return nil, fmt.Errorf("graphbuild: readout: tensor %s has %d values, want %v", name, len(v), dims)
+		}
+		vals[name] = v
+	}
+	d, heads := int64(c.Width), int64(c.Heads)
+	dh := d / heads
+	s := int64(c.Class + c.GridH*c.GridW)
+	g := newGraph("readout_" + c.Kind)
+	g.inputs = []valueInfo{{name: ReadoutInput, elem: tFloat, dims: []any{"batch", s, d}}}
+	g.outputs = []valueInfo{{name: ReadoutOutput, elem: tFloat, dims: []any{"batch", s, d}}}
+	g.names[ReadoutInput], g.names[ReadoutOutput] = true, true
+	w := func(name string, dims ...int64) string {
+		v := vals[c.Prefix+name]
+		return g.weight(c.Prefix+name, dims, func() ([]float32, error) { return v, nil })
+	}
+	wT := func(name string) string {
+		v := vals[c.Prefix+name]
+		return g.weight(c.Prefix+name+".T", []int64{d, d}, func() ([]float32, error) { return transpose(v, int(d), int(d)), nil })
+	}
+	linear := func(x, name string) string {
+		y := g.op("MatMul", "", x, wT(name+".weight"))
+		return g.op("Add", "", y, w(name+".bias", d))
+	}
+	h := g.op("LayerNormalization", "", ReadoutInput, w("layer_norm1.weight", d), w("layer_norm1.bias", d))
+	g.last().with(intAttr("axis", -1), floatAttr("epsilon", float32(c.Eps)))
+	v := linear(h, "self_attn.v_proj")
+	o := v
+	if c.Kind != ReadoutMaskCLIP {
+		proj := "self_attn.q_proj"
+		if c.Kind == ReadoutNACLIP {
+			proj = "self_attn.k_proj"
+		}
+		split := g.constInts("heads_shape", []int64{4}, 0, 0, heads, dh)
+		perHead := func(x string) string { // [B, S, d] → [B, H, S, d_h]
+			r := g.op("Reshape", "", x, split)
+			t := g.op("Transpose", "", r)
+			g.last().with(intsAttr("perm", 0, 2, 1, 3))
+			return t
+		}
+		a := perHead(linear(h, proj))
+		at := g.op("Transpose", "", a)
+		g.last().with(intsAttr("perm", 0, 1, 3, 2))
+		logits := g.op("MatMul", "", a, at)
+		logits = g.op("Mul", "", logits, g.constFloats("scale", nil, float32(1/math.Sqrt(float64(dh)))))
+		if c.Kind == ReadoutNACLIP {
+			bias := NACLIPBias(c.Class, c.GridH, c.GridW, NACLIPSigma)
+			logits = g.op("Add", "", logits, g.weight("naclip_bias", []int64{s, s}, func() ([]float32, error) { return bias, nil }))
+		}
+		p := g.op("Softmax", "", logits)
+		g.last().with(intAttr("axis", -1))
+		oh := g.op("MatMul", "", p, perHead(v))
+		ot := g.op("Transpose", "", oh)
+		g.last().with(intsAttr("perm", 0, 2, 1, 3))
+		o = g.op("Reshape", "", ot, g.constInts("merge_shape", []int64{3}, 0, 0, d))
+	}
+	y := g.op("MatMul", "", o, wT("self_attn.out_proj.weight"))
+	g.op("Add", ReadoutOutput, y, w("self_attn.out_proj.bias", d))
+	var buf bytes.Buffer
+	if err := writeModel(&buf, g, map[string]int64{"": 17}, producer, ""); err != nil {
+		return nil, fmt.Errorf("graphbuild: readout: %w", err)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,122 @@
+package clip
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/conditionhq/condition/internal/graphbuild"
+	"github.com/conditionhq/condition/internal/ort"
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// Readouts of a vision tower's patch vectors (VisionOptions.Readout):
+// ReadoutRaw is last_hidden_state's patch rows as the tower gives them; the
+// others recompute the last encoder layer's attention from its input
+// (readout_input) without the residual and the MLP, the training-free
+// dense readouts of the segmentation literature:
+//
+//	clearclip  softmax(q qᵀ · d_h^-½) v, then out_proj        (ClearCLIP, ECCV 2024)
+//	naclip     softmax(k kᵀ · d_h^-½ + G) v, then out_proj    (NACLIP, WACV 2025; G a Gaussian of
+//	           the patch grid distance, σ = 5 patches, zero for the class token)
+//	maskclip   v, then out_proj                              (MaskCLIP, ECCV 2022)
+//
+// with q, k, v the last layer's own projections of its layer_norm1. The
+// class token and image_embeds are never changed.
+const (
+	ReadoutRaw       = graphbuild.ReadoutRaw
+	ReadoutClearCLIP = graphbuild.ReadoutClearCLIP
+	ReadoutNACLIP    = graphbuild.ReadoutNACLIP
+	ReadoutMaskCLIP  = graphbuild.ReadoutMaskCLIP
+)
+
+// readouts are the readouts a CLIP vision tower takes.
+var readouts = []string{ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutRaw}
+
+// Readouts returns the readouts CLIP's vision tower takes.
+func Readouts() []string { return append([]string(nil), readouts...) }
+
+// CheckReadout refuses a readout name that is not one of Readouts, naming
+// them.
+func CheckReadout(r string) error {
+	for _, k := range readouts {
+		if r == k {
+			return nil
+		}
+	}
+	return fmt.Errorf("clip: readout %q: want one of %s", r, strings.Join(readouts, ", "))
+}
+
+// readoutSession runs the readout graph of the last layer:
+// readout_input [n, S, d] → readout_hidden_state [n, S, d].
+type readoutSession struct {
+	kind string
+	sess *ort.Session
+}
+
+// openReadout builds readout kind's graph over model m's last vision layer
+// (its weights from m's model.safetensors) for a gh×gw patch grid with cls
+// class rows, and opens it.
+func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptions) (*readoutSession, error) {
+	v := m.Config().VisionConfig
+	if v.NumHiddenLayers <= 0 || v.NumAttentionHeads <= 0 {
+		return nil, fmt.Errorf("clip: readout %s: config.json of %s gives %d layers and %d heads", kind, m.Name(), v.NumHiddenLayers, v.NumAttentionHeads)
+	}
+	c := graphbuild.ReadoutConfig{
+		Kind: kind, Width: v.HiddenSize, Heads: v.NumAttentionHeads, Eps: v.LayerNormEps,
+		Class: cls, GridH: gh, GridW: gw,
+		Prefix: fmt.Sprintf("vision_model.encoder.layers.%d.", v.NumHiddenLayers-1),
+	}
+	if !m.Has(models.WeightsFile) {
+		return nil, fmt.Errorf("clip: readout %s of %s: needs the last vision layer's weights in %s, which the model does not have (use --readout raw)", kind, m.Name(), models.WeightsFile)
+	}
+	var names []string
+	for n := range c.ReadoutTensors() {
+		names = append(names, n)
+	}
+	ts, err := m.ReadWeights(names...)
+	if err != nil {
+		return nil, fmt.Errorf("clip: readout %s: %w", kind, err)
+	}
+	graph, err := graphbuild.ReadoutGraph(c, func(name string) ([]float32, error) {
+		t := ts[name]
+		f, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return f, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clip: %w", err)
+	}
+	sess, err := ort.GraphBytes(graph, "readout "+kind).NewSession([]string{graphbuild.ReadoutInput}, []string{graphbuild.ReadoutOutput},
+		ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})
+	if err != nil {
+		return nil, fmt.Errorf("clip: readout %s: %w", kind, err)
+	}
+	return &readoutSession{kind: kind, sess: sess}, nil
+}
+
+// run recomputes x [n, tokens, width] (the last layer's input) into the
+// readout's hidden states, [n, tokens, width].
+func (r *readoutSession) run(ctx context.Context, x []float32, n, tokens, width int) ([]float32, error) {
+	out, err := r.sess.Run(ctx, []tensorio.Tensor{tensorio.F32([]int{n, tokens, width}, x)})
+	if err != nil {
+		return nil, fmt.Errorf("clip: readout %s: %w", r.kind, err)
+	}
+	y, err := out[0].Float32()
+	if err != nil || len(y) != n*tokens*width {
+		return nil, fmt.Errorf("clip: readout %s: output %s%v, want [%d %d %d] floats", r.kind, out[0].DType, out[0].Shape, n, tokens, width)
+	}
+	return y, nil
+}
+
+func (r *readoutSession) close() error {
+	if r == nil || r.sess == nil {
+		return nil
+	}
+	err := r.sess.Close()
+	r.sess = nil
+	return err
+}

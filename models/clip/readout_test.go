@@ -1,0 +1,212 @@
+package clip_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/clip"
+)
+
+// builtTiny opens a copy of the tiny CLIP without its exported graphs, so
+// that Open builds them from model.safetensors (graphs with readout_input).
+func builtTiny(t *testing.T) *models.Model {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "model.safetensors"} {
+		copyFile(t, filepath.Join(tinyclip, f), filepath.Join(dir, f))
+	}
+	m, err := models.Open(dir, models.Options{DerivedCache: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Built() {
+		t.Fatal("the tiny model's graphs were not built from model.safetensors")
+	}
+	return m
+}
+
+// goldenF64 reads a float64 golden as float64s.
+func goldenF64(t *testing.T, name string) ([]float64, []int) {
+	t.Helper()
+	g := readGolden(t, name)
+	v, ok := g.Data.([]float64)
+	if !ok {
+		t.Fatalf("%s: %s, want float64", name, g.DType)
+	}
+	return v, g.Shape
+}
+
+// jointPatches is a float64 transcription of the joint space's patch side:
+// post_layernorm on the patch rows of hidden [n, S, d], visual_projection,
+// L2-normalised: [n, S−1, D].
+func jointPatches(t *testing.T, m *models.Model, hidden []float32, n, s, d int) []float64 {
+	t.Helper()
+	ts, err := m.ReadWeights("vision_model.post_layernorm.weight", "vision_model.post_layernorm.bias", "visual_projection.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(name string) []float32 {
+		v, err := ts[name].Float32()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	g, b, proj := f("vision_model.post_layernorm.weight"), f("vision_model.post_layernorm.bias"), f("visual_projection.weight")
+	dp := len(proj) / d
+	eps := m.Config().VisionConfig.LayerNormEps
+	var out []float64
+	ln := make([]float64, d)
+	for i := range n {
+		for r := 1; r < s; r++ {
+			x := hidden[(i*s+r)*d : (i*s+r+1)*d]
+			mean, vr := 0.0, 0.0
+			for _, v := range x {
+				mean += float64(v)
+			}
+			mean /= float64(d)
+			for _, v := range x {
+				vr += (float64(v) - mean) * (float64(v) - mean)
+			}
+			vr /= float64(d)
+			for k, v := range x {
+				ln[k] = (float64(v)-mean)/math.Sqrt(vr+eps)*float64(g[k]) + float64(b[k])
+			}
+			row := make([]float64, dp)
+			norm := 0.0
+			for o := range dp {
+				for k := range d {
+					row[o] += ln[k] * float64(proj[o*d+k])
+				}
+				norm += row[o] * row[o]
+			}
+			for o := range row {
+				row[o] /= math.Sqrt(norm)
+			}
+			out = append(out, row...)
+		}
+	}
+	return out
+}
+
+// minCosine returns the least cosine between the rows of width w of a and
+// b (rows of unit length).
+func minCosine(a, b []float64, w int) float64 {
+	least := 1.0
+	for i := 0; i+w <= len(a); i += w {
+		dot, na, nb := 0.0, 0.0, 0.0
+		for k := range w {
+			dot += a[i+k] * b[i+k]
+			na += a[i+k] * a[i+k]
+			nb += b[i+k] * b[i+k]
+		}
+		least = min(least, dot/math.Sqrt(na*nb))
+	}
+	return least
+}
+
+// TestReadoutsMatchTorch: every readout of the tiny CLIP's built graphs
+// equals the torch float64 transcription of the methods' published code
+// (testdata/tinyclip/make_readout_golden.py): the recomputed hidden states
+// within 1e-5, the joint-space patch vectors to a cosine of 0.99999; the
+// raw readout leaves Readout nil and States as they were.
+func TestReadoutsMatchTorch(t *testing.T) {
+	orttest.Load(t)
+	m := builtTiny(t)
+	px := readGolden(t, "vision_pixel_values")
+	pixels, err := px.Float32()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, h, w := px.Shape[0], px.Shape[2], px.Shape[3]
+	raw, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	base, err := raw.Encode(context.Background(), pixels, n, h, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base[0].Readout != nil {
+		t.Error("the raw readout gives Readout rows")
+	}
+	s, d := base[0].Tokens, base[0].Width
+	var states []float32
+	for _, e := range base {
+		states = append(states, e.States...)
+	}
+	want, _ := goldenF64(t, "readout_raw_patch_embeds")
+	if c := minCosine(jointPatches(t, m, states, n, s, d), want, 16); c < 0.99999 {
+		t.Errorf("raw: min cosine with torch %.7f, want ≥ 0.99999", c)
+	}
+	for _, kind := range []string{clip.ReadoutClearCLIP, clip.ReadoutNACLIP, clip.ReadoutMaskCLIP} {
+		t.Run(kind, func(t *testing.T) {
+			enc, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1, Readout: kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer enc.Close()
+			got, err := enc.Encode(context.Background(), pixels, n, h, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var hidden []float32
+			for i, e := range got {
+				if !slices.Equal(e.States, base[i].States) {
+					t.Fatalf("image %d: readout %s changed last_hidden_state", i, kind)
+				}
+				hidden = append(hidden, e.Readout...)
+			}
+			wantH, _ := goldenF64(t, "readout_"+kind+"_hidden")
+			wh := make([]float32, len(wantH))
+			for i, v := range wantH {
+				wh[i] = float32(v)
+			}
+			closeWithin(t, kind+" hidden", hidden, wh, 1e-5)
+			want, _ := goldenF64(t, "readout_"+kind+"_patch_embeds")
+			c := minCosine(jointPatches(t, m, hidden, n, s, d), want, 16)
+			t.Logf("%s: min cosine per patch with torch float64 %.9f", kind, c)
+			if c < 0.99999 {
+				t.Errorf("%s: min cosine with torch %.7f, want ≥ 0.99999", kind, c)
+			}
+		})
+	}
+}
+
+// TestReadoutErrors: an unknown readout names the readouts; a graph
+// without readout_input (the exported graph here) says what it lacks; a
+// graph held in memory has no weights for one.
+func TestReadoutErrors(t *testing.T) {
+	orttest.Load(t)
+	if err := clip.CheckReadout("dense"); err == nil || !strings.Contains(err.Error(), "clearclip, naclip, maskclip, raw") {
+		t.Errorf("CheckReadout(dense) = %v", err)
+	}
+	m := builtTiny(t)
+	if _, err := clip.OpenVision(m, clip.VisionOptions{Readout: "dense"}); err == nil || !strings.Contains(err.Error(), `readout "dense"`) {
+		t.Errorf("OpenVision with readout dense: %v", err)
+	}
+	exported, err := models.Open(tinyclip, models.Options{DerivedCache: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = clip.OpenVision(exported, clip.VisionOptions{Readout: clip.ReadoutClearCLIP})
+	if err == nil || !strings.Contains(err.Error(), "readout_input") || !errors.Is(err, clip.ErrMissingOutput) {
+		t.Errorf("a graph without readout_input: %v", err)
+	}
+	g, err := os.ReadFile(filepath.Join(tinyclip, "onnx", "vision_model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clip.NewVision(g, "vision_model.onnx", clip.VisionOptions{Readout: clip.ReadoutNACLIP}); err == nil || !strings.Contains(err.Error(), "OpenVision") {
+		t.Errorf("NewVision with a readout: %v", err)
+	}
+}

@@ -31,11 +31,12 @@ func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noHeatmap, "no-heatmap", false, "do not write a heatmap")
 	fs.IntVar(&o.top, "top", 3, "how many patches per word and words per region to print")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (maps included)")
-	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision)
+	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout)
 }
 
 type attendReport struct {
 	Prompt      string                 `json:"prompt"`
+	Readout     string                 `json:"readout,omitempty"` // --readout, when not raw
 	Score       float64                `json:"score"`
 	Tokens      []string               `json:"tokens"`
 	Grid        [2]int                 `json:"grid"`
@@ -96,6 +97,9 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	var reports []attendReport
 	for k, a := range atts[0] {
 		r := summarise(&a, o.top)
+		if rd := eng.Options().Readout; rd != pipeline.ReadoutRaw {
+			r.Readout = rd
+		}
 		overlays := a.Overlays()
 		if !o.noHeatmap && len(overlays) > 0 {
 			name := o.heatmap

@@ -40,7 +40,7 @@ func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.IntVar(&o.Batch, "batch", 16, "images per vision-encoder run")
 	fs.IntVar(&o.Streams, "streams", 0, "vision encoder batches run at once, as for run (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
-	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision)
+	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout)
 }
 
 const embedUsage = `embed [--model REF] [--prompt TEXT]... [IMAGE|FOLDER...] [--out F.safetensors] [--json]
@@ -68,12 +68,14 @@ holding, with Np prompts padded to T tokens and Ni images of 1+P tokens:
   image_embeds      float32 [Ni, d_p]     visual_projection(post_layernorm(class token))
   patch_states      float32 [Ni, 1+P, d_v] vision last_hidden_state (before post_layernorm);
                                           row 0 is the class token, then the patch grid row by row
+  patch_embeds      float32 [Ni, P, d_p]  the patches in the joint space, L2-normalised, as
+                                          --readout reads them: what heatmaps and indexes use
   logits_per_image  float32 [Ni, Np]
   probs_per_image   float32 [Ni, Np]      SigLIP only: sigmoid(logits_per_image)
   cosine            float32 [Ni, Np]
 and in __metadata__: model, family, scores ("softmax" or "sigmoid"), prompts
-and images (JSON lists), grid ("HxW"), logit_scale (and logit_bias) and
-program. Tensors of a side with no inputs are left out. For SigLIP models
+and images (JSON lists), grid ("HxW"), readout, logit_scale (and
+logit_bias) and program. Tensors of a side with no inputs are left out. For SigLIP models
 there is no class token (patch_states [Ni, P, d_v], every row a patch, after
 post_layernorm) and the embeddings are the towers' pooler_output.`
 
@@ -221,6 +223,18 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		ni := len(images)
 		tensors["image_embeds"] = tensorio.F32([]int{ni, len(images[0].Embeds)}, imageEmb)
 		tensors["patch_states"] = tensorio.F32([]int{ni, tok, dv}, states)
+		if dp := eng.JointDim(); dp > 0 {
+			var joint []float32
+			for i := range images {
+				rows, err := eng.JointPatches(&images[i])
+				if err != nil {
+					return fmt.Errorf("embed: %s: %w", paths[i], err)
+				}
+				joint = append(joint, rows...)
+			}
+			tensors["patch_embeds"] = tensorio.F32([]int{ni, images[0].P(), dp}, joint)
+			meta["readout"] = eng.Options().Readout
+		}
 		ij, _ := json.Marshal(paths)
 		meta["images"] = string(ij)
 		meta["grid"] = images[0].Grid.String()

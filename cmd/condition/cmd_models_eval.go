@@ -23,7 +23,7 @@ func (o *evalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.scenes, "scenes", 1000, "held-out scenes of each kind")
 	fs.BoolVar(&o.json, "json", false, "print the figures as JSON")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "also print each renderer's shape confusion matrix")
-	o.eng.AddFlags(fs, withPrecision)
+	o.eng.AddFlags(fs, withPrecision|withReadout)
 }
 
 // runModelsEval measures a model on held-out scenes of two renderers, the

@@ -37,7 +37,7 @@ func (o *queryOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per hit (words' maps included)")
 	fs.BoolVar(&o.partial, "partial", false, "search the complete parts of an index some of whose parts are unfinished or truncated (they are named on stderr)")
 	fs.Float32Var(&o.box, "box", index.DefaultSearchBox, "a word's box holds the cells, connected to its peak, of at least this fraction of the peak (0 to 1)")
-	o.eng.AddFlags(fs, withImages|withPrompts)
+	o.eng.AddFlags(fs, withImages|withPrompts|withReadout)
 	if f := fs.Lookup("model"); f != nil {
 		f.Usage, f.DefValue = "model: the index's when not given; else a directory in the Hugging Face layout, a hub id org/name[@revision], or default (built in)", ""
 	}
@@ -93,6 +93,9 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	meta := x.Meta()
 	if !fs.Changed("model") {
 		o.eng.model = meta.Model
+	}
+	if err := o.eng.indexReadout("index", where, meta); err != nil {
+		return err
 	}
 	eng, err := o.eng.open(ctx, e, pipeline.Options{})
 	if err != nil {

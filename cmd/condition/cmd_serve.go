@@ -58,7 +58,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.partial, "partial", false, "with --index, search the whole parts of an index some of whose parts are incomplete")
 	fs.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM or SIGINT, how long requests in flight have to finish")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
-	o.eng.AddFlags(fs, withImages|withPrecision)
+	o.eng.AddFlags(fs, withImages|withPrecision|withReadout)
 }
 
 func runServe(ctx context.Context, e *env, args []string) error {
@@ -121,6 +121,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		if !fs.Changed("model") {
 			o.eng.model = x.Meta().Model
+		}
+		if err := o.eng.indexReadout("--index", o.index, x.Meta()); err != nil {
+			return err
 		}
 		idx = x
 	}

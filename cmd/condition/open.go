@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -13,6 +14,7 @@ import (
 	_ "github.com/conditionhq/condition/models/embedded" // the model "default"
 	"github.com/conditionhq/condition/models/hub"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"
 	"github.com/conditionhq/condition/xattn"
@@ -30,6 +32,7 @@ type engineFlags struct {
 	maxPixels              int64
 	truncate               bool
 	precision              string
+	readout                string
 	xattn, prefix          string
 	heads                  int
 	direction              string
@@ -45,6 +48,7 @@ const (
 	withPrompts                             // --truncate
 	withLayer                               // --xattn, --xattn-prefix, --heads, --direction
 	withPrecision                           // --precision
+	withReadout                             // --readout
 	runtimeOnly                             // only --ort-lib and --threads: a command naming its model otherwise
 )
 
@@ -68,6 +72,9 @@ func (f *engineFlags) AddFlags(fs *pflag.FlagSet, has engineFlagSet) {
 	if has&withPrecision != 0 {
 		fs.StringVar(&f.precision, "precision", string(pipeline.PrecisionFP32), "the encoders' arithmetic: fp32, or int8 (the model's int8 variant, made on first use with a check against fp32 and kept in this program's cache; 8-bit weights on CPUs with VNNI, 7-bit elsewhere)")
 	}
+	if has&withReadout != 0 {
+		fs.StringVar(&f.readout, "readout", "", readoutUsage)
+	}
 	if has&withLayer != 0 {
 		fs.StringVar(&f.direction, "direction", "both", "image-to-text, text-to-image or both")
 		fs.StringVar(&f.xattn, "xattn", "joint", "attention weights: joint (CLIP's joint space), identity, or a .safetensors file of a learned layer")
@@ -78,6 +85,10 @@ func (f *engineFlags) AddFlags(fs *pflag.FlagSet, has engineFlagSet) {
 
 // ortLibUsage describes --ort-lib.
 const ortLibUsage = "ONNX Runtime shared library to use (default: " + models.RuntimeEnv + ", beside the executable, the user cache, the system folders)"
+
+// readoutUsage describes --readout.
+var readoutUsage = "how the patches' joint-space vectors are read from the vision tower: raw (the last layer's patch tokens), or a training-free dense readout that recomputes the last layer's attention without its residual and MLP: " +
+	"clearclip (q-q attention), naclip (k-k attention and a Gaussian neighbourhood) or maskclip (its values); default raw"
 
 // maxPixelsUsage describes --max-pixels.
 var maxPixelsUsage = fmt.Sprintf("refuse images with more pixels than this, read from the header (0: Pillow's limit, %d; -1: no limit)", vision.DefaultMaxPixels)
@@ -125,6 +136,12 @@ func (f *engineFlags) options(base pipeline.Options) (pipeline.Options, error) {
 		if err := f.layer(&o); err != nil {
 			return o, err
 		}
+	}
+	if f.has&withReadout != 0 && f.readout != "" {
+		if err := clip.CheckReadout(f.readout); err != nil {
+			return o, usagef("--readout %q: want one of %s", f.readout, strings.Join(clip.Readouts(), ", "))
+		}
+		o.Readout = f.readout
 	}
 	return o, nil
 }
@@ -253,4 +270,16 @@ func autoStreams(n int) int {
 		return pipeline.AutoStreams
 	}
 	return n
+}
+
+// indexReadout makes the engine read patches as the index meta's job did:
+// its readout unless --readout names another, which is a usage error
+// naming both.
+func (f *engineFlags) indexReadout(flag, where string, meta index.Meta) error {
+	have := meta.ReadoutName()
+	if f.readout != "" && f.readout != have {
+		return usagef("%s %s holds patches of readout %s; --readout %s asks for another (leave --readout out to use the index's)", flag, where, have, f.readout)
+	}
+	f.readout = have
+	return nil
 }

@@ -1,11 +1,13 @@
 package clip
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 
 	"github.com/conditionhq/condition/internal/graphbuild"
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/tensorio"
@@ -119,4 +121,59 @@ func (r *readoutSession) close() error {
 	err := r.sess.Close()
 	r.sess = nil
 	return err
+}
+
+// readoutGraph returns m's vision graph with the readout_input output a
+// readout recomputes from: the graph as it is when it has one (graphs built
+// from safetensors), else a copy rewritten in memory whose added output is
+// the last encoder layer's input, found by the graph's structure
+// (onnxgraph.FindLayerInput). Graphs keeping their weights in external data
+// are not rewritten.
+func readoutGraph(m *models.Model) (ort.Graph, error) {
+	g, err := ort.ModelGraph(m, models.VisionModelFile)
+	if err != nil {
+		return g, fmt.Errorf("clip: %w", err)
+	}
+	_, outs, err := g.Inspect()
+	if err != nil {
+		return g, fmt.Errorf("clip: %w", err)
+	}
+	hidden := ""
+	for _, o := range outs {
+		switch o.Name {
+		case graphbuild.ReadoutInput:
+			return g, nil
+		case visionHiddenOutputName:
+			hidden = o.Name
+		}
+	}
+	fail := func(err error) error {
+		why := fmt.Sprintf("%s has no %s output, and its last encoder layer's input could not be found to add one", m.Path(models.VisionModelFile), graphbuild.ReadoutInput)
+		if m.Has(models.WeightsFile) {
+			why += fmt.Sprintf(" (condition models build %s builds graphs that have it from %s)", m.Name(), models.WeightsFile)
+		} else {
+			why += fmt.Sprintf("; nor has the model a %s to build graphs that have it from", models.WeightsFile)
+		}
+		return fmt.Errorf("clip: vision: %s: %w", why, err)
+	}
+	b, err := m.ReadFile(models.VisionModelFile)
+	if err != nil {
+		return g, fmt.Errorf("clip: %w", err)
+	}
+	gm, err := onnxgraph.Parse(b)
+	if err != nil {
+		return g, fail(err)
+	}
+	if hidden == "" {
+		w, err := onnxgraph.FindHidden(gm.Graph, imageEmbedsOutputName)
+		if err != nil {
+			return g, fail(err)
+		}
+		hidden = w.Hidden
+	}
+	var buf bytes.Buffer
+	if err := onnxgraph.ExposeLayerInput(gm, hidden, graphbuild.ReadoutInput, &buf); err != nil {
+		return g, fail(err)
+	}
+	return ort.GraphBytes(buf.Bytes(), m.Path(models.VisionModelFile)+" (with "+graphbuild.ReadoutInput+")"), nil
 }

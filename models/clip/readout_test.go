@@ -1,8 +1,8 @@
 package clip_test
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -113,14 +113,28 @@ func minCosine(a, b []float64, w int) float64 {
 	return least
 }
 
-// TestReadoutsMatchTorch: every readout of the tiny CLIP's built graphs
-// equals the torch float64 transcription of the methods' published code
-// (testdata/tinyclip/make_readout_golden.py): the recomputed hidden states
-// within 1e-5, the joint-space patch vectors to a cosine of 0.99999; the
-// raw readout leaves Readout nil and States as they were.
+// TestReadoutsMatchTorch: every readout of the tiny CLIP equals the torch
+// float64 transcription of the methods' published code
+// (testdata/tinyclip/make_readout_golden.py), on the graphs built from its
+// safetensors (which give readout_input) and on its torch.onnx export
+// (rewritten in memory to give it): the recomputed hidden states within
+// 1e-5, the joint-space patch vectors to a cosine of 0.99999; the raw
+// readout leaves Readout nil and States as they were.
 func TestReadoutsMatchTorch(t *testing.T) {
 	orttest.Load(t)
-	m := builtTiny(t)
+	exported, err := models.Open(tinyclip, models.Options{DerivedCache: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exported.Built() {
+		t.Fatal("the tiny model's exported graphs were not used")
+	}
+	for name, m := range map[string]*models.Model{"built": builtTiny(t), "exported": exported} {
+		t.Run(name, func(t *testing.T) { checkReadouts(t, m) })
+	}
+}
+
+func checkReadouts(t *testing.T, m *models.Model) {
 	px := readGolden(t, "vision_pixel_values")
 	pixels, err := px.Float32()
 	if err != nil {
@@ -183,8 +197,8 @@ func TestReadoutsMatchTorch(t *testing.T) {
 }
 
 // TestReadoutErrors: an unknown readout names the readouts; a graph
-// without readout_input (the exported graph here) says what it lacks; a
-// graph held in memory has no weights for one.
+// whose last layer cannot be found says so, naming the graph and
+// model.safetensors; a graph held in memory has no weights for one.
 func TestReadoutErrors(t *testing.T) {
 	orttest.Load(t)
 	if err := clip.CheckReadout("dense"); err == nil || !strings.Contains(err.Error(), "clearclip, naclip, maskclip, raw") {
@@ -194,17 +208,30 @@ func TestReadoutErrors(t *testing.T) {
 	if _, err := clip.OpenVision(m, clip.VisionOptions{Readout: "dense"}); err == nil || !strings.Contains(err.Error(), `readout "dense"`) {
 		t.Errorf("OpenVision with readout dense: %v", err)
 	}
-	exported, err := models.Open(tinyclip, models.Options{DerivedCache: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = clip.OpenVision(exported, clip.VisionOptions{Readout: clip.ReadoutClearCLIP})
-	if err == nil || !strings.Contains(err.Error(), "readout_input") || !errors.Is(err, clip.ErrMissingOutput) {
-		t.Errorf("a graph without readout_input: %v", err)
+	// The export with its attention's Softmax made a Relu: no last layer.
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"} {
+		copyFile(t, filepath.Join(tinyclip, f), filepath.Join(dir, f))
 	}
 	g, err := os.ReadFile(filepath.Join(tinyclip, "onnx", "vision_model.onnx"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	bad := bytes.ReplaceAll(g, []byte("Softmax"), []byte("Relu\x00\x00\x00"))
+	if bytes.Equal(bad, g) {
+		t.Fatal("no Softmax in the export")
+	}
+	copyFile(t, filepath.Join(tinyclip, "onnx", "text_model.onnx"), filepath.Join(dir, "onnx", "text_model.onnx"))
+	if err := os.WriteFile(filepath.Join(dir, "onnx", "vision_model.onnx"), bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nosafe, err := models.Open(dir, models.Options{DerivedCache: t.TempDir(), NoBuild: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = clip.OpenVision(nosafe, clip.VisionOptions{Readout: clip.ReadoutClearCLIP})
+	if err == nil || !strings.Contains(err.Error(), "vision_model.onnx has no readout_input output") || !strings.Contains(err.Error(), "nor has the model a model.safetensors") {
+		t.Errorf("a graph without a recognisable last layer, no model.safetensors: %v", err)
 	}
 	if _, err := clip.NewVision(g, "vision_model.onnx", clip.VisionOptions{Readout: clip.ReadoutNACLIP}); err == nil || !strings.Contains(err.Error(), "OpenVision") {
 		t.Errorf("NewVision with a readout: %v", err)

@@ -141,9 +141,16 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 			return nil, fmt.Errorf("clip: readout %s: the %s family's patches are read through its pooling head's value path; it takes the %s readout", opts.Readout, m.Family(), ReadoutRaw)
 		}
 	}
-	e, err := openModelGraph(m, models.VisionModelFile, opts, openVision)
-	if err != nil || opts.Readout == "" {
-		return e, err
+	if opts.Readout == "" {
+		return openModelGraph(m, models.VisionModelFile, opts, openVision)
+	}
+	g, err := readoutGraph(m)
+	if err != nil {
+		return nil, err
+	}
+	e, err := openGraph(g, opts, openVision)
+	if err != nil {
+		return nil, err
 	}
 	_, h, w := e.InputSize()
 	if h == 0 || w == 0 {

@@ -84,6 +84,7 @@ type indexOutMeta struct {
 	Grid       [2]int         `json:"grid"`
 	LogitScale float64        `json:"logit_scale"`
 	LogitBias  float64        `json:"logit_bias,omitempty"`
+	Readout    string         `json:"readout,omitempty"` // the patches' readout; absent for raw
 	Rows       int            `json:"rows"`
 	Items      []indexOutItem `json:"items"`
 }
@@ -110,6 +111,7 @@ type indexOutSet struct {
 	grid     vision.Grid // the patch grid, P = H·W
 	model    string
 	revision string
+	readout  string // "" for raw
 	scale    float64 // exp(logit_scale)
 	bias     float64 // logit_bias (SigLIP)
 	dst      output
@@ -142,7 +144,8 @@ func newIndexOutSet(out *outFolder, eng *pipeline.Engine, size int, proc Shard, 
 		return nil, fmt.Errorf("batch: index: the model's patch grid: %w", err)
 	}
 	return &indexOutSet{out: out, size: size, proc: proc, settings: settings, dtype: dtype, elem: indexOutElem(dtype),
-		dim: d, grid: g, model: m.Name(), revision: m.Revision(), scale: eng.LogitScale(), bias: eng.LogitBias(), open: map[int]*indexOutPart{}}, nil
+		dim: d, grid: g, model: m.Name(), revision: m.Revision(), scale: eng.LogitScale(), bias: eng.LogitBias(), open: map[int]*indexOutPart{},
+		readout: indexReadout(eng.Options().Readout)}, nil
 }
 
 // dir returns part i's folder, relative to the output.
@@ -359,7 +362,7 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 	}
 	sort.Slice(o.items, func(a, b int) bool { return o.items[a].Row < o.items[b].Row })
 	m := indexOutMeta{Format: indexOutFormat, Model: s.model, Revision: s.revision, Settings: s.settings, DType: s.dtype,
-		Dim: s.dim, Grid: [2]int{s.grid.H, s.grid.W}, LogitScale: s.scale, LogitBias: s.bias, Rows: n, Items: o.items}
+		Dim: s.dim, Grid: [2]int{s.grid.H, s.grid.W}, LogitScale: s.scale, LogitBias: s.bias, Readout: s.readout, Rows: n, Items: o.items}
 	js, err := json.MarshalIndent(m, "", " ")
 	if err != nil {
 		return fmt.Errorf("batch: index part %s: index.json: %w", o.name, err)
@@ -440,4 +443,13 @@ func indexOutQuantize(dst []byte, x []float32) float32 {
 		dst[k] = byte(int8(q))
 	}
 	return scale
+}
+
+// indexReadout is what index.json records of readout r: "" for raw, whose
+// indexes stay as they were.
+func indexReadout(r string) string {
+	if r == pipeline.ReadoutRaw {
+		return ""
+	}
+	return r
 }

@@ -150,6 +150,9 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if opts.Precision == pipeline.PrecisionInt8 {
 		settings["precision"] = string(opts.Precision) // likewise: fp32 jobs keep their hashes
 	}
+	if opts.Readout != pipeline.ReadoutRaw {
+		settings["readout"] = opts.Readout // likewise: raw jobs keep their hashes
+	}
 	if cfg.Index {
 		settings["index"], settings["index_dtype"] = true, indexDType // only when set, as jpeg_draft
 	}
@@ -170,6 +173,9 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	}
 	if d := eng.JPEGDraft(); d > 0 {
 		j.baseMeta["jpeg_draft"] = strconv.Itoa(d)
+	}
+	if opts.Readout != pipeline.ReadoutRaw {
+		j.baseMeta["readout"] = opts.Readout
 	}
 
 	// Outputs: never over an earlier job's without Resume or Overwrite.

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 )
@@ -65,8 +66,19 @@ type Meta struct {
 	LogitScale float64 `json:"logit_scale"`
 	// LogitBias is SigLIP's logit_bias, added to every logit (absent: 0).
 	LogitBias float64 `json:"logit_bias,omitempty"`
-	Rows      int     `json:"rows"` // N
-	Items     []Item  `json:"items"`
+	// Readout is how the job read the patches' vectors (see
+	// pipeline.Options.Readout); absent: raw.
+	Readout string `json:"readout,omitempty"`
+	Rows    int    `json:"rows"` // N
+	Items   []Item `json:"items"`
+}
+
+// ReadoutName returns Readout, "raw" when absent.
+func (m *Meta) ReadoutName() string {
+	if m.Readout == "" {
+		return pipeline.ReadoutRaw
+	}
+	return m.Readout
 }
 
 // Item is one image of a part: its row in the arrays and where the

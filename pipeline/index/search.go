@@ -193,6 +193,9 @@ func (x *Index) Search(ctx context.Context, eng *pipeline.Engine, prompt string,
 		return nil, fmt.Errorf("index: search: the engine's model is %s, the index %s was made with %s: its vectors compare only with its own model's",
 			modelName(m.Name(), m.Revision()), x.where, modelName(x.meta.Model, x.meta.Revision))
 	}
+	if want, have := x.meta.ReadoutName(), eng.Options().Readout; want != have {
+		return nil, fmt.Errorf("index: search: the index %s holds patches of readout %s; the engine reads readout %s (open it with Options.Readout %s)", x.where, want, have, want)
+	}
 	ps, err := eng.Prepare(ctx, prompt)
 	if err != nil {
 		return nil, fmt.Errorf("index: search: %w", err)

@@ -237,6 +237,7 @@ type overlay struct {
 
 type attendResponse struct {
 	Model   string         `json:"model"`
+	Readout string         `json:"readout,omitempty"` // the engine's readout of the patches; absent for raw
 	Grid    [2]int         `json:"grid"`       // patch rows, columns
 	Size    [2]int         `json:"image_size"` // width, height after orientation
 	Crop    [4]int         `json:"crop"`       // x0, y0, x1, y1: the part of the image the model sees
@@ -278,7 +279,7 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 	b := img.Bounds()
 	crop := s.eng.CropRegion(b)
 	full := fullRegion(crop.Sub(b.Min), info) // in the full image's pixels, also when decoded scaled
-	res := attendResponse{Model: s.eng.Model().Name(), Grid: [2]int{enc.Grid.H, enc.Grid.W}, Size: [2]int{info.Width, info.Height},
+	res := attendResponse{Model: s.eng.Model().Name(), Readout: readoutName(s.eng), Grid: [2]int{enc.Grid.H, enc.Grid.W}, Size: [2]int{info.Width, info.Height},
 		Crop: [4]int{full.Min.X, full.Min.Y, full.Max.X, full.Max.Y}}
 	var base pipeline.HeatmapBase
 	if req.Heatmaps {
@@ -563,4 +564,13 @@ func fullRegion(r image.Rectangle, info vision.Info) image.Rectangle {
 	}
 	s := info.Scale
 	return image.Rect(r.Min.X*s, r.Min.Y*s, r.Max.X*s, r.Max.Y*s).Intersect(image.Rect(0, 0, info.Width, info.Height))
+}
+
+// readoutName names eng's readout of the patches for a response: "" for
+// the raw readout, whose responses stay as they were.
+func readoutName(eng *pipeline.Engine) string {
+	if r := eng.Options().Readout; r != pipeline.ReadoutRaw {
+		return r
+	}
+	return ""
 }

@@ -111,7 +111,7 @@ type indexOutSet struct {
 	grid     vision.Grid // the patch grid, P = H·W
 	model    string
 	revision string
-	readout  string // "" for raw
+	readout  string  // "" for raw
 	scale    float64 // exp(logit_scale)
 	bias     float64 // logit_bias (SigLIP)
 	dst      output

@@ -238,9 +238,9 @@ type overlay struct {
 type attendResponse struct {
 	Model   string         `json:"model"`
 	Readout string         `json:"readout,omitempty"` // the engine's readout of the patches; absent for raw
-	Grid    [2]int         `json:"grid"`       // patch rows, columns
-	Size    [2]int         `json:"image_size"` // width, height after orientation
-	Crop    [4]int         `json:"crop"`       // x0, y0, x1, y1: the part of the image the model sees
+	Grid    [2]int         `json:"grid"`              // patch rows, columns
+	Size    [2]int         `json:"image_size"`        // width, height after orientation
+	Crop    [4]int         `json:"crop"`              // x0, y0, x1, y1: the part of the image the model sees
 	Prompts []attendPrompt `json:"prompts"`
 }
 

@@ -90,6 +90,7 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintln(e.Stdout)
 		fmt.Fprintf(e.Stdout, "  text → image peak inside the named object:            %5.1f%%  (%d words; target ≥ 95%%)\n", 100*r.PeakInside, r.PeakWords)
+		fmt.Fprintf(e.Stdout, "  text → image map mIoU (DAAM: normalised, ≥ %.1f):      %5.1f   (the same words)\n", eval.MapThreshold, 100*r.MapIoU)
 		fmt.Fprintf(e.Stdout, "  image → text: object patches attend most to its words: %5.1f%%  (%d patches; target ≥ 90%%)\n", 100*r.OwnWord, r.OwnPatches)
 		if o.verbose {
 			printConfusion(e.Stdout, r.ShapeConfusion)

@@ -111,6 +111,11 @@ type Figures struct {
 	PeakInside  float64 `json:"text_to_image_peak_inside"`
 	PeakWords   int     `json:"text_to_image_words"`
 	PeakSkipped int     `json:"text_to_image_skipped"`
+	// MapIoU is DAAM's measure of the same words' maps (Tang et al., ACL
+	// 2023, their expand_image and threshold): the map min–max normalised,
+	// upsampled bilinearly to the image's pixels, thresholded at MapThreshold,
+	// and its IoU with the named object's pixels; the mean over the words.
+	MapIoU float64 `json:"text_to_image_miou"`
 	// OwnWord is, over the patches of two-object scenes that one object
 	// covers at least Owned of, the fraction whose image → text scores,
 	// restricted to the caption's content words (the colour and shape
@@ -368,7 +373,7 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 	res.ZeroShotTop1 = float64(correct) / float64(n)
 
 	// Attention maps on two-object scenes, each with its own caption.
-	peakOK, ownOK := 0, 0
+	peakOK, ownOK, iou := 0, 0, 0.0
 	for a := 0; a < n; a += ev.batch {
 		b := min(n, a+ev.batch)
 		sc := pair(a, b)
@@ -407,6 +412,10 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 			if err != nil {
 				return res, fmt.Errorf("eval: %w", err)
 			}
+			pix, err := s.coverage(ImageSize) // each object's pixels
+			if err != nil {
+				return res, fmt.Errorf("eval: %w", err)
+			}
 			for r, ref := range s.refs {
 				c := cov[ref.object]
 				if maxOf(c) < Inside {
@@ -415,6 +424,7 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 				}
 				tok := toks[r]
 				at := argmax(att.TextToImage[tok*p : (tok+1)*p])
+				iou += mapIoU(att.TextToImage[tok*p:(tok+1)*p], g.H, pix[ref.object], ImageSize)
 				res.PeakWords++
 				if c[at] >= Inside {
 					peakOK++
@@ -447,11 +457,52 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 	}
 	if res.PeakWords > 0 {
 		res.PeakInside = float64(peakOK) / float64(res.PeakWords)
+		res.MapIoU = iou / float64(res.PeakWords)
 	}
 	if res.OwnPatches > 0 {
 		res.OwnWord = float64(ownOK) / float64(res.OwnPatches)
 	}
 	return res, nil
+}
+
+// MapThreshold is DAAM's threshold of a normalised map.
+const MapThreshold = 0.4
+
+// mapIoU returns the IoU of map m [g×g] with the pixel mask obj [s×s] (a
+// pixel is the object's when it covers at least half of it): m min–max
+// normalised, bilinear to s×s at pixel centres (align_corners false, as
+// torch's interpolate), at or above MapThreshold.
+func mapIoU(m []float32, g int, obj []float64, s int) float64 {
+	lo, hi := m[0], m[0]
+	for _, v := range m {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	scale := float64(g) / float64(s)
+	at := func(i, j int) float64 { return float64(m[min(max(i, 0), g-1)*g+min(max(j, 0), g-1)]) }
+	inter, union := 0, 0
+	for y := range s {
+		fy := (float64(y)+0.5)*scale - 0.5
+		y0 := int(math.Floor(fy))
+		wy := fy - float64(y0)
+		for x := range s {
+			fx := (float64(x)+0.5)*scale - 0.5
+			x0 := int(math.Floor(fx))
+			wx := fx - float64(x0)
+			v := (1-wy)*((1-wx)*at(y0, x0)+wx*at(y0, x0+1)) + wy*((1-wx)*at(y0+1, x0)+wx*at(y0+1, x0+1))
+			on := hi > lo && (v-float64(lo))/(float64(hi-lo)+1e-8) >= MapThreshold
+			in := obj[y*s+x] >= 0.5
+			if on && in {
+				inter++
+			}
+			if on || in {
+				union++
+			}
+		}
+	}
+	if union == 0 {
+		return 0
+	}
+	return float64(inter) / float64(union)
 }
 
 func images(sc []evalScene) []image.Image {

@@ -228,7 +228,8 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if e.opts.Decode, err = ParseDecodeMode(string(opts.Decode)); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	if e.readout, e.opts.Readout, err = resolveReadout(opts); err != nil {
+	defaultReadout := false
+	if e.readout, e.opts.Readout, defaultReadout, err = resolveReadout(m, opts); err != nil {
 		return nil, err
 	}
 	if e.opts.Decode != DecodeExact && !vision.CanDraft() {
@@ -252,8 +253,16 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	go func() {
 		var err error
 		th := e.opts.Threads
-		e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack},
-			clip.VisionOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack, Readout: e.readout})
+		vopts := clip.VisionOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack, Readout: e.readout}
+		e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack}, vopts)
+		if err != nil && defaultReadout && e.readout != "" && ctx.Err() == nil {
+			// The default readout, where the graph does not allow it: the
+			// raw patch tokens, said once.
+			e.log.Warn("the default readout is not available for this model's graph: reading the raw patch tokens (give --readout raw to say so)",
+				"readout", e.readout, "model", m.Name(), "err", err)
+			e.readout, e.opts.Readout, vopts.Readout = "", ReadoutRaw, ""
+			e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack}, vopts)
+		}
 		opened <- err
 	}()
 	waited := false

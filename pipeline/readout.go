@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 
+	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/clip"
 )
 
@@ -15,21 +16,35 @@ const (
 	ReadoutMaskCLIP  = clip.ReadoutMaskCLIP  // the last layer's values, no attention, no residual, no MLP
 )
 
+// defaultReadout returns the readout an engine of model m with layer l
+// takes when Options.Readout is "": ReadoutClearCLIP for CLIP-family
+// checkpoints in the joint space (raw patch tokens of real CLIP checkpoints
+// localise poorly; ClearCLIP lifts them most, see docs/models.md), and
+// ReadoutRaw for the built-in model (trained on its raw patch tokens: raw
+// measures best on its scenes), for SigLIP (its patches go through the
+// pooling head's value path) and for other layers.
+func defaultReadout(m *models.Model, l Layer) string {
+	if m == nil || !l.joint() || m.Family().Sigmoid() || m.Name() == models.DefaultRef {
+		return ReadoutRaw
+	}
+	return ReadoutClearCLIP
+}
+
 // resolveReadout returns the readout opts asks for ("" when raw, as the
-// vision encoder takes it) and its name.
-func resolveReadout(opts Options) (vision, name string, err error) {
+// vision encoder takes it), its name, and whether it is the default.
+func resolveReadout(m *models.Model, opts Options) (vision, name string, defaulted bool, err error) {
 	r := opts.Readout
 	if r == "" {
-		r = ReadoutRaw
+		r, defaulted = defaultReadout(m, opts.Layer), true
 	}
 	if err := clip.CheckReadout(r); err != nil {
-		return "", "", fmt.Errorf("pipeline: %w", err)
+		return "", "", false, fmt.Errorf("pipeline: %w", err)
 	}
 	if r == ReadoutRaw {
-		return "", r, nil
+		return "", r, defaulted, nil
 	}
 	if !opts.Layer.joint() {
-		return "", "", fmt.Errorf("pipeline: readout %s reads the patches' vectors for CLIP's joint space; layer %s takes the patch states as they are (readout %s)", r, opts.Layer, ReadoutRaw)
+		return "", "", false, fmt.Errorf("pipeline: readout %s reads the patches' vectors for CLIP's joint space; layer %s takes the patch states as they are (readout %s)", r, opts.Layer, ReadoutRaw)
 	}
-	return r, r, nil
+	return r, r, defaulted, nil
 }

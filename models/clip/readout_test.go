@@ -208,7 +208,7 @@ func TestReadoutErrors(t *testing.T) {
 	if _, err := clip.OpenVision(m, clip.VisionOptions{Readout: "dense"}); err == nil || !strings.Contains(err.Error(), `readout "dense"`) {
 		t.Errorf("OpenVision with readout dense: %v", err)
 	}
-	// The export with its attention's Softmax made a Relu: no last layer.
+	// The export with its attention's Softmax made a Hardmax: no last layer.
 	dir := t.TempDir()
 	for _, f := range []string{"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"} {
 		copyFile(t, filepath.Join(tinyclip, f), filepath.Join(dir, f))
@@ -217,7 +217,7 @@ func TestReadoutErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := bytes.ReplaceAll(g, []byte("Softmax"), []byte("Relu\x00\x00\x00"))
+	bad := bytes.ReplaceAll(g, []byte("Softmax"), []byte("Hardmax"))
 	if bytes.Equal(bad, g) {
 		t.Fatal("no Softmax in the export")
 	}

@@ -80,7 +80,7 @@ func TestRunMatchesTorch(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			sum, err := Run(context.Background(), Config{
-				Engine: tinyEngine(t, m, pipeline.Options{Direction: c.dir}), Inputs: []string{in}, Prompts: prompts, Out: out,
+				Engine: tinyEngine(t, m, pipeline.Options{Direction: c.dir, Readout: pipeline.ReadoutRaw}), Inputs: []string{in}, Prompts: prompts, Out: out, // torch ran the raw readout
 				PerHead: c.perHead, Batch: 2, Version: "test",
 			})
 			if err != nil {

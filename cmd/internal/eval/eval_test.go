@@ -194,4 +194,3 @@ var (
 	floorSiglipTraining    = figures{zeroShot: 0.99, shape: 0.98, peak: 0.99, own: 0.99}
 	floorSiglipIndependent = figures{zeroShot: 0.89, shape: 0.84, peak: 0.99, own: 0.99}
 )
-

@@ -24,6 +24,17 @@ type AttendOptions struct {
 	// conditioned on the prompt (image → text) and the tokens conditioned
 	// on the image (text → image).
 	Conditioned bool
+	// Windows makes AttendImages' maps cover the whole image, not the
+	// model's centre crop: its short side resized to the model's input
+	// side (keeping the aspect), windows of the input size every half side
+	// both ways (the last flush with the edge), each encoded (in batches
+	// of Options.Batch) and attended, and every map stitched on one patch
+	// grid over the whole image (Attention.Grid): a cell is the mean of
+	// the window patches covering it, weighted by the area shared.
+	// ConditionedTokens, Cosine and Score are the windows' means. An
+	// image no larger than one window is one window. Attend, given one
+	// encoding, refuses it.
+	Windows bool
 }
 
 // Attention is one image attended with one prompt.
@@ -55,6 +66,8 @@ type Attention struct {
 	// graphs give embeddings, and the model has a logit scale).
 	Cosine, Score float64
 	HasScore      bool
+
+	whole bool // the maps cover the whole image (AttendOptions.Windows)
 }
 
 // Attend attends one encoded image with each prepared prompt (made by this
@@ -62,14 +75,28 @@ type Attention struct {
 // per prompt. The image's side of the attention is projected once for all
 // the prompts.
 func (e *Engine) Attend(ctx context.Context, img *ImageEncoding, prompts Prompts, opts AttendOptions) ([]Attention, error) {
+	if opts.Windows {
+		return nil, errWindowsNeedImage
+	}
 	ws := e.getWorkspaces()
 	defer e.putWorkspaces(ws)
 	return e.attend(ctx, ws, img, prompts, opts)
 }
 
 // AttendImages encodes images in batches and attends each with the
-// prompts: one []Attention per image.
+// prompts: one []Attention per image (see AttendOptions.Windows for maps
+// over the whole image).
 func (e *Engine) AttendImages(ctx context.Context, imgs []image.Image, prompts Prompts, opts AttendOptions) ([][]Attention, error) {
+	if opts.Windows {
+		out := make([][]Attention, len(imgs))
+		for i, img := range imgs {
+			var err error
+			if out[i], err = e.attendWindows(ctx, img, prompts, opts); err != nil {
+				return nil, fmt.Errorf("%w (image %d)", err, i)
+			}
+		}
+		return out, nil
+	}
 	encs, err := e.EncodeImages(ctx, imgs)
 	if err != nil {
 		return nil, err

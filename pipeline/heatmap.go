@@ -310,13 +310,19 @@ func (e *Engine) HeatmapBase(img image.Image) HeatmapBase {
 // bar and label. img is the image as decoded (cropped and scaled as the
 // engine's preprocessing does) or its HeatmapBase; the zero HeatmapBase
 // draws the maps over a plain grey panel (an image known only by its
-// stored features).
+// stored features). Maps over the whole image (AttendOptions.Windows) are
+// drawn over the whole image: give it, not a HeatmapBase.
 func (a *Attention) Heatmap(img image.Image) (*image.RGBA, error) {
 	if img == nil {
 		return nil, errors.New("pipeline: heatmap: no image")
 	}
 	base, ok := img.(HeatmapBase)
-	if !ok {
+	switch {
+	case ok && a.whole && base.RGBA != nil:
+		return nil, errors.New("pipeline: heatmap: the maps cover the whole image (windows): give the image itself, not its HeatmapBase (the model's centre crop)")
+	case !ok && a.whole:
+		base = HeatmapBase{heatmapBase(img, img.Bounds())}
+	case !ok:
 		if a.Prompt == nil || a.Prompt.eng == nil {
 			return nil, errors.New("pipeline: heatmap: the attention has no prompt of an engine")
 		}

@@ -23,6 +23,7 @@ type attendOptions struct {
 	noHeatmap bool
 	top       int
 	json      bool
+	windows   bool
 }
 
 func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
@@ -31,12 +32,14 @@ func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noHeatmap, "no-heatmap", false, "do not write a heatmap")
 	fs.IntVar(&o.top, "top", 3, "how many patches per word and words per region to print")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (maps included)")
+	fs.BoolVar(&o.windows, "windows", false, windowsUsage)
 	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout)
 }
 
 type attendReport struct {
 	Prompt      string                 `json:"prompt"`
 	Readout     string                 `json:"readout,omitempty"` // --readout, when not raw
+	Windows     bool                   `json:"windows,omitempty"` // the maps cover the whole image (--windows)
 	Score       float64                `json:"score"`
 	Tokens      []string               `json:"tokens"`
 	Grid        [2]int                 `json:"grid"`
@@ -89,17 +92,21 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	atts, err := eng.AttendImages(ctx, []image.Image{img}, prompts, pipeline.AttendOptions{})
+	atts, err := eng.AttendImages(ctx, []image.Image{img}, prompts, pipeline.AttendOptions{Windows: o.windows})
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	base := eng.HeatmapBase(img)
+	var base image.Image = eng.HeatmapBase(img)
+	if o.windows {
+		base = img // the maps cover the whole image
+	}
 	var reports []attendReport
 	for k, a := range atts[0] {
 		r := summarise(&a, o.top)
 		if rd := eng.Options().Readout; rd != pipeline.ReadoutRaw {
 			r.Readout = rd
 		}
+		r.Windows = o.windows
 		overlays := a.Overlays()
 		if !o.noHeatmap && len(overlays) > 0 {
 			name := o.heatmap

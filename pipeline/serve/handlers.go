@@ -180,13 +180,8 @@ func (s *Server) image(ctx context.Context, data []byte, on *onTheWay) (img imag
 			on.arrived() // failed before the queue
 		}
 	}()
-	img, info, err = s.eng.DecodeImageInfo(data)
-	if err != nil {
-		var tl *vision.TooLargeError
-		if errors.As(err, &tl) {
-			return nil, info, enc, err
-		}
-		return nil, info, enc, badRequest("invalid_image", "the image cannot be decoded: %v", err)
+	if img, info, err = s.decodeImage(data); err != nil {
+		return nil, info, enc, err
 	}
 	h, w := s.eng.InputSize()
 	px := make([]float32, 3*h*w)
@@ -197,6 +192,26 @@ func (s *Server) image(ctx context.Context, data []byte, on *onTheWay) (img imag
 	queued = true
 	enc, err = s.images.submit(ctx, px)
 	return img, info, enc, err
+}
+
+// decodeImage decodes an image of a request, a bad one a bad request.
+func (s *Server) decodeImage(data []byte) (image.Image, vision.Info, error) {
+	img, info, err := s.eng.DecodeImageInfo(data)
+	if err != nil {
+		var tl *vision.TooLargeError
+		if errors.As(err, &tl) {
+			return nil, info, err
+		}
+		return nil, info, badRequest("invalid_image", "the image cannot be decoded: %v", err)
+	}
+	return img, info, nil
+}
+
+// decode decodes an image that is not queued for the encoder (attend's
+// windows): on hears of it once it is decoded, or failed.
+func (s *Server) decode(data []byte, on *onTheWay) (image.Image, vision.Info, error) {
+	defer on.arrived()
+	return s.decodeImage(data)
 }
 
 // attendPrompt is one prompt's part of an attend answer.
@@ -238,6 +253,7 @@ type overlay struct {
 type attendResponse struct {
 	Model   string         `json:"model"`
 	Readout string         `json:"readout,omitempty"` // the engine's readout of the patches; absent for raw
+	Windows bool           `json:"windows,omitempty"` // the maps cover the whole image
 	Grid    [2]int         `json:"grid"`              // patch rows, columns
 	Size    [2]int         `json:"image_size"`        // width, height after orientation
 	Crop    [4]int         `json:"crop"`              // x0, y0, x1, y1: the part of the image the model sees
@@ -264,28 +280,53 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ctx := r.Context()
-	img, info, enc, err := s.image(ctx, req.ImageData, on)
-	if err != nil {
-		return s.apiErr(err)
-	}
-	ps, err := s.prompts(ctx, req.Prompts, req.Truncate)
-	if err != nil {
-		return s.apiErr(err)
-	}
-	atts, err := s.eng.Attend(ctx, &enc, ps, pipeline.AttendOptions{Direction: dir, PerHead: req.PerHead, Conditioned: req.Conditioned})
-	if err != nil {
-		return s.apiErr(err)
+	opts := pipeline.AttendOptions{Direction: dir, PerHead: req.PerHead, Conditioned: req.Conditioned}
+	var img image.Image
+	var info vision.Info
+	var atts []pipeline.Attention
+	var grid vision.Grid
+	crop := image.Rectangle{}
+	if req.Windows {
+		// The windows are encoded together, outside the batching queue.
+		if img, info, err = s.decode(req.ImageData, on); err != nil {
+			return s.apiErr(err)
+		}
+		ps, err := s.prompts(ctx, req.Prompts, req.Truncate)
+		if err != nil {
+			return s.apiErr(err)
+		}
+		opts.Windows = true
+		got, err := s.eng.AttendImages(ctx, []image.Image{img}, ps, opts)
+		if err != nil {
+			return s.apiErr(err)
+		}
+		atts, grid, crop = got[0], got[0][0].Grid, img.Bounds()
+	} else {
+		var enc pipeline.ImageEncoding
+		if img, info, enc, err = s.image(ctx, req.ImageData, on); err != nil {
+			return s.apiErr(err)
+		}
+		ps, err := s.prompts(ctx, req.Prompts, req.Truncate)
+		if err != nil {
+			return s.apiErr(err)
+		}
+		if atts, err = s.eng.Attend(ctx, &enc, ps, opts); err != nil {
+			return s.apiErr(err)
+		}
+		grid, crop = enc.Grid, s.eng.CropRegion(img.Bounds())
 	}
 	b := img.Bounds()
-	crop := s.eng.CropRegion(b)
 	full := fullRegion(crop.Sub(b.Min), info) // in the full image's pixels, also when decoded scaled
-	res := attendResponse{Model: s.eng.Model().Name(), Readout: readoutName(s.eng), Grid: [2]int{enc.Grid.H, enc.Grid.W}, Size: [2]int{info.Width, info.Height},
+	res := attendResponse{Model: s.eng.Model().Name(), Readout: readoutName(s.eng), Windows: req.Windows, Grid: [2]int{grid.H, grid.W}, Size: [2]int{info.Width, info.Height},
 		Crop: [4]int{full.Min.X, full.Min.Y, full.Max.X, full.Max.Y}}
-	var base pipeline.HeatmapBase
+	var base image.Image
 	if req.Heatmaps {
 		base = s.eng.HeatmapBase(img)
+		if req.Windows {
+			base = img // the maps cover the whole image
+		}
 	}
-	p := enc.P()
+	p := grid.Patches()
 	for _, a := range atts {
 		t := a.Prompt.T()
 		ap := attendPrompt{Text: a.Prompt.Text, Tokens: a.Prompt.Tokens, Truncated: a.Prompt.Truncated, Words: a.Prompt.Words,
@@ -303,7 +344,7 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 		for _, o := range ovs {
 			ap.Overlays = append(ap.Overlays, overlay{Word: o.Label, Start: o.Start, End: o.End, Map: o.Map, Lo: o.Lo, Hi: o.Hi, Peak: o.Peak})
 		}
-		if base.RGBA != nil && len(ovs) > 0 {
+		if base != nil && len(ovs) > 0 {
 			sheet, err := a.Heatmap(base)
 			if err == nil {
 				var png []byte

@@ -32,6 +32,7 @@ type imageRequest struct {
 	PerHead     bool   `json:"per_head"`    // per-head maps too
 	Conditioned bool   `json:"conditioned"` // the attention outputs too
 	Heatmaps    bool   `json:"heatmaps"`    // a heatmap sheet PNG per prompt, as a data URI
+	Windows     bool   `json:"windows"`     // maps over the whole image (attend; see pipeline.AttendOptions.Windows)
 	Truncate    bool   `json:"truncate"`    // cut prompts longer than the context instead of refusing them
 	// Top, when above 0, adds per content word its Top patches and per
 	// region of a 3×3 split of the grid its Top words (as attend prints).
@@ -208,6 +209,8 @@ func readMultipart(r *http.Request, req *imageRequest) error {
 			req.Conditioned, err = flag()
 		case "heatmaps":
 			req.Heatmaps, err = flag()
+		case "windows":
+			req.Windows, err = flag()
 		case "truncate":
 			req.Truncate, err = flag()
 		case "top":

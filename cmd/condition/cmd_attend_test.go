@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"image"
 	"image/png"
 	"math"
 	"os"
@@ -69,5 +70,39 @@ func TestAttendJSONAndHeatmap(t *testing.T) {
 	}
 	if code := mainContext(context.Background(), []string{"attend", "--model", "../../testdata/tinyclip", "x.png"}, nil, &out, &errb); code != exitUsage {
 		t.Fatalf("no prompt: exit %d", code)
+	}
+}
+
+// TestAttendWindowsJSON: --windows on a 3:1 image gives a grid three times
+// as wide as high, maps of that many cells, "windows": true, and a heatmap.
+func TestAttendWindowsJSON(t *testing.T) {
+	orttest.Load(t)
+	dir := t.TempDir()
+	img := image.NewRGBA(image.Rect(0, 0, 192, 64))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i*5 + i/768)
+	}
+	p := filepath.Join(dir, "wide.png")
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	heat := filepath.Join(dir, "h.png")
+	code, stdout, stderr := runCLI(t, "attend", p, "-p", "a red circle", "--windows", "--json", "--heatmap", heat)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r attendReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Windows || r.Grid[1] != 3*r.Grid[0] || len(r.TextToImage) != len(r.Tokens)*r.Grid[0]*r.Grid[1] {
+		t.Errorf("windows %v, grid %v, %d map values for %d tokens", r.Windows, r.Grid, len(r.TextToImage), len(r.Tokens))
+	}
+	if _, err := os.Stat(heat); err != nil {
+		t.Error(err)
 	}
 }

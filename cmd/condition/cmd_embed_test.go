@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,6 +82,7 @@ func TestEmbedEndToEnd(t *testing.T) {
 	for name, shape := range map[string][]int{
 		"text_embeds": {4, 16}, "token_states": {4, 16, 32}, "attention_mask": {4, 16}, "input_ids": {4, 16},
 		"image_embeds": {2, 16}, "patch_states": {2, 17, 24}, "logits_per_image": {2, 4}, "cosine": {2, 4},
+		"patch_embeds": {2, 16, 16},
 	} {
 		if got := ts[name].Shape; len(got) != len(shape) || !embedSameShape(got, shape) {
 			t.Errorf("%s: shape %v, want %v", name, got, shape)
@@ -98,8 +100,53 @@ func TestEmbedEndToEnd(t *testing.T) {
 		}
 	}
 	var prompts []string
-	if err := json.Unmarshal([]byte(meta["prompts"]), &prompts); err != nil || len(prompts) != 4 || meta["grid"] != "4x4" || meta["model"] != tinyclipDir {
+	if err := json.Unmarshal([]byte(meta["prompts"]), &prompts); err != nil || len(prompts) != 4 || meta["grid"] != "4x4" || meta["model"] != tinyclipDir || meta["readout"] != "clearclip" {
 		t.Errorf("metadata %v", meta)
+	}
+	// patch_embeds: unit rows, the joint space's patches under the readout
+	// (clearclip, the default for a CLIP checkpoint).
+	pe := ts["patch_embeds"].Data.([]float32)
+	for r := 0; r+16 <= len(pe); r += 16 {
+		n := 0.0
+		for _, v := range pe[r : r+16] {
+			n += float64(v) * float64(v)
+		}
+		if n < 0.9999 || n > 1.0001 {
+			t.Fatalf("patch_embeds row %d has squared norm %g", r/16, n)
+		}
+	}
+}
+
+// TestEmbedReadouts: --readout raw and naclip change patch_embeds and not
+// patch_states; an unknown readout is a usage error naming the readouts.
+func TestEmbedReadouts(t *testing.T) {
+	orttest.Load(t)
+	img := filepath.Join(tinyclipDir, "golden", "images", "square.png")
+	read := func(readout string) (map[string]tensorio.Tensor, map[string]string) {
+		out := filepath.Join(t.TempDir(), "emb.safetensors")
+		if code, _, stderr := embedCLI(t, "embed", "--model", tinyclipDir, "--threads", "1", "--out", out, "--readout", readout, img); code != 0 {
+			t.Fatalf("--readout %s: exit %d\n%s", readout, code, stderr)
+		}
+		ts, meta, err := tensorio.ReadSafetensors(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts, meta
+	}
+	raw, rawMeta := read("raw")
+	na, naMeta := read("naclip")
+	if rawMeta["readout"] != "raw" || naMeta["readout"] != "naclip" {
+		t.Errorf("readout metadata %q and %q", rawMeta["readout"], naMeta["readout"])
+	}
+	if !slices.Equal(raw["patch_states"].Data.([]float32), na["patch_states"].Data.([]float32)) {
+		t.Error("the readout changed patch_states")
+	}
+	if slices.Equal(raw["patch_embeds"].Data.([]float32), na["patch_embeds"].Data.([]float32)) {
+		t.Error("naclip's patch_embeds equal raw's")
+	}
+	code, _, stderr := embedCLI(t, "embed", "--model", tinyclipDir, "--readout", "dense", img)
+	if code != exitUsage || !strings.Contains(stderr, `--readout "dense": want one of clearclip, naclip, maskclip, raw`) {
+		t.Errorf("--readout dense: exit %d, stderr %s", code, stderr)
 	}
 }
 

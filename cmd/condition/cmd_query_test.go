@@ -133,6 +133,10 @@ func TestQueryMistakes(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, exitUsage, errs)
 		}
 	}
+	// An index of one readout queried asking another: both named.
+	if code, _, errs := runCLI(t, "query", out, "-p", "x", "--readout", "clearclip"); code != exitUsage || !strings.Contains(errs, "readout raw") || !strings.Contains(errs, "--readout clearclip") {
+		t.Errorf("another readout: exit %d, stderr %s", code, errs)
+	}
 	code, _, errs := runCLI(t, "query", out, "-p", "zzqx", "--top", "1")
 	if code != 0 || !strings.Contains(errs, "no word the model knows") {
 		t.Errorf("unknown words: exit %d, stderr %s", code, errs)

@@ -50,9 +50,10 @@ type ImageEncoding struct {
 	// none.
 	Embeds []float32
 	// Readout is the patch rows as the engine's readout reads them
-	// (Options.Readout), [P, Width] before post_layernorm, the vectors the
-	// joint space takes in place of States' patch rows; nil for the raw
-	// readout (States' own).
+	// (Options.Readout), [P, Width] in the space of States' rows (CLIP's
+	// before post_layernorm, SigLIP's after it), the vectors the joint
+	// space takes in place of States' patch rows; nil for the raw readout
+	// (States' own).
 	Readout []float32
 
 	// head keeps the patches through SigLIP's pooling head once computed

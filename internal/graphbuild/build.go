@@ -18,7 +18,10 @@
 // and, for a dense readout of the patches (ReadoutGraph, held in memory),
 // a graph of the last layer's attention alone:
 //
-//	readout_input [batch, 1+P, d_v] → readout_hidden_state [batch, 1+P, d_v]
+//	readout_input [batch, S, d_v] → readout_hidden_state [batch, S, d_v]
+//
+// (S = 1+P for CLIP; P for SigLIP, whose readout ends with post_layernorm,
+// as its last_hidden_state does)
 //
 // and (BuildSiglip), named as optimum's and Transformers.js' SigLIP exports:
 //
@@ -27,7 +30,8 @@
 //	                        (text_model.head of the last position; p = projection_size, d_v)
 //	onnx/vision_model.onnx  pixel_values float32 [batch_size, C, S, S] →
 //	                        last_hidden_state [batch_size, P, d_v] (after post_layernorm),
-//	                        pooler_output [batch_size, d_v] (the attention-pooling head's)
+//	                        pooler_output [batch_size, d_v] (the attention-pooling head's),
+//	                        readout_input [batch_size, P, d_v] (the last layer's input)
 //
 // Weights are read one tensor at a time by their header offsets (F32, F16,
 // BF16 or F64 in the checkpoint, float32 in the graph; one file or the

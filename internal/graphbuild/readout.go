@@ -17,7 +17,9 @@ import (
 //	maskclip:  v                                   (MaskCLIP, ECCV 2022)
 //
 // with q, k, v the layer's own projections of layer_norm1(x), then its
-// out_proj. G is a Gaussian of the patch grid distance (see NACLIPBias).
+// out_proj (and, for towers whose last_hidden_state is after the final
+// layer norm, as SigLIP's is, that norm: ReadoutConfig.PostLayerNorm). G
+// is a Gaussian of the patch grid distance (see NACLIPBias).
 const (
 	ReadoutRaw       = "raw"
 	ReadoutClearCLIP = "clearclip"
@@ -28,7 +30,7 @@ const (
 // Readout graph value names.
 const (
 	ReadoutInput  = "readout_input"        // [batch, S, d]: the input of the last encoder layer
-	ReadoutOutput = "readout_hidden_state" // [batch, S, d]: out_proj's output, before post_layernorm
+	ReadoutOutput = "readout_hidden_state" // [batch, S, d]: out_proj's output (then post_layernorm when ReadoutConfig.PostLayerNorm is set)
 )
 
 // NACLIPSigma is the standard deviation of NACLIP's neighbourhood Gaussian,
@@ -41,20 +43,31 @@ type ReadoutConfig struct {
 	Width  int     // d, the layer's width
 	Heads  int     // its attention heads (d_h = d / Heads)
 	Eps    float64 // layer_norm1's epsilon
-	Class  int     // rows before the patches (CLIP's class token: 1)
+	Class  int     // rows before the patches (CLIP's class token: 1; SigLIP: 0)
 	GridH  int     // the patch grid, P = GridH·GridW; S = Class + P
 	GridW  int
 	Prefix string // the layer's tensor names' prefix, e.g. vision_model.encoder.layers.11.
+	// PostLayerNorm, when set, is the prefix of a layer norm applied to
+	// out_proj's output (its .weight and .bias), with epsilon PostEps:
+	// vision_model.post_layernorm for SigLIP, whose last_hidden_state (the
+	// rows its readouts stand in for) is after it. Empty for CLIP, whose
+	// last_hidden_state is before post_layernorm.
+	PostLayerNorm string
+	PostEps       float64
 }
 
-// ReadoutTensors returns the tensors of the last layer a readout reads,
-// with their shapes ([out, in] for weights).
+// ReadoutTensors returns the tensors of the last layer a readout reads
+// (and PostLayerNorm's when set), with their shapes ([out, in] for
+// weights).
 func (c ReadoutConfig) ReadoutTensors() map[string][]int {
 	d := c.Width
 	ts := map[string][]int{
 		c.Prefix + "layer_norm1.weight": {d}, c.Prefix + "layer_norm1.bias": {d},
 		c.Prefix + "self_attn.v_proj.weight": {d, d}, c.Prefix + "self_attn.v_proj.bias": {d},
 		c.Prefix + "self_attn.out_proj.weight": {d, d}, c.Prefix + "self_attn.out_proj.bias": {d},
+	}
+	if c.PostLayerNorm != "" {
+		ts[c.PostLayerNorm+".weight"], ts[c.PostLayerNorm+".bias"] = []int{d}, []int{d}
 	}
 	switch c.Kind {
 	case ReadoutClearCLIP:
@@ -76,6 +89,9 @@ func (c ReadoutConfig) check() error {
 	}
 	if c.GridH <= 0 || c.GridW <= 0 || c.Class < 0 {
 		return fmt.Errorf("graphbuild: readout: grid %dx%d with %d class rows", c.GridH, c.GridW, c.Class)
+	}
+	if c.PostLayerNorm != "" && !(c.PostEps > 0) {
+		return fmt.Errorf("graphbuild: readout: %s's epsilon is %g, want a positive number", c.PostLayerNorm, c.PostEps)
 	}
 	return nil
 }
@@ -103,7 +119,8 @@ func NACLIPBias(class, gh, gw int, sigma float64) []float32 {
 //
 //	readout_input float32 [batch, S, d] → readout_hidden_state float32 [batch, S, d]
 //
-// every row recomputed (the class rows too, which the engine leaves out).
+// every row recomputed (the class rows too, which the engine leaves out),
+// out_proj's output then c.PostLayerNorm's when it is set.
 func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([]byte, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -176,7 +193,17 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 		o = g.op("Reshape", "", ot, g.constInts("merge_shape", []int64{3}, 0, 0, d))
 	}
 	y := g.op("MatMul", "", o, wT("self_attn.out_proj.weight"))
-	g.op("Add", ReadoutOutput, y, w("self_attn.out_proj.bias", d))
+	if c.PostLayerNorm == "" {
+		g.op("Add", ReadoutOutput, y, w("self_attn.out_proj.bias", d))
+	} else {
+		y = g.op("Add", "", y, w("self_attn.out_proj.bias", d))
+		post := func(name string) string {
+			v := vals[c.PostLayerNorm+name]
+			return g.weight(c.PostLayerNorm+name, []int64{d}, func() ([]float32, error) { return v, nil })
+		}
+		g.op("LayerNormalization", ReadoutOutput, y, post(".weight"), post(".bias"))
+		g.last().with(intAttr("axis", -1), floatAttr("epsilon", float32(c.PostEps)))
+	}
 	var buf bytes.Buffer
 	if err := writeModel(&buf, g, map[string]int64{"": 17}, producer, ""); err != nil {
 		return nil, fmt.Errorf("graphbuild: readout: %w", err)

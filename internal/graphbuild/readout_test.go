@@ -3,6 +3,7 @@ package graphbuild
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,6 +40,26 @@ func TestNACLIPBias(t *testing.T) {
 	}
 }
 
+// TestNACLIPBiasNoClass: without a class token G is the patches' Gaussian
+// alone, as torch's transcription of NACLIP's construction gives it for
+// SigLIP (testdata/tinysiglip/make_readout_golden.py: a 4x4 grid, σ = 5).
+func TestNACLIPBiasNoClass(t *testing.T) {
+	g, err := tensorio.ReadNPY(filepath.Join("..", "..", "testdata", "tinysiglip", "golden", "readout_naclip_bias.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := g.Data.([]float64)
+	got := NACLIPBias(0, 4, 4, NACLIPSigma)
+	if len(got) != len(want) || len(want) != 16*16 {
+		t.Fatalf("%d values, torch has %d", len(got), len(want))
+	}
+	for i := range want {
+		if math.Abs(float64(got[i])-want[i]) > 1e-7 {
+			t.Fatalf("G[%d][%d] = %g, torch %g", i/16, i%16, got[i], want[i])
+		}
+	}
+}
+
 // TestReadoutGraphRefuses: an unknown kind, heads that do not divide the
 // width, a tensor of the wrong size: errors naming what is wrong.
 func TestReadoutGraphRefuses(t *testing.T) {
@@ -56,5 +77,16 @@ func TestReadoutGraphRefuses(t *testing.T) {
 	bad.Heads = 3
 	if _, err := ReadoutGraph(bad, read); err == nil || !strings.Contains(err.Error(), "3 heads") {
 		t.Errorf("heads: %v", err)
+	}
+	bad = c
+	bad.PostLayerNorm = "post"
+	if _, err := ReadoutGraph(bad, read); err == nil || !strings.Contains(err.Error(), "post's epsilon is 0") {
+		t.Errorf("post_layernorm without epsilon: %v", err)
+	}
+	// The post layer norm's tensors are read, under their own names.
+	bad.PostEps = 1e-6
+	ts := bad.ReadoutTensors()
+	if !slices.Equal(ts["post.weight"], []int{8}) || !slices.Equal(ts["post.bias"], []int{8}) {
+		t.Errorf("ReadoutTensors with PostLayerNorm: %v", ts)
 	}
 }

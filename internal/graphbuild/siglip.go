@@ -57,7 +57,9 @@ func (c SiglipConfig) check() error {
 //	                   pooler_output [batch_size, P] (text_model.head of the last position's state)
 //	vision_model.onnx  pixel_values float32 [batch_size, C, S, S] →
 //	                   last_hidden_state [batch_size, (S/p)², d_v] (every row a patch, after post_layernorm),
-//	                   pooler_output [batch_size, d_v] (the attention-pooling head's)
+//	                   pooler_output [batch_size, d_v] (the attention-pooling head's),
+//	                   readout_input [batch_size, (S/p)², d_v] (the last encoder layer's input,
+//	                   which dense readouts recompute from; not in the exports)
 //
 // Nothing is written when the config or the checkpoint is found wrong; a
 // graph is written whole or not at all.
@@ -137,12 +139,16 @@ func (b *builder) siglipVision(c SiglipConfig) {
 	g.outputs = []valueInfo{
 		{name: "last_hidden_state", elem: tFloat, dims: []any{"batch_size", np, d}},
 		{name: "pooler_output", elem: tFloat, dims: []any{"batch_size", d}},
+		{name: ReadoutInput, elem: tFloat, dims: []any{"batch_size", np, d}},
 	}
-	g.names["pixel_values"], g.names["last_hidden_state"], g.names["pooler_output"] = true, true, true
+	g.names["pixel_values"], g.names["last_hidden_state"], g.names["pooler_output"], g.names[ReadoutInput] = true, true, true, true
 
 	tr := b.patchEmbedding(d, ch, p, true)
 	x := g.op("Add", "", tr, b.w("vision_model.embeddings.position_embedding.weight", np, d))
 	for i := 0; i < v.Layers; i++ {
+		if i == v.Layers-1 {
+			x = g.op("Identity", ReadoutInput, x)
+		}
 		x = b.encoderLayer(x, fmt.Sprintf("vision_model.encoder.layers.%d.", i), d, inter, heads, v.HiddenAct, v.LayerNormEps, "", "")
 	}
 	x = b.layerNorm(x, "vision_model.post_layernorm", d, v.LayerNormEps, "last_hidden_state")

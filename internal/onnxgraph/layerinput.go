@@ -248,6 +248,66 @@ func (b *blockIndex) sublayerHas(branch, stop string, ops map[string]bool) bool 
 	return false
 }
 
+// NormInput returns the input of the layer norm computing v: a
+// LayerNormalization (or SimplifiedLayerNormalization), or one written out
+// (ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add), Casts and Identities stepped
+// over on both sides. A tower whose last_hidden_state is after its final
+// layer norm (SigLIP's vision tower: post_layernorm) gives FindLayerInput
+// and ExposeLayerInput the norm's input, the last encoder layer's output.
+// A v that no layer norm computes is an error saying what computes it.
+func NormInput(g *Graph, v string) (string, error) {
+	return newBlockIndex(g).normInput(v)
+}
+
+func (b *blockIndex) normInput(v string) (string, error) {
+	cur := b.through(v)
+	n := b.node(cur)
+	if n == nil {
+		return "", fmt.Errorf("onnxgraph: the layer norm computing %s: %s, expected a layer norm", v, b.describe(cur))
+	}
+	if layerNormOps[n.OpType] && len(n.Inputs) > 0 && n.Inputs[0] != "" {
+		return b.through(n.Inputs[0]), nil
+	}
+	if x, ok := b.decomposedLayerNorm(cur); ok {
+		return b.through(x), nil
+	}
+	return "", fmt.Errorf("onnxgraph: the layer norm computing %s: %s, expected LayerNormalization (or its decomposed form: ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add)", v, b.describe(cur))
+}
+
+// normedOutput returns the graph output that is a layer norm of v (the
+// norm's nodes and Casts and Identities between), as a tower's
+// last_hidden_state after its final norm is of the encoder's output; false
+// when there is none.
+func (b *blockIndex) normedOutput(v string) (ValueInfo, bool) {
+	norm := map[string]bool{"LayerNormalization": true, "SimplifiedLayerNormalization": true, "Add": true,
+		"Mul": true, "Div": true, "Sqrt": true, "Pow": true, "ReduceMean": true, "Sub": true, "Reciprocal": true,
+		"Cast": true, "Identity": true}
+	seen := map[string]bool{v: true}
+	queue := []string{v}
+	for visited := 0; len(queue) > 0 && visited < 32; visited++ {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, n := range b.users[cur] {
+			if !norm[n.OpType] {
+				continue
+			}
+			for _, o := range n.Outputs {
+				if o == "" || seen[o] {
+					continue
+				}
+				seen[o] = true
+				if out, ok := b.g.Output(o); ok {
+					if x, err := b.normInput(o); err == nil && x == b.through(v) {
+						return out, true
+					}
+				}
+				queue = append(queue, o)
+			}
+		}
+	}
+	return ValueInfo{}, false
+}
+
 // layerInput is what the walk found.
 type layerInput struct {
 	Value string // the last layer's input, x
@@ -256,7 +316,9 @@ type layerInput struct {
 
 // FindLayerInput walks back from the last hidden state of a pre-LN CLIP
 // encoder (for the vision tower, last_hidden_state [batch, 1+P, d_v] before
-// post_layernorm, as FindHidden finds it) to the input of its last encoder
+// post_layernorm, as FindHidden finds it; for a tower whose
+// last_hidden_state is after its final norm, as SigLIP's, that norm's
+// input, as NormInput finds it) to the input of its last encoder
 // layer: the residual stream x [batch, 1+P, d_v] entering
 // encoder.layers.{L-1}, which Hugging Face returns as hidden_states[-2]. The
 // last block computes
@@ -405,8 +467,9 @@ func (b *blockIndex) elemType(v string, depth int) int32 {
 }
 
 // layerInputShape returns the dims to declare for the last layer's input:
-// batch and tokens from the hidden state when the graph outputs it, else
-// batch from the image input and tokens from the patch embedding (1 + the
+// batch and tokens from the hidden state when the graph outputs it (or a
+// layer norm of it: a last_hidden_state after the final norm), else batch
+// from the image input and tokens from the patch embedding (1 + the
 // patches of a Conv whose stride is its kernel over an input of fixed size);
 // the width from the layer norm's weights. Dims it cannot tell are named.
 func (b *blockIndex) layerInputShape(hidden string, width int64) []Dim {
@@ -414,7 +477,18 @@ func (b *blockIndex) layerInputShape(hidden string, width int64) []Dim {
 	if width > 0 {
 		dims[2] = Dim{Value: width}
 	}
+	o, ok := b.g.Output(hidden)
+	normed := false
+	if !ok {
+		o, normed = b.normedOutput(hidden)
+		ok = normed
+	}
 	for _, n := range b.g.Nodes {
+		if normed {
+			// The tokens are the normed output's, or named: the patch
+			// embedding's count assumes a class token.
+			break
+		}
 		if n.OpType != "Conv" || len(n.Inputs) < 2 {
 			continue
 		}
@@ -442,7 +516,7 @@ func (b *blockIndex) layerInputShape(hidden string, width int64) []Dim {
 		}
 		break
 	}
-	if o, ok := b.g.Output(hidden); ok && len(o.Shape) == 3 {
+	if ok && len(o.Shape) == 3 {
 		for i := 0; i < 2; i++ {
 			if o.Shape[i].Value > 0 || i == 0 && o.Shape[i].Param != "" {
 				dims[i] = o.Shape[i]
@@ -457,8 +531,11 @@ func (b *blockIndex) layerInputShape(hidden string, width int64) []Dim {
 
 // ExposeLayerInput writes m with one more graph output, name, carrying the
 // input of the last encoder layer that FindLayerInput finds from hidden (the
-// last hidden state, before post_layernorm): float32, declared
-// [batch, 1+P, d_v] (dims the graph does not fix are named). A Cast to
+// encoder's output: the last hidden state before post_layernorm, or the
+// input of the post_layernorm computing a last_hidden_state output):
+// float32, declared [batch, S, d_v] (S = 1+P for CLIP; the tokens of
+// the last_hidden_state output that normalises hidden, when there is one;
+// dims the graph does not fix are named). A Cast to
 // float32 is added when the graph computes that value in another precision,
 // an Identity otherwise. A graph that already has an output named name gives
 // ErrHasOutput.

@@ -364,7 +364,8 @@ func TestFindLayerInputErrors(t *testing.T) {
 
 // Any value of any graph, well-formed or not: an answer or an error, no panic.
 func FuzzFindLayerInput(f *testing.F) {
-	for _, p := range []string{layerInputGraphs[0], filepath.Join(tiny, "onnx", "bad", "vision_float16.onnx"), filepath.Join(tiny, "onnx", "pooled_only", "text_model.onnx")} {
+	for _, p := range []string{layerInputGraphs[0], filepath.Join(tiny, "onnx", "bad", "vision_float16.onnx"), filepath.Join(tiny, "onnx", "pooled_only", "text_model.onnx"),
+		filepath.Join(tinySiglip, "onnx", "vision_model.onnx")} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}
@@ -381,6 +382,9 @@ func FuzzFindLayerInput(f *testing.F) {
 		}
 		for _, o := range m.Graph.Outputs {
 			onnxgraph.ExposeLayerInput(m, o.Name, onnxgraph.LayerInputName, io.Discard)
+			if x, err := onnxgraph.NormInput(m.Graph, o.Name); err == nil {
+				onnxgraph.ExposeLayerInput(m, x, onnxgraph.LayerInputName, io.Discard)
+			}
 		}
 	})
 }

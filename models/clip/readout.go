@@ -25,7 +25,11 @@ import (
 //	maskclip   v, then out_proj                              (MaskCLIP, ECCV 2022)
 //
 // with q, k, v the last layer's own projections of its layer_norm1. The
-// class token and image_embeds are never changed.
+// class token and image_embeds are never changed. For the SigLIP family,
+// whose last_hidden_state is after post_layernorm and has no class token,
+// every row is a patch and the readout ends with post_layernorm too: its
+// rows stand in for last_hidden_state's, which the pooling head's value
+// path takes to the joint space.
 const (
 	ReadoutRaw       = graphbuild.ReadoutRaw
 	ReadoutClearCLIP = graphbuild.ReadoutClearCLIP
@@ -57,9 +61,18 @@ type readoutSession struct {
 	sess *ort.Session
 }
 
+// postNormHidden reports whether family f's vision last_hidden_state is
+// after the tower's post_layernorm (SigLIP's), so that a readout standing
+// in for it ends with that norm.
+func postNormHidden(f models.Family) bool { return f.Sigmoid() }
+
+// postLayerNorm is the prefix of the vision tower's final layer norm.
+const postLayerNorm = "vision_model.post_layernorm"
+
 // openReadout builds readout kind's graph over model m's last vision layer
-// (its weights from m's model.safetensors) for a gh×gw patch grid with cls
-// class rows, and opens it.
+// (its weights from m's model.safetensors; post_layernorm's too for a
+// family whose last_hidden_state is after it) for a gh×gw patch grid with
+// cls class rows, and opens it.
 func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptions) (*readoutSession, error) {
 	v := m.Config().VisionConfig
 	if v.NumHiddenLayers <= 0 || v.NumAttentionHeads <= 0 {
@@ -69,6 +82,9 @@ func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptio
 		Kind: kind, Width: v.HiddenSize, Heads: v.NumAttentionHeads, Eps: v.LayerNormEps,
 		Class: cls, GridH: gh, GridW: gw,
 		Prefix: fmt.Sprintf("vision_model.encoder.layers.%d.", v.NumHiddenLayers-1),
+	}
+	if postNormHidden(m.Family()) {
+		c.PostLayerNorm, c.PostEps = postLayerNorm, v.LayerNormEps
 	}
 	if !m.Has(models.WeightsFile) {
 		return nil, fmt.Errorf("clip: readout %s of %s: needs the last vision layer's weights in %s, which the model does not have (use --readout raw)", kind, m.Name(), models.WeightsFile)
@@ -127,8 +143,10 @@ func (r *readoutSession) close() error {
 // readout recomputes from: the graph as it is when it has one (graphs built
 // from safetensors), else a copy rewritten in memory whose added output is
 // the last encoder layer's input, found by the graph's structure
-// (onnxgraph.FindLayerInput). Graphs keeping their weights in external data
-// are not rewritten.
+// (onnxgraph.FindLayerInput from the encoder's output: last_hidden_state,
+// or for a family whose last_hidden_state is after post_layernorm, that
+// norm's input). Graphs keeping their weights in external data are not
+// rewritten.
 func readoutGraph(m *models.Model) (ort.Graph, error) {
 	g, err := ort.ModelGraph(m, models.VisionModelFile)
 	if err != nil {
@@ -164,7 +182,15 @@ func readoutGraph(m *models.Model) (ort.Graph, error) {
 	if err != nil {
 		return g, fail(err)
 	}
-	if hidden == "" {
+	switch {
+	case postNormHidden(m.Family()):
+		if hidden == "" {
+			return g, fail(fmt.Errorf("the graph has no %s output, whose post_layernorm's input is the encoder's output", visionHiddenOutputName))
+		}
+		if hidden, err = onnxgraph.NormInput(gm.Graph, hidden); err != nil {
+			return g, fail(err)
+		}
+	case hidden == "":
 		w, err := onnxgraph.FindHidden(gm.Graph, imageEmbedsOutputName)
 		if err != nil {
 			return g, fail(err)

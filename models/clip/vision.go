@@ -103,9 +103,10 @@ type VisionEncoding struct {
 	// pooler_output (the attention-pooling head's). Nil when the graph has
 	// neither.
 	Embeds []float32
-	// Readout is the readout's hidden states [Tokens, Width] (before
-	// post_layernorm, as States), every row recomputed from the last
-	// layer's input; nil for the raw readout.
+	// Readout is the readout's hidden states [Tokens, Width], every row
+	// recomputed from the last layer's input, in the space of States:
+	// before post_layernorm for CLIP, after it for SigLIP (NoClassToken).
+	// Nil for the raw readout.
 	Readout []float32
 }
 
@@ -136,9 +137,6 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 	if opts.Readout != "" {
 		if err := CheckReadout(opts.Readout); err != nil {
 			return nil, err
-		}
-		if m.Family().Sigmoid() {
-			return nil, fmt.Errorf("clip: readout %s: the %s family's patches are read through its pooling head's value path; it takes the %s readout", opts.Readout, m.Family(), ReadoutRaw)
 		}
 	}
 	if opts.Readout == "" {

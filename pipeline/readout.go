@@ -21,8 +21,9 @@ const (
 // checkpoints in the joint space (raw patch tokens of real CLIP checkpoints
 // localise poorly; ClearCLIP lifts them most, see docs/models.md), and
 // ReadoutRaw for the built-in model (trained on its raw patch tokens: raw
-// measures best on its scenes), for SigLIP (its patches go through the
-// pooling head's value path) and for other layers.
+// measures best on its scenes), for SigLIP (raw measures best on the
+// SigLIP trained on the scenes; no published figure exists) and for other
+// layers.
 func defaultReadout(m *models.Model, l Layer) string {
 	if m == nil || !l.joint() || m.Family().Sigmoid() || m.Name() == models.DefaultRef {
 		return ReadoutRaw

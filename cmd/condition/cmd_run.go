@@ -30,6 +30,7 @@ type runOptions struct {
 	promptsFile string
 	out         string
 	heatmaps    bool
+	windows     bool
 	captions    bool
 	perHead     bool
 	format      string
@@ -58,6 +59,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.promptsFile, "prompts", "", "file with one prompt per line (blank lines and lines starting with # are skipped)")
 	fs.StringVarP(&o.out, "out", "o", "", "output folder, or object-store prefix (s3://bucket/prefix/, gs://, azblob://; needs --layout shards) (required)")
 	fs.BoolVar(&o.heatmaps, "heatmaps", false, "write a PNG per image and prompt: the image and one overlay per word")
+	fs.BoolVar(&o.windows, "windows", false, windowsUsage+"; the files layout, without --index")
 	fs.BoolVar(&o.perHead, "per-head", false, "also write the attention maps of every head")
 	fs.BoolVar(&o.captions, "caption-prompt", false, "add each tar sample's own caption (its .txt or .json member) as one more prompt for that image")
 	fs.StringVar(&o.format, "format", "safetensors", "output format of the files layout: safetensors or npz")
@@ -124,6 +126,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if batch.IsStoreURL(o.out) && o.layout != "shards" {
 		return usagef("--out %s: an object-store output needs --layout shards (one object per image is what that layout avoids)", o.out)
 	}
+	if o.windows && (o.layout == "shards" || o.index) {
+		return usagef("--windows gives each image a grid of its own aspect: it takes --layout files, without --index")
+	}
 	if o.layout == "shards" && o.captions {
 		return usagef("--caption-prompt needs --layout files (a shard stacks the same prompts for every image)")
 	}
@@ -181,7 +186,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	prog := newProgressDisplay(e.Stderr, o.quiet)
 	cfg := batch.Config{
 		Engine: eng, Inputs: o.images, Lists: o.lists, Prompts: o.prompts, Out: o.out,
-		PerHead: o.perHead, Heatmaps: o.heatmaps, CaptionPrompt: o.captions, Format: o.format, Layout: o.layout, ShardSize: o.shardSize,
+		PerHead: o.perHead, Heatmaps: o.heatmaps, Windows: o.windows, CaptionPrompt: o.captions, Format: o.format, Layout: o.layout, ShardSize: o.shardSize,
 		Index: o.index, IndexDType: o.indexDType,
 		Workers: o.workers, Batch: o.batch, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,

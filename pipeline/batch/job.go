@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"io"
 	"log/slog"
 	"os"
@@ -54,6 +55,13 @@ type Config struct {
 
 	PerHead  bool // also write per-head attention maps
 	Heatmaps bool // write a PNG per image and prompt
+	// Windows makes the maps cover the whole image, not the model's centre
+	// crop (pipeline.AttendOptions.Windows): each image's windows are
+	// encoded and its maps stitched on one patch grid over it (its
+	// metadata's grid). The files layout only (images of other aspects
+	// have other grids), without the index; patch_features, the centre
+	// crop's, is left out.
+	Windows bool
 	// CaptionPrompt adds each tar sample's own caption as one more prompt
 	// for that image (numbered after the job's prompts, truncated to the
 	// context); images without a caption get the job's prompts alone.
@@ -126,6 +134,8 @@ type work struct {
 	data    []byte               // the file, read and not yet decoded
 	held    int64                // bytes of data counted in the job's read-ahead budget
 	base    pipeline.HeatmapBase // the heatmap base panel, when heatmaps are asked for
+	img     image.Image          // the decoded image, kept for its windows (Config.Windows)
+	sheet   image.Image          // the decoded image, kept for its heatmaps over the whole image (Config.Windows)
 	seq     int                  // the image's place in this process's walk (its shard and row in the shards layout, its index part and row)
 	redo    bool                 // --resume: its index part is not whole, so the image is done again whatever the manifest says
 	kept    bool                 // --resume: its index part is whole from an earlier run and stays as it is
@@ -482,12 +492,16 @@ func (j *job) decode(w *work, dst []float32) {
 	w.entry.Width, w.entry.Height = info.Width, info.Height // before any scaled decode
 	w.mark("decode", t)
 	t = time.Now()
-	defer vision.Release(img) // nothing keeps the decoded image
+	if j.cfg.Windows {
+		w.img = img // its windows are cut when it is attended
+	} else {
+		defer vision.Release(img) // nothing keeps the decoded image
+	}
 	if err := j.eng.Preprocess(dst, img); err != nil {
 		w.fail = err
 		return
 	}
-	if j.cfg.Heatmaps {
+	if j.cfg.Heatmaps && !j.cfg.Windows {
 		// Keep the 224² panel, not the decoded image, until the writing.
 		w.base = j.eng.HeatmapBase(img)
 	}
@@ -589,10 +603,8 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 // the next image.
 func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, caption *pipeline.Prompt) []byte {
 	t := time.Now()
-	p := enc.P()
-	ts := map[string]tensorio.Tensor{
-		"patch_features": tensorio.F32([]int{p, enc.Width}, enc.Patches()),
-	}
+	p, grid := enc.P(), enc.Grid
+	ts := map[string]tensorio.Tensor{}
 	if enc.Embeds != nil {
 		ts["image_embeds"] = tensorio.F32([]int{len(enc.Embeds)}, enc.Embeds)
 	}
@@ -600,7 +612,29 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 	if caption != nil {
 		prompts = append(slices.Clip(prompts), caption)
 	}
-	atts, err := j.eng.Attend(context.Background(), enc, prompts, pipeline.AttendOptions{PerHead: j.cfg.PerHead, Conditioned: true})
+	opts := pipeline.AttendOptions{PerHead: j.cfg.PerHead, Conditioned: true}
+	var atts []pipeline.Attention
+	var err error
+	if j.cfg.Windows {
+		opts.Windows = true
+		img := w.img
+		w.img = nil
+		var got [][]pipeline.Attention
+		got, err = j.eng.AttendImages(context.Background(), []image.Image{img}, prompts, opts)
+		if err == nil {
+			atts = got[0]
+			grid = atts[0].Grid
+			p = grid.Patches()
+		}
+		if j.cfg.Heatmaps {
+			w.sheet = img // the maps cover the whole image
+		} else {
+			vision.Release(img)
+		}
+	} else {
+		ts["patch_features"] = tensorio.F32([]int{p, enc.Width}, enc.Patches())
+		atts, err = j.eng.Attend(context.Background(), enc, prompts, opts)
+	}
 	if err != nil {
 		w.fail = err
 		return buf
@@ -646,7 +680,7 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 	}
 	w.mark("attend", t)
 	t = time.Now()
-	meta := j.metadata(w, enc.Grid)
+	meta := j.metadata(w, grid)
 	if caption != nil {
 		meta["caption"] = caption.Text
 		meta["caption_prompt"] = strconv.Itoa(len(j.prompts)) // the prompt.<k>. tensors of the caption
@@ -689,13 +723,21 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 			continue
 		}
 		name := fmt.Sprintf("%s.heatmap.%d.png", w.it.Rel, k)
-		if err := j.writeHeatmap(name, w.base, a); err != nil {
+		var base image.Image = w.base
+		if w.sheet != nil {
+			base = w.sheet
+		}
+		if err := j.writeHeatmap(name, base, a); err != nil {
 			w.fail = err
 			return buf
 		}
 		w.entry.Outputs = append(w.entry.Outputs, name)
 	}
 	w.base = pipeline.HeatmapBase{}
+	if w.sheet != nil {
+		vision.Release(w.sheet)
+		w.sheet = nil
+	}
 	if j.index != nil && !w.kept {
 		if err := j.writeIndex(w, enc); err != nil {
 			w.fail = err
@@ -738,7 +780,7 @@ func (j *job) metadata(w *work, g vision.Grid) map[string]string {
 	return m
 }
 
-func (j *job) writeHeatmap(name string, base pipeline.HeatmapBase, a *pipeline.Attention) error {
+func (j *job) writeHeatmap(name string, base image.Image, a *pipeline.Attention) error {
 	sheet, err := a.Heatmap(base)
 	if err != nil {
 		return err

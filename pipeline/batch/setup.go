@@ -101,6 +101,9 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	default:
 		return nil, fmt.Errorf("batch: format %q: want safetensors or npz", cfg.Format)
 	}
+	if cfg.Windows && (cfg.Layout == "shards" || cfg.Index) {
+		return nil, errors.New("batch: windows give each image a grid of its own aspect: they take the files layout, without the index")
+	}
 	indexDType := ""
 	if cfg.Index {
 		if indexDType, err = checkIndexOutDType(cfg.IndexDType); err != nil {
@@ -153,6 +156,9 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if opts.Readout != pipeline.ReadoutRaw {
 		settings["readout"] = opts.Readout // likewise: raw jobs keep their hashes
 	}
+	if cfg.Windows {
+		settings["windows"] = true // likewise
+	}
 	if cfg.Index {
 		settings["index"], settings["index_dtype"] = true, indexDType // only when set, as jpeg_draft
 	}
@@ -176,6 +182,9 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	}
 	if opts.Readout != pipeline.ReadoutRaw {
 		j.baseMeta["readout"] = opts.Readout
+	}
+	if cfg.Windows {
+		j.baseMeta["windows"] = "true"
 	}
 
 	// Outputs: never over an earlier job's without Resume or Overwrite.

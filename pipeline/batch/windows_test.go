@@ -1,0 +1,90 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// TestRunWindows: a files-layout job with Windows writes each image's maps
+// over the whole image (a 3:1 image: a grid three times as wide as high,
+// equal to the engine's windows), no patch_features, "windows" in the
+// metadata and a heatmap; the shards layout and the index refuse windows.
+func TestRunWindows(t *testing.T) {
+	m := openTiny(t)
+	in := filepath.Join(t.TempDir(), "in")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	img := image.NewRGBA(image.Rect(0, 0, 96, 32))
+	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{128, 128, 128, 255}}, image.Point{}, draw.Src)
+	draw.Draw(img, image.Rect(4, 8, 20, 24), &image.Uniform{color.RGBA{220, 30, 30, 255}}, image.Point{}, draw.Src)
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "wide.png"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eng := tinyEngine(t, m, pipeline.Options{})
+	out := filepath.Join(t.TempDir(), "out")
+	sum, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a red square"}, Out: out, Windows: true, Heatmaps: true, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done != 1 || sum.Failed != 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+	ts, meta, err := tensorio.ReadSafetensors(filepath.Join(out, "wide.png.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ts["patch_features"]; ok {
+		t.Error("patch_features (the centre crop's) written with windows")
+	}
+	ps, err := eng.Prepare(context.Background(), "a red square")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := eng.DecodeImage(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	atts, err := eng.AttendImages(context.Background(), []image.Image{dec}, ps, pipeline.AttendOptions{Windows: true, Conditioned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := atts[0][0]
+	if meta["grid"] != a.Grid.String() || a.Grid.W != 3*a.Grid.H || meta["windows"] != "true" {
+		t.Errorf("metadata grid %q windows %q; the engine's grid %v", meta["grid"], meta["windows"], a.Grid)
+	}
+	got := ts["prompt.0.text_to_image"]
+	if want := []int{ps[0].T(), a.Grid.Patches()}; !slices.Equal(got.Shape, want) {
+		t.Fatalf("text_to_image shape %v, want %v", got.Shape, want)
+	}
+	for i, v := range got.Data.([]float32) {
+		if v != a.TextToImage[i] {
+			t.Fatalf("text_to_image[%d] = %g, the engine's %g", i, v, a.TextToImage[i])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "wide.png.heatmap.0.png")); err != nil {
+		t.Error(err)
+	}
+	for _, c := range []Config{{Layout: "shards"}, {Index: true}} {
+		c.Engine, c.Inputs, c.Prompts, c.Out, c.Windows = eng, []string{in}, []string{"x"}, filepath.Join(t.TempDir(), "o"), true
+		if _, err := Run(context.Background(), c); err == nil || !strings.Contains(err.Error(), "windows") {
+			t.Errorf("windows with layout %q index %v: %v", c.Layout, c.Index, err)
+		}
+	}
+}

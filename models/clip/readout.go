@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/conditionhq/condition/internal/graphbuild"
@@ -174,6 +176,16 @@ func readoutGraph(m *models.Model) (ort.Graph, error) {
 		}
 		return fmt.Errorf("clip: vision: %s: %w", why, err)
 	}
+	// A graph keeping its weights in external data (a mapped copy, or a
+	// graph over 2 GiB) is rewritten once into a file beside it, where
+	// ONNX Runtime finds its data: the graph itself is small.
+	beside := ""
+	if src := g.Path(); src != "" && externalData(src) {
+		beside = strings.TrimSuffix(src, ".onnx") + ".readout.onnx"
+		if fresh(beside, src) {
+			return ort.GraphFile(beside), nil
+		}
+	}
 	b, err := m.ReadFile(models.VisionModelFile)
 	if err != nil {
 		return g, fmt.Errorf("clip: %w", err)
@@ -201,5 +213,41 @@ func readoutGraph(m *models.Model) (ort.Graph, error) {
 	if err := onnxgraph.ExposeLayerInput(gm, hidden, graphbuild.ReadoutInput, &buf); err != nil {
 		return g, fail(err)
 	}
+	if beside != "" {
+		err := tensorio.WriteFileAtomic(beside, func(w io.Writer) error {
+			_, err := w.Write(buf.Bytes())
+			return err
+		})
+		if err != nil {
+			return g, fmt.Errorf("clip: vision: %s keeps its weights in external data, so its copy with %s is written beside it: %w", g.Path(), graphbuild.ReadoutInput, err)
+		}
+		return ort.GraphFile(beside), nil
+	}
 	return ort.GraphBytes(buf.Bytes(), m.Path(models.VisionModelFile)+" (with "+graphbuild.ReadoutInput+")"), nil
+}
+
+// externalData reports whether the graph file path keeps initializers in
+// external data files.
+func externalData(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	ext, err := onnxgraph.ExternalDataFiles(f, fi.Size())
+	return err == nil && len(ext) > 0
+}
+
+// fresh reports whether the file p exists and is not older than src.
+func fresh(p, src string) bool {
+	a, err := os.Stat(p)
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(src)
+	return err == nil && !a.ModTime().Before(b.ModTime())
 }

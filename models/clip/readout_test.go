@@ -129,8 +129,29 @@ func TestReadoutsMatchTorch(t *testing.T) {
 	if exported.Built() {
 		t.Fatal("the tiny model's exported graphs were not used")
 	}
-	for name, m := range map[string]*models.Model{"built": builtTiny(t), "exported": exported} {
+	// The export mapped (its weights in a file beside it, as the engine runs
+	// real-size graphs): the rewrite is written beside the mapped copy,
+	// once.
+	mapped, err := models.Open(tinyclip, models.Options{DerivedCache: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mg, err := mapped.MapGraphs(0); err != nil || len(mg) != 2 {
+		t.Fatalf("MapGraphs: %v, %v", mg, err)
+	}
+	for name, m := range map[string]*models.Model{"built": builtTiny(t), "exported": exported, "mapped": mapped} {
 		t.Run(name, func(t *testing.T) { checkReadouts(t, m) })
+	}
+	beside := strings.TrimSuffix(mapped.Path(models.VisionModelFile), ".onnx") + ".readout.onnx"
+	st, err := os.Stat(beside)
+	if err != nil {
+		t.Fatalf("no rewrite beside the mapped graph: %v", err)
+	}
+	if _, err := clip.OpenVision(mapped, clip.VisionOptions{Readout: clip.ReadoutMaskCLIP}); err != nil {
+		t.Fatal(err)
+	}
+	if st2, err := os.Stat(beside); err != nil || !st2.ModTime().Equal(st.ModTime()) {
+		t.Errorf("the rewrite beside the mapped graph was written again: %v", err)
 	}
 }
 

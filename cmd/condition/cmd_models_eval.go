@@ -17,12 +17,14 @@ type evalOptions struct {
 	scenes  int
 	json    bool
 	verbose bool
+	windows bool
 }
 
 func (o *evalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.scenes, "scenes", 1000, "held-out scenes of each kind")
 	fs.BoolVar(&o.json, "json", false, "print the figures as JSON")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "also print each renderer's shape confusion matrix")
+	fs.BoolVar(&o.windows, "windows", false, "also measure maps over the whole image (windows) on wide scenes whose object lies outside the centre square")
 	o.eng.AddFlags(fs, withPrecision|withReadout)
 }
 
@@ -57,7 +59,7 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 	}
 	defer eng.Close()
 	m := eng.Model()
-	opts := eval.Options{Scenes: o.scenes}
+	opts := eval.Options{Scenes: o.scenes, Windows: o.windows}
 	line := newStatusLine(e.Stderr, o.json)
 	opts.Progress = func(done, total int) {
 		line.show(fmt.Sprintf("%sevaluating: %d/%d images", bar(done, total, 24), done, total), false)
@@ -95,6 +97,11 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 		if o.verbose {
 			printConfusion(e.Stdout, r.ShapeConfusion)
 		}
+	}
+	if w := res.Wide; w != nil {
+		fmt.Fprintf(e.Stdout, "wide scenes (3:1, the object in the left third, outside the centre square; --windows; seed %d)\n", eval.WideSeed)
+		fmt.Fprintf(e.Stdout, "  shape word's map peak inside the object:               %5.1f%%  (%d scenes; target ≥ 90%%)\n", 100*w.PeakInside, w.Scenes)
+		fmt.Fprintf(e.Stdout, "  shape word's map mIoU (DAAM: normalised, ≥ %.1f):       %5.1f   (target ≥ 60)\n", eval.MapThreshold, 100*w.MapIoU)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"image"
+	"image/draw"
 	"math"
 	"slices"
 	"strings"
@@ -87,6 +88,26 @@ type Options struct {
 	// Progress, when set, is called after each batch with the images done
 	// and the total.
 	Progress func(done, total int)
+	// Windows also measures maps over the whole image
+	// (pipeline.AttendOptions.Windows) on wide scenes (Result.Wide).
+	Windows bool
+}
+
+// WideSeed draws the single-object scenes of the wide-scene measure.
+const WideSeed = 3003
+
+// WideFigures are the maps over the whole image (windows) on wide scenes:
+// a training-renderer scene of one object drawn in the left third of a
+// 3:1 image whose other two thirds are its plain background, so that the
+// object lies wholly outside the centre square the model sees.
+type WideFigures struct {
+	// PeakInside is the fraction of scenes whose shape word's map over
+	// the whole image peaks at a cell the object covers at least half of.
+	PeakInside float64 `json:"shape_peak_inside"`
+	// MapIoU is DAAM's IoU of the shape word's map with the object's
+	// pixels over the whole image (see Figures.MapIoU), the mean.
+	MapIoU float64 `json:"shape_miou"`
+	Scenes int     `json:"scenes"`
 }
 
 // Figures holds the quality figures of a model on one renderer's
@@ -143,8 +164,9 @@ func (f Figures) ShapeAccuracy() []float64 {
 
 // Result holds a model's figures on both renderers' held-out scenes.
 type Result struct {
-	Training    Figures `json:"training_renderer"`
-	Independent Figures `json:"independent_renderer"`
+	Training    Figures      `json:"training_renderer"`
+	Independent Figures      `json:"independent_renderer"`
+	Wide        *WideFigures `json:"wide_windows,omitempty"` // with Options.Windows
 }
 
 // Prompt returns the zero-shot prompt of a colour and a shape.
@@ -256,7 +278,11 @@ func run(ctx context.Context, eng *pipeline.Engine, opts Options, hook wordsHook
 			prompts = append(prompts, Prompt(c, s))
 		}
 	}
-	ev := evaluator{eng: eng, classes: prompts, n: n, batch: batch, total: 4 * n, progress: opts.Progress, hook: hook}
+	total := 4 * n
+	if opts.Windows {
+		total += n
+	}
+	ev := evaluator{eng: eng, classes: prompts, n: n, batch: batch, total: total, progress: opts.Progress, hook: hook}
 	var res Result
 	var err error
 	if res.Training, err = ev.figures(ctx, RendererTraining, trainingScenes(SingleSeed, 1), trainingScenes(PairSeed, 2)); err != nil {
@@ -265,6 +291,68 @@ func run(ctx context.Context, eng *pipeline.Engine, opts Options, hook wordsHook
 	if res.Independent, err = ev.figures(ctx, RendererIndependent, vectorScenes(VectorSingleSeed, 1, pre), vectorScenes(VectorPairSeed, 2, pre)); err != nil {
 		return res, err
 	}
+	if opts.Windows {
+		if res.Wide, err = ev.wide(ctx); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// wide measures the maps over the whole image on ev.n wide scenes (see
+// WideFigures).
+func (ev *evaluator) wide(ctx context.Context) (*WideFigures, error) {
+	eng := ev.eng
+	g := scenes.Generator{Seed: WideSeed, MinObjects: 1, MaxObjects: 1, Distinct: true}
+	res := &WideFigures{Scenes: ev.n}
+	inside, iou := 0, 0.0
+	for k := range ev.n {
+		s := g.Scene(k)
+		s.Background = scenes.Background{Kind: scenes.Plain, A: s.Background.A}
+		left := s.Render(ImageSize)
+		empty := s
+		empty.Objects = nil
+		img := image.NewRGBA(image.Rect(0, 0, 3*ImageSize, ImageSize))
+		draw.Draw(img, img.Bounds(), &image.Uniform{C: empty.Render(ImageSize).At(0, 0)}, image.Point{}, draw.Src)
+		draw.Draw(img, left.Bounds(), left, image.Point{}, draw.Src)
+		ps, err := eng.Prepare(ctx, s.Caption)
+		if err != nil {
+			return nil, fmt.Errorf("eval: %w", err)
+		}
+		var refs []evalRef
+		for _, r := range s.Refs {
+			if r.Object == 0 && s.Words[r.Word] == s.Objects[0].Shape {
+				refs = append(refs, evalRef{r.Word, r.Object})
+			}
+		}
+		toks, err := wordTokens(s.Caption, s.Words, refs, &ps[0].TextEncoding)
+		if err != nil || len(toks) != 1 {
+			return nil, fmt.Errorf("eval: wide scene %d: the shape word of %q: %v", k, s.Caption, err)
+		}
+		atts, err := eng.AttendImages(ctx, []image.Image{img}, ps, pipeline.AttendOptions{Windows: true})
+		if err != nil {
+			return nil, fmt.Errorf("eval: %w", err)
+		}
+		a := &atts[0][0]
+		gh, gw := a.Grid.H, a.Grid.W
+		if gw != 3*gh || ImageSize%gh != 0 {
+			return nil, fmt.Errorf("eval: windows over a %dx%d image gave a %s grid", 3*ImageSize, ImageSize, a.Grid)
+		}
+		row := a.TextToImage[toks[0]*gh*gw : (toks[0]+1)*gh*gw]
+		cov := s.Coverage(ImageSize, gh)[0]
+		if at := argmax(row); at%gw < gh && cov[(at/gw)*gh+at%gw] >= 0.5 {
+			inside++
+		}
+		pix := s.Coverage(ImageSize, ImageSize)[0]
+		whole := make([]float64, 3*ImageSize*ImageSize)
+		for y := range ImageSize {
+			copy(whole[y*3*ImageSize:], pix[y*ImageSize:(y+1)*ImageSize])
+		}
+		iou += mapIoU(row, gh, gw, whole, ImageSize, 3*ImageSize)
+		ev.step(1)
+	}
+	res.PeakInside = float64(inside) / float64(ev.n)
+	res.MapIoU = iou / float64(ev.n)
 	return res, nil
 }
 
@@ -424,7 +512,7 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 				}
 				tok := toks[r]
 				at := argmax(att.TextToImage[tok*p : (tok+1)*p])
-				iou += mapIoU(att.TextToImage[tok*p:(tok+1)*p], g.H, pix[ref.object], ImageSize)
+				iou += mapIoU(att.TextToImage[tok*p:(tok+1)*p], g.H, g.W, pix[ref.object], ImageSize, ImageSize)
 				res.PeakWords++
 				if c[at] >= Inside {
 					peakOK++
@@ -468,29 +556,29 @@ func (ev *evaluator) figures(ctx context.Context, renderer string, single, pair 
 // MapThreshold is DAAM's threshold of a normalised map.
 const MapThreshold = 0.4
 
-// mapIoU returns the IoU of map m [g×g] with the pixel mask obj [s×s] (a
-// pixel is the object's when it covers at least half of it): m min–max
-// normalised, bilinear to s×s at pixel centres (align_corners false, as
+// mapIoU returns the IoU of map m [gh×gw] with the pixel mask obj [sh×sw]
+// (a pixel is the object's when it covers at least half of it): m min–max
+// normalised, bilinear to sh×sw at pixel centres (align_corners false, as
 // torch's interpolate), at or above MapThreshold.
-func mapIoU(m []float32, g int, obj []float64, s int) float64 {
+func mapIoU(m []float32, gh, gw int, obj []float64, sh, sw int) float64 {
 	lo, hi := m[0], m[0]
 	for _, v := range m {
 		lo, hi = min(lo, v), max(hi, v)
 	}
-	scale := float64(g) / float64(s)
-	at := func(i, j int) float64 { return float64(m[min(max(i, 0), g-1)*g+min(max(j, 0), g-1)]) }
+	sy, sx := float64(gh)/float64(sh), float64(gw)/float64(sw)
+	at := func(i, j int) float64 { return float64(m[min(max(i, 0), gh-1)*gw+min(max(j, 0), gw-1)]) }
 	inter, union := 0, 0
-	for y := range s {
-		fy := (float64(y)+0.5)*scale - 0.5
+	for y := range sh {
+		fy := (float64(y)+0.5)*sy - 0.5
 		y0 := int(math.Floor(fy))
 		wy := fy - float64(y0)
-		for x := range s {
-			fx := (float64(x)+0.5)*scale - 0.5
+		for x := range sw {
+			fx := (float64(x)+0.5)*sx - 0.5
 			x0 := int(math.Floor(fx))
 			wx := fx - float64(x0)
 			v := (1-wy)*((1-wx)*at(y0, x0)+wx*at(y0, x0+1)) + wy*((1-wx)*at(y0+1, x0)+wx*at(y0+1, x0+1))
 			on := hi > lo && (v-float64(lo))/(float64(hi-lo)+1e-8) >= MapThreshold
-			in := obj[y*s+x] >= 0.5
+			in := obj[y*sw+x] >= 0.5
 			if on && in {
 				inter++
 			}

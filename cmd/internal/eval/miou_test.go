@@ -26,11 +26,11 @@ func TestMapIoU(t *testing.T) {
 		obj  []float64
 		want float64
 	}{{"left", left, 1}, {"right", right, 0}, {"top", top, 4.0 / 12}} {
-		if got := mapIoU(m, 2, c.obj, 4); math.Abs(got-c.want) > 1e-12 {
+		if got := mapIoU(m, 2, 2, c.obj, 4, 4); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("%s: IoU %g, want %g", c.name, got, c.want)
 		}
 	}
-	if got := mapIoU([]float32{1, 1, 1, 1}, 2, left, 4); got != 0 {
+	if got := mapIoU([]float32{1, 1, 1, 1}, 2, 2, left, 4, 4); got != 0 {
 		t.Errorf("a flat map: IoU %g, want 0 (nothing above the threshold)", got)
 	}
 }

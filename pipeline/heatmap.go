@@ -95,13 +95,26 @@ func heatmapBase(img image.Image, crop image.Rectangle) *image.RGBA {
 	return toRGBA(imaging.Resize(src, HeatmapPanel, HeatmapPanel, imaging.CatmullRom))
 }
 
+// heatmapWholeBase scales the whole of img to a panel HeatmapPanel high
+// and as wide as its aspect makes it (from half to four times that): the
+// base of maps over the whole image (AttendOptions.Windows).
+func heatmapWholeBase(img image.Image) *image.RGBA {
+	b := img.Bounds()
+	if b.Empty() {
+		return image.NewRGBA(image.Rect(0, 0, HeatmapPanel, HeatmapPanel))
+	}
+	w := int(math.Round(float64(HeatmapPanel) * float64(b.Dx()) / float64(b.Dy())))
+	w = min(max(w, HeatmapPanel/2), 4*HeatmapPanel)
+	return toRGBA(imaging.Resize(img, w, HeatmapPanel, imaging.CatmullRom))
+}
+
 // renderHeatmaps draws a sheet: the base panel (HeatmapBase) and one panel
 // per overlay, each the base in grey under the word's map upsampled smoothly
 // (bilinear) to the panel and coloured with viridis, labelled with its word;
 // at most six panels a row. gridH×gridW is the patch grid.
 func renderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*image.RGBA, error) {
-	if b := base.Bounds(); b.Dx() != HeatmapPanel || b.Dy() != HeatmapPanel {
-		return nil, fmt.Errorf("pipeline: heatmap: base panel is %v, want %d×%d", b, HeatmapPanel, HeatmapPanel)
+	if b := base.Bounds(); b.Dx() < HeatmapPanel/2 || b.Dx() > 4*HeatmapPanel || b.Dy() != HeatmapPanel {
+		return nil, fmt.Errorf("pipeline: heatmap: base panel is %v, want %d high and %d to %d wide", b, HeatmapPanel, HeatmapPanel/2, 4*HeatmapPanel)
 	}
 	for _, o := range overlays {
 		if gridH <= 0 || gridW <= 0 {
@@ -116,14 +129,15 @@ func renderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*im
 	}
 
 	const p = HeatmapPanel
+	pw := base.Bounds().Dx() // p, or the whole image's aspect
 	cols := min(len(overlays)+1, heatmapCols)
 	rows := (len(overlays) + cols) / cols
-	sheet := toRGBA(imaging.New(cols*p, rows*(p+heatmapLabel), heatmapBackground))
+	sheet := toRGBA(imaging.New(cols*pw, rows*(p+heatmapLabel), heatmapBackground))
 	// place puts panel i of the sheet, labelled. It draws into the sheet with
 	// image/draw: imaging.Paste returns a new copy of the whole sheet for
 	// every panel, so a sheet of n panels would be allocated n+1 times.
 	place := func(i int, panel image.Image, label string) {
-		at := image.Pt((i%cols)*p, (i/cols)*(p+heatmapLabel))
+		at := image.Pt((i%cols)*pw, (i/cols)*(p+heatmapLabel))
 		b := panel.Bounds()
 		draw.Draw(sheet, b.Sub(b.Min).Add(at.Add(image.Pt(0, heatmapLabel))), panel, b.Min, draw.Src)
 		drawLabel(sheet, at, label)
@@ -143,7 +157,7 @@ func renderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*im
 		if o.Absolute() {
 			label = fmt.Sprintf("%s %.2f", o.Label, o.Peak)
 		}
-		panel := imaging.Overlay(grey, heatPanel(grid, &o), image.Point{}, heatmapOpacity)
+		panel := imaging.Overlay(grey, heatPanel(grid, &o, pw), image.Point{}, heatmapOpacity)
 		if o.Absolute() {
 			drawColourBar(panel, o.Lo, o.Hi)
 		}
@@ -156,7 +170,8 @@ func renderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*im
 // the right edge of a panel, with its two ends written beside it.
 func drawColourBar(panel *image.NRGBA, lo, hi float32) {
 	const w, top, bottom = 8, 20, HeatmapPanel - 20
-	x0 := HeatmapPanel - w - 4
+	pw := panel.Bounds().Dx()
+	x0 := pw - w - 4
 	for y := top; y < bottom; y++ {
 		c := viridis(float32(bottom-1-y) / float32(bottom-1-top))
 		for x := x0; x < x0+w; x++ {
@@ -168,12 +183,12 @@ func drawColourBar(panel *image.NRGBA, lo, hi float32) {
 		y int
 	}{{hi, top - 4}, {lo, bottom + 12}} {
 		s := fmt.Sprintf("%.1f", l.v)
-		d := font.Drawer{Dst: panel, Src: image.White, Face: basicfont.Face7x13, Dot: fixed.P(HeatmapPanel-4-7*len(s), l.y)}
+		d := font.Drawer{Dst: panel, Src: image.White, Face: basicfont.Face7x13, Dot: fixed.P(pw-4-7*len(s), l.y)}
 		d.DrawString(s)
 	}
 }
 
-// heatPanel colours one word's map over a panel. On a fixed scale (see
+// heatPanel colours one word's map over a panel pw wide. On a fixed scale (see
 // Overlay) the values are placed between Lo and Hi (clamped), upsampled and
 // coloured. Otherwise the map is stretched over its own
 // range to 0–255 in grid (a gridW×gridH scratch image), upsampled to the
@@ -184,7 +199,7 @@ func drawColourBar(panel *image.NRGBA, lo, hi float32) {
 // fine as the colour map needs (256 colours), and it lets viridis be looked
 // up per level instead of computed per pixel. A map with no range (flat, or
 // with NaN or ±Inf) is drawn all at the low end.
-func heatPanel(grid *image.Gray, o *Overlay) *image.NRGBA {
+func heatPanel(grid *image.Gray, o *Overlay, pw int) *image.NRGBA {
 	m := o.Map
 	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
 	for _, v := range m {
@@ -195,7 +210,7 @@ func heatPanel(grid *image.Gray, o *Overlay) *image.NRGBA {
 		for i, v := range m {
 			grid.Pix[i] = uint8(math.Round(255 * float64(min(max(v, lo), hi)-lo) / float64(hi-lo)))
 		}
-		up := imaging.Resize(grid, HeatmapPanel, HeatmapPanel, imaging.Linear)
+		up := imaging.Resize(grid, pw, HeatmapPanel, imaging.Linear)
 		var lut [256]color.RGBA
 		for v := range lut {
 			lut[v] = viridis(float32(v) / 255)
@@ -213,7 +228,7 @@ func heatPanel(grid *image.Gray, o *Overlay) *image.NRGBA {
 	} else {
 		clear(grid.Pix)
 	}
-	up := imaging.Resize(grid, HeatmapPanel, HeatmapPanel, imaging.Linear)
+	up := imaging.Resize(grid, pw, HeatmapPanel, imaging.Linear)
 
 	lo8, hi8 := uint8(255), uint8(0)
 	for i := 0; i < len(up.Pix); i += 4 {
@@ -321,7 +336,7 @@ func (a *Attention) Heatmap(img image.Image) (*image.RGBA, error) {
 	case ok && a.whole && base.RGBA != nil:
 		return nil, errors.New("pipeline: heatmap: the maps cover the whole image (windows): give the image itself, not its HeatmapBase (the model's centre crop)")
 	case !ok && a.whole:
-		base = HeatmapBase{heatmapBase(img, img.Bounds())}
+		base = HeatmapBase{heatmapWholeBase(img)}
 	case !ok:
 		if a.Prompt == nil || a.Prompt.eng == nil {
 			return nil, errors.New("pipeline: heatmap: the attention has no prompt of an engine")

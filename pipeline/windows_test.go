@@ -108,8 +108,12 @@ func TestWindowsFindObjectsOutsideTheCrop(t *testing.T) {
 		if plain[0][0].Grid.W != gh {
 			t.Fatalf("without windows the grid is %v", plain[0][0].Grid)
 		}
-		if _, err := a.Heatmap(img); err != nil {
+		sheet, err := a.Heatmap(img)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if w := sheet.Bounds().Dx(); w%(3*HeatmapPanel) != 0 {
+			t.Fatalf("the sheet of a 3:1 image is %d wide, not panels of %d (its aspect)", w, 3*HeatmapPanel)
 		}
 		if _, err := a.Heatmap(eng.HeatmapBase(img)); err == nil {
 			t.Error("a whole-image map drawn over the centre crop's base")

@@ -54,7 +54,9 @@ func TestHelp(t *testing.T) {
 	}
 	for _, args := range [][]string{{}, {"nope"}, {"xattn", "extra"}, {"xattn", "--json", "--markdown"}, {"xattn", "--impl", "sse"},
 		{"xattn", "--threads", "0"}, {"pipeline", "--n", "0"}, {"pipeline", "--threads", "-1"}, {"pipeline", "--precision", "int9"},
-		{"pipeline", "--precision", "int8", "--variant", "fp16"}, {"graphs"}, {"xattn", "--nope"}} {
+		{"pipeline", "--precision", "int8", "--variant", "fp16"}, {"pipeline", "--readout", "dense"}, {"pipeline", "--readout", "raw,raw"},
+		{"pipeline", "--readout", "raw,clearclip", "--tune"}, {"pipeline", "--readout", "raw,naclip", "--rss"}, {"pipeline", "--no-job", "--tune"},
+		{"graphs"}, {"xattn", "--nope"}} {
 		code, out, errs := runCLI(t, args...)
 		if code != exitUsage || out != "" || errs == "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and a message on stderr", args, code, out, errs, exitUsage)

@@ -12,11 +12,13 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
+	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
 )
@@ -49,6 +51,14 @@ type pipeBenchOptions struct {
 	mode      pipeline.DecodeMode
 	noArena   bool
 	pin       bool
+	readout   string
+	readouts  []string // --readout split at commas; [""] for the engine's default
+	noJob     bool
+	keep      bool
+	alone     bool
+	// readoutProfile is --readout-profile: ONNX Runtime's per-node profile
+	// of the --readout-alone sessions.
+	readoutProfile string
 }
 
 func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -72,11 +82,39 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.decode, "decode", "exact", decodeHelp)
 	fs.BoolVar(&o.noArena, "no-arena", false, "turn ONNX Runtime's CPU memory arena off, as condition run --no-arena does (--tune tries both)")
 	fs.BoolVar(&o.pin, "pin-threads", false, "pin ONNX Runtime's pool threads to one processor each, as condition run --pin-threads does (--tune tries both)")
+	fs.StringVar(&o.readout, "readout", "", "the patches' readout, as condition run --readout takes it: raw, clearclip, naclip or maskclip (default: the engine's, clearclip for a CLIP checkpoint other than the built-in model); several, comma-separated, are measured in each repeat in an order that turns, each against the first")
+	fs.BoolVar(&o.noJob, "no-job", false, "measure the encoder alone only, not the job")
+	fs.BoolVar(&o.alone, "readout-alone", false, "also time each non-raw readout's graph alone (its own session, the engine's threads, random inputs of the batch's shape) right after its encoder, on as many batches: the readout's cost without the plumbing between the two sessions")
+	fs.StringVar(&o.readoutProfile, "readout-profile", "", "with --readout-alone, write ONNX Runtime's per-node profile of each readout's graph to files named PREFIX-<readout>_<time>.json")
+	fs.BoolVar(&o.keep, "keep-graphs", false, "run the model's graph files as they are, not a copy whose weights ONNX Runtime maps from a file (pipeline.Options.KeepGraphs)")
 	o.ort.AddFlags(fs)
+}
+
+// parseReadouts splits --readout at commas: [""] (the engine's default)
+// when it is empty; each name once.
+func parseReadouts(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return []string{""}, nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range strings.Split(s, ",") {
+		r = strings.TrimSpace(r)
+		if err := clip.CheckReadout(r); err != nil {
+			return nil, usagef("--readout: %v", err)
+		}
+		if seen[r] {
+			return nil, usagef("--readout: %s given twice", r)
+		}
+		seen[r] = true
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 type pipeBenchResult struct {
 	Model         string  `json:"model"`
+	Readout       string  `json:"readout"` // the engine's, as it resolved --readout
 	Images        int     `json:"images"`
 	ImageSize     int     `json:"image_size,omitempty"` // side of the synthetic images
 	Batch         int     `json:"batch"`
@@ -84,8 +122,8 @@ type pipeBenchResult struct {
 	Streams       int     `json:"encoder_streams"`
 	Threads       int     `json:"encoder_threads"`
 	EncoderPerSec float64 `json:"encoder_images_per_sec"`
-	JobPerSec     float64 `json:"job_images_per_sec"`
-	Ratio         float64 `json:"job_to_encoder_ratio"`
+	JobPerSec     float64 `json:"job_images_per_sec,omitempty"`
+	Ratio         float64 `json:"job_to_encoder_ratio,omitempty"`
 	EncoderCPUms  float64 `json:"encoder_cpu_ms_per_image,omitempty"`
 	JobCPUms      float64 `json:"job_cpu_ms_per_image,omitempty"`
 	// The encoder's calls, read on their threads (streams of one thread only).
@@ -106,14 +144,21 @@ type pipeBenchResult struct {
 type pipeBenchPair struct {
 	EncoderPerSec float64 `json:"encoder_images_per_sec"`
 	EncoderCPUms  float64 `json:"encoder_cpu_ms_per_image,omitempty"`
-	JobPerSec     float64 `json:"job_images_per_sec"`
+	JobPerSec     float64 `json:"job_images_per_sec,omitempty"`
 	JobCPUms      float64 `json:"job_cpu_ms_per_image,omitempty"`
-	Ratio         float64 `json:"job_to_encoder_ratio"`
+	Ratio         float64 `json:"job_to_encoder_ratio,omitempty"`
 	// The encoder's calls' CPU per image alone and inside the job, and
 	// their share of the job's CPU (streams of one thread only).
 	EncoderCallCPUms    float64 `json:"encoder_call_cpu_ms_per_image,omitempty"`
 	JobEncoderCallCPUms float64 `json:"job_encoder_call_cpu_ms_per_image,omitempty"`
 	JobEncoderShare     float64 `json:"job_encoder_cpu_share,omitempty"`
+	// The readout's graph alone (--readout-alone), right after the encoder:
+	// wall and process CPU time per image.
+	ReadoutAloneMs    float64 `json:"readout_alone_ms_per_image,omitempty"`
+	ReadoutAloneCPUms float64 `json:"readout_alone_cpu_ms_per_image,omitempty"`
+	// Its calls' CPU per image, read on their threads (streams of one
+	// thread only).
+	ReadoutAloneCallCPUms float64 `json:"readout_alone_call_cpu_ms_per_image,omitempty"`
 }
 
 // runPipeline is condition-bench pipeline.
@@ -140,6 +185,15 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 	if err := o.ort.check(); err != nil {
 		return err
 	}
+	if o.readouts, err = parseReadouts(o.readout); err != nil {
+		return err
+	}
+	if len(o.readouts) > 1 && (o.tune || o.rss) {
+		return usagef("--tune and --rss take one --readout")
+	}
+	if o.noJob && (o.tune || o.cpuProf != "") {
+		return usagef("--no-job measures no job to --tune or to profile (--cpuprofile)")
+	}
 	tmp, err := os.MkdirTemp("", "condition-bench-")
 	if err != nil {
 		return err
@@ -163,6 +217,9 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 			cmd.Env = os.Environ()
 			if o.ort.Lib != "" {
 				cmd.Args = append(cmd.Args, "--ort-lib", o.ort.Lib)
+			}
+			if o.readouts[0] != "" {
+				cmd.Args = append(cmd.Args, "--readout", o.readouts[0])
 			}
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("rss job of %d images: %v\n%s", k, err, out)
@@ -196,18 +253,30 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 	if o.tune {
 		return runPipeTune(ctx, e, o, m, images, tmp)
 	}
-	res.Model, res.Batch, res.Cores = m.Name(), o.batch, runtime.GOMAXPROCS(0)
-	eng, err := openEngine(ctx, e, m, pipeline.Options{Threads: o.ort.Threads, Streams: streamsFlag(o.streams), NoSpinning: true, Decode: o.mode,
-		NoArena: o.noArena, PinThreads: o.pin})
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-	res.Threads, res.Streams = eng.Threads(), eng.Streams()
-	cfg := batch.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
-		Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Streams: res.Streams, Version: version, Log: e.Log}
-	if o.images == "" {
-		res.ImageSize = o.size
+	// An engine per readout, all open before the first measurement.
+	arms := make([]*pipeArm, len(o.readouts))
+	for i, r := range o.readouts {
+		eng, err := openEngine(ctx, e, m, pipeline.Options{Threads: o.ort.Threads, Streams: streamsFlag(o.streams), NoSpinning: true, Decode: o.mode,
+			NoArena: o.noArena, PinThreads: o.pin, Readout: r, KeepGraphs: o.keep})
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		a := &pipeArm{eng: eng, res: res}
+		a.res.Model, a.res.Readout, a.res.Batch, a.res.Cores = m.Name(), eng.Options().Readout, o.batch, runtime.GOMAXPROCS(0)
+		a.res.Threads, a.res.Streams = eng.Threads(), eng.Streams()
+		if o.images == "" {
+			a.res.ImageSize = o.size
+		}
+		a.cfg = batch.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
+			Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Streams: a.res.Streams, Version: version, Log: e.Log}
+		if o.alone && a.res.Readout != pipeline.ReadoutRaw {
+			if a.alone, err = openReadoutAlone(m, eng, a.res.Readout, o.batch, o); err != nil {
+				return err
+			}
+			defer a.alone.close()
+		}
+		arms[i] = a
 	}
 	var prof *os.File
 	if o.cpuProf != "" {
@@ -217,53 +286,144 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 		defer prof.Close()
 	}
 	// Encoder alone, then the job, repeat times: back-to-back pairs, so
-	// that a change in the machine's load spoils one pair, not the figure.
+	// that a change in the machine's load spoils one pair, not the figure;
+	// the readouts in turn within each repeat, starting with the next one
+	// each time, so that each meets every part of the run.
 	for r := range o.repeat {
-		enc, n, err := pipebench.EncoderRate(ctx, eng, cfg, o.rounds)
-		if err != nil {
-			return err
-		}
-		res.Images = n
-		var profErr error
-		cfg.Out = filepath.Join(tmp, fmt.Sprintf("out-%d", r))
-		cfg.Started = func() {
-			if prof != nil && r == 0 {
-				profErr = pprof.StartCPUProfile(prof)
+		for j := range arms {
+			k := (j + r) % len(arms)
+			var p *os.File
+			if r == 0 && k == 0 {
+				p = prof // the first readout's first job
+			}
+			if err := arms[k].measure(ctx, e, o, tmp, fmt.Sprintf("out-%d-%d", r, k), p); err != nil {
+				return err
+			}
+			if len(arms) > 1 {
+				q := arms[k].res.Pairs[len(arms[k].res.Pairs)-1]
+				e.Log.Info("pipeline", "repeat", r+1, "readout", arms[k].res.Readout, "encoder images/s", fmt.Sprintf("%.2f", q.EncoderPerSec),
+					"job images/s", fmt.Sprintf("%.2f", q.JobPerSec))
 			}
 		}
-		sum, job, err := pipebench.JobRate(ctx, cfg)
-		if prof != nil && r == 0 && profErr == nil {
-			pprof.StopCPUProfile()
-		}
-		if err == nil {
-			err = profErr
-		}
-		if err != nil {
-			return err
-		}
-		if sum.Failed > 0 {
-			e.Log.Warn("pipeline: some images failed; the job's rate counts the others", "failed", sum.Failed, "done", sum.Done)
-		}
-		p := pipeBenchPair{EncoderPerSec: enc.PerSec(), EncoderCPUms: ms(enc.CPUPerImage()),
-			JobPerSec: job.PerSec(), JobCPUms: ms(job.CPUPerImage())}
-		p.Ratio = p.JobPerSec / p.EncoderPerSec
-		if res.Threads == 1 && enc.EncoderCPU > 0 && job.EncoderCPU > 0 && job.Images > 0 {
-			// With more threads a stream's work is partly on ONNX Runtime's
-			// own threads, which the calls' threads do not see.
-			p.EncoderCallCPUms = ms(enc.EncoderCPU / time.Duration(enc.Images))
-			p.JobEncoderCallCPUms = ms(job.EncoderCPU / time.Duration(job.Images))
-			p.JobEncoderShare = job.EncoderShare()
-		}
-		res.Pairs = append(res.Pairs, p)
-		if f, err := os.Open(sum.Manifest); err == nil {
-			entries, perr := batch.ParseManifest(f)
-			f.Close()
-			if perr == nil {
-				res.StagesMs = pipebench.StageMedians(entries)
-			}
-		}
-		os.RemoveAll(cfg.Out)
 	}
+	for i, a := range arms {
+		a.finish()
+		a.res.Decode, a.res.JPEGDraft = o.mode, a.eng.JPEGDraft()
+		if a.res.JPEGDraft > 0 && i == 0 {
+			// What the speed costs: the first images against their exact
+			// decode (the readout changes neither).
+			d, err := pipebench.DecodeDistance(ctx, a.eng, a.cfg.Inputs, 50)
+			if err != nil {
+				return err
+			}
+			a.res.DecodeDistance = &d
+		}
+	}
+	cmp := compareReadouts(arms)
+	if o.json {
+		var v any = arms[0].res
+		if len(arms) > 1 {
+			all := make([]pipeBenchResult, len(arms))
+			for i, a := range arms {
+				all[i] = a.res
+			}
+			v = map[string]any{"readouts": all, "comparison": cmp}
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
+		fmt.Fprintln(e.Stdout, string(b))
+		return nil
+	}
+	for _, a := range arms {
+		a.print(e, o)
+	}
+	if len(arms) > 1 {
+		printReadoutComparison(e, cmp, o.repeat)
+	}
+	return nil
+}
+
+// pipeArm is one engine's measurements (one readout's) in
+// condition-bench pipeline.
+type pipeArm struct {
+	eng   *pipeline.Engine
+	alone *readoutAlone // --readout-alone, for a non-raw readout
+	cfg   batch.Config
+	res   pipeBenchResult
+}
+
+// measure measures the encoder alone, then (unless --no-job) the job, once,
+// adding a pair to the result; prof, when not nil, receives a CPU profile
+// of the job.
+func (a *pipeArm) measure(ctx context.Context, e *env, o pipeBenchOptions, tmp, out string, prof *os.File) error {
+	enc, n, err := pipebench.EncoderRate(ctx, a.eng, a.cfg, o.rounds)
+	if err != nil {
+		return err
+	}
+	a.res.Images = n
+	p := pipeBenchPair{EncoderPerSec: enc.PerSec(), EncoderCPUms: ms(enc.CPUPerImage())}
+	if a.res.Threads == 1 && enc.EncoderCPU > 0 {
+		p.EncoderCallCPUms = ms(enc.EncoderCPU / time.Duration(enc.Images))
+	}
+	if a.alone != nil {
+		rt, err := a.alone.rate(ctx, o.rounds*((n+o.batch-1)/o.batch))
+		if err != nil {
+			return err
+		}
+		p.ReadoutAloneMs, p.ReadoutAloneCPUms = 1000/rt.PerSec(), ms(rt.CPUPerImage())
+		if a.res.Threads == 1 && rt.EncoderCPU > 0 {
+			p.ReadoutAloneCallCPUms = float64(rt.EncoderCPU.Nanoseconds()) / 1e6 / float64(rt.Images)
+		}
+	}
+	if o.noJob {
+		a.res.Pairs = append(a.res.Pairs, p)
+		return nil
+	}
+	cfg := a.cfg
+	cfg.Out = filepath.Join(tmp, out)
+	defer os.RemoveAll(cfg.Out)
+	var profErr error
+	cfg.Started = func() {
+		if prof != nil {
+			profErr = pprof.StartCPUProfile(prof)
+		}
+	}
+	sum, job, err := pipebench.JobRate(ctx, cfg)
+	if prof != nil && profErr == nil {
+		pprof.StopCPUProfile()
+	}
+	if err == nil {
+		err = profErr
+	}
+	if err != nil {
+		return err
+	}
+	if sum.Failed > 0 {
+		e.Log.Warn("pipeline: some images failed; the job's rate counts the others", "failed", sum.Failed, "done", sum.Done)
+	}
+	p.JobPerSec, p.JobCPUms = job.PerSec(), ms(job.CPUPerImage())
+	p.Ratio = p.JobPerSec / p.EncoderPerSec
+	if a.res.Threads == 1 && enc.EncoderCPU > 0 && job.EncoderCPU > 0 && job.Images > 0 {
+		// With more threads a stream's work is partly on ONNX Runtime's
+		// own threads, which the calls' threads do not see.
+		p.JobEncoderCallCPUms = ms(job.EncoderCPU / time.Duration(job.Images))
+		p.JobEncoderShare = job.EncoderShare()
+	} else {
+		p.EncoderCallCPUms = 0
+	}
+	a.res.Pairs = append(a.res.Pairs, p)
+	if f, err := os.Open(sum.Manifest); err == nil {
+		entries, perr := batch.ParseManifest(f)
+		f.Close()
+		if perr == nil {
+			a.res.StagesMs = pipebench.StageMedians(entries)
+		}
+	}
+	return nil
+}
+
+// finish sets the result's figures to the medians over its pairs.
+func (a *pipeArm) finish() {
+	res := &a.res
 	med := func(f func(pipeBenchPair) float64) float64 {
 		v := make([]float64, len(res.Pairs))
 		for i, p := range res.Pairs {
@@ -279,27 +439,26 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 	res.EncoderCallCPUms = med(func(p pipeBenchPair) float64 { return p.EncoderCallCPUms })
 	res.JobEncoderCallCPUms = med(func(p pipeBenchPair) float64 { return p.JobEncoderCallCPUms })
 	res.JobEncoderShare = med(func(p pipeBenchPair) float64 { return p.JobEncoderShare })
-	res.Decode, res.JPEGDraft = o.mode, eng.JPEGDraft()
-	if res.JPEGDraft > 0 {
-		// What the speed costs: the first images against their exact decode.
-		d, err := pipebench.DecodeDistance(ctx, eng, cfg.Inputs, 50)
-		if err != nil {
-			return err
-		}
-		res.DecodeDistance = &d
-	}
-	if o.json {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(e.Stdout, string(b))
-		return nil
-	}
+}
+
+// print prints the result as text.
+func (a *pipeArm) print(e *env, o pipeBenchOptions) {
+	res := a.res
 	what := fmt.Sprintf("%d images", res.Images)
 	if res.ImageSize > 0 {
 		what = fmt.Sprintf("%d synthetic %d×%d JPEGs", res.Images, res.ImageSize, res.ImageSize)
 	}
-	fmt.Fprintf(e.Stdout, "model %s, %s, batch %d, %d cores, encoder %d stream(s) × %d thread(s)\n", res.Model, what, res.Batch, res.Cores, res.Streams, res.Threads)
+	fmt.Fprintf(e.Stdout, "model %s, readout %s, %s, batch %d, %d cores, encoder %d stream(s) × %d thread(s)\n", res.Model, res.Readout, what, res.Batch, res.Cores, res.Streams, res.Threads)
 	if len(res.Pairs) > 1 {
 		for i, p := range res.Pairs {
+			alone := ""
+			if p.ReadoutAloneMs > 0 {
+				alone = fmt.Sprintf("; the readout's graph alone %.2f ms/image, CPU %.2f ms/image", p.ReadoutAloneMs, p.ReadoutAloneCPUms)
+			}
+			if o.noJob {
+				fmt.Fprintf(e.Stdout, "  repeat %d: encoder %.2f images/s (%.2f ms/image, CPU %.2f ms/image)%s\n", i+1, p.EncoderPerSec, 1000/p.EncoderPerSec, p.EncoderCPUms, alone)
+				continue
+			}
 			share := ""
 			if p.JobEncoderShare > 0 {
 				share = fmt.Sprintf("; encoder's share of the job's CPU %.0f%%", 100*p.JobEncoderShare)
@@ -307,9 +466,12 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.Stdout, "  pair %d: encoder %.1f images/s (CPU %.2f ms/image), job %.1f images/s (CPU %.2f ms/image): %.0f%%%s\n",
 				i+1, p.EncoderPerSec, p.EncoderCPUms, p.JobPerSec, p.JobCPUms, 100*p.Ratio, share)
 		}
-		fmt.Fprintf(e.Stdout, "  medians of %d pairs:\n", len(res.Pairs))
+		fmt.Fprintf(e.Stdout, "  medians of %d %s:\n", len(res.Pairs), map[bool]string{true: "repeats", false: "pairs"}[o.noJob])
 	}
 	fmt.Fprintf(e.Stdout, "  vision encoder alone  %8.1f images/s%s\n", res.EncoderPerSec, cpuNote(res.EncoderCPUms))
+	if o.noJob {
+		return
+	}
 	fmt.Fprintf(e.Stdout, "  whole job             %8.1f images/s%s  (%.0f%% of the encoder's rate; target ≥ 90%%)\n", res.JobPerSec, cpuNote(res.JobCPUms), 100*res.Ratio)
 	if res.EncoderCPUms > 0 && res.JobCPUms > 0 {
 		fmt.Fprintf(e.Stdout, "  CPU per image, encoder alone / job: %.0f%% (the job's ceiling when the encoder keeps every core busy)\n", 100*res.EncoderCPUms/res.JobCPUms)
@@ -329,7 +491,150 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.Stdout, "  peak RSS: %.1f MB at 100 images, %.1f MB at %d images (growth %.1f MB; target < 50 MB)\n",
 			res.RSSSmallMB, res.RSSLargeMB, res.RSSLargeImages, res.RSSLargeMB-res.RSSSmallMB)
 	}
-	return nil
+}
+
+// readoutCost is one readout's encoder against the first readout's, from
+// the pairs of the same repeats (a repeat measures every readout, one after
+// the other).
+type readoutCost struct {
+	Readout string `json:"readout"`
+	// The encoder alone's wall and CPU time per image: medians over the
+	// repeats.
+	EncoderMs    float64 `json:"encoder_ms_per_image"`
+	EncoderCPUms float64 `json:"encoder_cpu_ms_per_image,omitempty"`
+	// CallCPU says the CPU figures are the encoder calls' own, read on
+	// their threads (streams of one thread), not the process's.
+	CallCPU bool `json:"cpu_of_calls,omitempty"`
+	// Time per image over the first readout's in the same repeat: the
+	// median, lowest and highest of the repeats' ratios.
+	Ratio    float64 `json:"encoder_time_ratio"`
+	RatioMin float64 `json:"encoder_time_ratio_min"`
+	RatioMax float64 `json:"encoder_time_ratio_max"`
+	// The same, of the CPU time per image (0 when unknown).
+	CPURatio    float64 `json:"encoder_cpu_ratio,omitempty"`
+	CPURatioMin float64 `json:"encoder_cpu_ratio_min,omitempty"`
+	CPURatioMax float64 `json:"encoder_cpu_ratio_max,omitempty"`
+	// The readout's graph alone (--readout-alone) over the first readout's
+	// encoder in the same repeat, of the wall and of the CPU time per image:
+	// median, lowest, highest.
+	AloneRatio       float64 `json:"readout_alone_time_ratio,omitempty"`
+	AloneRatioMin    float64 `json:"readout_alone_time_ratio_min,omitempty"`
+	AloneRatioMax    float64 `json:"readout_alone_time_ratio_max,omitempty"`
+	AloneCPURatio    float64 `json:"readout_alone_cpu_ratio,omitempty"`
+	AloneCPURatioMin float64 `json:"readout_alone_cpu_ratio_min,omitempty"`
+	AloneCPURatioMax float64 `json:"readout_alone_cpu_ratio_max,omitempty"`
+	// The job's median rate and job ÷ encoder (0 with --no-job).
+	JobPerSec float64 `json:"job_images_per_sec,omitempty"`
+	JobRatio  float64 `json:"job_to_encoder_ratio,omitempty"`
+}
+
+// compareReadouts compares each arm's encoder with the first arm's, repeat
+// by repeat; nil for one arm.
+func compareReadouts(arms []*pipeArm) []readoutCost {
+	if len(arms) < 2 {
+		return nil
+	}
+	base := arms[0].res.Pairs
+	out := make([]readoutCost, len(arms))
+	for i, a := range arms {
+		c := readoutCost{Readout: a.res.Readout, EncoderMs: 1000 / a.res.EncoderPerSec, EncoderCPUms: a.res.EncoderCPUms,
+			JobPerSec: a.res.JobPerSec, JobRatio: a.res.Ratio}
+		// CPU time: the calls' own, read on their threads (ns), where the
+		// streams have one thread each; else the process's (in clock ticks).
+		calls := a.res.Threads == 1
+		for _, p := range append(append([]pipeBenchPair(nil), a.res.Pairs...), base...) {
+			calls = calls && p.EncoderCallCPUms > 0
+		}
+		encCPU := func(p pipeBenchPair) float64 {
+			if calls {
+				return p.EncoderCallCPUms
+			}
+			return p.EncoderCPUms
+		}
+		aloneCPUOf := func(p pipeBenchPair) float64 {
+			if calls {
+				return p.ReadoutAloneCallCPUms
+			}
+			return p.ReadoutAloneCPUms
+		}
+		c.CallCPU = calls
+		if calls {
+			c.EncoderCPUms = a.res.EncoderCallCPUms
+		}
+		var wall, cpu, aloneWall, aloneCPU []float64
+		for r, p := range a.res.Pairs {
+			if r >= len(base) || p.EncoderPerSec <= 0 {
+				continue
+			}
+			wall = append(wall, base[r].EncoderPerSec/p.EncoderPerSec)
+			if encCPU(p) > 0 && encCPU(base[r]) > 0 {
+				cpu = append(cpu, encCPU(p)/encCPU(base[r]))
+			}
+			if p.ReadoutAloneMs > 0 {
+				aloneWall = append(aloneWall, p.ReadoutAloneMs*base[r].EncoderPerSec/1000)
+			}
+			if aloneCPUOf(p) > 0 && encCPU(base[r]) > 0 {
+				aloneCPU = append(aloneCPU, aloneCPUOf(p)/encCPU(base[r]))
+			}
+		}
+		c.Ratio, c.RatioMin, c.RatioMax = spread(wall)
+		c.CPURatio, c.CPURatioMin, c.CPURatioMax = spread(cpu)
+		c.AloneRatio, c.AloneRatioMin, c.AloneRatioMax = spread(aloneWall)
+		c.AloneCPURatio, c.AloneCPURatioMin, c.AloneCPURatioMax = spread(aloneCPU)
+		out[i] = c
+	}
+	return out
+}
+
+// spread returns the median, lowest and highest of v (zeros for none).
+func spread(v []float64) (med, lo, hi float64) {
+	if len(v) == 0 {
+		return 0, 0, 0
+	}
+	lo, hi = v[0], v[0]
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return pipebench.Median(append([]float64(nil), v...)), lo, hi
+}
+
+// printReadoutComparison prints the readouts' encoders against the first.
+func printReadoutComparison(e *env, cmp []readoutCost, repeats int) {
+	what := "the process's CPU"
+	if cmp[0].CallCPU {
+		what = "CPU: the encoder calls' own, read on their threads"
+	}
+	fmt.Fprintf(e.Stdout, "readouts, the vision encoder alone against %s's in the same repeat (medians of %d repeats; [lowest, highest] ratio; %s):\n", cmp[0].Readout, repeats, what)
+	tw := tabwriter.NewWriter(e.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "  readout\tms/image\ttime ÷ %s\tCPU ms/image\tCPU ÷ %s\tjob images/s\tjob ÷ encoder\n", cmp[0].Readout, cmp[0].Readout)
+	for _, c := range cmp {
+		job, jr := "-", "-"
+		if c.JobPerSec > 0 {
+			job, jr = fmt.Sprintf("%.2f", c.JobPerSec), fmt.Sprintf("%.1f%%", 100*c.JobRatio)
+		}
+		cpu, cr := "-", "-"
+		if c.CPURatio > 0 {
+			cpu, cr = fmt.Sprintf("%.2f", c.EncoderCPUms), fmt.Sprintf("%.4f [%.4f, %.4f]", c.CPURatio, c.CPURatioMin, c.CPURatioMax)
+		}
+		fmt.Fprintf(tw, "  %s\t%.2f\t%.4f [%.4f, %.4f]\t%s\t%s\t%s\t%s\n", c.Readout, c.EncoderMs, c.Ratio, c.RatioMin, c.RatioMax, cpu, cr, job, jr)
+	}
+	tw.Flush()
+	alone := false
+	for _, c := range cmp {
+		alone = alone || c.AloneRatio > 0
+	}
+	if !alone {
+		return
+	}
+	fmt.Fprintf(e.Stdout, "readout graphs alone (--readout-alone), their time per image over %s's encoder in the same repeat (medians; [lowest, highest]):\n", cmp[0].Readout)
+	for _, c := range cmp {
+		if c.AloneRatio > 0 && c.AloneCPURatio == 0 {
+			fmt.Fprintf(e.Stdout, "  %-10s wall %.4f [%.4f, %.4f]\n", c.Readout, c.AloneRatio, c.AloneRatioMin, c.AloneRatioMax)
+		} else if c.AloneRatio > 0 {
+			fmt.Fprintf(e.Stdout, "  %-10s wall %.4f [%.4f, %.4f]  CPU %.4f [%.4f, %.4f]\n", c.Readout, c.AloneRatio, c.AloneRatioMin, c.AloneRatioMax,
+				c.AloneCPURatio, c.AloneCPURatioMin, c.AloneCPURatioMax)
+		}
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

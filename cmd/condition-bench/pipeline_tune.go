@@ -77,7 +77,7 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 			eng, ok := engines[k]
 			if !ok {
 				var err error
-				if eng, err = openEngine(ctx, e, m, pipeline.Options{Threads: s.Threads, NoSpinning: !s.Spinning, NoArena: s.NoArena, PinThreads: s.Pinned, Decode: o.mode}); err != nil {
+				if eng, err = openEngine(ctx, e, m, pipeline.Options{Threads: s.Threads, NoSpinning: !s.Spinning, NoArena: s.NoArena, PinThreads: s.Pinned, Decode: o.mode, Readout: o.readouts[0], KeepGraphs: o.keep}); err != nil {
 					return err
 				}
 				engines[k] = eng
@@ -124,6 +124,9 @@ func runPipeTune(ctx context.Context, e *env, o pipeBenchOptions, m *models.Mode
 	}
 	if m.Variant() != "" {
 		fmt.Fprintf(e.Stdout, " --variant %s", m.Variant())
+	}
+	if o.readouts[0] != "" {
+		fmt.Fprintf(e.Stdout, " --readout %s", o.readouts[0])
 	}
 	fmt.Fprintln(e.Stdout)
 	if best.Spinning {

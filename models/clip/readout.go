@@ -110,12 +110,34 @@ func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptio
 	if err != nil {
 		return nil, fmt.Errorf("clip: %w", err)
 	}
+	if m.Variant() == models.VariantOptimizedInt8 {
+		// Beside an int8 tower, the readout's MatMuls in int8 too, at the
+		// tower's weight width (7 bits: exact where 8 can saturate).
+		if graph, err = quantizeReadout(graph); err != nil {
+			return nil, fmt.Errorf("clip: readout %s: int8: %w", kind, err)
+		}
+	}
 	sess, err := ort.GraphBytes(graph, "readout "+kind).NewSession([]string{graphbuild.ReadoutInput}, []string{graphbuild.ReadoutOutput},
 		ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})
 	if err != nil {
 		return nil, fmt.Errorf("clip: readout %s: %w", kind, err)
 	}
 	return &readoutSession{kind: kind, sess: sess}, nil
+}
+
+// quantizeReadout returns the readout graph with its weight MatMuls in
+// int8 (onnxgraph.Quantize, out_proj's too: it is the graph's output),
+// 8-bit weights on CPUs with VNNI, 7-bit elsewhere.
+func quantizeReadout(graph []byte) ([]byte, error) {
+	gm, err := onnxgraph.Parse(graph)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := onnxgraph.Quantize(gm, onnxgraph.QuantOptions{FullRange: hasVNNI(), QuantizeLast: true}, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // run recomputes x [n, tokens, width] (the last layer's input) into the

@@ -24,7 +24,7 @@ import (
 // non-raw readout (readout_input → readout_hidden_state), in a session of
 // its own with the engine's thread settings, run on random inputs of the
 // engine's batch shape. Its time per image is the readout's cost without
-// the vision graph's extra output and the copies between the two sessions.
+// the vision graph's extra output and the copies between the two ONNX Runtime sessions.
 type readoutAlone struct {
 	kind    string
 	sess    *ort.Session

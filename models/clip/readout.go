@@ -207,6 +207,10 @@ func readoutGraph(m *models.Model) (ort.Graph, error) {
 		if fresh(beside, src) {
 			return ort.GraphFile(beside), nil
 		}
+		if m.Repo() != "" && strings.HasPrefix(src, m.Dir()+string(os.PathSeparator)) {
+			// Nothing is written into the Hugging Face cache.
+			return g, fail(fmt.Errorf("%s keeps its weights in external data in the Hugging Face cache, where its rewrite is not written", src))
+		}
 	}
 	b, err := m.ReadFile(models.VisionModelFile)
 	if err != nil {

@@ -162,13 +162,41 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 	}
 	h := g.op("LayerNormalization", "", ReadoutInput, w("layer_norm1.weight", d), w("layer_norm1.bias", d))
 	g.last().with(intAttr("axis", -1), floatAttr("epsilon", float32(c.Eps)))
-	v := linear(h, "self_attn.v_proj")
-	o := v
-	if c.Kind != ReadoutMaskCLIP {
-		proj := "self_attn.q_proj"
-		if c.Kind == ReadoutNACLIP {
-			proj = "self_attn.k_proj"
+	if c.Kind == ReadoutMaskCLIP {
+		o := linear(h, "self_attn.v_proj")
+		return c.finish(g, o, vals, w, wT)
+	}
+	proj := "self_attn.q_proj"
+	if c.Kind == ReadoutNACLIP {
+		proj = "self_attn.k_proj"
+	}
+	// One MatMul for both projections, [d, 2d]: the attention's a (q or k,
+	// scaled by d_h^-¼ so that a aᵀ carries the softmax's d_h^-½) beside v.
+	root := float32(math.Pow(float64(dh), -0.25))
+	aw, ab := vals[c.Prefix+proj+".weight"], vals[c.Prefix+proj+".bias"]
+	vw, vb := vals[c.Prefix+"self_attn.v_proj.weight"], vals[c.Prefix+"self_attn.v_proj.bias"]
+	packed := g.weight(c.Prefix+proj+"+v_proj.weight.T", []int64{d, 2 * d}, func() ([]float32, error) {
+		out := make([]float32, d*2*d)
+		for o := range d {
+			for i := range d {
+				out[i*2*d+o] = root * aw[o*d+i]
+				out[i*2*d+d+o] = vw[o*d+i]
+			}
 		}
+		return out, nil
+	})
+	packedBias := g.weight(c.Prefix+proj+"+v_proj.bias", []int64{2 * d}, func() ([]float32, error) {
+		out := make([]float32, 2*d)
+		for i := range d {
+			out[i], out[d+i] = root*ab[i], vb[i]
+		}
+		return out, nil
+	})
+	av := g.op("Add", "", g.op("MatMul", "", h, packed), packedBias)
+	aName, v := g.tmp("a"), g.tmp("v")
+	g.nodes = append(g.nodes, &node{op: "Split", name: aName, in: []string{av, g.constInts("av_sizes", []int64{2}, d, d)},
+		out: []string{aName, v}, attrs: []attr{intAttr("axis", -1)}})
+	{
 		split := g.constInts("heads_shape", []int64{4}, 0, 0, heads, dh)
 		perHead := func(x string) string { // [B, S, d] → [B, H, S, d_h]
 			r := g.op("Reshape", "", x, split)
@@ -176,11 +204,10 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 			g.last().with(intsAttr("perm", 0, 2, 1, 3))
 			return t
 		}
-		a := perHead(linear(h, proj))
+		a := perHead(aName)
 		at := g.op("Transpose", "", a)
 		g.last().with(intsAttr("perm", 0, 1, 3, 2))
 		logits := g.op("MatMul", "", a, at)
-		logits = g.op("Mul", "", logits, g.constFloats("scale", nil, float32(1/math.Sqrt(float64(dh)))))
 		if c.Kind == ReadoutNACLIP {
 			bias := NACLIPBias(c.Class, c.GridH, c.GridW, NACLIPSigma)
 			logits = g.op("Add", "", logits, g.weight("naclip_bias", []int64{s, s}, func() ([]float32, error) { return bias, nil }))
@@ -190,8 +217,15 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 		oh := g.op("MatMul", "", p, perHead(v))
 		ot := g.op("Transpose", "", oh)
 		g.last().with(intsAttr("perm", 0, 2, 1, 3))
-		o = g.op("Reshape", "", ot, g.constInts("merge_shape", []int64{3}, 0, 0, d))
+		o := g.op("Reshape", "", ot, g.constInts("merge_shape", []int64{3}, 0, 0, d))
+		return c.finish(g, o, vals, w, wT)
 	}
+}
+
+// finish adds out_proj (and post_layernorm when c has one) on the
+// attention output o and writes the graph.
+func (c ReadoutConfig) finish(g *graph, o string, vals map[string][]float32, w func(string, ...int64) string, wT func(string) string) ([]byte, error) {
+	d := int64(c.Width)
 	y := g.op("MatMul", "", o, wT("self_attn.out_proj.weight"))
 	if c.PostLayerNorm == "" {
 		g.op("Add", ReadoutOutput, y, w("self_attn.out_proj.bias", d))

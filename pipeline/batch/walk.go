@@ -77,18 +77,6 @@ func walkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, 
 	return walk(ctx, sources, nil, walkOptions{skip: skip}, fn, onErr)
 }
 
-// walkStores is Walk over roots that may also be object-store URLs
-// (s3://, gs://, azblob://), opened through stores: a prefix is listed
-// page by page (its image objects, in key order), an object is one image
-// or, named .tar, one WebDataset shard read as a stream.
-func walkStores(ctx context.Context, stores *objstore.Stores, roots []string, fn func(Item) error, onErr func(path string, err error) error) error {
-	sources, err := resolveInputs(roots)
-	if err != nil {
-		return err
-	}
-	return walk(ctx, sources, nil, walkOptions{stores: stores}, fn, onErr)
-}
-
 // walkOptions are how a walk goes.
 type walkOptions struct {
 	skip     []string         // folders left out (see walkExcept)

@@ -1,11 +1,9 @@
 package clip_test
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -68,41 +66,15 @@ func checkSiglipReadouts(t *testing.T, m *models.Model) {
 		t.Fatal(err)
 	}
 	n, h, w := px.Shape[0], px.Shape[2], px.Shape[3]
-	raw, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	base, err := raw.Encode(context.Background(), pixels, n, h, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if base[0].Readout != nil {
-		t.Error("the raw readout gives Readout rows")
-	}
-	if base[0].Tokens != 16 || base[0].Width != 24 || raw.ClassTokens() != 0 {
-		t.Fatalf("last_hidden_state rows [%d %d], %d class rows; want [16 24] and none", base[0].Tokens, base[0].Width, raw.ClassTokens())
+	base, cls := encodeRaw(t, m, pixels, n, h, w)
+	if base[0].Tokens != 16 || base[0].Width != 24 || cls != 0 {
+		t.Fatalf("last_hidden_state rows [%d %d], %d class rows; want [16 24] and none", base[0].Tokens, base[0].Width, cls)
 	}
 	for _, kind := range []string{clip.ReadoutClearCLIP, clip.ReadoutNACLIP, clip.ReadoutMaskCLIP} {
 		t.Run(kind, func(t *testing.T) {
-			enc, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1, Readout: kind})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer enc.Close()
-			got, err := enc.Encode(context.Background(), pixels, n, h, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var hidden []float32
-			for i, e := range got {
-				if !slices.Equal(e.States, base[i].States) {
-					t.Fatalf("image %d: readout %s changed last_hidden_state", i, kind)
-				}
-				if e.Tokens != 16 || len(e.Readout) != 16*24 {
-					t.Fatalf("image %d: %d tokens, %d readout values; want 16 rows of 24", i, e.Tokens, len(e.Readout))
-				}
-				hidden = append(hidden, e.Readout...)
+			hidden := readoutRows(t, m, kind, pixels, h, w, base)
+			if len(hidden) != n*16*24 {
+				t.Fatalf("%d readout values; want %d images of 16 rows of 24", len(hidden), n)
 			}
 			g := readSiglipGraphGolden(t, "readout_"+kind+"_hidden")
 			want, ok := g.Data.([]float64)

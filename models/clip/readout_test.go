@@ -147,9 +147,11 @@ func TestReadoutsMatchTorch(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no rewrite beside the mapped graph: %v", err)
 	}
-	if _, err := clip.OpenVision(mapped, clip.VisionOptions{Readout: clip.ReadoutMaskCLIP}); err != nil {
+	again, err := clip.OpenVision(mapped, clip.VisionOptions{Readout: clip.ReadoutMaskCLIP})
+	if err != nil {
 		t.Fatal(err)
 	}
+	again.Close()
 	if st2, err := os.Stat(beside); err != nil || !st2.ModTime().Equal(st.ModTime()) {
 		t.Errorf("the rewrite beside the mapped graph was written again: %v", err)
 	}
@@ -162,18 +164,7 @@ func checkReadouts(t *testing.T, m *models.Model) {
 		t.Fatal(err)
 	}
 	n, h, w := px.Shape[0], px.Shape[2], px.Shape[3]
-	raw, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	base, err := raw.Encode(context.Background(), pixels, n, h, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if base[0].Readout != nil {
-		t.Error("the raw readout gives Readout rows")
-	}
+	base, _ := encodeRaw(t, m, pixels, n, h, w)
 	s, d := base[0].Tokens, base[0].Width
 	var states []float32
 	for _, e := range base {
@@ -185,22 +176,7 @@ func checkReadouts(t *testing.T, m *models.Model) {
 	}
 	for _, kind := range []string{clip.ReadoutClearCLIP, clip.ReadoutNACLIP, clip.ReadoutMaskCLIP} {
 		t.Run(kind, func(t *testing.T) {
-			enc, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1, Readout: kind})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer enc.Close()
-			got, err := enc.Encode(context.Background(), pixels, n, h, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var hidden []float32
-			for i, e := range got {
-				if !slices.Equal(e.States, base[i].States) {
-					t.Fatalf("image %d: readout %s changed last_hidden_state", i, kind)
-				}
-				hidden = append(hidden, e.Readout...)
-			}
+			hidden := readoutRows(t, m, kind, pixels, h, w, base)
 			wantH, _ := goldenF64(t, "readout_"+kind+"_hidden")
 			wh := make([]float32, len(wantH))
 			for i, v := range wantH {
@@ -215,6 +191,50 @@ func checkReadouts(t *testing.T, m *models.Model) {
 			}
 		})
 	}
+}
+
+// encodeRaw encodes pixels [n, 3, h, w] with m's vision encoder under the
+// raw readout, which gives no Readout rows; it returns the encodings and
+// the encoder's class-token rows.
+func encodeRaw(t *testing.T, m *models.Model, pixels []float32, n, h, w int) ([]clip.VisionEncoding, int) {
+	t.Helper()
+	raw, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	base, err := raw.Encode(context.Background(), pixels, n, h, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base[0].Readout != nil {
+		t.Error("the raw readout gives Readout rows")
+	}
+	return base, raw.ClassTokens()
+}
+
+// readoutRows encodes the same pixels as base (encodeRaw's) under readout
+// kind and returns every image's Readout rows, one after the other; a
+// readout that changes last_hidden_state fails t.
+func readoutRows(t *testing.T, m *models.Model, kind string, pixels []float32, h, w int, base []clip.VisionEncoding) []float32 {
+	t.Helper()
+	enc, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1, Readout: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	got, err := enc.Encode(context.Background(), pixels, len(base), h, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []float32
+	for i, e := range got {
+		if !slices.Equal(e.States, base[i].States) {
+			t.Fatalf("image %d: readout %s changed last_hidden_state", i, kind)
+		}
+		rows = append(rows, e.Readout...)
+	}
+	return rows
 }
 
 // TestReadoutErrors: an unknown readout names the readouts; a graph

@@ -53,7 +53,7 @@ type queryHit struct {
 
 func runQuery(ctx context.Context, e *env, args []string) error {
 	var o queryOptions
-	fs := newFlagSet(e, "query", "query INDEX --prompt TEXT [--prompt TEXT]... [flags]\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix")
+	fs := newFlagSet(e, "query", "query INDEX --prompt TEXT [--prompt TEXT]... [flags]\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix, or a collection in Weaviate (weaviate://HOST:PORT/Name, run --index weaviate://...; API key from $"+weaviateKeyEnv+")")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -78,7 +78,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	where := fs.Arg(0)
 	stores := objstore.NewURLReader()
 	defer stores.Close()
-	x, err := index.Open(ctx, where, index.Options{Partial: o.partial, Store: stores})
+	x, err := index.Open(ctx, where, index.Options{Partial: o.partial, Store: stores, APIKey: os.Getenv(weaviateKeyEnv)})
 	var inc *index.IncompletePartError
 	if errors.As(err, &inc) {
 		return fmt.Errorf("%w\n(add --partial to search the other parts)", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
+	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/text"
 )
 
@@ -36,8 +37,13 @@ type runOptions struct {
 	format      string
 	layout      string
 	shardSize   int
-	index       bool
+	index       bool   // index parts under --out
+	indexAt     string // --index's value: "files", or a collection's weaviate:// URL
+	collection  string // the collection in Weaviate (--index weaviate://...)
 	indexDType  string
+	replication int
+	consistency string
+	muvera      bool
 	workers     int
 	streams     int
 	batch       int
@@ -65,7 +71,11 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.format, "format", "safetensors", "output format of the files layout: safetensors or npz")
 	fs.StringVar(&o.layout, "layout", "files", "files (one file per image) or shards (every --shard-size images one shard of stacked .npy arrays, img_emb/ and metadata/ Parquet as clip-retrieval names them)")
 	fs.IntVar(&o.shardSize, "shard-size", 10000, "images per output shard with --layout shards, and per index part with --index")
-	fs.BoolVar(&o.index, "index", false, "also write the collection index: every --shard-size images one part under index/ of the normalised image embeddings and the patches in CLIP's joint space, for searching the collection later without encoding it again (needs the default --xattn joint and --direction both)")
+	fs.StringVar(&o.indexAt, "index", "", "also write the collection index, for searching the collection later without encoding it again (needs the default --xattn joint and --direction both): --index alone, every --shard-size images one part under index/ of the normalised image embeddings and the patches in CLIP's joint space; --index weaviate://HOST:PORT/Name, one object per image in that collection of a Weaviate database (created on first use; API key from $"+weaviateKeyEnv+")")
+	fs.Lookup("index").NoOptDefVal = "files"
+	fs.IntVar(&o.replication, "replication", 1, "with --index weaviate://...: the replication factor of a collection the job creates (an existing one keeps its own)")
+	fs.StringVar(&o.consistency, "consistency", "QUORUM", "with --index weaviate://...: the writes' consistency level, ONE, QUORUM or ALL")
+	fs.BoolVar(&o.muvera, "muvera", false, "with --index weaviate://...: a collection the job creates encodes each image's patches with MUVERA (one vector per image in the search graph, less memory, approximate MaxSim)")
 	fs.StringVar(&o.indexDType, "index-dtype", "float16", "the index's values with --index: float16, float32 or int8 (with a float32 scale per vector)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines reading and hashing files ahead of the encoder (0: one per core; decoding and preprocessing run on the encoder streams' threads)")
 	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
@@ -89,7 +99,26 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	o.images = append(o.images, fs.Args()...)
+	args = fs.Args()
+	if o.indexAt == "files" && len(args) > 0 && index.IsCollectionURL(args[0]) {
+		// --index weaviate://...: pflag gives a flag whose value is optional
+		// only what follows "=", so the URL came as an argument.
+		o.indexAt, args = args[0], args[1:]
+	}
+	switch {
+	case o.indexAt == "files":
+		o.index = true
+	case index.IsCollectionURL(o.indexAt):
+		o.collection = o.indexAt
+	case o.indexAt != "":
+		return usagef("--index %q: want --index alone (index parts under --out) or --index weaviate://HOST:PORT/Name", o.indexAt)
+	}
+	for _, a := range args {
+		if index.IsCollectionURL(a) {
+			return usagef("%s is not an image input: a collection in Weaviate is given with --index", a)
+		}
+	}
+	o.images = append(o.images, args...)
 	if len(o.images) == 0 && len(o.lists) == 0 {
 		return usagef("no images: give --images PATH, --list FILE or paths as arguments")
 	}
@@ -126,7 +155,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if batch.IsStoreURL(o.out) && o.layout != "shards" {
 		return usagef("--out %s: an object-store output needs --layout shards (one object per image is what that layout avoids)", o.out)
 	}
-	if o.windows && (o.layout == "shards" || o.index) {
+	if o.windows && (o.layout == "shards" || o.index || o.collection != "") {
 		return usagef("--windows gives each image a grid of its own aspect: it takes --layout files, without --index")
 	}
 	if o.layout == "shards" && o.captions {
@@ -138,7 +167,25 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return usagef("--index-dtype %q: want float16, float32 or int8", o.indexDType)
 	}
 	if fs.Changed("index-dtype") && !o.index {
-		return usagef("--index-dtype needs --index")
+		return usagef("--index-dtype needs --index (index parts; a collection in Weaviate stores float32)")
+	}
+	for _, f := range []string{"replication", "consistency", "muvera"} {
+		if fs.Changed(f) && o.collection == "" {
+			return usagef("--%s needs --index weaviate://HOST:PORT/Name", f)
+		}
+	}
+	if o.replication < 1 {
+		return usagef("--replication must be at least 1, got %d", o.replication)
+	}
+	switch o.consistency {
+	case "ONE", "QUORUM", "ALL":
+	default:
+		return usagef("--consistency %q: want ONE, QUORUM or ALL", o.consistency)
+	}
+	if o.collection != "" {
+		if err := index.CheckCollectionURL(o.collection); err != nil {
+			return usagef("--index: %v", err)
+		}
 	}
 	if o.resume && o.overwrite {
 		return usagef("--resume and --overwrite exclude each other")
@@ -180,7 +227,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	m := eng.Model()
 	defer eng.Close()
-	if o.index && eng.JointDim() == 0 {
+	if (o.index || o.collection != "") && eng.JointDim() == 0 {
 		return usagef("--index needs the engine in CLIP's joint space both ways: the default --xattn joint and --direction both")
 	}
 	prog := newProgressDisplay(e.Stderr, o.quiet)
@@ -188,6 +235,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		Engine: eng, Inputs: o.images, Lists: o.lists, Prompts: o.prompts, Out: o.out,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, Windows: o.windows, CaptionPrompt: o.captions, Format: o.format, Layout: o.layout, ShardSize: o.shardSize,
 		Index: o.index, IndexDType: o.indexDType,
+		Collection: o.collectionConfig(),
 		Workers: o.workers, Batch: o.batch, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,
 		Progress: prog.update,
@@ -218,6 +266,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 			}
 			if o.index {
 				fmt.Fprintf(e.Stderr, "index: %s (%s)\n", outPath(o.out, "index", "<part>", "index.json"), o.indexDType)
+			}
+			if o.collection != "" {
+				fmt.Fprintf(e.Stderr, "index: %s (one object per image; condition merge %s checks that it holds every ok image)\n", o.collection, o.out)
 			}
 			if o.heatmaps {
 				for k, p := range o.prompts {
@@ -328,4 +379,17 @@ func outPath(out string, names ...string) string {
 		return strings.TrimSuffix(out, "/") + "/" + strings.Join(names, "/")
 	}
 	return filepath.Join(append([]string{out}, names...)...)
+}
+
+// weaviateKeyEnv is the environment variable that holds Weaviate's API key.
+const weaviateKeyEnv = "WEAVIATE_API_KEY"
+
+// collectionConfig returns the job's collection in Weaviate, nil without
+// one.
+func (o *runOptions) collectionConfig() *batch.CollectionConfig {
+	if o.collection == "" {
+		return nil
+	}
+	return &batch.CollectionConfig{URL: o.collection, APIKey: os.Getenv(weaviateKeyEnv), Replication: o.replication,
+		Consistency: o.consistency, Muvera: o.muvera}
 }

@@ -54,7 +54,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.maxPrompts, "max-prompts", 32, "prompts (or labels) per request")
 	fs.IntVar(&o.maxItems, "max-items", 64, "inputs per embeddings request")
 	fs.IntVar(&o.maxChars, "max-chars", 4096, "characters per prompt")
-	fs.StringVar(&o.index, "index", "", "a job's index (run --index: its output folder or store prefix) for POST /v1/search; the model defaults to the index's")
+	fs.StringVar(&o.index, "index", "", "a job's index (run --index: its output folder or store prefix, or a collection in Weaviate, weaviate://HOST:PORT/Name, API key from $"+weaviateKeyEnv+") for POST /v1/search; the model defaults to the index's")
 	fs.BoolVar(&o.partial, "partial", false, "with --index, search the whole parts of an index some of whose parts are incomplete")
 	fs.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM or SIGINT, how long requests in flight have to finish")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
@@ -107,7 +107,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if o.index != "" {
 		stores := objstore.NewURLReader()
 		defer stores.Close()
-		x, err := index.Open(ctx, o.index, index.Options{Partial: o.partial, Store: stores})
+		x, err := index.Open(ctx, o.index, index.Options{Partial: o.partial, Store: stores, APIKey: os.Getenv(weaviateKeyEnv)})
 		var inc *index.IncompletePartError
 		if errors.As(err, &inc) {
 			return fmt.Errorf("--index: %w\n(add --partial to search the other parts)", err)

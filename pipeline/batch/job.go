@@ -23,6 +23,7 @@ import (
 	"github.com/conditionhq/condition/internal/cputime"
 	"github.com/conditionhq/condition/internal/logit"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/pipeline/internal/encstream"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
@@ -81,6 +82,9 @@ type Config struct {
 	// IndexDType is the index's values: "float16" (the default, ""),
 	// "float32" or "int8" (with a float32 scale per vector).
 	IndexDType string
+	// Collection writes each image's vectors into a collection in
+	// Weaviate instead of index parts (see collection.go); nil: none.
+	Collection *CollectionConfig
 
 	Workers   int   // goroutines reading and hashing files ahead of the encoder streams (default GOMAXPROCS, and at least 16 when inputs are in object stores or come from lists, which may name objects)
 	ReadAhead int64 // bytes of files read ahead of the encoder streams, at most (default 256 MiB; one file larger passes alone)
@@ -139,6 +143,7 @@ type work struct {
 	seq     int                  // the image's place in this process's walk (its shard and row in the shards layout, its index part and row)
 	redo    bool                 // --resume: its index part is not whole, so the image is done again whatever the manifest says
 	kept    bool                 // --resume: its index part is whole from an earlier run and stays as it is
+	obj     *index.CollectionObject // its object for the collection in Weaviate, written by the collector
 	started time.Time
 	timings map[string]float64
 	fail    error
@@ -297,7 +302,7 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 	// Collect: manifest entries and progress, in one goroutine.
 	sum := &Summary{Manifest: j.manifestPath}
 	var manErr error
-	for w := range done {
+	handle := func(w *work) {
 		switch {
 		case w.entry.Status == statusSkipped:
 			sum.Skipped++
@@ -347,6 +352,43 @@ func (j *job) run(parent context.Context) (*Summary, error) {
 			}
 			cfg.Progress(p)
 		}
+	}
+	// Images bound for the collection wait here for their batch's write:
+	// an image is ok in the manifest only once the collection holds it.
+	var pend []*work
+	flush := func() {
+		j.coll.write(ctx, pend)
+		for _, w := range pend {
+			handle(w)
+		}
+		pend = pend[:0]
+	}
+	for {
+		var w *work
+		ok := true
+		if len(pend) > 0 {
+			select {
+			case w, ok = <-done:
+			default:
+				flush() // nothing else is ready: write what waits
+				continue
+			}
+		} else {
+			w, ok = <-done
+		}
+		if !ok {
+			break
+		}
+		if w.obj != nil {
+			if pend = append(pend, w); len(pend) >= j.coll.batch {
+				flush()
+			}
+			continue
+		}
+		handle(w)
+	}
+	if len(pend) > 0 {
+		flush()
 	}
 	if j.shards != nil {
 		if manErr == nil && parent.Err() == nil && walkErr == nil {
@@ -740,6 +782,12 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 	}
 	if j.index != nil && !w.kept {
 		if err := j.writeIndex(w, enc); err != nil {
+			w.fail = err
+			return buf
+		}
+	}
+	if j.coll != nil {
+		if err := j.coll.object(j.eng, w, enc); err != nil {
 			w.fail = err
 			return buf
 		}

@@ -27,6 +27,7 @@ type job struct {
 	inputs       []string     // cfg.Inputs with brace patterns expanded
 	shards       *shardSet    // the shards layout's writer; nil for the files layout
 	index        *indexOutSet // the collection index's writer; nil without Config.Index
+	coll         *collSink    // the collection in Weaviate's writer; nil without Config.Collection
 	doneShards   sync.Map     // shard index → finished by an earlier run (bool)
 	eng          *pipeline.Engine
 	log          *slog.Logger
@@ -101,8 +102,11 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	default:
 		return nil, fmt.Errorf("batch: format %q: want safetensors or npz", cfg.Format)
 	}
-	if cfg.Windows && (cfg.Layout == "shards" || cfg.Index) {
+	if cfg.Windows && (cfg.Layout == "shards" || cfg.Index || cfg.Collection != nil) {
 		return nil, errors.New("batch: windows give each image a grid of its own aspect: they take the files layout, without the index")
+	}
+	if cfg.Index && cfg.Collection != nil {
+		return nil, errors.New("batch: the index goes either into index parts (Index) or into a collection (Collection), not both")
 	}
 	indexDType := ""
 	if cfg.Index {
@@ -162,6 +166,9 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if cfg.Index {
 		settings["index"], settings["index_dtype"] = true, indexDType // only when set, as jpeg_draft
 	}
+	if cfg.Collection != nil {
+		settings["collection"] = cfg.Collection.URL // likewise; another collection does every image again
+	}
 	sb, _ := json.Marshal(settings)
 	h := sha256.Sum256(sb)
 	j.settings = hex.EncodeToString(h[:8])
@@ -207,6 +214,12 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 			return nil, err
 		}
 		j.index.dst, j.index.ctx = j.dst, ctx
+	}
+	if cfg.Collection != nil {
+		if j.coll, err = openCollection(ctx, cfg.Collection, eng, cfg.Version); err != nil {
+			return nil, err
+		}
+		j.coll.log = j.log
 	}
 	var prior []Entry
 	if j.man, prior, err = openManifest(j.out, name, cfg.Resume); err != nil {

@@ -107,6 +107,12 @@ type Options struct {
 	// of hits read from one (ReadImage, Sheets). Without it such a URL is
 	// refused. The Index does not close it.
 	Store Store
+	// APIKey is the API key of a collection in Weaviate
+	// (weaviate://HOST:PORT/Name; "": anonymous access).
+	APIKey string
+	// Consistency is the read consistency level of a collection in
+	// Weaviate: ONE, QUORUM (the default) or ALL.
+	Consistency string
 }
 
 // SkippedPart is a part Open left out (Options.Partial).
@@ -126,6 +132,7 @@ type Index struct {
 
 	store Store  // nil: no object-store URLs
 	tmp   string // the download folder of a store index
+	coll  *Collection // a collection in Weaviate, instead of parts
 
 	mu     sync.RWMutex
 	closed bool
@@ -183,6 +190,9 @@ var ErrClosed = errors.New("index: index closed")
 // incomplete (no index.json) or whose arrays are missing or shorter than
 // its rows say is refused, or with opts.Partial left out.
 func Open(ctx context.Context, dir string, opts Options) (_ *Index, err error) {
+	if IsCollectionURL(dir) {
+		return openCollectionIndex(ctx, dir, opts)
+	}
 	x := &Index{where: dir, store: opts.Store}
 	defer func() {
 		if err != nil {
@@ -671,6 +681,9 @@ func (x *Index) Parts() []string {
 	out := make([]string, len(x.parts))
 	for i, p := range x.parts {
 		out[i] = p.name
+	}
+	if x.coll != nil {
+		out = []string{x.coll.t.Collection}
 	}
 	return out
 }

@@ -38,6 +38,11 @@ type SearchOptions struct {
 	// Box is the fraction of a word's peak its box takes in (0:
 	// DefaultSearchBox).
 	Box float32
+	// ByPatches ranks the images of a collection in Weaviate by the
+	// prompt's best patch (MaxSim over the patches multi-vector) instead
+	// of their image embedding; Score stays the embedding's logit. An
+	// index of parts always ranks by the embedding.
+	ByPatches bool
 }
 
 // SearchResult is one prompt searched over an index.
@@ -57,8 +62,10 @@ type Hit struct {
 	// text_embeds) (+ logit_bias for SigLIP), as `condition embed` gives it, from the stored
 	// (rounded) image embedding.
 	Score float32 `json:"score"`
-	Part  string  `json:"part"` // the index part and row of its vectors
+	Part  string  `json:"part"` // the index part and row of its vectors (a collection in Weaviate: its name, row -1)
 	Row   int     `json:"row"`
+	// ID is the hit's object id in a collection in Weaviate.
+	ID string `json:"id,omitempty"`
 	// Words (SearchOptions.Words) holds one entry per content word of the
 	// prompt, in order.
 	Words []WordHit `json:"words,omitempty"`
@@ -201,13 +208,16 @@ func (x *Index) Search(ctx context.Context, eng *pipeline.Engine, prompt string,
 		return nil, fmt.Errorf("index: search: %w", err)
 	}
 	pr := ps[0]
+	if x.coll != nil {
+		return x.searchCollection(ctx, eng, ps, top, box, opts)
+	}
 	hits, err := x.searchVector(ctx, pr.Embeds, top)
 	if err != nil {
 		return nil, err
 	}
 	res := &SearchResult{Prompt: pr, Rows: x.rows, Hits: hits}
 	if opts.Words {
-		if err := x.stage2(ctx, eng, ps, res.Hits, box); err != nil {
+		if err := x.stage2(ctx, eng, ps, res.Hits, nil, box); err != nil {
 			return nil, err
 		}
 	}
@@ -226,6 +236,14 @@ func (x *Index) SearchVector(ctx context.Context, q []float32, top int) ([]Hit, 
 	defer x.mu.RUnlock()
 	if x.closed {
 		return nil, ErrClosed
+	}
+	if x.coll != nil {
+		q, err := x.collectionQuery(q)
+		if err != nil {
+			return nil, err
+		}
+		hits, _, err := x.coll.near(ctx, q, top, false, false)
+		return hits, err
 	}
 	return x.searchVector(ctx, q, top)
 }
@@ -354,6 +372,9 @@ func (x *Index) Patches(part string, row int) ([]float32, vision.Grid, error) {
 	if x.closed {
 		return nil, vision.Grid{}, ErrClosed
 	}
+	if x.coll != nil {
+		return nil, vision.Grid{}, errCollectionPatches
+	}
 	for _, p := range x.parts {
 		if p.name == part {
 			if row < 0 || row >= p.meta.Rows {
@@ -389,9 +410,10 @@ func (p *indexPart) rowPatches(row int) []float32 {
 	return out
 }
 
-// stage2 attends the prompt to each hit's stored patches and fills in its
-// Words and Attention.
-func (x *Index) stage2(ctx context.Context, eng *pipeline.Engine, ps pipeline.Prompts, hits []Hit, box float32) error {
+// stage2 attends the prompt to each hit's stored patches (patches[i], or
+// its part's row when patches is nil) and fills in its Words and
+// Attention.
+func (x *Index) stage2(ctx context.Context, eng *pipeline.Engine, ps pipeline.Prompts, hits []Hit, patches [][]float32, box float32) error {
 	g := x.Grid()
 	if g.Patches() == 0 {
 		return fmt.Errorf("index: search: index %s holds no patches (a %s grid): it finds images, not where words are in them", x.where, g)
@@ -405,8 +427,13 @@ func (x *Index) stage2(ctx context.Context, eng *pipeline.Engine, ps pipeline.Pr
 	}
 	for i := range hits {
 		h := &hits[i]
-		patches := partOf[h.Part].rowPatches(h.Row)
-		atts, err := eng.AttendJoint(ctx, patches, g, ps)
+		var ps1 []float32
+		if patches != nil {
+			ps1 = patches[i]
+		} else {
+			ps1 = partOf[h.Part].rowPatches(h.Row)
+		}
+		atts, err := eng.AttendJoint(ctx, ps1, g, ps)
 		if err != nil {
 			return fmt.Errorf("index: search: %s (part %s, row %d): %w", h.Path, h.Part, h.Row, err)
 		}

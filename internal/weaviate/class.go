@@ -1,0 +1,146 @@
+package weaviate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// The named vectors of a collection of images.
+const (
+	VectorPooled  = "pooled"  // [D]: the image's embedding (HNSW, cosine)
+	VectorPatches = "patches" // [P][D]: its patches, a multi-vector scored by MaxSim
+)
+
+// ClassSpec is what a collection of images is made with.
+type ClassSpec struct {
+	Name string
+	// Description is stored as the class's description: the collection's
+	// own metadata (model, width, grid, …), read back by Class.
+	Description string
+	// Properties are the objects' text properties (filterable, not
+	// searchable by words).
+	Properties []string
+	// IntProperties are the objects' integer properties.
+	IntProperties []string
+	// Patches adds the patches multi-vector beside the pooled vector.
+	Patches bool
+	// Muvera encodes the patches multi-vector with MUVERA (one
+	// fixed-width vector per image in the HNSW graph instead of one per
+	// patch).
+	Muvera bool
+	// Replication is the replication factor (0: the server's default).
+	Replication int
+}
+
+// Class is a class as the server describes it (the fields used here).
+type Class struct {
+	Name        string
+	Description string
+	Replication int
+	Vectors     []string // the named vectors
+	Multi       map[string]bool
+}
+
+// classJSON is the schema's class, as sent and received.
+type classJSON struct {
+	Class             string                    `json:"class"`
+	Description       string                    `json:"description,omitempty"`
+	Properties        []propertyJSON            `json:"properties,omitempty"`
+	VectorConfig      map[string]vectorConfJSON `json:"vectorConfig,omitempty"`
+	ReplicationConfig *struct {
+		Factor int `json:"factor"`
+	} `json:"replicationConfig,omitempty"`
+}
+
+type propertyJSON struct {
+	Name            string   `json:"name"`
+	DataType        []string `json:"dataType"`
+	Tokenization    string   `json:"tokenization,omitempty"`
+	IndexSearchable *bool    `json:"indexSearchable,omitempty"`
+}
+
+type vectorConfJSON struct {
+	Vectorizer        map[string]any `json:"vectorizer"`
+	VectorIndexType   string         `json:"vectorIndexType"`
+	VectorIndexConfig map[string]any `json:"vectorIndexConfig"`
+}
+
+// CreateClass creates the class spec describes. A class of that name made
+// meanwhile by another writer is not an error: the caller reads it back
+// with Class and compares.
+func (c *Client) CreateClass(ctx context.Context, spec ClassSpec) error {
+	no := false
+	cj := classJSON{Class: spec.Name, Description: spec.Description, VectorConfig: map[string]vectorConfJSON{}}
+	for _, p := range spec.Properties {
+		cj.Properties = append(cj.Properties, propertyJSON{Name: p, DataType: []string{"text"}, Tokenization: "field", IndexSearchable: &no})
+	}
+	for _, p := range spec.IntProperties {
+		cj.Properties = append(cj.Properties, propertyJSON{Name: p, DataType: []string{"int"}})
+	}
+	none := map[string]any{"none": map[string]any{}}
+	cj.VectorConfig[VectorPooled] = vectorConfJSON{Vectorizer: none, VectorIndexType: "hnsw",
+		VectorIndexConfig: map[string]any{"distance": "cosine"}}
+	if spec.Patches {
+		mv := map[string]any{"enabled": true, "aggregation": "maxSim"}
+		if spec.Muvera {
+			mv["muvera"] = map[string]any{"enabled": true}
+		}
+		cj.VectorConfig[VectorPatches] = vectorConfJSON{Vectorizer: none, VectorIndexType: "hnsw",
+			VectorIndexConfig: map[string]any{"distance": "cosine", "multivector": mv}}
+	}
+	if spec.Replication > 0 {
+		cj.ReplicationConfig = &struct {
+			Factor int `json:"factor"`
+		}{spec.Replication}
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/schema", cj, nil)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(se.Message), "already exists") {
+		return nil
+	}
+	return err
+}
+
+// GetClass returns the class name, or nil when there is none.
+func (c *Client) GetClass(ctx context.Context, name string) (*Class, error) {
+	var cj classJSON
+	err := c.do(ctx, http.MethodGet, "/v1/schema/"+url.PathEscape(name), nil, &cj)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cj.Class == "" {
+		return nil, nil
+	}
+	cl := &Class{Name: cj.Class, Description: cj.Description, Multi: map[string]bool{}}
+	if cj.ReplicationConfig != nil {
+		cl.Replication = cj.ReplicationConfig.Factor
+	}
+	for n, vc := range cj.VectorConfig {
+		cl.Vectors = append(cl.Vectors, n)
+		if mv, ok := vc.VectorIndexConfig["multivector"].(map[string]any); ok && mv["enabled"] == true {
+			cl.Multi[n] = true
+		}
+	}
+	return cl, nil
+}
+
+// DeleteClass removes the class name and its objects.
+func (c *Client) DeleteClass(ctx context.Context, name string) error {
+	err := c.do(ctx, http.MethodDelete, "/v1/schema/"+url.PathEscape(name), nil, nil)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("weaviate: delete class %s: %w", name, err)
+	}
+	return nil
+}

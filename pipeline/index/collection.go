@@ -1,0 +1,372 @@
+package index
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/conditionhq/condition/internal/weaviate"
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/vision"
+)
+
+// A collection in Weaviate (weaviate://HOST:PORT/Name) holds what index
+// parts hold, one object per image: the L2-normalised image embedding as
+// the named vector "pooled" (HNSW, cosine), the joint-space patches as the
+// multi-vector "patches" (HNSW, MaxSim) and the properties below. The
+// class's description is the collection's CollectionMeta (JSON). An
+// object's id is CollectionID of the image's source and tar member, so
+// that writing an image again (a retry, --resume, a job array's task run
+// twice) replaces it.
+
+// CollectionFormat is a collection's CollectionMeta.Format.
+const CollectionFormat = "condition-collection/v1"
+
+// IsCollectionURL reports whether s names a collection in Weaviate
+// (weaviate://HOST:PORT/Name).
+func IsCollectionURL(s string) bool { return weaviate.IsURL(s) }
+
+// CheckCollectionURL checks that s is weaviate://HOST:PORT/Name with a
+// class name Weaviate takes.
+func CheckCollectionURL(s string) error {
+	_, err := weaviate.Parse(s)
+	return err
+}
+
+// The properties of a collection's objects.
+var collectionProps = []string{"path", "source", "member", "sha256", "grid", "model", "revision", "readout", "program_version"}
+
+// CollectionMeta is what made a collection's vectors: stored as its
+// class's description, checked by every writer and reader.
+type CollectionMeta struct {
+	Format     string  `json:"format"`
+	Model      string  `json:"model"`
+	Revision   string  `json:"revision"`
+	Readout    string  `json:"readout,omitempty"` // absent: raw
+	Dim        int     `json:"dim"`
+	Grid       [2]int  `json:"grid"`
+	LogitScale float64 `json:"logit_scale"`
+	LogitBias  float64 `json:"logit_bias,omitempty"`
+}
+
+// CollectionOptions controls OpenCollection.
+type CollectionOptions struct {
+	// APIKey is Weaviate's API key ("": anonymous access).
+	APIKey string
+	// Consistency is the consistency level of writes and reads: ONE,
+	// QUORUM (the default) or ALL.
+	Consistency string
+	// Create makes the collection with this metadata when it does not
+	// exist; an existing one must have the same model, revision, readout,
+	// width and grid. Nil: the collection must exist.
+	Create *CollectionMeta
+	// Replication is the replication factor of a collection created
+	// (0: 1).
+	Replication int
+	// Muvera encodes the patches of a collection created with MUVERA (one
+	// fixed-width vector per image in the graph instead of one per patch).
+	Muvera bool
+}
+
+// Collection is a collection of images in Weaviate, for writing (a batch
+// job) and searching (Open).
+type Collection struct {
+	c           *weaviate.Client
+	t           weaviate.Target
+	meta        CollectionMeta
+	consistency string
+	replication int
+}
+
+// OpenCollection connects to the collection url names, creating it when
+// o.Create says so, and checks it holds images of o.Create's model,
+// readout, width and grid.
+func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Collection, error) {
+	t, err := weaviate.Parse(url)
+	if err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	cons := o.Consistency
+	if cons == "" {
+		cons = weaviate.Quorum
+	}
+	if err := weaviate.CheckConsistency(cons); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	if o.Replication < 0 {
+		return nil, fmt.Errorf("index: collection %s: replication factor %d: want 1 or more", t, o.Replication)
+	}
+	c := weaviate.New(t.Host, o.APIKey)
+	c.Retries = 2 // connecting: fail fast on a wrong address
+	if err := c.Ready(ctx); err != nil {
+		return nil, fmt.Errorf("index: collection %s: %w", t, err)
+	}
+	c.Retries = 6
+	cl, err := c.GetClass(ctx, t.Collection)
+	if err != nil {
+		return nil, fmt.Errorf("index: collection %s: %w", t, err)
+	}
+	if cl == nil && o.Create != nil {
+		m := *o.Create
+		m.Format = CollectionFormat
+		desc, _ := json.Marshal(m)
+		spec := weaviate.ClassSpec{Name: t.Collection, Description: string(desc), Properties: collectionProps,
+			Patches: m.Grid[0]*m.Grid[1] > 0, Muvera: o.Muvera, Replication: o.Replication}
+		if err := c.CreateClass(ctx, spec); err != nil {
+			return nil, fmt.Errorf("index: collection %s: create: %w", t, err)
+		}
+		if cl, err = c.GetClass(ctx, t.Collection); err != nil {
+			return nil, fmt.Errorf("index: collection %s: %w", t, err)
+		}
+	}
+	if cl == nil {
+		return nil, fmt.Errorf("index: collection %s: no such collection (a job makes it with run --index %s)", t, t)
+	}
+	var m CollectionMeta
+	if err := json.Unmarshal([]byte(cl.Description), &m); err != nil || m.Format != CollectionFormat {
+		return nil, fmt.Errorf("index: collection %s was not made by this program (its description is not a %s record): choose another name", t, CollectionFormat)
+	}
+	if w := o.Create; w != nil {
+		if m.Model != w.Model || m.Revision != w.Revision || m.Readout != w.Readout || m.Dim != w.Dim || m.Grid != w.Grid {
+			return nil, fmt.Errorf("index: collection %s holds %s; this job makes %s: one collection holds the vectors of one model and readout (choose another collection)",
+				t, describeMeta(m), describeMeta(*w))
+		}
+	}
+	return &Collection{c: c, t: t, meta: m, consistency: cons, replication: cl.Replication}, nil
+}
+
+// describeMeta names what made a collection's vectors, for messages.
+func describeMeta(m CollectionMeta) string {
+	r := m.Readout
+	if r == "" {
+		r = pipeline.ReadoutRaw
+	}
+	return fmt.Sprintf("model %s, readout %s, %d-wide vectors on a %dx%d grid", modelName(m.Model, m.Revision), r, m.Dim, m.Grid[0], m.Grid[1])
+}
+
+// String returns the collection's address.
+func (c *Collection) String() string { return c.t.String() }
+
+// Meta returns what made the collection's vectors.
+func (c *Collection) Meta() CollectionMeta { return c.meta }
+
+// Replication returns the collection's replication factor.
+func (c *Collection) Replication() int { return c.replication }
+
+// CollectionID returns the object id of an image read from source (a
+// file's path or an object's URL; for a tar member its shard's) and
+// member (a tar member's name, else ""). A local path is made absolute.
+func CollectionID(source, member string) string {
+	if !strings.Contains(source, "://") {
+		if abs, err := filepath.Abs(source); err == nil {
+			source = abs
+		}
+	}
+	return weaviate.ID(source + "\x00" + member)
+}
+
+// CollectionObject is one image to write.
+type CollectionObject struct {
+	Path, Source, Member, SHA256 string
+	Embeds                       []float32 // [D], the image embedding (normalised here)
+	Patches                      []float32 // [P·D], the joint-space patches
+	ProgramVersion               string
+}
+
+// ID returns the object's id (CollectionID).
+func (o *CollectionObject) ID() string { return CollectionID(o.Source, o.Member) }
+
+// Upsert writes objs in one batch; an object of the same id is replaced.
+// errs[i] is object i's own error; err is the batch's, when none was
+// written.
+func (c *Collection) Upsert(ctx context.Context, objs []CollectionObject) (errs []error, err error) {
+	d, p := c.meta.Dim, c.meta.Grid[0]*c.meta.Grid[1]
+	ws := make([]weaviate.Object, len(objs))
+	readout := c.meta.Readout
+	if readout == "" {
+		readout = pipeline.ReadoutRaw
+	}
+	grid := fmt.Sprintf("%dx%d", c.meta.Grid[0], c.meta.Grid[1])
+	for i := range objs {
+		o := &objs[i]
+		if len(o.Embeds) != d || len(o.Patches) != p*d {
+			return nil, fmt.Errorf("index: collection %s: %s: %d embedding values and %d patch values; want %d and %d×%d", c.t, o.Path, len(o.Embeds), len(o.Patches), d, p, d)
+		}
+		w := weaviate.Object{ID: o.ID(), Pooled: normalised(o.Embeds), Properties: map[string]any{
+			"path": o.Path, "source": o.Source, "member": o.Member, "sha256": o.SHA256, "grid": grid,
+			"model": c.meta.Model, "revision": c.meta.Revision, "readout": readout, "program_version": o.ProgramVersion}}
+		if p > 0 {
+			w.Patches = make([][]float32, p)
+			for k := range p {
+				w.Patches[k] = o.Patches[k*d : (k+1)*d]
+			}
+		}
+		ws[i] = w
+	}
+	errs, err = c.c.Upsert(ctx, c.t.Collection, c.consistency, ws)
+	if err != nil {
+		return nil, fmt.Errorf("index: collection %s: %w", c.t, err)
+	}
+	return errs, nil
+}
+
+// normalised returns x / ‖x‖ (x when it is zero).
+func normalised(x []float32) []float32 {
+	var s float64
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	if s == 0 {
+		return x
+	}
+	f := 1 / math.Sqrt(s)
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(float64(v) * f)
+	}
+	return out
+}
+
+// Count returns the number of objects in the collection.
+func (c *Collection) Count(ctx context.Context) (int, error) {
+	n, err := c.c.Count(ctx, c.t.Collection)
+	if err != nil {
+		return 0, fmt.Errorf("index: collection %s: %w", c.t, err)
+	}
+	return n, nil
+}
+
+// Objects calls fn with the id and path of every object, in id order.
+func (c *Collection) Objects(ctx context.Context, fn func(id, path string) error) error {
+	err := c.c.IDs(ctx, c.t.Collection, c.consistency, 1000, func(id string, props map[string]any) error {
+		p, _ := props["path"].(string)
+		return fn(id, p)
+	})
+	if err != nil {
+		return fmt.Errorf("index: collection %s: %w", c.t, err)
+	}
+	return nil
+}
+
+// Delete removes the collection and every object in it.
+func (c *Collection) Delete(ctx context.Context) error {
+	if err := c.c.DeleteClass(ctx, c.t.Collection); err != nil {
+		return fmt.Errorf("index: collection %s: %w", c.t, err)
+	}
+	return nil
+}
+
+// grid returns the collection's patch grid.
+func (c *Collection) grid() vision.Grid { return vision.Grid{H: c.meta.Grid[0], W: c.meta.Grid[1]} }
+
+// near searches the collection with q ([D], normalised), by the pooled
+// vectors or, with byPatches, by MaxSim over the patches; it returns the
+// top hits with their scores (logits of the pooled vector) and, with
+// patches, each hit's patches [P·D].
+func (c *Collection) near(ctx context.Context, q []float32, top int, byPatches, patches bool) ([]Hit, [][]float32, error) {
+	o := weaviate.NearOptions{Target: weaviate.VectorPooled, Limit: top, Properties: []string{"path", "source", "member"},
+		Consistency: c.consistency}
+	var query any = q
+	if byPatches {
+		if c.meta.Grid[0]*c.meta.Grid[1] == 0 {
+			return nil, nil, fmt.Errorf("index: collection %s holds no patches", c.t)
+		}
+		o.Target, query = weaviate.VectorPatches, [][]float32{q}
+		o.Vectors = append(o.Vectors, weaviate.VectorPooled)
+	}
+	if patches {
+		o.Vectors = append(o.Vectors, weaviate.VectorPatches)
+	}
+	got, err := c.c.Near(ctx, c.t.Collection, query, o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("index: collection %s: %w", c.t, err)
+	}
+	hits := make([]Hit, len(got))
+	var ps [][]float32
+	if patches {
+		ps = make([][]float32, len(got))
+	}
+	d, p := c.meta.Dim, c.meta.Grid[0]*c.meta.Grid[1]
+	for i, s := range got {
+		str := func(k string) string { v, _ := s.Properties[k].(string); return v }
+		cos := 1 - float64(s.Distance)
+		if byPatches {
+			if len(s.Pooled) != d {
+				return nil, nil, fmt.Errorf("index: collection %s: object %s has a %d-wide pooled vector, want %d", c.t, s.ID, len(s.Pooled), d)
+			}
+			cos = 0
+			for k, v := range s.Pooled {
+				cos += float64(v) * float64(q[k])
+			}
+		}
+		hits[i] = Hit{Path: str("path"), Source: str("source"), Member: str("member"), ID: s.ID, Part: c.t.Collection, Row: -1,
+			Score: float32(c.meta.LogitScale*cos + c.meta.LogitBias)}
+		if patches {
+			if len(s.Patches) != p {
+				return nil, nil, fmt.Errorf("index: collection %s: object %s (%s) has %d patch vectors, want %d", c.t, s.ID, hits[i].Path, len(s.Patches), p)
+			}
+			flat := make([]float32, 0, p*d)
+			for _, row := range s.Patches {
+				if len(row) != d {
+					return nil, nil, fmt.Errorf("index: collection %s: object %s (%s) has a %d-wide patch vector, want %d", c.t, s.ID, hits[i].Path, len(row), d)
+				}
+				flat = append(flat, row...)
+			}
+			ps[i] = flat
+		}
+	}
+	return hits, ps, nil
+}
+
+// errCollectionPatches is Patches's error on a collection: its hits carry
+// no row; their patches come with the search.
+var errCollectionPatches = errors.New("index: a collection's patches are read by Search (SearchOptions.Words), not by part and row")
+
+// openCollectionIndex opens the collection url names for search.
+func openCollectionIndex(ctx context.Context, url string, opts Options) (*Index, error) {
+	c, err := OpenCollection(ctx, url, CollectionOptions{APIKey: opts.APIKey, Consistency: opts.Consistency})
+	if err != nil {
+		return nil, err
+	}
+	n, err := c.Count(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := c.meta
+	x := &Index{where: c.String(), coll: c, rows: n, store: opts.Store}
+	x.meta = Meta{Format: m.Format, Model: m.Model, Revision: m.Revision, Settings: json.RawMessage("{}"), DType: DTypeF32,
+		Dim: m.Dim, Grid: m.Grid, LogitScale: m.LogitScale, LogitBias: m.LogitBias, Readout: m.Readout}
+	return x, nil
+}
+
+// collectionQuery checks q's width and returns it normalised.
+func (x *Index) collectionQuery(q []float32) ([]float32, error) {
+	if len(q) != x.meta.Dim {
+		return nil, fmt.Errorf("index: search: a %d-wide query for the collection's %d-wide image embeddings", len(q), x.meta.Dim)
+	}
+	return normalised(q), nil
+}
+
+// searchCollection is Search on a collection in Weaviate: stage 1 there,
+// stage 2 from the patches it returns with the hits.
+func (x *Index) searchCollection(ctx context.Context, eng *pipeline.Engine, ps pipeline.Prompts, top int, box float32, opts SearchOptions) (*SearchResult, error) {
+	q, err := x.collectionQuery(ps[0].Embeds)
+	if err != nil {
+		return nil, err
+	}
+	hits, patches, err := x.coll.near(ctx, q, top, opts.ByPatches, opts.Words)
+	if err != nil {
+		return nil, err
+	}
+	res := &SearchResult{Prompt: ps[0], Rows: x.rows, Hits: hits}
+	if opts.Words {
+		if err := x.stage2(ctx, eng, ps, hits, patches, box); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -42,6 +43,11 @@ func runMerge(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if rep.HasCollection() {
+		if err := rep.CheckCollection(ctx, os.Getenv(weaviateKeyEnv)); err != nil {
+			return err
+		}
+	}
 	if o.json {
 		if err := writeJSONIndent(e.Stdout, rep); err != nil {
 			return err
@@ -56,8 +62,12 @@ func runMerge(ctx context.Context, e *env, args []string) error {
 		list("duplicated", rep.Duplicated)
 		list("missing", rep.Missing)
 		list("unexpected", rep.Unexpected)
+		if rep.Collection != "" {
+			fmt.Fprintf(e.Stdout, "collection %s: %d objects, %d of them of no ok image of this job\n", rep.Collection, rep.CollectionObjects, rep.CollectionOthers)
+			list("ok but not in the collection", rep.CollectionMissing)
+		}
 	}
-	if len(rep.MissingShards) > 0 || len(rep.Missing) > 0 || rep.Failed > 0 {
+	if len(rep.MissingShards) > 0 || len(rep.Missing) > 0 || rep.Failed > 0 || len(rep.CollectionMissing) > 0 {
 		return exitError{code: exitFailed, msg: "incomplete: see the report above"}
 	}
 	return nil

@@ -236,7 +236,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		PerHead: o.perHead, Heatmaps: o.heatmaps, Windows: o.windows, CaptionPrompt: o.captions, Format: o.format, Layout: o.layout, ShardSize: o.shardSize,
 		Index: o.index, IndexDType: o.indexDType,
 		Collection: o.collectionConfig(),
-		Workers: o.workers, Batch: o.batch, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
+		Workers:    o.workers, Batch: o.batch, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,
 		Progress: prog.update,
 	}

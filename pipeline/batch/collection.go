@@ -150,7 +150,7 @@ func (s *collSink) write(ctx context.Context, ws []*work) {
 		case errs[i] != nil:
 			w.fail = fmt.Errorf("collection %s: %w", s.c.String(), errs[i])
 		default:
-			w.entry.Object = objs[i].ID()
+			w.entry.Object = s.c.String() + "/" + objs[i].ID()
 		}
 	}
 }

@@ -135,14 +135,14 @@ func (s *Summary) ImagesPerSec() float64 {
 type work struct {
 	it      Item
 	entry   Entry
-	data    []byte               // the file, read and not yet decoded
-	held    int64                // bytes of data counted in the job's read-ahead budget
-	base    pipeline.HeatmapBase // the heatmap base panel, when heatmaps are asked for
-	img     image.Image          // the decoded image, kept for its windows (Config.Windows)
-	sheet   image.Image          // the decoded image, kept for its heatmaps over the whole image (Config.Windows)
-	seq     int                  // the image's place in this process's walk (its shard and row in the shards layout, its index part and row)
-	redo    bool                 // --resume: its index part is not whole, so the image is done again whatever the manifest says
-	kept    bool                 // --resume: its index part is whole from an earlier run and stays as it is
+	data    []byte                  // the file, read and not yet decoded
+	held    int64                   // bytes of data counted in the job's read-ahead budget
+	base    pipeline.HeatmapBase    // the heatmap base panel, when heatmaps are asked for
+	img     image.Image             // the decoded image, kept for its windows (Config.Windows)
+	sheet   image.Image             // the decoded image, kept for its heatmaps over the whole image (Config.Windows)
+	seq     int                     // the image's place in this process's walk (its shard and row in the shards layout, its index part and row)
+	redo    bool                    // --resume: its index part is not whole, so the image is done again whatever the manifest says
+	kept    bool                    // --resume: its index part is whole from an earlier run and stays as it is
 	obj     *index.CollectionObject // its object for the collection in Weaviate, written by the collector
 	started time.Time
 	timings map[string]float64

@@ -26,7 +26,7 @@ type Entry struct {
 	Status   string             `json:"status"`            // "ok" or "error"
 	Error    string             `json:"error,omitempty"`
 	Outputs  []string           `json:"outputs,omitempty"`    // relative to the output folder
-	Object   string             `json:"object,omitempty"`     // its object's id in the job's collection in Weaviate (Config.Collection)
+	Object   string             `json:"object,omitempty"`     // its object in the job's collection in Weaviate (Config.Collection): weaviate://HOST:PORT/Name/<id>
 	Scores   []Score            `json:"scores,omitempty"`     // the model's logit per prompt, in prompt order
 	Width    int                `json:"width,omitempty"`      // source size after orientation
 	Height   int                `json:"height,omitempty"`     //

@@ -268,8 +268,10 @@ func (c *Collection) grid() vision.Grid { return vision.Grid{H: c.meta.Grid[0], 
 // top hits with their scores (logits of the pooled vector) and, with
 // patches, each hit's patches [P·D].
 func (c *Collection) near(ctx context.Context, q []float32, top int, byPatches, patches bool) ([]Hit, [][]float32, error) {
-	o := weaviate.NearOptions{Target: weaviate.VectorPooled, Limit: top, Properties: []string{"path", "source", "member"},
-		Consistency: c.consistency}
+	o := weaviate.NearOptions{Target: weaviate.VectorPooled, Limit: top, Properties: []string{"path", "source", "member"}}
+	if c.replication > 1 {
+		o.Consistency = c.consistency // GraphQL takes a level only on a replicated class
+	}
 	var query any = q
 	if byPatches {
 		if c.meta.Grid[0]*c.meta.Grid[1] == 0 {

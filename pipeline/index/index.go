@@ -130,8 +130,8 @@ type Index struct {
 	rows    int
 	where   string
 
-	store Store  // nil: no object-store URLs
-	tmp   string // the download folder of a store index
+	store Store       // nil: no object-store URLs
+	tmp   string      // the download folder of a store index
 	coll  *Collection // a collection in Weaviate, instead of parts
 
 	mu     sync.RWMutex

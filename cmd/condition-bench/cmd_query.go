@@ -38,6 +38,11 @@ type queryBenchOptions struct {
 	faiss               bool
 	python              string
 	json                bool
+	weaviate            string // HOST:PORT of a Weaviate node, or ""
+	weaviatePID         int
+	weaviateData        string
+	muvera              bool
+	ef                  int
 }
 
 func (o *queryBenchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -51,6 +56,11 @@ func (o *queryBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.faiss, "faiss", true, "also run faiss IndexFlatIP (python3 with faiss and numpy) on the same vectors as float32")
 	fs.StringVar(&o.python, "python", "", "the Python interpreter for faiss (default: the first of python3 and /usr/bin/python3 that imports faiss and numpy, as Debian's python3-faiss installs them)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
+	fs.StringVar(&o.weaviate, "weaviate", "", "also write the same vectors into a new collection on the Weaviate node at HOST:PORT and time stage 1 there, with its recall@10 against the file index (API key from $WEAVIATE_API_KEY)")
+	fs.IntVar(&o.weaviatePID, "weaviate-pid", 0, "the Weaviate node's process id, to report its resident memory")
+	fs.StringVar(&o.weaviateData, "weaviate-data", "", "the Weaviate node's data folder (PERSISTENCE_DATA_PATH), to report the collection's bytes on disk")
+	fs.IntVar(&o.ef, "ef", 0, "with --weaviate: the search list size of the collection's HNSW graph of image embeddings (0: Weaviate's default)")
+	fs.BoolVar(&o.muvera, "muvera", false, "with --weaviate and --grid: the collection encodes the patches with MUVERA")
 }
 
 // queryBenchResult is the benchmark's report.
@@ -65,11 +75,13 @@ type queryBenchResult struct {
 	GBPerS                         float64 `json:"gb_per_s"` // embeddings read per second at the median
 	// RSS after the queries: the anonymous memory (beyond the mapped
 	// files) and the mapped files' resident pages.
-	RSSAnonMB  float64 `json:"rss_anon_mb"`
-	RSSFileMB  float64 `json:"rss_file_mb"`
-	PeakRSSMB  float64 `json:"peak_rss_mb"`
-	Faiss      *faissResult
-	FaissError string `json:"faiss_error,omitempty"`
+	RSSAnonMB     float64 `json:"rss_anon_mb"`
+	RSSFileMB     float64 `json:"rss_file_mb"`
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	Faiss         *faissResult
+	FaissError    string          `json:"faiss_error,omitempty"`
+	Weaviate      *weaviateResult `json:"weaviate,omitempty"`
+	WeaviateError string          `json:"weaviate_error,omitempty"`
 }
 
 // faissResult is what the faiss script reports, and the comparison.
@@ -174,6 +186,13 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 			res.Faiss = f
 		}
 	}
+	if o.weaviate != "" {
+		wr, err := benchWeaviate(ctx, e, o, qs, ours)
+		if err != nil {
+			res.WeaviateError = err.Error()
+		}
+		res.Weaviate = wr
+	}
 	if o.json {
 		enc := json.NewEncoder(e.Stdout)
 		enc.SetIndent("", "  ")
@@ -193,6 +212,15 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 		}
 	} else if res.FaissError != "" {
 		fmt.Fprintf(w, "faiss: not run: %s\n", res.FaissError)
+	}
+	if r := res.Weaviate; r != nil {
+		fmt.Fprintf(w, "weaviate %s (P=%d, muvera %v, ef %d): ingested %d images in %.1f s (%.0f images/s); stage 1 median %.1f ms per query (min %.1f), recall@10 %.3f against the file index\n",
+			r.Collection, r.Patches, r.Muvera, r.EF, r.Images, r.IngestS, r.ImagesPerS, r.MedianMS, r.MinMS, r.RecallAt10)
+		if r.NodeRSSMB > 0 || r.DiskMB > 0 {
+			fmt.Fprintf(w, "weaviate node RSS %.0f MB; collection on disk %.1f MB (%.0f bytes per image)\n", r.NodeRSSMB, r.DiskMB, r.BytesPerImg)
+		}
+	} else if res.WeaviateError != "" {
+		fmt.Fprintf(w, "weaviate: %s\n", res.WeaviateError)
 	}
 	return nil
 }

@@ -34,6 +34,10 @@ type ClassSpec struct {
 	Muvera bool
 	// Replication is the replication factor (0: the server's default).
 	Replication int
+	// EF is the HNSW graphs' search list size (0: the server's default, a
+	// dynamic one from 100 up); larger finds more of the true nearest
+	// neighbours, slower.
+	EF int
 }
 
 // Class is a class as the server describes it (the fields used here).
@@ -82,8 +86,11 @@ func (c *Client) CreateClass(ctx context.Context, spec ClassSpec) error {
 		cj.Properties = append(cj.Properties, propertyJSON{Name: p, DataType: []string{"int"}})
 	}
 	none := map[string]any{"none": map[string]any{}}
-	cj.VectorConfig[VectorPooled] = vectorConfJSON{Vectorizer: none, VectorIndexType: "hnsw",
-		VectorIndexConfig: map[string]any{"distance": "cosine"}}
+	pooled := map[string]any{"distance": "cosine"}
+	if spec.EF > 0 {
+		pooled["ef"] = spec.EF
+	}
+	cj.VectorConfig[VectorPooled] = vectorConfJSON{Vectorizer: none, VectorIndexType: "hnsw", VectorIndexConfig: pooled}
 	if spec.Patches {
 		mv := map[string]any{"enabled": true, "aggregation": "maxSim"}
 		if spec.Muvera {

@@ -238,6 +238,15 @@ func (c *Client) Get(ctx context.Context, class, id, consistency string) (*Store
 	return &Stored{ID: sj.ID, Properties: sj.Properties, Pooled: sj.Vectors.Pooled, Patches: sj.Vectors.Patches}, nil
 }
 
+// Delete removes the object id of class (none is not an error).
+func (c *Client) Delete(ctx context.Context, class, id string) error {
+	err := c.do(ctx, http.MethodDelete, "/v1/objects/"+url.PathEscape(class)+"/"+url.PathEscape(id), nil, nil)
+	if se, ok := err.(*StatusError); ok && se.Status == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
 // NearOptions controls Near.
 type NearOptions struct {
 	Target      string   // VectorPooled or VectorPatches

@@ -70,6 +70,9 @@ type CollectionOptions struct {
 	// Muvera encodes the patches of a collection created with MUVERA (one
 	// fixed-width vector per image in the graph instead of one per patch).
 	Muvera bool
+	// EF is the search list size of the image embeddings' HNSW graph of a
+	// collection created (0: Weaviate's default, dynamic from 100).
+	EF int
 }
 
 // Collection is a collection of images in Weaviate, for writing (a batch
@@ -115,7 +118,7 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 		m.Format = CollectionFormat
 		desc, _ := json.Marshal(m)
 		spec := weaviate.ClassSpec{Name: t.Collection, Description: string(desc), Properties: collectionProps,
-			Patches: m.Grid[0]*m.Grid[1] > 0, Muvera: o.Muvera, Replication: o.Replication}
+			Patches: m.Grid[0]*m.Grid[1] > 0, Muvera: o.Muvera, Replication: o.Replication, EF: o.EF}
 		if err := c.CreateClass(ctx, spec); err != nil {
 			return nil, fmt.Errorf("index: collection %s: create: %w", t, err)
 		}

@@ -30,15 +30,21 @@ type searchQuality struct {
 	relevant, peaksHit int
 }
 
-// measureSearchQuality indexes n scenes of the held-out seed with the
-// built-in model through a real job and searches them.
-func measureSearchQuality(t testing.TB, n int) searchQuality {
+// sceneSet is n generated scenes of the held-out seed, written as PNGs
+// into a folder, and the built-in model's engine.
+type sceneSet struct {
+	eng *pipeline.Engine
+	all []scenes.Scene
+	in  string
+}
+
+func newSceneSet(t testing.TB, n int) *sceneSet {
 	ctx := context.Background()
 	eng, err := pipeline.Open(ctx, "default", pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
+	t.Cleanup(func() { eng.Close() })
 	g := scenes.Generator{Seed: 4242, MinObjects: 1, MaxObjects: 3}
 	in := filepath.Join(t.TempDir(), "in")
 	if err := os.MkdirAll(in, 0o755); err != nil {
@@ -56,8 +62,16 @@ func measureSearchQuality(t testing.TB, n int) searchQuality {
 		}
 		f.Close()
 	}
+	return &sceneSet{eng: eng, all: all, in: in}
+}
+
+// measureSearchQuality indexes n scenes of the held-out seed with the
+// built-in model through a real job and searches them.
+func measureSearchQuality(t testing.TB, n int) searchQuality {
+	ctx := context.Background()
+	ss := newSceneSet(t, n)
 	out := filepath.Join(t.TempDir(), "out")
-	if _, err := batch.Run(ctx, batch.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"x"}, Out: out, Index: true, Version: "test"}); err != nil {
+	if _, err := batch.Run(ctx, batch.Config{Engine: ss.eng, Inputs: []string{ss.in}, Prompts: []string{"x"}, Out: out, Index: true, Version: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	x, err := index.Open(ctx, out, index.Options{})
@@ -65,6 +79,13 @@ func measureSearchQuality(t testing.TB, n int) searchQuality {
 		t.Fatal(err)
 	}
 	defer x.Close()
+	return ss.quality(t, x, index.SearchOptions{Top: 10, Words: true})
+}
+
+// quality searches x for every colour and shape with opts.
+func (ss *sceneSet) quality(t testing.TB, x *index.Index, opts index.SearchOptions) searchQuality {
+	ctx, eng, all := context.Background(), ss.eng, ss.all
+	n := len(all)
 	grid := x.Grid()
 	q := searchQuality{Scenes: n}
 	for _, colour := range scenes.Colours {
@@ -80,7 +101,7 @@ func measureSearchQuality(t testing.TB, n int) searchQuality {
 				}
 			}
 			q.Ceiling += float64(min(have, 10)) / 10
-			res, err := x.Search(ctx, eng, "a "+colour+" "+shape, index.SearchOptions{Top: 10, Words: true})
+			res, err := x.Search(ctx, eng, "a "+colour+" "+shape, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -96,15 +96,10 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	var o runOptions
 	fs := newFlagSet(e, "run", "run --images PATH... (--prompt TEXT... | --prompts FILE) --out DIR [flags] [PATH...]")
 	o.AddFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, joinIndexURL(args)); err != nil {
 		return err
 	}
 	args = fs.Args()
-	if o.indexAt == "files" && len(args) > 0 && index.IsCollectionURL(args[0]) {
-		// --index weaviate://...: pflag gives a flag whose value is optional
-		// only what follows "=", so the URL came as an argument.
-		o.indexAt, args = args[0], args[1:]
-	}
 	switch {
 	case o.indexAt == "files":
 		o.index = true
@@ -392,4 +387,23 @@ func (o *runOptions) collectionConfig() *batch.CollectionConfig {
 	}
 	return &batch.CollectionConfig{URL: o.collection, APIKey: os.Getenv(weaviateKeyEnv), Replication: o.replication,
 		Consistency: o.consistency, Muvera: o.muvera}
+}
+
+// joinIndexURL returns args with "--index weaviate://..." joined into
+// "--index=weaviate://...": pflag gives a flag whose value is optional
+// (--index alone is the file index) only what follows "=".
+func joinIndexURL(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" {
+			return append(out, args[i:]...)
+		}
+		if args[i] == "--index" && i+1 < len(args) && index.IsCollectionURL(args[i+1]) {
+			out = append(out, "--index="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }

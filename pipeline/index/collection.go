@@ -341,6 +341,7 @@ func openCollectionIndex(ctx context.Context, url string, opts Options) (*Index,
 	if err != nil {
 		return nil, err
 	}
+	c.c.Retries = 2 // a search waits a second at most for a node to come back
 	m := c.meta
 	x := &Index{where: c.String(), coll: c, rows: n, store: opts.Store}
 	x.meta = Meta{Format: m.Format, Model: m.Model, Revision: m.Revision, Settings: json.RawMessage("{}"), DType: DTypeF32,

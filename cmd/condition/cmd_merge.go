@@ -95,6 +95,11 @@ func verifyShards(ctx context.Context, e *env, out string, o mergeOptions) error
 	if err != nil {
 		return err
 	}
+	if rep.HasCollection() {
+		if err := rep.CheckCollection(ctx, os.Getenv(weaviateKeyEnv)); err != nil {
+			return err
+		}
+	}
 	if o.json {
 		if err := writeJSONIndent(e.Stdout, rep); err != nil {
 			return err
@@ -111,15 +116,19 @@ func verifyShards(ctx context.Context, e *env, out string, o mergeOptions) error
 		if len(rep.Settings) > 1 {
 			fmt.Fprintf(e.Stdout, "shards of %d different settings: %s\n", len(rep.Settings), strings.Join(rep.Settings, ", "))
 		}
+		if rep.Collection != "" {
+			fmt.Fprintf(e.Stdout, "collection %s: %d objects, %d of them of no ok image of this job\n", rep.Collection, rep.CollectionObjects, rep.CollectionOthers)
+			list("ok but not in the collection", rep.CollectionMissing)
+		}
 		switch {
-		case !rep.Complete():
+		case !rep.Complete() || len(rep.CollectionMissing) > 0:
 		case rep.Checked:
 			fmt.Fprintln(e.Stdout, "complete: every input image is in exactly one whole shard")
 		default:
 			fmt.Fprintln(e.Stdout, "every shard is whole and no image is in two; give --images/--list to check against the inputs")
 		}
 	}
-	if !rep.Complete() {
+	if !rep.Complete() || len(rep.CollectionMissing) > 0 {
 		return exitError{code: exitFailed, msg: "incomplete: see the report above"}
 	}
 	return nil

@@ -73,6 +73,12 @@ func Parse(s string) (Target, error) {
 	return Target{Host: u.Host, Collection: name}, nil
 }
 
+// RequestTimeout is how long one request may take before it is given up
+// (and, when retries are left, sent again): a write to a replicated class
+// whose replica has just died can wait far longer for it than sending it
+// again takes once the cluster knows.
+const RequestTimeout = 30 * time.Second
+
 // Client talks to one Weaviate node. Its methods are safe for concurrent
 // use.
 type Client struct {
@@ -92,7 +98,7 @@ func New(host, key string) *Client {
 	return &Client{
 		base:      "http://" + host,
 		key:       key,
-		hc:        &http.Client{Timeout: 120 * time.Second},
+		hc:        &http.Client{Timeout: RequestTimeout},
 		Retries:   5,
 		RetryWait: 250 * time.Millisecond,
 	}

@@ -11,9 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 
-	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
 )
 
@@ -33,14 +31,7 @@ type MergeReport struct {
 	// are not whole: a folder without index.json, or a part the manifest
 	// lists that is not there.
 	IndexMissing []string `json:"index_missing,omitempty"`
-	// Collection is the job's collection in Weaviate (Config.Collection),
-	// checked by CheckCollection: the objects it holds, the ok images
-	// whose object it does not hold, and its objects of no ok image of
-	// the job (another job's, or a failed image's written before).
-	Collection        string   `json:"collection,omitempty"`
-	CollectionObjects int      `json:"collection_objects,omitempty"`
-	CollectionMissing []string `json:"collection_missing,omitempty"`
-	CollectionOthers  int      `json:"collection_others,omitempty"`
+	CollectionCheck
 
 	objects map[string]string // ok images' object URLs → their paths
 }
@@ -125,12 +116,7 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 		e := merged[p]
 		if e.Status == StatusOK {
 			rep.OK++
-			if e.Object != "" {
-				if rep.objects == nil {
-					rep.objects = map[string]string{}
-				}
-				rep.objects[e.Object] = e.Path
-			}
+			addObject(&rep.objects, e)
 		} else {
 			rep.Failed++
 		}
@@ -176,49 +162,8 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 func (r *MergeReport) HasCollection() bool { return len(r.objects) > 0 }
 
 // CheckCollection checks that the job's collection in Weaviate holds the
-// object of every ok image of the merged manifest, listing every object
-// of the collection once; apiKey is Weaviate's API key ("": anonymous).
-// It fills in the report's Collection fields.
+// object of every ok image of the merged manifest (see CollectionCheck);
+// apiKey is Weaviate's API key ("": anonymous).
 func (r *MergeReport) CheckCollection(ctx context.Context, apiKey string) error {
-	byColl := map[string]map[string]string{} // collection URL → object id → path
-	for u, p := range r.objects {
-		i := strings.LastIndexByte(u, '/')
-		if i < 0 {
-			return fmt.Errorf("batch: merge: %s's object %q is not a collection's object URL", p, u)
-		}
-		if byColl[u[:i]] == nil {
-			byColl[u[:i]] = map[string]string{}
-		}
-		byColl[u[:i]][u[i+1:]] = p
-	}
-	if len(byColl) != 1 {
-		return fmt.Errorf("batch: merge: the manifests name objects of %d collections; a job writes one", len(byColl))
-	}
-	for url, want := range byColl {
-		r.Collection = url
-		c, err := index.OpenCollection(ctx, url, index.CollectionOptions{APIKey: apiKey})
-		if err != nil {
-			return fmt.Errorf("batch: merge: %w", err)
-		}
-		seen := map[string]bool{}
-		err = c.Objects(ctx, func(id, _ string) error {
-			r.CollectionObjects++
-			if _, ok := want[id]; ok {
-				seen[id] = true
-			} else {
-				r.CollectionOthers++
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("batch: merge: %w", err)
-		}
-		for id, p := range want {
-			if !seen[id] {
-				r.CollectionMissing = append(r.CollectionMissing, p)
-			}
-		}
-		sort.Strings(r.CollectionMissing)
-	}
-	return nil
+	return r.CollectionCheck.check(ctx, r.objects, apiKey)
 }

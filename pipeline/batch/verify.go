@@ -36,6 +36,20 @@ type ShardsReport struct {
 	// whose arrays disagree with their index.json, images in no part) are
 	// in Broken, named by index/<part>.
 	IndexParts int `json:"index_parts,omitempty"`
+	CollectionCheck
+
+	objects map[string]string // ok images' object URLs (the manifests') → their paths
+}
+
+// HasCollection reports whether the job wrote a collection in Weaviate
+// (its manifests' ok images name objects), for CheckCollection.
+func (r *ShardsReport) HasCollection() bool { return len(r.objects) > 0 }
+
+// CheckCollection checks that the job's collection in Weaviate holds the
+// object of every ok image of its manifests (see CollectionCheck); apiKey
+// is Weaviate's API key ("": anonymous).
+func (r *ShardsReport) CheckCollection(ctx context.Context, apiKey string) error {
+	return r.CollectionCheck.check(ctx, r.objects, apiKey)
 }
 
 // Complete reports whether the output holds every image once, whole, from
@@ -77,6 +91,9 @@ func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*Sha
 	rep := &ShardsReport{Out: out}
 	metas, err := r.list(ctx, "metadata/")
 	if err != nil {
+		return nil, err
+	}
+	if err := r.readObjects(ctx, &rep.objects); err != nil {
 		return nil, err
 	}
 	embs, err := r.list(ctx, "img_emb/")
@@ -257,4 +274,30 @@ func (r outReader) checkArrays(ctx context.Context, name string, n int, anyOK bo
 		}
 	}
 	return ""
+}
+
+// readObjects records the objects in a collection that the output's
+// manifests name (Entry.Object), the last entry of a path winning.
+func (r outReader) readObjects(ctx context.Context, objects *map[string]string) error {
+	files, err := r.list(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if f.name != "manifest.jsonl" && !shardManifest.MatchString(f.name) {
+			continue
+		}
+		b, err := r.read(ctx, f.name)
+		if err != nil {
+			return err
+		}
+		list, err := ParseManifest(bytes.NewReader(b))
+		if err != nil {
+			return fmt.Errorf("batch: %s: %w", f.name, err)
+		}
+		for _, e := range Latest(list) {
+			addObject(objects, e)
+		}
+	}
+	return nil
 }

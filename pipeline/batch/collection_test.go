@@ -375,7 +375,11 @@ func TestRunCollectionCluster(t *testing.T) {
 	}
 	t.Logf("images whose batch took over a second: %v", slow)
 	t.Logf("%.1f s: the job has ended", time.Since(t0).Seconds())
-	// Searches answer while a node is down.
+	// Searches answer while a node is down (once the two left agree on a
+	// leader: the killed node may have been it).
+	if _, err := cl.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
 	x, err := index.Open(ctx, collURL(cl.Nodes[1], "Shared"), index.Options{})
 	if err != nil {
 		t.Fatal(err)

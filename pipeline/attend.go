@@ -66,6 +66,11 @@ type Attention struct {
 	// graphs give embeddings, and the model has a logit scale).
 	Cosine, Score float64
 	HasScore      bool
+	// ImageEmbeds [D], with AttendOptions.Windows, is the image's
+	// embedding over its windows: the L2-normalised mean of the windows'
+	// normalised embeddings (Cosine and Score are the means of theirs).
+	// Nil otherwise, and when the graphs give no pooled embeddings.
+	ImageEmbeds []float32
 
 	whole bool // the maps cover the whole image (AttendOptions.Windows)
 }

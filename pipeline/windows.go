@@ -239,11 +239,12 @@ func (e *Engine) attendWindows(ctx context.Context, img image.Image, prompts Pro
 	}
 	st := newStitch(wp, encs[0].Grid)
 	p := encs[0].P()
+	embeds := windowsEmbedding(encs)
 	out := make([]Attention, len(prompts))
 	for i := range prompts {
 		first := per2[0][i]
 		t := prompts[i].T()
-		a := Attention{Prompt: first.Prompt, Grid: st.grid, Heads: first.Heads, DOut: first.DOut, HasScore: first.HasScore, whole: true}
+		a := Attention{Prompt: first.Prompt, Grid: st.grid, Heads: first.Heads, DOut: first.DOut, HasScore: first.HasScore, whole: true, ImageEmbeds: embeds}
 		gather := func(f func(*Attention) []float32) [][]float32 {
 			var ms [][]float32
 			for k := range per2 {
@@ -305,6 +306,44 @@ func (e *Engine) attendWindows(ctx context.Context, img image.Image, prompts Pro
 		out[i] = a
 	}
 	return out, nil
+}
+
+// windowsEmbedding returns the L2-normalised mean of the windows'
+// normalised embeddings [D], or nil when they have none.
+func windowsEmbedding(encs []ImageEncoding) []float32 {
+	d := len(encs[0].Embeds)
+	if d == 0 {
+		return nil
+	}
+	acc := make([]float64, d)
+	for _, enc := range encs {
+		if len(enc.Embeds) != d {
+			return nil
+		}
+		var n float64
+		for _, v := range enc.Embeds {
+			n += float64(v) * float64(v)
+		}
+		if n == 0 {
+			continue
+		}
+		f := 1 / math.Sqrt(n)
+		for i, v := range enc.Embeds {
+			acc[i] += float64(v) * f
+		}
+	}
+	var n float64
+	for _, v := range acc {
+		n += v * v
+	}
+	out := make([]float32, d)
+	if n > 0 {
+		f := 1 / math.Sqrt(n)
+		for i, v := range acc {
+			out[i] = float32(v * f)
+		}
+	}
+	return out
 }
 
 // errWindowsNeedImage is Attend's error for AttendOptions.Windows: windows

@@ -4,6 +4,7 @@ import (
 	"context"
 	"image"
 	"image/draw"
+	"math"
 	"slices"
 	"testing"
 
@@ -166,6 +167,84 @@ func TestWindowsOneWindow(t *testing.T) {
 		}
 		if d := a.Score - b.Score; d > 1e-6 || d < -1e-6 {
 			t.Errorf("score %g and %g", a.Score, b.Score)
+		}
+	}
+	// One window: the image's embedding is its encoding's, normalised.
+	encs, err := eng.EncodeImages(context.Background(), []image.Image{img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := unit(encs[0].Embeds)
+	got := win[0][0].ImageEmbeds
+	if len(got) != len(want) {
+		t.Fatalf("ImageEmbeds: %d values, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if d := got[i] - want[i]; d > 1e-6 || d < -1e-6 {
+			t.Fatalf("ImageEmbeds[%d] = %g, the normalised embedding %g", i, got[i], want[i])
+		}
+	}
+}
+
+// unit returns x / ‖x‖.
+func unit(x []float32) []float32 {
+	var n float64
+	for _, v := range x {
+		n += float64(v) * float64(v)
+	}
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(float64(v) / math.Sqrt(n))
+	}
+	return out
+}
+
+// TestWindowsImageEmbeds: over several windows the image's embedding is
+// the normalised mean of the windows' normalised embeddings, each window
+// encoded on its own here.
+func TestWindowsImageEmbeds(t *testing.T) {
+	m := openTiny(t)
+	eng := tinyEngine(t, m, Options{})
+	img := image.NewRGBA(image.Rect(0, 0, 3*eng.inW, eng.inH))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i*13 + i/7)
+	}
+	wp, err := eng.planWindows(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wp.at) < 3 {
+		t.Fatalf("%d windows over a 3:1 image", len(wp.at))
+	}
+	acc := make([]float64, eng.JointDim())
+	px := make([]float32, 3*wp.side*wp.side)
+	for k := range wp.at {
+		wp.window(px, k)
+		encs, err := eng.EncodePixels(context.Background(), px, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range unit(encs[0].Embeds) {
+			acc[i] += float64(v)
+		}
+	}
+	want := make([]float32, len(acc))
+	for i, v := range acc {
+		want[i] = float32(v)
+	}
+	want = unit(want)
+	ps, err := eng.Prepare(context.Background(), "a red square")
+	if err != nil {
+		t.Fatal(err)
+	}
+	win, err := eng.AttendImages(context.Background(), []image.Image{img}, ps, AttendOptions{Windows: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := win[0][0].ImageEmbeds
+	for i := range want {
+		if d := got[i] - want[i]; d > 1e-5 || d < -1e-5 {
+			t.Fatalf("ImageEmbeds[%d] = %g, the windows' mean %g", i, got[i], want[i])
 		}
 	}
 }

@@ -60,8 +60,9 @@ type Config struct {
 	// crop (pipeline.AttendOptions.Windows): each image's windows are
 	// encoded and its maps stitched on one patch grid over it (its
 	// metadata's grid). The files layout only (images of other aspects
-	// have other grids), without the index; patch_features, the centre
-	// crop's, is left out.
+	// have other grids), without the index; image_embeds is the image's
+	// over its windows (pipeline.Attention.ImageEmbeds), patch_features is
+	// left out, and the centre crop is not encoded.
 	Windows bool
 	// CaptionPrompt adds each tar sample's own caption as one more prompt
 	// for that image (numbered after the job's prompts, truncated to the
@@ -539,6 +540,10 @@ func (j *job) decode(w *work, dst []float32) {
 	} else {
 		defer vision.Release(img) // nothing keeps the decoded image
 	}
+	if j.cfg.Windows {
+		w.mark("preprocess", t)
+		return // its windows are cut and encoded when it is attended
+	}
 	if err := j.eng.Preprocess(dst, img); err != nil {
 		w.fail = err
 		return
@@ -611,6 +616,13 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 	}
 	h, w := j.eng.InputSize()
 	enc := encstream.Encoder[pipeline.ImageEncoding]{Encode: j.eng.EncodePixels, PerImage: 3 * h * w, Threads: j.eng.Threads()}
+	if j.cfg.Windows {
+		// Each image's windows are encoded when it is attended
+		// (Engine.AttendImages): the stream passes images on unencoded.
+		enc.Encode = func(_ context.Context, _ []float32, n int) ([]pipeline.ImageEncoding, error) {
+			return make([]pipeline.ImageEncoding, n), nil
+		}
+	}
 	encstream.Run(enc, batch, encstream.Hooks[*work, pipeline.ImageEncoding]{
 		Next: gather,
 		Decode: func(w *work, dst []float32) error {
@@ -667,6 +679,9 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 			atts = got[0]
 			grid = atts[0].Grid
 			p = grid.Patches()
+			if e := atts[0].ImageEmbeds; e != nil {
+				ts["image_embeds"] = tensorio.F32([]int{len(e)}, e)
+			}
 		}
 		if j.cfg.Heatmaps {
 			w.sheet = img // the maps cover the whole image

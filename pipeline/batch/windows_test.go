@@ -78,6 +78,10 @@ func TestRunWindows(t *testing.T) {
 			t.Fatalf("text_to_image[%d] = %g, the engine's %g", i, v, a.TextToImage[i])
 		}
 	}
+	// image_embeds is the image's over its windows, not the centre crop's.
+	if e := ts["image_embeds"]; !slices.Equal(e.Data.([]float32), a.ImageEmbeds) || a.ImageEmbeds == nil {
+		t.Errorf("image_embeds %v, the engine's over the windows %v", e.Data, a.ImageEmbeds)
+	}
 	if _, err := os.Stat(filepath.Join(out, "wide.png.heatmap.0.png")); err != nil {
 		t.Error(err)
 	}

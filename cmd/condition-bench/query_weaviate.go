@@ -42,82 +42,45 @@ type weaviateResult struct {
 // node at host, then times o.queries searches of qs and compares their
 // top 10 with exact, the file index's.
 func benchWeaviate(ctx context.Context, e *env, o queryBenchOptions, qs [][]float32, exact [][]int) (*weaviateResult, error) {
-	name := fmt.Sprintf("Bench%d_%d_%d_ef%d", o.n, o.dim, o.side, o.ef)
+	name := fmt.Sprintf("Bench%d_%d_%d", o.n, o.dim, o.side)
 	if o.muvera {
 		name += "_muvera"
 	}
+	if o.weaviateName != "" {
+		name = o.weaviateName
+	}
 	url := "weaviate://" + o.weaviate + "/" + name
 	meta := &index.CollectionMeta{Model: "bench", Dim: o.dim, Grid: [2]int{o.side, o.side}, LogitScale: 100}
-	c, err := index.OpenCollection(ctx, url, index.CollectionOptions{APIKey: os.Getenv("WEAVIATE_API_KEY"), Create: meta, Muvera: o.muvera, EF: o.ef})
+	key := os.Getenv("WEAVIATE_API_KEY")
+	c, err := index.OpenCollection(ctx, url, index.CollectionOptions{APIKey: key, Create: meta, Muvera: o.muvera})
 	if err != nil {
 		return nil, err
 	}
-	if n, err := c.Count(ctx); err != nil {
+	have, err := c.Count(ctx)
+	if err != nil {
 		return nil, err
-	} else if n > 0 {
-		// A collection left by an earlier run: start again.
+	}
+	ingest := have != o.n
+	if ingest && have > 0 {
+		// A collection left half-written: start again.
 		if err := c.Delete(ctx); err != nil {
 			return nil, err
 		}
-		if c, err = index.OpenCollection(ctx, url, index.CollectionOptions{Create: meta, Muvera: o.muvera, EF: o.ef}); err != nil {
+		if c, err = index.OpenCollection(ctx, url, index.CollectionOptions{APIKey: key, Create: meta, Muvera: o.muvera}); err != nil {
+			return nil, err
+		}
+	}
+	if o.ef != 0 {
+		if err := c.SetEF(ctx, o.ef); err != nil {
 			return nil, err
 		}
 	}
 	res := &weaviateResult{Collection: url, Images: o.n, Patches: o.side * o.side, Muvera: o.muvera, EF: o.ef, QueriesTimed: len(qs)}
-	p := o.side * o.side
-	const batch = 512
-	t0 := time.Now()
-	objs := make([]index.CollectionObject, 0, batch)
-	flush := func() error {
-		if len(objs) == 0 {
-			return nil
+	if ingest {
+		if err := ingestBench(ctx, e, o, c, res); err != nil {
+			return nil, err
 		}
-		errs, err := c.Upsert(ctx, objs)
-		if err != nil {
-			return err
-		}
-		for _, err := range errs {
-			if err != nil {
-				return err
-			}
-		}
-		objs = objs[:0]
-		return nil
 	}
-	// The vectors of writeBenchIndex, as its float16 parts hold them.
-	f16 := func(v []float32) []float32 {
-		for i, x := range v {
-			v[i] = halfdot.ToFloat32(tensorio.Float32ToF16(x))
-		}
-		return v
-	}
-	for pi := range o.parts {
-		lo, rows := partRows(o, pi)
-		er := rand.New(rand.NewPCG(uint64(pi), 99))
-		pr := rand.New(rand.NewPCG(uint64(pi), 99))
-		for range rows {
-			randomUnit(pr, o.dim) // the patches follow the part's embeddings
-		}
-		for r := range rows {
-			emb := f16(randomUnit(er, o.dim))
-			var pat []float32
-			for range p {
-				pat = append(pat, f16(randomUnit(pr, o.dim))...)
-			}
-			objs = append(objs, index.CollectionObject{Path: strconv.Itoa(lo+r) + ".jpg", Source: "bench/" + strconv.Itoa(lo+r), Embeds: emb, Patches: pat})
-			if len(objs) == batch {
-				if err := flush(); err != nil {
-					return nil, err
-				}
-			}
-		}
-		e.Log.Info("ingested", "images", lo+rows, "per_s", float64(lo+rows)/time.Since(t0).Seconds())
-	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	res.IngestS = time.Since(t0).Seconds()
-	res.ImagesPerS = float64(o.n) / res.IngestS
 	wx, err := index.Open(ctx, url, index.Options{})
 	if err != nil {
 		return nil, err
@@ -181,4 +144,63 @@ func dirBytes(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// ingestBench writes the benchmark's vectors into c and records the time.
+func ingestBench(ctx context.Context, e *env, o queryBenchOptions, c *index.Collection, res *weaviateResult) error {
+	p := o.side * o.side
+	const batch = 512
+	t0 := time.Now()
+	objs := make([]index.CollectionObject, 0, batch)
+	flush := func() error {
+		if len(objs) == 0 {
+			return nil
+		}
+		errs, err := c.Upsert(ctx, objs)
+		if err != nil {
+			return err
+		}
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		objs = objs[:0]
+		return nil
+	}
+	// The vectors of writeBenchIndex, as its float16 parts hold them.
+	f16 := func(v []float32) []float32 {
+		for i, x := range v {
+			v[i] = halfdot.ToFloat32(tensorio.Float32ToF16(x))
+		}
+		return v
+	}
+	for pi := range o.parts {
+		lo, rows := partRows(o, pi)
+		er := rand.New(rand.NewPCG(uint64(pi), 99))
+		pr := rand.New(rand.NewPCG(uint64(pi), 99))
+		for range rows {
+			randomUnit(pr, o.dim) // the patches follow the part's embeddings
+		}
+		for r := range rows {
+			emb := f16(randomUnit(er, o.dim))
+			var pat []float32
+			for range p {
+				pat = append(pat, f16(randomUnit(pr, o.dim))...)
+			}
+			objs = append(objs, index.CollectionObject{Path: strconv.Itoa(lo+r) + ".jpg", Source: "bench/" + strconv.Itoa(lo+r), Embeds: emb, Patches: pat})
+			if len(objs) == batch {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		e.Log.Info("ingested", "images", lo+rows, "per_s", float64(lo+rows)/time.Since(t0).Seconds())
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	res.IngestS = time.Since(t0).Seconds()
+	res.ImagesPerS = float64(o.n) / res.IngestS
+	return nil
 }

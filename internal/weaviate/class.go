@@ -151,3 +151,20 @@ func (c *Client) DeleteClass(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// SetEF sets the search list size of the HNSW graph of class's named
+// vector (Weaviate lets it change on a class that holds objects).
+func (c *Client) SetEF(ctx context.Context, class, vector string, ef int) error {
+	var cl map[string]any
+	if err := c.do(ctx, http.MethodGet, "/v1/schema/"+url.PathEscape(class), nil, &cl); err != nil {
+		return err
+	}
+	vc, _ := cl["vectorConfig"].(map[string]any)
+	v, _ := vc[vector].(map[string]any)
+	ic, _ := v["vectorIndexConfig"].(map[string]any)
+	if ic == nil {
+		return fmt.Errorf("weaviate: class %s has no vector %s", class, vector)
+	}
+	ic["ef"] = ef
+	return c.do(ctx, http.MethodPut, "/v1/schema/"+url.PathEscape(class), cl, nil)
+}

@@ -255,6 +255,15 @@ func (c *Collection) Objects(ctx context.Context, fn func(id, path string) error
 	return nil
 }
 
+// SetEF sets the search list size of the image embeddings' HNSW graph
+// (Weaviate's ef): larger finds more of the true nearest images, slower.
+func (c *Collection) SetEF(ctx context.Context, ef int) error {
+	if err := c.c.SetEF(ctx, c.t.Collection, weaviate.VectorPooled, ef); err != nil {
+		return fmt.Errorf("index: collection %s: %w", c.t, err)
+	}
+	return nil
+}
+
 // Delete removes the collection and every object in it.
 func (c *Collection) Delete(ctx context.Context) error {
 	if err := c.c.DeleteClass(ctx, c.t.Collection); err != nil {

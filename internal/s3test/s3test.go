@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conditionhq/condition/internal/gobuild"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -46,55 +48,14 @@ func Binary(ctx context.Context) (string, error) {
 	if p := os.Getenv("CONDITION_WEED"); p != "" {
 		return p, nil
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "condition", "test", "seaweedfs-"+Version)
-	bin := filepath.Join(dir, "weed")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil // built while we waited
-	}
-	src, err := os.MkdirTemp(dir, "wrap-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(src)
-	files := map[string]string{
-		"go.mod": "module weedwrap\n\ngo 1.26\n\nrequire github.com/seaweedfs/seaweedfs " + Version +
+	bin, err := gobuild.Cached(ctx, gobuild.Wrapper{Dir: "seaweedfs-" + Version, Bin: "weed",
+		GoMod: "module weedwrap\n\ngo 1.26\n\nrequire github.com/seaweedfs/seaweedfs " + Version +
 			"\n\nreplace github.com/tyler-smith/go-bip39 => github.com/cosmos/go-bip39 v1.0.0\n",
-		"tools.go": "//go:build tools\n\npackage tools\n\nimport _ \"github.com/seaweedfs/seaweedfs/weed\"\n",
+		Package: "github.com/seaweedfs/seaweedfs/weed"})
+	if err != nil {
+		return "", fmt.Errorf("s3test: %w", err)
 	}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(text), 0o644); err != nil {
-			return "", err
-		}
-	}
-	tmp := bin + ".tmp"
-	for _, args := range [][]string{{"mod", "tidy"}, {"build", "-o", tmp, "github.com/seaweedfs/seaweedfs/weed"}} {
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("s3test: go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	return bin, os.Rename(tmp, bin)
+	return bin, nil
 }
 
 // Server is a running SeaweedFS with an S3 gateway.

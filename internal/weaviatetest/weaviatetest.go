@@ -37,6 +37,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/conditionhq/condition/internal/gobuild"
 )
 
 // Version is the Weaviate module version built.
@@ -67,55 +69,9 @@ func Binary(ctx context.Context) (string, error) {
 }
 
 func build(ctx context.Context) (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "condition", "test", "weaviate-"+Version)
-	bin := filepath.Join(dir, "weaviate-server")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil // built while we waited
-	}
-	src, err := os.MkdirTemp(dir, "wrap-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(src)
-	files := map[string]string{
-		"go.mod":   "module weaviatewrap\n\ngo 1.26\n\nrequire github.com/weaviate/weaviate " + Version + "\n",
-		"tools.go": "//go:build tools\n\npackage tools\n\nimport _ \"github.com/weaviate/weaviate/cmd/weaviate-server\"\n",
-	}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(text), 0o644); err != nil {
-			return "", err
-		}
-	}
-	tmp := bin + ".tmp"
-	for _, args := range [][]string{{"mod", "tidy"}, {"build", "-o", tmp, "github.com/weaviate/weaviate/cmd/weaviate-server"}} {
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.Remove(tmp)
-			return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, tail(out))
-		}
-	}
-	return bin, os.Rename(tmp, bin)
+	return gobuild.Cached(ctx, gobuild.Wrapper{Dir: "weaviate-" + Version, Bin: "weaviate-server",
+		GoMod:   "module weaviatewrap\n\ngo 1.26\n\nrequire github.com/weaviate/weaviate " + Version + "\n",
+		Package: "github.com/weaviate/weaviate/cmd/weaviate-server"})
 }
 
 // Options configure a node started by StartWith.

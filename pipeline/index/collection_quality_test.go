@@ -17,12 +17,16 @@ import (
 // well as the file index of the same job: precision@10 and word peaks
 // inside the named object, searched by the image embeddings in Weaviate's
 // HNSW graph (the default) and, measured beside it, by MaxSim over the
-// patches. CONDITION_QUERY_SCENES sets how many scenes.
+// patches. CONDITION_QUERY_SCENES sets how many scenes (300 under the race
+// detector).
 func TestCollectionQualityScenes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("indexes thousands of scenes")
 	}
 	n := 2000
+	if raceEnabled {
+		n = 300 // the race detector's run checks the code, the plain run the target
+	}
 	if v, err := strconv.Atoi(os.Getenv("CONDITION_QUERY_SCENES")); err == nil && v > 0 {
 		n = v
 	}

@@ -42,6 +42,7 @@ type queryBenchOptions struct {
 	weaviatePID         int
 	weaviateData        string
 	weaviateName        string
+	replication         int
 	muvera              bool
 	ef                  int
 }
@@ -59,6 +60,7 @@ func (o *queryBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.StringVar(&o.weaviate, "weaviate", "", "also write the same vectors into a new collection on the Weaviate node at HOST:PORT and time stage 1 there, with its recall@10 against the file index (API key from $WEAVIATE_API_KEY)")
 	fs.StringVar(&o.weaviateName, "weaviate-collection", "", "the collection's name (default Bench<n>_<dim>_<grid>); one that already holds --n images is searched as it is, without writing it again")
+	fs.IntVar(&o.replication, "weaviate-replication", 1, "the replication factor of the collection created (a cluster's nodes each hold a copy)")
 	fs.IntVar(&o.weaviatePID, "weaviate-pid", 0, "the Weaviate node's process id, to report its resident memory")
 	fs.StringVar(&o.weaviateData, "weaviate-data", "", "the Weaviate node's data folder (PERSISTENCE_DATA_PATH), to report the collection's bytes on disk")
 	fs.IntVar(&o.ef, "ef", 0, "with --weaviate: the search list size of the collection's HNSW graph of image embeddings (0: Weaviate's default)")
@@ -220,8 +222,8 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 		if r.IngestS == 0 {
 			ingest = fmt.Sprintf("an existing collection of %d images", r.Images)
 		}
-		fmt.Fprintf(w, "weaviate %s (P=%d, muvera %v, ef %d): %s; stage 1 median %.1f ms per query (min %.1f), recall@10 %.3f against the file index\n",
-			r.Collection, r.Patches, r.Muvera, r.EF, ingest, r.MedianMS, r.MinMS, r.RecallAt10)
+		fmt.Fprintf(w, "weaviate %s (P=%d, muvera %v, ef %d, replication %d): %s; stage 1 median %.1f ms per query (min %.1f), recall@10 %.3f against the file index\n",
+			r.Collection, r.Patches, r.Muvera, r.EF, r.Replication, ingest, r.MedianMS, r.MinMS, r.RecallAt10)
 		if r.NodeRSSMB > 0 || r.DiskMB > 0 {
 			fmt.Fprintf(w, "weaviate node RSS %.0f MB; collection on disk %.1f MB (%.0f bytes per image)\n", r.NodeRSSMB, r.DiskMB, r.BytesPerImg)
 		}

@@ -26,6 +26,7 @@ type weaviateResult struct {
 	Patches      int     `json:"patches_per_image"`
 	Muvera       bool    `json:"muvera"`
 	EF           int     `json:"ef"`
+	Replication  int     `json:"replication"`
 	IngestS      float64 `json:"ingest_s"`
 	ImagesPerS   float64 `json:"images_per_s"`
 	MedianMS     float64 `json:"median_ms_per_query"`
@@ -52,7 +53,7 @@ func benchWeaviate(ctx context.Context, e *env, o queryBenchOptions, qs [][]floa
 	url := "weaviate://" + o.weaviate + "/" + name
 	meta := &index.CollectionMeta{Model: "bench", Dim: o.dim, Grid: [2]int{o.side, o.side}, LogitScale: 100}
 	key := os.Getenv("WEAVIATE_API_KEY")
-	c, err := index.OpenCollection(ctx, url, index.CollectionOptions{APIKey: key, Create: meta, Muvera: o.muvera})
+	c, err := index.OpenCollection(ctx, url, index.CollectionOptions{APIKey: key, Create: meta, Muvera: o.muvera, Replication: o.replication})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func benchWeaviate(ctx context.Context, e *env, o queryBenchOptions, qs [][]floa
 		if err := c.Delete(ctx); err != nil {
 			return nil, err
 		}
-		if c, err = index.OpenCollection(ctx, url, index.CollectionOptions{APIKey: key, Create: meta, Muvera: o.muvera}); err != nil {
+		if c, err = index.OpenCollection(ctx, url, index.CollectionOptions{APIKey: key, Create: meta, Muvera: o.muvera, Replication: o.replication}); err != nil {
 			return nil, err
 		}
 	}
@@ -75,7 +76,7 @@ func benchWeaviate(ctx context.Context, e *env, o queryBenchOptions, qs [][]floa
 			return nil, err
 		}
 	}
-	res := &weaviateResult{Collection: url, Images: o.n, Patches: o.side * o.side, Muvera: o.muvera, EF: o.ef, QueriesTimed: len(qs)}
+	res := &weaviateResult{Collection: url, Images: o.n, Patches: o.side * o.side, Muvera: o.muvera, EF: o.ef, Replication: o.replication, QueriesTimed: len(qs)}
 	if ingest {
 		if err := ingestBench(ctx, e, o, c, res); err != nil {
 			return nil, err

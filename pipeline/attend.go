@@ -93,14 +93,7 @@ func (e *Engine) Attend(ctx context.Context, img *ImageEncoding, prompts Prompts
 // over the whole image).
 func (e *Engine) AttendImages(ctx context.Context, imgs []image.Image, prompts Prompts, opts AttendOptions) ([][]Attention, error) {
 	if opts.Windows {
-		out := make([][]Attention, len(imgs))
-		for i, img := range imgs {
-			var err error
-			if out[i], err = e.attendWindows(ctx, img, prompts, opts); err != nil {
-				return nil, fmt.Errorf("%w (image %d)", err, i)
-			}
-		}
-		return out, nil
+		return e.attendWindows(ctx, imgs, prompts, opts)
 	}
 	encs, err := e.EncodeImages(ctx, imgs)
 	if err != nil {

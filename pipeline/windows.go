@@ -206,27 +206,56 @@ func mean(in [][]float32) []float32 {
 	return out
 }
 
-// attendWindows attends img's windows with the prompts and stitches each
-// prompt's attentions over the whole image (see AttendOptions.Windows).
-func (e *Engine) attendWindows(ctx context.Context, img image.Image, prompts Prompts, opts AttendOptions) ([]Attention, error) {
-	wp, err := e.planWindows(img)
-	if err != nil {
-		return nil, err
+// attendWindows attends each image's windows with the prompts and
+// stitches each prompt's attentions over the whole image (see
+// AttendOptions.Windows). The windows of all the images are encoded
+// together, Options.Batch at a time.
+func (e *Engine) attendWindows(ctx context.Context, imgs []image.Image, prompts Prompts, opts AttendOptions) ([][]Attention, error) {
+	plans := make([]*windowPlan, len(imgs))
+	type ref struct{ img, k int }
+	var all []ref
+	for i, img := range imgs {
+		wp, err := e.planWindows(img)
+		if err != nil {
+			return nil, fmt.Errorf("%w (image %d)", err, i)
+		}
+		plans[i] = wp
+		for k := range wp.at {
+			all = append(all, ref{i, k})
+		}
 	}
-	n, per := len(wp.at), 3*wp.side*wp.side
-	encs := make([]ImageEncoding, 0, n)
-	buf := make([]float32, min(n, e.opts.Batch)*per)
-	for a := 0; a < n; a += e.opts.Batch {
-		b := min(n, a+e.opts.Batch)
-		for k := a; k < b; k++ {
-			wp.window(buf[(k-a)*per:(k-a+1)*per], k)
+	side := e.inH
+	per := 3 * side * side
+	encs := make([][]ImageEncoding, len(imgs))
+	buf := make([]float32, min(len(all), e.opts.Batch)*per)
+	for a := 0; a < len(all); a += e.opts.Batch {
+		b := min(len(all), a+e.opts.Batch)
+		for j := a; j < b; j++ {
+			plans[all[j].img].window(buf[(j-a)*per:(j-a+1)*per], all[j].k)
 		}
 		got, err := e.EncodePixels(ctx, buf[:(b-a)*per], b-a)
 		if err != nil {
 			return nil, err
 		}
-		encs = append(encs, got...)
+		for j := a; j < b; j++ {
+			encs[all[j].img] = append(encs[all[j].img], got[j-a])
+		}
 	}
+	out := make([][]Attention, len(imgs))
+	for i := range imgs {
+		var err error
+		if out[i], err = e.stitchWindows(ctx, plans[i], encs[i], prompts, opts); err != nil {
+			return nil, fmt.Errorf("%w (image %d)", err, i)
+		}
+	}
+	return out, nil
+}
+
+// stitchWindows attends one image's encoded windows with the prompts and
+// stitches each prompt's attentions over the whole image.
+func (e *Engine) stitchWindows(ctx context.Context, wp *windowPlan, encs []ImageEncoding, prompts Prompts, opts AttendOptions) ([]Attention, error) {
+	n := len(encs)
+	var err error
 	inner := opts
 	inner.Windows = false
 	ws := e.getWorkspaces()

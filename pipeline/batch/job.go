@@ -638,12 +638,20 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 		Encoded: func(pending []*work, encs []pipeline.ImageEncoding, took time.Duration, err error) {
 			encodeMs := float64(took.Microseconds()) / 1000
 			captions := j.captionPrompts(pending)
+			var wins [][]pipeline.Attention
+			if j.cfg.Windows && err == nil {
+				wins = j.attendWindows(pending, captions)
+			}
 			for i, w := range pending {
 				w.timings["encode"] += encodeMs // the batch's, not counting the attention and writing of the images before
 				if err != nil {
 					w.fail = err
 				} else {
-					file = j.attendAndWrite(w, &encs[i], file, captions[i])
+					var win []pipeline.Attention
+					if wins != nil {
+						win = wins[i]
+					}
+					file = j.attendAndWrite(w, &encs[i], file, captions[i], win)
 				}
 				out <- w
 			}
@@ -652,10 +660,36 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 	})
 }
 
+// attendWindows attends the windows of a batch's images together (their
+// windows encoded in the engine's batches across the images), when they
+// share the job's prompts; nil when an image has a caption prompt of its
+// own or the batch fails as a whole (each image is then attended on its
+// own, so that one bad image fails alone).
+func (j *job) attendWindows(pending []*work, captions []*pipeline.Prompt) [][]pipeline.Attention {
+	imgs := make([]image.Image, len(pending))
+	for i, w := range pending {
+		if captions[i] != nil || w.img == nil {
+			return nil
+		}
+		imgs[i] = w.img
+	}
+	t := time.Now()
+	atts, err := j.eng.AttendImages(context.Background(), imgs, j.prompts, pipeline.AttendOptions{PerHead: j.cfg.PerHead, Conditioned: true, Windows: true})
+	if err != nil {
+		return nil
+	}
+	ms := float64(time.Since(t).Microseconds()) / 1000 / float64(len(pending))
+	for _, w := range pending {
+		w.timings["attend"] += ms // each image's share of the batch's windows
+	}
+	return atts
+}
+
 // attendAndWrite attends one encoded image with the job's prompts and
 // writes its file (and heatmaps), encoding it into buf; it returns buf for
-// the next image.
-func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, caption *pipeline.Prompt) []byte {
+// the next image. With windows, win is the image's attentions when its
+// batch attended them together (else nil: they are computed here).
+func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, caption *pipeline.Prompt, win []pipeline.Attention) []byte {
 	t := time.Now()
 	p, grid := enc.P(), enc.Grid
 	ts := map[string]tensorio.Tensor{}
@@ -674,7 +708,11 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 		img := w.img
 		w.img = nil
 		var got [][]pipeline.Attention
-		got, err = j.eng.AttendImages(context.Background(), []image.Image{img}, prompts, opts)
+		if win != nil {
+			got = [][]pipeline.Attention{win}
+		} else {
+			got, err = j.eng.AttendImages(context.Background(), []image.Image{img}, prompts, opts)
+		}
 		if err == nil {
 			atts = got[0]
 			grid = atts[0].Grid

@@ -3,6 +3,7 @@ package batch
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
@@ -89,6 +90,75 @@ func TestRunWindows(t *testing.T) {
 		c.Engine, c.Inputs, c.Prompts, c.Out, c.Windows = eng, []string{in}, []string{"x"}, filepath.Join(t.TempDir(), "o"), true
 		if _, err := Run(context.Background(), c); err == nil || !strings.Contains(err.Error(), "windows") {
 			t.Errorf("windows with layout %q index %v: %v", c.Layout, c.Index, err)
+		}
+	}
+}
+
+// TestRunWindowsBatched: images of three aspects in one encoder batch,
+// their windows encoded together, give each the maps and embedding the
+// engine gives the image alone.
+func TestRunWindowsBatched(t *testing.T) {
+	m := openTiny(t)
+	in := filepath.Join(t.TempDir(), "in")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for i, size := range []image.Point{{96, 32}, {32, 80}, {50, 40}} {
+		img := image.NewRGBA(image.Rect(0, 0, size.X, size.Y))
+		for k := range img.Pix {
+			img.Pix[k] = uint8(k*(i+3) + k/5)
+		}
+		var b bytes.Buffer
+		if err := png.Encode(&b, img); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("img%d.png", i)
+		files[name] = b.Bytes()
+		if err := os.WriteFile(filepath.Join(in, name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng := tinyEngine(t, m, pipeline.Options{Threads: 1})
+	out := filepath.Join(t.TempDir(), "out")
+	sum, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a red square", "dots"}, Out: out, Windows: true, Batch: 8, Streams: 1})
+	if err != nil || sum.Done != 3 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	ps, err := eng.Prepare(context.Background(), "a red square", "dots")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		ts, _, err := tensorio.ReadSafetensors(filepath.Join(out, name+".safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, err := eng.DecodeImage(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		atts, err := eng.AttendImages(context.Background(), []image.Image{dec}, ps, pipeline.AttendOptions{Windows: true, Conditioned: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range ps {
+			got := ts[fmt.Sprintf("prompt.%d.text_to_image", k)].Data.([]float32)
+			want := atts[0][k].TextToImage
+			if len(got) != len(want) {
+				t.Fatalf("%s prompt %d: %d values, alone %d", name, k, len(got), len(want))
+			}
+			for i := range want {
+				if d := got[i] - want[i]; d > 1e-5 || d < -1e-5 {
+					t.Fatalf("%s prompt %d text_to_image[%d] = %g in the job, %g alone", name, k, i, got[i], want[i])
+				}
+			}
+		}
+		e := ts["image_embeds"].Data.([]float32)
+		for i, v := range atts[0][0].ImageEmbeds {
+			if d := e[i] - v; d > 1e-5 || d < -1e-5 {
+				t.Fatalf("%s image_embeds[%d] = %g in the job, %g alone", name, i, e[i], v)
+			}
 		}
 	}
 }

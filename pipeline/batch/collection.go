@@ -108,8 +108,8 @@ func (s *collSink) object(eng *pipeline.Engine, w *work, enc *pipeline.ImageEnco
 }
 
 // write writes the objects of ws (the ok ones) in one batch, sent again
-// while it fails as a whole, and marks each image the collection refused
-// (or the whole batch, once retries are spent) failed.
+// while it fails as a whole (until ctx is done), and marks each image the
+// collection refused (or the whole batch, once retries are spent) failed.
 func (s *collSink) write(ctx context.Context, ws []*work) {
 	var objs []index.CollectionObject
 	var of []*work
@@ -126,8 +126,13 @@ func (s *collSink) write(ctx context.Context, ws []*work) {
 	var errs []error
 	var err error
 	wait := time.Second
+	// A stopped job still writes the images under way, for 30 s at most,
+	// and sends no failed batch again.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(30*time.Second, cancel) })()
 	for attempt := 0; ; attempt++ {
-		errs, err = s.c.Upsert(ctx, objs)
+		errs, err = s.c.Upsert(wctx, objs)
 		if err == nil || attempt >= s.retries || ctx.Err() != nil {
 			break
 		}

@@ -69,16 +69,7 @@ func TestQueryJSONAndHeatmaps(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var hits []queryHit
-	sc := bufio.NewScanner(strings.NewReader(stdout))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var h queryHit
-		if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
-			t.Fatalf("%v: %s", err, sc.Text())
-		}
-		hits = append(hits, h)
-	}
+	hits := parseQueryHits(t, stdout)
 	if len(hits) != 30 {
 		t.Fatalf("%d hits, want 15 per prompt (every image)", len(hits))
 	}
@@ -162,4 +153,20 @@ func TestQueryMistakes(t *testing.T) {
 	if code == 0 || !strings.Contains(errs, "default") {
 		t.Errorf("another model: exit %d, stderr %s", code, errs)
 	}
+}
+
+// parseQueryHits parses query --json's output, one hit a line.
+func parseQueryHits(t *testing.T, stdout string) []queryHit {
+	t.Helper()
+	var hits []queryHit
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var h queryHit
+		if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
+			t.Fatalf("%v: %s", err, sc.Text())
+		}
+		hits = append(hits, h)
+	}
+	return hits
 }

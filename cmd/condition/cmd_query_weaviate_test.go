@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"math"
 	"net"
 	"path/filepath"
@@ -37,17 +35,7 @@ func TestQueryWeaviate(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("query %s: exit %d: %s", where, code, errs)
 		}
-		var hs []queryHit
-		sc := bufio.NewScanner(strings.NewReader(stdout))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var h queryHit
-			if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
-				t.Fatalf("%v: %s", err, sc.Text())
-			}
-			hs = append(hs, h)
-		}
-		return hs
+		return parseQueryHits(t, stdout)
 	}
 	want, got := hits(out), hits(url)
 	if len(got) != 5 || len(want) != 5 {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/conditionhq/condition/internal/weaviate"
 	"github.com/conditionhq/condition/pipeline"
-	"github.com/conditionhq/condition/vision"
 )
 
 // A collection in Weaviate (weaviate://HOST:PORT/Name) holds what index
@@ -157,9 +156,6 @@ func (c *Collection) String() string { return c.t.String() }
 // Meta returns what made the collection's vectors.
 func (c *Collection) Meta() CollectionMeta { return c.meta }
 
-// Replication returns the collection's replication factor.
-func (c *Collection) Replication() int { return c.replication }
-
 // CollectionID returns the object id of an image read from source (a
 // file's path or an object's URL; for a tar member its shard's) and
 // member (a tar member's name, else ""). A local path is made absolute.
@@ -271,9 +267,6 @@ func (c *Collection) Delete(ctx context.Context) error {
 	}
 	return nil
 }
-
-// grid returns the collection's patch grid.
-func (c *Collection) grid() vision.Grid { return vision.Grid{H: c.meta.Grid[0], W: c.meta.Grid[1]} }
 
 // near searches the collection with q ([D], normalised), by the pooled
 // vectors or, with byPatches, by MaxSim over the patches; it returns the

@@ -341,6 +341,25 @@ func (st *hfPreStep) apply(dst []hfWord, w hfWord, sc *hfScratch) []hfWord {
 		return dst
 	case preSplit:
 		return st.split2(dst, w)
+	case preWhitespaceSplit:
+		// The words between runs of White_Space (Rust's char::is_whitespace,
+		// Go's unicode.IsSpace: the same set), the whitespace dropped.
+		s := w.s
+		for start := 0; ; {
+			i := strings.IndexFunc(s[start:], unicode.IsSpace)
+			end := len(s)
+			if i >= 0 {
+				end = start + i
+			}
+			if end > start {
+				dst = append(dst, hfWord{s[start:end], w.first && start == 0})
+			}
+			if i < 0 {
+				return dst
+			}
+			_, size := utf8.DecodeRuneInString(s[end:])
+			start = end + size
+		}
 	}
 	return append(dst, w)
 }

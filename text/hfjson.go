@@ -525,6 +525,7 @@ type hfPreKind uint8
 const (
 	preMetaspace hfPreKind = iota
 	preSplit
+	preWhitespaceSplit
 )
 
 // Split behaviours, as the library names them.
@@ -610,6 +611,8 @@ func parseHFPreTokenizer(raw json.RawMessage) (hfPreTokenizer, error) {
 				s.split = *c.Split
 			}
 			p.steps = append(p.steps, s)
+		case "WhitespaceSplit":
+			p.steps = append(p.steps, hfPreStep{kind: preWhitespaceSplit})
 		case "Split":
 			s := hfPreStep{kind: preSplit, invert: c.Invert}
 			switch c.Behavior {
@@ -643,7 +646,7 @@ func parseHFPreTokenizer(raw json.RawMessage) (hfPreTokenizer, error) {
 			}
 			p.steps = append(p.steps, s)
 		default:
-			return fmt.Errorf(where+" %q is not supported here (want Metaspace, Split, a Sequence of them, or null)", c.Type)
+			return fmt.Errorf(where+" %q is not supported here (want Metaspace, Split, WhitespaceSplit, a Sequence of them, or null)", c.Type)
 		}
 		return nil
 	}

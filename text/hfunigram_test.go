@@ -34,18 +34,24 @@ func siglipJSONGoldens(tb testing.TB) []siglipJSONGolden {
 	return g
 }
 
-// siglipJSONVariant returns the base tokenizer.json with variant name's
-// changes applied as variants.json says ("" for the base file).
+// siglipJSONVariant returns the base tokenizer.json of testdata/siglip_json
+// with variant name's changes applied ("" for the base file).
 func siglipJSONVariant(tb testing.TB, name string) []byte {
+	return jsonVariant(tb, siglipJSONDir, name)
+}
+
+// jsonVariant returns dir's base tokenizer.json with variant name's changes
+// applied as dir/variants.json says ("" for the base file).
+func jsonVariant(tb testing.TB, dir, name string) []byte {
 	tb.Helper()
-	base, err := os.ReadFile(filepath.Join(siglipJSONDir, "tokenizer.json"))
+	base, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if name == "" {
 		return base
 	}
-	vb, err := os.ReadFile(filepath.Join(siglipJSONDir, "variants.json"))
+	vb, err := os.ReadFile(filepath.Join(dir, "variants.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -115,12 +121,19 @@ func siglipJSONCharsmap(tb testing.TB, b []byte) string {
 
 func loadSiglipJSON(tb testing.TB, variant string) *Tokenizer {
 	tb.Helper()
-	cfg, err := os.ReadFile(filepath.Join(siglipJSONDir, "tokenizer_config.json"))
+	return loadJSONVariant(tb, siglipJSONDir, variant)
+}
+
+// loadJSONVariant loads dir's tokenizer.json, changed as variant says, with
+// dir's tokenizer_config.json.
+func loadJSONVariant(tb testing.TB, dir, variant string) *Tokenizer {
+	tb.Helper()
+	cfg, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tok, err := LoadTokenizer(fstest.MapFS{
-		"tokenizer.json":        {Data: siglipJSONVariant(tb, variant)},
+		"tokenizer.json":        {Data: jsonVariant(tb, dir, variant)},
 		"tokenizer_config.json": {Data: cfg},
 	})
 	if err != nil {

@@ -41,7 +41,8 @@ func LoadTokenizerDir(dir string) (*Tokenizer, error) {
 //
 // A tokenizer.json is read by its model's type: CLIP's byte-level BPE (NFC,
 // whitespace, lowercase; the CLIP split pattern; an end-of-word suffix), a
-// BPE over characters (Gemma's), or a Unigram (SigLIP's and T5's exports),
+// BPE over characters (Gemma's), or a Unigram (SigLIP's and T5's exports,
+// and XLM-RoBERTa's, the layout of MetaCLIP 2's XLM-V tokenizer),
 // each run as the Hugging Face tokenizers library runs it; a part it cannot
 // run is an error naming it. A SentencePiece model (spiece.model or
 // tokenizer.model) is SigLIP's tokenizer when tokenizer_config.json's

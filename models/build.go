@@ -86,7 +86,7 @@ var ErrBuildDownload = errors.New("models: the checkpoint to build the graphs fr
 // does not write).
 func (m *Model) CanBuild() error {
 	switch m.family {
-	case CLIP:
+	case CLIP, MetaCLIP2:
 		return graphbuild.CheckConfig(m.config.graphConfig())
 	case SigLIP, SigLIP2:
 		return graphbuild.CheckSiglipConfig(m.config.siglipGraphConfig())
@@ -142,7 +142,7 @@ func graphVisionConfig(v VisionConfig) graphbuild.VisionConfig {
 func (m *Model) graphBuilder() (check func(*graphbuild.Checkpoint, graphbuild.Options) error,
 	build func(*graphbuild.Checkpoint, string, graphbuild.Options) ([]graphbuild.Written, error), err error) {
 	switch m.family {
-	case CLIP:
+	case CLIP, MetaCLIP2:
 		cfg := m.config.graphConfig()
 		return func(ck *graphbuild.Checkpoint, o graphbuild.Options) error { return graphbuild.CheckCLIP(ck, cfg, o) },
 			func(ck *graphbuild.Checkpoint, out string, o graphbuild.Options) ([]graphbuild.Written, error) {

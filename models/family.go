@@ -27,6 +27,11 @@ const (
 	// SigLIP2: SigLIP 2 at a fixed resolution (model_type siglip with a
 	// Gemma tokenizer.json): SigLIP's towers and scores.
 	SigLIP2 Family = "siglip2"
+	// MetaCLIP2: MetaCLIP 2 (model_type metaclip_2), worldwide multilingual
+	// CLIP in CLIP's weight layout: CLIP's towers and softmax scores, the
+	// text pooled at the first EOS (whatever its id), an XLM-V
+	// (XLMRobertaTokenizer) or mT5 (T5Tokenizer) tokenizer.json.
+	MetaCLIP2 Family = "metaclip_2"
 )
 
 // String returns the family's name as people write it.
@@ -38,6 +43,8 @@ func (f Family) String() string {
 		return "SigLIP"
 	case SigLIP2:
 		return "SigLIP 2"
+	case MetaCLIP2:
+		return "MetaCLIP 2"
 	}
 	return string(f)
 }
@@ -49,7 +56,7 @@ func (f Family) Sigmoid() bool { return f == SigLIP || f == SigLIP2 }
 // ClassToken reports whether the vision tower's last_hidden_state starts
 // with a class token before the patches (CLIP's); SigLIP's rows are all
 // patches.
-func (f Family) ClassToken() bool { return f == CLIP }
+func (f Family) ClassToken() bool { return f == CLIP || f == MetaCLIP2 }
 
 // ErrUnsupportedFamily is matched (errors.Is) by the error of a config.json
 // whose model_type this program does not run, such as SigLIP 2's NaFlex
@@ -64,11 +71,13 @@ func familyOf(modelType string) (Family, error) {
 		return CLIP, nil
 	case "siglip", "siglip_text_model", "siglip_vision_model":
 		return SigLIP, nil
+	case "metaclip_2", "metaclip_2_text_model", "metaclip_2_vision_model":
+		return MetaCLIP2, nil
 	case "siglip2", "siglip2_text_model", "siglip2_vision_model":
 		return "", fmt.Errorf("model_type %q is SigLIP 2 with NaFlex (variable resolution and aspect ratio), which is not supported yet; "+
 			"SigLIP 2 at a fixed resolution (model_type \"siglip\", such as google/siglip2-base-patch16-224) is, as are SigLIP and CLIP: %w", modelType, ErrUnsupportedFamily)
 	}
-	return "", fmt.Errorf("model_type %q: expected a CLIP (\"clip\") or SigLIP (\"siglip\") config: %w", modelType, ErrUnsupportedFamily)
+	return "", fmt.Errorf("model_type %q: expected a CLIP (\"clip\"), MetaCLIP 2 (\"metaclip_2\") or SigLIP (\"siglip\") config: %w", modelType, ErrUnsupportedFamily)
 }
 
 // Family returns the model's family: config.json's model_type, with SigLIP
@@ -91,6 +100,17 @@ func (m *Model) setFamily() error {
 		case "", "CLIPTokenizer", "CLIPTokenizerFast":
 		default:
 			return disagree("CLIPTokenizer or CLIPTokenizerFast")
+		}
+	case MetaCLIP2:
+		switch class {
+		case "XLMRobertaTokenizer", "XLMRobertaTokenizerFast", "T5Tokenizer", "T5TokenizerFast":
+		case "":
+			if !m.Has("tokenizer.json") {
+				return fmt.Errorf("models: %s: %s says MetaCLIP 2 (model_type %q), which needs its tokenizer.json (XLM-V or mT5), and the folder has none",
+					m.Name(), ConfigFile, m.config.ModelType)
+			}
+		default:
+			return disagree("XLMRobertaTokenizer(Fast) (XLM-V) or T5Tokenizer(Fast) (mT5)")
 		}
 	case SigLIP:
 		switch class {

@@ -16,8 +16,8 @@ import (
 // model.safetensors on first use.
 type KnownModel struct {
 	Ref string `json:"ref"` // the repository with the ONNX graphs (or, with Build, the checkpoint)
-	// Family is the model family as people write it: "CLIP", "SigLIP" or
-	// "SigLIP 2" (Family.String of the family the files say).
+	// Family is the model family as people write it: "CLIP", "MetaCLIP 2",
+	// "SigLIP" or "SigLIP 2" (Family.String of the family the files say).
 	Family string `json:"family"`
 	// Build reports that the repository has no ONNX graphs: Open builds them
 	// from config.json and model.safetensors on first use (when the graph

@@ -33,8 +33,8 @@ func TestKnown(t *testing.T) {
 		if !strings.Contains(k.Source, "https://") || len(k.Source) < 40 {
 			t.Errorf("%s: Source %q does not say where the file list was seen", k.Ref, k.Source)
 		}
-		if !slices.Contains([]string{CLIP.String(), SigLIP.String(), SigLIP2.String()}, k.Family) {
-			t.Errorf("%s: family %q (want CLIP, SigLIP or SigLIP 2)", k.Ref, k.Family)
+		if !slices.Contains([]string{CLIP.String(), MetaCLIP2.String(), SigLIP.String(), SigLIP2.String()}, k.Family) {
+			t.Errorf("%s: family %q (want CLIP, MetaCLIP 2, SigLIP or SigLIP 2)", k.Ref, k.Family)
 		}
 		if k.Arch == "" || k.Outputs == "" || k.Heads == "" {
 			t.Errorf("%s: blank fields (write \"not verified\" instead): %+v", k.Ref, k)
@@ -93,11 +93,12 @@ func TestKnown(t *testing.T) {
 // ViT-B/32 one at the branch that holds its model.safetensors.
 func TestKnownBuilt(t *testing.T) {
 	want := map[string]string{
-		"openai/clip-vit-base-patch32":          CLIP.String(),
-		"openai/clip-vit-large-patch14":         CLIP.String(),
-		"laion/CLIP-ViT-B-32-laion2B-s34B-b79K": CLIP.String(),
-		"google/siglip-base-patch16-224":        SigLIP.String(),
-		"google/siglip2-base-patch16-224":       SigLIP2.String(),
+		"openai/clip-vit-base-patch32":                 CLIP.String(),
+		"openai/clip-vit-large-patch14":                CLIP.String(),
+		"laion/CLIP-ViT-B-32-laion2B-s34B-b79K":        CLIP.String(),
+		"google/siglip-base-patch16-224":               SigLIP.String(),
+		"google/siglip2-base-patch16-224":              SigLIP2.String(),
+		"facebook/metaclip-2-worldwide-huge-quickgelu": MetaCLIP2.String(),
 	}
 	for _, k := range Known() {
 		f, ok := want[k.Ref]

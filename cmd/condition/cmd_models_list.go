@@ -25,7 +25,7 @@ func knownGraphs(k models.KnownModel) string {
 	if !k.Build {
 		return "ONNX export"
 	}
-	for _, f := range []models.Family{models.CLIP, models.SigLIP, models.SigLIP2} {
+	for _, f := range []models.Family{models.CLIP, models.MetaCLIP2, models.SigLIP, models.SigLIP2} {
 		if f.String() == k.Family && !models.BuildsFamily(f) {
 			return "to be built (not by this version)"
 		}

@@ -10,7 +10,7 @@ import (
 // CLIPConfig is what the CLIP graphs are built from: a Hugging Face
 // CLIPConfig's fields (models.Config translates a config.json).
 type CLIPConfig struct {
-	ModelType     string // "clip"
+	ModelType     string // "clip", or "metaclip_2" (CLIP's graphs, pooled at the first EOS)
 	ProjectionDim int
 	Text          TextConfig
 	Vision        VisionConfig
@@ -23,8 +23,10 @@ type TextConfig struct {
 	HiddenAct                               string
 	LayerNormEps                            float64
 	// EosTokenID picks the pooled position: the first position holding
-	// it, or, when it is 2 (configs older than transformers 4.31), the
-	// position of the largest id, as transformers does.
+	// it, or, when it is 2 in a clip config (configs older than
+	// transformers 4.31), the position of the largest id, as transformers
+	// does. A metaclip_2 config always pools at the first EOS (its XLM-V
+	// EOS is 2).
 	EosTokenID int
 }
 
@@ -263,8 +265,8 @@ func checkAct(tower, act string) error {
 }
 
 func (c CLIPConfig) check() error {
-	if c.ModelType != "clip" {
-		return fmt.Errorf("model_type %q: only clip graphs are built", c.ModelType)
+	if c.ModelType != "clip" && c.ModelType != "metaclip_2" {
+		return fmt.Errorf("model_type %q: only clip and metaclip_2 graphs are built", c.ModelType)
 	}
 	var errs []error
 	if c.ProjectionDim <= 0 {
@@ -371,7 +373,7 @@ func (b *builder) textGraph(c CLIPConfig) {
 	h := b.layerNorm(x, "text_model.final_layer_norm", d, t.LayerNormEps, "last_hidden_state")
 
 	var key string
-	if t.EosTokenID == 2 {
+	if t.EosTokenID == 2 && c.ModelType == "clip" {
 		key = g.op("Cast", "", "input_ids")
 	} else {
 		eq := g.op("Equal", "", "input_ids", g.constInts("eos_token_id", nil, int64(t.EosTokenID)))

@@ -38,6 +38,9 @@ type VisionConfig struct {
 	PatchSize                    int
 	HiddenAct                    string
 	LayerNormEps                 float64
+	// NumPatches is SigLIP 2 NaFlex's num_patches: the rows of its
+	// position table, a square grid (ImageSize is not used then).
+	NumPatches int
 }
 
 // QKV forms of self-attention.
@@ -294,7 +297,11 @@ func checkTowers(t TextConfig, v VisionConfig) []error {
 	pos("vision_config.num_hidden_layers", v.Layers)
 	pos("vision_config.num_attention_heads", v.Heads)
 	pos("vision_config.num_channels", v.Channels)
-	pos("vision_config.image_size", v.ImageSize)
+	if v.NumPatches == 0 {
+		pos("vision_config.image_size", v.ImageSize)
+	} else {
+		pos("vision_config.num_patches", v.NumPatches)
+	}
 	pos("vision_config.patch_size", v.PatchSize)
 	if len(errs) > 0 {
 		return errs
@@ -307,7 +314,7 @@ func checkTowers(t TextConfig, v VisionConfig) []error {
 	}
 	// A remainder smaller than a patch is dropped, as transformers'
 	// convolution (no padding) drops it: (image_size // patch_size)² patches.
-	if v.ImageSize < v.PatchSize {
+	if v.NumPatches == 0 && v.ImageSize < v.PatchSize {
 		errs = append(errs, fmt.Errorf("vision_config.image_size %d is smaller than patch_size %d", v.ImageSize, v.PatchSize))
 	}
 	if err := checkAct("text_config", t.HiddenAct); err != nil {
@@ -348,7 +355,7 @@ func (b *builder) textGraph(c CLIPConfig) {
 
 	// The scores' bias [B, 1, T, T]: the lowest float32 where a query may
 	// not look (a later position, or a padded one), as transformers masks.
-	lowest := float32(-math.MaxFloat32)
+	lowest := lowestFloat32
 	m := int64(t.MaxPositions)
 	causal := make([]float32, m*m)
 	for i := int64(0); i < m; i++ {
@@ -520,3 +527,7 @@ func assemble(ck *Checkpoint, opts Options, textTower, visionTower func(*builder
 	}
 	return text, vision, nil
 }
+
+// lowestFloat32 is what masked attention scores get added: the lowest
+// float32, as transformers' masks hold torch.finfo(float32).min.
+const lowestFloat32 = float32(-math.MaxFloat32)

@@ -82,6 +82,7 @@ func readSiglipConfig(t testing.TB, path string) SiglipConfig {
 		ProjectionSize int     `json:"projection_size"`
 		Channels       int     `json:"num_channels"`
 		Image          int     `json:"image_size"`
+		NumPatches     int     `json:"num_patches"`
 		Patch          int     `json:"patch_size"`
 		Act            string  `json:"hidden_act"`
 		Eps            float64 `json:"layer_norm_eps"`
@@ -101,7 +102,8 @@ func readSiglipConfig(t testing.TB, path string) SiglipConfig {
 		Text: TextConfig{VocabSize: tc.VocabSize, HiddenSize: tc.Hidden, IntermediateSize: tc.Inter, Layers: tc.Layers,
 			Heads: tc.Heads, MaxPositions: tc.MaxPos, HiddenAct: tc.Act, LayerNormEps: tc.Eps},
 		Vision: VisionConfig{HiddenSize: vc.Hidden, IntermediateSize: vc.Inter, Layers: vc.Layers, Heads: vc.Heads,
-			Channels: vc.Channels, ImageSize: vc.Image, PatchSize: vc.Patch, HiddenAct: vc.Act, LayerNormEps: vc.Eps}}
+			Channels: vc.Channels, ImageSize: vc.Image, PatchSize: vc.Patch, HiddenAct: vc.Act, LayerNormEps: vc.Eps,
+			NumPatches: vc.NumPatches}}
 }
 
 func readNPY(t testing.TB, name string) tensorio.Tensor {

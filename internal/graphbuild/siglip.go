@@ -9,9 +9,10 @@ import (
 // SiglipConfig is what the SigLIP graphs are built from: a Hugging Face
 // SiglipConfig's fields (models.Config translates a config.json). SigLIP 2
 // at a fixed resolution has the same towers and config; its NaFlex form
-// (model_type siglip2) is not built.
+// (model_type siglip2, Vision.NumPatches set) has SigLIP's text tower and
+// a vision tower over patch sequences (see BuildSiglip).
 type SiglipConfig struct {
-	ModelType string // "siglip"
+	ModelType string // "siglip", or "siglip2" (NaFlex)
 	// Text is the text tower's sizes; EosTokenID is not used (the pooled
 	// position is the last one).
 	Text TextConfig
@@ -31,15 +32,20 @@ func (c SiglipConfig) projectionSize() int {
 }
 
 func (c SiglipConfig) check() error {
+	var errs []error
 	switch c.ModelType {
 	case "siglip":
+		if c.Vision.NumPatches != 0 {
+			errs = append(errs, fmt.Errorf("vision_config.num_patches %d in a siglip config: NaFlex is model_type \"siglip2\"", c.Vision.NumPatches))
+		}
 	case "siglip2":
-		return fmt.Errorf("model_type %q is SigLIP 2 with NaFlex (variable resolution and aspect ratio), whose graphs are not built; "+
-			"SigLIP 2 at a fixed resolution (model_type \"siglip\") is", c.ModelType)
+		n := c.Vision.NumPatches
+		if side := int(math.Sqrt(float64(n))); n <= 0 || side*side != n {
+			errs = append(errs, fmt.Errorf("vision_config.num_patches is %d, expected a square number (the position grid)", n))
+		}
 	default:
-		return fmt.Errorf("model_type %q: only siglip graphs are built here", c.ModelType)
+		return fmt.Errorf("model_type %q: only siglip and siglip2 graphs are built here", c.ModelType)
 	}
-	var errs []error
 	if c.ProjectionSize < 0 {
 		errs = append(errs, fmt.Errorf("text_config.projection_size is %d, expected a positive number", c.ProjectionSize))
 	}
@@ -60,6 +66,21 @@ func (c SiglipConfig) check() error {
 //	                   pooler_output [batch_size, d_v] (the attention-pooling head's),
 //	                   readout_input [batch_size, (S/p)², d_v] (the last encoder layer's input,
 //	                   which dense readouts recompute from; not in the exports)
+//
+// SigLIP 2 NaFlex (model_type siglip2) has the same text graph and this
+// vision graph, over each image's patches as Siglip2ImageProcessor lays
+// them out (M = its max_num_patches, p the patch):
+//
+//	vision_model.onnx  pixel_values float32 [batch_size, M, C·p²] (row-major patches, channel-last, zero padding rows),
+//	                   pixel_attention_mask int64 [batch_size, M] (1 for the image's patches),
+//	                   position_embeddings float32 [batch_size, M, d_v] (the position table resized
+//	                   to the image's grid and padded, as Siglip2VisionEmbeddings computes it:
+//	                   the caller's, in Go) →
+//	                   last_hidden_state [batch_size, M, d_v] (after post_layernorm; padding rows included),
+//	                   pooler_output [batch_size, d_v], readout_input [batch_size, M, d_v]
+//
+// where the encoder's and the pooling head's attention see only the
+// image's patches (the lowest float32 added to the scores of padding keys).
 //
 // Nothing is written when the config or the checkpoint is found wrong; a
 // graph is written whole or not at all.
@@ -91,7 +112,11 @@ func planSiglip(ck *Checkpoint, c SiglipConfig, opts Options) (text, vision *gra
 	if err := c.check(); err != nil {
 		return nil, nil, fmt.Errorf("graphbuild: config: %w", err)
 	}
-	return assemble(ck, opts, func(b *builder) { b.siglipText(c) }, func(b *builder) { b.siglipVision(c) })
+	tower := func(b *builder) { b.siglipVision(c) }
+	if c.ModelType == "siglip2" {
+		tower = func(b *builder) { b.naflexVision(c) }
+	}
+	return assemble(ck, opts, func(b *builder) { b.siglipText(c) }, tower)
 }
 
 // siglipText assembles SiglipTextTransformer: token and position
@@ -152,9 +177,16 @@ func (b *builder) siglipVision(c SiglipConfig) {
 		x = b.encoderLayer(x, fmt.Sprintf("vision_model.encoder.layers.%d.", i), d, inter, heads, v.HiddenAct, v.LayerNormEps, "", "")
 	}
 	x = b.layerNorm(x, "vision_model.post_layernorm", d, v.LayerNormEps, "last_hidden_state")
+	b.poolingHead(x, v, "")
+}
 
-	// The pooling head. The query is the probe's projection [1, 1, d] (a
-	// constant ONNX Runtime folds), repeated over the batch.
+// poolingHead adds SiglipMultiheadAttentionPoolingHead over x [B, P, d]
+// (after post_layernorm) as pooler_output [B, d]; bias, if not "", is added
+// to the probe's scores [B, 1, 1, P]. The query is the probe's projection
+// [1, 1, d] (a constant ONNX Runtime folds), repeated over the batch.
+func (b *builder) poolingHead(x string, v VisionConfig, bias string) {
+	g := b.g
+	d, inter, heads := int64(v.HiddenSize), int64(v.IntermediateSize), int64(v.Heads)
 	const hp = "vision_model.head."
 	const inW, inB = hp + "attention.in_proj_weight", hp + "attention.in_proj_bias"
 	b.need(inW, 3*d, d)
@@ -166,7 +198,11 @@ func (b *builder) siglipVision(c SiglipConfig) {
 	q = g.op("Expand", "", q, qs)
 	k := g.op("MatMul", "", x, b.rowsT(inW, "k", d, d, d))
 	val := g.op("MatMul", "", x, b.rowsT(inW, "v", 2*d, d, d))
-	attn := g.op("MultiHeadAttention", "", q, k, val, b.w(inB, 3*d))
+	ins := []string{q, k, val, b.w(inB, 3*d)}
+	if bias != "" {
+		ins = append(ins, "", bias)
+	}
+	attn := g.op("MultiHeadAttention", "", ins...)
 	g.last().with(intAttr("num_heads", heads), floatAttr("scale", float32(1/math.Sqrt(float64(d/heads))))).domain = msDomain
 	h := b.linear(attn, hp+"attention.out_proj", d, d)
 	f := b.layerNorm(h, hp+"layernorm", d, v.LayerNormEps, "")

@@ -112,8 +112,8 @@ func ioOf(t testing.TB, path string) string {
 }
 
 // TestSiglipBadInputs: SigLIP configs that disagree with tinysiglip's
-// checkpoint, NaFlex and other model types are errors that say what is
-// wrong, and nothing is written.
+// checkpoint, NaFlex configs without a square position grid and other
+// model types are errors that say what is wrong, and nothing is written.
 func TestSiglipBadInputs(t *testing.T) {
 	good := readSiglipConfig(t, filepath.Join(tinySiglipDir, "config.json"))
 	cases := []struct {
@@ -130,8 +130,10 @@ func TestSiglipBadInputs(t *testing.T) {
 		{"vision MLP", func(c *SiglipConfig) { c.Vision.IntermediateSize = 48 },
 			[]string{"tensor vision_model.encoder.layers.0.mlp.fc1.weight has shape [64 24], the config gives [48 24]",
 				"tensor vision_model.head.mlp.fc1.weight has shape [64 24], the config gives [48 24]"}},
-		{"NaFlex", func(c *SiglipConfig) { c.ModelType = "siglip2" }, []string{`model_type "siglip2" is SigLIP 2 with NaFlex`}},
-		{"CLIP", func(c *SiglipConfig) { c.ModelType = "clip" }, []string{`model_type "clip": only siglip graphs`}},
+		{"NaFlex without num_patches", func(c *SiglipConfig) { c.ModelType = "siglip2" }, []string{`vision_config.num_patches is 0, expected a square number`}},
+		{"NaFlex, not square", func(c *SiglipConfig) { c.ModelType, c.Vision.NumPatches = "siglip2", 15 }, []string{`vision_config.num_patches is 15, expected a square number`}},
+		{"num_patches in a siglip config", func(c *SiglipConfig) { c.Vision.NumPatches = 16 }, []string{`vision_config.num_patches 16 in a siglip config`}},
+		{"CLIP", func(c *SiglipConfig) { c.ModelType = "clip" }, []string{`model_type "clip": only siglip and siglip2 graphs`}},
 		{"activation", func(c *SiglipConfig) { c.Text.HiddenAct = "silu" }, []string{`text_config.hidden_act "silu"`}},
 	}
 	ck, err := OpenCheckpoint(tinySiglipDir)

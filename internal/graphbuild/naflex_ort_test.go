@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conditionhq/condition/internal/aaresize"
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 )
@@ -15,7 +16,8 @@ var tinyNaFlexDir = filepath.Join("..", "..", "testdata", "tinynaflex")
 // 2 NaFlex) from its model.safetensors in every q, k, v form, runs them in
 // ONNX Runtime on the golden inputs (five images whose patch grids are the
 // position grid's own, wider, smaller, the whole budget and one column,
-// each padded to 24 patches) with torch's resized positions, and compares
+// each padded to 24 patches) with the positions resized in Go
+// (internal/aaresize, equal to torch's bit for bit), and compares
 // each output with torch's (golden/*.npy, from generate.py over
 // scripts/pysiglip/naflex.py): within 1e-5 of its largest magnitude, the
 // padding rows of last_hidden_state included. The pooled output depends on
@@ -32,8 +34,28 @@ func TestBuildTinyNaFlexMatchesTorch(t *testing.T) {
 	}
 	defer ck.Close()
 	npy := func(name string) tensorio.Tensor { return readNPYIn(t, tinyNaFlexDir, name) }
+
+	// The positions as the engine computes them, from the checkpoint's
+	// table: torch's, bit for bit.
+	table, err := ck.Float32("vision_model.embeddings.position_embedding.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes, _ := npy("vision_spatial_shapes").Int64()
+	pos := make([]float32, 5*24*24)
+	for i := 0; i < 5; i++ {
+		if err := aaresize.PositionEmbeddings(pos[i*24*24:(i+1)*24*24], table, 4, 24, int(shapes[2*i]), int(shapes[2*i+1]), 24); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range floats(t, npy("vision_position_embeddings")) {
+		if pos[i] != want {
+			t.Fatalf("position_embeddings[%d] = %g, torch %g", i, pos[i], want)
+		}
+	}
+
 	visionIns := []string{"pixel_values", "pixel_attention_mask", "position_embeddings"}
-	vin := []tensorio.Tensor{npy("vision_pixel_values"), npy("vision_pixel_attention_mask"), npy("vision_position_embeddings")}
+	vin := []tensorio.Tensor{npy("vision_pixel_values"), npy("vision_pixel_attention_mask"), tensorio.F32([]int{5, 24, 24}, pos)}
 	cases := []struct {
 		graph  string
 		ins    []string

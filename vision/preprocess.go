@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -33,8 +35,11 @@ type Size struct {
 }
 
 // Preprocessor turns an image into CLIP's pixel_values as Hugging Face's
-// CLIPImageProcessor does. Build it with ParsePreprocessorConfig,
-// LoadPreprocessor or DefaultPreprocessor; its fields mirror
+// CLIPImageProcessor does (SiglipImageProcessor is the same steps without
+// the crop), or, when NaFlex is set, into SigLIP 2's patches as
+// Siglip2ImageProcessor does (ApplyNaFlexInto). Build it with
+// ParsePreprocessorConfig, LoadPreprocessor, DefaultPreprocessor,
+// SiglipPreprocessor or NaFlexPreprocessor; its fields mirror
 // preprocessor_config.json. A Preprocessor is read-only once built and safe
 // for concurrent use.
 type Preprocessor struct {
@@ -49,6 +54,8 @@ type Preprocessor struct {
 	DoNormalize   bool       `json:"do_normalize"`
 	Mean          [3]float32 `json:"image_mean"`
 	Std           [3]float32 `json:"image_std"`
+	// NaFlex is nil but for SigLIP 2's NaFlex processor.
+	NaFlex *NaFlex `json:"naflex,omitempty"`
 }
 
 // OpenAI CLIP's normalisation (transformers' OPENAI_CLIP_MEAN, _STD).
@@ -118,7 +125,11 @@ func LoadPreprocessorFile(path string) (*Preprocessor, error) {
 // ParsePreprocessorConfig parses a preprocessor_config.json: the legacy
 // form ("size": 224, "crop_size": 224) and the dict forms ({"shortest_edge":
 // 224}, {"height": 224, "width": 224}) alike. Missing or null keys take
-// CLIPImageProcessor's defaults; keys it does not use are ignored.
+// the processor's defaults (CLIPImageProcessor's unless image_processor_type
+// names another); keys it does not use are ignored. The processors read are
+// CLIPImageProcessor, SiglipImageProcessor and Siglip2ImageProcessor (NaFlex)
+// and their Fast variants; any other image_processor_type is an error that
+// names it.
 func ParsePreprocessorConfig(b []byte) (*Preprocessor, error) {
 	p, err := parseConfig(b)
 	if err != nil {
@@ -132,18 +143,6 @@ func parseConfig(b []byte) (*Preprocessor, error) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
-	p := DefaultPreprocessor()
-	var kind string
-	if v, ok := raw["image_processor_type"]; ok {
-		_ = json.Unmarshal(v, &kind)
-	}
-	switch kind {
-	case "SiglipImageProcessor", "SiglipImageProcessorFast":
-		p = SiglipPreprocessor()
-	case "Siglip2ImageProcessor", "Siglip2ImageProcessorFast":
-		return nil, fmt.Errorf("image_processor_type %q is SigLIP 2's NaFlex processor (patches at the image's own aspect ratio), which is not supported yet; "+
-			"fixed-resolution checkpoints use SiglipImageProcessor", kind)
-	}
 	get := func(key string) (json.RawMessage, bool) {
 		v, ok := raw[key]
 		if !ok || string(bytes.TrimSpace(v)) == "null" {
@@ -151,14 +150,23 @@ func parseConfig(b []byte) (*Preprocessor, error) {
 		}
 		return v, true
 	}
-	for key, dst := range map[string]*bool{
-		"do_convert_rgb": &p.DoConvertRGB, "do_resize": &p.DoResize, "do_center_crop": &p.DoCenterCrop,
-		"do_rescale": &p.DoRescale, "do_normalize": &p.DoNormalize,
-	} {
-		if v, ok := get(key); ok {
-			if err := json.Unmarshal(v, dst); err != nil {
-				return nil, fmt.Errorf("%s: want true or false, got %s", key, v)
-			}
+	kind, err := processorType(get)
+	if err != nil {
+		return nil, err
+	}
+	p := DefaultPreprocessor()
+	switch kind {
+	case "SiglipImageProcessor", "SiglipImageProcessorFast":
+		p = SiglipPreprocessor()
+	case "Siglip2ImageProcessor", "Siglip2ImageProcessorFast":
+		return parseNaFlex(get)
+	}
+	if err := parseCommon(p, get); err != nil {
+		return nil, err
+	}
+	if v, ok := get("do_center_crop"); ok {
+		if err := json.Unmarshal(v, &p.DoCenterCrop); err != nil {
+			return nil, fmt.Errorf("do_center_crop: want true or false, got %s", v)
 		}
 	}
 	if v, ok := get("size"); ok {
@@ -175,24 +183,108 @@ func parseConfig(b []byte) (*Preprocessor, error) {
 		}
 		p.CropSize = s
 	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// parseCommon reads the keys every processor here has: the do_* switches
+// (but do_center_crop), resample, rescale_factor, image_mean, image_std.
+func parseCommon(p *Preprocessor, get func(string) (json.RawMessage, bool)) error {
+	for key, dst := range map[string]*bool{
+		"do_convert_rgb": &p.DoConvertRGB, "do_resize": &p.DoResize,
+		"do_rescale": &p.DoRescale, "do_normalize": &p.DoNormalize,
+	} {
+		if v, ok := get(key); ok {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return fmt.Errorf("%s: want true or false, got %s", key, v)
+			}
+		}
+	}
 	if v, ok := get("resample"); ok {
 		n, err := parseInt(v)
 		if err != nil {
-			return nil, fmt.Errorf("resample: %w", err)
+			return fmt.Errorf("resample: %w", err)
 		}
 		p.Resample = Resample(n)
 	}
 	if v, ok := get("rescale_factor"); ok {
 		if err := json.Unmarshal(v, &p.RescaleFactor); err != nil {
-			return nil, fmt.Errorf("rescale_factor: want a number, got %s", v)
+			return fmt.Errorf("rescale_factor: want a number, got %s", v)
 		}
 	}
 	for key, dst := range map[string]*[3]float32{"image_mean": &p.Mean, "image_std": &p.Std} {
 		if v, ok := get(key); ok {
 			if err := parseTriple(key, v, dst); err != nil {
-				return nil, err
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// processorTypes are the image_processor_type values ParsePreprocessorConfig
+// reads (a legacy feature_extractor_type "XFeatureExtractor" counts as
+// "XImageProcessor", as in transformers). The Fast variants are read as
+// their Pillow counterparts, whose arithmetic this package reproduces.
+var processorTypes = []string{
+	"CLIPImageProcessor", "CLIPImageProcessorFast",
+	"SiglipImageProcessor", "SiglipImageProcessorFast",
+	"Siglip2ImageProcessor", "Siglip2ImageProcessorFast",
+}
+
+// processorType returns the config's image_processor_type (else its
+// feature_extractor_type with FeatureExtractor read as ImageProcessor, as
+// transformers' AutoImageProcessor does), "" when it has neither, or an
+// error naming a type that processorTypes does not list.
+func processorType(get func(string) (json.RawMessage, bool)) (string, error) {
+	key := "image_processor_type"
+	v, ok := get(key)
+	if !ok {
+		key = "feature_extractor_type"
+		if v, ok = get(key); !ok {
+			return "", nil
+		}
+	}
+	var name string
+	if err := json.Unmarshal(v, &name); err != nil {
+		return "", fmt.Errorf("%s: want a string, got %s", key, v)
+	}
+	kind := name
+	if key == "feature_extractor_type" {
+		kind = strings.Replace(name, "FeatureExtractor", "ImageProcessor", 1)
+	}
+	if slices.Contains(processorTypes, kind) {
+		return kind, nil
+	}
+	return "", fmt.Errorf("%s %q is not an image processor this program implements (want one of %s)", key, name, strings.Join(processorTypes, ", "))
+}
+
+// parseNaFlex reads a Siglip2ImageProcessor config over NaFlexPreprocessor's
+// defaults. Keys of the other processors (size, crop_size,
+// do_center_crop) are not Siglip2ImageProcessor's and are ignored.
+func parseNaFlex(get func(string) (json.RawMessage, bool)) (*Preprocessor, error) {
+	p := NaFlexPreprocessor()
+	if err := parseCommon(p, get); err != nil {
+		return nil, err
+	}
+	nf := p.NaFlex
+	if v, ok := get("patch_size"); ok {
+		n, err := parseInt(v)
+		if err != nil {
+			return nil, fmt.Errorf("patch_size: %w", err)
+		}
+		nf.PatchSize = n
+	}
+	if v, ok := get("max_num_patches"); ok {
+		n, err := parseInt(v)
+		if err != nil {
+			return nil, fmt.Errorf("max_num_patches: %w", err)
+		}
+		nf.MaxNumPatches = n
+	} else {
+		nf.MaxNumPatchesDefaulted = true
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -298,10 +390,20 @@ func parseTriple(key string, v json.RawMessage, dst *[3]float32) error {
 }
 
 // Validate checks that p is usable: sizes positive and at most 16384,
-// a supported filter, non-zero std.
+// a supported filter, non-zero std; for NaFlex, a positive patch size and
+// budget.
 func (p *Preprocessor) Validate() error {
 	okSide := func(n int) bool { return n > 0 && n <= maxSide }
-	if p.DoResize {
+	if p.NaFlex != nil {
+		if err := p.NaFlex.validate(); err != nil {
+			return err
+		}
+		if p.DoResize {
+			if _, ok := p.Resample.filter(); !ok {
+				return fmt.Errorf("resample %d (%v) is not supported; want 1 (lanczos), 2 (bilinear), 3 (bicubic), 4 (box) or 5 (hamming)", int(p.Resample), p.Resample)
+			}
+		}
+	} else if p.DoResize {
 		s := p.Size
 		if s.ShortestEdge != 0 {
 			if !okSide(s.ShortestEdge) {
@@ -314,7 +416,7 @@ func (p *Preprocessor) Validate() error {
 			return fmt.Errorf("resample %d (%v) is not supported; want 1 (lanczos), 2 (bilinear), 3 (bicubic), 4 (box) or 5 (hamming)", int(p.Resample), p.Resample)
 		}
 	}
-	if p.DoCenterCrop && (!okSide(p.CropSize.Height) || !okSide(p.CropSize.Width)) {
+	if p.NaFlex == nil && p.DoCenterCrop && (!okSide(p.CropSize.Height) || !okSide(p.CropSize.Width)) {
 		return fmt.Errorf("crop_size must have height and width in 1..%d (got %+v)", maxSide, p.CropSize)
 	}
 	if p.DoRescale && (math.IsNaN(p.RescaleFactor) || math.IsInf(p.RescaleFactor, 0)) {
@@ -391,6 +493,9 @@ func (p *Preprocessor) Apply(img image.Image) (pixels []float32, h, w int, err e
 // are treated as channels-last (transformers' own channel inference
 // misreads them as channels-first unless input_data_format is given).
 func (p *Preprocessor) ApplyInto(dst []float32, img image.Image) (h, w int, err error) {
+	if p.NaFlex != nil {
+		return 0, 0, errors.New("vision: preprocess: SigLIP 2's NaFlex processor makes patches, not a [3, H, W] tensor: use ApplyNaFlexInto")
+	}
 	if img == nil {
 		return 0, 0, errors.New("vision: preprocess: nil image")
 	}

@@ -1,6 +1,8 @@
 // Package vision decodes images, puts them upright, and turns them into the
 // pixel_values tensor [3, H, W] that CLIP's vision encoder takes, exactly as
-// Hugging Face's CLIPImageProcessor (with Pillow) does, in pure Go.
+// Hugging Face's CLIPImageProcessor (with Pillow) does, in pure Go; or, for
+// SigLIP 2's NaFlex checkpoints, into the patches [max_num_patches, 3·P²],
+// pixel_attention_mask and spatial_shapes that Siglip2ImageProcessor makes.
 //
 // Decoding covers JPEG (baseline, progressive, gray, CMYK), PNG (1 to 16
 // bits, gray, gray+alpha, RGB, RGBA, paletted), GIF (first frame), BMP, TIFF
@@ -13,6 +15,11 @@
 // Image.convert("RGB") does, resize the shortest edge (or to a height and
 // width) with Pillow's two-pass fixed-point resampler, centre-crop (padding
 // with zeros when the crop is larger), rescale, normalise, channels first.
+// NaFlex (a preprocessor_config.json of Siglip2ImageProcessor) scales both
+// sides by the largest factor that transformers' binary search finds whose
+// sides, rounded up to multiples of the patch, fit the patch budget
+// (NaFlexSize), resizes with the same resampler, then cuts the image into
+// patches (ApplyNaFlexInto).
 // On lossless inputs the result is bit-identical to Pillow 9.4 + transformers.
 // JPEGs are too where libjpeg-turbo decodes them, as in Pillow: its
 // TurboJPEG library (libturbojpeg.so.0: Debian's package libturbojpeg0,

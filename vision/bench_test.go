@@ -65,6 +65,30 @@ func BenchmarkPreprocess(b *testing.B) {
 	}
 }
 
+// BenchmarkPreprocessNaFlex is one 640×480 image to SigLIP 2's NaFlex
+// patches at the defaults (bilinear 640×480 → 288×224, 14×18 of 256
+// patches of 16×16), from an already decoded image, with each kernel set.
+func BenchmarkPreprocessNaFlex(b *testing.B) {
+	ycc, err := jpeg.Decode(bytes.NewReader(benchJPEG(b)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := NaFlexPreprocessor()
+	n := p.NaFlex.MaxNumPatches
+	pv, mask, ss := make([]float32, n*p.NaFlex.PatchDim()), make([]int32, n), make([]int64, 2)
+	for _, bc := range []struct {
+		name string
+		img  image.Image
+	}{{"ycbcr420", ycc}, {"rgba", testImage(640, 480)}} {
+		for _, impl := range impls() {
+			b.Run(bc.name+"-"+impl, func(b *testing.B) {
+				defer rgbx.SetImpl(rgbx.SetImpl(impl))
+				benchImages(b, func() error { _, err := p.ApplyNaFlexInto(pv, mask, ss, bc.img); return err })
+			})
+		}
+	}
+}
+
 // BenchmarkDecodePreprocess adds decoding the 640×480 JPEG.
 func BenchmarkDecodePreprocess(b *testing.B) {
 	data := benchJPEG(b)

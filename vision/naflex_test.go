@@ -328,7 +328,7 @@ func TestProcessorTypes(t *testing.T) {
 		}
 	}
 	for _, cfg := range []string{`{"feature_extractor_type": "CLIPFeatureExtractor"}`, `{"feature_extractor_type": "SiglipFeatureExtractor"}`,
-		`{"image_processor_type": "CLIPImageProcessor", "feature_extractor_type": "SomethingElse"}`, `{"image_processor_type": null}`} {
+		`{"image_processor_type": "CLIPImageProcessor", "feature_extractor_type": "SomethingElse"}`, `{"image_processor_type": null}`, `{"image_processor_type": ""}`} {
 		if _, err := ParsePreprocessorConfig([]byte(cfg)); err != nil {
 			t.Errorf("%s: %v", cfg, err)
 		}

@@ -236,8 +236,8 @@ var processorTypes = []string{
 
 // processorType returns the config's image_processor_type (else its
 // feature_extractor_type with FeatureExtractor read as ImageProcessor, as
-// transformers' AutoImageProcessor does), "" when it has neither, or an
-// error naming a type that processorTypes does not list.
+// transformers' AutoImageProcessor does), "" when it has neither (or an
+// empty one), or an error naming a type that processorTypes does not list.
 func processorType(get func(string) (json.RawMessage, bool)) (string, error) {
 	key := "image_processor_type"
 	v, ok := get(key)
@@ -252,6 +252,9 @@ func processorType(get func(string) (json.RawMessage, bool)) (string, error) {
 		return "", fmt.Errorf("%s: want a string, got %s", key, v)
 	}
 	kind := name
+	if kind == "" {
+		return "", nil
+	}
 	if key == "feature_extractor_type" {
 		kind = strings.Replace(name, "FeatureExtractor", "ImageProcessor", 1)
 	}

@@ -135,7 +135,8 @@ func graphTextConfig(t TextConfig) graphbuild.TextConfig {
 func graphVisionConfig(v VisionConfig) graphbuild.VisionConfig {
 	return graphbuild.VisionConfig{HiddenSize: v.HiddenSize, IntermediateSize: v.IntermediateSize,
 		Layers: v.NumHiddenLayers, Heads: v.NumAttentionHeads, Channels: v.NumChannels,
-		ImageSize: v.ImageSize, PatchSize: v.PatchSize, HiddenAct: v.HiddenAct, LayerNormEps: v.LayerNormEps}
+		ImageSize: v.ImageSize, PatchSize: v.PatchSize, HiddenAct: v.HiddenAct, LayerNormEps: v.LayerNormEps,
+		NumPatches: v.NumPatches}
 }
 
 // graphBuilder returns the family's check and build functions.
@@ -668,13 +669,26 @@ func checkBuilt(ctx context.Context, path, name string, c Config, f Family, thre
 		want = [][]int{{2, t, tc.HiddenSize}, {2, c.ProjectionDim}}
 	case VisionModelFile:
 		v := c.VisionConfig
-		s := v.ImageSize
-		px := make([]float32, 2*v.NumChannels*s*s)
-		x := uint32(1)
-		for i := range px {
-			x = x*1664525 + 1013904223
-			px[i] = float32(x>>8)/float32(1<<24)*4 - 2
+		if c.NaFlex() {
+			// Two images of 8 patches, the second padded after 5; random
+			// pixels and positions.
+			const m = 8
+			per := v.NumChannels * v.PatchSize * v.PatchSize
+			px, pos := probeFloats(2*m*per), probeFloats(2*m*v.HiddenSize)
+			mask := make([]int64, 2*m)
+			for i := range mask {
+				if i < m+5 {
+					mask[i] = 1
+				}
+			}
+			ins = []string{"pixel_values", "pixel_attention_mask", "position_embeddings"}
+			in = []tensorio.Tensor{tensorio.F32([]int{2, m, per}, px), tensorio.I64([]int{2, m}, mask), tensorio.F32([]int{2, m, v.HiddenSize}, pos)}
+			outs = []string{"last_hidden_state", "pooler_output"}
+			want = [][]int{{2, m, v.HiddenSize}, {2, v.HiddenSize}}
+			break
 		}
+		s := v.ImageSize
+		px := probeFloats(2 * v.NumChannels * s * s)
 		g, _ := v.GridSize()
 		ins = []string{"pixel_values"}
 		in = []tensorio.Tensor{tensorio.F32([]int{2, v.NumChannels, s, s}, px)}
@@ -714,4 +728,16 @@ func checkBuilt(ctx context.Context, path, name string, c Config, f Family, thre
 		desc += fmt.Sprintf(" %s %v finite", outs[i], r.Shape)
 	}
 	return desc, nil
+}
+
+// probeFloats returns n values in [-2, 2) from a fixed linear congruential
+// sequence: the probes' pixels.
+func probeFloats(n int) []float32 {
+	v := make([]float32, n)
+	x := uint32(1)
+	for i := range v {
+		x = x*1664525 + 1013904223
+		v[i] = float32(x>>8)/float32(1<<24)*4 - 2
+	}
+	return v
 }

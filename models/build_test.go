@@ -338,8 +338,9 @@ func TestBuildSiglipBadCheckpoint(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "config.json"))
 	os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.Replace(string(b), `"model_type": "siglip"`, `"model_type": "siglip2"`, 1)), 0o644)
 	_, err := models.Open(dir, models.Options{DerivedCache: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), "NaFlex") || !errors.Is(err, models.ErrUnsupportedFamily) {
-		t.Errorf("NaFlex config: error %v", err)
+	// SigLIP 2 NaFlex with SigLIP's tokenizer: refused, naming both.
+	if err == nil || !strings.Contains(err.Error(), `model_type "siglip2"`) || !strings.Contains(err.Error(), `tokenizer_class is "SiglipTokenizer"`) {
+		t.Errorf("NaFlex config with a SigLIP tokenizer: error %v", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package models
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // Config is a Hugging Face CLIPConfig or SiglipConfig (config.json). Fields
@@ -51,7 +52,16 @@ type VisionConfig struct {
 	PatchSize         int     `json:"patch_size"`
 	HiddenAct         string  `json:"hidden_act"`
 	LayerNormEps      float64 `json:"layer_norm_eps"`
+	// NumPatches is SigLIP 2 NaFlex's num_patches (0 otherwise): the rows
+	// of its position table, a square grid that is resized to each image's
+	// own; ImageSize is 0 then.
+	NumPatches int `json:"num_patches"`
 }
+
+// NaFlex reports whether the config is SigLIP 2 NaFlex's (model_type
+// siglip2): images are cut into patches on their own grids, within the
+// preprocessor's max_num_patches, rather than resized to a square.
+func (c Config) NaFlex() bool { return c.ModelType == "siglip2" }
 
 // DefaultConfig returns Hugging Face's CLIPConfig defaults.
 func DefaultConfig() Config {
@@ -114,7 +124,12 @@ func ParseConfig(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	c := DefaultConfig()
-	if family == SigLIP {
+	switch {
+	case head.ModelType == "siglip2":
+		// Siglip2VisionConfig: num_patches (256) instead of image_size.
+		c = DefaultSiglipConfig()
+		c.VisionConfig.ImageSize, c.VisionConfig.NumPatches = 0, 256
+	case family == SigLIP:
 		c = DefaultSiglipConfig()
 	}
 	var raw struct {
@@ -140,7 +155,7 @@ func ParseConfig(b []byte) (Config, error) {
 		}
 	}
 	c.Family = family
-	if family == SigLIP {
+	if family == SigLIP || family == SigLIP2 {
 		// The joint space is the pooling head's output, of the vision
 		// tower's width; the text head must give the same.
 		c.ProjectionDim = c.VisionConfig.HiddenSize
@@ -170,14 +185,31 @@ func (c Config) validate() error {
 		{"text_config.vocab_size", c.TextConfig.VocabSize},
 		{"text_config.max_position_embeddings", c.TextConfig.MaxPositionEmbeddings},
 		{"vision_config.hidden_size", c.VisionConfig.HiddenSize},
-		{"vision_config.image_size", c.VisionConfig.ImageSize},
 		{"vision_config.patch_size", c.VisionConfig.PatchSize},
 		{"vision_config.num_channels", c.VisionConfig.NumChannels},
+	}
+	if c.NaFlex() {
+		pos = append(pos, struct {
+			name string
+			v    int
+		}{"vision_config.num_patches", c.VisionConfig.NumPatches})
+	} else {
+		pos = append(pos, struct {
+			name string
+			v    int
+		}{"vision_config.image_size", c.VisionConfig.ImageSize})
 	}
 	for _, p := range pos {
 		if p.v <= 0 {
 			return fmt.Errorf("%s is %d, expected a positive number", p.name, p.v)
 		}
+	}
+	if c.NaFlex() {
+		n := c.VisionConfig.NumPatches
+		if side := int(math.Sqrt(float64(n))); side*side != n {
+			return fmt.Errorf("vision_config.num_patches %d is not a square number (SigLIP 2 NaFlex's position table is a square grid)", n)
+		}
+		return nil
 	}
 	// A remainder smaller than a patch is dropped, as the patch convolution
 	// (stride patch_size, no padding) does: SigLIP So400m has 384 pixels in

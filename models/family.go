@@ -24,8 +24,10 @@ const (
 	// an attention-pooling vision head, logit_scale and logit_bias, sigmoid
 	// scores.
 	SigLIP Family = "siglip"
-	// SigLIP2: SigLIP 2 at a fixed resolution (model_type siglip with a
-	// Gemma tokenizer.json): SigLIP's towers and scores.
+	// SigLIP2: SigLIP 2, at a fixed resolution (model_type siglip with a
+	// Gemma tokenizer.json: SigLIP's towers and scores) or NaFlex
+	// (model_type siglip2: SigLIP's text tower and scores, a vision tower
+	// over each image's own patch grid; Config.NaFlex).
 	SigLIP2 Family = "siglip2"
 	// MetaCLIP2: MetaCLIP 2 (model_type metaclip_2), worldwide multilingual
 	// CLIP in CLIP's weight layout: CLIP's towers and softmax scores, the
@@ -59,12 +61,12 @@ func (f Family) Sigmoid() bool { return f == SigLIP || f == SigLIP2 }
 func (f Family) ClassToken() bool { return f == CLIP || f == MetaCLIP2 }
 
 // ErrUnsupportedFamily is matched (errors.Is) by the error of a config.json
-// whose model_type this program does not run, such as SigLIP 2's NaFlex
-// checkpoints (model_type siglip2).
+// whose model_type this program does not run.
 var ErrUnsupportedFamily = errors.New("model family not supported")
 
 // familyOf maps config.json's model_type to a family (SigLIP 2 at fixed
-// resolution says siglip, as SigLIP does; the tokenizer tells them apart).
+// resolution says siglip, as SigLIP does; the tokenizer tells them apart;
+// SigLIP 2 NaFlex says siglip2).
 func familyOf(modelType string) (Family, error) {
 	switch modelType {
 	case "", "clip", "clip_text_model", "clip_vision_model":
@@ -74,8 +76,7 @@ func familyOf(modelType string) (Family, error) {
 	case "metaclip_2", "metaclip_2_text_model", "metaclip_2_vision_model":
 		return MetaCLIP2, nil
 	case "siglip2", "siglip2_text_model", "siglip2_vision_model":
-		return "", fmt.Errorf("model_type %q is SigLIP 2 with NaFlex (variable resolution and aspect ratio), which is not supported yet; "+
-			"SigLIP 2 at a fixed resolution (model_type \"siglip\", such as google/siglip2-base-patch16-224) is, as are SigLIP and CLIP: %w", modelType, ErrUnsupportedFamily)
+		return SigLIP2, nil
 	}
 	return "", fmt.Errorf("model_type %q: expected a CLIP (\"clip\"), MetaCLIP 2 (\"metaclip_2\") or SigLIP (\"siglip\") config: %w", modelType, ErrUnsupportedFamily)
 }
@@ -111,6 +112,12 @@ func (m *Model) setFamily() error {
 			}
 		default:
 			return disagree("XLMRobertaTokenizer(Fast) (XLM-V) or T5Tokenizer(Fast) (mT5)")
+		}
+	case SigLIP2: // NaFlex (model_type siglip2)
+		switch class {
+		case "", "GemmaTokenizer", "GemmaTokenizerFast", "Siglip2Tokenizer", "Siglip2TokenizerFast":
+		default:
+			return disagree("GemmaTokenizer(Fast) or Siglip2Tokenizer(Fast) (SigLIP 2)")
 		}
 	case SigLIP:
 		switch class {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
 )
 
@@ -59,6 +60,37 @@ func TestMetaCLIP2Family(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("Open: error %v, want one saying %q", err, w)
 			}
+		}
+	}
+}
+
+// TestNaFlexConfig: model_type siglip2 is SigLIP 2 NaFlex: num_patches
+// instead of image_size, SigLIP's scores, graphs built from its
+// model.safetensors on first use (the vision graph's probe run on patch
+// sequences with a mask).
+func TestNaFlexConfig(t *testing.T) {
+	orttest.Load(t)
+	dir := filepath.Join("..", "testdata", "tinynaflex")
+	m, err := models.Open(dir, models.Options{DerivedCache: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Config()
+	if m.Family() != models.SigLIP2 || !c.NaFlex() || c.VisionConfig.NumPatches != 16 || c.VisionConfig.ImageSize != 0 || !m.Family().Sigmoid() {
+		t.Fatalf("family %s, NaFlex %v, vision config %+v", m.Family(), c.NaFlex(), c.VisionConfig)
+	}
+	if !m.Built() || !m.Has(models.VisionModelFile) {
+		t.Errorf("graphs not built on open (built %v)", m.Built())
+	}
+	for _, bad := range []struct{ edit, want string }{
+		{`"num_patches": 15`, "vision_config.num_patches 15 is not a square number"},
+		{`"num_patches": 0`, "vision_config.num_patches is 0, expected a positive number"},
+	} {
+		cfg, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, "config.json"), []byte(strings.Replace(string(cfg), `"num_patches": 16`, bad.edit, 1)), 0o644)
+		if _, err := models.Open(d, models.Options{NoBuild: true}); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: error %v, want one saying %q", bad.edit, err, bad.want)
 		}
 	}
 }

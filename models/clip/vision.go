@@ -87,6 +87,10 @@ type VisionEncoder struct {
 	// 0 for the raw readout).
 	readout     *readoutSession
 	readoutType ort.ElementType
+	// naflexIO says the graph takes SigLIP 2 NaFlex's patch sequences;
+	// naflex is the model's position table (OpenVision reads it).
+	naflexIO bool
+	naflex   *naflexPositions
 }
 
 // VisionEncoding is one image's output.
@@ -138,6 +142,26 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 		if err := CheckReadout(opts.Readout); err != nil {
 			return nil, err
 		}
+	}
+	if c.NaFlex() {
+		if opts.Readout != "" {
+			return nil, fmt.Errorf("clip: readout %s: not available for SigLIP 2 NaFlex's patch sequences yet (its readout is raw)", opts.Readout)
+		}
+		pos, err := readNaFlexPositions(m)
+		if err != nil {
+			return nil, err
+		}
+		e, err := openModelGraph(m, models.VisionModelFile, opts, openVision)
+		if err != nil {
+			return nil, err
+		}
+		if e.naflex = pos; int(e.inShape[2]) != c.VisionConfig.NumChannels*c.VisionConfig.PatchSize*c.VisionConfig.PatchSize {
+			e.Close()
+			return nil, fmt.Errorf("clip: vision: %s takes patches of %d values; config.json's %d channels of %d×%d pixels are %d",
+				e.name, e.inShape[2], c.VisionConfig.NumChannels, c.VisionConfig.PatchSize, c.VisionConfig.PatchSize,
+				c.VisionConfig.NumChannels*c.VisionConfig.PatchSize*c.VisionConfig.PatchSize)
+		}
+		return e, nil
 	}
 	if opts.Readout == "" {
 		return openModelGraph(m, models.VisionModelFile, opts, openVision)
@@ -210,19 +234,29 @@ func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*Visio
 	if in == nil && len(ins) == 1 {
 		in = &ins[0] // one input under another name: it can only be the pixels
 	}
+	if in != nil && len(ins) == 3 && hasInputs(ins, naflexMaskName, naflexPositionsName) {
+		// SigLIP 2 NaFlex: pixel_values [batch, patches, C·p²].
+		if !in.Tensor || in.Type != ort.ElementFloat32 || len(in.Shape) != 3 || in.Shape[2] <= 0 {
+			return nil, fmt.Errorf("clip: vision: %s: input %s is %s%v, expected a float32 tensor [batch, patches, channels·patch²]", name, in.Name, in.TypeName(), in.Shape)
+		}
+		e.input, e.inType, e.inShape = in.Name, in.Type, in.Shape
+		e.naflexIO = true
+	}
 	if in == nil {
 		return nil, fmt.Errorf("clip: vision: %s: the graph has no %s input (inputs: %s)", name, pixelValuesName, ort.ListIO(ins))
 	}
-	if len(ins) != 1 {
-		return nil, fmt.Errorf("clip: vision: %s: the graph has %d inputs (%s); a CLIP vision graph takes %s only", name, len(ins), ort.ListIO(ins), pixelValuesName)
-	}
-	if !in.Tensor || (in.Type != ort.ElementFloat32 && in.Type != ort.ElementFloat16) {
+	switch {
+	case e.naflexIO:
+	case len(ins) != 1:
+		return nil, fmt.Errorf("clip: vision: %s: the graph has %d inputs (%s); a CLIP vision graph takes %s only (SigLIP 2 NaFlex's: %s, %s and %s)",
+			name, len(ins), ort.ListIO(ins), pixelValuesName, pixelValuesName, naflexMaskName, naflexPositionsName)
+	case !in.Tensor || (in.Type != ort.ElementFloat32 && in.Type != ort.ElementFloat16):
 		return nil, fmt.Errorf("clip: vision: %s: input %s is %s, expected a float32 or float16 tensor [batch, 3, height, width]", name, in.Name, in.TypeName())
-	}
-	if len(in.Shape) != 4 {
+	case len(in.Shape) != 4:
 		return nil, fmt.Errorf("clip: vision: %s: input %s has shape %v, expected [batch, 3, height, width]", name, in.Name, in.Shape)
+	default:
+		e.input, e.inType, e.inShape = in.Name, in.Type, in.Shape
 	}
-	e.input, e.inType, e.inShape = in.Name, in.Type, in.Shape
 	outNames := []string{visionHiddenOutputName}
 	e.embedsOut = embedsName(outs, imageEmbedsOutputName, opts.PooledIsEmbeds)
 	var haveHidden bool
@@ -276,15 +310,24 @@ func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*Visio
 		outNames = append(outNames, graphbuild.ReadoutInput)
 	}
 	var err error
-	e.sess, err = g.NewSession([]string{e.input}, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack})
+	inNames := []string{e.input}
+	if e.naflexIO {
+		inNames = append(inNames, naflexMaskName, naflexPositionsName)
+	}
+	e.sess, err = g.NewSession(inNames, outNames, ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack})
 	if err != nil {
 		return nil, fmt.Errorf("clip: vision: %w", err)
 	}
 	return e, nil
 }
 
-// InputSize returns the image size the graph fixes (0 for a dynamic dimension).
+// InputSize returns the image size the graph fixes (0 for a dynamic
+// dimension; height and width 0 for a NaFlex tower, which takes each
+// image's own).
 func (e *VisionEncoder) InputSize() (channels, height, width int) {
+	if e.naflexIO {
+		return 3, 0, 0
+	}
 	d := func(v int64) int {
 		if v < 0 {
 			return 0
@@ -324,6 +367,9 @@ func (e *VisionEncoder) Close() error {
 // width] row-major (as the preprocessor makes them). It returns one Encoding
 // per image, in order.
 func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height, width int) ([]VisionEncoding, error) {
+	if e.naflexIO {
+		return nil, fmt.Errorf("clip: vision: %s is SigLIP 2 NaFlex's, which takes patch sequences (EncodePatches)", e.name)
+	}
 	if n == 0 {
 		return nil, nil
 	}

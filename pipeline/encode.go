@@ -172,8 +172,17 @@ func (e *PromptError) Error() string {
 func (e *PromptError) Unwrap() error { return e.Err }
 
 // Preprocess writes img's pixel_values [3, H, W] (H, W from InputSize) into
-// dst, which must hold 3·H·W values.
+// dst, which must hold 3·H·W values. For SigLIP 2 NaFlex (InputSize 0×0)
+// it writes the image's patches and grid instead, packed as
+// vision.Preprocessor.ApplyNaFlexPacked does: dst holds
+// Preprocessor().NaFlex.PackedLen() values.
 func (e *Engine) Preprocess(dst []float32, img image.Image) error {
+	if e.naflex != nil {
+		if _, err := e.pre.ApplyNaFlexPacked(dst, img); err != nil {
+			return fmt.Errorf("pipeline: %w", err)
+		}
+		return nil
+	}
 	b := img.Bounds()
 	if h, w := e.pre.OutputSize(b.Dx(), b.Dy()); h != e.inH || w != e.inW {
 		return fmt.Errorf("pipeline: preprocessing a %dx%d image gives %d×%d pixels, the vision model takes %d×%d", b.Dx(), b.Dy(), h, w, e.inH, e.inW)
@@ -190,7 +199,7 @@ func (e *Engine) Preprocess(dst []float32, img image.Image) error {
 // EncodeImages preprocesses the images and runs them through the vision
 // encoder, Options.Batch at a time.
 func (e *Engine) EncodeImages(ctx context.Context, imgs []image.Image) ([]ImageEncoding, error) {
-	per := 3 * e.inH * e.inW
+	per := e.per
 	out := make([]ImageEncoding, 0, len(imgs))
 	var buf []float32
 	for start := 0; start < len(imgs); start += e.opts.Batch {
@@ -225,11 +234,14 @@ func (e *Engine) EncodeImageData(ctx context.Context, data [][]byte) ([]ImageEnc
 }
 
 // EncodePixels runs n preprocessed images, pixels [n, 3, H, W] (see
-// Preprocess), through the vision encoder in one batch. The encodings'
-// States share one buffer per call.
+// Preprocess; for SigLIP 2 NaFlex, n packed buffers), through the vision
+// encoder in one batch. The encodings' States share one buffer per call.
 func (e *Engine) EncodePixels(ctx context.Context, pixels []float32, n int) ([]ImageEncoding, error) {
 	if n == 0 {
 		return nil, nil
+	}
+	if e.naflex != nil {
+		return e.encodePacked(ctx, pixels, n)
 	}
 	if per := 3 * e.inH * e.inW; n < 0 || len(pixels) < n*per {
 		return nil, fmt.Errorf("pipeline: encode pixels: %d values for %d images of [3 %d %d] (%d values)", len(pixels), n, e.inH, e.inW, max(n, 0)*per)
@@ -265,4 +277,39 @@ func grow(b []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return b[:n]
+}
+
+// encodePacked runs n SigLIP 2 NaFlex images packed by Preprocess: each
+// image's patches [MaxNumPatches, PatchDim] and grid. Every encoding has
+// its image's own grid.
+func (e *Engine) encodePacked(ctx context.Context, pixels []float32, n int) ([]ImageEncoding, error) {
+	nf := e.naflex
+	if n < 0 || len(pixels) < n*e.per {
+		return nil, fmt.Errorf("pipeline: encode pixels: %d values for %d packed SigLIP 2 NaFlex images of %d values", len(pixels), n, e.per)
+	}
+	m, dim := nf.MaxNumPatches, nf.PatchDim()
+	patches := make([]float32, n*m*dim)
+	grids := make([][2]int, n)
+	gs := make([]vision.Grid, n)
+	for i := range n {
+		buf := pixels[i*e.per : (i+1)*e.per]
+		g, err := vision.PackedGrid(buf, m)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: encode pixels: image %d: %w", i, err)
+		}
+		copy(patches[i*m*dim:], buf[:m*dim])
+		grids[i], gs[i] = [2]int{g.H, g.W}, g
+	}
+	encs, err := e.venc.EncodePatches(ctx, patches, grids, m)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	out := make([]ImageEncoding, n)
+	for i, enc := range encs {
+		out[i] = ImageEncoding{Grid: gs[i], States: enc.States, Width: enc.Width, Embeds: enc.Embeds}
+		if e.patchHead != nil {
+			out[i].head = new(headMemo)
+		}
+	}
+	return out, nil
 }

@@ -126,6 +126,11 @@ type Engine struct {
 	tenc     *clip.TextEncoder
 	venc     *clip.VisionEncoder
 	inH, inW int
+	// per is one image's pixel buffer: pixel_values [3, inH, inW], or for
+	// SigLIP 2 NaFlex (naflex) its packed patches and grid
+	// (vision.NaFlex.PackedLen).
+	per      int
+	naflex   *vision.NaFlex
 	dt, dv   int
 	i2t, t2i *xattn.Layer
 	// jointPatches: i2t projects patches as queries exactly as t2i
@@ -299,10 +304,27 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if err := waitEncoders(); err != nil {
 		return nil, err
 	}
-	if _, e.inH, e.inW = e.venc.InputSize(); e.inH <= 0 || e.inW <= 0 {
+	switch _, e.inH, e.inW = e.venc.InputSize(); {
+	case e.venc.NaFlex():
+		// SigLIP 2 NaFlex: each image on its own grid, within the
+		// preprocessor's patch budget.
+		if e.naflex = e.pre.NaFlex; e.naflex == nil {
+			return nil, fmt.Errorf("pipeline: model %s is SigLIP 2 NaFlex, but its %s is not Siglip2ImageProcessor's (no max_num_patches)", m.Name(), models.PreprocessorFile)
+		}
+		if p := m.Config().VisionConfig.PatchSize; e.naflex.PatchSize != p {
+			return nil, fmt.Errorf("pipeline: model %s: %s's patch_size %d differs from config.json's vision_config.patch_size %d", m.Name(), models.PreprocessorFile, e.naflex.PatchSize, p)
+		}
+		if e.naflex.MaxNumPatchesDefaulted {
+			e.log.Info("no max_num_patches in the preprocessor config: Siglip2ImageProcessor's default", "model", m.Name(), "max_num_patches", e.naflex.MaxNumPatches)
+		}
+		e.per = e.naflex.PackedLen()
+	case e.inH <= 0 || e.inW <= 0:
 		// A graph with dynamic spatial size takes what the preprocessor makes.
 		sz := m.Config().VisionConfig.ImageSize
 		e.inH, e.inW = e.pre.OutputSize(sz, sz)
+		e.per = 3 * e.inH * e.inW
+	default:
+		e.per = 3 * e.inH * e.inW
 	}
 	e.dt, e.dv = m.Config().TextConfig.HiddenSize, m.Config().VisionConfig.HiddenSize
 	if s, _, err := m.LogitScale(); err == nil {
@@ -406,7 +428,8 @@ func (e *Engine) Tokenizer() *text.Tokenizer { return e.tok }
 func (e *Engine) Preprocessor() *vision.Preprocessor { return e.pre }
 
 // InputSize returns the height and width of the pixel_values the vision
-// encoder takes.
+// encoder takes: 0, 0 for SigLIP 2 NaFlex, whose images keep their own
+// patch grids (Preprocessor().NaFlex: the patch size and budget).
 func (e *Engine) InputSize() (height, width int) { return e.inH, e.inW }
 
 // ContextLength returns the number of token positions prompts are padded to.

@@ -315,8 +315,13 @@ type HeatmapBase struct{ *image.RGBA }
 
 // HeatmapBase returns the base panel of img (the image as decoded) for
 // Attention.Heatmap: the region the model's preprocessing keeps (its centre
-// crop, in img's pixels), stretched to the panel.
+// crop, in img's pixels), stretched to the panel; for SigLIP 2 NaFlex the
+// whole image at its aspect, a panel high.
 func (e *Engine) HeatmapBase(img image.Image) HeatmapBase {
+	if e.naflex != nil {
+		// SigLIP 2 NaFlex saw the whole image at its aspect.
+		return HeatmapBase{heatmapWholeBase(img)}
+	}
 	return HeatmapBase{heatmapBase(img, e.CropRegion(img.Bounds()))}
 }
 

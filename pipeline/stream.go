@@ -223,5 +223,5 @@ func spreadBatches(n, batch, streams int) (size, count int) {
 
 // streamEncoder is what an encoder stream of this engine encodes with.
 func (e *Engine) streamEncoder() encstream.Encoder[ImageEncoding] {
-	return encstream.Encoder[ImageEncoding]{Encode: e.EncodePixels, PerImage: 3 * e.inH * e.inW, Threads: e.Threads()}
+	return encstream.Encoder[ImageEncoding]{Encode: e.EncodePixels, PerImage: e.per, Threads: e.Threads()}
 }

@@ -44,6 +44,9 @@ func windowStarts(l, n int) []int {
 
 // planWindows resizes img for windows and places them.
 func (e *Engine) planWindows(img image.Image) (*windowPlan, error) {
+	if e.naflex != nil {
+		return nil, fmt.Errorf("pipeline: windows: %s is SigLIP 2 NaFlex, which sees the whole image on its own patch grid already; windows are for models of a fixed square input", e.Model().Name())
+	}
 	if e.inH != e.inW {
 		return nil, fmt.Errorf("pipeline: windows: the model's input is %dx%d; windows take a square input", e.inW, e.inH)
 	}

@@ -284,3 +284,55 @@ func patchify(dst []float32, rgb []byte, stride, bpp int, g Grid, ps int, lut *[
 		}
 	}
 }
+
+// PackedLen is the length of one image's packed buffer (ApplyNaFlexPacked):
+// pixel_values [MaxNumPatches, PatchDim] followed by the image's patch
+// grid, rows then columns.
+func (n *NaFlex) PackedLen() int { return n.MaxNumPatches*n.PatchDim() + 2 }
+
+// ApplyNaFlexPacked preprocesses img as ApplyNaFlexInto does into one
+// buffer, dst [PackedLen]: its pixel_values [MaxNumPatches, PatchDim], then
+// its grid's rows and columns (as float32, exact: a grid is within the
+// patch budget). The mask is the grid's first rows·columns patches
+// (PackedGrid reads the grid back).
+func (p *Preprocessor) ApplyNaFlexPacked(dst []float32, img image.Image) (Grid, error) {
+	nf := p.NaFlex
+	if nf == nil {
+		return p.NaFlexGrid(0, 0)
+	}
+	if len(dst) != nf.PackedLen() {
+		return Grid{}, fmt.Errorf("vision: naflex: the packed buffer has %d values, need %d patches x %d + 2 = %d", len(dst), nf.MaxNumPatches, nf.PatchDim(), nf.PackedLen())
+	}
+	mask := make([]int32, nf.MaxNumPatches)
+	var spatial [2]int64
+	g, err := p.ApplyNaFlexInto(dst[:len(dst)-2], mask, spatial[:], img)
+	if err != nil {
+		return Grid{}, err
+	}
+	dst[len(dst)-2], dst[len(dst)-1] = float32(g.H), float32(g.W)
+	return g, nil
+}
+
+// PackedGrid returns the grid ApplyNaFlexPacked wrote at the end of buf,
+// checked to be whole and within the budget of patches.
+func PackedGrid(buf []float32, patches int) (Grid, error) {
+	if len(buf) < 2 {
+		return Grid{}, errors.New("vision: naflex: a packed buffer of fewer than 2 values")
+	}
+	h, w := buf[len(buf)-2], buf[len(buf)-1]
+	g := Grid{H: int(h), W: int(w)}
+	if float32(g.H) != h || float32(g.W) != w || g.H <= 0 || g.W <= 0 || g.Patches() > patches {
+		return Grid{}, fmt.Errorf("vision: naflex: the packed buffer ends with a grid of %gx%g, expected whole rows and columns of at most %d patches", h, w, patches)
+	}
+	return g, nil
+}
+
+// BufferLen is the length of one image's pixel buffer for a vision tower
+// taking h×w pixel_values: 3·h·w, or for SigLIP 2 NaFlex (which takes each
+// image on its own grid) its packed patches and grid (NaFlex.PackedLen).
+func (p *Preprocessor) BufferLen(h, w int) int {
+	if p.NaFlex != nil {
+		return p.NaFlex.PackedLen()
+	}
+	return 3 * h * w
+}

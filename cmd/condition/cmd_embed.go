@@ -77,7 +77,12 @@ and in __metadata__: model, family, scores ("softmax" or "sigmoid"), prompts
 and images (JSON lists), grid ("HxW"), readout, logit_scale (and
 logit_bias) and program. Tensors of a side with no inputs are left out. For SigLIP models
 there is no class token (patch_states [Ni, P, d_v], every row a patch, after
-post_layernorm) and the embeddings are the towers' pooler_output.`
+post_layernorm) and the embeddings are the towers' pooler_output. For SigLIP 2 NaFlex each
+image has its own grid: patch_states [Ni, M, d_v] and patch_embeds [Ni, M, d_p] hold each
+image's patches first and zeros after them, up to M = max_num_patches, with
+  patch_mask        int64   [Ni, M]       1 for the image's own patches
+  spatial_shapes    int64   [Ni, 2]       its grid: patch rows, columns
+and grids (a JSON list of rows, columns pairs) in place of grid.`
 
 // embedResult is the --json output.
 type embedResult struct {
@@ -209,35 +214,57 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		d := time.Since(t)
 		e.Log.Debug("embed: images encoded", "images", len(images), "streams", eng.Streams(), "threads", eng.Threads(), "batch", o.Batch,
 			"elapsed", d.Round(time.Millisecond), "images_per_s", math.Round(10*float64(len(images))/d.Seconds())/10)
-		tok, dv := len(images[0].States)/images[0].Width, images[0].Width
-		states := make([]float32, 0, len(images)*tok*dv)
+		// Every image's rows, padded with zeros to the most any image has
+		// (SigLIP 2 NaFlex: the patch budget, each image on its own grid).
+		dv := images[0].Width
+		tok := len(images[0].States) / dv
+		naflex := eng.Preprocessor().NaFlex
+		if naflex != nil {
+			tok = naflex.MaxNumPatches
+		}
+		ni := len(images)
+		states := make([]float32, ni*tok*dv)
 		var imageEmb []float32
+		mask, shapes := make([]int64, ni*tok), make([]int64, 0, 2*ni)
 		for i, enc := range images {
 			if enc.Embeds == nil {
 				return fmt.Errorf("embed: %s has no image_embeds output", m.Path(models.VisionModelFile))
 			}
-			states = append(states, enc.States...)
+			copy(states[i*tok*dv:(i+1)*tok*dv], enc.States)
+			for j := range len(enc.States) / dv {
+				mask[i*tok+j] = 1
+			}
+			shapes = append(shapes, int64(enc.Grid.H), int64(enc.Grid.W))
 			imageEmb = append(imageEmb, enc.Embeds...)
 			res.Images = append(res.Images, embedImage{Path: paths[i], Grid: [2]int{enc.Grid.H, enc.Grid.W}, ImageEmbeds: enc.Embeds})
 		}
-		ni := len(images)
 		tensors["image_embeds"] = tensorio.F32([]int{ni, len(images[0].Embeds)}, imageEmb)
 		tensors["patch_states"] = tensorio.F32([]int{ni, tok, dv}, states)
+		if naflex != nil {
+			tensors["patch_mask"] = tensorio.I64([]int{ni, tok}, mask)
+			tensors["spatial_shapes"] = tensorio.I64([]int{ni, 2}, shapes)
+		}
 		if dp := eng.JointDim(); dp > 0 {
-			var joint []float32
+			p := tok - (len(images[0].States)/dv - images[0].P()) // less the class token, if any
+			joint := make([]float32, ni*p*dp)
 			for i := range images {
 				rows, err := eng.JointPatches(&images[i])
 				if err != nil {
 					return fmt.Errorf("embed: %s: %w", paths[i], err)
 				}
-				joint = append(joint, rows...)
+				copy(joint[i*p*dp:(i+1)*p*dp], rows)
 			}
-			tensors["patch_embeds"] = tensorio.F32([]int{ni, images[0].P(), dp}, joint)
+			tensors["patch_embeds"] = tensorio.F32([]int{ni, p, dp}, joint)
 			meta["readout"] = eng.Options().Readout
 		}
 		ij, _ := json.Marshal(paths)
 		meta["images"] = string(ij)
-		meta["grid"] = images[0].Grid.String()
+		if naflex != nil {
+			gj, _ := json.Marshal(shapes)
+			meta["grids"] = string(gj)
+		} else {
+			meta["grid"] = images[0].Grid.String()
+		}
 	}
 	if len(texts) > 0 && len(images) > 0 {
 		if res.Cosine, res.LogitsPerImage, err = eng.Similarity(images, texts); err != nil {

@@ -62,6 +62,9 @@ func openCollection(ctx context.Context, cc *CollectionConfig, eng *pipeline.Eng
 		return nil, errors.New("batch: a collection needs the engine in CLIP's joint space both ways (the default layer, both directions)")
 	}
 	m := eng.Model()
+	if m.Config().NaFlex() {
+		return nil, fmt.Errorf("batch: collection: %s is SigLIP 2 NaFlex, whose images have their own patch grids; a collection holds one grid", m.Name())
+	}
 	h, w := eng.InputSize()
 	g, err := vision.GridFor(h, w, m.Config().VisionConfig.PatchSize)
 	if err != nil {

@@ -138,6 +138,9 @@ func newIndexOutSet(out *outFolder, eng *pipeline.Engine, size int, proc Shard, 
 		return nil, errors.New("batch: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
 	}
 	m := eng.Model()
+	if m.Config().NaFlex() {
+		return nil, fmt.Errorf("batch: index: %s is SigLIP 2 NaFlex, whose images have their own patch grids; the index's parts hold one grid", m.Name())
+	}
 	h, w := eng.InputSize()
 	g, err := vision.GridFor(h, w, m.Config().VisionConfig.PatchSize)
 	if err != nil {

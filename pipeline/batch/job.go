@@ -614,8 +614,7 @@ func (j *job) stream(ctx context.Context, in <-chan *work, out chan<- *work, bat
 			// Interrupted: take no new images.
 		}
 	}
-	h, w := j.eng.InputSize()
-	enc := encstream.Encoder[pipeline.ImageEncoding]{Encode: j.eng.EncodePixels, PerImage: 3 * h * w, Threads: j.eng.Threads()}
+	enc := encstream.Encoder[pipeline.ImageEncoding]{Encode: j.eng.EncodePixels, PerImage: j.eng.Preprocessor().BufferLen(j.eng.InputSize()), Threads: j.eng.Threads()}
 	if j.cfg.Windows {
 		// Each image's windows are encoded when it is attended
 		// (Engine.AttendImages): the stream passes images on unencoded.

@@ -183,8 +183,7 @@ func (s *Server) image(ctx context.Context, data []byte, on *onTheWay) (img imag
 	if img, info, err = s.decodeImage(data); err != nil {
 		return nil, info, enc, err
 	}
-	h, w := s.eng.InputSize()
-	px := make([]float32, 3*h*w)
+	px := make([]float32, s.eng.Preprocessor().BufferLen(s.eng.InputSize()))
 	if err := s.eng.Preprocess(px, img); err != nil {
 		return nil, info, enc, badRequest("invalid_image", "%v", err)
 	}

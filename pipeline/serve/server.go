@@ -123,8 +123,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.m.cacheSize = s.cache.len
-	h, w := s.eng.InputSize()
-	per := 3 * h * w
+	per := s.eng.Preprocessor().BufferLen(s.eng.InputSize())
 	s.images = newBatcher(opts.Workers, opts.MaxQueue, opts.MaxBatch, opts.MaxWait, func(px [][]float32) ([]pipeline.ImageEncoding, error) {
 		buf := make([]float32, 0, len(px)*per)
 		for _, p := range px {

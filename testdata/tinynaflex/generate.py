@@ -6,9 +6,10 @@ compare the graphs this program builds from model.safetensors against.
 The towers are scripts/pysiglip's: SigLIP's text tower (siglip.py) and the NaFlex vision
 tower (naflex.py, transcribed from transformers' modular_siglip2.py).
 
-Run from anywhere (needs torch and numpy; /usr/bin/python3 on the dev machine):
+Run from anywhere (needs torch, numpy and Pillow: /usr/bin/python3 on the dev machine; and node
+with the tokenizers npm package 0.23.2):
 
-    /usr/bin/python3 testdata/tinynaflex/generate.py
+    NODE_PATH=/tmp/tok-node/node_modules /usr/bin/python3 testdata/tinynaflex/generate.py
 
 Files:
   config.json                  Siglip2Config: text 32 wide, 2 layers, 4 heads, MLP 64, 64
@@ -30,11 +31,22 @@ Files:
     vision_layer_input [5, 24, 24]    the last encoder layer's input
     text_input_ids int64 [2, 64]      two prompts of random ids padded with <pad> (0)
     text_last_hidden_state [2, 64, 32], text_pooler_output [2, 24]
+    end to end (condition embed): golden/images/{wide,tall,small}.png (40x20, 12x36, 6x5) and
+    golden/prompts.json's three prompts:
+    embed_pixel_values [3, 24, 48], embed_pixel_attention_mask, embed_spatial_shapes int64
+                               the images through Siglip2ImageProcessor (scripts/pysiglip2)
+    embed_last_hidden_state [3, 24, 24], embed_pooler_output [3, 24]
+    embed_patch_embeds [3, 24, 24]    each row through the pooling head alone (the patches'
+                               joint space; the padding rows too)
+    embed_input_ids int64 [3, 64]     the tokenizers library's ids, <eos> after the text, padded
+                               with <pad> (0)
+    embed_text_pooler_output [3, 24], embed_logits_per_image [3, 3]
 """
 
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -68,6 +80,60 @@ class Model(nn.Module):
 
 def save(golden, name, a):
     np.save(os.path.join(golden, name + ".npy"), np.ascontiguousarray(a))
+
+
+PROMPTS = ["a red square", "two blue circles on a wall", "cat"]
+
+
+def library_ids(prompts):
+    """The tokenizers library's ids for the prompts with the file's special tokens (Gemma's
+    <eos> after the text), truncated and padded with <pad> (0) to 64."""
+    out = subprocess.run(
+        ["node", os.path.join(ROOT, "scripts", "tokenizers", "encode.js"), os.path.join(HERE, "tokenizer.json"), "64", "0"],
+        input=json.dumps(prompts).encode(), stdout=subprocess.PIPE, check=True).stdout
+    return np.array(json.loads(out)["ids"], dtype=np.int64)
+
+
+def write_embed_goldens(model, golden):
+    """End to end: three PNGs (2:1 wide, 1:3 tall, smaller than a patch budget's worth)
+    through Siglip2ImageProcessor (scripts/pysiglip2's transcription) and the vision tower,
+    three prompts through the tokenizers library and the text tower; embed_* goldens."""
+    from PIL import Image
+
+    sys.path.insert(0, os.path.join(ROOT, "scripts", "pysiglip2"))
+    from naflex_processor import Siglip2ImageProcessor
+
+    proc = Siglip2ImageProcessor.from_json_file(os.path.join(HERE, "preprocessor_config.json"))
+    rng = np.random.default_rng(SEED + 2)
+    os.makedirs(os.path.join(golden, "images"), exist_ok=True)
+    px, masks, shapes = [], [], []
+    for name, (w, h) in (("wide.png", (40, 20)), ("tall.png", (12, 36)), ("small.png", (6, 5))):
+        yy, xx = np.mgrid[0:h, 0:w]
+        a = np.stack([xx * 255 // w, yy * 255 // h, (xx + yy) * 5 % 256], axis=-1)
+        a = np.clip(a + rng.integers(-30, 31, a.shape), 0, 255).astype(np.uint8)
+        path = os.path.join(golden, "images", name)
+        Image.fromarray(a, "RGB").save(path, optimize=True)
+        out = proc.preprocess(Image.open(path))
+        px.append(out["pixel_values"])
+        masks.append(out["pixel_attention_mask"].astype(np.int64))
+        shapes.append(out["spatial_shapes"].astype(np.int64))
+    px, masks, shapes = np.stack(px), np.stack(masks), np.stack(shapes)
+    ids = library_ids(PROMPTS)
+    with torch.no_grad():
+        vm = model.vision_model
+        lhs, pooled = vm(torch.from_numpy(px), torch.from_numpy(masks), torch.from_numpy(shapes))
+        patch = vm.head.single_patch(lhs)
+        _, tp = model.text_model(torch.from_numpy(ids))
+        i = pooled / pooled.norm(dim=-1, keepdim=True)
+        t = tp / tp.norm(dim=-1, keepdim=True)
+        logits = i @ t.t() * model.logit_scale.exp() + model.logit_bias
+    siglip.write_json(os.path.join(golden, "prompts.json"), {"prompts": PROMPTS})
+    for name, a in (("embed_pixel_values", px), ("embed_pixel_attention_mask", masks), ("embed_spatial_shapes", shapes),
+                    ("embed_last_hidden_state", lhs.numpy()), ("embed_pooler_output", pooled.numpy()),
+                    ("embed_patch_embeds", patch.numpy()), ("embed_input_ids", ids),
+                    ("embed_text_pooler_output", tp.numpy()), ("embed_logits_per_image", logits.numpy())):
+        save(golden, name, a)
+    print(f"tinynaflex: images' grids {shapes.tolist()}")
 
 
 def main():
@@ -127,6 +193,8 @@ def main():
     save(golden, "text_input_ids", ids.numpy())
     save(golden, "text_last_hidden_state", th.numpy())
     save(golden, "text_pooler_output", tp.numpy())
+
+    write_embed_goldens(model, golden)
 
     total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(HERE) for f in fs)
     print(f"tinynaflex: vocabulary {vocab}; grids {SHAPES} in {MAX_PATCHES} patches; folder {total / 1024:.0f} KiB")

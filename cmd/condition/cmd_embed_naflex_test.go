@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+const tinyNaFlexDir = "../../testdata/tinynaflex"
+
+func naflexGolden(t *testing.T, name string) tensorio.Tensor {
+	t.Helper()
+	x, err := tensorio.ReadNPY(filepath.Join(tinyNaFlexDir, "golden", name+".npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// TestEmbedNaFlex runs the tiny SigLIP 2 NaFlex (testdata/tinynaflex, its
+// graphs built from model.safetensors on first use) end to end on three
+// images of other aspects (2:1, 1:3, and one smaller than the patch
+// budget, upscaled) and three prompts: each image keeps its own patch grid
+// (3x6, 8x3, 4x5 of a 24-patch budget), and the ids, grids, masks, pooled
+// embeddings, each image's own patch states and joint-space patches and
+// the logits equal the references' (generate.py: Siglip2ImageProcessor
+// transcribed, the tokenizers library, torch): cosines ≥ 0.99999, logits
+// within 1e-4; the padding rows are zeros.
+func TestEmbedNaFlex(t *testing.T) {
+	orttest.Load(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out := filepath.Join(t.TempDir(), "emb.safetensors")
+	args := []string{"embed", "--model", tinyNaFlexDir, "--threads", "1", "--out", out, "--json", "--batch", "2"}
+	for _, p := range []string{"a red square", "two blue circles on a wall", "cat"} {
+		args = append(args, "--prompt", p)
+	}
+	for _, im := range []string{"wide.png", "tall.png", "small.png"} {
+		args = append(args, filepath.Join(tinyNaFlexDir, "golden", "images", im))
+	}
+	code, stdout, stderr := embedCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var res embedResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout)
+	}
+	wantGrids := [][2]int{{3, 6}, {8, 3}, {4, 5}}
+	if res.Family != "SigLIP 2" || len(res.Images) != 3 {
+		t.Fatalf("family %q, %d images", res.Family, len(res.Images))
+	}
+	for i, im := range res.Images {
+		if im.Grid != wantGrids[i] {
+			t.Errorf("image %d: grid %v, want %v (Siglip2ImageProcessor's)", i, im.Grid, wantGrids[i])
+		}
+	}
+	ts, meta, err := tensorio.ReadSafetensors(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta["grids"] != "[3,6,8,3,4,5]" || meta["grid"] != "" {
+		t.Errorf("metadata grids %q, grid %q", meta["grids"], meta["grid"])
+	}
+	eqI64 := func(what string, got tensorio.Tensor, want tensorio.Tensor) {
+		g, _ := got.Int64()
+		w, _ := want.Int64()
+		if len(g) != len(w) {
+			t.Fatalf("%s: %v, want %v", what, g, w)
+		}
+		for i := range w {
+			if g[i] != w[i] {
+				t.Fatalf("%s: %v, want %v", what, g, w)
+			}
+		}
+	}
+	eqI64("input_ids (the tokenizers library's)", ts["input_ids"], naflexGolden(t, "embed_input_ids"))
+	eqI64("spatial_shapes", ts["spatial_shapes"], naflexGolden(t, "embed_spatial_shapes"))
+	eqI64("patch_mask", ts["patch_mask"], naflexGolden(t, "embed_pixel_attention_mask"))
+
+	// Each image's own rows; zeros after them.
+	mask, _ := ts["patch_mask"].Int64()
+	own := func(x []float64, d int) []float64 {
+		var out []float64
+		for i, m := range mask {
+			if m == 1 {
+				out = append(out, x[i*d:(i+1)*d]...)
+			} else {
+				for _, v := range x[i*d : (i+1)*d] {
+					if v != 0 {
+						t.Fatalf("padding row %d is not zeros", i)
+					}
+				}
+			}
+		}
+		return out
+	}
+	ownGolden := func(x []float64, d int) []float64 {
+		var out []float64
+		for i, m := range mask {
+			if m == 1 {
+				out = append(out, x[i*d:(i+1)*d]...)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		got, golden string
+		d           int
+		rows        bool
+	}{
+		{"text_embeds", "embed_text_pooler_output", 24, false},
+		{"image_embeds", "embed_pooler_output", 24, false},
+		{"patch_states", "embed_last_hidden_state", 24, true},
+		{"patch_embeds", "embed_patch_embeds", 24, true},
+	} {
+		got, want := asF64(t, ts[c.got]), asF64(t, naflexGolden(t, c.golden))
+		if c.rows {
+			got, want = own(got, c.d), ownGolden(want, c.d)
+		}
+		if len(got) != len(want) || len(got) == 0 {
+			t.Fatalf("%s: %d values (shape %v), torch's own rows %d", c.got, len(got), ts[c.got].Shape, len(want))
+		}
+		if cos := minCosine(got, want, c.d); !(cos >= 0.99999) {
+			t.Errorf("%s: smallest cosine with torch's %.7f, want ≥ 0.99999", c.got, cos)
+		} else {
+			t.Logf("%s: smallest cosine with torch's %.8f over %d rows", c.got, cos, len(got)/c.d)
+		}
+	}
+	near(t, "logits_per_image", ts["logits_per_image"].Data.([]float32), naflexGolden(t, "embed_logits_per_image").Data.([]float32), 1e-4)
+}

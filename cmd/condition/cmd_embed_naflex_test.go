@@ -131,3 +131,52 @@ func TestEmbedNaFlex(t *testing.T) {
 	}
 	near(t, "logits_per_image", ts["logits_per_image"].Data.([]float32), naflexGolden(t, "embed_logits_per_image").Data.([]float32), 1e-4)
 }
+
+// TestPreprocessNaFlex: preprocess with a SigLIP 2 NaFlex processor writes
+// the patches, the mask and the spatial shape as Siglip2ImageProcessor's
+// transcription makes them (generate.py's embed_* goldens): equal.
+func TestPreprocessNaFlex(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "px.npy")
+	code, stdout, stderr := embedCLI(t, "preprocess", "--model", tinyNaFlexDir, "--out", out, "--json",
+		filepath.Join(tinyNaFlexDir, "golden", "images", "tall.png"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var res struct {
+		Shape []int `json:"shape"`
+		Grid  []int `json:"grid"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Grid) != 2 || res.Grid[0] != 8 || res.Grid[1] != 3 || len(res.Shape) != 3 || res.Shape[1] != 24 || res.Shape[2] != 48 {
+		t.Fatalf("--json %s (%v)", stdout, err)
+	}
+	px, err := tensorio.ReadNPY(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := px.Float32()
+	want, _ := naflexGolden(t, "embed_pixel_values").Float32()
+	want = want[24*48 : 2*24*48]
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("pixel_values[%d] = %g, the processor's %g", i, got[i], want[i])
+		}
+	}
+	mask, err := tensorio.ReadNPY(filepath.Join(filepath.Dir(out), "px.pixel_attention_mask.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mask.Data.([]int32)
+	wm, _ := naflexGolden(t, "embed_pixel_attention_mask").Int64()
+	for i := range m {
+		if int64(m[i]) != wm[24+i] {
+			t.Fatalf("mask %v, want %v", m, wm[24:48])
+		}
+	}
+	shapes, err := tensorio.ReadNPY(filepath.Join(filepath.Dir(out), "px.spatial_shapes.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := shapes.Int64(); len(s) != 2 || s[0] != 8 || s[1] != 3 {
+		t.Errorf("spatial_shapes %v, want [8 3]", s)
+	}
+}

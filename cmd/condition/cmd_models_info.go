@@ -36,6 +36,10 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 			"patch_size": c.VisionConfig.PatchSize, "max_position_embeddings": c.TextConfig.MaxPositionEmbeddings,
 		},
 	}
+	if c.NaFlex() {
+		info["config"].(map[string]any)["num_patches"] = c.VisionConfig.NumPatches
+		info["naflex"] = true
+	}
 	var variants []string
 	if m.Dir() != "" {
 		variants = models.Variants(os.DirFS(m.Dir()))
@@ -85,9 +89,13 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		fmt.Fprintf(out, "weights:  %s (%s)\n", m.WeightsSource(), m.Path(models.WeightsFile))
 	}
 	fmt.Fprintf(out, "family:   %s (%s scores)\n", m.Family(), map[bool]string{true: "sigmoid", false: "softmax"}[m.Family().Sigmoid()])
-	fmt.Fprintf(out, "config:   projection %d, text width %d (≤%d tokens), vision width %d, %dx%d images in %dx%d patches\n",
+	images := fmt.Sprintf("%dx%d images", c.VisionConfig.ImageSize, c.VisionConfig.ImageSize)
+	if c.NaFlex() {
+		images = fmt.Sprintf("NaFlex: each image on its own grid (positions learned on %d patches)", c.VisionConfig.NumPatches)
+	}
+	fmt.Fprintf(out, "config:   projection %d, text width %d (≤%d tokens), vision width %d, %s in %dx%d patches\n",
 		c.ProjectionDim, c.TextConfig.HiddenSize, c.TextConfig.MaxPositionEmbeddings, c.VisionConfig.HiddenSize,
-		c.VisionConfig.ImageSize, c.VisionConfig.ImageSize, c.VisionConfig.PatchSize, c.VisionConfig.PatchSize)
+		images, c.VisionConfig.PatchSize, c.VisionConfig.PatchSize)
 	vs := make([]string, len(variants))
 	for i, v := range variants {
 		if v == "" {

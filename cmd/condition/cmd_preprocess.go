@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -28,7 +30,15 @@ resizes to, as run --decode fast does.
 
 --model is a model directory (its preprocessor_config.json), a hub id
 org/name[@revision], or default; --preprocessor is a preprocessor_config.json
-file. Prints one line about what was written (with --json, a JSON object).`
+file. Prints one line about what was written (with --json, a JSON object).
+
+SigLIP 2's NaFlex processor (Siglip2ImageProcessor) keeps the image's aspect
+within its max_num_patches: F.npy gets its pixel_values [1, M, 3·p²] float32
+(the image's patches row-major, each patch's pixels channel-last, zero rows
+after them, M = max_num_patches, p the patch), and beside it, named after
+the processor's outputs, F.pixel_attention_mask.npy int32 [1, M] (1 for the
+image's patches) and F.spatial_shapes.npy int64 [1, 2] (its patch rows and
+columns), as Siglip2ImageProcessor(...)(image) returns them.`
 
 // preprocessOptions are the flags of `condition preprocess`.
 type preprocessOptions struct {
@@ -117,6 +127,9 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if p.NaFlex != nil {
+		return preprocessNaFlex(e, &o, p, path, from, img, info)
+	}
 	pixels, h, w, err := p.Apply(img)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -155,4 +168,40 @@ func draftSide(mode pipeline.DecodeMode, pre *vision.Preprocessor) int {
 		side *= 2
 	}
 	return side
+}
+
+// preprocessNaFlex writes a SigLIP 2 NaFlex image's pixel_values, mask and
+// spatial shape (o.Out and two files beside it).
+func preprocessNaFlex(e *env, o *preprocessOptions, p *vision.Preprocessor, path, from string, img image.Image, info vision.Info) error {
+	nf := p.NaFlex
+	m, dim := nf.MaxNumPatches, nf.PatchDim()
+	pixels, mask, spatial := make([]float32, m*dim), make([]int32, m), make([]int64, 2)
+	g, err := p.ApplyNaFlexInto(pixels, mask, spatial, img)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	stem := strings.TrimSuffix(o.Out, ".npy")
+	maskOut, shapeOut := stem+".pixel_attention_mask.npy", stem+".spatial_shapes.npy"
+	for _, w := range []struct {
+		path string
+		t    tensorio.Tensor
+	}{
+		{o.Out, tensorio.F32([]int{1, m, dim}, pixels)},
+		{maskOut, tensorio.Tensor{DType: tensorio.DTypeI32, Shape: []int{1, m}, Data: mask}},
+		{shapeOut, tensorio.I64([]int{1, 2}, spatial)},
+	} {
+		if err := tensorio.WriteNPY(w.path, w.t); err != nil {
+			return err
+		}
+	}
+	if o.JSON {
+		return json.NewEncoder(e.Stdout).Encode(map[string]any{
+			"image": path, "out": o.Out, "shape": []int{1, m, dim}, "dtype": "float32",
+			"pixel_attention_mask": maskOut, "spatial_shapes": shapeOut, "grid": []int{g.H, g.W},
+			"width": info.Width, "height": info.Height, "scale": info.Scale, "preprocessor": from,
+		})
+	}
+	_, err = fmt.Fprintf(e.Stdout, "%s: pixel_values [1, %d, %d] float32 (a %dx%d patch grid of %d), %s and %s from %s (%dx%d upright) with %s\n",
+		o.Out, m, dim, g.H, g.W, m, maskOut, shapeOut, path, info.Width, info.Height, from)
+	return err
 }

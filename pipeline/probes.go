@@ -23,6 +23,9 @@ func OptimizeProbes(m *models.Model, imgs []image.Image, prompts []string) (clip
 	if err != nil {
 		return p, err
 	}
+	if pre.NaFlex != nil {
+		return p, fmt.Errorf("%s is SigLIP 2 NaFlex: its rewritten graphs (optimized, int8) are not made yet; run it in float32", m.Name())
+	}
 	tok, err := text.LoadTokenizer(m.FS())
 	if err != nil {
 		return p, err

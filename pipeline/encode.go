@@ -306,7 +306,7 @@ func (e *Engine) encodePacked(ctx context.Context, pixels []float32, n int) ([]I
 	}
 	out := make([]ImageEncoding, n)
 	for i, enc := range encs {
-		out[i] = ImageEncoding{Grid: gs[i], States: enc.States, Width: enc.Width, Embeds: enc.Embeds}
+		out[i] = ImageEncoding{Grid: gs[i], States: enc.States, Width: enc.Width, Embeds: enc.Embeds, Readout: enc.Readout}
 		if e.patchHead != nil {
 			out[i].head = new(headMemo)
 		}

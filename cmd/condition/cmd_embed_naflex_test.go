@@ -180,3 +180,51 @@ func TestPreprocessNaFlex(t *testing.T) {
 		t.Errorf("spatial_shapes %v, want [8 3]", s)
 	}
 }
+
+// TestEmbedNaFlexReadouts: the dense readouts on SigLIP 2 NaFlex recompute
+// the last layer on each image's own rows (NACLIP's neighbourhood on its
+// own grid): each image's patch_embeds equal torch's float64 readouts
+// (generate.py's readout_goldens) at a cosine ≥ 0.99999, and differ from
+// the raw ones.
+func TestEmbedNaFlexReadouts(t *testing.T) {
+	orttest.Load(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	var imgs []string
+	for _, im := range []string{"wide.png", "tall.png", "small.png"} {
+		imgs = append(imgs, filepath.Join(tinyNaFlexDir, "golden", "images", im))
+	}
+	raw := asF64(t, naflexGolden(t, "embed_patch_embeds"))
+	for _, kind := range []string{"clearclip", "naclip", "maskclip"} {
+		out := filepath.Join(t.TempDir(), kind+".safetensors")
+		code, _, stderr := embedCLI(t, append([]string{"embed", "--model", tinyNaFlexDir, "--threads", "1", "--readout", kind, "--out", out}, imgs...)...)
+		if code != 0 {
+			t.Fatalf("--readout %s: exit %d\n%s", kind, code, stderr)
+		}
+		ts, meta, err := tensorio.ReadSafetensors(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if meta["readout"] != kind {
+			t.Errorf("%s: metadata readout %q", kind, meta["readout"])
+		}
+		mask, _ := ts["patch_mask"].Int64()
+		got, want := asF64(t, ts["patch_embeds"]), asF64(t, naflexGolden(t, "embed_readout_"+kind+"_patch_embeds"))
+		var g, w, r []float64
+		for i, m := range mask {
+			if m == 1 {
+				g, w, r = append(g, got[i*24:(i+1)*24]...), append(w, want[i*24:(i+1)*24]...), append(r, raw[i*24:(i+1)*24]...)
+			}
+		}
+		if len(g) != 62*24 {
+			t.Fatalf("%s: %d own rows, want 62", kind, len(g)/24)
+		}
+		if cos := minCosine(g, w, 24); !(cos >= 0.99999) {
+			t.Errorf("%s: smallest cosine with torch's %.7f, want ≥ 0.99999", kind, cos)
+		} else {
+			t.Logf("%s: smallest cosine with torch's %.8f over 62 rows", kind, cos)
+		}
+		if cos := minCosine(g, r, 24); cos > 0.9999 {
+			t.Errorf("%s: its patch_embeds are raw's (smallest cosine %.6f)", kind, cos)
+		}
+	}
+}

@@ -31,6 +31,7 @@ const (
 const (
 	ReadoutInput  = "readout_input"        // [batch, S, d]: the input of the last encoder layer
 	ReadoutOutput = "readout_hidden_state" // [batch, S, d]: out_proj's output (then post_layernorm when ReadoutConfig.PostLayerNorm is set)
+	ReadoutBias   = "readout_bias"         // [S, S]: NACLIP's G, an input of a Dynamic readout graph
 )
 
 // NACLIPSigma is the standard deviation of NACLIP's neighbourhood Gaussian,
@@ -54,6 +55,11 @@ type ReadoutConfig struct {
 	// last_hidden_state is before post_layernorm.
 	PostLayerNorm string
 	PostEps       float64
+	// Dynamic makes S a dimension of the graph ("tokens") instead of
+	// Class + GridH·GridW, for images on grids of their own (SigLIP 2
+	// NaFlex, run one grid at a time on an image's own rows): GridH and
+	// GridW are not used, and NACLIP takes its G as the input ReadoutBias.
+	Dynamic bool
 }
 
 // ReadoutTensors returns the tensors of the last layer a readout reads
@@ -87,7 +93,7 @@ func (c ReadoutConfig) check() error {
 	if c.Width <= 0 || c.Heads <= 0 || c.Width%c.Heads != 0 {
 		return fmt.Errorf("graphbuild: readout: width %d in %d heads: want a positive width the heads divide", c.Width, c.Heads)
 	}
-	if c.GridH <= 0 || c.GridW <= 0 || c.Class < 0 {
+	if !c.Dynamic && (c.GridH <= 0 || c.GridW <= 0) || c.Class < 0 {
 		return fmt.Errorf("graphbuild: readout: grid %dx%d with %d class rows", c.GridH, c.GridW, c.Class)
 	}
 	if c.PostLayerNorm != "" && !(c.PostEps > 0) {
@@ -120,7 +126,9 @@ func NACLIPBias(class, gh, gw int, sigma float64) []float32 {
 //	readout_input float32 [batch, S, d] → readout_hidden_state float32 [batch, S, d]
 //
 // every row recomputed (the class rows too, which the engine leaves out),
-// out_proj's output then c.PostLayerNorm's when it is set.
+// out_proj's output then c.PostLayerNorm's when it is set. With c.Dynamic
+// S is the graph's "tokens" dimension, and NACLIP also takes
+// readout_bias float32 [S, S] (NACLIPBias of the image's grid).
 func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([]byte, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -143,9 +151,16 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 	}
 	d, heads := int64(c.Width), int64(c.Heads)
 	dh := d / heads
-	s := int64(c.Class + c.GridH*c.GridW)
+	var s any = int64(c.Class + c.GridH*c.GridW)
+	if c.Dynamic {
+		s = "tokens"
+	}
 	g := newGraph("readout_" + c.Kind)
 	g.inputs = []valueInfo{{name: ReadoutInput, elem: tFloat, dims: []any{"batch", s, d}}}
+	if c.Dynamic && c.Kind == ReadoutNACLIP {
+		g.inputs = append(g.inputs, valueInfo{name: ReadoutBias, elem: tFloat, dims: []any{s, s}})
+		g.names[ReadoutBias] = true
+	}
 	g.outputs = []valueInfo{{name: ReadoutOutput, elem: tFloat, dims: []any{"batch", s, d}}}
 	g.names[ReadoutInput], g.names[ReadoutOutput] = true, true
 	w := func(name string, dims ...int64) string {
@@ -208,9 +223,13 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 		at := g.op("Transpose", "", a)
 		g.last().with(intsAttr("perm", 0, 1, 3, 2))
 		logits := g.op("MatMul", "", a, at)
-		if c.Kind == ReadoutNACLIP {
+		switch {
+		case c.Kind == ReadoutNACLIP && c.Dynamic:
+			logits = g.op("Add", "", logits, ReadoutBias)
+		case c.Kind == ReadoutNACLIP:
 			bias := NACLIPBias(c.Class, c.GridH, c.GridW, NACLIPSigma)
-			logits = g.op("Add", "", logits, g.weight("naclip_bias", []int64{s, s}, func() ([]float32, error) { return bias, nil }))
+			n := s.(int64)
+			logits = g.op("Add", "", logits, g.weight("naclip_bias", []int64{n, n}, func() ([]float32, error) { return bias, nil }))
 		}
 		p := g.op("Softmax", "", logits)
 		g.last().with(intAttr("axis", -1))

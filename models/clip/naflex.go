@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/conditionhq/condition/internal/aaresize"
+	"github.com/conditionhq/condition/internal/graphbuild"
 	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/tensorio"
@@ -125,10 +126,13 @@ func (e *VisionEncoder) EncodePatches(ctx context.Context, pixels []float32, gri
 		tensorio.F32([]int{n, patches, d}, pos),
 	}
 	var alloc []ort.Output
-	if e.hiddenType.NeedsShape() || (e.hasEmbeds && e.embedsType.NeedsShape()) {
+	if e.hiddenType.NeedsShape() || (e.hasEmbeds && e.embedsType.NeedsShape()) || (e.readout != nil && e.readoutType.NeedsShape()) {
 		alloc = []ort.Output{ort.OutputFor(e.hiddenType, n, patches, e.width)}
 		if e.hasEmbeds {
 			alloc = append(alloc, ort.OutputFor(e.embedsType, n, e.dim))
+		}
+		if e.readout != nil {
+			alloc = append(alloc, ort.OutputFor(e.readoutType, n, patches, e.width))
 		}
 	}
 	out, err := e.sess.Run(ctx, ins, alloc...)
@@ -149,6 +153,13 @@ func (e *VisionEncoder) EncodePatches(ctx context.Context, pixels []float32, gri
 		}
 		dim = out[1].Shape[1]
 	}
+	var x []float32
+	if e.readout != nil {
+		o := out[len(out)-1]
+		if x, err = o.Float32(); err != nil || len(o.Shape) != 3 || o.Shape[0] != n || o.Shape[1] != patches || o.Shape[2] != width {
+			return nil, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d %d %d] floats", e.name, graphbuild.ReadoutInput, o.DType, o.Shape, n, patches, width)
+		}
+	}
 	res := make([]VisionEncoding, n)
 	for i, g := range grids {
 		r := &res[i]
@@ -157,6 +168,13 @@ func (e *VisionEncoder) EncodePatches(ctx context.Context, pixels []float32, gri
 		r.States = hidden[i*patches*width : (i*patches+p)*width : (i*patches+p)*width]
 		if embeds != nil {
 			r.Embeds = embeds[i*dim : (i+1)*dim : (i+1)*dim]
+		}
+		if x != nil {
+			// The image's own rows: the padding is out of the attention,
+			// as the tower's mask keeps it out.
+			if r.Readout, err = e.readout.runGrid(ctx, x[i*patches*width:(i*patches+p)*width], g[0], g[1], width); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return res, nil

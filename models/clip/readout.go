@@ -57,10 +57,13 @@ func CheckReadout(r string) error {
 }
 
 // readoutSession runs the readout graph of the last layer:
-// readout_input [n, S, d] → readout_hidden_state [n, S, d].
+// readout_input [n, S, d] → readout_hidden_state [n, S, d]. A dynamic one
+// (SigLIP 2 NaFlex) takes any S, one image's own rows at a time
+// (runGrid).
 type readoutSession struct {
-	kind string
-	sess *ort.Session
+	kind    string
+	sess    *ort.Session
+	dynamic bool
 }
 
 // postNormHidden reports whether family f's vision last_hidden_state is
@@ -74,7 +77,7 @@ const postLayerNorm = "vision_model.post_layernorm"
 // openReadout builds readout kind's graph over model m's last vision layer
 // (its weights from m's model.safetensors; post_layernorm's too for a
 // family whose last_hidden_state is after it) for a gh×gw patch grid with
-// cls class rows, and opens it.
+// cls class rows (gh, gw 0: for any grid, run by runGrid), and opens it.
 func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptions) (*readoutSession, error) {
 	v := m.Config().VisionConfig
 	if v.NumHiddenLayers <= 0 || v.NumAttentionHeads <= 0 {
@@ -82,7 +85,7 @@ func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptio
 	}
 	c := graphbuild.ReadoutConfig{
 		Kind: kind, Width: v.HiddenSize, Heads: v.NumAttentionHeads, Eps: v.LayerNormEps,
-		Class: cls, GridH: gh, GridW: gw,
+		Class: cls, GridH: gh, GridW: gw, Dynamic: gh == 0 && gw == 0,
 		Prefix: fmt.Sprintf("vision_model.encoder.layers.%d.", v.NumHiddenLayers-1),
 	}
 	if postNormHidden(m.Family()) {
@@ -117,12 +120,16 @@ func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptio
 			return nil, fmt.Errorf("clip: readout %s: int8: %w", kind, err)
 		}
 	}
-	sess, err := ort.GraphBytes(graph, "readout "+kind).NewSession([]string{graphbuild.ReadoutInput}, []string{graphbuild.ReadoutOutput},
+	ins := []string{graphbuild.ReadoutInput}
+	if c.Dynamic && kind == ReadoutNACLIP {
+		ins = append(ins, graphbuild.ReadoutBias)
+	}
+	sess, err := ort.GraphBytes(graph, "readout "+kind).NewSession(ins, []string{graphbuild.ReadoutOutput},
 		ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})
 	if err != nil {
 		return nil, fmt.Errorf("clip: readout %s: %w", kind, err)
 	}
-	return &readoutSession{kind: kind, sess: sess}, nil
+	return &readoutSession{kind: kind, sess: sess, dynamic: c.Dynamic}, nil
 }
 
 // quantizeReadout returns the readout graph with its weight MatMuls in
@@ -150,6 +157,26 @@ func (r *readoutSession) run(ctx context.Context, x []float32, n, tokens, width 
 	y, err := out[0].Float32()
 	if err != nil || len(y) != n*tokens*width {
 		return nil, fmt.Errorf("clip: readout %s: output %s%v, want [%d %d %d] floats", r.kind, out[0].DType, out[0].Shape, n, tokens, width)
+	}
+	return y, nil
+}
+
+// runGrid recomputes one image's own rows x [h·w, width] (a patch grid of
+// h×w, no class rows) with a dynamic session: NACLIP's neighbourhood is
+// that grid's.
+func (r *readoutSession) runGrid(ctx context.Context, x []float32, h, w, width int) ([]float32, error) {
+	p := h * w
+	ins := []tensorio.Tensor{tensorio.F32([]int{1, p, width}, x)}
+	if r.kind == ReadoutNACLIP {
+		ins = append(ins, tensorio.F32([]int{p, p}, graphbuild.NACLIPBias(0, h, w, graphbuild.NACLIPSigma)))
+	}
+	out, err := r.sess.Run(ctx, ins)
+	if err != nil {
+		return nil, fmt.Errorf("clip: readout %s: %w", r.kind, err)
+	}
+	y, err := out[0].Float32()
+	if err != nil || len(y) != p*width {
+		return nil, fmt.Errorf("clip: readout %s: output %s%v, want [1 %d %d] floats", r.kind, out[0].DType, out[0].Shape, p, width)
 	}
 	return y, nil
 }

@@ -144,9 +144,6 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 		}
 	}
 	if c.NaFlex() {
-		if opts.Readout != "" {
-			return nil, fmt.Errorf("clip: readout %s: not available for SigLIP 2 NaFlex's patch sequences yet (its readout is raw)", opts.Readout)
-		}
 		pos, err := readNaFlexPositions(m)
 		if err != nil {
 			return nil, err
@@ -154,6 +151,13 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 		e, err := openModelGraph(m, models.VisionModelFile, opts, openVision)
 		if err != nil {
 			return nil, err
+		}
+		if opts.Readout != "" {
+			// One graph for every grid, run on each image's own rows.
+			if e.readout, err = openReadout(m, opts.Readout, 0, 0, 0, opts); err != nil {
+				e.Close()
+				return nil, err
+			}
 		}
 		if e.naflex = pos; int(e.inShape[2]) != c.VisionConfig.NumChannels*c.VisionConfig.PatchSize*c.VisionConfig.PatchSize {
 			e.Close()

@@ -41,6 +41,8 @@ Files:
     embed_input_ids int64 [3, 64]     the tokenizers library's ids, <eos> after the text, padded
                                with <pad> (0)
     embed_text_pooler_output [3, 24], embed_logits_per_image [3, 3]
+    embed_readout_<kind>_patch_embeds float64 [3, 24, 24]   clearclip, naclip, maskclip: the
+                               readouts of each image's own rows (readout_goldens), zeros after
 """
 
 import json
@@ -94,6 +96,34 @@ def library_ids(prompts):
     return np.array(json.loads(out)["ids"], dtype=np.int64)
 
 
+def readout_goldens(model, px, masks, shapes):
+    """The dense readouts of the images' own rows, in float64: the last layer recomputed as
+    testdata/tinysiglip/make_readout_golden.py defines it (ClearCLIP, NACLIP over the image's
+    own grid, MaskCLIP) on the rows of the image's patches alone (the padding is out of the
+    tower's attention, so out of the readout's too), then post_layernorm and the pooling head
+    on each row. -> kind -> [N, M, D], zeros after each image's rows."""
+    import copy
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "tinysiglip_readout", os.path.join(ROOT, "testdata", "tinysiglip", "make_readout_golden.py"))
+    ro = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ro)
+    vm = copy.deepcopy(model.vision_model).double()
+    out = {}
+    with torch.no_grad():
+        x = vm.layer_input(torch.from_numpy(px).double(), torch.from_numpy(masks), torch.from_numpy(shapes))
+        for kind in ("clearclip", "naclip", "maskclip"):
+            res = np.zeros(x.shape, dtype="<f8")
+            for i, (h, w) in enumerate(shapes.tolist()):
+                rows = x[i:i + 1, :h * w]
+                bias = ro.naclip_bias(h, w, 5.0) if kind == "naclip" else None
+                hidden, _ = ro.attention_out(vm.encoder.layers[-1], rows, kind, bias)
+                res[i, :h * w] = vm.head.single_patch(vm.post_layernorm(hidden))[0].numpy()
+            out[kind] = res
+    return out
+
+
 def write_embed_goldens(model, golden):
     """End to end: three PNGs (2:1 wide, 1:3 tall, smaller than a patch budget's worth)
     through Siglip2ImageProcessor (scripts/pysiglip2's transcription) and the vision tower,
@@ -127,7 +157,10 @@ def write_embed_goldens(model, golden):
         i = pooled / pooled.norm(dim=-1, keepdim=True)
         t = tp / tp.norm(dim=-1, keepdim=True)
         logits = i @ t.t() * model.logit_scale.exp() + model.logit_bias
+    readouts = readout_goldens(model, px, masks, shapes)
     siglip.write_json(os.path.join(golden, "prompts.json"), {"prompts": PROMPTS})
+    for kind, a in readouts.items():
+        save(golden, f"embed_readout_{kind}_patch_embeds", a)
     for name, a in (("embed_pixel_values", px), ("embed_pixel_attention_mask", masks), ("embed_spatial_shapes", shapes),
                     ("embed_last_hidden_state", lhs.numpy()), ("embed_pooler_output", pooled.numpy()),
                     ("embed_patch_embeds", patch.numpy()), ("embed_input_ids", ids),

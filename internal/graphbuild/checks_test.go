@@ -215,7 +215,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "projection", cfg: func(c *CLIPConfig) { c.ProjectionDim = 8 },
 			want: []string{"text_projection.weight has shape [16 32], the config gives [8 32]"}},
 		{name: "model type", cfg: func(c *CLIPConfig) { c.ModelType = "siglip" }, want: []string{`model_type "siglip"`}},
-		{name: "activation", cfg: func(c *CLIPConfig) { c.Vision.HiddenAct = "relu" }, want: []string{`vision_config.hidden_act "relu"`}},
+		{name: "activation", cfg: func(c *CLIPConfig) { c.Vision.HiddenAct = "silu" }, want: []string{`vision_config.hidden_act "silu"`}},
 		{name: "heads", cfg: func(c *CLIPConfig) { c.Text.Heads = 5 }, want: []string{"text_config.hidden_size 32 is not a multiple of num_attention_heads 5"}},
 		{name: "missing tensor", dir: func(t *testing.T, dir string) {
 			ts := tinyTensors(t)

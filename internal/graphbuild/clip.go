@@ -138,14 +138,26 @@ func transpose(v []float32, r, c int) []float32 {
 	return t
 }
 
-// packedQKV adds the q, k, v projections of prefix packed as [D, 3D] (the
-// columns q, then k, then v).
+// packedQKV adds the q, k, v projections of prefix (CLIP's q_proj, k_proj,
+// v_proj) packed as [D, 3D] (the columns q, then k, then v).
 func (b *builder) packedQKV(prefix string, d int64) string {
-	names := []string{prefix + "q_proj.weight", prefix + "k_proj.weight", prefix + "v_proj.weight"}
-	for _, n := range names {
-		b.need(n, d, d)
+	return b.packedQKVOf(prefix+"qkv", clipQKV(prefix), d)
+}
+
+// clipQKV names CLIP's q, k, v Linear layers under prefix.
+func clipQKV(prefix string) [3]string {
+	return [3]string{prefix + "q_proj", prefix + "k_proj", prefix + "v_proj"}
+}
+
+// packedQKVOf adds the weights of the Linear layers lin (q, k, v, each
+// [D, D]) packed as key.weight.T [D, 3D] (the columns q, then k, then v).
+func (b *builder) packedQKVOf(key string, lin [3]string, d int64) string {
+	var names [3]string
+	for i, l := range lin {
+		names[i] = l + ".weight"
+		b.need(names[i], d, d)
 	}
-	return b.g.weight(prefix+"qkv.weight.T", []int64{d, 3 * d}, func() ([]float32, error) {
+	return b.g.weight(key+".weight.T", []int64{d, 3 * d}, func() ([]float32, error) {
 		out := make([]float32, d*3*d)
 		for k, n := range names {
 			v, err := b.ck.Float32(n)
@@ -165,11 +177,18 @@ func (b *builder) packedQKV(prefix string, d int64) string {
 
 // qkvBias adds the [3D] biases of the q, k, v projections of prefix.
 func (b *builder) qkvBias(prefix string, d int64) string {
-	names := []string{prefix + "q_proj.bias", prefix + "k_proj.bias", prefix + "v_proj.bias"}
-	for _, n := range names {
-		b.need(n, d)
+	return b.qkvBiasOf(prefix+"qkv", clipQKV(prefix), d)
+}
+
+// qkvBiasOf adds the biases of the Linear layers lin (q, k, v, each [D])
+// as key.bias [3D].
+func (b *builder) qkvBiasOf(key string, lin [3]string, d int64) string {
+	var names [3]string
+	for i, l := range lin {
+		names[i] = l + ".bias"
+		b.need(names[i], d)
 	}
-	return b.g.weight(prefix+"qkv.bias", []int64{3 * d}, func() ([]float32, error) {
+	return b.g.weight(key+".bias", []int64{3 * d}, func() ([]float32, error) {
 		out := make([]float32, 0, 3*d)
 		for _, n := range names {
 			v, err := b.ck.Float32(n)
@@ -209,6 +228,8 @@ func (b *builder) activation(x, act string) string {
 		y := b.g.op("FastGelu", "", x)
 		b.g.last().domain = msDomain
 		return y
+	case "relu":
+		return b.g.op("Relu", "", x)
 	}
 	return x // checked before
 }
@@ -218,38 +239,7 @@ func (b *builder) activation(x, act string) string {
 func (b *builder) encoderLayer(x, prefix string, d, inter, heads int64, act string, eps float64, bias, out string) string {
 	h := b.layerNorm(x, prefix+"layer_norm1", d, eps, "")
 	ap := prefix + "self_attn."
-	scale := float32(1 / math.Sqrt(float64(d/heads)))
-	var attn string
-	switch b.opts.QKV {
-	case QKVPacked:
-		ins := []string{h, b.packedQKV(ap, d), b.qkvBias(ap, d)}
-		if bias != "" {
-			ins = append(ins, "", "", bias)
-		}
-		attn = b.g.op("Attention", "", ins...)
-	case QKVSplit:
-		qkv := b.g.op("MatMul", "", h, b.packedQKV(ap, d))
-		q, k, v := b.g.tmp("q"), b.g.tmp("k"), b.g.tmp("v")
-		b.g.nodes = append(b.g.nodes, &node{op: "Split", name: q, in: []string{qkv, b.g.constInts("qkv_sizes", []int64{3}, d, d, d)},
-			out: []string{q, k, v}, attrs: []attr{intAttr("axis", -1)}})
-		ins := []string{q, k, v, b.qkvBias(ap, d)}
-		if bias != "" {
-			ins = append(ins, "", bias)
-		}
-		attn = b.g.op("MultiHeadAttention", "", ins...)
-	default:
-		q := b.g.op("MatMul", "", h, b.wT(ap+"q_proj.weight", d, d))
-		k := b.g.op("MatMul", "", h, b.wT(ap+"k_proj.weight", d, d))
-		v := b.g.op("MatMul", "", h, b.wT(ap+"v_proj.weight", d, d))
-		ins := []string{q, k, v, b.qkvBias(ap, d)}
-		if bias != "" {
-			ins = append(ins, "", bias)
-		}
-		attn = b.g.op("MultiHeadAttention", "", ins...)
-	}
-	n := b.g.last()
-	n.domain = msDomain
-	n.with(intAttr("num_heads", heads), floatAttr("scale", scale))
+	attn := b.selfAttention(h, ap+"qkv", clipQKV(ap), d, heads, bias)
 	o := b.linear(attn, ap+"out_proj", d, d)
 	x = b.g.op("Add", "", x, o)
 	h = b.layerNorm(x, prefix+"layer_norm2", d, eps, "")
@@ -259,12 +249,53 @@ func (b *builder) encoderLayer(x, prefix string, d, inter, heads int64, act stri
 	return b.g.op("Add", out, x, f)
 }
 
+// selfAttention adds multi-head self-attention over h [B, T, d] with the
+// q, k, v Linear layers lin (weights and biases [d, d], [d]), in the form
+// opts.QKV asks for (packed weights named key.weight.T, key.bias), and
+// returns the heads' outputs [B, T, d] before the output projection; bias,
+// if not "", is added to the scores [B|1, 1, T, T].
+func (b *builder) selfAttention(h, key string, lin [3]string, d, heads int64, bias string) string {
+	scale := float32(1 / math.Sqrt(float64(d/heads)))
+	var attn string
+	switch b.opts.QKV {
+	case QKVPacked:
+		ins := []string{h, b.packedQKVOf(key, lin, d), b.qkvBiasOf(key, lin, d)}
+		if bias != "" {
+			ins = append(ins, "", "", bias)
+		}
+		attn = b.g.op("Attention", "", ins...)
+	case QKVSplit:
+		qkv := b.g.op("MatMul", "", h, b.packedQKVOf(key, lin, d))
+		q, k, v := b.g.tmp("q"), b.g.tmp("k"), b.g.tmp("v")
+		b.g.nodes = append(b.g.nodes, &node{op: "Split", name: q, in: []string{qkv, b.g.constInts("qkv_sizes", []int64{3}, d, d, d)},
+			out: []string{q, k, v}, attrs: []attr{intAttr("axis", -1)}})
+		ins := []string{q, k, v, b.qkvBiasOf(key, lin, d)}
+		if bias != "" {
+			ins = append(ins, "", bias)
+		}
+		attn = b.g.op("MultiHeadAttention", "", ins...)
+	default:
+		q := b.g.op("MatMul", "", h, b.wT(lin[0]+".weight", d, d))
+		k := b.g.op("MatMul", "", h, b.wT(lin[1]+".weight", d, d))
+		v := b.g.op("MatMul", "", h, b.wT(lin[2]+".weight", d, d))
+		ins := []string{q, k, v, b.qkvBiasOf(key, lin, d)}
+		if bias != "" {
+			ins = append(ins, "", bias)
+		}
+		attn = b.g.op("MultiHeadAttention", "", ins...)
+	}
+	n := b.g.last()
+	n.domain = msDomain
+	n.with(intAttr("num_heads", heads), floatAttr("scale", scale))
+	return attn
+}
+
 func checkAct(tower, act string) error {
 	switch act {
-	case "quick_gelu", "gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast":
+	case "quick_gelu", "gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu":
 		return nil
 	}
-	return fmt.Errorf("%s.hidden_act %q is not one this program builds (quick_gelu, gelu, gelu_new, gelu_pytorch_tanh)", tower, act)
+	return fmt.Errorf("%s.hidden_act %q is not one this program builds (quick_gelu, gelu, gelu_new, gelu_pytorch_tanh, relu)", tower, act)
 }
 
 func (c CLIPConfig) check() error {
@@ -398,10 +429,17 @@ func (b *builder) textGraph(c CLIPConfig) {
 // vision_model.embeddings.patch_embedding.bias when bias), flattened row by
 // row: [batch, P, d].
 func (b *builder) patchEmbedding(d, ch, p int64, bias bool) string {
+	return b.patchConv("vision_model.embeddings.patch_embedding", d, ch, p, bias)
+}
+
+// patchConv is the patch Conv prefix (weight [d, ch, p, p], and bias [d]
+// when bias) of pixel_values [batch, ch, H, W], flattened row by row:
+// [batch, (H/p)·(W/p), d].
+func (b *builder) patchConv(prefix string, d, ch, p int64, bias bool) string {
 	g := b.g
-	in := []string{"pixel_values", b.w("vision_model.embeddings.patch_embedding.weight", d, ch, p, p)}
+	in := []string{"pixel_values", b.w(prefix+".weight", d, ch, p, p)}
 	if bias {
-		in = append(in, b.w("vision_model.embeddings.patch_embedding.bias", d))
+		in = append(in, b.w(prefix+".bias", d))
 	}
 	conv := g.op("Conv", "", in...)
 	g.last().with(intsAttr("kernel_shape", p, p), intsAttr("strides", p, p))

@@ -35,17 +35,7 @@ func (b *builder) naflexVision(c SiglipConfig) {
 
 	// The scores' bias: the lowest float32 on padding keys, [B, 1, 1, M]
 	// for the probe, expanded to [B, 1, M, M] for self-attention.
-	mf := g.op("Cast", "", "pixel_attention_mask")
-	g.last().with(intAttr("to", int64(tFloat)))
-	inv := g.op("Sub", "", g.constFloats("one", nil, 1), mf)
-	keys := g.op("Mul", "", inv, g.constFloats("lowest", nil, lowestFloat32))
-	keys = g.op("Unsqueeze", "", keys, g.constInts("axes", []int64{2}, 1, 2))
-	bm := g.op("Shape", "", "pixel_attention_mask")
-	bs := g.op("Slice", "", bm, g.constInts("zero", []int64{1}, 0), g.constInts("one_i", []int64{1}, 1))
-	ms := g.op("Slice", "", bm, g.constInts("one_i", []int64{1}, 1), g.constInts("two_i", []int64{1}, 2))
-	shape := g.op("Concat", "", bs, g.constInts("one_i", []int64{1}, 1), ms, ms)
-	g.last().with(intAttr("axis", 0))
-	self := g.op("Expand", "", keys, shape)
+	keys, self := b.keyPaddingBias("pixel_attention_mask")
 
 	for i := 0; i < v.Layers; i++ {
 		if i == v.Layers-1 {

@@ -3,7 +3,8 @@
 // towers as Hugging Face's CLIPTextModelWithProjection and
 // CLIPVisionModelWithProjection compute them, and SigLIP's (SigLIP 2's at a
 // fixed resolution: the same towers) as SiglipTextModel and
-// SiglipVisionModel do, in the operators ONNX Runtime runs fastest
+// SiglipVisionModel do, and TIPSv2's as Tipsv2TextModel and
+// Tipsv2VisionModel do, in the operators ONNX Runtime runs fastest
 // (com.microsoft.MultiHeadAttention or Attention, QuickGelu, Gelu, FastGelu,
 // LayerNormalization, MatMul by weights stored transposed).
 //
@@ -32,6 +33,14 @@
 //	                        last_hidden_state [batch_size, P, d_v] (after post_layernorm),
 //	                        pooler_output [batch_size, d_v] (the attention-pooling head's),
 //	                        readout_input [batch_size, P, d_v] (the last layer's input)
+//
+// and (BuildTips), TIPSv2's, with no projection heads (d = both widths):
+//
+//	onnx/text_model.onnx    input_ids, attention_mask int64 [batch, sequence] →
+//	                        last_hidden_state [batch, sequence, d], text_embeds [batch, d] (the masked mean)
+//	onnx/vision_model.onnx  pixel_values float32 [batch, C, H, W] (H, W fixed at build) →
+//	                        last_hidden_state [batch, 1+R+P, d] (class, R registers, patches),
+//	                        image_embeds [batch, d] (row 0), patch_embeds [batch, P, d] (the patch rows)
 //
 // Weights are read one tensor at a time by their header offsets (F32, F16,
 // BF16 or F64 in the checkpoint, float32 in the graph; one file or the
@@ -72,7 +81,7 @@ const (
 // producer is the producer_name written into the graphs.
 const producer = "condition graphbuild"
 
-// Written is one graph written by BuildCLIP or BuildSiglip.
+// Written is one graph written by BuildCLIP, BuildSiglip or BuildTips.
 type Written struct {
 	Graph    string `json:"graph"`              // TextModelFile or VisionModelFile
 	Path     string `json:"path"`               // where

@@ -16,7 +16,8 @@ import (
 // TestBuildRealSize builds the graphs of the model folder
 // CONDITION_BENCH_MODEL names (one made by scripts/bench_models, CLIP or
 // SigLIP by its config's model_type, with its torch.onnx.export graphs in
-// onnx/), logs the build time, and compares the built graphs' outputs with
+// onnx/; or TIPSv2, compared with torch alone: see realSizeTips), logs the
+// build time, and compares the built graphs' outputs with
 // the exported graphs' on the same inputs: within 1e-5 of the largest
 // magnitude; with CONDITION_BENCH_GOLDEN, a folder
 // scripts/graphbuild/torch_golden.py wrote for the model, on its inputs,
@@ -49,6 +50,10 @@ func TestBuildRealSize(t *testing.T) {
 		out = o
 	}
 	opts := Options{QKV: os.Getenv("CONDITION_BUILD_QKV")}
+	if head.ModelType == "tipsv2" {
+		realSizeTips(t, dir, ck, out, opts)
+		return
+	}
 	start := time.Now()
 	var ws []Written
 	var vocab, seq, image, eos int

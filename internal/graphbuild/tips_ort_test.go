@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
@@ -313,5 +314,79 @@ func TestTipsBadInputs(t *testing.T) {
 				t.Errorf("files written despite the error: %v", ents)
 			}
 		})
+	}
+}
+
+// realSizeTips is TestBuildRealSize for a TIPSv2 folder (made by
+// scripts/bench_models/make_tips.py): it builds the graphs at image_size
+// and the vision graph again at the size of CONDITION_BENCH_GOLDEN's
+// resized_pixel_values, and compares every output with torch's
+// (scripts/graphbuild/torch_golden.py) within 1e-5 of its largest
+// magnitude, and the resized positions bit for bit.
+func realSizeTips(t *testing.T, dir string, ck *Checkpoint, out string, opts Options) {
+	golden := os.Getenv("CONDITION_BENCH_GOLDEN")
+	if golden == "" {
+		t.Fatalf("%s is a TIPSv2 folder: CONDITION_BENCH_GOLDEN must name torch's outputs (scripts/graphbuild/torch_golden.py)", dir)
+	}
+	npy := func(name string) tensorio.Tensor {
+		x, err := tensorio.ReadNPY(filepath.Join(golden, name+".npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	cfg := readTipsConfig(t, filepath.Join(dir, "config.json"))
+	rpx := npy("resized_pixel_values")
+	rc := cfg
+	rc.Height, rc.Width = rpx.Shape[2], rpx.Shape[3]
+	pos, err := tipsPositions(ck, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := floats(t, npy("resized_positions"))[cfg.Vision.HiddenSize:]
+	same := len(pos) == len(want)
+	for i := 0; same && i < len(want); i++ {
+		same = mathFloat32bits(pos[i]) == mathFloat32bits(want[i])
+	}
+	if !same {
+		t.Errorf("positions resized to %dx%d pixels differ from torch's (largest difference %.3g of its largest magnitude)", rc.Height, rc.Width, relDiff(want, pos))
+	} else {
+		t.Logf("positions resized to %dx%d pixels: torch's, bit for bit", rc.Height, rc.Width)
+	}
+	vouts := []string{"last_hidden_state", "image_embeds", "patch_embeds"}
+	for _, b := range []struct {
+		cfg     TipsConfig
+		out     string
+		graphs  []string
+		ins     [][]string
+		in      [][]tensorio.Tensor
+		outs    [][]string
+		goldens [][]string
+	}{
+		{cfg, out, []string{TextModelFile, VisionModelFile},
+			[][]string{{"input_ids", "attention_mask"}, {"pixel_values"}},
+			[][]tensorio.Tensor{{npy("input_ids"), npy("attention_mask")}, {npy("pixel_values")}},
+			[][]string{{"last_hidden_state", "text_embeds"}, vouts},
+			[][]string{{"text_last_hidden_state", "text_embeds"}, {"vision_last_hidden_state", "image_embeds", "patch_embeds"}}},
+		{rc, filepath.Join(out, "resized"), []string{VisionModelFile}, [][]string{{"pixel_values"}}, [][]tensorio.Tensor{{rpx}},
+			[][]string{vouts}, [][]string{{"resized_vision_last_hidden_state", "resized_image_embeds", "resized_patch_embeds"}}},
+	} {
+		start := time.Now()
+		ws, err := BuildTips(ck, b.cfg, b.out, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, w := b.cfg.size()
+		t.Logf("built %d graphs (vision %dx%d) from %.1f MB in %.2f s", len(ws), h, w, float64(ck.Size())/1e6, time.Since(start).Seconds())
+		for i, graph := range b.graphs {
+			got := run(t, filepath.Join(b.out, filepath.FromSlash(graph)), b.ins[i], b.in[i], b.outs[i])
+			for j, g := range b.goldens[i] {
+				if d := relDiff(floats(t, npy(g)), got[j]); !(d <= 1e-5) {
+					t.Errorf("%s: %s differs from torch's %s by %.3g of its largest magnitude", graph, b.outs[i][j], g, d)
+				} else {
+					t.Logf("%s: %s within %.2g of torch's %s", graph, b.outs[i][j], d, g)
+				}
+			}
+		}
 	}
 }

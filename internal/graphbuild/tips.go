@@ -45,8 +45,9 @@ type TipsVisionConfig struct {
 	LayerNormEps        float64
 	// Registers is num_register_tokens.
 	Registers int
-	// QKVBias is qkv_bias; UseSwiGLU is use_swiglu_ffn (its SwiGLU MLP
-	// is not built here).
+	// QKVBias is qkv_bias; UseSwiGLU is use_swiglu_ffn: the MLP is a
+	// SwiGLU (mlp.weights_in, mlp.weights_out; the g14 size), hidden_act
+	// is not used then.
 	QKVBias, UseSwiGLU bool
 	// InterpolateAntialias and InterpolateOffset are interpolate_antialias
 	// and interpolate_offset: how the position table is resized to
@@ -58,6 +59,13 @@ type TipsVisionConfig struct {
 // intermediate returns the MLP's width, int(hidden_size·mlp_ratio) as
 // Python truncates it.
 func (v TipsVisionConfig) intermediate() int { return int(float64(v.HiddenSize) * v.MLPRatio) }
+
+// swigluWidth returns the SwiGLU MLP's hidden width F (weights_in is
+// [2F, d]): two thirds of intermediate(), rounded up to a multiple of 8,
+// as Tipsv2VisionSwiGLUFFN computes it.
+func (v TipsVisionConfig) swigluWidth() int {
+	return (int(float64(2*v.intermediate())/3) + 7) / 8 * 8
+}
 
 // size returns the vision graph's pixel height and width.
 func (c TipsConfig) size() (h, w int) {
@@ -86,20 +94,24 @@ func (c TipsConfig) check() error {
 		return fmt.Errorf("model_type %q: only tipsv2 graphs are built here", c.ModelType)
 	}
 	v := c.Vision
+	act := v.HiddenAct
+	if v.UseSwiGLU {
+		act = "gelu" // not used: the SwiGLU's activation is SiLU
+	}
 	errs := checkTowers(c.Text, VisionConfig{HiddenSize: v.HiddenSize, IntermediateSize: v.intermediate(), Layers: v.Layers,
-		Heads: v.Heads, Channels: v.Channels, ImageSize: v.ImageSize, PatchSize: v.PatchSize, HiddenAct: v.HiddenAct,
+		Heads: v.Heads, Channels: v.Channels, ImageSize: v.ImageSize, PatchSize: v.PatchSize, HiddenAct: act,
 		LayerNormEps: v.LayerNormEps})
 	if c.Text.HiddenSize != v.HiddenSize {
 		errs = append(errs, fmt.Errorf("text_config.hidden_size %d and vision_config.hidden_size %d differ: TIPSv2 has no projection heads, both towers embed into one space", c.Text.HiddenSize, v.HiddenSize))
+	}
+	if !(v.MLPRatio > 0) {
+		errs = append(errs, fmt.Errorf("vision_config.mlp_ratio is %g, expected a positive number", v.MLPRatio))
 	}
 	if v.Registers < 0 {
 		errs = append(errs, fmt.Errorf("vision_config.num_register_tokens is %d, expected 0 or more", v.Registers))
 	}
 	if !(c.PoolingEpsilon >= 0) {
 		errs = append(errs, fmt.Errorf("text_config.pooling_epsilon is %g, expected 0 or more", c.PoolingEpsilon))
-	}
-	if v.UseSwiGLU {
-		errs = append(errs, errors.New("vision_config.use_swiglu_ffn is true: the SwiGLU MLP (the g14 size) is not built here"))
 	}
 	if !v.QKVBias {
 		errs = append(errs, errors.New("vision_config.qkv_bias is false: only q, k, v projections with biases are built here"))
@@ -135,6 +147,9 @@ func (c TipsConfig) check() error {
 //	                   not normalised),
 //	                   patch_embeds [batch, P, d] (rows 1+R..: the patches in the joint space)
 //
+// The vision blocks' MLP is fc1, hidden_act, fc2, or with
+// Vision.UseSwiGLU (the g14 size) Tipsv2VisionSwiGLUFFN's weights_in,
+// SiLU gate, weights_out.
 // TIPSv2 has no projection heads: text_embeds, image_embeds and each row
 // of patch_embeds share one space, in which the model scores by cosine
 // similarity divided by c.Temperature; patch_embeds against text_embeds is
@@ -343,7 +358,7 @@ func (b *builder) tipsVision(c TipsConfig) {
 	g.last().with(intAttr("axis", 1))
 
 	for i := 0; i < v.Layers; i++ {
-		x = b.dinoLayer(x, fmt.Sprintf("vision_model.encoder.layer.%d.", i), d, inter, heads, v.HiddenAct, v.LayerNormEps)
+		x = b.dinoLayer(x, fmt.Sprintf("vision_model.encoder.layer.%d.", i), v, d, inter, heads)
 	}
 	h := b.layerNorm(x, "vision_model.layernorm", d, v.LayerNormEps, "last_hidden_state")
 	g.op("Gather", "image_embeds", h, g.constInts("cls_index", nil, 0))
@@ -380,9 +395,12 @@ func tipsPositions(ck *Checkpoint, c TipsConfig) ([]float32, error) {
 // dinoLayer adds one DINOv2 block (Tipsv2VisionLayer) to x [B, T, d]:
 // x + λ1·attention(norm1(x)), then that + λ2·mlp(norm2(that)), with the
 // layer scales λ [d] multiplied after each branch's last Linear, as torch
-// does.
-func (b *builder) dinoLayer(x, prefix string, d, inter, heads int64, act string, eps float64) string {
+// does; the MLP is fc1, hidden_act, fc2 ([inter, d], [d, inter]), or with
+// v.UseSwiGLU weights_in [2F, d], silu(first half)·(second half),
+// weights_out [d, F].
+func (b *builder) dinoLayer(x, prefix string, v TipsVisionConfig, d, inter, heads int64) string {
 	g := b.g
+	eps := v.LayerNormEps
 	h := b.layerNorm(x, prefix+"norm1", d, eps, "")
 	ap := prefix + "attention."
 	lin := [3]string{ap + "attention.query", ap + "attention.key", ap + "attention.value"}
@@ -391,9 +409,20 @@ func (b *builder) dinoLayer(x, prefix string, d, inter, heads int64, act string,
 	a = g.op("Mul", "", a, b.w(prefix+"layer_scale1.lambda1", d))
 	x = g.op("Add", "", a, x)
 	h = b.layerNorm(x, prefix+"norm2", d, eps, "")
-	f := b.linear(h, prefix+"mlp.fc1", inter, d)
-	f = b.activation(f, act)
-	f = b.linear(f, prefix+"mlp.fc2", d, inter)
+	var f string
+	if v.UseSwiGLU {
+		hf := int64(v.swigluWidth())
+		y := b.linear(h, prefix+"mlp.weights_in", 2*hf, d)
+		x1, x2 := g.tmp("swiglu_gate"), g.tmp("swiglu_value")
+		g.nodes = append(g.nodes, &node{op: "Split", name: x1, in: []string{y, g.constInts("swiglu_sizes", []int64{2}, hf, hf)},
+			out: []string{x1, x2}, attrs: []attr{intAttr("axis", -1)}})
+		s := g.op("Mul", "", x1, g.op("Sigmoid", "", x1))
+		f = b.linear(g.op("Mul", "", s, x2), prefix+"mlp.weights_out", d, hf)
+	} else {
+		f = b.linear(h, prefix+"mlp.fc1", inter, d)
+		f = b.activation(f, v.HiddenAct)
+		f = b.linear(f, prefix+"mlp.fc2", d, inter)
+	}
 	f = g.op("Mul", "", f, b.w(prefix+"layer_scale2.lambda1", d))
 	return g.op("Add", "", f, x)
 }

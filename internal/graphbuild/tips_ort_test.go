@@ -105,18 +105,27 @@ var tipsImages = []struct {
 // positions resized for the other grids equal torch's bit for bit. The
 // text graph runs at the table's 16 positions and at 7, with padded
 // prompts; the pooled output depends on the mask.
+//
+// testdata/tinytips/swiglu is the same test on a model with the SwiGLU
+// MLP (use_swiglu_ffn, the g14 size's).
 func TestBuildTinyTipsMatchesTorch(t *testing.T) {
 	orttest.Load(t)
-	cfg := readTipsConfig(t, filepath.Join(tinyTipsDir, "config.json"))
-	if cfg.ModelType != "tipsv2" || cfg.Vision.Registers != 2 || cfg.Vision.intermediate() != 56 || cfg.Temperature != 0.01 {
+	t.Run("mlp", func(t *testing.T) { testTinyTips(t, tinyTipsDir, false) })
+	t.Run("swiglu", func(t *testing.T) { testTinyTips(t, filepath.Join(tinyTipsDir, "swiglu"), true) })
+}
+
+func testTinyTips(t *testing.T, dir string, swiglu bool) {
+	cfg := readTipsConfig(t, filepath.Join(dir, "config.json"))
+	if cfg.ModelType != "tipsv2" || cfg.Vision.Registers != 2 || cfg.Vision.intermediate() != 56 || cfg.Temperature != 0.01 ||
+		cfg.Vision.UseSwiGLU != swiglu || swiglu && cfg.Vision.swigluWidth() != 40 {
 		t.Fatalf("config %+v", cfg)
 	}
-	ck, err := OpenCheckpoint(tinyTipsDir)
+	ck, err := OpenCheckpoint(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ck.Close()
-	npy := func(name string) tensorio.Tensor { return readNPYIn(t, tinyTipsDir, name) }
+	npy := func(name string) tensorio.Tensor { return readNPYIn(t, dir, name) }
 
 	for _, im := range tipsImages {
 		c := cfg
@@ -248,7 +257,9 @@ func TestTipsBadInputs(t *testing.T) {
 		{name: "widths differ", cfg: func(c *TipsConfig) { c.Text.HiddenSize = 24; c.Text.Heads = 4 },
 			want: []string{"text_config.hidden_size 24 and vision_config.hidden_size 32 differ"}},
 		{name: "model type", cfg: func(c *TipsConfig) { c.ModelType = "clip" }, want: []string{`model_type "clip"`}},
-		{name: "swiglu", cfg: func(c *TipsConfig) { c.Vision.UseSwiGLU = true }, want: []string{"use_swiglu_ffn"}},
+		{name: "swiglu", cfg: func(c *TipsConfig) { c.Vision.UseSwiGLU = true },
+			want: []string{"tensor vision_model.encoder.layer.0.mlp.weights_in.weight is missing (expected shape [80 32])"}},
+		{name: "mlp ratio zero", cfg: func(c *TipsConfig) { c.Vision.MLPRatio = 0 }, want: []string{"vision_config.mlp_ratio is 0"}},
 		{name: "no qkv bias", cfg: func(c *TipsConfig) { c.Vision.QKVBias = false }, want: []string{"qkv_bias is false"}},
 		{name: "text activation", cfg: func(c *TipsConfig) { c.Text.HiddenAct = "silu" }, want: []string{`text_config.hidden_act "silu"`}},
 		{name: "resize without antialias", cfg: func(c *TipsConfig) { c.Vision.InterpolateAntialias = false; c.Height = 24 },

@@ -36,8 +36,10 @@ Vision (``Tipsv2VisionModel``, DINOv2 with registers, prefix ``vision_model.``):
 * ``encoder.layer.N.``: ``norm1``; ``attention.attention.{query,key,value}`` (bias when
   ``qkv_bias``), ``attention.output.dense``; times ``layer_scale1.lambda1`` [D]; residual;
   ``norm2``; ``mlp.fc1`` (D → int(D·mlp_ratio), ``hidden_act`` gelu: the erf form)
-  ``mlp.fc2``; times ``layer_scale2.lambda1``; residual. (``use_swiglu_ffn`` models, the g14
-  size, have ``mlp.weights_in``/``weights_out`` instead: not transcribed here.)
+  ``mlp.fc2``; times ``layer_scale2.lambda1``; residual. With ``use_swiglu_ffn`` (the g14
+  size) the MLP is a SwiGLU instead: F = (int(int(D·mlp_ratio)·2/3) + 7) // 8 · 8,
+  ``mlp.weights_in`` (D → 2F), its output cut in two halves x1, x2, silu(x1)·x2,
+  ``mlp.weights_out`` (F → D).
 * ``layernorm`` (eps 1e-6 by default) gives ``last_hidden_state`` [B, 1+R+h·w, D]; the pooled
   output is its row 0 (the first class token; rows 1..R are the registers, the second class
   token of the model card). No projection.
@@ -357,16 +359,26 @@ class VisionMLP(nn.Module):
         return self.fc2(self.act(self.fc1(x)))
 
 
+class VisionSwiGLU(nn.Module):
+    def __init__(self, c: VisionConfig):
+        super().__init__()
+        f = (int(c.mlp_size * 2 / 3) + 7) // 8 * 8
+        self.weights_in = nn.Linear(c.hidden_size, 2 * f)
+        self.weights_out = nn.Linear(f, c.hidden_size)
+
+    def forward(self, x):
+        x1, x2 = self.weights_in(x).chunk(2, dim=-1)
+        return self.weights_out(F.silu(x1) * x2)
+
+
 class VisionLayer(nn.Module):
     def __init__(self, c: VisionConfig):
         super().__init__()
-        if c.use_swiglu_ffn:
-            raise ValueError("pytips: use_swiglu_ffn is not transcribed")
         self.norm1 = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
         self.attention = Attention(c)
         self.layer_scale1 = LayerScale(c)
         self.norm2 = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
-        self.mlp = VisionMLP(c)
+        self.mlp = VisionSwiGLU(c) if c.use_swiglu_ffn else VisionMLP(c)
         self.layer_scale2 = LayerScale(c)
 
     def forward(self, x):

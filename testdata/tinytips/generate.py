@@ -33,6 +33,9 @@ Files:
     S_pixel_values, S_positions [1+h·w, 32] (what the image's rows got added),
     S_last_hidden_state [B, 1+2+h·w, 32] (class, 2 registers, patches), S_pooled [B, 32]
     (row 0), S_patch_embeds [B, h·w, 32] (rows 3..)
+  swiglu/              the same sizes with use_swiglu_ffn (the g14 size's MLP: F = 40,
+                       mlp.weights_in 32 -> 80, mlp.weights_out 40 -> 32), its own seed:
+                       config.json, model.safetensors, golden/ with the vision and text sets
 """
 
 import os
@@ -55,22 +58,24 @@ def save(golden, name, a):
     np.save(os.path.join(golden, name + ".npy"), np.ascontiguousarray(a))
 
 
-def main():
+def make(out, seed, swiglu):
+    """Writes a tiny model with its goldens into out."""
     tc = tips.TextConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, max_position_embeddings=16)
     vc = tips.VisionConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=1.75,
-                           image_size=16, patch_size=4, num_register_tokens=2)
+                           image_size=16, patch_size=4, num_register_tokens=2, use_swiglu_ffn=swiglu)
     config = tips.Config(tc, vc, temperature=0.01)
-    model = tips.Tips(config).init_random(SEED).eval()
+    model = tips.Tips(config).init_random(seed).eval()
 
-    tips.write_json(os.path.join(HERE, "config.json"), config.to_dict())
-    tips.write_safetensors(os.path.join(HERE, "model.safetensors"),
+    os.makedirs(out, exist_ok=True)
+    tips.write_json(os.path.join(out, "config.json"), config.to_dict())
+    tips.write_safetensors(os.path.join(out, "model.safetensors"),
                            {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()},
                            {"format": "pt"})
 
-    golden = os.path.join(HERE, "golden")
+    golden = os.path.join(out, "golden")
     os.makedirs(golden, exist_ok=True)
-    g = torch.Generator().manual_seed(SEED + 1)
+    g = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for name, lengths, t in [("text", [16, 5, 1], 16), ("short", [7, 3], 7)]:
             ids = torch.zeros(len(lengths), t, dtype=torch.int64)
@@ -94,6 +99,10 @@ def main():
             save(golden, name + "_pooled", pooled.numpy())
             save(golden, name + "_patch_embeds", patches.numpy())
 
+
+def main():
+    make(HERE, SEED, False)
+    make(os.path.join(HERE, "swiglu"), SEED + 10, True)
     total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(HERE) for f in fs)
     print(f"tinytips: folder {total / 1024:.0f} KiB")
 

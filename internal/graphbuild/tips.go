@@ -98,7 +98,11 @@ func (c TipsConfig) check() error {
 	if v.UseSwiGLU {
 		act = "gelu" // not used: the SwiGLU's activation is SiLU
 	}
-	errs := checkTowers(c.Text, VisionConfig{HiddenSize: v.HiddenSize, IntermediateSize: v.intermediate(), Layers: v.Layers,
+	inter := v.intermediate()
+	if !(v.MLPRatio > 0) {
+		inter = 1 // said below, in mlp_ratio's words
+	}
+	errs := checkTowers(c.Text, VisionConfig{HiddenSize: v.HiddenSize, IntermediateSize: inter, Layers: v.Layers,
 		Heads: v.Heads, Channels: v.Channels, ImageSize: v.ImageSize, PatchSize: v.PatchSize, HiddenAct: act,
 		LayerNormEps: v.LayerNormEps})
 	if c.Text.HiddenSize != v.HiddenSize {

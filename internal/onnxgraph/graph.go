@@ -64,7 +64,8 @@ type Model struct {
 	Graph     *Graph
 
 	raw        []byte
-	graphField field // ModelProto.graph (field 7) in raw
+	graphField field        // ModelProto.graph (field 7) in raw
+	unmap      func() error // releases raw, for a model made by ParseFile
 }
 
 // Graph is a parsed GraphProto.

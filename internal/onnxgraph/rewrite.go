@@ -1,6 +1,8 @@
 package onnxgraph
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -70,6 +72,19 @@ func encodeAttr(a *Attr) []byte {
 // encodeTensor encodes a TensorProto with its data as raw_data (Floats,
 // Int64s and Int32s are converted). External tensors are not encoded here.
 func encodeTensor(t *Tensor) []byte {
+	b := tensorHead(t)
+	if t.Raw != nil {
+		return append(b, t.Raw...)
+	}
+	var buf bytes.Buffer
+	buf.Write(b)
+	writeTensorData(&buf, t, nil) // a bytes.Buffer does not fail
+	return buf.Bytes()
+}
+
+// tensorHead encodes a TensorProto's fields up to its raw_data's tag and
+// length: dims, data type, name; tensorData's bytes follow.
+func tensorHead(t *Tensor) []byte {
 	var b []byte
 	if len(t.Dims) > 0 {
 		var p []byte
@@ -80,29 +95,80 @@ func encodeTensor(t *Tensor) []byte {
 	}
 	b = appendVarintField(b, 2, uint64(t.DataType))
 	b = appendStringField(b, 8, t.Name)
-	raw := t.Raw
-	if raw == nil {
-		switch {
-		case t.Floats != nil:
-			raw = make([]byte, 4*len(t.Floats))
-			for i, f := range t.Floats {
-				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(f))
+	b = protowire.AppendTag(b, 9, protowire.BytesType)
+	return protowire.AppendVarint(b, uint64(tensorDataLen(t)))
+}
+
+// tensorDataLen is the length of t's values as raw_data: Raw, else Floats,
+// Int64s or Int32s in little-endian order.
+func tensorDataLen(t *Tensor) int {
+	switch {
+	case t.Raw != nil:
+		return len(t.Raw)
+	case t.Floats != nil:
+		return 4 * len(t.Floats)
+	case t.Int64s != nil:
+		return 8 * len(t.Int64s)
+	case t.Int32s != nil:
+		return 4 * len(t.Int32s)
+	}
+	return 0
+}
+
+// writeTensorData writes t's values as raw_data (tensorDataLen bytes),
+// converting them a block at a time in scratch, which it returns for
+// reuse.
+func writeTensorData(w io.Writer, t *Tensor, scratch []byte) ([]byte, error) {
+	if t.Raw != nil {
+		_, err := w.Write(t.Raw)
+		return scratch, err
+	}
+	const block = 64 << 10 // bytes
+	if cap(scratch) < block {
+		scratch = make([]byte, block)
+	}
+	scratch = scratch[:block]
+	flush := func(n int) error {
+		_, err := w.Write(scratch[:n])
+		return err
+	}
+	n := 0
+	switch {
+	case t.Floats != nil:
+		for _, f := range t.Floats {
+			if n+4 > block {
+				if err := flush(n); err != nil {
+					return scratch, err
+				}
+				n = 0
 			}
-		case t.Int64s != nil:
-			raw = make([]byte, 8*len(t.Int64s))
-			for i, v := range t.Int64s {
-				binary.LittleEndian.PutUint64(raw[8*i:], uint64(v))
+			binary.LittleEndian.PutUint32(scratch[n:], math.Float32bits(f))
+			n += 4
+		}
+	case t.Int64s != nil:
+		for _, v := range t.Int64s {
+			if n+8 > block {
+				if err := flush(n); err != nil {
+					return scratch, err
+				}
+				n = 0
 			}
-		case t.Int32s != nil:
-			raw = make([]byte, 4*len(t.Int32s))
-			for i, v := range t.Int32s {
-				binary.LittleEndian.PutUint32(raw[4*i:], uint32(v))
+			binary.LittleEndian.PutUint64(scratch[n:], uint64(v))
+			n += 8
+		}
+	case t.Int32s != nil:
+		for _, v := range t.Int32s {
+			if n+4 > block {
+				if err := flush(n); err != nil {
+					return scratch, err
+				}
+				n = 0
 			}
-		default:
-			raw = []byte{}
+			binary.LittleEndian.PutUint32(scratch[n:], uint32(v))
+			n += 4
 		}
 	}
-	return appendBytesField(b, 9, raw)
+	return scratch, flush(n)
 }
 
 // FloatTensor returns a float32 tensor named name of shape dims holding v.
@@ -379,7 +445,11 @@ func (e *editor) prune() {
 // write writes the edited model: the graph's nodes replaced by e.nodes,
 // initializers no node uses dropped, new initializers added, value_info of
 // values no longer computed dropped and the com.microsoft opset imported
-// when a node needs it. Every other field is copied as it was.
+// when a node needs it. Every other field is copied as it was. The model
+// is written as it is assembled, a piece at a time: the kept fields are
+// slices of the model's bytes and the new initializers' values are
+// encoded as they are written, so that writing holds no copy of the graph
+// (a mapped model's weights stay in the page cache).
 func (e *editor) write(w io.Writer) error {
 	e.prune()
 	used := map[string]bool{}
@@ -400,25 +470,28 @@ func (e *editor) write(w io.Writer) error {
 	for _, in := range e.m.Graph.Inputs {
 		present[in.Name] = true
 	}
-	var gb []byte
+	var gb pieces
 	wroteNodes := false
+	writeNodes := func() {
+		for _, n := range e.nodes {
+			gb.bytes(appendBytesField(nil, 1, nodeBytes(n)))
+		}
+		wroteNodes = true
+	}
 	err := fields(e.m.graphField.bytes, func(f field) error {
 		raw := e.m.graphField.bytes[f.start:f.end]
 		switch {
 		case f.num == 1 && f.wire == protowire.BytesType: // node
 			if !wroteNodes {
-				for _, n := range e.nodes {
-					gb = appendBytesField(gb, 1, nodeBytes(n))
-				}
-				wroteNodes = true
+				writeNodes()
 			}
 			return nil
 		case f.num == 5 && f.wire == protowire.BytesType: // initializer
-			t, err := parseTensor(f.bytes)
+			name, err := tensorName(f.bytes)
 			if err != nil {
 				return err
 			}
-			if !used[t.Name] {
+			if !used[name] {
 				return nil
 			}
 		case f.num == 11 && f.wire == protowire.BytesType: // input
@@ -438,20 +511,21 @@ func (e *editor) write(w io.Writer) error {
 				return nil
 			}
 		}
-		gb = append(gb, raw...)
+		gb.bytes(raw)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("onnxgraph: write: %w", err)
 	}
 	if !wroteNodes {
-		for _, n := range e.nodes {
-			gb = appendBytesField(gb, 1, nodeBytes(n))
-		}
+		writeNodes()
 	}
 	for _, t := range e.newInits {
 		if used[t.Name] {
-			gb = appendBytesField(gb, 5, encodeTensor(t))
+			head := tensorHead(t)
+			gb.bytes(protowire.AppendVarint(protowire.AppendTag(nil, 5, protowire.BytesType), uint64(len(head))+uint64(tensorDataLen(t))))
+			gb.bytes(head)
+			gb.tensor(t)
 		}
 	}
 	needMS := false
@@ -460,13 +534,14 @@ func (e *editor) write(w io.Writer) error {
 			needMS = true
 		}
 	}
-	var mb []byte
+	var mb pieces
 	err = fields(e.m.raw, func(f field) error {
 		if f.num == 7 && f.wire == protowire.BytesType {
-			mb = appendBytesField(mb, 7, gb)
+			mb.bytes(protowire.AppendVarint(protowire.AppendTag(nil, 7, protowire.BytesType), uint64(gb.n)))
+			mb.append(&gb)
 			return nil
 		}
-		mb = append(mb, e.m.raw[f.start:f.end]...)
+		mb.bytes(e.m.raw[f.start:f.end])
 		return nil
 	})
 	if err != nil {
@@ -476,12 +551,78 @@ func (e *editor) write(w io.Writer) error {
 		var op []byte
 		op = appendStringField(op, 1, MSDomain)
 		op = appendVarintField(op, 2, 1)
-		mb = appendBytesField(mb, 8, op)
+		mb.bytes(appendBytesField(nil, 8, op))
 	}
-	if _, err := w.Write(mb); err != nil {
+	if err := mb.writeTo(w); err != nil {
 		return fmt.Errorf("onnxgraph: write: %w", err)
 	}
 	return nil
+}
+
+// pieces is an encoded message assembled in order from byte slices,
+// written as they are, and tensors whose values are encoded as raw_data
+// when written (see tensorData).
+type pieces struct {
+	list []piece
+	n    int // bytes in all
+}
+
+type piece struct {
+	b []byte
+	t *Tensor
+}
+
+func (p *pieces) bytes(b []byte) {
+	p.list = append(p.list, piece{b: b})
+	p.n += len(b)
+}
+
+func (p *pieces) tensor(t *Tensor) {
+	p.list = append(p.list, piece{t: t})
+	p.n += tensorDataLen(t)
+}
+
+func (p *pieces) append(q *pieces) {
+	p.list = append(p.list, q.list...)
+	p.n += q.n
+}
+
+// writeTo writes the pieces to w through a buffer: a model has thousands
+// of small pieces (nodes) and a few large ones (weights).
+func (p *pieces) writeTo(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var scratch []byte
+	for _, x := range p.list {
+		if x.t == nil {
+			if _, err := bw.Write(x.b); err != nil {
+				return err
+			}
+			continue
+		}
+		if x.t.Raw != nil {
+			if _, err := bw.Write(x.t.Raw); err != nil {
+				return err
+			}
+			continue
+		}
+		var err error
+		scratch, err = writeTensorData(bw, x.t, scratch)
+		if err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// tensorName reads a TensorProto's name.
+func tensorName(b []byte) (name string, err error) {
+	err = fields(b, func(f field) error {
+		if f.num == 8 && f.wire == protowire.BytesType {
+			name = string(f.bytes)
+		}
+		return nil
+	})
+	return name, err
 }
 
 // nodeBytes returns a node's NodeProto: the bytes it was parsed from, or

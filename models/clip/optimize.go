@@ -1,16 +1,20 @@
 package clip
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"time"
 
 	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/models"
 )
 
@@ -58,6 +62,12 @@ type OptimizeOptions struct {
 	// Graphs are the graphs to rewrite, among models.TextModelFile and
 	// models.VisionModelFile (nil: both).
 	Graphs []string
+	// TempDir is where the rewritten graphs are written while they are
+	// checked, removed before Optimize returns ("": the folder of the
+	// model's variants in this program's cache, see
+	// models.Model.VariantPath, else os.TempDir()). It needs room for about
+	// the size of the largest graph and its rewrite.
+	TempDir string
 }
 
 // OutputCheck is how one output of a rewritten graph compares with the
@@ -190,39 +200,27 @@ func (opts OptimizeOptions) fuseOptions() (onnxgraph.FuseOptions, error) {
 
 func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opts OptimizeOptions, o *Optimized,
 	save func(o *Optimized, write func(io.Writer) error) (string, error)) error {
-	raw, err := m.ReadFile(g)
-	if err != nil {
-		return err
-	}
-	gm, err := onnxgraph.Parse(raw)
-	if err != nil {
-		return err
-	}
-	if ext := gm.ExternalFiles(); len(ext) > 0 {
-		return fmt.Errorf("the graph keeps its weights in external data (%v), which rewrites do not handle yet", ext)
-	}
-	var buf bytes.Buffer
 	fuse, err := opts.fuseOptions()
 	if err != nil {
 		return err
 	}
-	if o.Fuse, err = onnxgraph.Fuse(gm, fuse, &buf); err != nil {
+	orig, err := ort.ModelGraph(m, g)
+	if err != nil {
 		return err
 	}
-	rewritten := buf.Bytes()
-	if opts.Int8 {
-		fm, err := onnxgraph.Parse(rewritten)
-		if err != nil {
-			return fmt.Errorf("the fused graph: %w", err)
-		}
-		var qbuf bytes.Buffer
-		quant := onnxgraph.QuantOptions{FullRange: opts.Int8FullRange, Integer: opts.Int8Integer}
-		if o.Quant, err = onnxgraph.Quantize(fm, quant, &qbuf); err != nil {
-			return err
-		}
-		rewritten = qbuf.Bytes()
+	tmp := tempGraphs{dir: opts.TempDir, name: g}
+	if tmp.dir == "" {
+		tmp.dir = variantFolder(m, o.Variant, g)
 	}
-	if o.Checks, o.Probes, o.Timing, err = compareGraphs(ctx, g, raw, rewritten, p, opts.Threads); err != nil {
+	defer tmp.removeAll()
+	rewritten, err := rewriteGraph(m, g, orig, fuse, opts, o, &tmp)
+	if err != nil {
+		return err
+	}
+	// The rewrite's garbage goes back to the system before ONNX Runtime
+	// loads the graphs: its allocations do not reuse the Go heap's pages.
+	debug.FreeOSMemory()
+	if o.Checks, o.Probes, o.Timing, err = compareGraphs(ctx, g, orig, ort.GraphFile(rewritten), p, opts.Threads); err != nil {
 		return err
 	}
 	o.Passed = true
@@ -242,10 +240,130 @@ func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opt
 		return fmt.Errorf("%w (%.3g of the largest magnitude): %s", ErrCheckFailed, opts.Tolerance, describeChecks(o.Checks))
 	}
 	o.Written, err = save(o, func(w io.Writer) error {
-		_, err := w.Write(rewritten)
+		f, err := os.Open(rewritten)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(w, f)
 		return err
 	})
 	return err
+}
+
+// rewriteGraph writes the rewrite of the graph g of m (orig: its file, or
+// its bytes for a model in memory) to a temporary file of tmp and returns
+// the file's path: fused, then quantized with opts.Int8. Neither the
+// graph nor its rewrites are held on the heap: the source and the fused
+// graph are mapped from their files (see onnxgraph.ParseFile) and each
+// rewrite is written to its file as it is made, so that what a rewrite
+// holds in memory is the graph being read and the weights it makes (the
+// packed q, k, v projections, the int8 weights).
+func rewriteGraph(m *models.Model, g string, orig ort.Graph, fuse onnxgraph.FuseOptions, opts OptimizeOptions, o *Optimized, tmp *tempGraphs) (string, error) {
+	var src *onnxgraph.Model
+	var err error
+	if file := orig.Path(); file != "" {
+		src, err = onnxgraph.ParseFile(file)
+	} else {
+		var raw []byte
+		if raw, err = m.ReadFile(g); err == nil {
+			src, err = onnxgraph.Parse(raw)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	if ext := src.ExternalFiles(); len(ext) > 0 {
+		return "", fmt.Errorf("the graph keeps its weights in external data (%v), which rewrites do not handle yet", ext)
+	}
+	fused, err := tmp.write(func(w io.Writer) (err error) {
+		o.Fuse, err = onnxgraph.Fuse(src, fuse, w)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	src.Close()
+	if !opts.Int8 {
+		return fused, nil
+	}
+	fm, err := onnxgraph.ParseFile(fused)
+	if err != nil {
+		return "", fmt.Errorf("the fused graph: %w", err)
+	}
+	defer fm.Close()
+	quant := onnxgraph.QuantOptions{FullRange: opts.Int8FullRange, Integer: opts.Int8Integer}
+	q, err := tmp.write(func(w io.Writer) (err error) {
+		o.Quant, err = onnxgraph.Quantize(fm, quant, w)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	fm.Close()
+	tmp.remove(fused)
+	return q, nil
+}
+
+// variantFolder returns the folder of this program's cache where the
+// variant of m's graph g is kept, made if need be, or "" (os.TempDir())
+// when there is none: a rewrite's temporary files go beside the variant,
+// on a disk rather than in a temporary folder that may be held in memory.
+func variantFolder(m *models.Model, variant, g string) string {
+	p, err := m.VariantPath(variant, g)
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Dir(p)
+	if os.MkdirAll(dir, 0o755) != nil {
+		return ""
+	}
+	return dir
+}
+
+// tempGraphs are the temporary files a rewrite writes its graphs to.
+type tempGraphs struct {
+	dir   string // "": os.TempDir()
+	name  string // the canonical name of the graph rewritten
+	paths []string
+}
+
+// write creates a temporary file, has fill write the graph into it and
+// returns its path.
+func (t *tempGraphs) write(fill func(io.Writer) error) (string, error) {
+	f, err := os.CreateTemp(t.dir, "."+path.Base(t.name)+".rewrite-*")
+	if err != nil {
+		return "", fmt.Errorf("a temporary file for the rewritten graph: %w", err)
+	}
+	t.paths = append(t.paths, f.Name())
+	err = fill(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("the rewritten graph: %w", cerr)
+	}
+	if err != nil {
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// remove deletes the temporary file path.
+func (t *tempGraphs) remove(path string) {
+	for i, p := range t.paths {
+		if p == path {
+			os.Remove(p)
+			t.paths = slices.Delete(t.paths, i, i+1)
+			return
+		}
+	}
+}
+
+// removeAll deletes the temporary files left.
+func (t *tempGraphs) removeAll() {
+	for _, p := range t.paths {
+		os.Remove(p)
+	}
+	t.paths = nil
 }
 
 func describeChecks(cs []OutputCheck) string {
@@ -261,7 +379,7 @@ func describeChecks(cs []OutputCheck) string {
 
 // compareGraphs runs both graphs of the canonical graph name on the probes
 // and compares their outputs, and times each (see timeRuns).
-func compareGraphs(ctx context.Context, name string, orig, rewritten []byte, p Probes, threads int) ([]OutputCheck, string, *Timing, error) {
+func compareGraphs(ctx context.Context, name string, orig, rewritten ort.Graph, p Probes, threads int) ([]OutputCheck, string, *Timing, error) {
 	switch name {
 	case models.TextModelFile:
 		if len(p.IDs) == 0 {
@@ -269,13 +387,13 @@ func compareGraphs(ctx context.Context, name string, orig, rewritten []byte, p P
 		}
 		var res [2][]TextEncoding
 		var ms [2]float64
-		for i, b := range [][]byte{orig, rewritten} {
-			enc, err := NewText(b, name, TextOptions{Threads: threads})
+		for i, g := range []ort.Graph{orig, rewritten} {
+			enc, err := openGraph(g, TextOptions{Threads: threads}, openText)
 			if err != nil {
 				return nil, "", nil, err
 			}
 			ms[i], err = timeRuns(func() (err error) { res[i], err = enc.Encode(ctx, p.IDs, p.Masks); return err })
-			enc.Close()
+			closeChecked(enc)
 			if err != nil {
 				return nil, "", nil, err
 			}
@@ -304,13 +422,13 @@ func compareGraphs(ctx context.Context, name string, orig, rewritten []byte, p P
 		}
 		var res [2][]VisionEncoding
 		var ms [2]float64
-		for i, b := range [][]byte{orig, rewritten} {
-			enc, err := NewVision(b, name, VisionOptions{Threads: threads})
+		for i, g := range []ort.Graph{orig, rewritten} {
+			enc, err := openGraph(g, VisionOptions{Threads: threads}, openVision)
 			if err != nil {
 				return nil, "", nil, err
 			}
 			ms[i], err = timeRuns(func() (err error) { res[i], err = enc.Encode(ctx, p.Pixels, p.N, p.Height, p.Wd); return err })
-			enc.Close()
+			closeChecked(enc)
 			if err != nil {
 				return nil, "", nil, err
 			}
@@ -334,6 +452,16 @@ func compareGraphs(ctx context.Context, name string, orig, rewritten []byte, p P
 		return checks, fmt.Sprintf("%d images", p.N), &Timing{OriginalMs: ms[0], RewrittenMs: ms[1]}, nil
 	}
 	return nil, "", nil, fmt.Errorf("no check for the graph %s", name)
+}
+
+// closeChecked closes a check's encoder and hands what its session
+// freed back to the system (ort.ReleaseFreed): a float32 session leaves
+// about its graph's size in the C allocator's heap, which the next stage
+// (a rewrite on the Go heap, or a session of another size) would not
+// reuse.
+func closeChecked(enc io.Closer) {
+	enc.Close()
+	ort.ReleaseFreed()
 }
 
 // timeRuns runs f three times, the first to warm the session (its

@@ -83,7 +83,7 @@ func encodeTensor(t *Tensor) []byte {
 }
 
 // tensorHead encodes a TensorProto's fields up to its raw_data's tag and
-// length: dims, data type, name; tensorData's bytes follow.
+// length: dims, data type, name; writeTensorData's bytes follow.
 func tensorHead(t *Tensor) []byte {
 	var b []byte
 	if len(t.Dims) > 0 {
@@ -561,7 +561,7 @@ func (e *editor) write(w io.Writer) error {
 
 // pieces is an encoded message assembled in order from byte slices,
 // written as they are, and tensors whose values are encoded as raw_data
-// when written (see tensorData).
+// when written (see writeTensorData).
 type pieces struct {
 	list []piece
 	n    int // bytes in all

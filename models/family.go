@@ -115,9 +115,10 @@ func (m *Model) setFamily() error {
 		}
 	case SigLIP2: // NaFlex (model_type siglip2)
 		switch class {
-		case "", "GemmaTokenizer", "GemmaTokenizerFast", "Siglip2Tokenizer", "Siglip2TokenizerFast":
+		case "", "GemmaTokenizer", "GemmaTokenizerFast", "Siglip2Tokenizer", "Siglip2TokenizerFast",
+			"SiglipTokenizer": // SigLIP's towers and tokenizer moved to NaFlex's vision input
 		default:
-			return disagree("GemmaTokenizer(Fast) or Siglip2Tokenizer(Fast) (SigLIP 2)")
+			return disagree("GemmaTokenizer(Fast) or Siglip2Tokenizer(Fast) (SigLIP 2), or SiglipTokenizer")
 		}
 	case SigLIP:
 		switch class {

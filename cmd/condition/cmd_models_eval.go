@@ -60,6 +60,10 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 	defer eng.Close()
 	m := eng.Model()
 	opts := eval.Options{Scenes: o.scenes, Windows: o.windows}
+	// SigLIP 2 NaFlex: the wide scenes, the model's own grid over the
+	// whole image (no windows); the square scenes' figures do not follow
+	// its grids.
+	opts.WideOnly = eng.Preprocessor().NaFlex != nil
 	line := newStatusLine(e.Stderr, o.json)
 	opts.Progress = func(done, total int) {
 		line.show(fmt.Sprintf("%sevaluating: %d/%d images", bar(done, total, 24), done, total), false)
@@ -70,8 +74,19 @@ func runModelsEval(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if o.json {
-		b, _ := json.MarshalIndent(res, "", "  ")
+		var v any = res
+		if opts.WideOnly {
+			v = map[string]any{"wide": res.Wide}
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
 		fmt.Fprintln(e.Stdout, string(b))
+		return nil
+	}
+	if opts.WideOnly {
+		w := res.Wide
+		fmt.Fprintf(e.Stdout, "model %s (SigLIP 2 NaFlex: each image on its own grid, no windows) on wide scenes (3:1, the object in the left third; seed %d)\n", m.Name(), eval.WideSeed)
+		fmt.Fprintf(e.Stdout, "  shape word's map peak inside the object:               %5.1f%%  (%d scenes; target ≥ 90%%)\n", 100*w.PeakInside, w.Scenes)
+		fmt.Fprintf(e.Stdout, "  shape word's map mIoU (DAAM: normalised, ≥ %.1f):       %5.1f   (target ≥ 60)\n", eval.MapThreshold, 100*w.MapIoU)
 		return nil
 	}
 	fmt.Fprintf(e.Stdout, "model %s on held-out scenes of two renderers\n", m.Name())

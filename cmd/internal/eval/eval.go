@@ -20,6 +20,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/draw"
@@ -91,15 +92,20 @@ type Options struct {
 	// Windows also measures maps over the whole image
 	// (pipeline.AttendOptions.Windows) on wide scenes (Result.Wide).
 	Windows bool
+	// WideOnly measures the wide scenes alone (Result.Wide; the renderers'
+	// figures are left zero): SigLIP 2 NaFlex's grids follow each image's
+	// size and aspect, which the square scenes' coverage does not follow.
+	WideOnly bool
 }
 
 // WideSeed draws the single-object scenes of the wide-scene measure.
 const WideSeed = 3003
 
-// WideFigures are the maps over the whole image (windows) on wide scenes:
-// a training-renderer scene of one object drawn in the left third of a
-// 3:1 image whose other two thirds are its plain background, so that the
-// object lies wholly outside the centre square the model sees.
+// WideFigures are the maps over the whole image (windows; for SigLIP 2
+// NaFlex, the model's own grid over the whole image) on wide scenes: a
+// training-renderer scene of one object drawn in the left third of a 3:1
+// image whose other two thirds are its plain background, so that the
+// object lies wholly outside the centre square a square-input model sees.
 type WideFigures struct {
 	// PeakInside is the fraction of scenes whose shape word's map over
 	// the whole image peaks at a cell the object covers at least half of.
@@ -269,6 +275,14 @@ func run(ctx context.Context, eng *pipeline.Engine, opts Options, hook wordsHook
 		return Result{}, fmt.Errorf("eval needs attention both ways; the engine computes %s", eng.Direction())
 	}
 	pre := eng.Preprocessor()
+	if pre.NaFlex != nil && !opts.WideOnly {
+		return Result{}, errors.New("eval: SigLIP 2 NaFlex is measured on the wide scenes only (Options.WideOnly): its grid follows each image's size and aspect, which the square scenes' coverage does not")
+	}
+	if opts.WideOnly {
+		ev := evaluator{eng: eng, n: n, batch: batch, total: n, progress: opts.Progress, hook: hook}
+		w, err := ev.wide(ctx)
+		return Result{Wide: w}, err
+	}
 	if err := vecscenes.CheckPreprocessor(pre); err != nil {
 		return Result{}, fmt.Errorf("eval: %w", err)
 	}
@@ -305,6 +319,7 @@ func (ev *evaluator) wide(ctx context.Context) (*WideFigures, error) {
 	eng := ev.eng
 	g := scenes.Generator{Seed: WideSeed, MinObjects: 1, MaxObjects: 1, Distinct: true}
 	res := &WideFigures{Scenes: ev.n}
+	naflex := eng.Preprocessor().NaFlex != nil
 	inside, iou := 0, 0.0
 	for k := range ev.n {
 		s := g.Scene(k)
@@ -329,24 +344,24 @@ func (ev *evaluator) wide(ctx context.Context) (*WideFigures, error) {
 		if err != nil || len(toks) != 1 {
 			return nil, fmt.Errorf("eval: wide scene %d: the shape word of %q: %v", k, s.Caption, err)
 		}
-		atts, err := eng.AttendImages(ctx, []image.Image{img}, ps, pipeline.AttendOptions{Windows: true})
+		// SigLIP 2 NaFlex sees the whole image on its own grid: no windows.
+		atts, err := eng.AttendImages(ctx, []image.Image{img}, ps, pipeline.AttendOptions{Windows: !naflex})
 		if err != nil {
 			return nil, fmt.Errorf("eval: %w", err)
 		}
 		a := &atts[0][0]
 		gh, gw := a.Grid.H, a.Grid.W
-		if gw != 3*gh || ImageSize%gh != 0 {
+		if !naflex && (gw != 3*gh || ImageSize%gh != 0) {
 			return nil, fmt.Errorf("eval: windows over a %dx%d image gave a %s grid", 3*ImageSize, ImageSize, a.Grid)
 		}
 		row := a.TextToImage[toks[0]*gh*gw : (toks[0]+1)*gh*gw]
-		cov := s.Coverage(ImageSize, gh)[0]
-		if at := argmax(row); at%gw < gh && cov[(at/gw)*gh+at%gw] >= 0.5 {
-			inside++
-		}
 		pix := s.Coverage(ImageSize, ImageSize)[0]
 		whole := make([]float64, 3*ImageSize*ImageSize)
 		for y := range ImageSize {
 			copy(whole[y*3*ImageSize:], pix[y*ImageSize:(y+1)*ImageSize])
+		}
+		if at := argmax(row); cellCoverage(whole, ImageSize, 3*ImageSize, gh, gw, at/gw, at%gw) >= 0.5 {
+			inside++
 		}
 		iou += mapIoU(row, gh, gw, whole, ImageSize, 3*ImageSize)
 		ev.step(1)
@@ -354,6 +369,28 @@ func (ev *evaluator) wide(ctx context.Context) (*WideFigures, error) {
 	res.PeakInside = float64(inside) / float64(ev.n)
 	res.MapIoU = iou / float64(ev.n)
 	return res, nil
+}
+
+// cellCoverage returns the fraction of cell (r, c) of a gh×gw grid over an
+// h×w image that the pixel coverage cov [h·w] covers: the mean over the
+// pixels whose centres fall in the cell.
+func cellCoverage(cov []float64, h, w, gh, gw, r, c int) float64 {
+	sum, n := 0.0, 0
+	for y := range h {
+		if y*gh/h != r {
+			continue
+		}
+		for x := range w {
+			if x*gw/w == c {
+				sum += cov[y*w+x]
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
 
 // wordTokens returns, for each of refs (words of caption, split into

@@ -90,18 +90,23 @@ func (m *Model) CanBuild() error {
 		return graphbuild.CheckConfig(m.config.graphConfig())
 	case SigLIP, SigLIP2:
 		return graphbuild.CheckSiglipConfig(m.config.siglipGraphConfig())
+	case Tipsv2:
+		return graphbuild.CheckTipsConfig(m.config.tipsGraphConfig())
 	}
 	return fmt.Errorf("graphs of the %s family are not built: %w", m.family, ErrUnsupportedFamily)
 }
 
 // BuildsFamily reports whether Build writes the graphs of the family's
 // checkpoints: whether CanBuild accepts the family's default config
-// (DefaultConfig, DefaultSiglipConfig).
+// (DefaultConfig, DefaultSiglipConfig, DefaultTipsConfig).
 func BuildsFamily(f Family) bool {
 	c := DefaultConfig()
-	if f.Sigmoid() {
+	switch {
+	case f.Sigmoid():
 		c = DefaultSiglipConfig()
 		c.Family = f
+	case f == Tipsv2:
+		c = DefaultTipsConfig()
 	}
 	m := &Model{config: c, family: f}
 	return m.CanBuild() == nil
@@ -124,6 +129,20 @@ func (c Config) graphConfig() graphbuild.CLIPConfig {
 func (c Config) siglipGraphConfig() graphbuild.SiglipConfig {
 	return graphbuild.SiglipConfig{ModelType: c.ModelType, ProjectionSize: c.TextConfig.ProjectionSize,
 		Text: graphTextConfig(c.TextConfig), Vision: graphVisionConfig(c.VisionConfig)}
+}
+
+// tipsGraphConfig translates a TIPSv2 config for the graph builder: the
+// vision graph at the config's image_size.
+func (c Config) tipsGraphConfig() graphbuild.TipsConfig {
+	v := c.VisionConfig
+	return graphbuild.TipsConfig{ModelType: c.ModelType, Text: graphTextConfig(c.TextConfig),
+		ScaleSqrtDepth: c.TextConfig.ScaleSqrtDepth, PoolingEpsilon: c.TextConfig.PoolingEpsilon,
+		Vision: graphbuild.TipsVisionConfig{HiddenSize: v.HiddenSize, Layers: v.NumHiddenLayers, Heads: v.NumAttentionHeads,
+			MLPRatio: v.MLPRatio, Channels: v.NumChannels, ImageSize: v.ImageSize, PatchSize: v.PatchSize,
+			HiddenAct: v.HiddenAct, LayerNormEps: v.LayerNormEps, Registers: v.NumRegisterTokens,
+			QKVBias: v.QKVBias, UseSwiGLU: v.UseSwiGLUFFN, InterpolateAntialias: v.InterpolateAntialias,
+			InterpolateOffset: v.InterpolateOffset},
+		Temperature: c.Temperature}
 }
 
 func graphTextConfig(t TextConfig) graphbuild.TextConfig {
@@ -154,6 +173,12 @@ func (m *Model) graphBuilder() (check func(*graphbuild.Checkpoint, graphbuild.Op
 		return func(ck *graphbuild.Checkpoint, o graphbuild.Options) error { return graphbuild.CheckSiglip(ck, cfg, o) },
 			func(ck *graphbuild.Checkpoint, out string, o graphbuild.Options) ([]graphbuild.Written, error) {
 				return graphbuild.BuildSiglip(ck, cfg, out, o)
+			}, nil
+	case Tipsv2:
+		cfg := m.config.tipsGraphConfig()
+		return func(ck *graphbuild.Checkpoint, o graphbuild.Options) error { return graphbuild.CheckTips(ck, cfg, o) },
+			func(ck *graphbuild.Checkpoint, out string, o graphbuild.Options) ([]graphbuild.Written, error) {
+				return graphbuild.BuildTips(ck, cfg, out, o)
 			}, nil
 	}
 	return nil, nil, fmt.Errorf("graphs of the %s family are not built: %w", m.family, ErrUnsupportedFamily)
@@ -619,7 +644,9 @@ func writeStamp(path string, s VariantStamp) error {
 // shapes and that they are finite; it returns what it ran. CLIP's text
 // graph takes input_ids and attention_mask [2, 8]; SigLIP's input_ids [2,
 // max_position_embeddings] alone (prompts padded to the whole sequence, as
-// the model was trained), and its outputs are pooler_output.
+// the model was trained), and its outputs are pooler_output. TIPSv2's
+// vision graph gives last_hidden_state [2, 1+R+P, d], image_embeds [2, d]
+// and patch_embeds [2, P, d].
 func checkBuilt(ctx context.Context, path, name string, c Config, f Family, threads int) (string, error) {
 	var ins, outs []string
 	var in []tensorio.Tensor
@@ -699,6 +726,11 @@ func checkBuilt(ctx context.Context, path, name string, c Config, f Family, thre
 		}
 		outs = []string{"last_hidden_state", "image_embeds"}
 		want = [][]int{{2, 1 + g*g, v.HiddenSize}, {2, c.ProjectionDim}}
+		if f == Tipsv2 {
+			r := v.NumRegisterTokens
+			outs = append(outs, "patch_embeds")
+			want = [][]int{{2, 1 + r + g*g, v.HiddenSize}, {2, v.HiddenSize}, {2, g * g, v.HiddenSize}}
+		}
 	default:
 		return "", fmt.Errorf("no check for %s", name)
 	}

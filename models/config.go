@@ -6,9 +6,10 @@ import (
 	"math"
 )
 
-// Config is a Hugging Face CLIPConfig or SiglipConfig (config.json). Fields
-// missing from the file take Hugging Face's defaults for its family (those
-// of openai/clip-vit-base-patch32, or of google/siglip-base-patch16-224).
+// Config is a Hugging Face CLIPConfig, SiglipConfig or Tipsv2Config
+// (config.json). Fields missing from the file take Hugging Face's defaults
+// for its family (those of openai/clip-vit-base-patch32, of
+// google/siglip-base-patch16-224, or transformers' Tipsv2Config's).
 type Config struct {
 	ModelType string `json:"model_type"`
 	// Family is what model_type says the model is (SigLIP 2 at a fixed
@@ -21,6 +22,13 @@ type Config struct {
 	LogitScaleInitValue float64      `json:"logit_scale_init_value"`
 	TextConfig          TextConfig   `json:"text_config"`
 	VisionConfig        VisionConfig `json:"vision_config"`
+	// Temperature is TIPSv2's (0 for other families): logits are cosine
+	// similarities divided by it. config.json's temperature (the versions
+	// of transformers that keep it in the config) or temperature_init_value
+	// (those that make it a tensor, temperature, initialised from it and
+	// absent from the published checkpoints; Model.LogitScale prefers the
+	// tensor when model.safetensors has one); 0.01 when it has neither.
+	Temperature float64 `json:"-"`
 }
 
 // TextConfig is a CLIPTextConfig.
@@ -38,6 +46,11 @@ type TextConfig struct {
 	PadTokenID            int     `json:"pad_token_id"`
 	BosTokenID            int     `json:"bos_token_id"`
 	EosTokenID            int     `json:"eos_token_id"`
+	// ScaleSqrtDepth and PoolingEpsilon are TIPSv2's (scale_sqrt_depth:
+	// token vectors times √hidden_size; pooling_epsilon: added to the
+	// mask's sum of the masked mean).
+	ScaleSqrtDepth bool    `json:"scale_sqrt_depth"`
+	PoolingEpsilon float64 `json:"pooling_epsilon"`
 }
 
 // VisionConfig is a CLIPVisionConfig.
@@ -56,6 +69,18 @@ type VisionConfig struct {
 	// of its position table, a square grid that is resized to each image's
 	// own; ImageSize is 0 then.
 	NumPatches int `json:"num_patches"`
+	// TIPSv2's (Tipsv2VisionConfig, DINOv2 with registers): the MLP is
+	// int(hidden_size·mlp_ratio) wide (IntermediateSize is set to that),
+	// or a SwiGLU with use_swiglu_ffn; NumRegisterTokens rows follow the
+	// class token in last_hidden_state, before the patches; qkv_bias,
+	// interpolate_antialias and interpolate_offset as transformers reads
+	// them.
+	MLPRatio             float64 `json:"mlp_ratio"`
+	NumRegisterTokens    int     `json:"num_register_tokens"`
+	QKVBias              bool    `json:"qkv_bias"`
+	UseSwiGLUFFN         bool    `json:"use_swiglu_ffn"`
+	InterpolateAntialias bool    `json:"interpolate_antialias"`
+	InterpolateOffset    float64 `json:"interpolate_offset"`
 }
 
 // NaFlex reports whether the config is SigLIP 2 NaFlex's (model_type
@@ -101,6 +126,29 @@ func DefaultSiglipConfig() Config {
 	}
 }
 
+// DefaultTipsConfig returns transformers' Tipsv2Config defaults (text and
+// vision 768 wide, 12 layers, 12 heads; 64 text positions, 32000 ids;
+// 448-pixel images in 16-pixel patches, one register token; temperature
+// 0.01). ProjectionDim is the towers' width: TIPSv2 has no projection heads.
+func DefaultTipsConfig() Config {
+	return Config{
+		ModelType:     "tipsv2",
+		Family:        Tipsv2,
+		ProjectionDim: 768,
+		Temperature:   0.01,
+		TextConfig: TextConfig{
+			VocabSize: 32000, HiddenSize: 768, IntermediateSize: 3072, NumHiddenLayers: 12,
+			NumAttentionHeads: 12, MaxPositionEmbeddings: 64, HiddenAct: "relu", LayerNormEps: 1e-5,
+			PadTokenID: 0, BosTokenID: -1, EosTokenID: -1, ScaleSqrtDepth: true, PoolingEpsilon: 1e-8,
+		},
+		VisionConfig: VisionConfig{
+			HiddenSize: 768, NumHiddenLayers: 12, NumAttentionHeads: 12, NumChannels: 3, ImageSize: 448,
+			PatchSize: 16, HiddenAct: "gelu", LayerNormEps: 1e-6, MLPRatio: 4, NumRegisterTokens: 1,
+			QKVBias: true, InterpolateAntialias: true,
+		},
+	}
+}
+
 // GridSize returns the patch grid (rows, columns) of the vision tower for a
 // square input of ImageSize: ImageSize/PatchSize each way, rounded down.
 func (v VisionConfig) GridSize() (h, w int) {
@@ -131,6 +179,8 @@ func ParseConfig(b []byte) (Config, error) {
 		c.VisionConfig.ImageSize, c.VisionConfig.NumPatches = 0, 256
 	case family == SigLIP:
 		c = DefaultSiglipConfig()
+	case family == Tipsv2:
+		c = DefaultTipsConfig()
 	}
 	var raw struct {
 		TextDict   json.RawMessage `json:"text_config_dict"`
@@ -155,6 +205,11 @@ func ParseConfig(b []byte) (Config, error) {
 		}
 	}
 	c.Family = family
+	if family == Tipsv2 {
+		if err := c.readTips(b); err != nil {
+			return Config{}, err
+		}
+	}
 	if family == SigLIP || family == SigLIP2 {
 		// The joint space is the pooling head's output, of the vision
 		// tower's width; the text head must give the same.
@@ -173,6 +228,43 @@ func ParseConfig(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// readTips completes a TIPSv2 config: its temperature, the vision MLP's
+// width, and the joint space's width (both towers'; refused when they
+// differ: TIPSv2 has no projection heads).
+func (c *Config) readTips(b []byte) error {
+	var t struct {
+		Temperature          *float64 `json:"temperature"`
+		TemperatureInitValue *float64 `json:"temperature_init_value"`
+	}
+	if err := json.Unmarshal(b, &t); err != nil {
+		return fmt.Errorf("not a JSON object: %w", err)
+	}
+	switch {
+	case t.Temperature != nil:
+		c.Temperature = *t.Temperature
+	case t.TemperatureInitValue != nil:
+		c.Temperature = *t.TemperatureInitValue
+	}
+	if !(c.Temperature > 0) || math.IsInf(c.Temperature, 0) {
+		return fmt.Errorf("temperature is %g, expected a positive number (TIPSv2's logits are cosine / temperature)", c.Temperature)
+	}
+	v := &c.VisionConfig
+	if !(v.MLPRatio > 0) {
+		return fmt.Errorf("vision_config.mlp_ratio is %g, expected a positive number", v.MLPRatio)
+	}
+	v.IntermediateSize = int(float64(v.HiddenSize) * v.MLPRatio)
+	if c.TextConfig.HiddenSize != v.HiddenSize {
+		return fmt.Errorf("text_config.hidden_size %d and vision_config.hidden_size %d differ: TIPSv2 has no projection heads, both towers embed into one space",
+			c.TextConfig.HiddenSize, v.HiddenSize)
+	}
+	c.ProjectionDim = v.HiddenSize
+	c.TextConfig.ProjectionDim, v.ProjectionDim = v.HiddenSize, v.HiddenSize
+	if v.NumRegisterTokens < 0 {
+		return fmt.Errorf("vision_config.num_register_tokens is %d, expected 0 or more", v.NumRegisterTokens)
+	}
+	return nil
 }
 
 func (c Config) validate() error {

@@ -34,6 +34,14 @@ const (
 	// text pooled at the first EOS (whatever its id), an XLM-V
 	// (XLMRobertaTokenizer) or mT5 (T5Tokenizer) tokenizer.json.
 	MetaCLIP2 Family = "metaclip_2"
+	// Tipsv2: TIPSv2 (model_type tipsv2), an image–text model trained for
+	// dense patch–text alignment: a DINOv2-style vision tower whose
+	// last_hidden_state is [class, R registers, patches], a text tower
+	// pooled by the mean over its attention mask, no projection heads (one
+	// width for both towers), softmax scores of cosine / temperature, a
+	// SentencePiece tokenizer (Tipsv2Tokenizer: lower-cased, no BOS or EOS,
+	// padded with id 0).
+	Tipsv2 Family = "tipsv2"
 )
 
 // String returns the family's name as people write it.
@@ -47,6 +55,8 @@ func (f Family) String() string {
 		return "SigLIP 2"
 	case MetaCLIP2:
 		return "MetaCLIP 2"
+	case Tipsv2:
+		return "TIPSv2"
 	}
 	return string(f)
 }
@@ -56,9 +66,10 @@ func (f Family) String() string {
 func (f Family) Sigmoid() bool { return f == SigLIP || f == SigLIP2 }
 
 // ClassToken reports whether the vision tower's last_hidden_state starts
-// with a class token before the patches (CLIP's); SigLIP's rows are all
+// with a class token before the patches (CLIP's; TIPSv2's, followed by its
+// register tokens: VisionConfig.NumRegisterTokens); SigLIP's rows are all
 // patches.
-func (f Family) ClassToken() bool { return f == CLIP || f == MetaCLIP2 }
+func (f Family) ClassToken() bool { return f == CLIP || f == MetaCLIP2 || f == Tipsv2 }
 
 // ErrUnsupportedFamily is matched (errors.Is) by the error of a config.json
 // whose model_type this program does not run.
@@ -77,8 +88,10 @@ func familyOf(modelType string) (Family, error) {
 		return MetaCLIP2, nil
 	case "siglip2", "siglip2_text_model", "siglip2_vision_model":
 		return SigLIP2, nil
+	case "tipsv2", "tipsv2_text_model", "tipsv2_vision_model":
+		return Tipsv2, nil
 	}
-	return "", fmt.Errorf("model_type %q: expected a CLIP (\"clip\"), MetaCLIP 2 (\"metaclip_2\") or SigLIP (\"siglip\") config: %w", modelType, ErrUnsupportedFamily)
+	return "", fmt.Errorf("model_type %q: expected a CLIP (\"clip\"), MetaCLIP 2 (\"metaclip_2\"), SigLIP (\"siglip\", \"siglip2\") or TIPSv2 (\"tipsv2\") config: %w", modelType, ErrUnsupportedFamily)
 }
 
 // Family returns the model's family: config.json's model_type, with SigLIP
@@ -112,6 +125,16 @@ func (m *Model) setFamily() error {
 			}
 		default:
 			return disagree("XLMRobertaTokenizer(Fast) (XLM-V) or T5Tokenizer(Fast) (mT5)")
+		}
+	case Tipsv2:
+		switch class {
+		case "", "Tipsv2Tokenizer":
+		default:
+			return disagree("Tipsv2Tokenizer (a SentencePiece tokenizer.model)")
+		}
+		if !m.Has("tokenizer.model") {
+			return fmt.Errorf("models: %s: %s says TIPSv2 (model_type %q), whose tokenizer is Tipsv2Tokenizer's SentencePiece model tokenizer.model, and the folder has none",
+				m.Name(), ConfigFile, m.config.ModelType)
 		}
 	case SigLIP2: // NaFlex (model_type siglip2)
 		switch class {

@@ -48,10 +48,18 @@ var SiglipHeadNames = []string{
 	"logit_bias",
 }
 
+// TipsHeadNames are the tensors of Tipsv2Model outside its towers: the
+// learned temperature of the transformers versions that make it a tensor
+// (absent from the published checkpoints). TIPSv2 has no projection heads.
+var TipsHeadNames = []string{"temperature"}
+
 // HeadNamesFor returns the head tensors of a family's model.safetensors.
 func HeadNamesFor(f Family) []string {
 	if f.Sigmoid() {
 		return SiglipHeadNames
+	}
+	if f == Tipsv2 {
+		return TipsHeadNames
 	}
 	return HeadNames
 }

@@ -38,8 +38,14 @@ func (m *Model) ReadWeights(names ...string) (map[string]tensorio.Tensor, error)
 // LogitScale returns CLIP's logit_scale (the log of the similarity
 // temperature; logits are exp(logit_scale) · cosine): the trained value from
 // model.safetensors when the model has one, else config.json's
-// logit_scale_init_value. fromWeights says which.
+// logit_scale_init_value. fromWeights says which. For TIPSv2, whose logits
+// are cosine / temperature, it is log(1/temperature): the temperature
+// tensor of model.safetensors when it has one, else config.json's
+// (Config.Temperature).
 func (m *Model) LogitScale() (scale float32, fromWeights bool, err error) {
+	if m.family == Tipsv2 {
+		return m.tipsLogitScale()
+	}
 	w, err := m.ReadWeights("logit_scale")
 	if errors.Is(err, fs.ErrNotExist) {
 		return float32(m.config.LogitScaleInitValue), false, nil
@@ -52,6 +58,35 @@ func (m *Model) LogitScale() (scale float32, fromWeights bool, err error) {
 		return 0, false, fmt.Errorf("models: model %s: %s: logit_scale is %v, expected one finite number", m.where(), WeightsFile, w["logit_scale"].Shape)
 	}
 	return v[0], true, nil
+}
+
+// tipsLogitScale returns log(1/temperature) for a TIPSv2 model (see
+// LogitScale).
+func (m *Model) tipsLogitScale() (float32, bool, error) {
+	t, fromWeights := m.config.Temperature, false
+	h, err := m.WeightsHeader()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return 0, false, err
+	default:
+		if _, ok := h.Tensors["temperature"]; !ok {
+			break // the published checkpoints have none
+		}
+		w, err := m.ReadWeights("temperature")
+		if err != nil {
+			return 0, false, err
+		}
+		v, err := w["temperature"].Float32()
+		if err != nil || len(v) != 1 || !(v[0] > 0) || math.IsInf(float64(v[0]), 0) {
+			return 0, false, fmt.Errorf("models: model %s: %s: temperature is %v %v, expected one positive number", m.where(), WeightsFile, w["temperature"].Shape, v)
+		}
+		t, fromWeights = float64(v[0]), true
+	}
+	if !(t > 0) {
+		return 0, false, fmt.Errorf("models: model %s: temperature %g, expected a positive number", m.where(), t)
+	}
+	return float32(math.Log(1 / t)), fromWeights, nil
 }
 
 // LogitBias returns SigLIP's logit_bias (logits are exp(logit_scale) ·

@@ -20,7 +20,9 @@ var jointHeadNames = []string{"text_projection.weight", "visual_projection.weigh
 //   - CLIP's joint space (Weights "" or "joint"; no extra weights, one head):
 //     both sides through the model's own projection heads (text_projection;
 //     post_layernorm then visual_projection), L2-normalised, scaled by
-//     exp(logit_scale);
+//     exp(logit_scale); for TIPSv2, which has no heads, the token and patch
+//     rows as the towers give them, L2-normalised, scaled by
+//     1/temperature;
 //   - "identity": the token and patch states as they are, for models whose
 //     two widths agree, in Heads heads (default 1);
 //   - a learned layer: Weights is a .safetensors file whose tensors follow
@@ -138,6 +140,9 @@ func (e *Engine) buildLayers() error {
 	if spec.joint() && m.Family().Sigmoid() {
 		return e.buildSiglipJoint()
 	}
+	if spec.joint() && m.Family() == models.Tipsv2 {
+		return e.buildTipsJoint()
+	}
 	if spec.joint() {
 		if !m.Has(models.WeightsFile) {
 			return fmt.Errorf("pipeline: CLIP's joint space needs the projection heads in %s of model %s; give a learned or identity layer instead", models.WeightsFile, m.Name())
@@ -198,6 +203,35 @@ func (e *Engine) buildLayers() error {
 			e.t2i = l
 		}
 	}
+	return nil
+}
+
+// buildTipsJoint makes the joint-space layers of a TIPSv2 model, which has
+// no heads: the token rows of the text tower's last_hidden_state and the
+// patch rows of the vision tower's (its patch_embeds: after the final
+// layernorm, the space the model aligns patches and text in), each
+// L2-normalised, scaled by 1/temperature (the engine's logit scale).
+func (e *Engine) buildTipsJoint() error {
+	m, dir := e.m, e.opts.Direction
+	if e.dt != e.dv {
+		return fmt.Errorf("pipeline: joint space of %s: TIPSv2's towers must share one width; text %d, vision %d", m.Name(), e.dt, e.dv)
+	}
+	if e.logitScale == 0 {
+		return fmt.Errorf("pipeline: joint space of %s: no temperature", m.Name())
+	}
+	w := xattn.Weights{DQ: e.dt, DKV: e.dv, Inner: e.dt, Heads: 1, Scale: float32(e.logitScale), NormalizeQ: true, NormalizeK: true, ValueIsKey: true}
+	var err error
+	if dir&xattn.ImageToText != 0 {
+		if e.i2t, err = xattn.New(w); err != nil {
+			return fmt.Errorf("pipeline: joint space of %s: %w", m.Name(), err)
+		}
+	}
+	if dir&xattn.TextToImage != 0 {
+		if e.t2i, err = xattn.New(w); err != nil {
+			return fmt.Errorf("pipeline: joint space of %s: %w", m.Name(), err)
+		}
+	}
+	e.jointPatches = e.i2t != nil && e.t2i != nil
 	return nil
 }
 

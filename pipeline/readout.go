@@ -22,10 +22,11 @@ const (
 // localise poorly; ClearCLIP lifts them most, see docs/models.md), and
 // ReadoutRaw for the built-in model (trained on its raw patch tokens: raw
 // measures best on its scenes), for SigLIP (raw measures best on the
-// SigLIP trained on the scenes; no published figure exists) and for other
-// layers.
+// SigLIP trained on the scenes; no published figure exists), for TIPSv2
+// (trained for dense alignment on its raw patch tokens; the only readout
+// it takes) and for other layers.
 func defaultReadout(m *models.Model, l Layer) string {
-	if m == nil || !l.joint() || m.Family().Sigmoid() || m.Name() == models.DefaultRef {
+	if m == nil || !l.joint() || m.Family().Sigmoid() || m.Family() == models.Tipsv2 || m.Name() == models.DefaultRef {
 		return ReadoutRaw
 	}
 	return ReadoutClearCLIP
@@ -43,6 +44,10 @@ func resolveReadout(m *models.Model, opts Options) (vision, name string, default
 	}
 	if r == ReadoutRaw {
 		return "", r, defaulted, nil
+	}
+	if m != nil && m.Family() == models.Tipsv2 {
+		return "", "", false, fmt.Errorf("pipeline: readout %s: model %s is TIPSv2, whose joint space is its raw patch tokens (patch_embeds, trained for dense patch–text alignment); only readout %s is supported for it",
+			r, m.Name(), ReadoutRaw)
 	}
 	if !opts.Layer.joint() {
 		return "", "", false, fmt.Errorf("pipeline: readout %s reads the patches' vectors for CLIP's joint space; layer %s takes the patch states as they are (readout %s)", r, opts.Layer, ReadoutRaw)

@@ -75,6 +75,7 @@ func loadSentencePiece(fsys fs.FS, name string, cfg tokenizerConfig) (*Tokenizer
 	if sc.class == "" {
 		sc.isSig = configSaysSiglip(fsys)
 	}
+	tips := sc.class == "Tipsv2Tokenizer" || (sc.class == "" && configModelType(fsys) == "tipsv2")
 	p, err := parseSPProto(b)
 	if err != nil {
 		return nil, fmt.Errorf("text: %s: not a SentencePiece model: %w", name, err)
@@ -134,6 +135,30 @@ func loadSentencePiece(fsys fs.FS, name string, cfg tokenizerConfig) (*Tokenizer
 		if spec.context == 0 {
 			spec.context = 64
 		}
+	} else if tips {
+		// Tipsv2Tokenizer: the text lower-cased as Python's str.lower does
+		// (do_lower_case, true unless tokenizer_config.json says false),
+		// then SentencePiece; no BOS or EOS; padding with the piece of
+		// max(pad_id, 0), which must be id 0.
+		spec.enc = m
+		if sc.lower == nil || *sc.lower {
+			spec.enc = lowerEncoder{m}
+		}
+		spec.bos, spec.eos = -1, -1
+		pad, err := lookup("pad", cfg.pad, max(p.padID, 0))
+		if err != nil {
+			return nil, err
+		}
+		if pad != 0 {
+			return nil, fmt.Errorf("text: %s: Tipsv2Tokenizer pads with id 0, and its pad token %q is id %d", name, cfg.pad, pad)
+		}
+		spec.pad = pad
+		if unk := int(m.unk); unk >= 0 {
+			spec.special = append(spec.special, unk)
+		}
+		if spec.context == 0 {
+			spec.context = 64
+		}
 	} else {
 		spec.enc = m
 		if spec.bos, err = lookup("BOS", cfg.bos, p.bosID); err != nil {
@@ -178,16 +203,29 @@ func loadSentencePiece(fsys fs.FS, name string, cfg tokenizerConfig) (*Tokenizer
 }
 
 // configSaysSiglip reports whether config.json has model_type "siglip".
-func configSaysSiglip(fsys fs.FS) bool {
+func configSaysSiglip(fsys fs.FS) bool { return configModelType(fsys) == "siglip" }
+
+// configModelType returns config.json's model_type ("" when the file is
+// absent or does not parse).
+func configModelType(fsys fs.FS) string {
 	b, err := fs.ReadFile(fsys, "config.json")
 	if err != nil {
-		return false
+		return ""
 	}
 	var c struct {
 		ModelType string `json:"model_type"`
 	}
-	return json.Unmarshal(b, &c) == nil && c.ModelType == "siglip"
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return c.ModelType
 }
+
+// lowerEncoder is Tipsv2Tokenizer's encoding: the text lower-cased as
+// Python's str.lower does, then plain SentencePiece.
+type lowerEncoder struct{ m *spModel }
+
+func (e lowerEncoder) appendIDs(dst []int, s string) []int { return e.m.encode(dst, lowerPython(s)) }
 
 // appendIDs makes spModel a pieceEncoder: plain SentencePiece, as
 // SentencePieceProcessor.encode gives ids.

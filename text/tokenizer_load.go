@@ -53,7 +53,10 @@ func LoadTokenizerDir(dir string) (*Tokenizer, error) {
 // A SigLIP directory with both spiece.model and tokenizer.json is read from
 // spiece.model, as transformers does: it has no fast SigLIP tokenizer, so
 // its AutoTokenizer builds SiglipTokenizer from spiece.model and leaves
-// tokenizer.json unread.
+// tokenizer.json unread. TIPSv2's tokenizer.model likewise
+// (Tipsv2Tokenizer, or config.json's model_type tipsv2): the text
+// lower-cased as Python's str.lower does, then SentencePiece, with no BOS
+// or EOS, padded with id 0 to 64 positions.
 func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 	cfg, err := readTokenizerConfig(fsys)
 	if err != nil {
@@ -63,6 +66,10 @@ func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 	switch b, err := fs.ReadFile(fsys, "tokenizer.json"); {
 	case err == nil && siglipSentencePiece(fsys, cfg):
 		if t, err = loadSentencePiece(fsys, "spiece.model", cfg); err != nil {
+			return nil, err
+		}
+	case err == nil && tipsSentencePiece(fsys, cfg):
+		if t, err = loadSentencePiece(fsys, "tokenizer.model", cfg); err != nil {
 			return nil, err
 		}
 	case err == nil:
@@ -108,6 +115,22 @@ func siglipSentencePiece(fsys fs.FS, cfg tokenizerConfig) bool {
 		_ = json.Unmarshal(v, &class)
 	}
 	return class == "SiglipTokenizer" || (class == "" && configSaysSiglip(fsys))
+}
+
+// tipsSentencePiece reports whether fsys is a TIPSv2 directory with
+// Tipsv2Tokenizer's tokenizer.model: tokenizer_config.json's
+// tokenizer_class is Tipsv2Tokenizer, or it names none and config.json's
+// model_type is tipsv2. transformers has no fast TIPSv2 tokenizer: it reads
+// tokenizer.model and leaves a tokenizer.json beside it unread.
+func tipsSentencePiece(fsys fs.FS, cfg tokenizerConfig) bool {
+	if st, err := fs.Stat(fsys, "tokenizer.model"); err != nil || st.IsDir() {
+		return false
+	}
+	var class string
+	if v, ok := cfg.raw["tokenizer_class"]; ok {
+		_ = json.Unmarshal(v, &class)
+	}
+	return class == "Tipsv2Tokenizer" || (class == "" && configModelType(fsys) == "tipsv2")
 }
 
 // LoadOpenAIBPE loads openai's bpe_simple_vocab_16e6.txt.gz (the merges list

@@ -295,7 +295,7 @@ func TestParseNaFlexConfig(t *testing.T) {
 		{`{"image_processor_type": "Siglip2ImageProcessor", "max_num_patches": 1000000000}`, "is over"},
 		{`{"image_processor_type": "Siglip2ImageProcessor", "resample": 0}`, "resample 0 (nearest) is not supported"},
 		{`{"image_processor_type": "Siglip2ImageProcessor", "image_std": [1, 0, 1]}`, "image_std[1] is 0"},
-		{`{"image_processor_type": "Tipsv2ImageProcessor", "size": 448}`, `image_processor_type "Tipsv2ImageProcessor" is not an image processor this program implements`},
+		{`{"image_processor_type": "BitImageProcessor", "size": 448}`, `image_processor_type "BitImageProcessor" is not an image processor this program implements`},
 		{`{"feature_extractor_type": "ViTFeatureExtractor"}`, `feature_extractor_type "ViTFeatureExtractor" is not an image processor`},
 		{`{"image_processor_type": 3}`, "image_processor_type: want a string, got 3"},
 	} {
@@ -304,9 +304,9 @@ func TestParseNaFlexConfig(t *testing.T) {
 			t.Errorf("%s: got error %v, want one containing %q", tt.json, err, tt.wantErr)
 		}
 	}
-	fsys := fstest.MapFS{PreprocessorConfigFile: {Data: []byte(`{"image_processor_type": "Tipsv2ImageProcessor"}`)}}
-	if _, err := LoadPreprocessor(fsys); err == nil || !strings.Contains(err.Error(), PreprocessorConfigFile) || !strings.Contains(err.Error(), "Tipsv2ImageProcessor") {
-		t.Errorf("Tipsv2ImageProcessor folder: got %v, want an error naming the file and the type", err)
+	fsys := fstest.MapFS{PreprocessorConfigFile: {Data: []byte(`{"image_processor_type": "BitImageProcessor"}`)}}
+	if _, err := LoadPreprocessor(fsys); err == nil || !strings.Contains(err.Error(), PreprocessorConfigFile) || !strings.Contains(err.Error(), "BitImageProcessor") {
+		t.Errorf("BitImageProcessor folder: got %v, want an error naming the file and the type", err)
 	}
 }
 
@@ -337,6 +337,31 @@ func TestProcessorTypes(t *testing.T) {
 		b, err := json.Marshal(p)
 		if err != nil || strings.Contains(string(b), "naflex") {
 			t.Errorf("%s (%v): a CLIP or SigLIP preprocessor's JSON changed", b, err)
+		}
+	}
+}
+
+// TestTipsConfig checks Tipsv2ImageProcessor's reading: its defaults
+// (448×448 bilinear, rescale 1/255, no normalisation, no crop), a size
+// given as one number (a square), and the keys it shares with the others.
+func TestTipsConfig(t *testing.T) {
+	for _, tt := range []struct {
+		json string
+		want Size
+	}{
+		{`{"image_processor_type": "Tipsv2ImageProcessor"}`, Size{Height: 448, Width: 448}},
+		{`{"image_processor_type": "Tipsv2ImageProcessorFast", "size": {"height": 224, "width": 336}}`, Size{Height: 224, Width: 336}},
+		{`{"image_processor_type": "Tipsv2ImageProcessor", "size": 16}`, Size{Height: 16, Width: 16}},
+	} {
+		p, err := ParsePreprocessorConfig([]byte(tt.json))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.json, err)
+		}
+		if p.Size != tt.want || p.Resample != Bilinear || p.DoNormalize || p.DoCenterCrop || !p.DoRescale || p.RescaleFactor != 1.0/255 || p.NaFlex != nil {
+			t.Errorf("%s: got %+v", tt.json, p)
+		}
+		if h, w := p.OutputSize(640, 480); h != tt.want.Height || w != tt.want.Width {
+			t.Errorf("%s: output size %dx%d", tt.json, h, w)
 		}
 	}
 }

@@ -96,6 +96,19 @@ func SiglipPreprocessor() *Preprocessor {
 	}
 }
 
+// TipsPreprocessor returns Tipsv2ImageProcessor's defaults: resize to
+// exactly 448×448 (bilinear, antialiased, no crop), rescale 1/255, no
+// normalisation, RGB. transformers runs it with torchvision (its
+// TorchvisionBackend: tvF.resize of the uint8 image, then image × 1/255);
+// this package resizes with Pillow's arithmetic, the same triangle filter
+// over the same support (docs/models.md says how far the two are apart).
+func TipsPreprocessor() *Preprocessor {
+	return &Preprocessor{
+		DoConvertRGB: true, DoResize: true, Size: Size{Height: 448, Width: 448}, Resample: Bilinear,
+		DoRescale: true, RescaleFactor: 1.0 / 255,
+	}
+}
+
 // LoadPreprocessor reads preprocessor_config.json from a model directory.
 func LoadPreprocessor(fsys fs.FS) (*Preprocessor, error) {
 	b, err := fs.ReadFile(fsys, PreprocessorConfigFile)
@@ -127,9 +140,9 @@ func LoadPreprocessorFile(path string) (*Preprocessor, error) {
 // 224}, {"height": 224, "width": 224}) alike. Missing or null keys take
 // the processor's defaults (CLIPImageProcessor's unless image_processor_type
 // names another); keys it does not use are ignored. The processors read are
-// CLIPImageProcessor, SiglipImageProcessor and Siglip2ImageProcessor (NaFlex)
-// and their Fast variants; any other image_processor_type is an error that
-// names it.
+// CLIPImageProcessor, SiglipImageProcessor, Siglip2ImageProcessor (NaFlex)
+// and Tipsv2ImageProcessor (TipsPreprocessor) and their Fast variants; any
+// other image_processor_type is an error that names it.
 func ParsePreprocessorConfig(b []byte) (*Preprocessor, error) {
 	p, err := parseConfig(b)
 	if err != nil {
@@ -160,6 +173,8 @@ func parseConfig(b []byte) (*Preprocessor, error) {
 		p = SiglipPreprocessor()
 	case "Siglip2ImageProcessor", "Siglip2ImageProcessorFast":
 		return parseNaFlex(get)
+	case "Tipsv2ImageProcessor", "Tipsv2ImageProcessorFast":
+		p = TipsPreprocessor()
 	}
 	if err := parseCommon(p, get); err != nil {
 		return nil, err
@@ -170,7 +185,9 @@ func parseConfig(b []byte) (*Preprocessor, error) {
 		}
 	}
 	if v, ok := get("size"); ok {
-		s, err := parseSize("size", v, false)
+		// Tipsv2ImageProcessor's size is a square when one number
+		// (default_to_square), not a shortest edge.
+		s, err := parseSize("size", v, kind == "Tipsv2ImageProcessor" || kind == "Tipsv2ImageProcessorFast")
 		if err != nil {
 			return nil, err
 		}
@@ -232,6 +249,7 @@ var processorTypes = []string{
 	"CLIPImageProcessor", "CLIPImageProcessorFast",
 	"SiglipImageProcessor", "SiglipImageProcessorFast",
 	"Siglip2ImageProcessor", "Siglip2ImageProcessorFast",
+	"Tipsv2ImageProcessor", "Tipsv2ImageProcessorFast",
 }
 
 // processorType returns the config's image_processor_type (else its

@@ -48,6 +48,10 @@ type VisionOptions struct {
 	// CLIP's first row is a class token. OpenVision sets it from the
 	// model's family.
 	NoClassToken bool
+	// Registers is the number of rows after the class token and before the
+	// patches (TIPSv2's register tokens; 0 for CLIP). OpenVision sets it
+	// from config.json's vision_config.num_register_tokens.
+	Registers int
 	// PooledIsEmbeds takes the graph's pooler_output as image_embeds when it
 	// has no image_embeds: SigLIP's pooled output (the attention-pooling
 	// head's) is its joint-space embedding (CLIP's is not). OpenVision sets
@@ -98,6 +102,9 @@ type VisionEncoding struct {
 	// States is last_hidden_state [Tokens, Width], row-major. CLIP: [1+P,
 	// Width], row 0 the class token, rows 1..P the patches row by row,
 	// before post_layernorm (Hugging Face CLIPVisionModel semantics).
+	// TIPSv2 (Registers R): [1+R+P, Width], the class token, the R
+	// registers, then the patches, after the final layernorm (its patch
+	// rows are the graph's patch_embeds).
 	// SigLIP (NoClassToken): [P, Width], every row a patch, after
 	// post_layernorm.
 	States        []float32
@@ -135,8 +142,15 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 		opts.NoClassToken = true
 		opts.PooledIsEmbeds = f.Sigmoid()
 	}
+	if m.Family() == models.Tipsv2 && opts.Registers == 0 {
+		opts.Registers = c.VisionConfig.NumRegisterTokens
+	}
 	if opts.Readout == ReadoutRaw {
 		opts.Readout = ""
+	}
+	if opts.Readout != "" && m.Family() == models.Tipsv2 {
+		return nil, fmt.Errorf("clip: readout %s: TIPSv2 (%s) is trained for dense patch–text alignment on its raw patch tokens (patch_embeds), and its DINOv2 blocks (layer scale) are not recomputed by the readouts; use readout %s",
+			opts.Readout, m.Name(), ReadoutRaw)
 	}
 	if opts.Readout != "" {
 		if err := CheckReadout(opts.Readout); err != nil {
@@ -225,7 +239,10 @@ func noReadout(opts VisionOptions) error {
 // openVision creates the encoder from the graph's inputs and outputs.
 func openVision(g ort.Graph, opts VisionOptions, ins, outs []ort.IOInfo) (*VisionEncoder, error) {
 	name := g.Name()
-	e := &VisionEncoder{name: name, patch: opts.PatchSize, cls: 1}
+	if opts.Registers < 0 {
+		return nil, fmt.Errorf("clip: vision: %s: %d register tokens, expected 0 or more", name, opts.Registers)
+	}
+	e := &VisionEncoder{name: name, patch: opts.PatchSize, cls: 1 + opts.Registers}
 	if opts.NoClassToken {
 		e.cls = 0
 	}
@@ -349,7 +366,8 @@ func (e *VisionEncoder) PatchSize() int { return e.patch }
 func (e *VisionEncoder) HasEmbeds() bool { return e.hasEmbeds }
 
 // ClassTokens returns the rows of last_hidden_state before the patches: 1
-// for CLIP's class token, 0 when every row is a patch (SigLIP).
+// for CLIP's class token, 1+R for TIPSv2's class token and R registers, 0
+// when every row is a patch (SigLIP).
 func (e *VisionEncoder) ClassTokens() int { return e.cls }
 
 // Close releases the ONNX Runtime session. It is safe to call more than once.
@@ -430,7 +448,7 @@ func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height,
 	}
 	hidden, err := out[0].Float32()
 	if err != nil || len(out[0].Shape) != 3 || out[0].Shape[0] != n || out[0].Shape[1] < e.cls+1 {
-		rows := "1+patches"
+		rows := fmt.Sprintf("%d+patches", e.cls)
 		if e.cls == 0 {
 			rows = "patches"
 		}

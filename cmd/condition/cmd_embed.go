@@ -82,7 +82,11 @@ image has its own grid: patch_states [Ni, M, d_v] and patch_embeds [Ni, M, d_p] 
 image's patches first and zeros after them, up to M = max_num_patches, with
   patch_mask        int64   [Ni, M]       1 for the image's own patches
   spatial_shapes    int64   [Ni, 2]       its grid: patch rows, columns
-and grids (a JSON list of rows, columns pairs) in place of grid.`
+and grids (a JSON list of rows, columns pairs) in place of grid. For TIPSv2 there are
+no projection heads: text_embeds is the mean of token_states over the mask, patch_states
+[Ni, 1+R+P, d] holds the class token, the R register tokens, then the patches (after the
+final layernorm), image_embeds is its row 0, patch_embeds its patch rows L2-normalised
+(readout raw only), and logit_scale is log(1/temperature): logits are cosine / temperature.`
 
 // embedResult is the --json output.
 type embedResult struct {
@@ -370,6 +374,8 @@ func printEmbed(e *env, r embedResult) {
 	w := e.Stdout
 	if r.LogitBias != nil {
 		fmt.Fprintf(w, "model %s (%s), logit_scale %.4f (x%.2f), logit_bias %.4f, sigmoid scores\n", r.Model, r.Family, r.LogitScale, math.Exp(float64(r.LogitScale)), *r.LogitBias)
+	} else if r.Family == models.Tipsv2.String() {
+		fmt.Fprintf(w, "model %s (%s), temperature %.4g (x%.2f)\n", r.Model, r.Family, math.Exp(-float64(r.LogitScale)), math.Exp(float64(r.LogitScale)))
 	} else {
 		fmt.Fprintf(w, "model %s, logit_scale %.4f (x%.2f)\n", r.Model, r.LogitScale, math.Exp(float64(r.LogitScale)))
 	}

@@ -93,9 +93,13 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	if c.NaFlex() {
 		images = fmt.Sprintf("NaFlex: each image on its own grid (positions learned on %d patches)", c.VisionConfig.NumPatches)
 	}
-	fmt.Fprintf(out, "config:   projection %d, text width %d (≤%d tokens), vision width %d, %s in %dx%d patches\n",
+	registers := ""
+	if m.Family() == models.Tipsv2 {
+		registers = fmt.Sprintf(", %d register tokens", c.VisionConfig.NumRegisterTokens)
+	}
+	fmt.Fprintf(out, "config:   projection %d, text width %d (≤%d tokens), vision width %d, %s in %dx%d patches%s\n",
 		c.ProjectionDim, c.TextConfig.HiddenSize, c.TextConfig.MaxPositionEmbeddings, c.VisionConfig.HiddenSize,
-		images, c.VisionConfig.PatchSize, c.VisionConfig.PatchSize)
+		images, c.VisionConfig.PatchSize, c.VisionConfig.PatchSize, registers)
 	vs := make([]string, len(variants))
 	for i, v := range variants {
 		if v == "" {
@@ -136,6 +140,8 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		fmt.Fprintf(out, "heads:    %s\n", strings.Join(hs, ", "))
 	} else if headsErr != "" {
 		fmt.Fprintf(out, "heads:    unreadable: %s\n", headsErr)
+	} else if m.Family() == models.Tipsv2 {
+		fmt.Fprintf(out, "heads:    none (TIPSv2 has none: its joint space is the towers' own rows; temperature %g from config.json)\n", c.Temperature)
 	} else {
 		fmt.Fprintf(out, "heads:    none (the joint space needs them: add +<model with model.safetensors> to the reference)\n")
 	}

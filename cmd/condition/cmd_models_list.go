@@ -25,7 +25,7 @@ func knownGraphs(k models.KnownModel) string {
 	if !k.Build {
 		return "ONNX export"
 	}
-	for _, f := range []models.Family{models.CLIP, models.MetaCLIP2, models.SigLIP, models.SigLIP2} {
+	for _, f := range []models.Family{models.CLIP, models.MetaCLIP2, models.SigLIP, models.SigLIP2, models.Tipsv2} {
 		if f.String() == k.Family && !models.BuildsFamily(f) {
 			return "to be built (not by this version)"
 		}
@@ -36,7 +36,7 @@ func knownGraphs(k models.KnownModel) string {
 func runModelsList(_ context.Context, e *env, args []string) error {
 	var o listOptions
 	fs := newFlagSet(e, "models list", "models list [--known] [--json] [--hub-cache DIR]")
-	fs.BoolVar(&o.Known, "known", false, "list the models this program was checked against (CLIP, SigLIP, SigLIP 2; ONNX exports and checkpoints whose graphs are built on first use), with their family, variants and what was verified")
+	fs.BoolVar(&o.Known, "known", false, "list the models this program was checked against (CLIP, MetaCLIP 2, SigLIP, SigLIP 2; no TIPSv2 checkpoint was checked; ONNX exports and checkpoints whose graphs are built on first use), with their family, variants and what was verified")
 	fs.StringVar(&o.HubCache, "hub-cache", "", "Hugging Face hub cache folder")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {

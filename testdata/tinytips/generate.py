@@ -48,6 +48,8 @@ Files:
     (row 0), S_patch_embeds [B, h·w, 32] (rows 3..)
   tokenizer.model, tokenizer_config.json, preprocessor_config.json   (see above)
   golden/prompts.json, golden/images/{wide,tall}.png   the end-to-end inputs
+  golden/tokenizer.jsonl   {"text", "ids"} per line: sp.encode(text.lower()) for the prompts and
+                       TOKENIZER_CASES, the ids Tipsv2Tokenizer gives before truncation
   golden/embed_*.npy   embed_input_ids, embed_attention_mask int64 [5, 16] (the library's ids,
                        padded to the longest prompt, which is cut at 16), embed_text_last_hidden_state
                        [5, 16, 32], embed_text_embeds [5, 32]; embed_pixel_values [2, 3, 16, 16],
@@ -59,6 +61,7 @@ Files:
                        config.json, model.safetensors, golden/ with the vision and text sets
 """
 
+import json
 import os
 import sys
 
@@ -129,6 +132,14 @@ PROMPTS = [
     "a small wooden boat on a lake near the old house with a red door and a tall tree",
 ]
 
+# Strings whose ids golden/tokenizer.jsonl holds: case (Python's str.lower: final sigma,
+# dotted capital I), spaces, NFKC, characters outside the vocabulary.
+TOKENIZER_CASES = [
+    "", " ", "A", "THE CAT", "The Cat Sat On The Mat", "  leading and trailing  ", "tab\tand\nnewline",
+    "ΟΔΟΣ", "ΣΑΣ ΣΑΣ", "İstanbul", "ǅungla", "ﬁsh", "Ｆｕｌｌ ｗｉｄｔｈ", "café CAFÉ", "二匹の猫",
+    "dogs!!! and cats???", "a  b   c", "x" * 40, "Ǆ Ǉ Ǌ", "ẞ straße",
+]
+
 WORDS = """a the of on in with and near photo picture cat cats dog dogs bird car cars red blue green
 small large old wooden boat lake house door tree street parked two one three sitting running
 snow sky city cafe cafes white black tall""".split()
@@ -152,8 +163,16 @@ def train_tokenizer(out):
                                        pad_id=0, eos_id=1, unk_id=2, bos_id=-1, num_threads=1,
                                        character_coverage=1.0, hard_vocab_limit=False,
                                        minloglevel=2)
+        from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+        proto = model_pb2.ModelProto()
         with open(prefix + ".model", "rb") as f:
-            model = f.read()
+            proto.ParseFromString(f.read())
+        # The temporary paths out of the trainer spec: the file is the same on every run.
+        del proto.trainer_spec.input[:]
+        proto.trainer_spec.input.append("corpus.txt")
+        proto.trainer_spec.model_prefix = "tokenizer"
+        model = proto.SerializeToString()
     with open(os.path.join(out, "tokenizer.model"), "wb") as f:
         f.write(model)
     tips.write_json(os.path.join(out, "tokenizer_config.json"), {
@@ -264,6 +283,9 @@ def make_embed(out, seed):
                     ("image_embeds", ve.numpy()), ("patch_embeds", vp.numpy()), ("logits_per_image", logits.numpy())]:
         save(golden, "embed_" + name, a)
     print("prompts:", [sp.encode(p.lower(), out_type=str) for p in PROMPTS])
+    with open(os.path.join(golden, "tokenizer.jsonl"), "w") as f:
+        for text in PROMPTS + TOKENIZER_CASES:
+            f.write(json.dumps({"text": text, "ids": sp.encode(text.lower())}, ensure_ascii=False) + "\n")
     resize_report(paths)
 
 

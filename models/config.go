@@ -241,6 +241,9 @@ func (c *Config) readTips(b []byte) error {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return fmt.Errorf("not a JSON object: %w", err)
 	}
+	if err := c.readTipsFlat(b); err != nil {
+		return err
+	}
 	switch {
 	case t.Temperature != nil:
 		c.Temperature = *t.Temperature
@@ -263,6 +266,63 @@ func (c *Config) readTips(b []byte) error {
 	c.TextConfig.ProjectionDim, v.ProjectionDim = v.HiddenSize, v.HiddenSize
 	if v.NumRegisterTokens < 0 {
 		return fmt.Errorf("vision_config.num_register_tokens is %d, expected 0 or more", v.NumRegisterTokens)
+	}
+	return nil
+}
+
+// tipsVisionFns are the vision_fn values of a flat TIPSv2 config and the
+// layers and heads Tipsv2Config reads from them.
+var tipsVisionFns = map[string][2]int{
+	"vit_base": {12, 12}, "vit_large": {24, 16}, "vit_so400m": {27, 16}, "vit_giant2": {40, 24},
+}
+
+// readTipsFlat reads the older, flat form of a TIPSv2 config.json (every
+// field at the top level under the original code's names), as
+// Tipsv2Config converts it: embed_dim, img_size, patch_size and
+// num_register_tokens to vision_config; text_hidden_size, text_mlp_dim,
+// max_len, text_num_heads, text_num_layers and vocab_size to text_config;
+// ffn_layer "swiglu" to use_swiglu_ffn; vision_fn to the vision layers and
+// heads; mlp_ratio = text_mlp_dim / embed_dim. A flat key wins over the
+// nested one, as there.
+func (c *Config) readTipsFlat(b []byte) error {
+	var f struct {
+		EmbedDim   *int    `json:"embed_dim"`
+		ImgSize    *int    `json:"img_size"`
+		PatchSize  *int    `json:"patch_size"`
+		Registers  *int    `json:"num_register_tokens"`
+		TextHidden *int    `json:"text_hidden_size"`
+		TextMLP    *int    `json:"text_mlp_dim"`
+		MaxLen     *int    `json:"max_len"`
+		TextHeads  *int    `json:"text_num_heads"`
+		TextLayers *int    `json:"text_num_layers"`
+		VocabSize  *int    `json:"vocab_size"`
+		FFNLayer   *string `json:"ffn_layer"`
+		VisionFn   *string `json:"vision_fn"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("a flat TIPSv2 config: %w", err)
+	}
+	v, t := &c.VisionConfig, &c.TextConfig
+	for _, k := range []struct {
+		src *int
+		dst *int
+	}{{f.EmbedDim, &v.HiddenSize}, {f.ImgSize, &v.ImageSize}, {f.PatchSize, &v.PatchSize}, {f.Registers, &v.NumRegisterTokens},
+		{f.TextHidden, &t.HiddenSize}, {f.TextMLP, &t.IntermediateSize}, {f.MaxLen, &t.MaxPositionEmbeddings},
+		{f.TextHeads, &t.NumAttentionHeads}, {f.TextLayers, &t.NumHiddenLayers}, {f.VocabSize, &t.VocabSize}} {
+		if k.src != nil {
+			*k.dst = *k.src
+		}
+	}
+	if f.FFNLayer != nil {
+		v.UseSwiGLUFFN = *f.FFNLayer == "swiglu"
+	}
+	if f.VisionFn != nil {
+		if lh, ok := tipsVisionFns[*f.VisionFn]; ok {
+			v.NumHiddenLayers, v.NumAttentionHeads = lh[0], lh[1]
+		}
+	}
+	if f.TextMLP != nil && f.EmbedDim != nil && *f.EmbedDim > 0 {
+		v.MLPRatio = float64(*f.TextMLP) / float64(*f.EmbedDim)
 	}
 	return nil
 }

@@ -79,6 +79,29 @@ func TestTipsFamily(t *testing.T) {
 	}
 }
 
+// TestTipsFlatConfig: the older flat config.json (the original code's
+// names at the top level) reads as Tipsv2Config converts it.
+func TestTipsFlatConfig(t *testing.T) {
+	c, err := models.ParseConfig([]byte(`{"model_type": "tipsv2", "embed_dim": 1152, "img_size": 448, "patch_size": 14,
+		"num_register_tokens": 1, "text_hidden_size": 1152, "text_mlp_dim": 4304, "max_len": 64, "text_num_heads": 16,
+		"text_num_layers": 27, "vocab_size": 32000, "ffn_layer": "mlp", "vision_fn": "vit_so400m", "temperature": 0.007}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, tc := c.VisionConfig, c.TextConfig
+	if v.HiddenSize != 1152 || v.ImageSize != 448 || v.PatchSize != 14 || v.NumRegisterTokens != 1 || v.NumHiddenLayers != 27 ||
+		v.NumAttentionHeads != 16 || v.UseSwiGLUFFN || v.MLPRatio != 4304.0/1152 || v.IntermediateSize != 4304 ||
+		tc.HiddenSize != 1152 || tc.IntermediateSize != 4304 || tc.MaxPositionEmbeddings != 64 || tc.NumAttentionHeads != 16 ||
+		tc.NumHiddenLayers != 27 || tc.VocabSize != 32000 || c.Temperature != 0.007 || c.ProjectionDim != 1152 {
+		t.Errorf("flat so400m config read as %+v", c)
+	}
+	g, err := models.ParseConfig([]byte(`{"model_type": "tipsv2", "embed_dim": 1536, "text_hidden_size": 1536, "text_mlp_dim": 6144,
+		"ffn_layer": "swiglu", "vision_fn": "vit_giant2"}`))
+	if err != nil || !g.VisionConfig.UseSwiGLUFFN || g.VisionConfig.NumHiddenLayers != 40 || g.VisionConfig.NumAttentionHeads != 24 || g.VisionConfig.MLPRatio != 4 {
+		t.Errorf("flat g14 config read as %+v (%v)", g.VisionConfig, err)
+	}
+}
+
 // TestTipsConfigErrors: a TIPSv2 config.json that cannot run is refused,
 // naming the field.
 func TestTipsConfigErrors(t *testing.T) {

@@ -147,11 +147,9 @@ func (e *VisionEncoder) EncodePatches(ctx context.Context, pixels []float32, gri
 	var embeds []float32
 	dim := 0
 	if e.hasEmbeds {
-		embeds, err = out[1].Float32()
-		if err != nil || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
-			return nil, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d dim] floats", e.name, e.embedsOut, out[1].DType, out[1].Shape, n)
+		if embeds, dim, err = e.embedsOf(out[1], n); err != nil {
+			return nil, err
 		}
-		dim = out[1].Shape[1]
 	}
 	var x []float32
 	if e.readout != nil {
@@ -192,4 +190,14 @@ func hasInputs(ins []ort.IOInfo, names ...string) bool {
 		}
 	}
 	return true
+}
+
+// embedsOf checks the pooled output o of n images, [n, dim], and returns
+// its values and dim.
+func (e *VisionEncoder) embedsOf(o tensorio.Tensor, n int) ([]float32, int, error) {
+	v, err := o.Float32()
+	if err != nil || len(o.Shape) != 2 || o.Shape[0] != n {
+		return nil, 0, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d dim] floats", e.name, e.embedsOut, o.DType, o.Shape, n)
+	}
+	return v, o.Shape[1], nil
 }

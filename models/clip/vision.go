@@ -461,11 +461,9 @@ func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height,
 	var embeds []float32
 	dim := 0
 	if e.hasEmbeds {
-		embeds, err = out[1].Float32()
-		if err != nil || len(out[1].Shape) != 2 || out[1].Shape[0] != n {
-			return nil, fmt.Errorf("clip: vision: %s: %s is %s%v, expected [%d dim] floats", e.name, e.embedsOut, out[1].DType, out[1].Shape, n)
+		if embeds, dim, err = e.embedsOf(out[1], n); err != nil {
+			return nil, err
 		}
-		dim = out[1].Shape[1]
 	}
 	var readout []float32
 	if e.readout != nil {

@@ -24,6 +24,18 @@ fields that differ from SiglipConfig's defaults; the rest are HF's defaults, lis
   siglip2-b-16-224      google/siglip2-base-patch16-224: the siglip-b-16-224 towers with the
                         Gemma vocabulary (256000) and a tokenizer.json (GemmaTokenizer, <eos>
                         appended, padded with <pad> to 64); resize bilinear (resample 2).
+  siglip2-b-16-256      google/siglip2-base-patch16-256: siglip2-b-16-224 at 256 px (16x16 grid,
+                        256 rows, position table [256, 768]).
+  siglip2-b-16-naflex   google/siglip2-base-patch16-naflex: model_type siglip2, the same towers
+                        with the NaFlex vision tower (vision num_patches 256, patch 16, a Linear
+                        patch embedding over each patch's 16*16*3 channel-last pixels);
+                        preprocessor_config.json Siglip2ImageProcessor (max_num_patches 256,
+                        patch 16, bilinear, mean/std 0.5). Its weights are siglip2-b-16-256's
+                        (same seed): the Conv kernel [768, 3, 16, 16] laid out as the Linear's
+                        [768, 16*16*3], the 16x16 position table as it is; so on a square image
+                        (a 16x16 grid) the two towers compute the same function, which the
+                        script checks in torch. No onnx/ is written (the NaFlex tower has no
+                        exporter here; `condition` builds its graphs from model.safetensors).
 
 Tokenizers. The real ones cannot reach this machine, so:
   * SigLIP: spiece.model is a small Unigram model (nmt_nfkc, <pad> 0, </s> 1, <unk> 2, as
@@ -64,6 +76,12 @@ work shared it; the peak memory is the Python process's maximum resident set):
                         model.safetensors 1431 MiB, onnx/text_model.onnx 1077 MiB,
                         onnx/vision_model.onnx 354 MiB; 292 s wall, 7.6 GB peak memory
                         (tokenizer.json copied from the Gemma-style fixture).
+  siglip2-b-16-256      375.2 M parameters; with --no-onnx: model.safetensors 1431 MiB, 86 s
+                        wall, 7.6 GB peak memory.
+  siglip2-b-16-naflex   375.2 M parameters; model.safetensors 1431 MiB (never onnx/), 126 s wall
+                        (the torch check against the fixed tower included), 7.6 GB peak memory.
+                        condition builds and checks each folder's graphs on first open in
+                        30-45 s.
 """
 
 import argparse
@@ -106,8 +124,23 @@ HUB_CONFIGS = {
         "vision_config": {"hidden_size": 768, "image_size": 224, "intermediate_size": 3072,
                           "num_attention_heads": 12, "num_hidden_layers": 12, "patch_size": 16},
     },
+    "siglip2-b-16-256": {
+        "text_config": {"hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12,
+                        "num_hidden_layers": 12, "vocab_size": 256000},
+        "vision_config": {"hidden_size": 768, "image_size": 256, "intermediate_size": 3072,
+                          "num_attention_heads": 12, "num_hidden_layers": 12, "patch_size": 16},
+    },
 }
-RESAMPLE = {"siglip-b-16-224": 3, "siglip-so400m-14-384": 3, "siglip2-b-16-224": 2}
+RESAMPLE = {"siglip-b-16-224": 3, "siglip-so400m-14-384": 3, "siglip2-b-16-224": 2, "siglip2-b-16-256": 2}
+# The NaFlex preset: google/siglip2-base-patch16-naflex, made from the fixed-resolution
+# preset of the same patch count (its weights, the patch embedding re-laid out).
+NAFLEX, NAFLEX_BASE = "siglip2-b-16-naflex", "siglip2-b-16-256"
+NAFLEX_HUB = {
+    "text_config": {"hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12,
+                    "num_hidden_layers": 12, "vocab_size": 256000},
+    "vision_config": {"hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12,
+                      "num_hidden_layers": 12, "num_patches": 256, "patch_size": 16},
+}
 # Roughly the released checkpoints' learned values (logit_scale ~ log 117, bias ~ -12.7).
 LOGIT_SCALE, LOGIT_BIAS = 4.76, -12.7
 
@@ -123,6 +156,16 @@ def preset_config(name: str) -> siglip.SiglipConfig:
 
 
 def write_hub_config(out: str, name: str) -> None:
+    if name == NAFLEX:
+        siglip.write_json(os.path.join(out, "config.json"), {
+            "architectures": ["Siglip2Model"],
+            "initializer_factor": 1.0,
+            "model_type": "siglip2",
+            "text_config": dict(sorted({**NAFLEX_HUB["text_config"], "model_type": "siglip2_text_model"}.items())),
+            "torch_dtype": "float32",
+            "vision_config": dict(sorted({**NAFLEX_HUB["vision_config"], "model_type": "siglip2_vision_model"}.items())),
+        })
+        return
     hub = HUB_CONFIGS[name]
     siglip.write_json(os.path.join(out, "config.json"), {
         "architectures": ["SiglipModel"],
@@ -259,6 +302,49 @@ def write_gemma_tokenizer(out: str, gemma_dir: str) -> None:
     print(f"make_siglip: tokenizer.json: {note}", flush=True)
 
 
+def write_naflex_preprocessor_config(out: str, patch: int, max_patches: int) -> None:
+    """preprocessor_config.json as google/siglip2-base-patch16-naflex has it."""
+    siglip.write_json(os.path.join(out, "preprocessor_config.json"), {
+        "do_convert_rgb": None, "do_normalize": True, "do_rescale": True, "do_resize": True,
+        "image_mean": [0.5, 0.5, 0.5], "image_processor_type": "Siglip2ImageProcessor",
+        "image_std": [0.5, 0.5, 0.5], "max_num_patches": max_patches, "patch_size": patch,
+        "processor_class": "Siglip2Processor", "resample": 2, "rescale_factor": 1 / 255})
+
+
+def naflex_state_dict(sd: dict) -> dict:
+    """A fixed-resolution SigLIP state dict as SigLIP 2 NaFlex's: the patch Conv's kernel
+    [D, C, p, p] as the Linear's weight [D, p*p*C] (Siglip2ImageProcessor lays each patch
+    out channel-last, row by row); every other tensor as it is."""
+    k = "vision_model.embeddings.patch_embedding.weight"
+    out = dict(sd)
+    w = sd[k]
+    out[k] = w.permute(0, 2, 3, 1).reshape(w.shape[0], -1).contiguous()
+    return out
+
+
+def check_naflex(model, sd: dict, vc) -> float:
+    """Asserts that the NaFlex tower with sd's weights gives, on a square image (its grid
+    the position table's own, every patch used), the fixed-resolution tower's outputs."""
+    from pysiglip.naflex import NaFlexVision, NaFlexVisionConfig
+
+    nv = NaFlexVision(NaFlexVisionConfig(
+        hidden_size=vc.hidden_size, intermediate_size=vc.intermediate_size, num_hidden_layers=vc.num_hidden_layers,
+        num_attention_heads=vc.num_attention_heads, num_patches=vc.grid * vc.grid, patch_size=vc.patch_size,
+        hidden_act=vc.hidden_act, layer_norm_eps=vc.layer_norm_eps))
+    pre = "vision_model."
+    nv.load_state_dict({k[len(pre):]: v for k, v in sd.items() if k.startswith(pre)})
+    nv.eval()
+    s, p, g = vc.image_size, vc.patch_size, vc.grid
+    img = torch.randn(1, 3, s, s, generator=torch.Generator().manual_seed(1))
+    patches = img.reshape(1, 3, g, p, g, p).permute(0, 2, 4, 3, 5, 1).reshape(1, g * g, p * p * 3)
+    with torch.no_grad():
+        h0, e0 = model.encode_image(img)
+        h1, e1 = nv(patches, torch.ones(1, g * g, dtype=torch.int64), torch.tensor([[g, g]]))
+    diff = max((h0 - h1).abs().max().item(), (e0 - e1).abs().max().item())
+    assert diff < 1e-3, diff
+    return diff
+
+
 def mib(path: str) -> str:
     return f"{os.path.getsize(path) / 2**20:.0f} MiB"
 
@@ -270,7 +356,7 @@ def peak_gb() -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", default="siglip-b-16-224", choices=list(HUB_CONFIGS))
+    ap.add_argument("--preset", default="siglip-b-16-224", choices=list(HUB_CONFIGS) + [NAFLEX])
     ap.add_argument("--out", default=None, help="output folder (default /tmp/condition-<preset>)")
     ap.add_argument("--gemma", default=os.path.join(REPO, "..", "hfbpe", "text", "testdata", "gemma"),
                     help="folder with a Gemma-style tokenizer.json for the SigLIP 2 preset")
@@ -286,7 +372,12 @@ def main() -> None:
 
     t0 = time.time()
     torch.manual_seed(args.seed)
-    cfg = preset_config(args.preset)
+    naflex = args.preset == NAFLEX
+    if naflex and not args.no_onnx:
+        print(f"make_siglip: {NAFLEX}: no onnx/ (the NaFlex tower has no exporter here; condition builds "
+              "its graphs from model.safetensors)", flush=True)
+        args.no_onnx = True
+    cfg = preset_config(NAFLEX_BASE if naflex else args.preset)
     tc, vc = cfg.text_config, cfg.vision_config
     os.makedirs(out, exist_ok=True)
     if args.preset.startswith("siglip2"):
@@ -300,8 +391,13 @@ def main() -> None:
           flush=True)
 
     write_hub_config(out, args.preset)
-    siglip.write_preprocessor_config(out, vc.image_size, vc.image_size, resample=RESAMPLE[args.preset])
-    siglip.write_safetensors(os.path.join(out, "model.safetensors"), model.hf_state_dict(), {
+    sd = model.hf_state_dict()
+    if naflex:
+        write_naflex_preprocessor_config(out, vc.patch_size, vc.grid * vc.grid)
+        sd = naflex_state_dict(sd)
+    else:
+        siglip.write_preprocessor_config(out, vc.image_size, vc.image_size, resample=RESAMPLE[args.preset])
+    siglip.write_safetensors(os.path.join(out, "model.safetensors"), sd, {
         "format": "pt",
         "note": f"random weights ({args.preset} architecture, seed {args.seed}) for speed "
                 "measurements only; outputs mean nothing",
@@ -324,6 +420,9 @@ def main() -> None:
         siglip.check_patch_embeds(model, h, atol=1e-4)
         th, te = model.encode_text(torch.ones(1, tc.max_position_embeddings, dtype=torch.int64))
         assert te.shape == (1, vc.hidden_size), te.shape
+    if naflex:
+        print(f"make_siglip: the NaFlex tower on a square image (a {vc.grid}x{vc.grid} grid) equals "
+              f"{NAFLEX_BASE}'s within {check_naflex(model, sd, vc):.1g}", flush=True)
 
     print(f"make_siglip: wrote {out} (model.safetensors {mib(os.path.join(out, 'model.safetensors'))}) "
           f"in {time.time() - t0:.0f} s, peak memory {peak_gb():.1f} GB; weights are random: "

@@ -26,7 +26,7 @@ var flagLine = regexp.MustCompile(`^\s+(?:-\S, )?(--\S+)(.*?)\s{2,}\S`)
 // with the message on stderr.
 func TestHelp(t *testing.T) {
 	names := subcommandNames()
-	if strings.Join(names, " ") != "graphs pipeline query serve xattn" {
+	if strings.Join(names, " ") != "graphs naflex pipeline query serve xattn" {
 		t.Fatalf("subcommands %v", names)
 	}
 	code, out, errs := runCLI(t, "--help")

@@ -30,6 +30,7 @@ type graphsBenchOptions struct {
 	ort        ortFlags
 	batch      int
 	tokens     int
+	patches    int
 	rounds     int
 	calls      int
 	noSpinning bool
@@ -40,6 +41,7 @@ type graphsBenchOptions struct {
 func (o *graphsBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.batch, "batch", 8, "images (or prompts) per call")
 	fs.IntVar(&o.tokens, "tokens", 77, "tokens per prompt, for text graphs")
+	fs.IntVar(&o.patches, "patches", 256, "patches per image, for SigLIP 2 NaFlex vision graphs (pixel_values [batch, patches, C·p²]); every patch is the image's")
 	fs.IntVar(&o.rounds, "rounds", 7, "rounds; each round runs every graph --calls times, in an order that turns each round")
 	fs.IntVar(&o.calls, "calls", 3, "timed calls per graph and round")
 	fs.BoolVar(&o.noSpinning, "no-spinning", false, "stop ONNX Runtime's intra-op threads from spinning between calls")
@@ -76,8 +78,8 @@ func runBenchGraphs(ctx context.Context, e *env, args []string) error {
 	if len(paths) < 1 {
 		return usagef("graphs needs one or more ONNX graph files")
 	}
-	if o.batch < 1 || o.rounds < 1 || o.calls < 1 || o.tokens < 2 {
-		return usagef("--batch, --rounds and --calls must be at least 1, --tokens at least 2")
+	if o.batch < 1 || o.rounds < 1 || o.calls < 1 || o.tokens < 2 || o.patches < 1 {
+		return usagef("--batch, --rounds, --calls and --patches must be at least 1, --tokens at least 2")
 	}
 	if err := o.ort.load(e); err != nil {
 		return err
@@ -118,7 +120,7 @@ func runBenchGraphs(ctx context.Context, e *env, args []string) error {
 			outNames = append(outNames, out.Name)
 		}
 		if i == 0 {
-			if inputs, err = probeTensors(ins, o.batch, o.tokens); err != nil {
+			if inputs, err = probeTensors(ins, o.batch, o.tokens, o.patches); err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
 		} else if strings.Join(names, ",") != strings.Join(gs[0].names, ",") || strings.Join(outNames, ",") != strings.Join(gs[0].outs, ",") {
@@ -198,11 +200,47 @@ func runBenchGraphs(ctx context.Context, e *env, args []string) error {
 // probeTensors makes inputs for a CLIP encoder graph from a fixed seed:
 // pixel_values [batch, 3, S, S] (S from the graph, else 224) drawn from a
 // normal distribution, or input_ids [batch, tokens] of prompts of several
-// lengths with their attention_mask.
-func probeTensors(ins []onnxgraph.ValueInfo, batch, tokens int) ([]tensorio.Tensor, error) {
+// lengths with their attention_mask. A SigLIP 2 NaFlex vision graph gets
+// pixel_values [batch, patches, C·p²] (C·p² from the graph), a
+// pixel_attention_mask of ones and position_embeddings [batch, patches, d]
+// (d from the graph) of a trained table's scale.
+func probeTensors(ins []onnxgraph.ValueInfo, batch, tokens, patches int) ([]tensorio.Tensor, error) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	var ts []tensorio.Tensor
+	normal := func(scale float64, shape ...int) tensorio.Tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(scale * rng.NormFloat64())
+		}
+		return tensorio.F32(shape, v)
+	}
 	for _, in := range ins {
+		switch in.Name {
+		case "pixel_values", "position_embeddings":
+			if len(in.Shape) != 3 {
+				break
+			}
+			if in.Shape[2].Value <= 0 {
+				return nil, fmt.Errorf("%s %v: the last dimension is not fixed", in.Name, in.Shape)
+			}
+			scale := 1.0
+			if in.Name == "position_embeddings" {
+				scale = 0.02
+			}
+			ts = append(ts, normal(scale, batch, patches, int(in.Shape[2].Value)))
+			continue
+		case "pixel_attention_mask":
+			mask := make([]int64, batch*patches)
+			for i := range mask {
+				mask[i] = 1
+			}
+			ts = append(ts, tensorio.I64([]int{batch, patches}, mask))
+			continue
+		}
 		switch in.Name {
 		case "pixel_values":
 			size := 224
@@ -240,7 +278,7 @@ func probeTensors(ins []onnxgraph.ValueInfo, batch, tokens int) ([]tensorio.Tens
 				ts = append(ts, tensorio.I64([]int{batch, tokens}, mask))
 			}
 		default:
-			return nil, fmt.Errorf("no probe for the input %s (expected pixel_values, input_ids or attention_mask)", in.Name)
+			return nil, fmt.Errorf("no probe for the input %s (expected pixel_values, input_ids, attention_mask, pixel_attention_mask or position_embeddings)", in.Name)
 		}
 	}
 	return ts, nil

@@ -237,9 +237,19 @@ func (b *builder) activation(x, act string) string {
 // encoderLayer adds one pre-LN transformer block to x [B, T, d]; bias, if
 // not "", is added to the attention scores [B|1, 1, T, T].
 func (b *builder) encoderLayer(x, prefix string, d, inter, heads int64, act string, eps float64, bias, out string) string {
+	ap := prefix + "self_attn."
+	return b.encoderBlock(x, prefix, d, inter, act, eps, out, func(h string) string {
+		return b.selfAttention(h, ap+"qkv", clipQKV(ap), d, heads, bias)
+	})
+}
+
+// encoderBlock adds the pre-LN transformer block of encoderLayer with
+// attend(h) as its attention: the heads' outputs [B, T, d] for the first
+// layer norm's output h, before the output projection.
+func (b *builder) encoderBlock(x, prefix string, d, inter int64, act string, eps float64, out string, attend func(h string) string) string {
 	h := b.layerNorm(x, prefix+"layer_norm1", d, eps, "")
 	ap := prefix + "self_attn."
-	attn := b.selfAttention(h, ap+"qkv", clipQKV(ap), d, heads, bias)
+	attn := attend(h)
 	o := b.linear(attn, ap+"out_proj", d, d)
 	x = b.g.op("Add", "", x, o)
 	h = b.layerNorm(x, prefix+"layer_norm2", d, eps, "")

@@ -208,18 +208,36 @@ func planTips(ck *Checkpoint, c TipsConfig, opts Options) (text, vision *graph, 
 // other keys, as keys [B, 1, 1, T] and expanded for self-attention as
 // self [B, 1, T, T].
 func (b *builder) keyPaddingBias(mask string) (keys, self string) {
+	keys = b.keyBias(b.paddingOf(mask))
+	return keys, b.selfBias(keys, mask)
+}
+
+// keyBias adds keyPaddingBias's keys [B, 1, 1, T] for padding, paddingOf's
+// output.
+func (b *builder) keyBias(padding string) string {
+	g := b.g
+	keys := g.op("Mul", "", padding, g.constFloats("lowest", nil, lowestFloat32))
+	return g.op("Unsqueeze", "", keys, g.constInts("axes", []int64{2}, 1, 2))
+}
+
+// paddingOf adds 1 − mask as floats [B, T]: 1 on the keys not to attend to.
+func (b *builder) paddingOf(mask string) string {
 	g := b.g
 	mf := g.op("Cast", "", mask)
 	g.last().with(intAttr("to", int64(tFloat)))
-	inv := g.op("Sub", "", g.constFloats("one", nil, 1), mf)
-	keys = g.op("Mul", "", inv, g.constFloats("lowest", nil, lowestFloat32))
-	keys = g.op("Unsqueeze", "", keys, g.constInts("axes", []int64{2}, 1, 2))
+	return g.op("Sub", "", g.constFloats("one", nil, 1), mf)
+}
+
+// selfBias adds keys [B, 1, 1, T] expanded to [B, 1, T, T], T the mask's
+// second dimension.
+func (b *builder) selfBias(keys, mask string) string {
+	g := b.g
 	bm := g.op("Shape", "", mask)
 	bs := g.op("Slice", "", bm, g.constInts("zero", []int64{1}, 0), g.constInts("one_i", []int64{1}, 1))
 	ms := g.op("Slice", "", bm, g.constInts("one_i", []int64{1}, 1), g.constInts("two_i", []int64{1}, 2))
 	shape := g.op("Concat", "", bs, g.constInts("one_i", []int64{1}, 1), ms, ms)
 	g.last().with(intAttr("axis", 0))
-	return keys, g.op("Expand", "", keys, shape)
+	return g.op("Expand", "", keys, shape)
 }
 
 // sinusoids returns Tipsv2SinusoidalPositionalEmbedding's table [n, d]:

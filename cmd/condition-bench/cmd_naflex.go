@@ -52,13 +52,19 @@ func (o *naflexBenchOptions) AddFlags(fs *pflag.FlagSet) {
 type naflexBenchRow struct {
 	Case  string `json:"case"`
 	Batch int    `json:"batch"`
-	// MedianMS is the wall time per image, the median over rounds; Ratio
-	// is this over the fixed-resolution encoder's at the same batch.
+	// MedianMS is the wall time per image, the median over rounds. Ratio
+	// is this case's time over the fixed-resolution encoder's at the same
+	// batch in the same round, the median over rounds, RatioMin and
+	// RatioMax the lowest and highest (the two ran minutes apart at most,
+	// so a change in the machine's load moves both).
 	MedianMS float64   `json:"median_ms_per_image"`
 	Ratio    float64   `json:"ratio_vs_fixed"`
+	RatioMin float64   `json:"ratio_vs_fixed_min"`
+	RatioMax float64   `json:"ratio_vs_fixed_max"`
 	RoundsMS []float64 `json:"round_ms_per_image"`
 	// CPUMedianMS is the process's CPU time per image (every thread), the
-	// median over rounds, and CPURatio this over the fixed encoder's.
+	// median over rounds, and CPURatio this over the fixed encoder's,
+	// paired by round as Ratio is.
 	CPUMedianMS float64   `json:"cpu_median_ms_per_image,omitempty"`
 	CPURatio    float64   `json:"cpu_ratio_vs_fixed,omitempty"`
 	RoundsCPUMS []float64 `json:"round_cpu_ms_per_image,omitempty"`
@@ -278,10 +284,10 @@ func runBenchNaFlex(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	for i := range rows {
-		f := rows[i-i%3] // the fixed encoder at the same batch
-		rows[i].Ratio = rows[i].MedianMS / f.MedianMS
-		if f.CPUMedianMS > 0 {
-			rows[i].CPURatio = rows[i].CPUMedianMS / f.CPUMedianMS
+		f := &rows[i-i%3] // the fixed encoder at the same batch
+		rows[i].Ratio, rows[i].RatioMin, rows[i].RatioMax = pairedRatios(rows[i].RoundsMS, f.RoundsMS)
+		if len(rows[i].RoundsCPUMS) == len(f.RoundsCPUMS) && len(f.RoundsCPUMS) > 0 {
+			rows[i].CPURatio, _, _ = pairedRatios(rows[i].RoundsCPUMS, f.RoundsCPUMS)
 		}
 	}
 	if o.json {
@@ -291,16 +297,39 @@ func runBenchNaFlex(ctx context.Context, e *env, args []string) error {
 			"threads": o.ort.threads(), "rounds": o.rounds, "calls": o.calls, "cases": rows})
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "case\tbatch\tms/image (median)\t÷ fixed\tCPU ms/image\t÷ fixed\tmax rel diff vs fixed\n")
+	fmt.Fprintf(tw, "case\tbatch\tms/image\t÷ fixed [lowest, highest]\tCPU ms/image\tCPU ÷ fixed\tmax rel diff vs fixed\n")
 	for _, r := range rows {
 		diff := ""
 		if r.MaxRelDiff != nil {
 			diff = fmt.Sprintf("%.2g", *r.MaxRelDiff)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.3f\t%.2f\t%.3f\t%s\n", r.Case, r.Batch, r.MedianMS, r.Ratio, r.CPUMedianMS, r.CPURatio, diff)
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.3f [%.3f, %.3f]\t%.2f\t%.3f\t%s\n", r.Case, r.Batch, r.MedianMS, r.Ratio, r.RatioMin, r.RatioMax, r.CPUMedianMS, r.CPURatio, diff)
 	}
-	fmt.Fprintf(tw, "%d images of %d patches per call, %d threads, %d rounds of %d calls each, order turned every round\n", n, budget, o.ort.threads(), o.rounds, o.calls)
+	fmt.Fprintf(tw, "%d images of %d patches per call, %d threads, %d rounds of %d calls each, order turned every round; medians over rounds, ratios paired by round\n", n, budget, o.ort.threads(), o.rounds, o.calls)
 	return tw.Flush()
+}
+
+// pairedRatios returns the median, lowest and highest of a[r] / b[r] over
+// the rounds r where b[r] > 0 (a CPU time too short to read is 0); all 0
+// when there is none.
+func pairedRatios(a, b []float64) (med, lo, hi float64) {
+	if len(a) != len(b) {
+		return 0, 0, 0
+	}
+	var r []float64
+	for i := range a {
+		if b[i] > 0 {
+			r = append(r, a[i]/b[i])
+		}
+	}
+	if len(r) == 0 {
+		return 0, 0, 0
+	}
+	lo, hi = r[0], r[0]
+	for _, v := range r {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	return median(r), lo, hi
 }
 
 // patchify lays out pixels [n, ch, side·p, side·p] as patch sequences

@@ -37,8 +37,11 @@ func TestBenchNaFlex(t *testing.T) {
 		if c.Case != want || c.Batch != []int{2, 1}[i/3] || len(c.RoundsMS) != 2 || c.MedianMS <= 0 || c.Ratio <= 0 {
 			t.Errorf("case %d: %+v; want %q at batch %d", i, c, want, []int{2, 1}[i/3])
 		}
-		if i%3 == 0 && c.Ratio != 1 {
-			t.Errorf("case %d: the fixed encoder's ratio is %v", i, c.Ratio)
+		if i%3 == 0 && (c.Ratio != 1 || c.RatioMin != 1 || c.RatioMax != 1) {
+			t.Errorf("case %d: the fixed encoder's ratio is %v [%v, %v]", i, c.Ratio, c.RatioMin, c.RatioMax)
+		}
+		if !(c.RatioMin <= c.Ratio && c.Ratio <= c.RatioMax) {
+			t.Errorf("case %d: ratio %v outside [%v, %v]", i, c.Ratio, c.RatioMin, c.RatioMax)
 		}
 		// The patch sizes differ (8 and 4): no comparison of outputs.
 		if c.MaxRelDiff != nil {
@@ -92,5 +95,22 @@ func TestPatchify(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPairedRatios: each round's ratio, then their median and range.
+func TestPairedRatios(t *testing.T) {
+	med, lo, hi := pairedRatios([]float64{2, 3, 8}, []float64{2, 2, 4})
+	if med != 1.5 || lo != 1 || hi != 2 {
+		t.Errorf("%v [%v, %v], want 1.5 [1, 2]", med, lo, hi)
+	}
+	if med, _, _ := pairedRatios([]float64{1}, nil); med != 0 {
+		t.Errorf("unpaired: %v", med)
+	}
+	if med, lo, hi := pairedRatios([]float64{1, 3}, []float64{0, 2}); med != 1.5 || lo != 1.5 || hi != 1.5 {
+		t.Errorf("a round of no time: %v [%v, %v], want 1.5", med, lo, hi)
+	}
+	if med, _, _ := pairedRatios([]float64{1}, []float64{0}); med != 0 {
+		t.Errorf("no time at all: %v", med)
 	}
 }

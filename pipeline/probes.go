@@ -23,9 +23,7 @@ func OptimizeProbes(m *models.Model, imgs []image.Image, prompts []string) (clip
 	if err != nil {
 		return p, err
 	}
-	if pre.NaFlex != nil {
-		return p, fmt.Errorf("%s is SigLIP 2 NaFlex: its rewritten graphs (optimized, int8) are not made yet; run it in float32", m.Name())
-	}
+
 	tok, err := text.LoadTokenizer(m.FS())
 	if err != nil {
 		return p, err
@@ -39,6 +37,22 @@ func OptimizeProbes(m *models.Model, imgs []image.Image, prompts []string) (clip
 	if prompts == nil {
 		prompts = []string{"a photo of a dog", "a red circle next to a blue square", "two cats sleeping on a sofa in the afternoon sun",
 			"a diagram", "a yellow star", "a green cross above a white triangle"}
+	}
+	if nf := pre.NaFlex; nf != nil {
+		// SigLIP 2 NaFlex: each probe on its own grid.
+		p.Patches = nf.MaxNumPatches
+		mask, spatial := make([]int32, nf.MaxNumPatches), make([]int64, 2)
+		for _, img := range imgs {
+			px := make([]float32, nf.MaxNumPatches*nf.PatchDim())
+			g, err := pre.ApplyNaFlexInto(px, mask, spatial, img)
+			if err != nil {
+				return p, err
+			}
+			p.Pixels = append(p.Pixels, px...)
+			p.Grids = append(p.Grids, [2]int{g.H, g.W})
+			p.N++
+		}
+		imgs = nil
 	}
 	for _, img := range imgs {
 		px, h, w, err := pre.Apply(img)

@@ -228,3 +228,34 @@ func TestEmbedNaFlexReadouts(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedNaFlexInt8: the int8 variant of a SigLIP 2 NaFlex model is made
+// and checked on probe images cut on their own grids (clip.Probes.Grids),
+// and gives the float32 towers' embeddings within int8's error (cosine ≥
+// 0.99 on every image).
+func TestEmbedNaFlexInt8(t *testing.T) {
+	orttest.Load(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	var imgs []string
+	for _, im := range []string{"wide.png", "tall.png", "small.png"} {
+		imgs = append(imgs, filepath.Join(tinyNaFlexDir, "golden", "images", im))
+	}
+	embeds := func(precision string) []float64 {
+		out := filepath.Join(t.TempDir(), precision+".safetensors")
+		code, _, stderr := embedCLI(t, append([]string{"embed", "--model", tinyNaFlexDir, "--threads", "1", "--precision", precision, "--out", out}, imgs...)...)
+		if code != 0 {
+			t.Fatalf("--precision %s: exit %d\n%s", precision, code, stderr)
+		}
+		ts, _, err := tensorio.ReadSafetensors(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return asF64(t, ts["image_embeds"])
+	}
+	f32, i8 := embeds("fp32"), embeds("int8")
+	cos := minCosine(f32, i8, 24)
+	t.Logf("int8 against fp32: smallest image_embeds cosine %.5f", cos)
+	if !(cos >= 0.99) || cos == 1 {
+		t.Errorf("int8 image_embeds: smallest cosine with fp32's %.6f, want ≥ 0.99 and not 1 (an int8 graph)", cos)
+	}
+}

@@ -22,9 +22,13 @@ import (
 // original: preprocessed images and tokenized prompts (real ones, so that
 // the activations the int8 scales meet are the ones of real use).
 type Probes struct {
-	// Pixels holds N images [N, 3, H, W] as the vision graph takes them.
+	// Pixels holds N images [N, 3, H, W] as the vision graph takes them;
+	// for SigLIP 2 NaFlex, [N, Patches, C·p²] with each image's grid in
+	// Grids (see VisionEncoder.EncodePatches).
 	Pixels        []float32
 	N, Height, Wd int
+	Patches       int
+	Grids         [][2]int
 	// IDs and Masks are prompts' token ids and attention masks [B][T],
 	// padded to one length.
 	IDs, Masks [][]int64
@@ -220,7 +224,13 @@ func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opt
 	// The rewrite's garbage goes back to the system before ONNX Runtime
 	// loads the graphs: its allocations do not reuse the Go heap's pages.
 	debug.FreeOSMemory()
-	if o.Checks, o.Probes, o.Timing, err = compareGraphs(ctx, g, orig, ort.GraphFile(rewritten), p, opts.Threads); err != nil {
+	var pos *naflexPositions
+	if g == models.VisionModelFile && m.Config().NaFlex() {
+		if pos, err = readNaFlexPositions(m); err != nil {
+			return err
+		}
+	}
+	if o.Checks, o.Probes, o.Timing, err = compareGraphs(ctx, g, orig, ort.GraphFile(rewritten), p, pos, opts.Threads); err != nil {
 		return err
 	}
 	o.Passed = true
@@ -378,8 +388,9 @@ func describeChecks(cs []OutputCheck) string {
 }
 
 // compareGraphs runs both graphs of the canonical graph name on the probes
-// and compares their outputs, and times each (see timeRuns).
-func compareGraphs(ctx context.Context, name string, orig, rewritten ort.Graph, p Probes, threads int) ([]OutputCheck, string, *Timing, error) {
+// and compares their outputs, and times each (see timeRuns); pos is a
+// SigLIP 2 NaFlex model's position table (nil otherwise).
+func compareGraphs(ctx context.Context, name string, orig, rewritten ort.Graph, p Probes, pos *naflexPositions, threads int) ([]OutputCheck, string, *Timing, error) {
 	switch name {
 	case models.TextModelFile:
 		if len(p.IDs) == 0 {
@@ -427,7 +438,11 @@ func compareGraphs(ctx context.Context, name string, orig, rewritten ort.Graph, 
 			if err != nil {
 				return nil, "", nil, err
 			}
-			ms[i], err = timeRuns(func() (err error) { res[i], err = enc.Encode(ctx, p.Pixels, p.N, p.Height, p.Wd); return err })
+			encode := func() (err error) { res[i], err = enc.Encode(ctx, p.Pixels, p.N, p.Height, p.Wd); return err }
+			if enc.naflex = pos; enc.NaFlex() {
+				encode = func() (err error) { res[i], err = enc.EncodePatches(ctx, p.Pixels, p.Grids, p.Patches); return err }
+			}
+			ms[i], err = timeRuns(encode)
 			closeChecked(enc)
 			if err != nil {
 				return nil, "", nil, err

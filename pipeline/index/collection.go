@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"path/filepath"
 	"strings"
 
@@ -104,7 +105,14 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 	}
 	c := weaviate.New(t.Host, o.APIKey)
 	c.Retries = 2 // connecting: fail fast on a wrong address
-	if err := c.Ready(ctx); err != nil {
+	err = c.Ready(ctx)
+	if se := (*weaviate.StatusError)(nil); errors.As(err, &se) && se.Status == http.StatusServiceUnavailable {
+		// The node answers but is not ready yet (starting, or the cluster
+		// choosing a leader after a node went down): give it 15 s more.
+		c.Retries = 6
+		err = c.Ready(ctx)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("index: collection %s: %w", t, err)
 	}
 	c.Retries = 6

@@ -38,32 +38,12 @@ func OptimizeProbes(m *models.Model, imgs []image.Image, prompts []string) (clip
 		prompts = []string{"a photo of a dog", "a red circle next to a blue square", "two cats sleeping on a sofa in the afternoon sun",
 			"a diagram", "a yellow star", "a green cross above a white triangle"}
 	}
-	if nf := pre.NaFlex; nf != nil {
-		// SigLIP 2 NaFlex: each probe on its own grid.
-		p.Patches = nf.MaxNumPatches
-		mask, spatial := make([]int32, nf.MaxNumPatches), make([]int64, 2)
-		for _, img := range imgs {
-			px := make([]float32, nf.MaxNumPatches*nf.PatchDim())
-			g, err := pre.ApplyNaFlexInto(px, mask, spatial, img)
-			if err != nil {
-				return p, err
-			}
-			p.Pixels = append(p.Pixels, px...)
-			p.Grids = append(p.Grids, [2]int{g.H, g.W})
-			p.N++
-		}
-		imgs = nil
-	}
-	for _, img := range imgs {
-		px, h, w, err := pre.Apply(img)
-		if err != nil {
+	if pre.NaFlex != nil {
+		if err := naflexProbes(&p, pre, imgs); err != nil {
 			return p, err
 		}
-		if p.N > 0 && (h != p.Height || w != p.Wd) {
-			return p, fmt.Errorf("probe images preprocess to %dx%d and %dx%d", p.Height, p.Wd, h, w)
-		}
-		p.Pixels = append(p.Pixels, px...)
-		p.N, p.Height, p.Wd = p.N+1, h, w
+	} else if err := squareProbes(&p, pre, imgs); err != nil {
+		return p, err
 	}
 	n := 0
 	for _, s := range prompts {
@@ -85,6 +65,42 @@ func OptimizeProbes(m *models.Model, imgs []image.Image, prompts []string) (clip
 		p.Masks = append(p.Masks, mask[i*n:(i+1)*n])
 	}
 	return p, nil
+}
+
+// squareProbes preprocesses the probe images into p (Pixels [N, 3, H, W]),
+// which must all come out one size.
+func squareProbes(p *clip.Probes, pre *vision.Preprocessor, imgs []image.Image) error {
+	for _, img := range imgs {
+		px, h, w, err := pre.Apply(img)
+		if err != nil {
+			return err
+		}
+		if p.N > 0 && (h != p.Height || w != p.Wd) {
+			return fmt.Errorf("probe images preprocess to %dx%d and %dx%d", p.Height, p.Wd, h, w)
+		}
+		p.Pixels = append(p.Pixels, px...)
+		p.N, p.Height, p.Wd = p.N+1, h, w
+	}
+	return nil
+}
+
+// naflexProbes cuts SigLIP 2 NaFlex's probe images on their own grids
+// into p (Pixels [N, Patches, C·p²], Grids).
+func naflexProbes(p *clip.Probes, pre *vision.Preprocessor, imgs []image.Image) error {
+	nf := pre.NaFlex
+	p.Patches = nf.MaxNumPatches
+	mask, spatial := make([]int32, nf.MaxNumPatches), make([]int64, 2)
+	for _, img := range imgs {
+		px := make([]float32, nf.MaxNumPatches*nf.PatchDim())
+		g, err := pre.ApplyNaFlexInto(px, mask, spatial, img)
+		if err != nil {
+			return err
+		}
+		p.Pixels = append(p.Pixels, px...)
+		p.Grids = append(p.Grids, [2]int{g.H, g.W})
+		p.N++
+	}
+	return nil
 }
 
 // probeScenes draws n images of side pixels: a gradient and two shapes of

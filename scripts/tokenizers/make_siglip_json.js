@@ -34,7 +34,7 @@
 const fs = require('fs');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
-const { readModel } = require('./spm_model');
+const { readModel, writeVariantGoldens } = require('./spm_model');
 
 const out = path.join(process.argv[2] || 'text/testdata', 'siglip_json');
 const spmDir = path.join(process.argv[2] || 'text/testdata', 'spm');
@@ -114,15 +114,6 @@ const variants = {
   },
 };
 
-function applyVariant(json, v) {
-  const j = JSON.parse(JSON.stringify(json));
-  const set = JSON.parse(JSON.stringify(v.set || {}).split('"<base>"').join(JSON.stringify(sp.charsmap.toString('base64'))));
-  Object.assign(j, set);
-  Object.assign(j.model, v.model || {});
-  if (v.append_vocab) j.model.vocab = j.model.vocab.concat(v.append_vocab);
-  return j;
-}
-
 // The strings: make_spm.py's corpus (captions, case, punctuation, digits,
 // accents, full-width and compatibility characters, emoji, characters outside
 // the vocabulary, CJK, runs of whitespace, empty strings, random strings) and
@@ -187,11 +178,5 @@ const texts = corpus.concat(extra);
   fs.writeFileSync(path.join(out, 'golden.jsonl'), lines.join('\n') + '\n');
   process.stderr.write(`${out}: ${saved.model.vocab.length} pieces, ${texts.length} strings (${cut} cut at 64)\n`);
 
-  for (const [name, v] of Object.entries(variants)) {
-    const tok = Tokenizer.fromString(JSON.stringify(applyVariant(saved, v)));
-    const vl = [];
-    for (const s of texts) vl.push(JSON.stringify(Array.from((await tok.encode(s)).getIds())));
-    fs.writeFileSync(path.join(out, `golden_${name}.jsonl`), vl.join('\n') + '\n');
-    process.stderr.write(`  variant ${name}\n`);
-  }
+  await writeVariantGoldens(Tokenizer, out, saved, variants, texts, sp.charsmap.toString('base64'));
 })().catch((e) => { process.stderr.write(String(e && e.stack || e) + '\n'); process.exit(1); });

@@ -34,7 +34,7 @@
 const fs = require('fs');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
-const { readModel } = require('./spm_model');
+const { readModel, writeVariantGoldens } = require('./spm_model');
 
 const out = path.join(process.argv[2] || 'text/testdata', 'xlmr_json');
 const spmDir = path.join(process.argv[2] || 'text/testdata', 'spm');
@@ -109,13 +109,6 @@ const variants = {
   },
 };
 
-function applyVariant(json, v) {
-  const j = JSON.parse(JSON.stringify(json));
-  const set = JSON.parse(JSON.stringify(v.set).split('"<base>"').join(JSON.stringify(sp.charsmap.toString('base64'))));
-  Object.assign(j, set);
-  return j;
-}
-
 // The strings: make_spm.py's corpus and cases of this layout: its special
 // tokens, <mask> taking the space before it, whitespace of every kind.
 const corpus = fs.readFileSync(path.join(spmDir, 'corpus.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
@@ -173,11 +166,5 @@ const texts = corpus.concat(extra);
   fs.writeFileSync(path.join(out, 'golden.jsonl'), lines.join('\n') + '\n');
   process.stderr.write(`${out}: ${saved.model.vocab.length} pieces, ${texts.length} strings (${cut} cut at 77)\n`);
 
-  for (const [name, v] of Object.entries(variants)) {
-    const t = Tokenizer.fromString(JSON.stringify(applyVariant(saved, v)));
-    const vl = [];
-    for (const s of texts) vl.push(JSON.stringify(Array.from((await t.encode(s)).getIds())));
-    fs.writeFileSync(path.join(out, `golden_${name}.jsonl`), vl.join('\n') + '\n');
-    process.stderr.write(`  variant ${name}\n`);
-  }
+  await writeVariantGoldens(Tokenizer, out, saved, variants, texts, sp.charsmap.toString('base64'));
 })().catch((e) => { process.stderr.write(String(e && e.stack || e) + '\n'); process.exit(1); });

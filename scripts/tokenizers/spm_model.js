@@ -1,8 +1,12 @@
 // spm_model.js reads the parts of a SentencePiece ModelProto (.model file)
 // that converting it to a tokenizer.json uses: the pieces with their scores
 // and types, the model type, byte_fallback, the unknown id and the
-// precompiled charsmap. Used by make_siglip_json.js and make_xlmr_json.js.
+// precompiled charsmap; and the variants of a converted tokenizer.json
+// (parts replaced, the string "<base>" standing for the base file's
+// charsmap) with the ids the tokenizers library gives under each. Used by
+// make_siglip_json.js and make_xlmr_json.js.
 const fs = require('fs');
+const path = require('path');
 
 function varint(b, p) {
   let x = 0n;
@@ -59,4 +63,28 @@ function readModel(file) {
 }
 
 
-module.exports = { readModel };
+// applyVariant returns json with variant v applied: v.set's top-level keys
+// replaced ("<base>" made charsmapB64), v.model's model keys replaced,
+// v.append_vocab appended to the model's vocabulary.
+function applyVariant(json, v, charsmapB64) {
+  const j = JSON.parse(JSON.stringify(json));
+  const set = JSON.parse(JSON.stringify(v.set || {}).split('"<base>"').join(JSON.stringify(charsmapB64)));
+  Object.assign(j, set);
+  Object.assign(j.model, v.model || {});
+  if (v.append_vocab) j.model.vocab = j.model.vocab.concat(v.append_vocab);
+  return j;
+}
+
+// writeVariantGoldens writes <out>/golden_<name>.jsonl for each variant of
+// saved: per text, the ids (special tokens included) the library gives.
+async function writeVariantGoldens(Tokenizer, out, saved, variants, texts, charsmapB64) {
+  for (const [name, v] of Object.entries(variants)) {
+    const tok = Tokenizer.fromString(JSON.stringify(applyVariant(saved, v, charsmapB64)));
+    const lines = [];
+    for (const s of texts) lines.push(JSON.stringify(Array.from((await tok.encode(s)).getIds())));
+    fs.writeFileSync(path.join(out, `golden_${name}.jsonl`), lines.join('\n') + '\n');
+    process.stderr.write(`  variant ${name}\n`);
+  }
+}
+
+module.exports = { readModel, applyVariant, writeVariantGoldens };

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -657,14 +658,42 @@ func (n *Node) nodeStatus(ctx context.Context) (map[string]string, error) {
 
 // portPicker finds free ports, holding each until release so that no port
 // is handed out twice. It tries them on all interfaces: Weaviate binds its
-// data and gRPC ports there whatever CLUSTER_BIND_ADDR says.
-type portPicker struct{ held []io.Closer }
+// data and gRPC ports there whatever CLUSTER_BIND_ADDR says. The ports
+// are drawn below the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range): a port from that range can be
+// taken, while a node is stopped, as the local port of some outgoing
+// connection, and the node's restart then fails with "address already in
+// use".
+type portPicker struct {
+	held []io.Closer
+	lo   int // the first port of the ephemeral range; 0 until read
+}
 
 func (pp *portPicker) release() {
 	for _, c := range pp.held {
 		c.Close()
 	}
 	pp.held = nil
+}
+
+// candidate returns a port to try: a random one in the half of the port
+// space below the ephemeral range, or 0 (the kernel's choice) where that
+// range cannot be read or leaves too little room.
+func (pp *portPicker) candidate() int {
+	if pp.lo == 0 {
+		pp.lo = -1
+		if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+			if f := strings.Fields(string(b)); len(f) == 2 {
+				if lo, err := strconv.Atoi(f[0]); err == nil && lo >= 4096 {
+					pp.lo = lo
+				}
+			}
+		}
+	}
+	if pp.lo < 0 {
+		return 0
+	}
+	return pp.lo/2 + rand.IntN(pp.lo/2-1) // leaves pp.lo-1 free for p+1
 }
 
 // ports picks a node's six ports: gossip and data, and Raft and Raft RPC,
@@ -691,9 +720,13 @@ func (pp *portPicker) ports() (ports, error) {
 // pick returns a free TCP port; with pair, one whose UDP port (gossip
 // uses both) and next TCP port are free too.
 func (pp *portPicker) pick(pair bool) (int, error) {
-	for range 100 {
-		l, err := net.Listen("tcp", ":0")
+	for range 1000 {
+		c := pp.candidate()
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(c))
 		if err != nil {
+			if c != 0 {
+				continue // taken
+			}
 			return 0, fmt.Errorf("weaviatetest: %w", err)
 		}
 		p := l.Addr().(*net.TCPAddr).Port

@@ -23,8 +23,8 @@ const (
 // ReadoutRaw for the built-in model (trained on its raw patch tokens: raw
 // measures best on its scenes), for SigLIP (raw measures best on the
 // SigLIP trained on the scenes; no published figure exists), for TIPSv2
-// (trained for dense alignment on its raw patch tokens; the only readout
-// it takes) and for other layers.
+// (trained for dense alignment on its raw patch tokens; it also takes
+// ReadoutMaskCLIP, in its authors' form) and for other layers.
 func defaultReadout(m *models.Model, l Layer) string {
 	if m == nil || !l.joint() || m.Family().Sigmoid() || m.Family() == models.Tipsv2 || m.Name() == models.DefaultRef {
 		return ReadoutRaw
@@ -45,9 +45,9 @@ func resolveReadout(m *models.Model, opts Options) (vision, name string, default
 	if r == ReadoutRaw {
 		return "", r, defaulted, nil
 	}
-	if m != nil && m.Family() == models.Tipsv2 {
-		return "", "", false, fmt.Errorf("pipeline: readout %s: model %s is TIPSv2, whose joint space is its raw patch tokens (patch_embeds, trained for dense patch–text alignment); only readout %s is supported for it",
-			r, m.Name(), ReadoutRaw)
+	if m != nil && m.Family() == models.Tipsv2 && r != ReadoutMaskCLIP {
+		return "", "", false, fmt.Errorf("pipeline: readout %s: model %s is TIPSv2, which takes readout %s (its raw patch tokens, trained for dense patch–text alignment; the default) or %s (the value attention its authors evaluate zero-shot segmentation with)",
+			r, m.Name(), ReadoutRaw, ReadoutMaskCLIP)
 	}
 	if !opts.Layer.joint() {
 		return "", "", false, fmt.Errorf("pipeline: readout %s reads the patches' vectors for CLIP's joint space; layer %s takes the patch states as they are (readout %s)", r, opts.Layer, ReadoutRaw)

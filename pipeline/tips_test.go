@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,8 +20,8 @@ import (
 // registers before the 16 patches; the joint-space patches, the patch rows
 // of last_hidden_state L2-normalised (torch's patch_embeds); the factor
 // 1/temperature (100) from cosine to logit, so that Similarity gives
-// torch's logits_per_image and Classify a softmax over them; any readout
-// but raw refused.
+// torch's logits_per_image and Classify a softmax over them; readout
+// maskclip as torch's value attention, clearclip and naclip refused.
 func TestTips(t *testing.T) {
 	orttest.Load(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
@@ -68,25 +69,41 @@ func TestTips(t *testing.T) {
 	if len(imgs[0].States) != 19*32 || imgs[0].P() != 16 {
 		t.Fatalf("image states %d values, %d patches; want 19 rows of 32 and 16 patches", len(imgs[0].States), imgs[0].P())
 	}
-	// Joint-space patches: torch's patch_embeds, normalised.
-	want := golden("embed_patch_embeds")
-	for i := range imgs {
-		rows, err := eng.JointPatches(&imgs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		for p := range 16 {
-			w := want[(i*16+p)*32 : (i*16+p+1)*32]
-			var n float64
-			for _, v := range w {
-				n += float64(v) * float64(v)
+	// Joint-space patches: torch's patch_embeds, normalised; with readout
+	// maskclip, torch's value attention, normalised, and image_embeds as
+	// without it.
+	jointPatches := func(eng *Engine, imgs []ImageEncoding, want []float32, what string) {
+		t.Helper()
+		for i := range imgs {
+			rows, err := eng.JointPatches(&imgs[i])
+			if err != nil {
+				t.Fatal(err)
 			}
-			n = math.Sqrt(n)
-			for k, v := range rows[p*32 : (p+1)*32] {
-				if math.Abs(float64(v)-float64(w[k])/n) > 1e-5 {
-					t.Fatalf("image %d patch %d: joint-space row differs from torch's normalised patch_embeds at %d: %v, %v", i, p, k, v, float64(w[k])/n)
+			for p := range 16 {
+				w := want[(i*16+p)*32 : (i*16+p+1)*32]
+				var n float64
+				for _, v := range w {
+					n += float64(v) * float64(v)
+				}
+				n = math.Sqrt(n)
+				for k, v := range rows[p*32 : (p+1)*32] {
+					if math.Abs(float64(v)-float64(w[k])/n) > 1e-5 {
+						t.Fatalf("image %d patch %d: joint-space row differs from torch's normalised %s at %d: %v, %v", i, p, what, k, v, float64(w[k])/n)
+					}
 				}
 			}
+		}
+	}
+	jointPatches(eng, imgs, golden("embed_patch_embeds"), "patch_embeds")
+	values := tinyEngine(t, m, Options{Threads: 1, Truncate: true, Readout: ReadoutMaskCLIP})
+	vimgs, err := values.EncodeImageData(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jointPatches(values, vimgs, golden("embed_values_patch_embeds"), "value attention")
+	for i := range imgs {
+		if !slices.Equal(imgs[i].Embeds, vimgs[i].Embeds) {
+			t.Errorf("image %d: image_embeds changed with readout maskclip", i)
 		}
 	}
 	_, logits, err := eng.Similarity(imgs, texts)
@@ -114,7 +131,9 @@ func TestTips(t *testing.T) {
 			t.Errorf("label %q: probability %v, softmax of the logits %v", l.Text, l.Prob, p)
 		}
 	}
-	if _, err := New(ctx, m, Options{Readout: ReadoutClearCLIP}); err == nil || !strings.Contains(err.Error(), "TIPSv2") {
-		t.Errorf("readout clearclip: %v, want an error naming TIPSv2", err)
+	for _, r := range []string{ReadoutClearCLIP, ReadoutNACLIP} {
+		if _, err := New(ctx, m, Options{Readout: r}); err == nil || !strings.Contains(err.Error(), "TIPSv2") || !strings.Contains(err.Error(), ReadoutMaskCLIP) {
+			t.Errorf("readout %s: %v, want an error naming TIPSv2 and maskclip", r, err)
+		}
 	}
 }

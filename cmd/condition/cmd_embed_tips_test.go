@@ -32,7 +32,8 @@ func tipsGolden(t *testing.T, name string) tensorio.Tensor {
 // torch's (generate.py) and the ids with the SentencePiece library's. The
 // logits are cosine / temperature (0.01), Tipsv2Model's; the patches'
 // joint-space vectors are the graph's patch rows after the final
-// layernorm (patch_embeds), behind the class token and the 2 registers.
+// layernorm (patch_embeds), behind the class token and the 2 registers;
+// with --readout maskclip, torch's value attention.
 func TestEmbedTips(t *testing.T) {
 	orttest.Load(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
@@ -111,10 +112,37 @@ func TestEmbedTips(t *testing.T) {
 		t.Errorf("models info: exit %d\n%s%s", code, stdout, stderr)
 	}
 
-	// Readouts other than raw are refused, naming the family.
+	// --readout maskclip: the patches from the value attention the TIPS
+	// authors evaluate zero-shot segmentation with; image_embeds unchanged.
+	vout := filepath.Join(t.TempDir(), "values.safetensors")
+	code, _, stderr = embedCLI(t, append([]string{"embed", "--model", tinyTipsDir, "--threads", "1", "--readout", "maskclip", "--out", vout}, images...)...)
+	if code != 0 {
+		t.Fatalf("--readout maskclip: exit %d\n%s", code, stderr)
+	}
+	vts, vmeta, err := tensorio.ReadSafetensors(vout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vmeta["readout"] != "maskclip" {
+		t.Errorf("--readout maskclip: metadata readout %q", vmeta["readout"])
+	}
+	got, want := asF64(t, vts["patch_embeds"]), asF64(t, tipsGolden(t, "embed_values_patch_embeds"))
+	if cos := minCosine(got, want, 32); len(got) != len(want) || !(cos >= 0.99999) {
+		t.Errorf("--readout maskclip: patch_embeds %v, smallest cosine with torch's value attention %.7f, want ≥ 0.99999", vts["patch_embeds"].Shape, cos)
+	} else {
+		t.Logf("--readout maskclip: patch_embeds' smallest cosine with torch's value attention %.8f", cos)
+	}
+	if raw := asF64(t, ts["patch_embeds"]); minCosine(got, raw, 32) > 0.99 {
+		t.Errorf("--readout maskclip: patch_embeds as the raw readout's")
+	}
+	if !slices.Equal(asF64(t, vts["image_embeds"]), asF64(t, ts["image_embeds"])) {
+		t.Errorf("--readout maskclip: image_embeds changed")
+	}
+
+	// The attention readouts are refused, naming the family and the two it takes.
 	code, _, stderr = embedCLI(t, "embed", "--model", tinyTipsDir, "--threads", "1", "--readout", "clearclip", images[0])
-	if code == 0 || !strings.Contains(stderr, "TIPSv2") || !strings.Contains(stderr, "raw") {
-		t.Errorf("--readout clearclip: exit %d, want a failure naming TIPSv2 and raw\n%s", code, stderr)
+	if code == 0 || !strings.Contains(stderr, "TIPSv2") || !strings.Contains(stderr, "raw") || !strings.Contains(stderr, "maskclip") {
+		t.Errorf("--readout clearclip: exit %d, want a failure naming TIPSv2, raw and maskclip\n%s", code, stderr)
 	}
 }
 

@@ -88,7 +88,8 @@ const ortLibUsage = "ONNX Runtime shared library to use (default: " + models.Run
 
 // readoutUsage describes --readout.
 var readoutUsage = "how the patches' joint-space vectors are read from the vision tower: raw (the last layer's patch tokens), or a training-free dense readout that recomputes the last layer's attention without its residual and MLP: " +
-	"clearclip (q-q attention), naclip (k-k attention and a Gaussian neighbourhood) or maskclip (its values); default raw"
+	"clearclip (q-q attention), naclip (k-k attention and a Gaussian neighbourhood) or maskclip (its values; for TIPSv2, its authors' value attention, residual and MLP kept); " +
+	"default clearclip for CLIP checkpoints, raw for the built-in model, SigLIP and TIPSv2"
 
 // windowsUsage describes --windows.
 const windowsUsage = "maps over the whole image, not the model's centre crop: the short side resized to the model's input side, windows of that size every half side (the last flush with the edge), each encoded, the maps stitched on one patch grid"

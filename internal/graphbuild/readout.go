@@ -60,13 +60,50 @@ type ReadoutConfig struct {
 	// NaFlex, run one grid at a time on an image's own rows): GridH and
 	// GridW are not used, and NACLIP takes its G as the input ReadoutBias.
 	Dynamic bool
+	// Dino, when set, makes the layer a DINOv2 block (TIPSv2's vision
+	// layers, named as Tipsv2VisionLayer's), whose only readout is
+	// ReadoutMaskCLIP in the form the TIPS authors evaluate zero-shot
+	// segmentation with (their "value attention"):
+	//
+	//	y = x + λ1·dense(value(norm1(x)))
+	//	readout_hidden_state = Norm(y + λ2·mlp(norm2(y)))
+	//
+	// the attention replaced by its value path, the layer scales, the
+	// residuals and the MLP kept, then the tower's final layer norm, so
+	// that its rows stand in for last_hidden_state's. Prefix is the
+	// block's (vision_model.encoder.layer.N.); Eps is norm1's and norm2's.
+	Dino *DinoBlock
 }
+
+// DinoBlock is what ReadoutConfig.Dino needs of a DINOv2 block beyond its
+// width.
+type DinoBlock struct {
+	// Inter is the MLP's width, int(hidden_size·mlp_ratio): mlp.fc1 [Inter,
+	// d], hidden_act Act, mlp.fc2 [d, Inter]. With SwiGLU the MLP is
+	// mlp.weights_in [2F, d], silu(first half)·(second half),
+	// mlp.weights_out [d, F], F two thirds of Inter rounded up to a
+	// multiple of 8 (Act not used).
+	Inter  int
+	SwiGLU bool
+	Act    string
+	// Norm is the prefix of the tower's final layer norm
+	// (vision_model.layernorm), with epsilon NormEps.
+	Norm    string
+	NormEps float64
+}
+
+// swigluWidth returns F for the SwiGLU of an MLP inter wide, as
+// Tipsv2VisionSwiGLUFFN computes it.
+func swigluWidth(inter int) int { return (int(float64(2*inter)/3) + 7) / 8 * 8 }
 
 // ReadoutTensors returns the tensors of the last layer a readout reads
 // (and PostLayerNorm's when set), with their shapes ([out, in] for
 // weights).
 func (c ReadoutConfig) ReadoutTensors() map[string][]int {
 	d := c.Width
+	if c.Dino != nil {
+		return c.dinoTensors()
+	}
 	ts := map[string][]int{
 		c.Prefix + "layer_norm1.weight": {d}, c.Prefix + "layer_norm1.bias": {d},
 		c.Prefix + "self_attn.v_proj.weight": {d, d}, c.Prefix + "self_attn.v_proj.bias": {d},
@@ -98,6 +135,9 @@ func (c ReadoutConfig) check() error {
 	}
 	if c.PostLayerNorm != "" && !(c.PostEps > 0) {
 		return fmt.Errorf("graphbuild: readout: %s's epsilon is %g, want a positive number", c.PostLayerNorm, c.PostEps)
+	}
+	if c.Dino != nil {
+		return c.checkDino()
 	}
 	return nil
 }
@@ -163,6 +203,9 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 	}
 	g.outputs = []valueInfo{{name: ReadoutOutput, elem: tFloat, dims: []any{"batch", s, d}}}
 	g.names[ReadoutInput], g.names[ReadoutOutput] = true, true
+	if c.Dino != nil {
+		return c.dinoGraph(g, vals)
+	}
 	w := func(name string, dims ...int64) string {
 		v := vals[c.Prefix+name]
 		return g.weight(c.Prefix+name, dims, func() ([]float32, error) { return v, nil })

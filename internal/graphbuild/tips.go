@@ -63,9 +63,7 @@ func (v TipsVisionConfig) intermediate() int { return int(float64(v.HiddenSize) 
 // swigluWidth returns the SwiGLU MLP's hidden width F (weights_in is
 // [2F, d]): two thirds of intermediate(), rounded up to a multiple of 8,
 // as Tipsv2VisionSwiGLUFFN computes it.
-func (v TipsVisionConfig) swigluWidth() int {
-	return (int(float64(2*v.intermediate())/3) + 7) / 8 * 8
-}
+func (v TipsVisionConfig) swigluWidth() int { return swigluWidth(v.intermediate()) }
 
 // size returns the vision graph's pixel height and width.
 func (c TipsConfig) size() (h, w int) {
@@ -149,7 +147,9 @@ func (c TipsConfig) check() error {
 //	                   patches row-major over their grid),
 //	                   image_embeds [batch, d] (row 0: Tipsv2VisionModel's pooler_output,
 //	                   not normalised),
-//	                   patch_embeds [batch, P, d] (rows 1+R..: the patches in the joint space)
+//	                   patch_embeds [batch, P, d] (rows 1+R..: the patches in the joint space),
+//	                   readout_input [batch, 1+R+P, d] (the last block's input, from which
+//	                   ReadoutGraph with ReadoutConfig.Dino recomputes that block)
 //
 // The vision blocks' MLP is fc1, hidden_act, fc2, or with
 // Vision.UseSwiGLU (the g14 size) Tipsv2VisionSwiGLUFFN's weights_in,
@@ -333,8 +333,9 @@ func (b *builder) tipsVision(c TipsConfig) {
 		{name: "last_hidden_state", elem: tFloat, dims: []any{"batch", 1 + r + np, d}},
 		{name: "image_embeds", elem: tFloat, dims: []any{"batch", d}},
 		{name: "patch_embeds", elem: tFloat, dims: []any{"batch", np, d}},
+		{name: ReadoutInput, elem: tFloat, dims: []any{"batch", 1 + r + np, d}},
 	}
-	for _, n := range []string{"pixel_values", "last_hidden_state", "image_embeds", "patch_embeds"} {
+	for _, n := range []string{"pixel_values", "last_hidden_state", "image_embeds", "patch_embeds", ReadoutInput} {
 		g.names[n] = true
 	}
 
@@ -380,6 +381,9 @@ func (b *builder) tipsVision(c TipsConfig) {
 	g.last().with(intAttr("axis", 1))
 
 	for i := 0; i < v.Layers; i++ {
+		if i == v.Layers-1 {
+			x = g.op("Identity", ReadoutInput, x)
+		}
 		x = b.dinoLayer(x, fmt.Sprintf("vision_model.encoder.layer.%d.", i), v, d, inter, heads)
 	}
 	h := b.layerNorm(x, "vision_model.layernorm", d, v.LayerNormEps, "last_hidden_state")

@@ -211,6 +211,9 @@ func testTinyTips(t *testing.T, dir string, swiglu bool) {
 					}
 				}
 			}
+			if qkv == QKVSeparate {
+				testTipsValues(t, ck, cfg, vp, im.name, npy(im.name+"_pixel_values"), im.h/4, im.w/4, npy)
+			}
 			if im.name == "vision" {
 				// Unmasked, the pooled text differs: the mask is used.
 				ids := npy("text_input_ids")
@@ -399,5 +402,49 @@ func realSizeTips(t *testing.T, dir string, ck *Checkpoint, out string, opts Opt
 				}
 			}
 		}
+	}
+}
+
+// testTipsValues runs the maskclip readout of a DINOv2 block
+// (ReadoutConfig.Dino) on the vision graph vp's readout_input for the
+// pixels px (a gh×gw grid) and compares its patch rows with torch's
+// value-attention readout (S_values_patch_embeds); the raw patch rows
+// are far from them, so the comparison tells the readout from the tower.
+func testTipsValues(t *testing.T, ck *Checkpoint, cfg TipsConfig, vp, name string, px tensorio.Tensor, gh, gw int, npy func(string) tensorio.Tensor) {
+	t.Helper()
+	v := cfg.Vision
+	c := ReadoutConfig{Kind: ReadoutMaskCLIP, Width: v.HiddenSize, Heads: v.Heads, Eps: v.LayerNormEps,
+		Class: 1 + v.Registers, GridH: gh, GridW: gw, Prefix: fmt.Sprintf("vision_model.encoder.layer.%d.", v.Layers-1),
+		Dino: &DinoBlock{Inter: v.intermediate(), SwiGLU: v.UseSwiGLU, Act: v.HiddenAct, Norm: "vision_model.layernorm", NormEps: v.LayerNormEps}}
+	for n, dims := range c.ReadoutTensors() {
+		info, ok := ck.Info(n)
+		if !ok || fmt.Sprint(info.Shape) != fmt.Sprint(dims) {
+			t.Errorf("%s: readout tensor %s %v: checkpoint has %v (%v)", name, n, dims, info.Shape, ok)
+		}
+	}
+	g, err := ReadoutGraph(c, ck.Float32)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	rp := filepath.Join(t.TempDir(), "readout.onnx")
+	if err := os.WriteFile(rp, g, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := run(t, vp, []string{"pixel_values"}, []tensorio.Tensor{px}, []string{ReadoutInput})[0]
+	seq := 1 + v.Registers + gh*gw
+	b := len(in) / (seq * v.HiddenSize)
+	out := run(t, rp, []string{ReadoutInput}, []tensorio.Tensor{tensorio.F32([]int{b, seq, v.HiddenSize}, in)}, []string{ReadoutOutput})[0]
+	var patches []float32
+	for i := range b {
+		patches = append(patches, out[(i*seq+1+v.Registers)*v.HiddenSize:(i+1)*seq*v.HiddenSize]...)
+	}
+	want := floats(t, npy(name+"_values_patch_embeds"))
+	if d := relDiff(want, patches); !(d <= 1e-5) {
+		t.Errorf("%s: the maskclip readout's patch rows differ from torch's value attention by %.3g of its largest magnitude", name, d)
+	} else {
+		t.Logf("%s: maskclip readout within %.2g of torch's value attention", name, d)
+	}
+	if d := relDiff(floats(t, npy(name+"_patch_embeds")), patches); !(d > 1e-2) {
+		t.Errorf("%s: the maskclip readout is within %.3g of the raw patch rows", name, d)
 	}
 }

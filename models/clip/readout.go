@@ -26,7 +26,11 @@ import (
 //	           the patch grid distance, σ = 5 patches, zero for the class token)
 //	maskclip   v, then out_proj                              (MaskCLIP, ECCV 2022)
 //
-// with q, k, v the last layer's own projections of its layer_norm1. The
+// with q, k, v the last layer's own projections of its layer_norm1. TIPSv2
+// takes raw and maskclip, the latter in the form its authors evaluate
+// zero-shot segmentation with: the last DINOv2 block with its attention
+// replaced by the value path, its layer scales, residuals and MLP kept,
+// then the final layernorm. The
 // class token and image_embeds are never changed. For the SigLIP family,
 // whose last_hidden_state is after post_layernorm and has no class token,
 // every row is a patch and the readout ends with post_layernorm too: its
@@ -71,8 +75,12 @@ type readoutSession struct {
 // in for it ends with that norm.
 func postNormHidden(f models.Family) bool { return f.Sigmoid() }
 
-// postLayerNorm is the prefix of the vision tower's final layer norm.
-const postLayerNorm = "vision_model.post_layernorm"
+// postLayerNorm is the prefix of the vision tower's final layer norm;
+// tipsFinalNorm is TIPSv2's.
+const (
+	postLayerNorm = "vision_model.post_layernorm"
+	tipsFinalNorm = "vision_model.layernorm"
+)
 
 // openReadout builds readout kind's graph over model m's last vision layer
 // (its weights from m's model.safetensors; post_layernorm's too for a
@@ -90,6 +98,13 @@ func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptio
 	}
 	if postNormHidden(m.Family()) {
 		c.PostLayerNorm, c.PostEps = postLayerNorm, v.LayerNormEps
+	}
+	if m.Family() == models.Tipsv2 {
+		// A DINOv2 block, recomputed with its value path, layer scales,
+		// residuals and MLP, then the final layernorm (graphbuild.DinoBlock).
+		c.Prefix = fmt.Sprintf("vision_model.encoder.layer.%d.", v.NumHiddenLayers-1)
+		c.Dino = &graphbuild.DinoBlock{Inter: v.IntermediateSize, SwiGLU: v.UseSwiGLUFFN, Act: v.HiddenAct,
+			Norm: tipsFinalNorm, NormEps: v.LayerNormEps}
 	}
 	if !m.Has(models.WeightsFile) {
 		return nil, fmt.Errorf("clip: readout %s of %s: needs the last vision layer's weights in %s, which the model does not have (use --readout raw)", kind, m.Name(), models.WeightsFile)

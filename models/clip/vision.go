@@ -148,9 +148,9 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 	if opts.Readout == ReadoutRaw {
 		opts.Readout = ""
 	}
-	if opts.Readout != "" && m.Family() == models.Tipsv2 {
-		return nil, fmt.Errorf("clip: readout %s: TIPSv2 (%s) is trained for dense patch–text alignment on its raw patch tokens (patch_embeds), and its DINOv2 blocks (layer scale) are not recomputed by the readouts; use readout %s",
-			opts.Readout, m.Name(), ReadoutRaw)
+	if opts.Readout != "" && opts.Readout != ReadoutMaskCLIP && m.Family() == models.Tipsv2 {
+		return nil, fmt.Errorf("clip: readout %s: TIPSv2 (%s) takes readout %s (its authors' value attention) or %s; its DINOv2 blocks are not recomputed by the attention readouts",
+			opts.Readout, m.Name(), ReadoutMaskCLIP, ReadoutRaw)
 	}
 	if opts.Readout != "" {
 		if err := CheckReadout(opts.Readout); err != nil {

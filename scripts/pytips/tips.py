@@ -58,6 +58,7 @@ Public interface:
       .encode_text(input_ids, attention_mask=None) -> (last_hidden_state, pooled)
       .encode_image(pixel_values)          -> (last_hidden_state, pooled, patch_embeds)
       .positions(h, w, height, width)      -> [1, 1+h·w, D] the positions the image gets
+      .encode_image_values(pixel_values)   -> [B, P, D] the value-attention readout's patch rows
     sinusoids(n, d)                        the text's position table [n, d]
 """
 
@@ -455,3 +456,21 @@ class Tips(nn.Module):
 
     def positions(self, h, w, height, width):
         return self.vision_model.embeddings.positions(h, w, height, width)
+
+    def encode_image_values(self, pixel_values):
+        """-> the patch rows [B, P, D] of the value-attention readout, as the TIPS authors'
+        zero-shot segmentation evaluation computes them (google-deepmind/tips,
+        pytorch/TIPSv2_Segmentation.ipynb, encode_image_value_attention): every block but the
+        last as it is; in the last, the attention replaced by its value path
+        (output.dense(value(norm1(x))), no query or key), times layer_scale1, plus the
+        residual, then the MLP branch as it is; then the final layernorm."""
+        vm = self.vision_model
+        x = vm.embeddings(pixel_values)
+        layers = list(vm.encoder.layer)
+        for layer in layers[:-1]:
+            x = layer(x)
+        last = layers[-1]
+        v = last.attention.output.dense(last.attention.attention.value(last.norm1(x)))
+        x = last.layer_scale1(v) + x
+        x = last.layer_scale2(last.mlp(last.norm2(x))) + x
+        return vm.layernorm(x)[:, 1 + self.config.vision_config.num_register_tokens:]

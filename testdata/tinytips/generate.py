@@ -45,7 +45,8 @@ Files:
                                  convolution): positions downscaled, antialiased
     S_pixel_values, S_positions [1+h·w, 32] (what the image's rows got added),
     S_last_hidden_state [B, 1+2+h·w, 32] (class, 2 registers, patches), S_pooled [B, 32]
-    (row 0), S_patch_embeds [B, h·w, 32] (rows 3..)
+    (row 0), S_patch_embeds [B, h·w, 32] (rows 3..), S_values_patch_embeds [B, h·w, 32] (the
+    value-attention readout's patch rows: Tips.encode_image_values)
   tokenizer.model, tokenizer_config.json, preprocessor_config.json   (see above)
   golden/prompts.json, golden/images/{wide,tall}.png   the end-to-end inputs
   golden/tokenizer.jsonl   {"text", "ids"} per line: sp.encode(text.lower()) for the prompts and
@@ -54,7 +55,8 @@ Files:
                        padded to the longest prompt, which is cut at 16), embed_text_last_hidden_state
                        [5, 16, 32], embed_text_embeds [5, 32]; embed_pixel_values [2, 3, 16, 16],
                        embed_vision_last_hidden_state [2, 19, 32], embed_image_embeds [2, 32],
-                       embed_patch_embeds [2, 16, 32]; embed_logits_per_image [2, 5]
+                       embed_patch_embeds [2, 16, 32], embed_values_patch_embeds [2, 16, 32]
+                       (the value-attention readout's); embed_logits_per_image [2, 5]
                        (cosine / temperature, Tipsv2Model's)
   swiglu/              the same sizes with use_swiglu_ffn (the g14 size's MLP: F = 40,
                        mlp.weights_in 32 -> 80, mlp.weights_out 40 -> 32), its own seed:
@@ -122,6 +124,7 @@ def make(out, seed, swiglu):
             save(golden, name + "_last_hidden_state", h.numpy())
             save(golden, name + "_pooled", pooled.numpy())
             save(golden, name + "_patch_embeds", patches.numpy())
+            save(golden, name + "_values_patch_embeds", model.encode_image_values(px).numpy())
 
 
 PROMPTS = [
@@ -275,12 +278,14 @@ def make_embed(out, seed):
     with torch.no_grad():
         th, te = model.encode_text(torch.from_numpy(ids), torch.from_numpy(mask))
         vh, ve, vp = model.encode_image(torch.from_numpy(pv))
+        vv = model.encode_image_values(torch.from_numpy(pv))
         tn = te / te.norm(dim=-1, keepdim=True)
         vn = ve / ve.norm(dim=-1, keepdim=True)
         logits = (vn @ tn.t()) / config.temperature
     for name, a in [("input_ids", ids), ("attention_mask", mask), ("text_last_hidden_state", th.numpy()),
                     ("text_embeds", te.numpy()), ("pixel_values", pv), ("vision_last_hidden_state", vh.numpy()),
-                    ("image_embeds", ve.numpy()), ("patch_embeds", vp.numpy()), ("logits_per_image", logits.numpy())]:
+                    ("image_embeds", ve.numpy()), ("patch_embeds", vp.numpy()), ("values_patch_embeds", vv.numpy()),
+                    ("logits_per_image", logits.numpy())]:
         save(golden, "embed_" + name, a)
     print("prompts:", [sp.encode(p.lower(), out_type=str) for p in PROMPTS])
     with open(os.path.join(golden, "tokenizer.jsonl"), "w") as f:

@@ -15,7 +15,7 @@ import (
 
 // A job's collection in Weaviate (Config.Collection): each image that
 // encodes is one object (its normalised image embedding, its joint-space
-// patches and where it was read; see package index), written by the
+// patches on its grid and where it was read; see package index), written by the
 // collector in batches of CollectionConfig.Batch before the image's
 // manifest entry: an entry is ok only once its batch was written, and an
 // object the batch refused is an error entry naming why (--resume does it
@@ -50,7 +50,8 @@ type collSink struct {
 	batch   int
 	retries int
 	version string
-	grid    vision.Grid
+	grid    vision.Grid // the collection's grid; zero with per-image grids
+	maxP    int         // per-image grids: the patch budget; 0 for one grid
 	log     interface {
 		Warn(msg string, args ...any)
 	}
@@ -62,16 +63,12 @@ func openCollection(ctx context.Context, cc *CollectionConfig, eng *pipeline.Eng
 		return nil, errors.New("batch: a collection needs the engine in CLIP's joint space both ways (the default layer, both directions)")
 	}
 	m := eng.Model()
-	if m.Config().NaFlex() {
-		return nil, fmt.Errorf("batch: collection: %s is SigLIP 2 NaFlex, whose images have their own patch grids; a collection holds one grid", m.Name())
-	}
-	h, w := eng.InputSize()
-	g, err := vision.GridFor(h, w, m.Config().VisionConfig.PatchSize)
+	g, maxP, err := jobGrids(eng)
 	if err != nil {
-		return nil, fmt.Errorf("batch: collection: the model's patch grid: %w", err)
+		return nil, fmt.Errorf("batch: collection: %w", err)
 	}
 	meta := &index.CollectionMeta{Model: m.Name(), Revision: m.Revision(), Readout: indexReadout(eng.Options().Readout),
-		Dim: eng.JointDim(), Grid: [2]int{g.H, g.W}, LogitScale: eng.LogitScale(), LogitBias: eng.LogitBias()}
+		Dim: eng.JointDim(), Grid: [2]int{g.H, g.W}, MaxPatches: maxP, LogitScale: eng.LogitScale(), LogitBias: eng.LogitBias()}
 	if cc.Batch < 0 || cc.Retries < 0 {
 		return nil, fmt.Errorf("batch: collection %s: batch %d and retries %d: want 0 (the default) or more", cc.URL, cc.Batch, cc.Retries)
 	}
@@ -80,7 +77,7 @@ func openCollection(ctx context.Context, cc *CollectionConfig, eng *pipeline.Eng
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
-	s := &collSink{c: c, batch: cc.Batch, retries: cc.Retries, version: version, grid: g}
+	s := &collSink{c: c, batch: cc.Batch, retries: cc.Retries, version: version, grid: g, maxP: maxP}
 	if s.batch == 0 {
 		s.batch = 64
 	}
@@ -92,7 +89,10 @@ func openCollection(ctx context.Context, cc *CollectionConfig, eng *pipeline.Eng
 
 // object makes w's object from its encoding, for the collector to write.
 func (s *collSink) object(eng *pipeline.Engine, w *work, enc *pipeline.ImageEncoding) error {
-	if enc.Grid != s.grid {
+	switch {
+	case s.maxP > 0 && (enc.Grid.Patches() <= 0 || enc.Grid.Patches() > s.maxP):
+		return fmt.Errorf("batch: collection: a %s patch grid; the model's images have their own grids of 1 to %d patches", enc.Grid, s.maxP)
+	case s.maxP == 0 && enc.Grid != s.grid:
 		return fmt.Errorf("batch: collection: a %s patch grid, the collection's is %s", enc.Grid, s.grid)
 	}
 	patches, err := eng.JointPatches(enc)
@@ -100,7 +100,7 @@ func (s *collSink) object(eng *pipeline.Engine, w *work, enc *pipeline.ImageEnco
 		return fmt.Errorf("batch: collection: %w", err)
 	}
 	o := &index.CollectionObject{Path: w.entry.Path, Source: w.entry.Source, SHA256: w.entry.SHA256,
-		Embeds: append([]float32(nil), enc.Embeds...), Patches: patches, ProgramVersion: s.version}
+		Embeds: append([]float32(nil), enc.Embeds...), Patches: patches, Grid: enc.Grid, ProgramVersion: s.version}
 	if w.it.Member {
 		if o.Member = w.it.MemberName; o.Member == "" {
 			o.Member = strings.TrimPrefix(w.entry.Path, w.it.Unit+"/")

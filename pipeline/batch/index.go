@@ -28,7 +28,16 @@ import (
 //	index/<name>/patches.npy        [N, P, D] the joint-space patches (Engine.JointPatches)
 //	index/<name>/embeds_scale.npy   [N]       float32, int8 only: value = int8 · scale
 //	index/<name>/patches_scale.npy  [N, P]    float32, int8 only: one scale per patch vector
+//	index/<name>/grids.npy          [N, 2]    int32, per-image grids only: each row's grid (H, W)
 //	index/<name>/index.json         written last: the part is whole when it exists
+//
+// For a model whose images have their own patch grids (SigLIP 2 NaFlex)
+// P is the model's patch budget (max_num_patches): a row's first H·W patch
+// vectors are its image's, row-major over its grid, the rest zeros (their
+// int8 scales too); grids.npy says each row's grid (0, 0 for a failed
+// image), and index.json has format index.FormatGrids and max_patches P
+// instead of grid. A model of one grid writes index.Format parts as
+// before, byte for byte.
 //
 // A failed image's rows are zeros (and its scales), its item's status
 // "error". A part is written under a temporary folder, renamed into place,
@@ -37,7 +46,8 @@ import (
 // index.json holds the job's settings hash and redoes every image of the
 // others, so that they are written whole again.
 
-// indexOutFormat is index.json's format field.
+// indexOutFormat is index.json's format field (of a part of one grid;
+// index.FormatGrids for per-image grids).
 const indexOutFormat = index.Format
 
 // Index dtypes.
@@ -47,9 +57,9 @@ const (
 	indexOutInt8 = index.DTypeInt8
 )
 
-// indexOutArrays names a part's arrays: embeds, patches, and for int8 their
-// scales.
-var indexOutArrays = [4]string{index.EmbedsFile, index.PatchesFile, index.EmbedsScaleFile, index.PatchesScaleFile}
+// indexOutArrays names a part's arrays: embeds, patches, for int8 their
+// scales, and for per-image grids the rows' grids.
+var indexOutArrays = [5]string{index.EmbedsFile, index.PatchesFile, index.EmbedsScaleFile, index.PatchesScaleFile, index.GridsFile}
 
 // checkIndexOutDType returns the index dtype d names ("" is float16).
 func checkIndexOutDType(d string) (string, error) {
@@ -81,7 +91,8 @@ type indexOutMeta struct {
 	Settings   string         `json:"settings"`
 	DType      string         `json:"dtype"`
 	Dim        int            `json:"dim"`
-	Grid       [2]int         `json:"grid"`
+	Grid       [2]int         `json:"grid,omitzero"`         // absent with per-image grids
+	MaxPatches int            `json:"max_patches,omitempty"` // the patch budget P of per-image grids
 	LogitScale float64        `json:"logit_scale"`
 	LogitBias  float64        `json:"logit_bias,omitempty"`
 	Readout    string         `json:"readout,omitempty"` // the patches' readout; absent for raw
@@ -108,7 +119,8 @@ type indexOutSet struct {
 	dtype    string
 	elem     tensorio.DType
 	dim      int         // D, the joint space's width
-	grid     vision.Grid // the patch grid, P = H·W
+	grid     vision.Grid // the patch grid, P = H·W; zero with per-image grids
+	maxP     int         // per-image grids: the patch budget P (each row padded to it); 0 for one grid
 	model    string
 	revision string
 	readout  string  // "" for raw
@@ -126,7 +138,7 @@ type indexOutSet struct {
 type indexOutPart struct {
 	name  string
 	tmp   string // its temporary folder, relative to the output folder
-	files [4]*os.File
+	files [5]*os.File
 	items []indexOutItem
 	done  int // images accounted for (written or failed)
 }
@@ -138,17 +150,49 @@ func newIndexOutSet(out *outFolder, eng *pipeline.Engine, size int, proc Shard, 
 		return nil, errors.New("batch: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
 	}
 	m := eng.Model()
+	g, maxP, err := jobGrids(eng)
+	if err != nil {
+		return nil, fmt.Errorf("batch: index: %w", err)
+	}
+	return &indexOutSet{out: out, size: size, proc: proc, settings: settings, dtype: dtype, elem: indexOutElem(dtype),
+		dim: d, grid: g, maxP: maxP, model: m.Name(), revision: m.Revision(), scale: eng.LogitScale(), bias: eng.LogitBias(), open: map[int]*indexOutPart{},
+		readout: indexReadout(eng.Options().Readout)}, nil
+}
+
+// jobGrids returns the patch grid of eng's images, or for a model whose
+// images have their own grids (SigLIP 2 NaFlex) the zero Grid and its
+// patch budget (max_num_patches).
+func jobGrids(eng *pipeline.Engine) (vision.Grid, int, error) {
+	m := eng.Model()
 	if m.Config().NaFlex() {
-		return nil, fmt.Errorf("batch: index: %s is SigLIP 2 NaFlex, whose images have their own patch grids; the index's parts hold one grid", m.Name())
+		nf := eng.Preprocessor().NaFlex
+		if nf == nil || nf.MaxNumPatches <= 0 {
+			return vision.Grid{}, 0, fmt.Errorf("%s is SigLIP 2 NaFlex, but its preprocessor has no patch budget", m.Name())
+		}
+		return vision.Grid{}, nf.MaxNumPatches, nil
 	}
 	h, w := eng.InputSize()
 	g, err := vision.GridFor(h, w, m.Config().VisionConfig.PatchSize)
 	if err != nil {
-		return nil, fmt.Errorf("batch: index: the model's patch grid: %w", err)
+		return vision.Grid{}, 0, fmt.Errorf("the model's patch grid: %w", err)
 	}
-	return &indexOutSet{out: out, size: size, proc: proc, settings: settings, dtype: dtype, elem: indexOutElem(dtype),
-		dim: d, grid: g, model: m.Name(), revision: m.Revision(), scale: eng.LogitScale(), bias: eng.LogitBias(), open: map[int]*indexOutPart{},
-		readout: indexReadout(eng.Options().Readout)}, nil
+	return g, 0, nil
+}
+
+// patchRows returns P, a row's patch vectors: the grid's, or the budget.
+func (s *indexOutSet) patchRows() int {
+	if s.maxP > 0 {
+		return s.maxP
+	}
+	return s.grid.Patches()
+}
+
+// format returns index.json's format.
+func (s *indexOutSet) format() string {
+	if s.maxP > 0 {
+		return index.FormatGrids
+	}
+	return indexOutFormat
 }
 
 // dir returns part i's folder, relative to the output.
@@ -161,6 +205,9 @@ func (s *indexOutSet) outputs(seq int) []string {
 	out := []string{d + "/" + indexOutArrays[0], d + "/" + indexOutArrays[1]}
 	if s.dtype == indexOutInt8 {
 		out = append(out, d+"/"+indexOutArrays[2], d+"/"+indexOutArrays[3])
+	}
+	if s.maxP > 0 {
+		out = append(out, d+"/"+indexOutArrays[4])
 	}
 	return append(out, d+"/"+index.MetaFile)
 }
@@ -183,23 +230,26 @@ func (s *indexOutSet) readWhole(i int) bool {
 		return false
 	}
 	var m indexOutMeta
-	return json.Unmarshal(b, &m) == nil && m.Format == indexOutFormat && m.Settings == s.settings && m.DType == s.dtype && m.Rows == len(m.Items)
+	return json.Unmarshal(b, &m) == nil && m.Format == s.format() && m.MaxPatches == s.maxP && m.Settings == s.settings && m.DType == s.dtype && m.Rows == len(m.Items)
 }
 
 // rowSizes returns the bytes of one row of each array (0: none).
-func (s *indexOutSet) rowSizes() [4]int {
-	es, p := s.elem.Size(), s.grid.Patches()
-	r := [4]int{s.dim * es, p * s.dim * es}
+func (s *indexOutSet) rowSizes() [5]int {
+	es, p := s.elem.Size(), s.patchRows()
+	r := [5]int{s.dim * es, p * s.dim * es}
 	if s.dtype == indexOutInt8 {
 		r[2], r[3] = 4, p*4
+	}
+	if s.maxP > 0 {
+		r[4] = 8
 	}
 	return r
 }
 
 // shapes returns each array's shape for n rows.
-func (s *indexOutSet) shapes(n int) [4][]int {
-	p := s.grid.Patches()
-	return [4][]int{{n, s.dim}, {n, p, s.dim}, {n}, {n, p}}
+func (s *indexOutSet) shapes(n int) [5][]int {
+	p := s.patchRows()
+	return [5][]int{{n, s.dim}, {n, p, s.dim}, {n}, {n, p}, {n, 2}}
 }
 
 // get returns part i, opening it.
@@ -241,15 +291,23 @@ func (o *indexOutPart) close() {
 }
 
 // write puts image seq's rows in its part: embeds, its image_embeds [D]
-// (normalised here), and patches, its joint-space patches [P, D] (unit
-// vectors).
-func (s *indexOutSet) write(seq int, embeds, patches []float32) error {
-	p := s.grid.Patches()
+// (normalised here), and patches, its joint-space patches [H·W, D] (unit
+// vectors) over grid g (the index's, or with per-image grids the image's,
+// its row padded with zeros to the budget).
+func (s *indexOutSet) write(seq int, embeds, patches []float32, g vision.Grid) error {
+	if s.maxP > 0 {
+		if g.H <= 0 || g.W <= 0 || g.Patches() > s.maxP {
+			return fmt.Errorf("batch: index: a %s patch grid; the model's images have their own grids of 1 to %d patches", g, s.maxP)
+		}
+	} else if g != s.grid {
+		return fmt.Errorf("batch: index: a %s patch grid, the index's is %s", g, s.grid)
+	}
+	p := g.Patches()
 	if len(embeds) != s.dim {
 		return fmt.Errorf("batch: index: image_embeds of %d values, the joint space is %d wide", len(embeds), s.dim)
 	}
 	if len(patches) != p*s.dim {
-		return fmt.Errorf("batch: index: %d joint-space patch values, want %d (%s grid of %d)", len(patches), p*s.dim, s.grid, s.dim)
+		return fmt.Errorf("batch: index: %d joint-space patch values, want %d (%s grid of %d)", len(patches), p*s.dim, g, s.dim)
 	}
 	unit := make([]float32, s.dim)
 	var ss float64
@@ -263,7 +321,7 @@ func (s *indexOutSet) write(seq int, embeds, patches []float32) error {
 		}
 	}
 	sizes := s.rowSizes()
-	var rows [4][]byte
+	var rows [5][]byte
 	switch s.dtype {
 	case indexOutInt8:
 		rows[0], rows[2] = make([]byte, sizes[0]), make([]byte, sizes[2])
@@ -278,6 +336,10 @@ func (s *indexOutSet) write(seq int, embeds, patches []float32) error {
 		rows[0], rows[1] = indexOutAppendF32(make([]byte, 0, sizes[0]), unit), indexOutAppendF32(make([]byte, 0, sizes[1]), patches)
 	default:
 		rows[0], rows[1] = indexOutAppendF16(make([]byte, 0, sizes[0]), unit), indexOutAppendF16(make([]byte, 0, sizes[1]), patches)
+	}
+	rows[1] = rows[1][:sizes[1]] // the padding after a grid's patches: zeros
+	if s.maxP > 0 {
+		rows[4] = binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(make([]byte, 0, 8), uint32(g.H)), uint32(g.W))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -342,8 +404,11 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 			continue
 		}
 		dt := s.elem
-		if k >= 2 {
+		switch k {
+		case 2, 3:
 			dt = tensorio.DTypeF32
+		case 4:
+			dt = tensorio.DTypeI32
 		}
 		hdr, err := tensorio.NPYHeader(dt, shapes[k], shardNPYHeader)
 		if err != nil {
@@ -364,8 +429,8 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 		}
 	}
 	sort.Slice(o.items, func(a, b int) bool { return o.items[a].Row < o.items[b].Row })
-	m := indexOutMeta{Format: indexOutFormat, Model: s.model, Revision: s.revision, Settings: s.settings, DType: s.dtype,
-		Dim: s.dim, Grid: [2]int{s.grid.H, s.grid.W}, LogitScale: s.scale, LogitBias: s.bias, Readout: s.readout, Rows: n, Items: o.items}
+	m := indexOutMeta{Format: s.format(), Model: s.model, Revision: s.revision, Settings: s.settings, DType: s.dtype,
+		Dim: s.dim, Grid: [2]int{s.grid.H, s.grid.W}, MaxPatches: s.maxP, LogitScale: s.scale, LogitBias: s.bias, Readout: s.readout, Rows: n, Items: o.items}
 	js, err := json.MarshalIndent(m, "", " ")
 	if err != nil {
 		return fmt.Errorf("batch: index part %s: index.json: %w", o.name, err)

@@ -56,7 +56,7 @@ func BenchmarkIndexRow(b *testing.B) {
 			jp, _ := eng.JointPatches(enc)
 			seq := 0
 			for b.Loop() {
-				if err := s.write(seq%1000, enc.Embeds, jp); err != nil {
+				if err := s.write(seq%1000, enc.Embeds, jp, enc.Grid); err != nil {
 					b.Fatal(err)
 				}
 				seq++

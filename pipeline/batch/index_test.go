@@ -100,6 +100,7 @@ type indexPartData struct {
 	embeds  []float32 // [N, D], dequantised
 	patches []float32 // [N, P, D], dequantised
 	steps   []float32 // [N·(1+P)]: each vector's int8 step (its scale), or 0
+	grids   []int32   // [N, 2], a part of per-image grids only
 }
 
 // readIndexPart reads index part dir, checking its arrays' shapes against
@@ -115,6 +116,9 @@ func readIndexPart(t *testing.T, dir string) indexPartData {
 		t.Fatalf("%s/index.json: %v", dir, err)
 	}
 	n, p, dim := d.meta.Rows, d.meta.Grid[0]*d.meta.Grid[1], d.meta.Dim
+	if d.meta.MaxPatches > 0 {
+		p = d.meta.MaxPatches
+	}
 	load := func(name string, dt tensorio.DType, shape ...int) tensorio.Tensor {
 		x, err := tensorio.ReadNPY(filepath.Join(dir, name))
 		if err != nil {
@@ -165,6 +169,11 @@ func readIndexPart(t *testing.T, dir string) indexPartData {
 		}
 	} else if _, err := os.Stat(filepath.Join(dir, "embeds_scale.npy")); err == nil {
 		t.Errorf("%s: a %s index has scales", dir, d.meta.DType)
+	}
+	if d.meta.MaxPatches > 0 {
+		d.grids = load("grids.npy", tensorio.DTypeI32, n, 2).Data.([]int32)
+	} else if _, err := os.Stat(filepath.Join(dir, "grids.npy")); err == nil {
+		t.Errorf("%s: a part of one grid has grids.npy", dir)
 	}
 	return d
 }

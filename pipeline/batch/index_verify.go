@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
 )
 
@@ -48,7 +49,8 @@ func (r outReader) listIndexParts(ctx context.Context) (map[string][]outFile, er
 }
 
 // checkIndexPart checks index part name (its files): index.json, then
-// every array's .npy header and size against its rows, P and D. It
+// every array's .npy header and size against its rows, P and D (and the
+// grids of a part of per-image grids). It
 // returns the part's index.json, or why the part is not whole.
 func (r outReader) checkIndexPart(ctx context.Context, name string, files []outFile) (*indexOutMeta, string) {
 	dir := "index/" + name + "/"
@@ -67,11 +69,14 @@ func (r outReader) checkIndexPart(ctx context.Context, name string, files []outF
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Sprintf("index.json: %v", err)
 	}
+	grids := m.Format == index.FormatGrids
 	switch {
-	case m.Format != indexOutFormat:
-		return nil, fmt.Sprintf("index.json: format %q, want %q", m.Format, indexOutFormat)
-	case m.Dim <= 0 || m.Grid[0] <= 0 || m.Grid[1] <= 0:
-		return nil, fmt.Sprintf("index.json: dim %d, grid %v", m.Dim, m.Grid)
+	case m.Format != indexOutFormat && !grids:
+		return nil, fmt.Sprintf("index.json: format %q, want %q or %q", m.Format, indexOutFormat, index.FormatGrids)
+	case !grids && (m.Dim <= 0 || m.Grid[0] <= 0 || m.Grid[1] <= 0 || m.MaxPatches != 0):
+		return nil, fmt.Sprintf("index.json: dim %d, grid %v, max_patches %d", m.Dim, m.Grid, m.MaxPatches)
+	case grids && (m.Dim <= 0 || m.Grid != [2]int{} || m.MaxPatches <= 0):
+		return nil, fmt.Sprintf("index.json: format %q with dim %d, grid %v, max_patches %d; want no grid and a positive max_patches", m.Format, m.Dim, m.Grid, m.MaxPatches)
 	case m.Rows != len(m.Items):
 		return nil, fmt.Sprintf("index.json: rows %d, %d items", m.Rows, len(m.Items))
 	}
@@ -84,9 +89,15 @@ func (r outReader) checkIndexPart(ctx context.Context, name string, files []outF
 		}
 	}
 	n, p, d := m.Rows, m.Grid[0]*m.Grid[1], m.Dim
+	if grids {
+		p = m.MaxPatches
+	}
 	want := []indexArrayWant{{indexOutArrays[0], indexOutElem(m.DType), []int{n, d}}, {indexOutArrays[1], indexOutElem(m.DType), []int{n, p, d}}}
 	if m.DType == indexOutInt8 {
 		want = append(want, indexArrayWant{indexOutArrays[2], tensorio.DTypeF32, []int{n}}, indexArrayWant{indexOutArrays[3], tensorio.DTypeF32, []int{n, p}})
+	}
+	if grids {
+		want = append(want, indexArrayWant{indexOutArrays[4], tensorio.DTypeI32, []int{n, 2}})
 	}
 	for _, w := range want {
 		f, ok := byName[w.file]

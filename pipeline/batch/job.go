@@ -852,16 +852,16 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 }
 
 // writeIndex writes w's rows of its index part: its image_embeds
-// normalised and its joint-space patches [P, D].
+// normalised and its joint-space patches [H·W, D] on its grid.
 func (j *job) writeIndex(w *work, enc *pipeline.ImageEncoding) error {
-	if enc.Grid != j.index.grid {
+	if j.index.maxP == 0 && enc.Grid != j.index.grid {
 		return fmt.Errorf("batch: index: a %s patch grid, the index's is %s", enc.Grid, j.index.grid)
 	}
 	patches, err := j.eng.JointPatches(enc)
 	if err != nil {
 		return fmt.Errorf("batch: index: %w", err)
 	}
-	if err := j.index.write(w.seq, enc.Embeds, patches); err != nil {
+	if err := j.index.write(w.seq, enc.Embeds, patches, enc.Grid); err != nil {
 		return err
 	}
 	w.entry.Outputs = append(w.entry.Outputs, j.index.outputs(w.seq)...)

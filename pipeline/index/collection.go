@@ -8,10 +8,12 @@ import (
 	"math"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/conditionhq/condition/internal/weaviate"
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/vision"
 )
 
 // A collection in Weaviate (weaviate://HOST:PORT/Name) holds what index
@@ -21,7 +23,10 @@ import (
 // class's description is the collection's CollectionMeta (JSON). An
 // object's id is CollectionID of the image's source and tar member, so
 // that writing an image again (a retry, --resume, a job array's task run
-// twice) replaces it.
+// twice) replaces it. The property "grid" ("HxW") is the grid of the
+// object's patches: the collection's, or for a model whose images have
+// their own grids (SigLIP 2 NaFlex; CollectionMeta.MaxPatches) the image's,
+// whose H·W vectors the multi-vector holds in row-major order.
 
 // CollectionFormat is a collection's CollectionMeta.Format.
 const CollectionFormat = "condition-collection/v1"
@@ -43,12 +48,16 @@ var collectionProps = []string{"path", "source", "member", "sha256", "grid", "mo
 // CollectionMeta is what made a collection's vectors: stored as its
 // class's description, checked by every writer and reader.
 type CollectionMeta struct {
-	Format     string  `json:"format"`
-	Model      string  `json:"model"`
-	Revision   string  `json:"revision"`
-	Readout    string  `json:"readout,omitempty"` // absent: raw
-	Dim        int     `json:"dim"`
-	Grid       [2]int  `json:"grid"`
+	Format   string `json:"format"`
+	Model    string `json:"model"`
+	Revision string `json:"revision"`
+	Readout  string `json:"readout,omitempty"` // absent: raw
+	Dim      int    `json:"dim"`
+	Grid     [2]int `json:"grid"` // [0, 0] with MaxPatches
+	// MaxPatches is the patch budget of a collection whose images have
+	// their own grids (SigLIP 2 NaFlex): each object's grid property says
+	// its own, of at most this many patches; absent (0) for one grid.
+	MaxPatches int     `json:"max_patches,omitempty"`
 	LogitScale float64 `json:"logit_scale"`
 	LogitBias  float64 `json:"logit_bias,omitempty"`
 }
@@ -62,7 +71,7 @@ type CollectionOptions struct {
 	Consistency string
 	// Create makes the collection with this metadata when it does not
 	// exist; an existing one must have the same model, revision, readout,
-	// width and grid. Nil: the collection must exist.
+	// width and grid (or patch budget). Nil: the collection must exist.
 	Create *CollectionMeta
 	// Replication is the replication factor of a collection created
 	// (0: 1).
@@ -87,7 +96,9 @@ type Collection struct {
 
 // OpenCollection connects to the collection url names, creating it when
 // o.Create says so, and checks it holds images of o.Create's model,
-// readout, width and grid.
+// readout, width and grid (or per-image grids of its patch budget): a
+// collection of one grid and one of per-image grids refuse each other's
+// jobs.
 func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Collection, error) {
 	t, err := weaviate.Parse(url)
 	if err != nil {
@@ -125,7 +136,7 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 		m.Format = CollectionFormat
 		desc, _ := json.Marshal(m)
 		spec := weaviate.ClassSpec{Name: t.Collection, Description: string(desc), Properties: collectionProps,
-			Patches: m.Grid[0]*m.Grid[1] > 0, Muvera: o.Muvera, Replication: o.Replication, EF: o.EF}
+			Patches: m.hasPatches(), Muvera: o.Muvera, Replication: o.Replication, EF: o.EF}
 		if err := c.CreateClass(ctx, spec); err != nil {
 			return nil, fmt.Errorf("index: collection %s: create: %w", t, err)
 		}
@@ -141,8 +152,8 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 		return nil, fmt.Errorf("index: collection %s was not made by this program (its description is not a %s record): choose another name", t, CollectionFormat)
 	}
 	if w := o.Create; w != nil {
-		if m.Model != w.Model || m.Revision != w.Revision || m.Readout != w.Readout || m.Dim != w.Dim || m.Grid != w.Grid {
-			return nil, fmt.Errorf("index: collection %s holds %s; this job makes %s: one collection holds the vectors of one model and readout (choose another collection)",
+		if m.Model != w.Model || m.Revision != w.Revision || m.Readout != w.Readout || m.Dim != w.Dim || m.Grid != w.Grid || m.MaxPatches != w.MaxPatches {
+			return nil, fmt.Errorf("index: collection %s holds %s; this job makes %s: one collection holds the vectors of one model, readout and kind of grid (choose another collection)",
 				t, describeMeta(m), describeMeta(*w))
 		}
 	}
@@ -155,8 +166,15 @@ func describeMeta(m CollectionMeta) string {
 	if r == "" {
 		r = pipeline.ReadoutRaw
 	}
-	return fmt.Sprintf("model %s, readout %s, %d-wide vectors on a %dx%d grid", modelName(m.Model, m.Revision), r, m.Dim, m.Grid[0], m.Grid[1])
+	grid := fmt.Sprintf("a %dx%d grid", m.Grid[0], m.Grid[1])
+	if m.MaxPatches > 0 {
+		grid = fmt.Sprintf("each image's own grid of at most %d patches", m.MaxPatches)
+	}
+	return fmt.Sprintf("model %s, readout %s, %d-wide vectors on %s", modelName(m.Model, m.Revision), r, m.Dim, grid)
 }
+
+// hasPatches reports whether the collection's objects hold patches.
+func (m *CollectionMeta) hasPatches() bool { return m.Grid[0]*m.Grid[1] > 0 || m.MaxPatches > 0 }
 
 // String returns the collection's address.
 func (c *Collection) String() string { return c.t.String() }
@@ -180,8 +198,12 @@ func CollectionID(source, member string) string {
 type CollectionObject struct {
 	Path, Source, Member, SHA256 string
 	Embeds                       []float32 // [D], the image embedding (normalised here)
-	Patches                      []float32 // [P·D], the joint-space patches
-	ProgramVersion               string
+	Patches                      []float32 // [H·W·D], the joint-space patches, row-major over Grid
+	// Grid is the patches' grid H×W: the collection's (the zero Grid
+	// stands for it), or for a collection of per-image grids the image's
+	// own, of at most MaxPatches patches.
+	Grid           vision.Grid
+	ProgramVersion string
 }
 
 // ID returns the object's id (CollectionID).
@@ -191,20 +213,30 @@ func (o *CollectionObject) ID() string { return CollectionID(o.Source, o.Member)
 // errs[i] is object i's own error; err is the batch's, when none was
 // written.
 func (c *Collection) Upsert(ctx context.Context, objs []CollectionObject) (errs []error, err error) {
-	d, p := c.meta.Dim, c.meta.Grid[0]*c.meta.Grid[1]
+	d := c.meta.Dim
 	ws := make([]weaviate.Object, len(objs))
 	readout := c.meta.Readout
 	if readout == "" {
 		readout = pipeline.ReadoutRaw
 	}
-	grid := fmt.Sprintf("%dx%d", c.meta.Grid[0], c.meta.Grid[1])
 	for i := range objs {
 		o := &objs[i]
+		g := vision.Grid{H: c.meta.Grid[0], W: c.meta.Grid[1]}
+		switch {
+		case c.meta.MaxPatches > 0:
+			if o.Grid.H <= 0 || o.Grid.W <= 0 || o.Grid.Patches() > c.meta.MaxPatches {
+				return nil, fmt.Errorf("index: collection %s: %s: a %s grid; the collection's images have their own grids of 1 to %d patches", c.t, o.Path, o.Grid, c.meta.MaxPatches)
+			}
+			g = o.Grid
+		case o.Grid != (vision.Grid{}) && o.Grid != g:
+			return nil, fmt.Errorf("index: collection %s: %s: a %s grid, the collection's is %s", c.t, o.Path, o.Grid, g)
+		}
+		p := g.Patches()
 		if len(o.Embeds) != d || len(o.Patches) != p*d {
-			return nil, fmt.Errorf("index: collection %s: %s: %d embedding values and %d patch values; want %d and %d×%d", c.t, o.Path, len(o.Embeds), len(o.Patches), d, p, d)
+			return nil, fmt.Errorf("index: collection %s: %s: %d embedding values and %d patch values; want %d and %d×%d (a %s grid)", c.t, o.Path, len(o.Embeds), len(o.Patches), d, p, d, g)
 		}
 		w := weaviate.Object{ID: o.ID(), Pooled: normalised(o.Embeds), Properties: map[string]any{
-			"path": o.Path, "source": o.Source, "member": o.Member, "sha256": o.SHA256, "grid": grid,
+			"path": o.Path, "source": o.Source, "member": o.Member, "sha256": o.SHA256, "grid": g.String(),
 			"model": c.meta.Model, "revision": c.meta.Revision, "readout": readout, "program_version": o.ProgramVersion}}
 		if p > 0 {
 			w.Patches = make([][]float32, p)
@@ -281,13 +313,13 @@ func (c *Collection) Delete(ctx context.Context) error {
 // top hits with their scores (logits of the pooled vector) and, with
 // patches, each hit's patches [P·D].
 func (c *Collection) near(ctx context.Context, q []float32, top int, byPatches, patches bool) ([]Hit, [][]float32, error) {
-	o := weaviate.NearOptions{Target: weaviate.VectorPooled, Limit: top, Properties: []string{"path", "source", "member"}}
+	o := weaviate.NearOptions{Target: weaviate.VectorPooled, Limit: top, Properties: []string{"path", "source", "member", "grid"}}
 	if c.replication > 1 {
 		o.Consistency = c.consistency // GraphQL takes a level only on a replicated class
 	}
 	var query any = q
 	if byPatches {
-		if c.meta.Grid[0]*c.meta.Grid[1] == 0 {
+		if !c.meta.hasPatches() {
 			return nil, nil, fmt.Errorf("index: collection %s holds no patches", c.t)
 		}
 		o.Target, query = weaviate.VectorPatches, [][]float32{q}
@@ -305,7 +337,7 @@ func (c *Collection) near(ctx context.Context, q []float32, top int, byPatches, 
 	if patches {
 		ps = make([][]float32, len(got))
 	}
-	d, p := c.meta.Dim, c.meta.Grid[0]*c.meta.Grid[1]
+	d := c.meta.Dim
 	for i, s := range got {
 		str := func(k string) string { v, _ := s.Properties[k].(string); return v }
 		cos := 1 - float64(s.Distance)
@@ -318,11 +350,18 @@ func (c *Collection) near(ctx context.Context, q []float32, top int, byPatches, 
 				cos += float64(v) * float64(q[k])
 			}
 		}
+		g := vision.Grid{H: c.meta.Grid[0], W: c.meta.Grid[1]}
+		if c.meta.MaxPatches > 0 {
+			if g, err = objectGrid(str("grid"), c.meta.MaxPatches); err != nil {
+				return nil, nil, fmt.Errorf("index: collection %s: object %s (%s): %w", c.t, s.ID, str("path"), err)
+			}
+		}
 		hits[i] = Hit{Path: str("path"), Source: str("source"), Member: str("member"), ID: s.ID, Part: c.t.Collection, Row: -1,
-			Score: float32(c.meta.LogitScale*cos + c.meta.LogitBias)}
+			Score: float32(c.meta.LogitScale*cos + c.meta.LogitBias), Grid: [2]int{g.H, g.W}}
 		if patches {
+			p := g.Patches()
 			if len(s.Patches) != p {
-				return nil, nil, fmt.Errorf("index: collection %s: object %s (%s) has %d patch vectors, want %d", c.t, s.ID, hits[i].Path, len(s.Patches), p)
+				return nil, nil, fmt.Errorf("index: collection %s: object %s (%s) has %d patch vectors, want %d (a %s grid)", c.t, s.ID, hits[i].Path, len(s.Patches), p, g)
 			}
 			flat := make([]float32, 0, p*d)
 			for _, row := range s.Patches {
@@ -335,6 +374,18 @@ func (c *Collection) near(ctx context.Context, q []float32, top int, byPatches, 
 		}
 	}
 	return hits, ps, nil
+}
+
+// objectGrid parses an object's grid property ("HxW") in a collection of
+// per-image grids of at most max patches.
+func objectGrid(s string, max int) (vision.Grid, error) {
+	hs, ws, ok := strings.Cut(s, "x")
+	h, herr := strconv.Atoi(hs)
+	w, werr := strconv.Atoi(ws)
+	if !ok || herr != nil || werr != nil || h <= 0 || w <= 0 || h*w > max {
+		return vision.Grid{}, fmt.Errorf("grid property %q: want HxW of 1 to %d patches", s, max)
+	}
+	return vision.Grid{H: h, W: w}, nil
 }
 
 // errCollectionPatches is Patches's error on a collection: its hits carry
@@ -355,7 +406,7 @@ func openCollectionIndex(ctx context.Context, url string, opts Options) (*Index,
 	m := c.meta
 	x := &Index{where: c.String(), coll: c, rows: n, store: opts.Store}
 	x.meta = Meta{Format: m.Format, Model: m.Model, Revision: m.Revision, Settings: json.RawMessage("{}"), DType: DTypeF32,
-		Dim: m.Dim, Grid: m.Grid, LogitScale: m.LogitScale, LogitBias: m.LogitBias, Readout: m.Readout}
+		Dim: m.Dim, Grid: m.Grid, MaxPatches: m.MaxPatches, LogitScale: m.LogitScale, LogitBias: m.LogitBias, Readout: m.Readout}
 	return x, nil
 }
 

@@ -9,4 +9,18 @@
 //
 // The layout of an index part (its files, dtypes and index.json, Meta) is
 // defined here, for the writer and the reader alike.
+//
+// A model whose images have their own patch grids (SigLIP 2 NaFlex) writes
+// parts of format FormatGrids ("condition-index/v2"): the patches of each
+// row padded with zeros to the model's patch budget (Meta.MaxPatches, in
+// place of Meta.Grid) and GridsFile holding each row's grid. The format
+// differs so that a reader knowing only Format ("condition-index/v1")
+// refuses such a part by its format rather than misreading its rows; parts
+// of one grid keep Format and their bytes. The reader takes both; one
+// index holds parts of one kind. Every Hit carries its grid, and stage 2
+// of a search, Patches and Sheets work on each image's own grid. A
+// collection in Weaviate of such a model records the budget in its
+// CollectionMeta (MaxPatches) and each object's grid in its "grid"
+// property; a collection of one grid and one of per-image grids refuse
+// each other's jobs.
 package index

@@ -25,8 +25,17 @@ import (
 	"github.com/conditionhq/condition/vision"
 )
 
-// Format is the format of a job's index parts (index.json "format").
+// Format is the format of a job's index parts (index.json "format") whose
+// images share one patch grid (Meta.Grid).
 const Format = "condition-index/v1"
+
+// FormatGrids is the format of the index parts of a model whose images
+// have their own patch grids (SigLIP 2 NaFlex): Format's files, the
+// patches padded to the model's patch budget (Meta.MaxPatches), and
+// GridsFile saying each row's grid. A reader that knows only Format
+// refuses such a part by its format instead of misreading its rows; parts
+// of one grid keep Format, byte for byte.
+const FormatGrids = "condition-index/v2"
 
 // The dtypes of a part's arrays (index.json "dtype"; "" is float16).
 const (
@@ -45,10 +54,14 @@ const (
 	PatchesFile      = "patches.npy"       // [N, P, D] joint-space patches
 	EmbedsScaleFile  = "embeds_scale.npy"  // [N] float32, int8 parts only
 	PatchesScaleFile = "patches_scale.npy" // [N, P] float32, int8 parts only
+	// GridsFile is [N, 2] int32, FormatGrids parts only: each row's grid
+	// (H, W), whose H·W patches are the first of its P rows of patches
+	// (row-major over the grid; the rest zeros); 0, 0 for a failed image.
+	GridsFile = "grids.npy"
 )
 
 // partFiles are the files a part may hold.
-var partFiles = []string{MetaFile, EmbedsFile, PatchesFile, EmbedsScaleFile, PatchesScaleFile}
+var partFiles = []string{MetaFile, EmbedsFile, PatchesFile, EmbedsScaleFile, PatchesScaleFile, GridsFile}
 
 // Meta is one part's index.json: what made its vectors and how they
 // are stored.
@@ -61,7 +74,11 @@ type Meta struct {
 	// int8 (value = int8 · the row's scale).
 	DType string `json:"dtype"`
 	Dim   int    `json:"dim"`  // D, the joint space's width
-	Grid  [2]int `json:"grid"` // the patch grid [H, W], P = H·W
+	Grid  [2]int `json:"grid"` // the patch grid [H, W], P = H·W; [0, 0] with MaxPatches
+	// MaxPatches is P of a part whose images have their own grids
+	// (FormatGrids, SigLIP 2 NaFlex): the model's patch budget, which every
+	// row's grid (GridsFile) fits in; absent (0) for a part of one grid.
+	MaxPatches int `json:"max_patches,omitempty"`
 	// LogitScale is exp(logit_scale), the factor of the CLIP logit.
 	LogitScale float64 `json:"logit_scale"`
 	// LogitBias is SigLIP's logit_bias, added to every logit (absent: 0).
@@ -71,6 +88,18 @@ type Meta struct {
 	Readout string `json:"readout,omitempty"`
 	Rows    int    `json:"rows"` // N
 	Items   []Item `json:"items"`
+}
+
+// PerImageGrids reports whether the images have their own patch grids
+// (MaxPatches > 0) rather than Grid.
+func (m *Meta) PerImageGrids() bool { return m.MaxPatches > 0 }
+
+// gridText is the grids of m's patches, as messages name them.
+func (m *Meta) gridText() string {
+	if m.PerImageGrids() {
+		return fmt.Sprintf("each image's own grid of at most %d patches", m.MaxPatches)
+	}
+	return fmt.Sprintf("a %dx%d grid", m.Grid[0], m.Grid[1])
 }
 
 // ReadoutName returns Readout, "raw" when absent.
@@ -143,8 +172,9 @@ type indexPart struct {
 	name, where string
 	meta        Meta
 	dtype       string  // float16, float32 or int8
-	p           int     // patches per row
+	p           int     // patches per row (with per-image grids: the budget, each row padded to it)
 	items       []int32 // row → its ok item in names, or -1
+	grids       []int32 // [N, 2], each row's grid (per-image grids only)
 	names       itemTable
 
 	embeds, patches    []byte // the arrays' data, [N, D] and [N, P, D] values of dtype
@@ -186,7 +216,8 @@ var ErrClosed = errors.New("index: index closed")
 // Open opens the index a job wrote with --index: dir is its output
 // (a folder or an object-store prefix), its index folder, or one part's
 // folder. Every part must be of the model, revision and settings of the
-// first (in name order), of the same width and grid; a part that is
+// first (in name order), of the same width and grid (or, for a model
+// whose images have their own grids, the same patch budget); a part that is
 // incomplete (no index.json) or whose arrays are missing or shorter than
 // its rows say is refused, or with opts.Partial left out.
 func Open(ctx context.Context, dir string, opts Options) (_ *Index, err error) {
@@ -249,13 +280,17 @@ func (x *Index) add(p *indexPart) error {
 		x.meta.Rows = 0
 	} else {
 		f, m := x.parts[0], p.meta
+		if m.PerImageGrids() != x.meta.PerImageGrids() {
+			return fmt.Errorf("index: index part %s holds %s vectors on %s, part %s %s vectors on %s: one index holds images of one kind of grid",
+				p.where, modelName(m.Model, m.Revision), m.gridText(), f.where, modelName(x.meta.Model, x.meta.Revision), x.meta.gridText())
+		}
 		if m.Model != x.meta.Model || m.Revision != x.meta.Revision || !sameJSON(m.Settings, x.meta.Settings) {
 			return fmt.Errorf("index: index part %s is of model %s (settings %s), part %s of model %s (settings %s): one index holds the vectors of one model and settings",
 				p.where, modelName(m.Model, m.Revision), short(m.Settings), f.where, modelName(x.meta.Model, x.meta.Revision), short(x.meta.Settings))
 		}
-		if m.Dim != x.meta.Dim || m.Grid != x.meta.Grid {
-			return fmt.Errorf("index: index part %s has %d-wide vectors on a %dx%d grid, part %s %d-wide on %dx%d",
-				p.where, m.Dim, m.Grid[0], m.Grid[1], f.where, x.meta.Dim, x.meta.Grid[0], x.meta.Grid[1])
+		if m.Dim != x.meta.Dim || m.Grid != x.meta.Grid || m.MaxPatches != x.meta.MaxPatches {
+			return fmt.Errorf("index: index part %s has %d-wide vectors on %s, part %s %d-wide on %s",
+				p.where, m.Dim, m.gridText(), f.where, x.meta.Dim, x.meta.gridText())
 		}
 	}
 	x.parts = append(x.parts, p)
@@ -475,8 +510,13 @@ func openPart(name, where, dir string) (_ *indexPart, err error) {
 	b = nil
 	p.meta = head.Meta
 	m := &p.meta
-	if m.Format != Format {
-		return nil, fmt.Errorf("index: index part %s: format %q, want %q", where, m.Format, Format)
+	switch {
+	case m.Format != Format && m.Format != FormatGrids:
+		return nil, fmt.Errorf("index: index part %s: format %q, want %q or %q", where, m.Format, Format, FormatGrids)
+	case m.Format == Format && m.MaxPatches != 0:
+		return nil, fmt.Errorf("index: index part %s: %s says format %q with max_patches %d; a part of one grid has none", where, MetaFile, m.Format, m.MaxPatches)
+	case m.Format == FormatGrids && (m.MaxPatches <= 0 || m.Grid != [2]int{}):
+		return nil, fmt.Errorf("index: index part %s: %s says format %q with max_patches %d and grid %v; want a positive max_patches and no grid", where, MetaFile, m.Format, m.MaxPatches, m.Grid)
 	}
 	if p.dtype, err = indexDType(m.DType); err != nil {
 		return nil, fmt.Errorf("index: index part %s: %w", where, err)
@@ -485,6 +525,9 @@ func openPart(name, where, dir string) (_ *indexPart, err error) {
 		return nil, fmt.Errorf("index: index part %s: %s says dim %d, rows %d, grid %v, logit_scale %g", where, MetaFile, m.Dim, m.Rows, m.Grid, m.LogitScale)
 	}
 	p.p = m.Grid[0] * m.Grid[1]
+	if m.PerImageGrids() {
+		p.p = m.MaxPatches
+	}
 	p.items = make([]int32, m.Rows)
 	for i := range p.items {
 		p.items[i] = -1
@@ -536,7 +579,34 @@ func openPart(name, where, dir string) (_ *indexPart, err error) {
 		}
 		p.patScale = floats(s)
 	}
+	if m.PerImageGrids() {
+		g, err := p.mapArray(dir, GridsFile, "int32", []int{n, 2})
+		if err != nil {
+			return nil, err
+		}
+		p.grids = int32s(g)
+		for r := range n {
+			h, w := int(p.grids[2*r]), int(p.grids[2*r+1])
+			switch {
+			case p.items[r] < 0 && h == 0 && w == 0:
+			case h <= 0 || w <= 0 || h*w > p.p:
+				path := "a failed image"
+				if k := p.items[r]; k >= 0 {
+					path, _, _ = p.names.get(int(k))
+				}
+				return nil, fmt.Errorf("index: index part %s: %s row %d (%s) is a %dx%d grid; want at least one patch and at most max_patches %d", where, GridsFile, r, path, h, w, p.p)
+			}
+		}
+	}
 	return p, nil
+}
+
+// rowGrid returns row's patch grid: the part's, or its own.
+func (p *indexPart) rowGrid(row int) vision.Grid {
+	if p.grids != nil {
+		return vision.Grid{H: int(p.grids[2*row]), W: int(p.grids[2*row+1])}
+	}
+	return vision.Grid{H: p.meta.Grid[0], W: p.meta.Grid[1]}
 }
 
 // indexDType checks index.json's dtype and returns its canonical name.
@@ -553,7 +623,7 @@ func indexDType(s string) (string, error) {
 }
 
 // npyDTypes are the .npy element types of index.json's dtypes.
-var npyDTypes = map[string]tensorio.DType{"float16": tensorio.DTypeF16, "float32": tensorio.DTypeF32, "int8": tensorio.DTypeI8}
+var npyDTypes = map[string]tensorio.DType{"float16": tensorio.DTypeF16, "float32": tensorio.DTypeF32, "int8": tensorio.DTypeI8, "int32": tensorio.DTypeI32}
 
 // mapArray maps the .npy file name of folder dir, checks that it holds a
 // C-order array of dtype and shape, and returns its data (nil for an empty
@@ -622,6 +692,14 @@ func halves(b []byte) []uint16 {
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
 }
 
+// int32s views mapped little-endian int32 data.
+func int32s(b []byte) []int32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
 // int8s views mapped int8 data.
 func int8s(b []byte) []int8 {
 	if len(b) == 0 {
@@ -637,7 +715,7 @@ func (p *indexPart) unmap() error {
 			errs = append(errs, fmt.Errorf("index: index part %s: unmap: %w", p.where, err))
 		}
 	}
-	p.maps, p.embeds, p.patches, p.embScale, p.patScale = nil, nil, nil, nil, nil
+	p.maps, p.embeds, p.patches, p.embScale, p.patScale, p.grids = nil, nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -669,7 +747,9 @@ func (x *Index) Meta() Meta {
 	return m
 }
 
-// Grid returns the patch grid of the index's images.
+// Grid returns the patch grid of the index's images; the zero Grid when
+// they have their own (Meta.PerImageGrids: each Hit and Patches says its
+// image's).
 func (x *Index) Grid() vision.Grid { return vision.Grid{H: x.meta.Grid[0], W: x.meta.Grid[1]} }
 
 // Rows returns the rows of every part searched (images, failed ones

@@ -66,6 +66,10 @@ type Hit struct {
 	Row   int     `json:"row"`
 	// ID is the hit's object id in a collection in Weaviate.
 	ID string `json:"id,omitempty"`
+	// Grid is the patch grid [H, W] of the hit's stored patches, which
+	// its Words' maps cover: the index's, or for a model whose images have
+	// their own grids (SigLIP 2 NaFlex) the image's.
+	Grid [2]int `json:"grid,omitzero"`
 	// Words (SearchOptions.Words) holds one entry per content word of the
 	// prompt, in order.
 	Words []WordHit `json:"words,omitempty"`
@@ -90,7 +94,7 @@ type WordHit struct {
 	// such cells (side by side, not corner to corner). A peak ≤ 0 has the
 	// box of its own cell.
 	Box [4]int    `json:"box"`
-	Map []float32 `json:"map"` // [P], row-major over the grid
+	Map []float32 `json:"map"` // [H·W], row-major over the hit's grid
 }
 
 // candidate is one scored row.
@@ -274,7 +278,8 @@ func (x *Index) searchVector(ctx context.Context, embeds []float32, top int) ([]
 	for i, c := range best {
 		p := x.parts[c.part]
 		path, source, member := p.names.get(int(p.items[c.row]))
-		hits[i] = Hit{Path: path, Source: source, Member: member, Score: c.score + float32(x.meta.LogitBias), Part: p.name, Row: int(c.row)}
+		g := p.rowGrid(int(c.row))
+		hits[i] = Hit{Path: path, Source: source, Member: member, Score: c.score + float32(x.meta.LogitBias), Part: p.name, Row: int(c.row), Grid: [2]int{g.H, g.W}}
 	}
 	return hits, nil
 }
@@ -364,8 +369,11 @@ func (p *indexPart) score(t *topK, part int32, r0, r1 int, q []float32) {
 	}
 }
 
-// Patches returns the stored joint-space patches of row of part, [P, D]
-// float32 (dequantised), and the grid they cover.
+// Patches returns the stored joint-space patches of row of part, [H·W, D]
+// float32 (dequantised), and the grid H×W they cover: the index's, or for
+// a model whose images have their own grids the row's (without its
+// padding). A failed image's row is zeros on the index's grid, or with
+// grids of their own no patches on a 0x0 grid.
 func (x *Index) Patches(part string, row int) ([]float32, vision.Grid, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -380,27 +388,29 @@ func (x *Index) Patches(part string, row int) ([]float32, vision.Grid, error) {
 			if row < 0 || row >= p.meta.Rows {
 				return nil, vision.Grid{}, fmt.Errorf("index: index part %s: row %d of %d", p.where, row, p.meta.Rows)
 			}
-			return p.rowPatches(row), x.Grid(), nil
+			return p.rowPatches(row), p.rowGrid(row), nil
 		}
 	}
 	return nil, vision.Grid{}, fmt.Errorf("index: index %s: no part %q", x.where, part)
 }
 
-// rowPatches dequantises row's patches: [P, D] float32.
+// rowPatches dequantises row's patches: [H·W, D] float32 over its grid
+// (rowGrid), the padding after them left out.
 func (p *indexPart) rowPatches(row int) []float32 {
-	n := p.p * p.meta.Dim
-	out := make([]float32, n)
+	n := p.p * p.meta.Dim                      // a row's values
+	k := p.rowGrid(row).Patches() * p.meta.Dim // its grid's
+	out := make([]float32, k)
 	switch p.dtype {
 	case "float16":
-		for i, h := range halves(p.patches)[row*n : (row+1)*n] {
+		for i, h := range halves(p.patches)[row*n : row*n+k] {
 			out[i] = halfdot.ToFloat32(h)
 		}
 	case "float32":
-		copy(out, floats(p.patches)[row*n:(row+1)*n])
+		copy(out, floats(p.patches)[row*n:row*n+k])
 	case "int8":
 		d := p.meta.Dim
-		src := int8s(p.patches)[row*n : (row+1)*n]
-		for j := range p.p {
+		src := int8s(p.patches)[row*n : row*n+k]
+		for j := range k / d {
 			s := p.patScale[row*p.p+j]
 			for i, v := range src[j*d : (j+1)*d] {
 				out[j*d+i] = float32(v) * s
@@ -411,11 +421,10 @@ func (p *indexPart) rowPatches(row int) []float32 {
 }
 
 // stage2 attends the prompt to each hit's stored patches (patches[i], or
-// its part's row when patches is nil) and fills in its Words and
-// Attention.
+// its part's row when patches is nil) on the hit's grid and fills in its
+// Words and Attention.
 func (x *Index) stage2(ctx context.Context, eng *pipeline.Engine, ps pipeline.Prompts, hits []Hit, patches [][]float32, box float32) error {
-	g := x.Grid()
-	if g.Patches() == 0 {
+	if g := x.Grid(); g.Patches() == 0 && !x.meta.PerImageGrids() {
 		return fmt.Errorf("index: search: index %s holds no patches (a %s grid): it finds images, not where words are in them", x.where, g)
 	}
 	if jd := eng.JointDim(); jd != x.meta.Dim {
@@ -427,6 +436,10 @@ func (x *Index) stage2(ctx context.Context, eng *pipeline.Engine, ps pipeline.Pr
 	}
 	for i := range hits {
 		h := &hits[i]
+		g := vision.Grid{H: h.Grid[0], W: h.Grid[1]}
+		if g.Patches() == 0 {
+			return fmt.Errorf("index: search: %s (part %s, row %d) has no patch grid", h.Path, h.Part, h.Row)
+		}
 		var ps1 []float32
 		if patches != nil {
 			ps1 = patches[i]

@@ -77,8 +77,10 @@ type Config struct {
 	// Index also writes the collection index: every ShardSize images
 	// (default 10,000, in either layout) one part of the images'
 	// normalised image_embeds [N, D] and joint-space patches [N, P, D]
-	// with an index.json (see index.go's package comment). It needs the
-	// engine in CLIP's joint space both ways (the default layer).
+	// with an index.json (see index.go's package comment; for SigLIP 2
+	// NaFlex, P is the patch budget and grids.npy [N, 2] each row's grid).
+	// It needs the engine in CLIP's joint space both ways (the default
+	// layer).
 	Index bool
 	// IndexDType is the index's values: "float16" (the default, ""),
 	// "float32" or "int8" (with a float32 scale per vector).

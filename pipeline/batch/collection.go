@@ -15,11 +15,11 @@ import (
 
 // A job's collection in Weaviate (Config.Collection): each image that
 // encodes is one object (its normalised image embedding, its joint-space
-// patches on its grid and where it was read; see package index), written by the
-// collector in batches of CollectionConfig.Batch before the image's
-// manifest entry: an entry is ok only once its batch was written, and an
-// object the batch refused is an error entry naming why (--resume does it
-// again). Object ids come from each image's source and tar member, so a
+// patches on its grid, for SigLIP 2 NaFlex its own, and where it was read;
+// see package index), written by the collector in batches of
+// CollectionConfig.Batch before the image's manifest entry: an entry is ok
+// only once its batch was written, and an object the batch refused is an
+// error entry naming why (--resume does it again). Object ids come from each image's source and tar member, so a
 // retried batch, a resumed job or a job array's task run twice replaces
 // objects instead of adding them.
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/conditionhq/condition/internal/weaviate"
 	"github.com/conditionhq/condition/pipeline"
@@ -405,9 +406,35 @@ func openCollectionIndex(ctx context.Context, url string, opts Options) (*Index,
 	c.c.Retries = 2 // a search waits a second at most for a node to come back
 	m := c.meta
 	x := &Index{where: c.String(), coll: c, rows: n, store: opts.Store}
+	x.count.Store(int64(n))
+	x.countAt.Store(time.Now().UnixNano())
 	x.meta = Meta{Format: m.Format, Model: m.Model, Revision: m.Revision, Settings: json.RawMessage("{}"), DType: DTypeF32,
 		Dim: m.Dim, Grid: m.Grid, MaxPatches: m.MaxPatches, LogitScale: m.LogitScale, LogitBias: m.LogitBias, Readout: m.Readout}
 	return x, nil
+}
+
+// collectionRowsFresh is how long a collection's object count is taken
+// as it was read: after that, the next call of collectionRows reads it
+// again.
+var collectionRowsFresh = 5 * time.Second
+
+// collectionRows returns the collection's object count as last read (at
+// open, or since), and when that is older than collectionRowsFresh reads
+// it again in the background, so that neither Rows nor a search waits
+// for it (a failed read keeps the last count).
+func (x *Index) collectionRows() int {
+	if time.Since(time.Unix(0, x.countAt.Load())) > collectionRowsFresh && x.counting.CompareAndSwap(false, true) {
+		go func() {
+			defer x.counting.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if n, err := x.coll.Count(ctx); err == nil {
+				x.count.Store(int64(n))
+				x.countAt.Store(time.Now().UnixNano())
+			}
+		}()
+	}
+	return int(x.count.Load())
 }
 
 // collectionQuery checks q's width and returns it normalised.
@@ -429,7 +456,7 @@ func (x *Index) searchCollection(ctx context.Context, eng *pipeline.Engine, ps p
 	if err != nil {
 		return nil, err
 	}
-	res := &SearchResult{Prompt: ps[0], Rows: x.rows, Hits: hits}
+	res := &SearchResult{Prompt: ps[0], Rows: x.collectionRows(), Hits: hits}
 	if opts.Words {
 		if err := x.stage2(ctx, eng, ps, hits, patches, box); err != nil {
 			return nil, err

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -162,6 +163,11 @@ type Index struct {
 	store Store       // nil: no object-store URLs
 	tmp   string      // the download folder of a store index
 	coll  *Collection // a collection in Weaviate, instead of parts
+	// A collection's object count (rows above is the count at open) and
+	// when it was read (collectionRows).
+	count    atomic.Int64
+	countAt  atomic.Int64 // unix nanoseconds
+	counting atomic.Bool
 
 	mu     sync.RWMutex
 	closed bool
@@ -743,7 +749,7 @@ func (x *Index) Close() error {
 // its items; Rows is the total over the parts).
 func (x *Index) Meta() Meta {
 	m := x.meta
-	m.Rows = x.rows
+	m.Rows = x.Rows()
 	return m
 }
 
@@ -753,8 +759,14 @@ func (x *Index) Meta() Meta {
 func (x *Index) Grid() vision.Grid { return vision.Grid{H: x.meta.Grid[0], W: x.meta.Grid[1]} }
 
 // Rows returns the rows of every part searched (images, failed ones
-// included).
-func (x *Index) Rows() int { return x.rows }
+// included); for a collection in Weaviate, its objects, as counted at most
+// a few seconds before (a job may be writing into it).
+func (x *Index) Rows() int {
+	if x.coll != nil {
+		return x.collectionRows()
+	}
+	return x.rows
+}
 
 // Parts returns the names of the parts searched, in order.
 func (x *Index) Parts() []string {

@@ -1,0 +1,11 @@
+package index
+
+import "time"
+
+// SetCollectionRowsFresh sets how long a collection's object count is
+// taken as read, and returns what restores it.
+func SetCollectionRowsFresh(d time.Duration) (restore func()) {
+	old := collectionRowsFresh
+	collectionRowsFresh = d
+	return func() { collectionRowsFresh = old }
+}

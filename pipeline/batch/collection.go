@@ -19,9 +19,9 @@ import (
 // see package index), written by the collector in batches of
 // CollectionConfig.Batch before the image's manifest entry: an entry is ok
 // only once its batch was written, and an object the batch refused is an
-// error entry naming why (--resume does it again). Object ids come from each image's source and tar member, so a
-// retried batch, a resumed job or a job array's task run twice replaces
-// objects instead of adding them.
+// error entry naming why (--resume does it again). Object ids come from
+// each image's source and tar member, so a retried batch, a resumed job or
+// a job array's task run twice replaces objects instead of adding them.
 
 // CollectionConfig is a job's collection in Weaviate.
 type CollectionConfig struct {

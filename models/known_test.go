@@ -98,6 +98,7 @@ func TestKnownBuilt(t *testing.T) {
 		"laion/CLIP-ViT-B-32-laion2B-s34B-b79K":        CLIP.String(),
 		"google/siglip-base-patch16-224":               SigLIP.String(),
 		"google/siglip2-base-patch16-224":              SigLIP2.String(),
+		"google/siglip2-base-patch16-naflex":           SigLIP2.String(),
 		"facebook/metaclip-2-worldwide-huge-quickgelu": MetaCLIP2.String(),
 	}
 	for _, k := range Known() {

@@ -27,7 +27,9 @@ type Config struct {
 	// of transformers that keep it in the config) or temperature_init_value
 	// (those that make it a tensor, temperature, initialised from it and
 	// absent from the published checkpoints; Model.LogitScale prefers the
-	// tensor when model.safetensors has one); 0.01 when it has neither.
+	// tensor when model.safetensors has one); when it has neither,
+	// 0.005065968260169029, the default of transformers' Tipsv2Config
+	// (google/tipsv2-b14's), which a config.json written by it leaves out.
 	Temperature float64 `json:"-"`
 }
 
@@ -126,16 +128,22 @@ func DefaultSiglipConfig() Config {
 	}
 }
 
+// TipsDefaultTemperature is transformers' Tipsv2Config temperature_init_value
+// default (1/197.4), the temperature of a TIPSv2 config.json that names none.
+const TipsDefaultTemperature = 0.005065968260169029
+
 // DefaultTipsConfig returns transformers' Tipsv2Config defaults (text and
 // vision 768 wide, 12 layers, 12 heads; 64 text positions, 32000 ids;
-// 448-pixel images in 16-pixel patches, one register token; temperature
-// 0.01). ProjectionDim is the towers' width: TIPSv2 has no projection heads.
+// 448-pixel images in 14-pixel patches, one register token; temperature
+// TipsDefaultTemperature), those of google/tipsv2-b14, which a config.json
+// that transformers writes leaves out. ProjectionDim is the towers' width:
+// TIPSv2 has no projection heads.
 func DefaultTipsConfig() Config {
 	return Config{
 		ModelType:     "tipsv2",
 		Family:        Tipsv2,
 		ProjectionDim: 768,
-		Temperature:   0.01,
+		Temperature:   TipsDefaultTemperature,
 		TextConfig: TextConfig{
 			VocabSize: 32000, HiddenSize: 768, IntermediateSize: 3072, NumHiddenLayers: 12,
 			NumAttentionHeads: 12, MaxPositionEmbeddings: 64, HiddenAct: "relu", LayerNormEps: 1e-5,
@@ -143,7 +151,7 @@ func DefaultTipsConfig() Config {
 		},
 		VisionConfig: VisionConfig{
 			HiddenSize: 768, NumHiddenLayers: 12, NumAttentionHeads: 12, NumChannels: 3, ImageSize: 448,
-			PatchSize: 16, HiddenAct: "gelu", LayerNormEps: 1e-6, MLPRatio: 4, NumRegisterTokens: 1,
+			PatchSize: 14, HiddenAct: "gelu", LayerNormEps: 1e-6, MLPRatio: 4, NumRegisterTokens: 1,
 			QKVBias: true, InterpolateAntialias: true,
 		},
 	}

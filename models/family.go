@@ -128,12 +128,12 @@ func (m *Model) setFamily() error {
 		}
 	case Tipsv2:
 		switch class {
-		case "", "Tipsv2Tokenizer":
+		case "", "Tipsv2Tokenizer", "Tipsv2TokenizerFast":
 		default:
-			return disagree("Tipsv2Tokenizer (a SentencePiece tokenizer.model)")
+			return disagree("Tipsv2Tokenizer (its tokenizer.json, or a SentencePiece tokenizer.model)")
 		}
-		if !m.Has("tokenizer.model") {
-			return fmt.Errorf("models: %s: %s says TIPSv2 (model_type %q), whose tokenizer is Tipsv2Tokenizer's SentencePiece model tokenizer.model, and the folder has none",
+		if !m.Has("tokenizer.json") && !m.Has("tokenizer.model") {
+			return fmt.Errorf("models: %s: %s says TIPSv2 (model_type %q), whose tokenizer is Tipsv2Tokenizer's tokenizer.json (or, from earlier transformers versions, its SentencePiece model tokenizer.model), and the folder has neither",
 				m.Name(), ConfigFile, m.config.ModelType)
 		}
 	case SigLIP2: // NaFlex (model_type siglip2)

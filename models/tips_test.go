@@ -63,12 +63,12 @@ func TestTipsFamily(t *testing.T) {
 			t.Errorf("%s: family %q, %v", mt, c.Family, err)
 		}
 	}
-	// Defaults: transformers' Tipsv2Config.
+	// Defaults: transformers' Tipsv2Config (v5.15.1's: google/tipsv2-b14's).
 	d, err := models.ParseConfig([]byte(`{"model_type": "tipsv2"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Temperature != 0.01 || d.ProjectionDim != 768 || d.VisionConfig.IntermediateSize != 3072 || d.VisionConfig.NumRegisterTokens != 1 ||
+	if d.Temperature != 0.005065968260169029 || d.VisionConfig.PatchSize != 14 || d.ProjectionDim != 768 || d.VisionConfig.IntermediateSize != 3072 || d.VisionConfig.NumRegisterTokens != 1 ||
 		d.TextConfig.MaxPositionEmbeddings != 64 || d.TextConfig.HiddenAct != "relu" || d.VisionConfig.ImageSize != 448 {
 		t.Errorf("defaults %+v", d)
 	}
@@ -140,7 +140,13 @@ func TestTipsLogitScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.Replace(string(b), `"temperature": 0.01`, `"temperature_init_value": 0.005065968260169029`, 1)
+	cfg := strings.Replace(string(b), `"temperature": 0.01`, `"temperature_init_value": 0.002`, 1)
+	check(t, tipsFolder(t, cfg), 500, false)
+	// Neither: transformers' default, which its config.json leaves out.
+	cfg = strings.Replace(string(b), `"temperature": 0.01,`, ``, 1)
+	if cfg == string(b) {
+		t.Fatal("config.json has no \"temperature\": 0.01,")
+	}
 	check(t, tipsFolder(t, cfg), 1/0.005065968260169029, false)
 
 	// A temperature tensor wins.
@@ -164,9 +170,22 @@ func TestTipsLogitScale(t *testing.T) {
 }
 
 // TestTipsTokenizerFiles: a TIPSv2 folder needs Tipsv2Tokenizer's
-// tokenizer.model; another family's tokenizer is refused naming both
-// files.
+// tokenizer.json (text.TestTipsJSONFiles reads one) or tokenizer.model;
+// another family's tokenizer is refused naming both files.
 func TestTipsTokenizerFiles(t *testing.T) {
+	js := tipsFolder(t, "")
+	os.Remove(filepath.Join(js, "tokenizer.model"))
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "text", "testdata", "tipsv2", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(js, f), b, 0o644)
+	}
+	if _, err := models.Open(js, models.Options{NoBuild: true}); err != nil {
+		t.Fatalf("a TIPSv2 folder with tokenizer.json: %v", err)
+	}
+
 	other := tipsFolder(t, "")
 	os.WriteFile(filepath.Join(other, "tokenizer_config.json"), []byte(`{"tokenizer_class": "SiglipTokenizer"}`), 0o644)
 	_, err := models.Open(other, models.Options{NoBuild: true})
@@ -175,7 +194,7 @@ func TestTipsTokenizerFiles(t *testing.T) {
 	}
 	none := tipsFolder(t, "")
 	os.Remove(filepath.Join(none, "tokenizer.model"))
-	if _, err := models.Open(none, models.Options{NoBuild: true}); err == nil || !strings.Contains(err.Error(), "tokenizer.model") {
-		t.Errorf("no tokenizer.model: %v", err)
+	if _, err := models.Open(none, models.Options{NoBuild: true}); err == nil || !strings.Contains(err.Error(), "tokenizer.model") || !strings.Contains(err.Error(), "tokenizer.json") {
+		t.Errorf("no tokenizer.model nor tokenizer.json: %v", err)
 	}
 }

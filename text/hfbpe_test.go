@@ -13,9 +13,9 @@ import (
 
 // The folders under testdata/ made by scripts/tokenizers/make_gemma_json.js:
 // tokenizer.json and tokenizer_config.json in the structure of Gemma's (and
-// SigLIP 2's) and of Llama/Mistral-style files, and golden.jsonl with the ids
+// SigLIP 2's), of Llama/Mistral-style files and of TIPSv2's, and golden.jsonl with the ids
 // the Hugging Face tokenizers library gives.
-var gemmaDirs = []string{"gemma", "gemma_bos", "gemma_metaspace", "gemma_llama"}
+var gemmaDirs = []string{"gemma", "gemma_bos", "gemma_metaspace", "gemma_llama", "tipsv2"}
 
 type gemmaGolden struct {
 	Text    string  `json:"text"`
@@ -63,7 +63,7 @@ func TestGemmaGoldens(t *testing.T) {
 	for _, c := range []struct {
 		dir   string
 		plain bool
-	}{{"gemma", false}, {"gemma_bos", false}, {"gemma_metaspace", false}, {"gemma_llama", false}, {"gemma", true}, {"gemma_llama", true}} {
+	}{{"gemma", false}, {"gemma_bos", false}, {"gemma_metaspace", false}, {"gemma_llama", false}, {"tipsv2", false}, {"gemma", true}, {"gemma_llama", true}} {
 		dir := c.dir
 		name := dir
 		if c.plain {
@@ -148,6 +148,42 @@ func TestGemmaFiles(t *testing.T) {
 	}
 	if want := []string{"a", "🦜", "bird", "<eos>"}; !slices.Equal(texts, want) {
 		t.Errorf("Words = %q, want %q", texts, want)
+	}
+}
+
+// TestTipsJSONFiles checks what TIPSv2's tokenizer.json files say: no BOS
+// or EOS, <pad> (id 0) padding, 64 positions, the text lower-cased; and
+// that a TIPSv2 folder with both files is read from tokenizer.json, as
+// transformers' Tipsv2Tokenizer (a tokenizers-library tokenizer) reads it.
+func TestTipsJSONFiles(t *testing.T) {
+	tok := loadGemma(t, "tipsv2")
+	if tok.ContextLength() != 64 || tok.Pad() != 0 || len(tok.prefix) != 0 || len(tok.suffixIDs) != 0 {
+		t.Errorf("tipsv2: context %d pad %d prefix %v suffix %v, want 64, 0 and no special tokens",
+			tok.ContextLength(), tok.Pad(), tok.prefix, tok.suffixIDs)
+	}
+	a, _ := tok.Encode("A Photo Of A CAT")
+	b, _ := tok.Encode("a photo of a cat")
+	if !slices.Equal(a, b) || len(a) == 0 {
+		t.Errorf("tipsv2: %v and %v: the text is not lower-cased", a, b)
+	}
+	js, err := os.ReadFile("testdata/tipsv2/tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spm, err := os.ReadFile("testdata/spm/unigram_nfkc.model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile("testdata/tipsv2/tokenizer_config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := LoadTokenizer(fstest.MapFS{"tokenizer.json": {Data: js}, "tokenizer.model": {Data: spm}, "tokenizer_config.json": {Data: cfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := both.Encode("a photo of a cat"); !slices.Equal(got, b) {
+		t.Errorf("tipsv2 with tokenizer.model beside tokenizer.json: %v, want tokenizer.json's %v", got, b)
 	}
 }
 

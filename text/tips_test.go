@@ -79,17 +79,13 @@ func TestTipsGolden(t *testing.T) {
 	}
 }
 
-// TestTipsFiles: Tipsv2Tokenizer is read from tokenizer.model even when a
-// tokenizer.json lies beside it (transformers has no fast TIPSv2
-// tokenizer); config.json's model_type tipsv2 names it when
-// tokenizer_config.json does not; do_lower_case false keeps the case; a
-// pad token other than id 0 is refused.
+// TestTipsFiles: a TIPSv2 folder with tokenizer.model alone is read as
+// Tipsv2Tokenizer's SentencePiece (lower-cased, no BOS or EOS, pad 0);
+// config.json's model_type tipsv2 names it when tokenizer_config.json does
+// not; do_lower_case false keeps the case; a pad token other than id 0 is
+// refused. (With a tokenizer.json beside it, that is read: TestTipsJSONFiles.)
 func TestTipsFiles(t *testing.T) {
 	model, err := os.ReadFile(filepath.Join(tinyTipsDir, "tokenizer.model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	xlmr, err := os.ReadFile(filepath.Join("testdata", "xlmr_json", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,9 +95,9 @@ func TestTipsFiles(t *testing.T) {
 	}
 	want, _ := plain.Encode("the cat") // plain SentencePiece, on the lower-cased text
 	for name, fsys := range map[string]fstest.MapFS{
-		"tokenizer_class": {"tokenizer.model": {Data: model}, "tokenizer.json": {Data: xlmr},
+		"tokenizer_class": {"tokenizer.model": {Data: model},
 			"tokenizer_config.json": {Data: []byte(`{"tokenizer_class": "Tipsv2Tokenizer"}`)}},
-		"model_type": {"tokenizer.model": {Data: model}, "tokenizer.json": {Data: xlmr},
+		"model_type": {"tokenizer.model": {Data: model},
 			"config.json": {Data: []byte(`{"model_type": "tipsv2"}`)}},
 	} {
 		tok, err := LoadTokenizer(fsys)

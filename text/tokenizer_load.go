@@ -53,10 +53,14 @@ func LoadTokenizerDir(dir string) (*Tokenizer, error) {
 // A SigLIP directory with both spiece.model and tokenizer.json is read from
 // spiece.model, as transformers does: it has no fast SigLIP tokenizer, so
 // its AutoTokenizer builds SiglipTokenizer from spiece.model and leaves
-// tokenizer.json unread. TIPSv2's tokenizer.model likewise
-// (Tipsv2Tokenizer, or config.json's model_type tipsv2): the text
-// lower-cased as Python's str.lower does, then SentencePiece, with no BOS
-// or EOS, padded with id 0 to 64 positions.
+// tokenizer.json unread. A TIPSv2 directory (Tipsv2Tokenizer, or
+// config.json's model_type tipsv2) is read from its tokenizer.json when it
+// has one, as transformers' Tipsv2Tokenizer (a tokenizers-library BPE:
+// Lowercase and Precompiled normalizers, WhitespaceSplit and Metaspace)
+// reads it; with tokenizer.model alone, as the SentencePiece Tipsv2Tokenizer
+// of earlier transformers versions reads it: the text lower-cased as
+// Python's str.lower does, then SentencePiece, with no BOS or EOS, padded
+// with id 0 to 64 positions.
 func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 	cfg, err := readTokenizerConfig(fsys)
 	if err != nil {
@@ -66,10 +70,6 @@ func LoadTokenizer(fsys fs.FS) (*Tokenizer, error) {
 	switch b, err := fs.ReadFile(fsys, "tokenizer.json"); {
 	case err == nil && siglipSentencePiece(fsys, cfg):
 		if t, err = loadSentencePiece(fsys, "spiece.model", cfg); err != nil {
-			return nil, err
-		}
-	case err == nil && tipsSentencePiece(fsys, cfg):
-		if t, err = loadSentencePiece(fsys, "tokenizer.model", cfg); err != nil {
 			return nil, err
 		}
 	case err == nil:
@@ -115,22 +115,6 @@ func siglipSentencePiece(fsys fs.FS, cfg tokenizerConfig) bool {
 		_ = json.Unmarshal(v, &class)
 	}
 	return class == "SiglipTokenizer" || (class == "" && configSaysSiglip(fsys))
-}
-
-// tipsSentencePiece reports whether fsys is a TIPSv2 directory with
-// Tipsv2Tokenizer's tokenizer.model: tokenizer_config.json's
-// tokenizer_class is Tipsv2Tokenizer, or it names none and config.json's
-// model_type is tipsv2. transformers has no fast TIPSv2 tokenizer: it reads
-// tokenizer.model and leaves a tokenizer.json beside it unread.
-func tipsSentencePiece(fsys fs.FS, cfg tokenizerConfig) bool {
-	if st, err := fs.Stat(fsys, "tokenizer.model"); err != nil || st.IsDir() {
-		return false
-	}
-	var class string
-	if v, ok := cfg.raw["tokenizer_class"]; ok {
-		_ = json.Unmarshal(v, &class)
-	}
-	return class == "Tipsv2Tokenizer" || (class == "" && configModelType(fsys) == "tipsv2")
 }
 
 // LoadOpenAIBPE loads openai's bpe_simple_vocab_16e6.txt.gz (the merges list

@@ -1,8 +1,10 @@
 // make_gemma_json.js builds small tokenizer.json files with the structure of
 // Gemma's (the tokenizer SigLIP 2 uses) and of Llama/Mistral-style files, and
 // the ids the Hugging Face tokenizers library gives for a corpus of strings.
-// The vocabulary is trained by the library's BPE trainer on generated
-// captions, cut to its first merges, and laid out as Gemma's is: <pad>=0
+// TIPSv2's (tipsv2/: Lowercase and a Precompiled charsmap, WhitespaceSplit
+// and Metaspace, no BOS or EOS). The vocabulary is trained by the library's
+// BPE trainer on generated captions, cut to its first merges, and laid out
+// as Gemma's is: <pad>=0
 // <eos>=1 <bos>=2 <unk>=3, added tokens, the 256 byte pieces <0x00>..<0xFF>,
 // then the trained pieces. Every file is loaded and run by the library itself.
 //
@@ -18,6 +20,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { Tokenizer, BPE, metaspacePreTokenizer } = require('tokenizers');
+const { readModel } = require('./spm_model');
 
 const out = process.argv[2] || 'text/testdata';
 const nMerges = 4000;
@@ -139,6 +142,7 @@ const vocabNoF0 = Object.assign({}, vocab);
 const vocabRenamedF0 = {};
 for (const [k, v] of Object.entries(vocab)) vocabRenamedF0[/^<0xF[0-4]>$/.test(k) ? '<unused_' + k.slice(3, 5) + '>' : k] = v;
 for (const b of ['F0', 'F1', 'F2', 'F3', 'F4']) delete vocabNoF0['<0x' + b + '>'];
+const tipsCharsmap = readModel(path.join(out, 'spm', 'unigram_nfkc.model')).charsmap.toString('base64');
 const gemmaDecoder = { type: 'Sequence', decoders: [
   { type: 'Replace', pattern: { String: '▁' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }] };
 
@@ -202,6 +206,27 @@ const variants = {
     },
     config: {
       bos_token: '<bos>', eos_token: '<eos>', pad_token: '<pad>', unk_token: '<unk>', model_max_length: 64,
+    },
+  },
+  // TIPSv2's (transformers' Tipsv2Tokenizer, a tokenizers-library BPE over
+  // SentencePiece pieces): Lowercase, then the SentencePiece model's
+  // Precompiled charsmap (here spm/unigram_nfkc.model's); WhitespaceSplit, then
+  // Metaspace "always"; byte fallback; no BOS or EOS; <pad> (id 0) pads.
+  tipsv2: {
+    json: {
+      version: '1.0', truncation: null, padding: null, added_tokens: added(),
+      normalizer: { type: 'Sequence', normalizers: [
+        { type: 'Lowercase' }, { type: 'Precompiled', precompiled_charsmap: tipsCharsmap }] },
+      pre_tokenizer: { type: 'Sequence', pretokenizers: [
+        { type: 'WhitespaceSplit' }, { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true }] },
+      post_processor: null,
+      decoder: { type: 'Sequence', decoders: [
+        { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true }, { type: 'ByteFallback' }, { type: 'Fuse' }] },
+      model: model(),
+    },
+    config: {
+      tokenizer_class: 'Tipsv2Tokenizer', pad_token: '<pad>', unk_token: '<unk>', bos_token: null, eos_token: null,
+      model_max_length: 64, do_lower_case: true, padding_side: 'right',
     },
   },
   // Older Llama files: Prepend and Replace normalizers, no pre-tokenizer;

@@ -322,22 +322,68 @@ func headMean(attn []float32, heads, n int, mode xattn.AttnMode) []float32 {
 func clone(x []float32) []float32 { return append([]float32(nil), x...) }
 
 // similarity returns tokens·patchesᵀ [t, p] for unit-length rows of tokens
-// [t, d] and patches [p, d]: their cosines.
+// [t, d] and patches [p, d]: their cosines. Each dot product is a float32
+// sum in index order, as similarityGeneric takes it; two tokens against
+// four patches at a time, so that the eight sums of a step do not wait on
+// one another.
 func similarity(tokens, patches []float32, t, p int) []float32 {
 	d := len(tokens) / t
 	out := make([]float32, t*p)
-	for i := range t {
-		ti := tokens[i*d : (i+1)*d]
+	i := 0
+	for ; i+2 <= t; i += 2 {
+		similarityPair(out[i*p:(i+1)*p], out[(i+1)*p:(i+2)*p], tokens[i*d:(i+1)*d], tokens[(i+1)*d:(i+2)*d], patches, p)
+	}
+	if i < t {
+		t0 := tokens[i*d : (i+1)*d]
+		o := out[i*p : (i+1)*p]
 		for j := range p {
-			pj := patches[j*d : (j+1)*d]
-			var s float32
-			for k, v := range ti {
-				s += v * pj[k]
-			}
-			out[i*p+j] = s
+			o[j] = dot32(t0, patches[j*d:(j+1)*d])
 		}
 	}
 	return out
+}
+
+// similarityPair writes the dot products of the tokens t0 and t1 [d] with
+// each of the p patches [p, d] to o0 and o1 [p].
+func similarityPair(o0, o1, t0, t1, patches []float32, p int) {
+	d := len(t0)
+	t1 = t1[:d]
+	j := 0
+	for ; j+4 <= p; j += 4 {
+		p0 := patches[j*d : (j+1)*d][:d]
+		p1 := patches[(j+1)*d : (j+2)*d][:d]
+		p2 := patches[(j+2)*d : (j+3)*d][:d]
+		p3 := patches[(j+3)*d : (j+4)*d][:d]
+		var a0, a1, a2, a3, b0, b1, b2, b3 float32
+		for k, u := range t0 {
+			v := t1[k]
+			x0, x1, x2, x3 := p0[k], p1[k], p2[k], p3[k]
+			a0 += u * x0
+			a1 += u * x1
+			a2 += u * x2
+			a3 += u * x3
+			b0 += v * x0
+			b1 += v * x1
+			b2 += v * x2
+			b3 += v * x3
+		}
+		o0[j], o0[j+1], o0[j+2], o0[j+3] = a0, a1, a2, a3
+		o1[j], o1[j+1], o1[j+2], o1[j+3] = b0, b1, b2, b3
+	}
+	for ; j < p; j++ {
+		pj := patches[j*d : (j+1)*d]
+		o0[j], o1[j] = dot32(t0, pj), dot32(t1, pj)
+	}
+}
+
+// dot32 returns a·b summed in float32 in index order.
+func dot32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s float32
+	for k, v := range a {
+		s += v * b[k]
+	}
+	return s
 }
 
 // Cosine returns cos(a, b) in float64 (0 when either is zero).

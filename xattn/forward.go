@@ -468,13 +468,73 @@ func (l *Layer) projectRows(y, x, lnBuf []float32, r0, n, d int, ln *LayerNorm, 
 		gemm.MatMul(y, l.inner, x, d, n, wp, b)
 	}
 	if norm {
-		for i := 0; i < n; i++ {
-			l2normalize(y[i*l.inner : (i+1)*l.inner])
-		}
+		l2normalizeRows(y, n, l.inner)
 	}
 }
 
+// layerNorm writes the layer norm of the rows of x [n, d] to dst [n, d]
+// (dst may be x). Each row's mean and variance are sums in float64 taken
+// in index order, as layerNormGeneric takes them; four rows at a time, so
+// that the four sums of a step do not wait on one another.
 func layerNorm(dst, x []float32, n, d int, ln *LayerNorm) {
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		r0 := x[i*d : (i+1)*d]
+		r1 := x[(i+1)*d : (i+2)*d][:len(r0)]
+		r2 := x[(i+2)*d : (i+3)*d][:len(r0)]
+		r3 := x[(i+3)*d : (i+4)*d][:len(r0)]
+		var s0, s1, s2, s3 float64
+		for k, v := range r0 {
+			s0 += float64(v)
+			s1 += float64(r1[k])
+			s2 += float64(r2[k])
+			s3 += float64(r3[k])
+		}
+		m0, m1, m2, m3 := s0/float64(d), s1/float64(d), s2/float64(d), s3/float64(d)
+		var q0, q1, q2, q3 float64
+		for k, v := range r0 {
+			t0 := float64(v) - m0
+			t1 := float64(r1[k]) - m1
+			t2 := float64(r2[k]) - m2
+			t3 := float64(r3[k]) - m3
+			q0 += t0 * t0
+			q1 += t1 * t1
+			q2 += t2 * t2
+			q3 += t3 * t3
+		}
+		eps := float64(ln.Eps)
+		layerNormRow(dst[i*d:(i+1)*d], r0, m0, 1/math.Sqrt(q0/float64(d)+eps), ln)
+		layerNormRow(dst[(i+1)*d:(i+2)*d], r1, m1, 1/math.Sqrt(q1/float64(d)+eps), ln)
+		layerNormRow(dst[(i+2)*d:(i+3)*d], r2, m2, 1/math.Sqrt(q2/float64(d)+eps), ln)
+		layerNormRow(dst[(i+3)*d:(i+4)*d], r3, m3, 1/math.Sqrt(q3/float64(d)+eps), ln)
+	}
+	layerNormGeneric(dst[i*d:], x[i*d:], n-i, d, ln)
+}
+
+// layerNormRow writes row's normalised values, (v - mean)·inv scaled and
+// shifted by ln, to out.
+func layerNormRow(out, row []float32, mean, inv float64, ln *LayerNorm) {
+	out = out[:len(row)]
+	w := ln.Weight[:len(row)]
+	if ln.Bias == nil {
+		for j, v := range row {
+			y := float32((float64(v) - mean) * inv)
+			y *= w[j]
+			out[j] = y
+		}
+		return
+	}
+	b := ln.Bias[:len(row)]
+	for j, v := range row {
+		y := float32((float64(v) - mean) * inv)
+		y *= w[j]
+		y += b[j]
+		out[j] = y
+	}
+}
+
+// layerNormGeneric is layerNorm one row at a time: the reference.
+func layerNormGeneric(dst, x []float32, n, d int, ln *LayerNorm) {
 	for i := 0; i < n; i++ {
 		row := x[i*d : (i+1)*d]
 		var s float64
@@ -497,6 +557,39 @@ func layerNorm(dst, x []float32, n, d int, ln *LayerNorm) {
 			}
 			out[j] = y
 		}
+	}
+}
+
+// l2normalizeRows divides each row of x [n, d] by its Euclidean norm, as
+// l2normalize does, four rows at a time (their sums of squares in index
+// order, as l2normalize takes them).
+func l2normalizeRows(x []float32, n, d int) {
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		r0 := x[i*d : (i+1)*d]
+		r1 := x[(i+1)*d : (i+2)*d][:len(r0)]
+		r2 := x[(i+2)*d : (i+3)*d][:len(r0)]
+		r3 := x[(i+3)*d : (i+4)*d][:len(r0)]
+		var s0, s1, s2, s3 float64
+		for k, v := range r0 {
+			s0 += float64(v) * float64(v)
+			s1 += float64(r1[k]) * float64(r1[k])
+			s2 += float64(r2[k]) * float64(r2[k])
+			s3 += float64(r3[k]) * float64(r3[k])
+		}
+		scaleRow(r0, float32(1/max(math.Sqrt(s0), 1e-12)))
+		scaleRow(r1, float32(1/max(math.Sqrt(s1), 1e-12)))
+		scaleRow(r2, float32(1/max(math.Sqrt(s2), 1e-12)))
+		scaleRow(r3, float32(1/max(math.Sqrt(s3), 1e-12)))
+	}
+	for ; i < n; i++ {
+		l2normalize(x[i*d : (i+1)*d])
+	}
+}
+
+func scaleRow(x []float32, inv float32) {
+	for j := range x {
+		x[j] *= inv
 	}
 }
 

@@ -33,8 +33,8 @@ func TestKnown(t *testing.T) {
 		if !strings.Contains(k.Source, "https://") || len(k.Source) < 40 {
 			t.Errorf("%s: Source %q does not say where the file list was seen", k.Ref, k.Source)
 		}
-		if !slices.Contains([]string{CLIP.String(), MetaCLIP2.String(), SigLIP.String(), SigLIP2.String()}, k.Family) {
-			t.Errorf("%s: family %q (want CLIP, MetaCLIP 2, SigLIP or SigLIP 2)", k.Ref, k.Family)
+		if !slices.Contains([]string{CLIP.String(), MetaCLIP2.String(), SigLIP.String(), SigLIP2.String(), Tipsv2.String()}, k.Family) {
+			t.Errorf("%s: family %q (want CLIP, MetaCLIP 2, SigLIP, SigLIP 2 or TIPSv2)", k.Ref, k.Family)
 		}
 		if k.Arch == "" || k.Outputs == "" || k.Heads == "" {
 			t.Errorf("%s: blank fields (write \"not verified\" instead): %+v", k.Ref, k)
@@ -99,6 +99,7 @@ func TestKnownBuilt(t *testing.T) {
 		"google/siglip-base-patch16-224":               SigLIP.String(),
 		"google/siglip2-base-patch16-224":              SigLIP2.String(),
 		"google/siglip2-base-patch16-naflex":           SigLIP2.String(),
+		"google/tipsv2-b14":                            Tipsv2.String(),
 		"facebook/metaclip-2-worldwide-huge-quickgelu": MetaCLIP2.String(),
 	}
 	for _, k := range Known() {

@@ -178,7 +178,7 @@ func TestKnownModelsTable(t *testing.T) {
 		if k.Build {
 			graphs = "built on first use"
 			var f models.Family
-			for _, g := range []models.Family{models.CLIP, models.MetaCLIP2, models.SigLIP, models.SigLIP2} {
+			for _, g := range []models.Family{models.CLIP, models.MetaCLIP2, models.SigLIP, models.SigLIP2, models.Tipsv2} {
 				if g.String() == k.Family {
 					f = g
 				}

@@ -179,6 +179,9 @@ func ParseConfig(b []byte) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	if b, err = squareSizes(b); err != nil {
+		return Config{}, err
+	}
 	c := DefaultConfig()
 	switch {
 	case head.ModelType == "siglip2":
@@ -236,6 +239,43 @@ func ParseConfig(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// squareSizes returns the config.json b with a vision_config (or
+// vision_config_dict) image_size or patch_size given as a [height, width]
+// list, as transformers' Tipsv2VisionConfig and Dinov2Config allow, made
+// the one number of a square; a list of two different sizes is refused,
+// naming the field: the graphs are built for square sizes.
+func squareSizes(b []byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	changed := false
+	for _, sub := range []string{"vision_config", "vision_config_dict"} {
+		var v map[string]json.RawMessage
+		if json.Unmarshal(top[sub], &v) != nil || v == nil {
+			continue
+		}
+		for _, field := range []string{"image_size", "patch_size"} {
+			var hw []float64
+			if json.Unmarshal(v[field], &hw) != nil || hw == nil {
+				continue
+			}
+			if len(hw) != 2 || hw[0] != hw[1] {
+				return nil, fmt.Errorf("%s.%s %v: want one number or a [height, width] list of two equal ones (only square sizes are built here)", sub, field, hw)
+			}
+			v[field], _ = json.Marshal(hw[0])
+			changed = true
+		}
+		if changed {
+			top[sub], _ = json.Marshal(v)
+		}
+	}
+	if !changed {
+		return b, nil
+	}
+	return json.Marshal(top)
 }
 
 // readTips completes a TIPSv2 config: its temperature, the vision MLP's

@@ -198,3 +198,19 @@ func TestTipsTokenizerFiles(t *testing.T) {
 		t.Errorf("no tokenizer.model nor tokenizer.json: %v", err)
 	}
 }
+
+// TestTipsSizeLists: Tipsv2VisionConfig's image_size and patch_size may be
+// [height, width] lists; square ones read as their number, others are
+// refused naming the field.
+func TestTipsSizeLists(t *testing.T) {
+	c, err := models.ParseConfig([]byte(`{"model_type": "tipsv2", "vision_config": {"image_size": [224, 224], "patch_size": [14, 14]}}`))
+	if err != nil || c.VisionConfig.ImageSize != 224 || c.VisionConfig.PatchSize != 14 {
+		t.Errorf("square lists: image %d patch %d, %v; want 224 and 14", c.VisionConfig.ImageSize, c.VisionConfig.PatchSize, err)
+	}
+	for _, bad := range []string{`{"image_size": [448, 672]}`, `{"patch_size": [14, 16]}`, `{"image_size": [448]}`} {
+		_, err := models.ParseConfig([]byte(`{"model_type": "tipsv2", "vision_config": ` + bad + `}`))
+		if err == nil || !strings.Contains(err.Error(), "vision_config.") || !strings.Contains(err.Error(), "square") {
+			t.Errorf("%s: %v, want an error naming the field and square sizes", bad, err)
+		}
+	}
+}

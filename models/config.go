@@ -257,6 +257,7 @@ func squareSizes(b []byte) ([]byte, error) {
 		if json.Unmarshal(top[sub], &v) != nil || v == nil {
 			continue
 		}
+		lists := false
 		for _, field := range []string{"image_size", "patch_size"} {
 			var hw []float64
 			if json.Unmarshal(v[field], &hw) != nil || hw == nil {
@@ -266,10 +267,11 @@ func squareSizes(b []byte) ([]byte, error) {
 				return nil, fmt.Errorf("%s.%s %v: want one number or a [height, width] list of two equal ones (only square sizes are built here)", sub, field, hw)
 			}
 			v[field], _ = json.Marshal(hw[0])
-			changed = true
+			lists = true
 		}
-		if changed {
+		if lists {
 			top[sub], _ = json.Marshal(v)
+			changed = true
 		}
 	}
 	if !changed {

@@ -479,10 +479,7 @@ func (l *Layer) projectRows(y, x, lnBuf []float32, r0, n, d int, ln *LayerNorm, 
 func layerNorm(dst, x []float32, n, d int, ln *LayerNorm) {
 	i := 0
 	for ; i+4 <= n; i += 4 {
-		r0 := x[i*d : (i+1)*d]
-		r1 := x[(i+1)*d : (i+2)*d][:len(r0)]
-		r2 := x[(i+2)*d : (i+3)*d][:len(r0)]
-		r3 := x[(i+3)*d : (i+4)*d][:len(r0)]
+		r0, r1, r2, r3 := fourRows(x, i, d)
 		var s0, s1, s2, s3 float64
 		for k, v := range r0 {
 			s0 += float64(v)
@@ -560,16 +557,20 @@ func layerNormGeneric(dst, x []float32, n, d int, ln *LayerNorm) {
 	}
 }
 
+// fourRows returns rows i to i+3 of x [n, d], each d long (the lengths
+// stated so that the compiler drops the bounds checks of a loop over r0).
+func fourRows(x []float32, i, d int) (r0, r1, r2, r3 []float32) {
+	r0 = x[i*d : (i+1)*d]
+	return r0, x[(i+1)*d : (i+2)*d][:len(r0)], x[(i+2)*d : (i+3)*d][:len(r0)], x[(i+3)*d : (i+4)*d][:len(r0)]
+}
+
 // l2normalizeRows divides each row of x [n, d] by its Euclidean norm, as
 // l2normalize does, four rows at a time (their sums of squares in index
 // order, as l2normalize takes them).
 func l2normalizeRows(x []float32, n, d int) {
 	i := 0
 	for ; i+4 <= n; i += 4 {
-		r0 := x[i*d : (i+1)*d]
-		r1 := x[(i+1)*d : (i+2)*d][:len(r0)]
-		r2 := x[(i+2)*d : (i+3)*d][:len(r0)]
-		r3 := x[(i+3)*d : (i+4)*d][:len(r0)]
+		r0, r1, r2, r3 := fourRows(x, i, d)
 		var s0, s1, s2, s3 float64
 		for k, v := range r0 {
 			s0 += float64(v) * float64(v)

@@ -45,6 +45,8 @@ type queryBenchOptions struct {
 	replication         int
 	muvera              bool
 	ef                  int
+	vectorIndex         string // --weaviate-index
+	efBuild, maxConns   int    // --ef-construction, --max-connections
 }
 
 func (o *queryBenchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -64,6 +66,9 @@ func (o *queryBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.weaviatePID, "weaviate-pid", 0, "the Weaviate node's process id, to report its resident memory")
 	fs.StringVar(&o.weaviateData, "weaviate-data", "", "the Weaviate node's data folder (PERSISTENCE_DATA_PATH), to report the collection's bytes on disk")
 	fs.IntVar(&o.ef, "ef", 0, "with --weaviate: the search list size of the collection's HNSW graph of image embeddings (0: Weaviate's default)")
+	fs.StringVar(&o.vectorIndex, "weaviate-index", "hnsw", "with --weaviate: the collection's index of image embeddings, hnsw (a graph, approximate) or flat (every embedding compared, exact)")
+	fs.IntVar(&o.efBuild, "ef-construction", 0, "with --weaviate: the search list size while building the collection's hnsw graph (0: Weaviate's default, 128)")
+	fs.IntVar(&o.maxConns, "max-connections", 0, "with --weaviate: the links per image in the collection's hnsw graph (0: Weaviate's default, 32)")
 	fs.BoolVar(&o.muvera, "muvera", false, "with --weaviate and --grid: the collection encodes the patches with MUVERA")
 }
 
@@ -113,6 +118,18 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 	}
 	if o.n < 1 || o.dim < 1 || o.parts < 1 || o.parts > o.n || o.side < 0 || o.queries < 1 || o.top < 1 || o.top > index.MaxSearchTop || o.top > o.n {
 		return usagef("--n, --dim, --parts (at most --n), --queries and --top (at most --n and %d) must be positive, --grid 0 or more", index.MaxSearchTop)
+	}
+	switch o.vectorIndex {
+	case index.VectorIndexHNSW:
+	case index.VectorIndexFlat:
+		if o.ef != 0 || o.efBuild != 0 || o.maxConns != 0 {
+			return usagef("--ef, --ef-construction and --max-connections set an hnsw graph; --weaviate-index flat has none")
+		}
+	default:
+		return usagef("--weaviate-index %q: want %s or %s", o.vectorIndex, index.VectorIndexHNSW, index.VectorIndexFlat)
+	}
+	if o.ef < 0 || o.efBuild < 0 || o.maxConns < 0 {
+		return usagef("--ef, --ef-construction and --max-connections: want 0 (Weaviate's default) or more")
 	}
 	dir := o.dir
 	if dir == "" {
@@ -222,8 +239,12 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 		if r.IngestS == 0 {
 			ingest = fmt.Sprintf("an existing collection of %d images", r.Images)
 		}
-		fmt.Fprintf(w, "weaviate %s (P=%d, muvera %v, ef %d, replication %d): %s; stage 1 median %.1f ms per query (min %.1f), recall@10 %.3f against the file index\n",
-			r.Collection, r.Patches, r.Muvera, r.EF, r.Replication, ingest, r.MedianMS, r.MinMS, r.RecallAt10)
+		how := r.Index
+		if r.Index == index.VectorIndexHNSW {
+			how = fmt.Sprintf("hnsw efConstruction %d maxConnections %d ef %d", r.EFBuild, r.MaxConns, r.EF)
+		}
+		fmt.Fprintf(w, "weaviate %s (P=%d, muvera %v, %s, replication %d): %s; stage 1 median %.1f ms per query (min %.1f), recall@10 %.3f against the file index\n",
+			r.Collection, r.Patches, r.Muvera, how, r.Replication, ingest, r.MedianMS, r.MinMS, r.RecallAt10)
 		if r.NodeRSSMB > 0 || r.DiskMB > 0 {
 			fmt.Fprintf(w, "weaviate node RSS %.0f MB; collection on disk %.1f MB (%.0f bytes per image)\n", r.NodeRSSMB, r.DiskMB, r.BytesPerImg)
 		}

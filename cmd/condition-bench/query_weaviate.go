@@ -25,7 +25,10 @@ type weaviateResult struct {
 	Images       int     `json:"images"`
 	Patches      int     `json:"patches_per_image"`
 	Muvera       bool    `json:"muvera"`
+	Index        string  `json:"index"`
 	EF           int     `json:"ef"`
+	EFBuild      int     `json:"ef_construction,omitempty"`
+	MaxConns     int     `json:"max_connections,omitempty"`
 	Replication  int     `json:"replication"`
 	IngestS      float64 `json:"ingest_s"`
 	ImagesPerS   float64 `json:"images_per_s"`
@@ -47,13 +50,21 @@ func benchWeaviate(ctx context.Context, e *env, o queryBenchOptions, qs [][]floa
 	if o.muvera {
 		name += "_muvera"
 	}
+	if o.vectorIndex == index.VectorIndexFlat {
+		name += "_flat"
+	}
+	if o.efBuild != 0 || o.maxConns != 0 {
+		name += fmt.Sprintf("_efc%d_m%d", o.efBuild, o.maxConns)
+	}
 	if o.weaviateName != "" {
 		name = o.weaviateName
 	}
 	url := "weaviate://" + o.weaviate + "/" + name
 	meta := &index.CollectionMeta{Model: "bench", Dim: o.dim, Grid: [2]int{o.side, o.side}, LogitScale: 100}
 	key := os.Getenv("WEAVIATE_API_KEY")
-	c, err := index.OpenCollection(ctx, url, index.CollectionOptions{APIKey: key, Create: meta, Muvera: o.muvera, Replication: o.replication})
+	co := index.CollectionOptions{APIKey: key, Create: meta, Muvera: o.muvera, Replication: o.replication,
+		VectorIndex: o.vectorIndex, EFConstruction: o.efBuild, MaxConnections: o.maxConns}
+	c, err := index.OpenCollection(ctx, url, co)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +78,7 @@ func benchWeaviate(ctx context.Context, e *env, o queryBenchOptions, qs [][]floa
 		if err := c.Delete(ctx); err != nil {
 			return nil, err
 		}
-		if c, err = index.OpenCollection(ctx, url, index.CollectionOptions{APIKey: key, Create: meta, Muvera: o.muvera, Replication: o.replication}); err != nil {
+		if c, err = index.OpenCollection(ctx, url, co); err != nil {
 			return nil, err
 		}
 	}
@@ -77,6 +88,7 @@ func benchWeaviate(ctx context.Context, e *env, o queryBenchOptions, qs [][]floa
 		}
 	}
 	res := &weaviateResult{Collection: url, Images: o.n, Patches: o.side * o.side, Muvera: o.muvera, EF: o.ef, Replication: o.replication, QueriesTimed: len(qs)}
+	res.Index, res.EFBuild, res.MaxConns = c.VectorIndex()
 	if ingest {
 		if err := ingestBench(ctx, e, o, c, res); err != nil {
 			return nil, err

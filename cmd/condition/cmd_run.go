@@ -44,6 +44,9 @@ type runOptions struct {
 	replication int
 	consistency string
 	muvera      bool
+	vectorIndex string
+	efBuild     int // --ef-construction
+	maxConns    int // --max-connections
 	workers     int
 	streams     int
 	batch       int
@@ -76,6 +79,9 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.replication, "replication", 1, "with --index weaviate://...: the replication factor of a collection the job creates (an existing one keeps its own)")
 	fs.StringVar(&o.consistency, "consistency", "QUORUM", "with --index weaviate://...: the writes' consistency level, ONE, QUORUM or ALL")
 	fs.BoolVar(&o.muvera, "muvera", false, "with --index weaviate://...: a collection the job creates encodes each image's patches with MUVERA (one vector per image in the search graph, less memory, approximate MaxSim)")
+	fs.StringVar(&o.vectorIndex, "vector-index", "", "with --index weaviate://...: how a collection the job creates searches its image embeddings: hnsw (a graph, approximate; the default) or flat (every embedding compared: exact, time linear in the images)")
+	fs.IntVar(&o.efBuild, "ef-construction", 0, "with --index weaviate://...: the search list size while building the hnsw graph of a collection the job creates (0: Weaviate's default, 128); larger finds more of the exact nearest images, ingestion slower")
+	fs.IntVar(&o.maxConns, "max-connections", 0, "with --index weaviate://...: the links per image in the hnsw graph of a collection the job creates (0: Weaviate's default, 32); larger finds more of the exact nearest images, more memory")
 	fs.StringVar(&o.indexDType, "index-dtype", "float16", "the index's values with --index: float16, float32 or int8 (with a float32 scale per vector)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines reading and hashing files ahead of the encoder (0: one per core; decoding and preprocessing run on the encoder streams' threads)")
 	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
@@ -164,7 +170,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if fs.Changed("index-dtype") && !o.index {
 		return usagef("--index-dtype needs --index (index parts; a collection in Weaviate stores float32)")
 	}
-	for _, f := range []string{"replication", "consistency", "muvera"} {
+	for _, f := range []string{"replication", "consistency", "muvera", "vector-index", "ef-construction", "max-connections"} {
 		if fs.Changed(f) && o.collection == "" {
 			return usagef("--%s needs --index weaviate://HOST:PORT/Name", f)
 		}
@@ -176,6 +182,17 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	case "ONE", "QUORUM", "ALL":
 	default:
 		return usagef("--consistency %q: want ONE, QUORUM or ALL", o.consistency)
+	}
+	switch o.vectorIndex {
+	case "", index.VectorIndexHNSW, index.VectorIndexFlat:
+	default:
+		return usagef("--vector-index %q: want %s or %s", o.vectorIndex, index.VectorIndexHNSW, index.VectorIndexFlat)
+	}
+	if o.efBuild < 0 || o.maxConns < 0 {
+		return usagef("--ef-construction %d and --max-connections %d: want 0 (Weaviate's default) or more", o.efBuild, o.maxConns)
+	}
+	if o.vectorIndex == index.VectorIndexFlat && (o.efBuild != 0 || o.maxConns != 0) {
+		return usagef("--ef-construction and --max-connections build an hnsw graph; --vector-index flat has none")
 	}
 	if o.collection != "" {
 		if err := index.CheckCollectionURL(o.collection); err != nil {
@@ -386,7 +403,7 @@ func (o *runOptions) collectionConfig() *batch.CollectionConfig {
 		return nil
 	}
 	return &batch.CollectionConfig{URL: o.collection, APIKey: os.Getenv(weaviateKeyEnv), Replication: o.replication,
-		Consistency: o.consistency, Muvera: o.muvera}
+		Consistency: o.consistency, Muvera: o.muvera, VectorIndex: o.vectorIndex, EFConstruction: o.efBuild, MaxConnections: o.maxConns}
 }
 
 // joinIndexURL returns args with "--index weaviate://..." joined into

@@ -34,10 +34,33 @@ type ClassSpec struct {
 	Muvera bool
 	// Replication is the replication factor (0: the server's default).
 	Replication int
+	// Index is the pooled vector's index: IndexHNSW (the default, "") or
+	// IndexFlat (an exact scan of every vector). The patches multi-vector
+	// is always in an HNSW graph.
+	Index string
 	// EF is the HNSW graphs' search list size (0: the server's default, a
 	// dynamic one from 100 up); larger finds more of the true nearest
 	// neighbours, slower.
 	EF int
+	// EFConstruction and MaxConnections are the pooled vector's HNSW graph
+	// construction settings (0: the server's defaults, 128 and 32): the
+	// search list size while inserting and the links kept per node. Larger
+	// builds a graph in which a search finds more of the true nearest
+	// neighbours, at a slower ingestion and more memory. Fixed when the
+	// class is made.
+	EFConstruction, MaxConnections int
+}
+
+// The vector index types a ClassSpec names.
+const (
+	IndexHNSW = "hnsw" // a graph: approximate, fast at any size
+	IndexFlat = "flat" // every vector compared: exact, time linear in the objects
+)
+
+// VectorIndex is a named vector's index as the server describes it.
+type VectorIndex struct {
+	Type                           string // IndexHNSW, IndexFlat, …
+	EFConstruction, MaxConnections int    // HNSW's construction settings
 }
 
 // Class is a class as the server describes it (the fields used here).
@@ -47,6 +70,7 @@ type Class struct {
 	Replication int
 	Vectors     []string // the named vectors
 	Multi       map[string]bool
+	Indexes     map[string]VectorIndex // by named vector
 }
 
 // classJSON is the schema's class, as sent and received.
@@ -87,10 +111,23 @@ func (c *Client) CreateClass(ctx context.Context, spec ClassSpec) error {
 	}
 	none := map[string]any{"none": map[string]any{}}
 	pooled := map[string]any{"distance": "cosine"}
-	if spec.EF > 0 {
-		pooled["ef"] = spec.EF
+	kind := spec.Index
+	switch kind {
+	case "", IndexHNSW:
+		kind = IndexHNSW
+		for k, v := range map[string]int{"ef": spec.EF, "efConstruction": spec.EFConstruction, "maxConnections": spec.MaxConnections} {
+			if v > 0 {
+				pooled[k] = v
+			}
+		}
+	case IndexFlat:
+		if spec.EF > 0 || spec.EFConstruction > 0 || spec.MaxConnections > 0 {
+			return fmt.Errorf("weaviate: class %s: a flat index has no HNSW settings (ef %d, efConstruction %d, maxConnections %d)", spec.Name, spec.EF, spec.EFConstruction, spec.MaxConnections)
+		}
+	default:
+		return fmt.Errorf("weaviate: class %s: vector index %q: want %s or %s", spec.Name, spec.Index, IndexHNSW, IndexFlat)
 	}
-	cj.VectorConfig[VectorPooled] = vectorConfJSON{Vectorizer: none, VectorIndexType: "hnsw", VectorIndexConfig: pooled}
+	cj.VectorConfig[VectorPooled] = vectorConfJSON{Vectorizer: none, VectorIndexType: kind, VectorIndexConfig: pooled}
 	if spec.Patches {
 		mv := map[string]any{"enabled": true, "aggregation": "maxSim"}
 		if spec.Muvera {
@@ -126,7 +163,7 @@ func (c *Client) GetClass(ctx context.Context, name string) (*Class, error) {
 	if cj.Class == "" {
 		return nil, nil
 	}
-	cl := &Class{Name: cj.Class, Description: cj.Description, Multi: map[string]bool{}}
+	cl := &Class{Name: cj.Class, Description: cj.Description, Multi: map[string]bool{}, Indexes: map[string]VectorIndex{}}
 	if cj.ReplicationConfig != nil {
 		cl.Replication = cj.ReplicationConfig.Factor
 	}
@@ -135,6 +172,14 @@ func (c *Client) GetClass(ctx context.Context, name string) (*Class, error) {
 		if mv, ok := vc.VectorIndexConfig["multivector"].(map[string]any); ok && mv["enabled"] == true {
 			cl.Multi[n] = true
 		}
+		vi := VectorIndex{Type: vc.VectorIndexType}
+		if f, ok := vc.VectorIndexConfig["efConstruction"].(float64); ok {
+			vi.EFConstruction = int(f)
+		}
+		if f, ok := vc.VectorIndexConfig["maxConnections"].(float64); ok {
+			vi.MaxConnections = int(f)
+		}
+		cl.Indexes[n] = vi
 	}
 	return cl, nil
 }
@@ -164,6 +209,9 @@ func (c *Client) SetEF(ctx context.Context, class, vector string, ef int) error 
 	ic, _ := v["vectorIndexConfig"].(map[string]any)
 	if ic == nil {
 		return fmt.Errorf("weaviate: class %s has no vector %s", class, vector)
+	}
+	if t, _ := v["vectorIndexType"].(string); t != IndexHNSW {
+		return fmt.Errorf("weaviate: class %s: vector %s is in a %s index, which has no search list size (ef): only an hnsw graph has", class, vector, t)
 	}
 	ic["ef"] = ef
 	return c.do(ctx, http.MethodPut, "/v1/schema/"+url.PathEscape(class), cl, nil)

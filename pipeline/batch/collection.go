@@ -38,6 +38,12 @@ type CollectionConfig struct {
 	Batch int
 	// Muvera makes a collection created with MUVERA-encoded patches.
 	Muvera bool
+	// VectorIndex, EFConstruction and MaxConnections make a collection
+	// created search its image embeddings with that index: see
+	// index.CollectionOptions. An existing collection made otherwise is
+	// refused when they name other settings.
+	VectorIndex                    string
+	EFConstruction, MaxConnections int
 	// Retries is how many times a batch whose write failed as a whole (a
 	// node down, a timeout) is sent again, with exponential backoff from
 	// one second, before its images fail (default 8).
@@ -73,7 +79,8 @@ func openCollection(ctx context.Context, cc *CollectionConfig, eng *pipeline.Eng
 		return nil, fmt.Errorf("batch: collection %s: batch %d and retries %d: want 0 (the default) or more", cc.URL, cc.Batch, cc.Retries)
 	}
 	c, err := index.OpenCollection(ctx, cc.URL, index.CollectionOptions{APIKey: cc.APIKey, Consistency: cc.Consistency,
-		Create: meta, Replication: cc.Replication, Muvera: cc.Muvera})
+		Create: meta, Replication: cc.Replication, Muvera: cc.Muvera,
+		VectorIndex: cc.VectorIndex, EFConstruction: cc.EFConstruction, MaxConnections: cc.MaxConnections})
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}

@@ -80,10 +80,31 @@ type CollectionOptions struct {
 	// Muvera encodes the patches of a collection created with MUVERA (one
 	// fixed-width vector per image in the graph instead of one per patch).
 	Muvera bool
+	// VectorIndex is how a collection created searches its image
+	// embeddings: VectorIndexHNSW (the default, "") or VectorIndexFlat.
+	// An existing collection keeps its own; naming another is an error.
+	VectorIndex string
 	// EF is the search list size of the image embeddings' HNSW graph of a
 	// collection created (0: Weaviate's default, dynamic from 100).
 	EF int
+	// EFConstruction and MaxConnections are the construction settings of
+	// the image embeddings' HNSW graph of a collection created (0:
+	// Weaviate's defaults, 128 and 32). Larger ones build a graph in which
+	// a search finds more of the exact nearest images, at a slower
+	// ingestion and more memory; they are fixed when the collection is
+	// made, and naming others for an existing one is an error.
+	EFConstruction, MaxConnections int
 }
+
+// The ways a collection searches its image embeddings (stage 1).
+const (
+	// VectorIndexHNSW is Weaviate's HNSW graph: approximate (how close to
+	// exact is set by ef and the construction settings), fast at any size.
+	VectorIndexHNSW = weaviate.IndexHNSW
+	// VectorIndexFlat compares the prompt with every embedding: exact, the
+	// same top K as a file index, in a time linear in the images.
+	VectorIndexFlat = weaviate.IndexFlat
+)
 
 // Collection is a collection of images in Weaviate, for writing (a batch
 // job) and searching (Open).
@@ -93,6 +114,7 @@ type Collection struct {
 	meta        CollectionMeta
 	consistency string
 	replication int
+	index       weaviate.VectorIndex // the image embeddings'
 }
 
 // OpenCollection connects to the collection url names, creating it when
@@ -114,6 +136,9 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 	}
 	if o.Replication < 0 {
 		return nil, fmt.Errorf("index: collection %s: replication factor %d: want 1 or more", t, o.Replication)
+	}
+	if err := o.checkIndex(t); err != nil {
+		return nil, err
 	}
 	c := weaviate.New(t.Host, o.APIKey)
 	c.Retries = 2 // connecting: fail fast on a wrong address
@@ -137,7 +162,8 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 		m.Format = CollectionFormat
 		desc, _ := json.Marshal(m)
 		spec := weaviate.ClassSpec{Name: t.Collection, Description: string(desc), Properties: collectionProps,
-			Patches: m.hasPatches(), Muvera: o.Muvera, Replication: o.Replication, EF: o.EF}
+			Patches: m.hasPatches(), Muvera: o.Muvera, Replication: o.Replication,
+			Index: o.VectorIndex, EF: o.EF, EFConstruction: o.EFConstruction, MaxConnections: o.MaxConnections}
 		if err := c.CreateClass(ctx, spec); err != nil {
 			return nil, fmt.Errorf("index: collection %s: create: %w", t, err)
 		}
@@ -158,7 +184,55 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 				t, describeMeta(m), describeMeta(*w))
 		}
 	}
-	return &Collection{c: c, t: t, meta: m, consistency: cons, replication: cl.Replication}, nil
+	if err := o.matchIndex(t, cl.Indexes[weaviate.VectorPooled]); err != nil {
+		return nil, err
+	}
+	return &Collection{c: c, t: t, meta: m, consistency: cons, replication: cl.Replication, index: cl.Indexes[weaviate.VectorPooled]}, nil
+}
+
+// checkIndex refuses index settings that cannot make a collection.
+func (o *CollectionOptions) checkIndex(t weaviate.Target) error {
+	switch o.VectorIndex {
+	case "", VectorIndexHNSW:
+	case VectorIndexFlat:
+		if o.EF != 0 || o.EFConstruction != 0 || o.MaxConnections != 0 {
+			return fmt.Errorf("index: collection %s: a %s index compares every embedding and has no HNSW settings (ef, efConstruction, maxConnections)", t, VectorIndexFlat)
+		}
+	default:
+		return fmt.Errorf("index: collection %s: vector index %q: want %s or %s", t, o.VectorIndex, VectorIndexHNSW, VectorIndexFlat)
+	}
+	if o.EF < 0 || o.EFConstruction < 0 || o.MaxConnections < 0 {
+		return fmt.Errorf("index: collection %s: ef %d, efConstruction %d, maxConnections %d: want 0 (Weaviate's default) or more", t, o.EF, o.EFConstruction, o.MaxConnections)
+	}
+	return nil
+}
+
+// matchIndex refuses index settings an existing collection was not made
+// with: Weaviate cannot change them on a collection that holds objects.
+func (o *CollectionOptions) matchIndex(t weaviate.Target, have weaviate.VectorIndex) error {
+	if o.VectorIndex != "" && o.VectorIndex != have.Type {
+		return fmt.Errorf("index: collection %s searches its image embeddings by %s, not %s: a collection's index is fixed when it is made (choose another collection)", t, have.Type, o.VectorIndex)
+	}
+	var differ []string
+	for _, f := range []struct {
+		name       string
+		want, have int
+	}{{"efConstruction", o.EFConstruction, have.EFConstruction}, {"maxConnections", o.MaxConnections, have.MaxConnections}} {
+		if f.want != 0 && f.want != f.have {
+			differ = append(differ, fmt.Sprintf("%s %d, not %d", f.name, f.have, f.want))
+		}
+	}
+	if len(differ) > 0 {
+		return fmt.Errorf("index: collection %s was built with %s: a graph's construction settings are fixed when its collection is made (choose another collection)", t, strings.Join(differ, " and "))
+	}
+	return nil
+}
+
+// VectorIndex returns how the collection searches its image embeddings
+// (VectorIndexHNSW or VectorIndexFlat) and, for a graph, its construction
+// settings.
+func (c *Collection) VectorIndex() (kind string, efConstruction, maxConnections int) {
+	return c.index.Type, c.index.EFConstruction, c.index.MaxConnections
 }
 
 // describeMeta names what made a collection's vectors, for messages.

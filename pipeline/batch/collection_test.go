@@ -189,6 +189,9 @@ func TestRunCollection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wx.Close()
+	if wx.Meta().Format != index.CollectionFormat {
+		t.Errorf("the collection's format %q, want %q", wx.Meta().Format, index.CollectionFormat)
+	}
 	if wx.Rows() != 6 || wx.Meta().Dim != lx.Meta().Dim || wx.Grid() != lx.Grid() {
 		t.Errorf("the collection opened: %d rows, %d wide on %s; the file index %d wide on %s", wx.Rows(), wx.Meta().Dim, wx.Grid(), lx.Meta().Dim, lx.Grid())
 	}

@@ -497,8 +497,8 @@ func TestRunCollectionNaFlex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	if m := x.Meta(); !m.PerImageGrids() || m.MaxPatches != naflexBudget {
-		t.Fatalf("collection meta %+v", m)
+	if m := x.Meta(); !m.PerImageGrids() || m.MaxPatches != naflexBudget || m.Format != index.CollectionFormatGrids {
+		t.Fatalf("collection meta %+v, want per-image grids of at most %d patches, format %s", m, naflexBudget, index.CollectionFormatGrids)
 	}
 	res := checkNaflexSearch(t, f, x, prompt, 1e-5, index.SearchOptions{})
 	byPatches := checkNaflexSearch(t, f, x, prompt, 1e-5, index.SearchOptions{ByPatches: true})

@@ -29,8 +29,15 @@ import (
 // their own grids (SigLIP 2 NaFlex; CollectionMeta.MaxPatches) the image's,
 // whose H·W vectors the multi-vector holds in row-major order.
 
-// CollectionFormat is a collection's CollectionMeta.Format.
+// CollectionFormat is the CollectionMeta.Format of a collection whose
+// images share one patch grid.
 const CollectionFormat = "condition-collection/v1"
+
+// CollectionFormatGrids is the CollectionMeta.Format of a collection whose
+// images have their own grids (CollectionMeta.MaxPatches): a reader that
+// knows only CollectionFormat refuses it instead of reading its objects as
+// having no patches.
+const CollectionFormatGrids = "condition-collection/v2"
 
 // IsCollectionURL reports whether s names a collection in Weaviate
 // (weaviate://HOST:PORT/Name).
@@ -160,6 +167,9 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 	if cl == nil && o.Create != nil {
 		m := *o.Create
 		m.Format = CollectionFormat
+		if m.MaxPatches > 0 {
+			m.Format = CollectionFormatGrids
+		}
 		desc, _ := json.Marshal(m)
 		spec := weaviate.ClassSpec{Name: t.Collection, Description: string(desc), Properties: collectionProps,
 			Patches: m.hasPatches(), Muvera: o.Muvera, Replication: o.Replication,
@@ -175,8 +185,8 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 		return nil, fmt.Errorf("index: collection %s: no such collection (a job makes it with run --index %s)", t, t)
 	}
 	var m CollectionMeta
-	if err := json.Unmarshal([]byte(cl.Description), &m); err != nil || m.Format != CollectionFormat {
-		return nil, fmt.Errorf("index: collection %s was not made by this program (its description is not a %s record): choose another name", t, CollectionFormat)
+	if err := json.Unmarshal([]byte(cl.Description), &m); err != nil || (m.Format != CollectionFormat && m.Format != CollectionFormatGrids) {
+		return nil, fmt.Errorf("index: collection %s was not made by this program (its description is not a %s or %s record): choose another name", t, CollectionFormat, CollectionFormatGrids)
 	}
 	if w := o.Create; w != nil {
 		if m.Model != w.Model || m.Revision != w.Revision || m.Readout != w.Readout || m.Dim != w.Dim || m.Grid != w.Grid || m.MaxPatches != w.MaxPatches {

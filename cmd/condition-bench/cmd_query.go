@@ -47,6 +47,8 @@ type queryBenchOptions struct {
 	ef                  int
 	vectorIndex         string // --weaviate-index
 	efBuild, maxConns   int    // --ef-construction, --max-connections
+	quantize            string // --weaviate-quantization
+	rescore             int    // --rescore-limit
 }
 
 func (o *queryBenchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -69,6 +71,8 @@ func (o *queryBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.vectorIndex, "weaviate-index", "hnsw", "with --weaviate: the collection's index of image embeddings, hnsw (a graph, approximate) or flat (every embedding compared, exact)")
 	fs.IntVar(&o.efBuild, "ef-construction", 0, "with --weaviate: the search list size while building the collection's hnsw graph (0: Weaviate's default, 128)")
 	fs.IntVar(&o.maxConns, "max-connections", 0, "with --weaviate: the links per image in the collection's hnsw graph (0: Weaviate's default, 32)")
+	fs.StringVar(&o.quantize, "weaviate-quantization", "none", "with --weaviate: the collection's index compresses the image embeddings, none or rq (8-bit rotational quantization, then --rescore-limit images ranked again)")
+	fs.IntVar(&o.rescore, "rescore-limit", 0, fmt.Sprintf("with --weaviate-quantization rq: how many images a search ranks again by their embeddings (0: %d)", index.DefaultRescoreLimit))
 	fs.BoolVar(&o.muvera, "muvera", false, "with --weaviate and --grid: the collection encodes the patches with MUVERA")
 }
 
@@ -128,8 +132,11 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 	default:
 		return usagef("--weaviate-index %q: want %s or %s", o.vectorIndex, index.VectorIndexHNSW, index.VectorIndexFlat)
 	}
-	if o.ef < 0 || o.efBuild < 0 || o.maxConns < 0 {
-		return usagef("--ef, --ef-construction and --max-connections: want 0 (Weaviate's default) or more")
+	if o.quantize != "none" && o.quantize != index.QuantizationRQ {
+		return usagef("--weaviate-quantization %q: want none or %s", o.quantize, index.QuantizationRQ)
+	}
+	if o.ef < 0 || o.efBuild < 0 || o.maxConns < 0 || o.rescore < 0 {
+		return usagef("--ef, --ef-construction, --max-connections and --rescore-limit: want 0 (the default) or more")
 	}
 	dir := o.dir
 	if dir == "" {
@@ -242,6 +249,9 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 		how := r.Index
 		if r.Index == index.VectorIndexHNSW {
 			how = fmt.Sprintf("hnsw efConstruction %d maxConnections %d ef %d", r.EFBuild, r.MaxConns, r.EF)
+		}
+		if r.Quantization != "" {
+			how += fmt.Sprintf(", quantization %s rescoring %d", r.Quantization, r.RescoreLimit)
 		}
 		fmt.Fprintf(w, "weaviate %s (P=%d, muvera %v, %s, replication %d): %s; stage 1 median %.1f ms per query (min %.1f), recall@10 %.3f against the file index\n",
 			r.Collection, r.Patches, r.Muvera, how, r.Replication, ingest, r.MedianMS, r.MinMS, r.RecallAt10)

@@ -29,6 +29,8 @@ type weaviateResult struct {
 	EF           int     `json:"ef"`
 	EFBuild      int     `json:"ef_construction,omitempty"`
 	MaxConns     int     `json:"max_connections,omitempty"`
+	Quantization string  `json:"quantization,omitempty"`
+	RescoreLimit int     `json:"rescore_limit,omitempty"`
 	Replication  int     `json:"replication"`
 	IngestS      float64 `json:"ingest_s"`
 	ImagesPerS   float64 `json:"images_per_s"`
@@ -56,6 +58,9 @@ func benchWeaviate(ctx context.Context, e *env, o queryBenchOptions, qs [][]floa
 	if o.efBuild != 0 || o.maxConns != 0 {
 		name += fmt.Sprintf("_efc%d_m%d", o.efBuild, o.maxConns)
 	}
+	if o.quantize != "none" {
+		name += fmt.Sprintf("_%s%d", o.quantize, o.rescore)
+	}
 	if o.weaviateName != "" {
 		name = o.weaviateName
 	}
@@ -63,7 +68,8 @@ func benchWeaviate(ctx context.Context, e *env, o queryBenchOptions, qs [][]floa
 	meta := &index.CollectionMeta{Model: "bench", Dim: o.dim, Grid: [2]int{o.side, o.side}, LogitScale: 100}
 	key := os.Getenv("WEAVIATE_API_KEY")
 	co := index.CollectionOptions{APIKey: key, Create: meta, Muvera: o.muvera, Replication: o.replication,
-		VectorIndex: o.vectorIndex, EFConstruction: o.efBuild, MaxConnections: o.maxConns}
+		VectorIndex: o.vectorIndex, EFConstruction: o.efBuild, MaxConnections: o.maxConns,
+		Quantization: strings.TrimPrefix(o.quantize, "none"), RescoreLimit: o.rescore}
 	c, err := index.OpenCollection(ctx, url, co)
 	if err != nil {
 		return nil, err
@@ -89,6 +95,7 @@ func benchWeaviate(ctx context.Context, e *env, o queryBenchOptions, qs [][]floa
 	}
 	res := &weaviateResult{Collection: url, Images: o.n, Patches: o.side * o.side, Muvera: o.muvera, EF: o.ef, Replication: o.replication, QueriesTimed: len(qs)}
 	res.Index, res.EFBuild, res.MaxConns = c.VectorIndex()
+	res.Quantization, res.RescoreLimit = c.Quantization()
 	if ingest {
 		if err := ingestBench(ctx, e, o, c, res); err != nil {
 			return nil, err

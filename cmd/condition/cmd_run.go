@@ -47,6 +47,8 @@ type runOptions struct {
 	vectorIndex string
 	efBuild     int // --ef-construction
 	maxConns    int // --max-connections
+	quantize    string
+	rescore     int
 	workers     int
 	streams     int
 	batch       int
@@ -82,6 +84,8 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.vectorIndex, "vector-index", "", "with --index weaviate://...: how a collection the job creates searches its image embeddings: hnsw (a graph, approximate; the default) or flat (every embedding compared: exact, time linear in the images)")
 	fs.IntVar(&o.efBuild, "ef-construction", 0, "with --index weaviate://...: the search list size while building the hnsw graph of a collection the job creates (0: Weaviate's default, 128); larger finds more of the exact nearest images, ingestion slower")
 	fs.IntVar(&o.maxConns, "max-connections", 0, "with --index weaviate://...: the links per image in the hnsw graph of a collection the job creates (0: Weaviate's default, 32); larger finds more of the exact nearest images, more memory")
+	fs.StringVar(&o.quantize, "quantization", "none", "with --index weaviate://...: a collection the job creates compresses its image embeddings in the index: none, or rq (Weaviate's 8-bit rotational quantization; a search ranks by the codes, then --rescore-limit images by their embeddings)")
+	fs.IntVar(&o.rescore, "rescore-limit", 0, fmt.Sprintf("with --quantization rq: how many images a search ranks again by their embeddings (0: %d)", index.DefaultRescoreLimit))
 	fs.StringVar(&o.indexDType, "index-dtype", "float16", "the index's values with --index: float16, float32 or int8 (with a float32 scale per vector)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines reading and hashing files ahead of the encoder (0: one per core; decoding and preprocessing run on the encoder streams' threads)")
 	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
@@ -170,7 +174,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if fs.Changed("index-dtype") && !o.index {
 		return usagef("--index-dtype needs --index (index parts; a collection in Weaviate stores float32)")
 	}
-	for _, f := range []string{"replication", "consistency", "muvera", "vector-index", "ef-construction", "max-connections"} {
+	for _, f := range []string{"replication", "consistency", "muvera", "vector-index", "ef-construction", "max-connections", "quantization", "rescore-limit"} {
 		if fs.Changed(f) && o.collection == "" {
 			return usagef("--%s needs --index weaviate://HOST:PORT/Name", f)
 		}
@@ -193,6 +197,14 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	if o.vectorIndex == index.VectorIndexFlat && (o.efBuild != 0 || o.maxConns != 0) {
 		return usagef("--ef-construction and --max-connections build an hnsw graph; --vector-index flat has none")
+	}
+	switch o.quantize {
+	case "none", index.QuantizationRQ:
+	default:
+		return usagef("--quantization %q: want none or %s", o.quantize, index.QuantizationRQ)
+	}
+	if o.rescore < 0 || (fs.Changed("rescore-limit") && o.quantize == "none") {
+		return usagef("--rescore-limit %d: want 0 (%d) or more, with --quantization %s", o.rescore, index.DefaultRescoreLimit, index.QuantizationRQ)
 	}
 	if o.collection != "" {
 		if err := index.CheckCollectionURL(o.collection); err != nil {
@@ -403,7 +415,8 @@ func (o *runOptions) collectionConfig() *batch.CollectionConfig {
 		return nil
 	}
 	return &batch.CollectionConfig{URL: o.collection, APIKey: os.Getenv(weaviateKeyEnv), Replication: o.replication,
-		Consistency: o.consistency, Muvera: o.muvera, VectorIndex: o.vectorIndex, EFConstruction: o.efBuild, MaxConnections: o.maxConns}
+		Consistency: o.consistency, Muvera: o.muvera, VectorIndex: o.vectorIndex, EFConstruction: o.efBuild, MaxConnections: o.maxConns,
+		Quantization: strings.TrimPrefix(o.quantize, "none"), RescoreLimit: o.rescore}
 }
 
 // joinIndexURL returns args with "--index weaviate://..." joined into

@@ -49,7 +49,16 @@ type ClassSpec struct {
 	// neighbours, at a slower ingestion and more memory. Fixed when the
 	// class is made.
 	EFConstruction, MaxConnections int
+	// Quantization compresses the pooled vectors in the index: "" (none)
+	// or QuantizationRQ (Weaviate's 8-bit rotational quantization; a flat
+	// index keeps the codes in memory). A search ranks by the codes, then
+	// reads the RescoreLimit best vectors whole and ranks them again.
+	Quantization string
+	RescoreLimit int
 }
+
+// QuantizationRQ is Weaviate's 8-bit rotational quantization.
+const QuantizationRQ = "rq"
 
 // The vector index types a ClassSpec names.
 const (
@@ -61,6 +70,8 @@ const (
 type VectorIndex struct {
 	Type                           string // IndexHNSW, IndexFlat, …
 	EFConstruction, MaxConnections int    // HNSW's construction settings
+	Quantization                   string // "" or QuantizationRQ
+	RescoreLimit                   int    // with Quantization
 }
 
 // Class is a class as the server describes it (the fields used here).
@@ -127,6 +138,18 @@ func (c *Client) CreateClass(ctx context.Context, spec ClassSpec) error {
 	default:
 		return fmt.Errorf("weaviate: class %s: vector index %q: want %s or %s", spec.Name, spec.Index, IndexHNSW, IndexFlat)
 	}
+	switch spec.Quantization {
+	case "":
+	case QuantizationRQ:
+		// 8 bits; a flat index scans the codes from memory.
+		rq := map[string]any{"enabled": true, "bits": 8, "rescoreLimit": spec.RescoreLimit}
+		if kind == IndexFlat {
+			rq["cache"] = true
+		}
+		pooled["rq"] = rq
+	default:
+		return fmt.Errorf("weaviate: class %s: quantization %q: want none or %s", spec.Name, spec.Quantization, QuantizationRQ)
+	}
 	cj.VectorConfig[VectorPooled] = vectorConfJSON{Vectorizer: none, VectorIndexType: kind, VectorIndexConfig: pooled}
 	if spec.Patches {
 		mv := map[string]any{"enabled": true, "aggregation": "maxSim"}
@@ -178,6 +201,12 @@ func (c *Client) GetClass(ctx context.Context, name string) (*Class, error) {
 		}
 		if f, ok := vc.VectorIndexConfig["maxConnections"].(float64); ok {
 			vi.MaxConnections = int(f)
+		}
+		if rq, ok := vc.VectorIndexConfig["rq"].(map[string]any); ok && rq["enabled"] == true {
+			vi.Quantization = QuantizationRQ
+			if f, ok := rq["rescoreLimit"].(float64); ok {
+				vi.RescoreLimit = int(f)
+			}
 		}
 		cl.Indexes[n] = vi
 	}

@@ -44,6 +44,10 @@ type CollectionConfig struct {
 	// refused when they name other settings.
 	VectorIndex                    string
 	EFConstruction, MaxConnections int
+	// Quantization and RescoreLimit compress the image embeddings in the
+	// index of a collection created: see index.CollectionOptions.
+	Quantization string
+	RescoreLimit int
 	// Retries is how many times a batch whose write failed as a whole (a
 	// node down, a timeout) is sent again, with exponential backoff from
 	// one second, before its images fail (default 8).
@@ -80,7 +84,8 @@ func openCollection(ctx context.Context, cc *CollectionConfig, eng *pipeline.Eng
 	}
 	c, err := index.OpenCollection(ctx, cc.URL, index.CollectionOptions{APIKey: cc.APIKey, Consistency: cc.Consistency,
 		Create: meta, Replication: cc.Replication, Muvera: cc.Muvera,
-		VectorIndex: cc.VectorIndex, EFConstruction: cc.EFConstruction, MaxConnections: cc.MaxConnections})
+		VectorIndex: cc.VectorIndex, EFConstruction: cc.EFConstruction, MaxConnections: cc.MaxConnections,
+		Quantization: cc.Quantization, RescoreLimit: cc.RescoreLimit})
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}

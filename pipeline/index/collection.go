@@ -101,7 +101,24 @@ type CollectionOptions struct {
 	// ingestion and more memory; they are fixed when the collection is
 	// made, and naming others for an existing one is an error.
 	EFConstruction, MaxConnections int
+	// Quantization compresses the image embeddings in the index of a
+	// collection created: "" (none) or QuantizationRQ. A search ranks the
+	// images by the codes, then the RescoreLimit best (0:
+	// DefaultRescoreLimit) by their embeddings. Fixed when the collection
+	// is made, as the index is.
+	Quantization string
+	RescoreLimit int
 }
+
+// QuantizationRQ is Weaviate's 8-bit rotational quantization of the image
+// embeddings: a byte a value; with VectorIndexFlat the codes are scanned
+// from the node's memory, several times faster than the embeddings read
+// from its store.
+const QuantizationRQ = weaviate.QuantizationRQ
+
+// DefaultRescoreLimit is how many images a quantized index ranks again by
+// their embeddings when CollectionOptions.RescoreLimit is 0.
+const DefaultRescoreLimit = 256
 
 // The ways a collection searches its image embeddings (stage 1).
 const (
@@ -173,7 +190,8 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 		desc, _ := json.Marshal(m)
 		spec := weaviate.ClassSpec{Name: t.Collection, Description: string(desc), Properties: collectionProps,
 			Patches: m.hasPatches(), Muvera: o.Muvera, Replication: o.Replication,
-			Index: o.VectorIndex, EF: o.EF, EFConstruction: o.EFConstruction, MaxConnections: o.MaxConnections}
+			Index: o.VectorIndex, EF: o.EF, EFConstruction: o.EFConstruction, MaxConnections: o.MaxConnections,
+			Quantization: o.Quantization, RescoreLimit: o.rescoreLimit()}
 		if err := c.CreateClass(ctx, spec); err != nil {
 			return nil, fmt.Errorf("index: collection %s: create: %w", t, err)
 		}
@@ -214,7 +232,25 @@ func (o *CollectionOptions) checkIndex(t weaviate.Target) error {
 	if o.EF < 0 || o.EFConstruction < 0 || o.MaxConnections < 0 {
 		return fmt.Errorf("index: collection %s: ef %d, efConstruction %d, maxConnections %d: want 0 (Weaviate's default) or more", t, o.EF, o.EFConstruction, o.MaxConnections)
 	}
+	switch {
+	case o.Quantization != "" && o.Quantization != QuantizationRQ:
+		return fmt.Errorf("index: collection %s: quantization %q: want \"\" (none) or %s", t, o.Quantization, QuantizationRQ)
+	case o.RescoreLimit < 0 || o.RescoreLimit > 0 && o.Quantization == "":
+		return fmt.Errorf("index: collection %s: rescore limit %d: want 0 (%d) or more, with quantization %s", t, o.RescoreLimit, DefaultRescoreLimit, QuantizationRQ)
+	}
 	return nil
+}
+
+// rescoreLimit returns the rescore limit of a quantized collection
+// created, 0 without quantization.
+func (o *CollectionOptions) rescoreLimit() int {
+	switch {
+	case o.Quantization == "":
+		return 0
+	case o.RescoreLimit == 0:
+		return DefaultRescoreLimit
+	}
+	return o.RescoreLimit
 }
 
 // matchIndex refuses index settings an existing collection was not made
@@ -222,6 +258,13 @@ func (o *CollectionOptions) checkIndex(t weaviate.Target) error {
 func (o *CollectionOptions) matchIndex(t weaviate.Target, have weaviate.VectorIndex) error {
 	if o.VectorIndex != "" && o.VectorIndex != have.Type {
 		return fmt.Errorf("index: collection %s searches its image embeddings by %s, not %s: a collection's index is fixed when it is made (choose another collection)", t, have.Type, o.VectorIndex)
+	}
+	if o.Quantization != "" && o.Quantization != have.Quantization {
+		q := have.Quantization
+		if q == "" {
+			q = "none"
+		}
+		return fmt.Errorf("index: collection %s holds its image embeddings with quantization %s, not %s: it is fixed when a collection is made (choose another collection)", t, q, o.Quantization)
 	}
 	var differ []string
 	for _, f := range []struct {
@@ -243,6 +286,13 @@ func (o *CollectionOptions) matchIndex(t weaviate.Target, have weaviate.VectorIn
 // settings.
 func (c *Collection) VectorIndex() (kind string, efConstruction, maxConnections int) {
 	return c.index.Type, c.index.EFConstruction, c.index.MaxConnections
+}
+
+// Quantization returns how the collection's index compresses the image
+// embeddings ("" or QuantizationRQ) and how many images a search ranks
+// again by their embeddings.
+func (c *Collection) Quantization() (kind string, rescoreLimit int) {
+	return c.index.Quantization, c.index.RescoreLimit
 }
 
 // describeMeta names what made a collection's vectors, for messages.

@@ -16,7 +16,8 @@ import (
 
 // TestCollectionVectorIndex: a collection made with a flat index answers
 // stage 1 exactly (each query's top 10 equal to a float64 scan of the same
-// vectors, in order); one made with HNSW construction settings is built
+// vectors, in order), and so does one whose flat index ranks 8-bit codes
+// and then rescores; one made with HNSW construction settings is built
 // with them, as the server reports; a collection's index and its graph's
 // settings are fixed, so naming others for it, or an ef for a flat index,
 // is an error naming both.
@@ -61,6 +62,44 @@ func TestCollectionVectorIndex(t *testing.T) {
 		}
 	}
 
+	exact := func(url string) {
+		t.Helper()
+		x, err := index.Open(ctx, url, index.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		for q := range 20 {
+			qv := unit()
+			type scored struct {
+				i int
+				s float64
+			}
+			all := make([]scored, n)
+			for i, v := range vecs {
+				var s float64
+				for k := range v {
+					s += float64(qv[k]) * float64(v[k])
+				}
+				all[i] = scored{i, s}
+			}
+			slices.SortFunc(all, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
+			hits, err := x.SearchVector(ctx, qv, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) != 10 {
+				t.Fatalf("%s query %d: %d hits, want 10", url, q, len(hits))
+			}
+			for r, h := range hits {
+				if h.Path != strconv.Itoa(all[r].i) {
+					t.Fatalf("%s query %d rank %d: image %s, the exact scan's is %d (cosine %.6f)", url, q, r, h.Path, all[r].i, all[r].s)
+				}
+			}
+		}
+		t.Logf("%s: 20 queries' top 10 equal to the exact scan of %d × %d, in order", url, n, dim)
+	}
+
 	flatURL := "weaviate://" + node.Host() + "/Flat"
 	c, err := index.OpenCollection(ctx, flatURL, index.CollectionOptions{Create: meta, VectorIndex: index.VectorIndexFlat})
 	if err != nil {
@@ -70,39 +109,19 @@ func TestCollectionVectorIndex(t *testing.T) {
 		t.Fatalf("the collection's index is %q, want %q", kind, index.VectorIndexFlat)
 	}
 	write(c)
-	x, err := index.Open(ctx, flatURL, index.Options{})
+	exact(flatURL)
+	// Ranked by 8-bit codes, then the best 256 again by their vectors:
+	// still the exact top 10.
+	rqURL := "weaviate://" + node.Host() + "/FlatRQ"
+	rq, err := index.OpenCollection(ctx, rqURL, index.CollectionOptions{Create: meta, VectorIndex: index.VectorIndexFlat, Quantization: index.QuantizationRQ})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer x.Close()
-	for q := range 20 {
-		qv := unit()
-		type scored struct {
-			i int
-			s float64
-		}
-		all := make([]scored, n)
-		for i, v := range vecs {
-			var s float64
-			for k := range v {
-				s += float64(qv[k]) * float64(v[k])
-			}
-			all[i] = scored{i, s}
-		}
-		slices.SortFunc(all, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
-		hits, err := x.SearchVector(ctx, qv, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(hits) != 10 {
-			t.Fatalf("query %d: %d hits, want 10", q, len(hits))
-		}
-		for r, h := range hits {
-			if h.Path != strconv.Itoa(all[r].i) {
-				t.Fatalf("query %d rank %d: image %s, the exact scan's is %d (cosine %.6f)", q, r, h.Path, all[r].i, all[r].s)
-			}
-		}
+	if q, limit := rq.Quantization(); q != index.QuantizationRQ || limit != index.DefaultRescoreLimit {
+		t.Fatalf("the collection's quantization %q rescoring %d, want %q and %d", q, limit, index.QuantizationRQ, index.DefaultRescoreLimit)
 	}
+	write(rq)
+	exact(rqURL)
 	if err := c.SetEF(ctx, 64); err == nil || !strings.Contains(err.Error(), "flat") {
 		t.Errorf("ef on a flat index: %v, want an error naming the flat index", err)
 	}
@@ -137,6 +156,9 @@ func TestCollectionVectorIndex(t *testing.T) {
 		{graphURL, index.CollectionOptions{Create: meta, MaxConnections: 32}, "maxConnections 12, not 32"},
 		{graphURL, index.CollectionOptions{Create: meta, VectorIndex: "tree"}, `vector index "tree": want hnsw or flat`},
 		{flatURL, index.CollectionOptions{Create: meta, VectorIndex: index.VectorIndexFlat, EFConstruction: 64}, "no HNSW settings"},
+		{flatURL, index.CollectionOptions{Create: meta, Quantization: index.QuantizationRQ}, "quantization none, not rq"},
+		{flatURL, index.CollectionOptions{Create: meta, Quantization: "pq"}, `quantization "pq"`},
+		{flatURL, index.CollectionOptions{Create: meta, RescoreLimit: 100}, "rescore limit 100"},
 		{graphURL, index.CollectionOptions{Create: meta, MaxConnections: -1}, "want 0 (Weaviate's default) or more"},
 	} {
 		_, err := index.OpenCollection(ctx, r.url, r.o)
@@ -151,11 +173,11 @@ func TestCollectionVectorIndex(t *testing.T) {
 	}{
 		{flatURL, index.CollectionOptions{Create: meta}},
 		{flatURL, index.CollectionOptions{Create: meta, VectorIndex: index.VectorIndexFlat}},
+		{rqURL, index.CollectionOptions{Create: meta}},
 		{graphURL, index.CollectionOptions{Create: meta, VectorIndex: index.VectorIndexHNSW, EFConstruction: 200, MaxConnections: 12}},
 	} {
 		if _, err := index.OpenCollection(ctx, r.url, r.o); err != nil {
 			t.Errorf("%s with %+v: %v", r.url, r.o, err)
 		}
 	}
-	t.Logf("flat: 20 queries' top 10 equal to the exact scan of %d × %d, in order", n, dim)
 }

@@ -12,7 +12,7 @@ import (
 // vectors into a real node with the index it names and measures its
 // recall against the file index: a flat index, with or without 8-bit
 // codes, finds the exact top 10 (recall 1); an HNSW graph reports the
-// construction settings it was built with. The index flags' mistakes are
+// construction settings and quantization it was built with. The index flags' mistakes are
 // usage errors.
 func TestBenchQueryWeaviate(t *testing.T) {
 	node := weaviatetest.Start(t)
@@ -25,6 +25,7 @@ func TestBenchQueryWeaviate(t *testing.T) {
 		{[]string{"--weaviate-index", "flat"}, "flat", "", 0, 0, 0, true},
 		{[]string{"--weaviate-index", "flat", "--weaviate-quantization", "rq", "--rescore-limit", "128"}, "flat", "rq", 0, 0, 128, true},
 		{[]string{"--ef-construction", "64", "--max-connections", "8"}, "hnsw", "", 64, 8, 0, false},
+		{[]string{"--weaviate-quantization", "rq"}, "hnsw", "rq", 128, 32, 256, false},
 	} {
 		args := append([]string{"query", "--n", "2000", "--dim", "24", "--parts", "2", "--queries", "10", "--top", "20", "--faiss=false", "--json",
 			"--weaviate", node.Host()}, c.args...)

@@ -12,8 +12,8 @@ import (
 // vectors into a real node with the index it names and measures its
 // recall against the file index: a flat index, with or without 8-bit
 // codes, finds the exact top 10 (recall 1); an HNSW graph reports the
-// construction settings and quantization it was built with. The index flags' mistakes are
-// usage errors.
+// construction settings and quantization it was built with. The index
+// flags' mistakes are usage errors.
 func TestBenchQueryWeaviate(t *testing.T) {
 	node := weaviatetest.Start(t)
 	for _, c := range []struct {

@@ -22,17 +22,79 @@ const (
 	// Runtime's contrib operators (onnxgraph.Fuse), float32 as the original.
 	VariantOptimized = "optimized"
 	// VariantOptimizedInt8 is VariantOptimized with the weight MatMuls
-	// quantized to int8, activations quantized at run time.
+	// quantized to int8 and their activations quantized at run time per
+	// row (scheme Int8SchemePerRow): an image's outputs do not depend on
+	// the images encoded beside it.
 	VariantOptimizedInt8 = "optimized-int8"
+	// VariantOptimizedInt8PerCall is the earlier int8 form, kept for
+	// comparison: activations quantized with one scale per call (scheme
+	// Int8SchemePerCall), so that an image's outputs depend on its
+	// batch-mates. Made only when asked for (models optimize).
+	VariantOptimizedInt8PerCall = "optimized-int8-per-call"
 	// VariantPlain asks for the model's own graphs even when an optimized
 	// variant is present.
 	VariantPlain = "plain"
 )
 
+// The quantization schemes of the int8 variants, written in their stamps
+// (VariantStamp.Scheme).
+const (
+	// Int8SchemePerRow: weights int8 per output channel, activations int8
+	// per row (one token of one image or prompt), symmetric, computed in
+	// the graph; layer norms with outlier channels smoothed into the
+	// weights they feed, and the MatMuls downstream of them kept float32.
+	Int8SchemePerRow = "per-row-v1"
+	// Int8SchemePerCall: weights int8 per output channel, activations with
+	// one scale per call (ONNX Runtime's DynamicQuantizeMatMul). Stamps
+	// written before schemes were recorded have this scheme.
+	Int8SchemePerCall = "per-call"
+)
+
 // IsDerivedVariant reports whether variant is one this program makes and
 // keeps in its derived cache.
 func IsDerivedVariant(variant string) bool {
-	return variant == VariantOptimized || variant == VariantOptimizedInt8
+	return variant == VariantOptimized || IsInt8Variant(variant)
+}
+
+// IsInt8Variant reports whether variant is one of the int8 variants.
+func IsInt8Variant(variant string) bool {
+	return variant == VariantOptimizedInt8 || variant == VariantOptimizedInt8PerCall
+}
+
+// Int8Scheme returns the quantization scheme of an int8 variant, "" for
+// any other.
+func Int8Scheme(variant string) string {
+	switch variant {
+	case VariantOptimizedInt8:
+		return Int8SchemePerRow
+	case VariantOptimizedInt8PerCall:
+		return Int8SchemePerCall
+	}
+	return ""
+}
+
+// ErrStaleScheme is matched (errors.Is) by the error of opening an int8
+// variant that the cache holds made by another quantization scheme than
+// the one the variant names now: it is made again, never reused. It
+// wraps ErrNoVariant.
+var ErrStaleScheme = fmt.Errorf("made by another quantization scheme: %w", ErrNoVariant)
+
+// staleScheme returns the scheme a stamp of an int8 variant says, when it
+// is not the scheme the variant names now ("" otherwise). A stamp with no
+// scheme was written by DynamicQuantizeMatMul's scheme.
+func staleScheme(saved VariantStamp) string {
+	want := Int8Scheme(saved.Variant)
+	if want == "" {
+		return ""
+	}
+	got := saved.Scheme
+	if got == "" {
+		got = Int8SchemePerCall
+	}
+	if got != want {
+		return got
+	}
+	return ""
 }
 
 // VariantStamp is written beside a derived graph: what it was made from,
@@ -49,6 +111,7 @@ type VariantStamp struct {
 	Graph        string          `json:"graph"`                 // canonical name
 	Written      string          `json:"written,omitempty"`     // when
 	Notes        []string        `json:"notes,omitempty"`       // anything else worth knowing
+	Scheme       string          `json:"scheme,omitempty"`      // an int8 variant's quantization scheme (Int8SchemePerRow, ...)
 }
 
 // variantDir returns the derived cache folder of the model's derived
@@ -114,33 +177,37 @@ func sameSource(a, b VariantStamp) bool {
 }
 
 // derivedVariant returns the derived variant of the canonical graph name
-// when the cache holds one made from the graph the model serves now; why
-// says why not otherwise.
-func (m *Model) derivedVariant(variant, name string) (path string, ok bool, why string) {
+// when the cache holds one made from the graph the model serves now (an
+// int8 one by the scheme the variant names now); why says why not
+// otherwise, and stale whether it was made by another scheme.
+func (m *Model) derivedVariant(variant, name string) (path string, ok bool, why string, stale bool) {
 	p, err := m.VariantPath(variant, name)
 	if err != nil {
-		return "", false, err.Error()
+		return "", false, err.Error(), false
 	}
 	fi, err := os.Stat(p)
 	if err != nil || !fi.Mode().IsRegular() {
-		return p, false, fmt.Sprintf("no %s in the derived cache", p)
+		return p, false, fmt.Sprintf("no %s in the derived cache", p), false
 	}
 	b, err := os.ReadFile(p + ".json")
 	if err != nil {
-		return p, false, fmt.Sprintf("%s has no stamp %s.json", p, p)
+		return p, false, fmt.Sprintf("%s has no stamp %s.json", p, p), false
 	}
 	var saved VariantStamp
 	if err := json.Unmarshal(b, &saved); err != nil {
-		return p, false, fmt.Sprintf("%s.json: %v", p, err)
+		return p, false, fmt.Sprintf("%s.json: %v", p, err), false
 	}
 	now, err := m.sourceStamp(name)
 	if err != nil {
-		return p, false, err.Error()
+		return p, false, err.Error(), false
 	}
 	if !sameSource(saved, now) {
-		return p, false, fmt.Sprintf("%s was made from another version of %s", p, now.Source)
+		return p, false, fmt.Sprintf("%s was made from another version of %s", p, now.Source), false
 	}
-	return p, true, ""
+	if old := staleScheme(saved); old != "" {
+		return p, false, fmt.Sprintf("%s was made by the quantization scheme %s, not %s", p, old, Int8Scheme(variant)), true
+	}
+	return p, true, "", false
 }
 
 // VariantReport returns the report stored with the derived variant of the
@@ -159,7 +226,7 @@ func (m *Model) VariantReport(variant, name string) (report json.RawMessage, ok 
 		return nil, false
 	}
 	var saved VariantStamp
-	if json.Unmarshal(b, &saved) != nil || len(saved.Report) == 0 {
+	if json.Unmarshal(b, &saved) != nil || len(saved.Report) == 0 || staleScheme(saved) != "" {
 		return nil, false
 	}
 	if _, err := os.Stat(p); err != nil {
@@ -191,12 +258,16 @@ func (m *Model) useDerivedVariants(variant string) error {
 		if !m.Has(g) {
 			continue
 		}
-		p, ok, why := m.derivedVariant(variant, g)
+		p, ok, why, stale := m.derivedVariant(variant, g)
 		if !ok {
 			if auto {
 				return nil
 			}
-			return fmt.Errorf("models: model %s has no %s variant of %s: %s (variants of this kind are made from the model's own graphs and kept in this program's cache): %w", m.where(), variant, g, why, ErrNoVariant)
+			sentinel := ErrNoVariant
+			if stale {
+				sentinel = ErrStaleScheme
+			}
+			return fmt.Errorf("models: model %s has no %s variant of %s: %s (variants of this kind are made from the model's own graphs and kept in this program's cache): %w", m.where(), variant, g, why, sentinel)
 		}
 		paths[g] = p
 	}
@@ -238,6 +309,7 @@ func (m *Model) SaveVariant(variant, name string, report any, write func(w io.Wr
 		return "", fmt.Errorf("models: %w", err)
 	}
 	st.Variant = variant
+	st.Scheme = Int8Scheme(variant)
 	if report != nil {
 		if st.Report, err = json.Marshal(report); err != nil {
 			return "", fmt.Errorf("models: %w", err)

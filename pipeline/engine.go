@@ -208,7 +208,7 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	if int8 := m.Variant() == models.VariantOptimizedInt8; prec == PrecisionInt8 && !int8 {
+	if int8 := models.IsInt8Variant(m.Variant()); prec == PrecisionInt8 && !int8 {
 		return nil, fmt.Errorf("pipeline: precision int8 needs the model opened with its variant %s (Open makes it); model %s has variant %q", models.VariantOptimizedInt8, m.Name(), m.Variant())
 	} else if int8 {
 		opts.Precision = PrecisionInt8

@@ -20,10 +20,13 @@ const (
 	// float32 variant, when made).
 	PrecisionFP32 Precision = "fp32"
 	// PrecisionInt8 runs the int8 variant of both graphs (weight MatMuls
-	// in int8, activations quantized at run time), made on first use and
-	// kept in this program's cache: 8-bit weights on CPUs with VNNI, whose
-	// u8×s8 products accumulate in 32 bits, 7-bit ones elsewhere, where
-	// 8-bit products can saturate 16-bit sums.
+	// in int8, activations quantized at run time per row, so that an
+	// image's outputs do not depend on its batch-mates), made on first use
+	// and kept in this program's cache: 8-bit weights on CPUs with VNNI,
+	// whose u8×s8 products accumulate in 32 bits, 7-bit ones elsewhere,
+	// where 8-bit products can saturate 16-bit sums. Layers downstream of
+	// layer norms with outlier channels stay float32 (see
+	// clip.DefaultOutlierRatio).
 	PrecisionInt8 Precision = "int8"
 )
 
@@ -54,6 +57,9 @@ func openInt8(ctx context.Context, ref string, mo models.Options, threads int, l
 	if !errors.Is(err, models.ErrNoVariant) {
 		return m, err
 	}
+	if errors.Is(err, models.ErrStaleScheme) {
+		log.Info("the int8 variant in this program's cache was made by an earlier quantization scheme; making it again", "scheme", models.Int8SchemePerRow, "why", err)
+	}
 	plain := mo
 	plain.Variant = models.VariantPlain
 	src, err := models.OpenContext(ctx, ref, plain)
@@ -73,6 +79,10 @@ func openInt8(ctx context.Context, ref string, mo models.Options, threads int, l
 		log.Info("a graph failed the check with 8-bit weights; made with 7-bit ones", "model", src.Name(), "graph", g)
 	}
 	for _, r := range res {
+		if q := r.Quant; q != nil && (q.Outliers > 0 || q.Smoothed > 0) {
+			log.Info("int8: layer norms with outlier channels: the MatMuls they feed smoothed, those downstream kept in float32", "graph", r.Graph,
+				"smoothed", q.Smoothed, "float32", q.Outliers, "int8", q.MatMuls)
+		}
 		for _, c := range r.Checks {
 			log.Info("int8 check against the float32 graph", "graph", r.Graph, "output", c.Output, "min_cosine", c.MinCosine, "mean_cosine", c.MeanCosine, "passed", r.Passed)
 		}

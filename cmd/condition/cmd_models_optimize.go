@@ -30,6 +30,8 @@ type optimizeOptions struct {
 	images    string
 	fullRange bool
 	integer   bool
+	scheme    string
+	outliers  float64
 	keepQuant bool
 	tolerance float64
 	minCosine float64
@@ -45,7 +47,9 @@ func (o *optimizeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.out, "out", "", "write the rewritten graphs to DIR/onnx/ instead of this program's cache (they are then not picked up by --variant)")
 	fs.StringVar(&o.images, "images", "", "folder of images to check the rewrites on (default: 8 generated scenes)")
 	fs.BoolVar(&o.fullRange, "int8-full-range", false, "int8 weights over [-127, 127], 8 bits; =false: 7 bits, [-63, 63], exact on CPUs without VNNI (default: as --precision int8, 8 bits where the CPU has VNNI, 7 where it has not or where a graph fails the check with 8)")
-	fs.BoolVar(&o.integer, "int8-integer", false, "write DynamicQuantizeLinear + MatMulInteger instead of DynamicQuantizeMatMul")
+	fs.BoolVar(&o.integer, "int8-integer", false, "with --int8-scheme per-call: write DynamicQuantizeLinear + MatMulInteger instead of DynamicQuantizeMatMul")
+	fs.StringVar(&o.scheme, "int8-scheme", "per-row", "how activations are quantized: per-row (each token of each image or prompt its own scale; variant optimized-int8, what --precision int8 runs) or per-call (one scale for a whole call, so that an image's outputs depend on its batch-mates; variant optimized-int8-per-call, for comparison)")
+	fs.Float64Var(&o.outliers, "outlier-ratio", clip.DefaultOutlierRatio, "per-row scheme: a layer norm whose largest |gain| is at least this many times its median has outlier channels (the MatMuls it feeds smoothed, those downstream kept float32); 0 turns the rule off")
 	fs.Float64Var(&o.tolerance, "tolerance", 1e-4, "largest difference of a float32 rewrite's outputs, relative to the original's largest magnitude")
 	fs.Float64Var(&o.minCosine, "min-cosine", 0.99, "smallest cosine of an int8 rewrite's output rows (embeddings, token and patch states) to the original's")
 }
@@ -80,7 +84,22 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if o.scheme != "per-row" && o.scheme != "per-call" {
+		return usagef("--int8-scheme %q: want per-row or per-call", o.scheme)
+	}
+	if o.integer && o.scheme != "per-call" {
+		return usagef("--int8-integer is a form of --int8-scheme per-call")
+	}
+	if o.outliers < 0 {
+		return usagef("--outlier-ratio %g: want 0 (off) or more", o.outliers)
+	}
+	outliers := o.outliers
+	if outliers == 0 {
+		outliers = -1 // off
+	}
 	copts := clip.OptimizeOptions{
+		Int8PerCall:   o.scheme == "per-call",
+		OutlierRatio:  outliers,
 		Int8:          o.int8,
 		QKV:           o.qkv,
 		Fusions:       o.fusions,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 )
 
 // QuantOptions chooses how Quantize quantizes.
@@ -17,6 +18,19 @@ type QuantOptions struct {
 	// Integer writes DynamicQuantizeLinear + MatMulInteger + Cast + Mul
 	// (+ Add for the bias) instead of com.microsoft.DynamicQuantizeMatMul.
 	Integer bool
+	// PerRow quantizes each row of a MatMul's activations (one token of
+	// one image or prompt) with its own scale, in the graph, instead of one
+	// scale for the whole call: no row's result then depends on the other
+	// rows, nor on the other images of a batch (see rowsNodes). The
+	// default is com.microsoft.DynamicQuantizeMatMul, one scale per call.
+	PerRow bool
+	// OutlierRatio, when not 0, is the rule for layer norms with outlier
+	// channels: when a LayerNormalization's largest |gain| is at least
+	// OutlierRatio times its median |gain|, the MatMuls the graph's layer
+	// norms feed are smoothed (see smoothLayerNorm) and the MatMuls
+	// downstream of those (attention's output projection, the MLP's
+	// second layer) kept in float32; see outlierNorms.
+	OutlierRatio float64
 	// QuantizeLast quantizes the MatMuls whose output is a graph output
 	// (the projections into the joint space), which are kept in float32
 	// by default.
@@ -25,10 +39,12 @@ type QuantOptions struct {
 
 // QuantReport says what Quantize did.
 type QuantReport struct {
-	MatMuls     int            `json:"matmuls"`      // MatMuls quantized
-	Biases      int            `json:"biases"`       // bias Adds folded into them
-	Kept        []string       `json:"kept"`         // MatMuls with constant weights left in float32, and why
-	WeightBytes [2]int64       `json:"weight_bytes"` // float32 bytes of the weights quantized, and their int8 bytes
+	MatMuls     int            `json:"matmuls"`            // MatMuls quantized
+	Biases      int            `json:"biases"`             // bias Adds folded into them
+	Kept        []string       `json:"kept"`               // MatMuls with constant weights left in float32, and why
+	Outliers    int            `json:"outliers,omitempty"` // MatMuls left in float32 by the outlier rule (counted in Kept too)
+	Smoothed    int            `json:"smoothed,omitempty"` // MatMuls whose layer norm's outlier channels moved into their weights
+	WeightBytes [2]int64       `json:"weight_bytes"`       // float32 bytes of the weights quantized, and their int8 bytes
 	Form        string         `json:"form"`
 	Bits        int            `json:"bits"`
 	Ops         map[string]int `json:"ops"`
@@ -36,22 +52,32 @@ type QuantReport struct {
 
 // String summarises the report on one line.
 func (r *QuantReport) String() string {
-	return fmt.Sprintf("%d MatMuls to int8 (%d-bit weights, per output channel, %s; %d biases folded), %d kept in float32; weights %.1f → %.1f MB",
-		r.MatMuls, r.Bits, r.Form, r.Biases, len(r.Kept), float64(r.WeightBytes[0])/(1<<20), float64(r.WeightBytes[1])/(1<<20))
+	s := fmt.Sprintf("%d MatMuls to int8 (%d-bit weights, per output channel, %s; %d biases folded), %d kept in float32",
+		r.MatMuls, r.Bits, r.Form, r.Biases, len(r.Kept))
+	if r.Outliers > 0 || r.Smoothed > 0 {
+		s += fmt.Sprintf(" (%d by the outlier rule; %d smoothed)", r.Outliers, r.Smoothed)
+	}
+	return s + fmt.Sprintf("; weights %.1f → %.1f MB", float64(r.WeightBytes[0])/(1<<20), float64(r.WeightBytes[1])/(1<<20))
 }
 
 // Quantize writes m with its MatMuls by constant 2-D float32 weights W
 // [K, N] quantized dynamically: W to int8 per output channel (symmetric,
 // scale max|W[:, n]| / q, q = 63 or 127, zero point 0), the activations
-// to uint8 at run time by ONNX Runtime. A bias Add after the MatMul is
-// folded in. MatMuls whose output is a graph output (the projections into
+// to uint8 at run time, per call by ONNX Runtime or per row
+// (opts.PerRow). A bias Add after the MatMul is folded in (per row: added
+// after it). MatMuls whose output is a graph output (the projections into
 // CLIP's joint space) stay float32 unless opts.QuantizeLast; so does
 // everything that is not such a MatMul (the patch embedding's Conv, layer
 // norms, attention's softmax and its products of activations).
 func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 	e := newEditor(m)
 	r := &QuantReport{Form: "DynamicQuantizeMatMul", Bits: 7}
-	if opts.Integer {
+	switch {
+	case opts.PerRow && opts.Integer:
+		return nil, fmt.Errorf("onnxgraph: per-row activations are written with MatMulIntegerToFloat; Integer does not apply")
+	case opts.PerRow:
+		r.Form = "activations per row, MatMulIntegerToFloat"
+	case opts.Integer:
 		r.Form = "MatMulInteger"
 	}
 	qmax := float32(63)
@@ -63,6 +89,10 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 		if n.OpType == "MatMul" && n.Domain == "" && len(n.Inputs) == 2 {
 			mms = append(mms, n)
 		}
+	}
+	var rule map[*Node]outlierRole
+	if opts.OutlierRatio > 0 {
+		rule = outlierNorms(e, mms, opts.OutlierRatio)
 	}
 	for _, mm := range mms {
 		wt := e.tensor(mm.Inputs[1])
@@ -98,8 +128,31 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 			continue
 		}
 		k, n := wt.Dims[0], wt.Dims[1]
+		switch role := rule[mm]; {
+		case role.downstream:
+			r.Kept = append(r.Kept, fmt.Sprintf("%s: downstream of a layer norm, in a graph whose layer norm %s has outlier channels (largest |gain| %.3g× the median)", nodeLabel(mm), nodeLabel(role.norm), role.ratio))
+			r.Outliers++
+			continue
+		case role.norm != nil:
+			vals = slices.Clone(vals)
+			smoothLayerNorm(e, role.norm, vals, int(k), int(n))
+			r.Smoothed++
+		}
 		q, scales := quantizeColumns(vals, int(k), int(n), qmax)
 		base := e.name("q")
+		if opts.PerRow {
+			old := []*Node{mm}
+			if add != nil {
+				old = append(old, add)
+				r.Biases++
+			}
+			e.replace(old, rowsNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n))...)
+			e.reindex()
+			r.MatMuls++
+			r.WeightBytes[0] += 4 * k * n
+			r.WeightBytes[1] += k*n + 4*n
+			continue
+		}
 		qw := e.addInit(&Tensor{Name: base + "_w", Dims: []int64{k, n}, DataType: Int8, Raw: q})
 		sc := e.addInit(FloatTensor(base+"_scale", []int64{n}, scales))
 		zp := e.addInit(&Tensor{Name: base + "_zero", Dims: []int64{n}, DataType: Int8, Raw: make([]byte, n)})

@@ -51,8 +51,17 @@ type OptimizeOptions struct {
 	// [-63, 63], exact on CPUs without VNNI).
 	Int8FullRange bool
 	// Int8Integer writes DynamicQuantizeLinear + MatMulInteger instead of
-	// DynamicQuantizeMatMul.
+	// DynamicQuantizeMatMul (with Int8PerCall).
 	Int8Integer bool
+	// Int8PerCall makes the variant models.VariantOptimizedInt8PerCall:
+	// activations quantized with one scale per call, as ONNX Runtime's
+	// DynamicQuantizeMatMul does, instead of per row (the default,
+	// models.VariantOptimizedInt8, see onnxgraph.QuantOptions.PerRow).
+	Int8PerCall bool
+	// OutlierRatio is the outlier rule of the per-row scheme (see
+	// onnxgraph.QuantOptions.OutlierRatio): 0 means DefaultOutlierRatio,
+	// a negative value turns the rule off.
+	OutlierRatio float64
 	// Threads is ONNX Runtime's intra-op thread count for the checks.
 	Threads int
 	// Tolerance is the largest difference allowed between a float32
@@ -90,7 +99,7 @@ type OutputCheck struct {
 // Optimized is what Optimize did to one graph.
 type Optimized struct {
 	Graph   string                 `json:"graph"`   // canonical name
-	Variant string                 `json:"variant"` // models.VariantOptimized or models.VariantOptimizedInt8
+	Variant string                 `json:"variant"` // models.VariantOptimized, models.VariantOptimizedInt8 or models.VariantOptimizedInt8PerCall
 	Written string                 `json:"written,omitempty"`
 	Fuse    *onnxgraph.FuseReport  `json:"fuse,omitempty"`
 	Quant   *onnxgraph.QuantReport `json:"quant,omitempty"`
@@ -146,8 +155,14 @@ func Optimize(ctx context.Context, m *models.Model, p Probes, opts OptimizeOptio
 		opts.MinCosine = 0.99
 	}
 	variant := models.VariantOptimized
-	if opts.Int8 {
+	switch {
+	case opts.Int8 && opts.Int8PerCall:
+		variant = models.VariantOptimizedInt8PerCall
+	case opts.Int8:
 		variant = models.VariantOptimizedInt8
+		if opts.Int8Integer {
+			return nil, errors.New("clip: DynamicQuantizeLinear + MatMulInteger is a form of the per-call scheme; the per-row one writes MatMulIntegerToFloat")
+		}
 	}
 	var out []Optimized
 	var errs []error
@@ -163,6 +178,24 @@ func Optimize(ctx context.Context, m *models.Model, p Probes, opts OptimizeOptio
 		out = append(out, o)
 	}
 	return out, errors.Join(errs...)
+}
+
+// DefaultOutlierRatio is the outlier rule's threshold: a layer norm whose
+// largest |gain| is at least this many times its median |gain| has outlier
+// channels. The layer norms of a model with random weights stay under 2;
+// three channels at 30–50× (as trained CLIPs carry) pass it.
+const DefaultOutlierRatio = 8
+
+// quantOptions are the int8 rewrite's options.
+func (opts OptimizeOptions) quantOptions() onnxgraph.QuantOptions {
+	if opts.Int8PerCall {
+		return onnxgraph.QuantOptions{FullRange: opts.Int8FullRange, Integer: opts.Int8Integer}
+	}
+	ratio := opts.OutlierRatio
+	if ratio == 0 {
+		ratio = DefaultOutlierRatio
+	}
+	return onnxgraph.QuantOptions{FullRange: opts.Int8FullRange, PerRow: true, OutlierRatio: max(ratio, 0)}
 }
 
 // fuseOptions reads QKV and Fusions.
@@ -303,7 +336,7 @@ func rewriteGraph(m *models.Model, g string, orig ort.Graph, fuse onnxgraph.Fuse
 		return "", fmt.Errorf("the fused graph: %w", err)
 	}
 	defer fm.Close()
-	quant := onnxgraph.QuantOptions{FullRange: opts.Int8FullRange, Integer: opts.Int8Integer}
+	quant := opts.quantOptions()
 	q, err := tmp.write(func(w io.Writer) (err error) {
 		o.Quant, err = onnxgraph.Quantize(fm, quant, w)
 		return err

@@ -128,10 +128,10 @@ func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptio
 	if err != nil {
 		return nil, fmt.Errorf("clip: %w", err)
 	}
-	if m.Variant() == models.VariantOptimizedInt8 {
+	if models.IsInt8Variant(m.Variant()) {
 		// Beside an int8 tower, the readout's MatMuls in int8 too, at the
 		// tower's weight width (7 bits: exact where 8 can saturate).
-		if graph, err = quantizeReadout(graph); err != nil {
+		if graph, err = quantizeReadout(graph, m.Variant() == models.VariantOptimizedInt8PerCall); err != nil {
 			return nil, fmt.Errorf("clip: readout %s: int8: %w", kind, err)
 		}
 	}
@@ -149,14 +149,19 @@ func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptio
 
 // quantizeReadout returns the readout graph with its weight MatMuls in
 // int8 (onnxgraph.Quantize, out_proj's too: it is the graph's output),
-// 8-bit weights on CPUs with VNNI, 7-bit elsewhere.
-func quantizeReadout(graph []byte) ([]byte, error) {
+// 8-bit weights on CPUs with VNNI, 7-bit elsewhere, activations per row
+// (per call beside the per-call variant).
+func quantizeReadout(graph []byte, perCall bool) ([]byte, error) {
 	gm, err := onnxgraph.Parse(graph)
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if _, err := onnxgraph.Quantize(gm, onnxgraph.QuantOptions{FullRange: hasVNNI(), QuantizeLast: true}, &buf); err != nil {
+	q := onnxgraph.QuantOptions{FullRange: hasVNNI(), QuantizeLast: true, PerRow: !perCall}
+	if !perCall {
+		q.OutlierRatio = DefaultOutlierRatio
+	}
+	if _, err := onnxgraph.Quantize(gm, q, &buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

@@ -274,6 +274,23 @@ def write_random_safetensors(path: str, cfg: clip.CLIPConfig, seed: int, metadat
     return params
 
 
+# The channels plant_outliers makes large (fixed, so that every run plants the same).
+OUTLIER_CHANNELS = (37, 301, 590)
+
+
+def plant_outliers(model: "clip.CLIP", factor: float) -> None:
+    """Multiplies the gains (weights) of layer_norm1 and layer_norm2 of vision layers 3
+    to the last (1-based) at OUTLIER_CHANNELS by factor: those channels of every
+    input of the q, k, v projections and of fc1 become factor times the others, the
+    kind of activation outliers trained CLIPs carry, which one quantization scale
+    per row or per tensor cannot keep faithful."""
+    with torch.no_grad():
+        for layer in model.vision_model.encoder.layers[2:]:
+            for norm in (layer.layer_norm1, layer.layer_norm2):
+                for c in OUTLIER_CHANNELS:
+                    norm.weight[c] *= factor
+
+
 def peak_gb() -> float:
     """This process's peak resident set so far, in GB (ru_maxrss is in KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
@@ -296,8 +313,13 @@ def main() -> None:
                     help="write config, preprocessor config, tokenizer files and model.safetensors only "
                          "(weights drawn with numpy and streamed: no torch model, no export), for "
                          "`condition models build`")
+    ap.add_argument("--outliers", type=float, default=0,
+                    help="plant outlier channels: multiply the gains of both layer norms of vision "
+                         "layers 3 to the last at OUTLIER_CHANNELS by this factor (say 40), as trained "
+                         "CLIPs carry a few activation channels far larger than the rest; default "
+                         "folder /tmp/condition-<preset>-outliers")
     args = ap.parse_args()
-    out = args.out or f"/tmp/condition-{args.preset}"
+    out = args.out or f"/tmp/condition-{args.preset}" + ("-outliers" if args.outliers else "")
     if os.path.realpath(out).startswith(os.path.realpath(REPO) + os.sep):
         raise SystemExit(f"make_clip: --out {out} is inside the repository; these files are "
                          "hundreds of MB and must not be committed: write them elsewhere")
@@ -327,6 +349,8 @@ def main() -> None:
         return
 
     model = clip.CLIP(cfg).init_random(args.seed).eval()
+    if args.outliers:
+        plant_outliers(model, args.outliers)
     params = sum(p.numel() for p in model.parameters())
     print(f"make_clip: {args.preset}: {params / 1e6:.1f} M parameters (random, seed {args.seed})",
           flush=True)

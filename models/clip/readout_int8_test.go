@@ -46,7 +46,7 @@ func TestReadoutInt8(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := quantizeReadout(g)
+		q, err := quantizeReadout(g, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -79,9 +79,9 @@ func openInt8(ctx context.Context, ref string, mo models.Options, threads int, l
 		log.Info("a graph failed the check with 8-bit weights; made with 7-bit ones", "model", src.Name(), "graph", g)
 	}
 	for _, r := range res {
-		if q := r.Quant; q != nil && (q.Outliers > 0 || q.Smoothed > 0) {
-			log.Info("int8: layer norms with outlier channels: the MatMuls they feed smoothed, those downstream kept in float32", "graph", r.Graph,
-				"smoothed", q.Smoothed, "float32", q.Outliers, "int8", q.MatMuls)
+		if q := r.Quant; q != nil && (q.Outliers > 0 || q.Split > 0) {
+			log.Info("int8: layer norms with outlier channels: their outlier channels multiplied in float32 beside the int8 products they feed, the products downstream kept in float32", "graph", r.Graph,
+				"split", q.Split, "float32", q.Outliers, "int8", q.MatMuls)
 		}
 		for _, c := range r.Checks {
 			log.Info("int8 check against the float32 graph", "graph", r.Graph, "output", c.Output, "min_cosine", c.MinCosine, "mean_cosine", c.MeanCosine, "passed", r.Passed)

@@ -3,10 +3,12 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image"
 	"log/slog"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -79,6 +81,32 @@ func TestPrecisionInt8(t *testing.T) {
 	open(PrecisionInt8)
 	if n := strings.Count(logs.String(), "making the int8 variant"); n != 1 {
 		t.Errorf("the int8 variant was made %d times, want once", n)
+	}
+	// A variant whose stamp names no scheme was made by the per-call
+	// scheme, before schemes were recorded: it is made again, and said.
+	stamp, err := i8.Model().VariantPath(models.VariantOptimizedInt8, models.VisionModelFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(stamp + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil || st["scheme"] != models.Int8SchemePerRow {
+		t.Fatalf("%s: scheme %v, want %s (%v)", stamp, st["scheme"], models.Int8SchemePerRow, err)
+	}
+	delete(st, "scheme")
+	old, _ := json.Marshal(st)
+	if err := os.WriteFile(stamp+".json", old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open(PrecisionInt8)
+	if n := strings.Count(logs.String(), "making the int8 variant"); n != 2 || !strings.Contains(logs.String(), "earlier quantization scheme") {
+		t.Errorf("an int8 variant of the per-call scheme in the cache: made %d times in all, logs:\n%s", n, logs.String())
+	}
+	if raw, _ = os.ReadFile(stamp + ".json"); !bytes.Contains(raw, []byte(`"scheme": "`+models.Int8SchemePerRow+`"`)) {
+		t.Errorf("the variant made again: %s", raw)
 	}
 	m, err := models.Open(enginetest.TinyDir(), models.Options{Variant: models.VariantPlain})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 )
 
 // QuantOptions chooses how Quantize quantizes.
@@ -25,11 +24,12 @@ type QuantOptions struct {
 	// default is com.microsoft.DynamicQuantizeMatMul, one scale per call.
 	PerRow bool
 	// OutlierRatio, when not 0, is the rule for layer norms with outlier
-	// channels: when a LayerNormalization's largest |gain| is at least
-	// OutlierRatio times its median |gain|, the MatMuls the graph's layer
-	// norms feed are smoothed (see smoothLayerNorm) and the MatMuls
-	// downstream of those (attention's output projection, the MLP's
-	// second layer) kept in float32; see outlierNorms.
+	// channels (with PerRow): when a LayerNormalization's largest |gain| is
+	// at least OutlierRatio times its median |gain|, the MatMuls the
+	// graph's layer norms feed have those channels multiplied in float32
+	// (see splitOutliers) and the MatMuls downstream of those
+	// (attention's output projection, the MLP's second layer) are kept in
+	// float32; see outlierNorms.
 	OutlierRatio float64
 	// QuantizeLast quantizes the MatMuls whose output is a graph output
 	// (the projections into the joint space), which are kept in float32
@@ -43,7 +43,7 @@ type QuantReport struct {
 	Biases      int            `json:"biases"`             // bias Adds folded into them
 	Kept        []string       `json:"kept"`               // MatMuls with constant weights left in float32, and why
 	Outliers    int            `json:"outliers,omitempty"` // MatMuls left in float32 by the outlier rule (counted in Kept too)
-	Smoothed    int            `json:"smoothed,omitempty"` // MatMuls whose layer norm's outlier channels moved into their weights
+	Split       int            `json:"split,omitempty"`    // MatMuls whose layer norm's outlier channels are multiplied in float32
 	WeightBytes [2]int64       `json:"weight_bytes"`       // float32 bytes of the weights quantized, and their int8 bytes
 	Form        string         `json:"form"`
 	Bits        int            `json:"bits"`
@@ -54,8 +54,8 @@ type QuantReport struct {
 func (r *QuantReport) String() string {
 	s := fmt.Sprintf("%d MatMuls to int8 (%d-bit weights, per output channel, %s; %d biases folded), %d kept in float32",
 		r.MatMuls, r.Bits, r.Form, r.Biases, len(r.Kept))
-	if r.Outliers > 0 || r.Smoothed > 0 {
-		s += fmt.Sprintf(" (%d by the outlier rule; %d smoothed)", r.Outliers, r.Smoothed)
+	if r.Outliers > 0 || r.Split > 0 {
+		s += fmt.Sprintf(" (%d by the outlier rule; %d with their outlier channels in float32)", r.Outliers, r.Split)
 	}
 	return s + fmt.Sprintf("; weights %.1f → %.1f MB", float64(r.WeightBytes[0])/(1<<20), float64(r.WeightBytes[1])/(1<<20))
 }
@@ -91,7 +91,7 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 		}
 	}
 	var rule map[*Node]outlierRole
-	if opts.OutlierRatio > 0 {
+	if opts.OutlierRatio > 0 && opts.PerRow {
 		rule = outlierNorms(e, mms, opts.OutlierRatio)
 	}
 	for _, mm := range mms {
@@ -128,15 +128,17 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 			continue
 		}
 		k, n := wt.Dims[0], wt.Dims[1]
+		var extra *outlierPart
 		switch role := rule[mm]; {
 		case role.downstream:
 			r.Kept = append(r.Kept, fmt.Sprintf("%s: downstream of a layer norm, in a graph whose layer norm %s has outlier channels (largest |gain| %.3g× the median)", nodeLabel(mm), nodeLabel(role.norm), role.ratio))
 			r.Outliers++
 			continue
-		case role.norm != nil:
-			vals = slices.Clone(vals)
-			smoothLayerNorm(e, role.norm, vals, int(k), int(n))
-			r.Smoothed++
+		case role.norm != nil && opts.PerRow:
+			if part, ok := splitOutliers(e, role.norm, vals, int(k), int(n)); ok {
+				extra = &part
+				r.Split++
+			}
 		}
 		q, scales := quantizeColumns(vals, int(k), int(n), qmax)
 		base := e.name("q")
@@ -146,7 +148,7 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 				old = append(old, add)
 				r.Biases++
 			}
-			e.replace(old, rowsNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n))...)
+			e.replace(old, rowsNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n), extra)...)
 			e.reindex()
 			r.MatMuls++
 			r.WeightBytes[0] += 4 * k * n

@@ -19,7 +19,8 @@ type outlierRole struct {
 // |γ_c| is at least ratio times the median |γ_c| has outlier channels.
 // When one of the graph's layer norms has them, every MatMul reading a
 // layer norm's output (alone, through its input, the norm's gains and
-// biases its own) is smoothed, and every MatMul whose input leads back to
+// biases its own) has the norm's outlier channels multiplied in float32
+// (see splitOutliers), and every MatMul whose input leads back to
 // a layer norm within a few nodes (attention's output projection through
 // MultiHeadAttention and the q, k, v projections; the MLP's second layer
 // through its activation) is kept in float32. All of them, not only those
@@ -103,56 +104,76 @@ func gainRatio(e *editor, ln *Node) float64 {
 	return a[len(a)-1] / med
 }
 
-// smoothLayerNorm divides the gain γ_c and bias β_c of the layer norm ln
-// (read by one MatMul alone, by weights w [k, n], changed in place) by
-// s_c and multiplies row c of w by s_c, which leaves the product as it was:
-// s_c = sqrt(a_c / w_c), with a_c = sqrt(γ_c² + β_c²) the size of channel
-// c of the norm's output (its normalised input has unit variance) and w_c
-// = max |w[c, :]|, so that both end at sqrt(a_c·w_c) (SmoothQuant's
-// migration with α = 0.5, from the weights alone). Channels many times
-// larger than the rest then no longer set every row's quantization scale.
-// The norm's gains and biases must be read by it alone.
-func smoothLayerNorm(e *editor, ln *Node, w []float32, k, n int) {
-	gt, bt := e.tensor(ln.Inputs[1]), (*Tensor)(nil)
-	if len(ln.Inputs) > 2 {
-		bt = e.tensor(ln.Inputs[2])
-	}
-	g, _ := gt.Float32Values()
+// outlierPart is the float32 part of a MatMul whose layer norm has
+// outlier channels: channels [c] of the norm's output (as rescaled by
+// splitOutliers) times w [len(channels), n].
+type outlierPart struct {
+	channels []int64
+	w        []float32
+}
+
+// splitOutliers splits the product of the layer norm ln's output y [.., k]
+// by w [k, n] (read by one MatMul alone) into an int8 part and an exact
+// float32 one. Each channel c whose size a_c = sqrt(γ_c² + β_c²) (its
+// normalised input has unit variance) is more than 4 times the median
+// size is an outlier: the norm's γ_c and β_c are divided by s_c = a_c /
+// median, so that the norm writes y'_c = y_c / s_c, of the size of the
+// other channels, and the product is y'·w (int8, every channel of the
+// size its row's scale is made for) plus Σ_c (s_c − 1)·y'_c·w[c, :] in
+// float32 (LLM.int8()'s decomposition, with the outlier channels read from
+// the gains instead of measured). w is left as it was. ok is false when the
+// norm has no such channel.
+func splitOutliers(e *editor, ln *Node, w []float32, k, n int) (part outlierPart, ok bool) {
+	g, _ := e.tensor(ln.Inputs[1]).Float32Values()
 	var b []float32
-	if bt != nil {
-		b, _ = bt.Float32Values()
+	if len(ln.Inputs) > 2 {
+		b, _ = e.tensor(ln.Inputs[2]).Float32Values()
 	}
-	if len(g) != k || (bt != nil && len(b) != k) {
-		return
+	if len(g) != k || (b != nil && len(b) != k) {
+		return part, false
 	}
-	ng, nb := make([]float32, k), make([]float32, k)
+	size := make([]float64, k)
 	for c := range k {
 		beta := 0.0
 		if b != nil {
 			beta = float64(b[c])
 		}
-		a := math.Hypot(float64(g[c]), beta)
-		wc := 0.0
-		for j := range n {
-			wc = math.Max(wc, math.Abs(float64(w[c*n+j])))
+		size[c] = math.Hypot(float64(g[c]), beta)
+	}
+	sorted := slices.Clone(size)
+	slices.Sort(sorted)
+	med := sorted[k/2]
+	if med == 0 {
+		return part, false
+	}
+	ng, nb := slices.Clone(g), make([]float32, k)
+	if b != nil {
+		copy(nb, b)
+	}
+	for c := range k {
+		if size[c] <= 4*med {
+			continue
 		}
-		s := 1.0
-		if a > 0 && wc > 0 {
-			s = math.Sqrt(a / wc)
-		}
-		ng[c], nb[c] = float32(float64(g[c])/s), float32(beta/s)
+		s := size[c] / med
+		ng[c], nb[c] = float32(float64(g[c])/s), float32(float64(nb[c])/s)
+		part.channels = append(part.channels, int64(c))
 		for j := range n {
-			w[c*n+j] = float32(float64(w[c*n+j]) * s)
+			part.w = append(part.w, float32((s-1)*float64(w[c*n+j])))
 		}
 	}
-	base := e.name("smooth")
-	smoothed := &Node{Name: ln.Name, OpType: ln.OpType, Domain: ln.Domain, Inputs: slices.Clone(ln.Inputs), Outputs: ln.Outputs, Attrs: ln.Attrs}
-	smoothed.Inputs[1] = e.addInit(FloatTensor(base+"_gamma", []int64{int64(k)}, ng))
-	if len(smoothed.Inputs) > 2 {
-		smoothed.Inputs[2] = e.addInit(FloatTensor(base+"_beta", []int64{int64(k)}, nb))
+	if len(part.channels) == 0 {
+		return part, false
+	}
+	base := e.name("outliers")
+	split := &Node{Name: ln.Name, OpType: ln.OpType, Domain: ln.Domain, Inputs: slices.Clone(ln.Inputs), Outputs: ln.Outputs, Attrs: ln.Attrs}
+	split.Inputs[1] = e.addInit(FloatTensor(base+"_gamma", []int64{int64(k)}, ng))
+	beta := e.addInit(FloatTensor(base+"_beta", []int64{int64(k)}, nb))
+	if len(split.Inputs) > 2 {
+		split.Inputs[2] = beta
 	} else {
-		smoothed.Inputs = append(smoothed.Inputs, e.addInit(FloatTensor(base+"_beta", []int64{int64(k)}, nb)))
+		split.Inputs = append(split.Inputs, beta)
 	}
-	e.replace([]*Node{ln}, smoothed)
+	e.replace([]*Node{ln}, split)
 	e.reindex()
+	return part, true
 }

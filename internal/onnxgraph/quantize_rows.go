@@ -9,7 +9,10 @@ package onnxgraph
 // exactly in 32 bits, and every other step works on one row: a row's result
 // is the same whatever the other rows of the call. The bias is added after
 // the product: MatMulIntegerToFloat scales its own bias by a per-row scale.
-func rowsNodes(e *editor, base, x, out, bias string, q []byte, scales []float32, k, n int) []*Node {
+//
+// With extra, the product of x's channels extra.channels by extra.w is
+// added in float32 (Gather, then Gemm with the bias).
+func rowsNodes(e *editor, base, x, out, bias string, q []byte, scales []float32, k, n int, extra *outlierPart) []*Node {
 	v := func(s string) string { return base + "_" + s }
 	i64 := func(name string, vals ...int64) string {
 		return e.addInit(&Tensor{Name: v(name), Dims: []int64{int64(len(vals))}, DataType: Int64, Int64s: vals})
@@ -32,7 +35,7 @@ func rowsNodes(e *editor, base, x, out, bias string, q []byte, scales []float32,
 	sc := e.addInit(FloatTensor(v("scale"), []int64{int64(n)}, scales))
 	zp := e.addInit(&Tensor{Name: v("azero"), DataType: Uint8, Raw: []byte{128}})
 	y := v("y2")
-	if bias != "" {
+	if bias != "" || extra != nil {
 		y = v("y2nb")
 	}
 	nodes := []*Node{
@@ -53,7 +56,19 @@ func rowsNodes(e *editor, base, x, out, bias string, q []byte, scales []float32,
 		node("Reshape", "scol", []string{v("s"), i64("col", -1, 1)}, v("scol")),
 		{Name: v("mmf"), OpType: "MatMulIntegerToFloat", Domain: MSDomain, Inputs: []string{v("u"), qw, v("scol"), sc, zp}, Outputs: []string{y}, Attrs: map[string]*Attr{}},
 	}
-	if bias != "" {
+	switch {
+	case extra != nil:
+		idx := e.addInit(&Tensor{Name: v("outlier_channels"), Dims: []int64{int64(len(extra.channels))}, DataType: Int64, Int64s: extra.channels})
+		ew := e.addInit(FloatTensor(v("outlier_w"), []int64{int64(len(extra.channels)), int64(n)}, extra.w))
+		gemm := []string{v("outliers"), ew}
+		if bias != "" {
+			gemm = append(gemm, bias)
+		}
+		nodes = append(nodes,
+			node("Gather", "gather", []string{v("x2"), idx}, v("outliers"), IntAttr("axis", 1)),
+			node("Gemm", "outlier_product", gemm, v("outlier_y")),
+			node("Add", "outlier_add", []string{y, v("outlier_y")}, v("y2")))
+	case bias != "":
 		nodes = append(nodes, node("Add", "bias", []string{y, bias}, v("y2")))
 	}
 	return append(nodes,

@@ -42,7 +42,7 @@ func TestOptimizeWritesTheRewrites(t *testing.T) {
 	}{
 		{"float32", true, clip.OptimizeOptions{}, onnxgraph.FuseOptions{NoSkipLayerNorm: true}, nil},
 		{"int8", false, clip.OptimizeOptions{Int8: true, Int8FullRange: true},
-			onnxgraph.FuseOptions{SplitQKV: true, NoSkipLayerNorm: true}, &onnxgraph.QuantOptions{FullRange: true}},
+			onnxgraph.FuseOptions{SplitQKV: true, NoSkipLayerNorm: true}, &onnxgraph.QuantOptions{FullRange: true, PerRow: true, OutlierRatio: clip.DefaultOutlierRatio}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tmp := derived

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/internal/graphbuild"
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/internal/ort"
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
@@ -14,7 +15,8 @@ import (
 )
 
 // TestReadoutInt8: the readout graph quantized for int8 towers
-// (quantizeReadout) has its MatMuls in int8 and stays close to the float32
+// (quantizeReadout) has its MatMuls in int8, activations per row, and
+// stays close to the float32
 // one on torch's last-layer input of the tiny CLIP: every row's cosine ≥
 // 0.99 for each readout.
 func TestReadoutInt8(t *testing.T) {
@@ -67,8 +69,19 @@ func TestReadoutInt8(t *testing.T) {
 			return y
 		}
 		f32, i8 := run(g), run(q)
-		if len(q) >= len(g) {
-			t.Errorf("%s: the int8 graph is %d bytes, the float32 one %d", kind, len(q), len(g))
+		qm, err := onnxgraph.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := map[string]int{}
+		for _, nd := range qm.Graph.Nodes {
+			if nd.OpType == "MatMul" && qm.Graph.Initializers[nd.Inputs[1]] != nil {
+				t.Errorf("%s: a MatMul by weights %s left in float32", kind, nd.Inputs[1])
+			}
+			ops[nd.OpType]++
+		}
+		if ops["MatMulIntegerToFloat"] == 0 || ops["DynamicQuantizeMatMul"] != 0 {
+			t.Errorf("%s: the int8 graph's ops: %v", kind, ops)
 		}
 		least := 1.0
 		for r := 0; r+d <= len(f32); r += d {

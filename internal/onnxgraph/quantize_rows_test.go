@@ -1,0 +1,172 @@
+package onnxgraph_test
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/internal/onnxgraph"
+	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// TestQuantizePerRowMatchesTheArithmetic quantizes y = x W + b, x [B, T,
+// K], per row and checks ONNX Runtime's output against the arithmetic
+// computed here: each row x_i to q_i = round(x_i / s_i) with s_i =
+// max|x_i| / 127, W per column to 127 levels, integer products, rescaled by
+// s_i and W's column scale, plus b. Then it checks what the scheme is for:
+// one batch element's output is the same, bit for bit, beside any other
+// (here a batch-mate a thousand times larger, which moves a per-call scale).
+func TestQuantizePerRowMatchesTheArithmetic(t *testing.T) {
+	orttest.Load(t)
+	const B, T, K, N = 2, 3, 40, 5
+	b := newBuilder()
+	b.g.Inputs = []onnxgraph.ValueInfo{floatIO("x", "B", "T", "K")}
+	w := b.random("w", K, N)
+	bias := b.random("b", N)
+	b.node("MatMul", []string{"x", w}, []string{"mm"})
+	b.node("Add", []string{"mm", bias}, []string{"y"})
+	b.g.Outputs = []onnxgraph.ValueInfo{floatIO("y")}
+	var buf bytes.Buffer
+	r, err := onnxgraph.Quantize(b.build(t), onnxgraph.QuantOptions{FullRange: true, PerRow: true, QuantizeLast: true}, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MatMuls != 1 || r.Biases != 1 || r.Ops["MatMulIntegerToFloat"] != 1 || r.Ops["MatMul"] != 0 || r.Ops["DynamicQuantizeMatMul"] != 0 {
+		t.Fatalf("%s; %v", r, onnxgraph.SortedOps(r.Ops))
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	x := make([]float32, B*T*K)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64()*float64(1+i/K) + 0.2)
+	}
+	x[K+7] = 0 // a row of zeros is quantized with a tiny scale, to zeros
+	for k := range K {
+		x[K+k] = 0
+	}
+	run := func(x []float32, batch int) []float32 {
+		return runGraph(t, buf.Bytes(), "per-row", []string{"x"}, []tensorio.Tensor{tensorio.F32([]int{batch, T, K}, x)}, []string{"y"})[0]
+	}
+	got := run(x, B)
+	wv, _ := b.g.Initializers[w].Float32Values()
+	bv, _ := b.g.Initializers[bias].Float32Values()
+	for i := range B * T {
+		row := x[i*K : (i+1)*K]
+		amax := 0.0
+		for _, v := range row {
+			amax = math.Max(amax, math.Abs(float64(v)))
+		}
+		s := float64(float32(amax) * float32(1.0/127))
+		s = math.Max(s, 1e-30)
+		for j := range N {
+			wmax := 0.0
+			for k := range K {
+				wmax = math.Max(wmax, math.Abs(float64(wv[k*N+j])))
+			}
+			ws := float32(wmax / 127)
+			acc := 0.0
+			for k := range K {
+				xq := math.Max(-128, math.Min(127, math.RoundToEven(float64(row[k])/s)))
+				wq := math.Max(-127, math.Min(127, math.RoundToEven(float64(wv[k*N+j]/ws))))
+				acc += xq * wq
+			}
+			want := acc*s*float64(ws) + float64(bv[j])
+			if d := math.Abs(float64(got[i*N+j]) - want); d > 1e-5*math.Max(1, math.Abs(want)) {
+				t.Errorf("y[%d,%d] = %g, the arithmetic gives %g", i, j, got[i*N+j], want)
+			}
+		}
+	}
+	// The first image alone, and beside a much larger batch-mate: the same
+	// bits.
+	alone := run(x[:T*K], 1)
+	big := append(append([]float32{}, x[:T*K]...), x[T*K:]...)
+	for i := T * K; i < len(big); i++ {
+		big[i] *= 1000
+	}
+	beside := run(big, 2)
+	for i := range T * N {
+		if math.Float32bits(alone[i]) != math.Float32bits(got[i]) || math.Float32bits(beside[i]) != math.Float32bits(got[i]) {
+			t.Fatalf("y[%d]: %g alone, %g in the batch, %g beside a larger batch-mate: a row's result depends on the others", i, alone[i], got[i], beside[i])
+		}
+	}
+}
+
+// TestQuantizeOutlierRule builds two pre-norm blocks, LayerNormalization
+// → MatMul → Relu → MatMul, and gives the second norm's gains three channels
+// at 40× the rest: the MatMul that norm feeds multiplies those channels in
+// float32 beside its int8 product, every MatMul downstream of a norm is
+// kept in float32 and named, and the int8 graph stays closer to float32 than without the
+// rule. Without outlier channels the rule changes nothing.
+func TestQuantizeOutlierRule(t *testing.T) {
+	orttest.Load(t)
+	const T, K, H = 6, 64, 96
+	build := func(outliers bool) *graphBuilder {
+		b := newBuilder()
+		b.g.Inputs = []onnxgraph.ValueInfo{floatIO("x", "B", "T", "K")}
+		in := "x"
+		for l := range 2 {
+			p := string(rune('a' + l))
+			g := make([]float32, K)
+			for c := range g {
+				g[c] = 1 + 0.1*float32(b.rng.NormFloat64())
+				if outliers && l == 1 && c%23 == 5 {
+					g[c] *= 40
+				}
+			}
+			b.g.Initializers[p+"g"] = onnxgraph.FloatTensor(p+"g", []int64{K}, g)
+			b.node("LayerNormalization", []string{in, p + "g", b.random(p+"beta", K)}, []string{p + "ln"}, onnxgraph.IntAttr("axis", -1))
+			b.node("MatMul", []string{p + "ln", b.random(p+"w1", K, H)}, []string{p + "h"})
+			b.node("Relu", []string{p + "h"}, []string{p + "r"})
+			b.node("MatMul", []string{p + "r", b.random(p+"w2", H, K)}, []string{p + "o"})
+			b.node("Add", []string{in, p + "o"}, []string{p + "res"})
+			in = p + "res"
+		}
+		b.node("Identity", []string{in}, []string{"y"})
+		b.g.Outputs = []onnxgraph.ValueInfo{floatIO("y")}
+		return b
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	x := make([]float32, 2*T*K)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	run := func(g []byte) []float32 {
+		return runGraph(t, g, "blocks", []string{"x"}, []tensorio.Tensor{tensorio.F32([]int{2, T, K}, x)}, []string{"y"})[0]
+	}
+	cosine := func(a, b []float32) float64 {
+		var d, na, nb float64
+		for i := range a {
+			d += float64(a[i]) * float64(b[i])
+			na += float64(a[i]) * float64(a[i])
+			nb += float64(b[i]) * float64(b[i])
+		}
+		return d / math.Sqrt(na*nb)
+	}
+	for _, outliers := range []bool{false, true} {
+		ref := run(onnxgraph.Build(&build(outliers).g, map[string]int64{"": 17}))
+		var ruled, plain bytes.Buffer
+		r, err := onnxgraph.Quantize(build(outliers).build(t), onnxgraph.QuantOptions{FullRange: true, PerRow: true, QuantizeLast: true, OutlierRatio: 8}, &ruled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := onnxgraph.Quantize(build(outliers).build(t), onnxgraph.QuantOptions{FullRange: true, PerRow: true, QuantizeLast: true}, &plain); err != nil {
+			t.Fatal(err)
+		}
+		cosRuled, cosPlain := cosine(ref, run(ruled.Bytes())), cosine(ref, run(plain.Bytes()))
+		t.Logf("outliers %v: %s; cosine to float32 %.6f with the rule, %.6f without", outliers, r, cosRuled, cosPlain)
+		if !outliers {
+			if r.Split != 0 || r.Outliers != 0 || r.MatMuls != 4 || !bytes.Equal(ruled.Bytes(), plain.Bytes()) {
+				t.Errorf("no outlier channels, yet the rule changed the graph: %s", r)
+			}
+			continue
+		}
+		if r.Split != 1 || r.Outliers != 2 || r.MatMuls != 2 || len(r.Kept) != 2 || !strings.Contains(r.Kept[0], "outlier channels") {
+			t.Errorf("with outlier channels: %s; kept %v", r, r.Kept)
+		}
+		if !(cosRuled > cosPlain) || cosRuled < 0.9999 {
+			t.Errorf("cosine to float32 %.6f with the rule, %.6f without", cosRuled, cosPlain)
+		}
+	}
+}

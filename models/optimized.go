@@ -327,3 +327,45 @@ func (m *Model) SaveVariant(variant, name string, report any, write func(w io.Wr
 	}
 	return p, nil
 }
+
+// DerivedGraph is one graph of a derived variant in this program's cache.
+type DerivedGraph struct {
+	Variant string `json:"variant"`
+	Graph   string `json:"graph"` // canonical name
+	Path    string `json:"path"`
+	// Scheme is an int8 variant's quantization scheme (Int8SchemePerRow,
+	// Int8SchemePerCall), as its stamp says.
+	Scheme string `json:"scheme,omitempty"`
+	// Usable: made from the graph the model has now (and, for an int8
+	// variant, by the scheme the variant names now); Why says why not.
+	Usable bool   `json:"usable"`
+	Why    string `json:"why,omitempty"`
+}
+
+// DerivedGraphs lists the derived variants this program's cache holds for
+// the model's own graphs.
+func (m *Model) DerivedGraphs() []DerivedGraph {
+	var out []DerivedGraph
+	for _, v := range []string{VariantOptimized, VariantOptimizedInt8, VariantOptimizedInt8PerCall} {
+		for _, g := range []string{TextModelFile, VisionModelFile} {
+			p, err := m.VariantPath(v, g)
+			if err != nil {
+				return nil
+			}
+			if _, err := os.Stat(p); err != nil {
+				continue
+			}
+			d := DerivedGraph{Variant: v, Graph: g, Path: p}
+			var saved VariantStamp
+			if b, err := os.ReadFile(p + ".json"); err == nil && json.Unmarshal(b, &saved) == nil && IsInt8Variant(v) {
+				d.Scheme = saved.Scheme
+				if d.Scheme == "" {
+					d.Scheme = Int8SchemePerCall
+				}
+			}
+			_, d.Usable, d.Why, _ = m.derivedVariant(v, g)
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -100,5 +101,81 @@ func TestDerivedVariants(t *testing.T) {
 	}
 	if m, err := open(""); err != nil || m.Variant() != "" {
 		t.Errorf("stale variant picked by default: %v, %q", err, m.Variant())
+	}
+}
+
+// TestInt8VariantScheme: an int8 variant's stamp names its quantization
+// scheme; one made by another scheme than its variant names (a stamp with
+// none was written by the per-call scheme) is never served: opening it
+// fails with ErrStaleScheme (so that it is made again), and DerivedGraphs
+// says which scheme each graph has and why it is not used.
+func TestInt8VariantScheme(t *testing.T) {
+	dir := copyModel(t)
+	opts := models.Options{DerivedCache: t.TempDir(), Variant: models.VariantPlain}
+	m, err := models.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	save := func(variant string) {
+		for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
+			if _, err := m.SaveVariant(variant, g, map[string]int{"matmuls": 1}, func(w io.Writer) error { _, err := io.WriteString(w, variant); return err }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	save(models.VariantOptimizedInt8)
+	save(models.VariantOptimizedInt8PerCall)
+	for _, v := range []string{models.VariantOptimizedInt8, models.VariantOptimizedInt8PerCall} {
+		o := opts
+		o.Variant = v
+		got, err := models.Open(dir, o)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if b, _ := got.ReadFile(models.VisionModelFile); string(b) != v {
+			t.Errorf("%s served %q", v, b)
+		}
+	}
+	if _, ok := m.VariantReport(models.VariantOptimizedInt8, models.VisionModelFile); !ok {
+		t.Error("no report for the per-row variant")
+	}
+	schemes := map[string]string{}
+	for _, d := range m.DerivedGraphs() {
+		schemes[d.Variant+" "+d.Graph] = d.Scheme
+		if !d.Usable {
+			t.Errorf("%+v: not usable", d)
+		}
+	}
+	if len(schemes) != 4 || schemes[models.VariantOptimizedInt8+" "+models.VisionModelFile] != models.Int8SchemePerRow ||
+		schemes[models.VariantOptimizedInt8PerCall+" "+models.TextModelFile] != models.Int8SchemePerCall {
+		t.Errorf("schemes: %v", schemes)
+	}
+	// The vision graph's stamp as the per-call scheme wrote it, with no
+	// scheme, under the per-row variant's name.
+	p, _ := m.VariantPath(models.VariantOptimizedInt8, models.VisionModelFile)
+	b, err := os.ReadFile(p + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(string(b), `"scheme": "`+models.Int8SchemePerRow+`"`, `"notes": []`, 1)
+	if old == string(b) {
+		t.Fatalf("no scheme in the stamp: %s", b)
+	}
+	if err := os.WriteFile(p+".json", []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := opts
+	o.Variant = models.VariantOptimizedInt8
+	if _, err := models.Open(dir, o); !errors.Is(err, models.ErrStaleScheme) || !errors.Is(err, models.ErrNoVariant) ||
+		!strings.Contains(err.Error(), "quantization scheme per-call, not "+models.Int8SchemePerRow) {
+		t.Errorf("a per-call stamp under the per-row variant: %v", err)
+	}
+	for _, d := range m.DerivedGraphs() {
+		if d.Variant == models.VariantOptimizedInt8 && d.Graph == models.VisionModelFile && (d.Usable || d.Scheme != models.Int8SchemePerCall || !strings.Contains(d.Why, "scheme")) {
+			t.Errorf("%+v", d)
+		}
+	}
+	if _, ok := m.VariantReport(models.VariantOptimizedInt8, models.VisionModelFile); ok {
+		t.Error("the report of a variant of the other scheme is offered")
 	}
 }

@@ -71,6 +71,8 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	}
 	info["heads"] = heads
 	info["head_shapes"] = shapes
+	derived := m.DerivedGraphs()
+	info["derived"] = derived
 	if asJSON {
 		return writeJSONIndent(e.Stdout, info)
 	}
@@ -108,6 +110,16 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		vs[i] = v
 	}
 	fmt.Fprintf(out, "variants: %s\n", strings.Join(vs, ", "))
+	for _, d := range derived {
+		fmt.Fprintf(out, "derived:  %s %s: %s", d.Variant, d.Graph, d.Path)
+		if d.Scheme != "" {
+			fmt.Fprintf(out, " (int8 scheme %s)", d.Scheme)
+		}
+		if !d.Usable {
+			fmt.Fprintf(out, "; not used: %s", d.Why)
+		}
+		fmt.Fprintln(out)
+	}
 	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
 		gi := graphs[g]
 		if gi == nil {

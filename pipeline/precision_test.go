@@ -3,7 +3,6 @@ package pipeline
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"image"
 	"log/slog"
@@ -92,13 +91,12 @@ func TestPrecisionInt8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st map[string]any
-	if err := json.Unmarshal(raw, &st); err != nil || st["scheme"] != models.Int8SchemePerRow {
-		t.Fatalf("%s: scheme %v, want %s (%v)", stamp, st["scheme"], models.Int8SchemePerRow, err)
+	scheme := `"scheme": "` + models.Int8SchemePerRow + `"`
+	old := strings.Replace(string(raw), scheme, `"notes": []`, 1)
+	if old == string(raw) {
+		t.Fatalf("%s: no %s", stamp, scheme)
 	}
-	delete(st, "scheme")
-	old, _ := json.Marshal(st)
-	if err := os.WriteFile(stamp+".json", old, 0o644); err != nil {
+	if err := os.WriteFile(stamp+".json", []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	open(PrecisionInt8)

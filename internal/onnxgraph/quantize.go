@@ -129,12 +129,14 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 		}
 		k, n := wt.Dims[0], wt.Dims[1]
 		var extra *outlierPart
+		sym := false // see rowsNodes
 		switch role := rule[mm]; {
 		case role.downstream:
 			r.Kept = append(r.Kept, fmt.Sprintf("%s: downstream of a layer norm, in a graph whose layer norm %s has outlier channels (largest |gain| %.3g× the median)", nodeLabel(mm), nodeLabel(role.norm), role.ratio))
 			r.Outliers++
 			continue
 		case role.norm != nil && opts.PerRow:
+			sym = true
 			if part, ok := splitOutliers(e, role.norm, vals, int(k), int(n)); ok {
 				extra = &part
 				r.Split++
@@ -148,7 +150,7 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 				old = append(old, add)
 				r.Biases++
 			}
-			e.replace(old, rowsNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n), extra)...)
+			e.replace(old, rowsNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n), sym, extra)...)
 			e.reindex()
 			r.MatMuls++
 			r.WeightBytes[0] += 4 * k * n

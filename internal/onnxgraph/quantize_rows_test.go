@@ -14,8 +14,9 @@ import (
 
 // TestQuantizePerRowMatchesTheArithmetic quantizes y = x W + b, x [B, T,
 // K], per row and checks ONNX Runtime's output against the arithmetic
-// computed here: each row x_i to q_i = round(x_i / s_i) with s_i =
-// max|x_i| / 127, W per column to 127 levels, integer products, rescaled by
+// computed here: each row x_i over its range [lo_i, hi_i] (0 in it) to
+// u_i = round(x_i / s_i) + z_i with s_i = (hi_i − lo_i) / 255 and z_i =
+// round(−lo_i / s_i), W per column to 127 levels, integer products, rescaled by
 // s_i and W's column scale, plus b. Then it checks what the scheme is for:
 // one batch element's output is the same, bit for bit, beside any other
 // (here a batch-mate a thousand times larger, which moves a per-call scale).
@@ -54,12 +55,12 @@ func TestQuantizePerRowMatchesTheArithmetic(t *testing.T) {
 	bv, _ := b.g.Initializers[bias].Float32Values()
 	for i := range B * T {
 		row := x[i*K : (i+1)*K]
-		amax := 0.0
+		lo, hi := 0.0, 0.0
 		for _, v := range row {
-			amax = math.Max(amax, math.Abs(float64(v)))
+			lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
 		}
-		s := float64(float32(amax) * float32(1.0/127))
-		s = math.Max(s, 1e-30)
+		s := float64(max(float32(hi-lo)*float32(1.0/255), 1e-30))
+		z := math.Max(0, math.Min(255, math.RoundToEven(-lo/s)))
 		for j := range N {
 			wmax := 0.0
 			for k := range K {
@@ -68,7 +69,7 @@ func TestQuantizePerRowMatchesTheArithmetic(t *testing.T) {
 			ws := float32(wmax / 127)
 			acc := 0.0
 			for k := range K {
-				xq := math.Max(-128, math.Min(127, math.RoundToEven(float64(row[k])/s)))
+				xq := math.Max(0, math.Min(255, math.RoundToEven(float64(row[k])/s)+z)) - z
 				wq := math.Max(-127, math.Min(127, math.RoundToEven(float64(wv[k*N+j]/ws))))
 				acc += xq * wq
 			}

@@ -129,7 +129,9 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 		}
 		k, n := wt.Dims[0], wt.Dims[1]
 		var extra *outlierPart
-		sym := false // see rowsNodes
+		// Symmetric with 8-bit weights; over each row's range with 7-bit
+		// ones, which need the finer activations (see rowsNodes).
+		sym := qmax == 127
 		switch role := rule[mm]; {
 		case role.downstream:
 			r.Kept = append(r.Kept, fmt.Sprintf("%s: downstream of a layer norm, in a graph whose layer norm %s has outlier channels (largest |gain| %.3g× the median)", nodeLabel(mm), nodeLabel(role.norm), role.ratio))
@@ -150,7 +152,7 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 				old = append(old, add)
 				r.Biases++
 			}
-			e.replace(old, rowsNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n), sym, extra)...)
+			e.replace(old, rowsNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n), int(qmax), sym, extra)...)
 			e.reindex()
 			r.MatMuls++
 			r.WeightBytes[0] += 4 * k * n

@@ -14,12 +14,14 @@ import (
 
 // TestQuantizePerRowMatchesTheArithmetic quantizes y = x W + b, x [B, T,
 // K], per row and checks ONNX Runtime's output against the arithmetic
-// computed here: each row x_i over its range [lo_i, hi_i] (0 in it) to
-// u_i = round(x_i / s_i) + z_i with s_i = (hi_i − lo_i) / 255 and z_i =
-// round(−lo_i / s_i), W per column to 127 levels, integer products, rescaled by
-// s_i and W's column scale, plus b. Then it checks what the scheme is for:
-// one batch element's output is the same, bit for bit, beside any other
-// (here a batch-mate a thousand times larger, which moves a per-call scale).
+// computed here, with 8-bit weights (each row x_i symmetric: q_i =
+// round(x_i / s_i), s_i = max|x_i| / 127) and with 7-bit ones (over the
+// row's range [lo_i, hi_i] with 0 in it: u_i = round(x_i / s_i) + z_i,
+// s_i = (hi_i − lo_i) / 254, z_i = round(−lo_i / s_i) in [1, 255]): W per
+// column to 127 (63) levels, integer products, rescaled by s_i and W's
+// column scale, plus b. Then it checks what the scheme is for: one batch
+// element's output is the same, bit for bit, beside any other (here a
+// batch-mate a thousand times larger, which moves a per-call scale).
 func TestQuantizePerRowMatchesTheArithmetic(t *testing.T) {
 	orttest.Load(t)
 	const B, T, K, N = 2, 3, 40, 5
@@ -30,68 +32,90 @@ func TestQuantizePerRowMatchesTheArithmetic(t *testing.T) {
 	b.node("MatMul", []string{"x", w}, []string{"mm"})
 	b.node("Add", []string{"mm", bias}, []string{"y"})
 	b.g.Outputs = []onnxgraph.ValueInfo{floatIO("y")}
-	var buf bytes.Buffer
-	r, err := onnxgraph.Quantize(b.build(t), onnxgraph.QuantOptions{FullRange: true, PerRow: true, QuantizeLast: true}, &buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.MatMuls != 1 || r.Biases != 1 || r.Ops["MatMulIntegerToFloat"] != 1 || r.Ops["MatMul"] != 0 || r.Ops["DynamicQuantizeMatMul"] != 0 {
-		t.Fatalf("%s; %v", r, onnxgraph.SortedOps(r.Ops))
-	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	x := make([]float32, B*T*K)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64()*float64(1+i/K) + 0.2)
 	}
-	x[K+7] = 0 // a row of zeros is quantized with a tiny scale, to zeros
 	for k := range K {
-		x[K+k] = 0
+		x[K+k] = 0 // a row of zeros is quantized with a tiny scale, to zeros
+		x[3*K+k] = float32(math.Abs(float64(x[3*K+k])))
 	}
-	run := func(x []float32, batch int) []float32 {
-		return runGraph(t, buf.Bytes(), "per-row", []string{"x"}, []tensorio.Tensor{tensorio.F32([]int{batch, T, K}, x)}, []string{"y"})[0]
-	}
-	got := run(x, B)
 	wv, _ := b.g.Initializers[w].Float32Values()
 	bv, _ := b.g.Initializers[bias].Float32Values()
-	for i := range B * T {
-		row := x[i*K : (i+1)*K]
-		lo, hi := 0.0, 0.0
-		for _, v := range row {
-			lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
+	for _, full := range []bool{true, false} {
+		var buf bytes.Buffer
+		r, err := onnxgraph.Quantize(b.build(t), onnxgraph.QuantOptions{FullRange: full, PerRow: true, QuantizeLast: true}, &buf)
+		if err != nil {
+			t.Fatal(err)
 		}
-		s := float64(max(float32(hi-lo)*float32(1.0/255), 1e-30))
-		z := math.Max(0, math.Min(255, math.RoundToEven(-lo/s)))
-		for j := range N {
-			wmax := 0.0
-			for k := range K {
-				wmax = math.Max(wmax, math.Abs(float64(wv[k*N+j])))
+		if r.MatMuls != 1 || r.Biases != 1 || r.Ops["MatMulIntegerToFloat"] != 1 || r.Ops["MatMul"] != 0 || r.Ops["DynamicQuantizeMatMul"] != 0 {
+			t.Fatalf("%s; %v", r, onnxgraph.SortedOps(r.Ops))
+		}
+		run := func(x []float32, batch int) []float32 {
+			return runGraph(t, buf.Bytes(), "per-row", []string{"x"}, []tensorio.Tensor{tensorio.F32([]int{batch, T, K}, x)}, []string{"y"})[0]
+		}
+		got := run(x, B)
+		wmaxq := 63.0
+		if full {
+			wmaxq = 127
+		}
+		for i := range B * T {
+			want := perRowReference(x[i*K:(i+1)*K], wv, bv, N, wmaxq, full)
+			for j := range N {
+				if d := math.Abs(float64(got[i*N+j]) - want[j]); d > 1e-5*math.Max(1, math.Abs(want[j])) {
+					t.Errorf("full range %v: y[%d,%d] = %g, the arithmetic gives %g", full, i, j, got[i*N+j], want[j])
+				}
 			}
-			ws := float32(wmax / 127)
-			acc := 0.0
-			for k := range K {
-				xq := math.Max(0, math.Min(255, math.RoundToEven(float64(row[k])/s)+z)) - z
-				wq := math.Max(-127, math.Min(127, math.RoundToEven(float64(wv[k*N+j]/ws))))
-				acc += xq * wq
-			}
-			want := acc*s*float64(ws) + float64(bv[j])
-			if d := math.Abs(float64(got[i*N+j]) - want); d > 1e-5*math.Max(1, math.Abs(want)) {
-				t.Errorf("y[%d,%d] = %g, the arithmetic gives %g", i, j, got[i*N+j], want)
+		}
+		// The first image alone, and beside a much larger batch-mate: the
+		// same bits.
+		alone := run(x[:T*K], 1)
+		big := append([]float32{}, x...)
+		for i := T * K; i < len(big); i++ {
+			big[i] *= 1000
+		}
+		beside := run(big, 2)
+		for i := range T * N {
+			if math.Float32bits(alone[i]) != math.Float32bits(got[i]) || math.Float32bits(beside[i]) != math.Float32bits(got[i]) {
+				t.Fatalf("full range %v: y[%d]: %g alone, %g in the batch, %g beside a larger batch-mate: a row's result depends on the others", full, i, alone[i], got[i], beside[i])
 			}
 		}
 	}
-	// The first image alone, and beside a much larger batch-mate: the same
-	// bits.
-	alone := run(x[:T*K], 1)
-	big := append(append([]float32{}, x[:T*K]...), x[T*K:]...)
-	for i := T * K; i < len(big); i++ {
-		big[i] *= 1000
+}
+
+// perRowReference is row [K] · w [K, n] + b as the per-row scheme computes
+// it (see TestQuantizePerRowMatchesTheArithmetic), in float64.
+func perRowReference(row, w, b []float32, n int, wmaxq float64, sym bool) []float64 {
+	k := len(row)
+	lo, hi := 0.0, 0.0
+	for _, v := range row {
+		lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
 	}
-	beside := run(big, 2)
-	for i := range T * N {
-		if math.Float32bits(alone[i]) != math.Float32bits(got[i]) || math.Float32bits(beside[i]) != math.Float32bits(got[i]) {
-			t.Fatalf("y[%d]: %g alone, %g in the batch, %g beside a larger batch-mate: a row's result depends on the others", i, alone[i], got[i], beside[i])
+	var s, z float64
+	if sym {
+		s = float64(max(float32(math.Max(hi, -lo))*float32(1.0/127), 1e-30))
+		z = 128
+	} else {
+		s = float64(max(float32(hi-lo)*float32(1.0/254), 1e-30))
+		z = math.Max(1, math.Min(255, math.RoundToEven(-lo/s)))
+	}
+	out := make([]float64, n)
+	for j := range n {
+		wmax := 0.0
+		for i := range k {
+			wmax = math.Max(wmax, math.Abs(float64(w[i*n+j])))
 		}
+		ws := float32(wmax / wmaxq)
+		acc := 0.0
+		for i := range k {
+			xq := math.Max(0, math.Min(255, math.RoundToEven(float64(row[i])/s)+z)) - z
+			wq := math.Max(-wmaxq, math.Min(wmaxq, math.RoundToEven(float64(w[i*n+j]/ws))))
+			acc += xq * wq
+		}
+		out[j] = acc*s*float64(ws) + float64(b[j])
 	}
+	return out
 }
 
 // TestQuantizeOutlierRule builds two pre-norm blocks, LayerNormalization

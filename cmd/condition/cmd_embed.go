@@ -57,7 +57,7 @@ from model.safetensors, else from config.json.
 Images go through the vision encoder as run's do: --streams batches of
 --batch images at once, each stream decoding its next batch while the
 others encode. The results are the same whatever the streams, threads and
-batch.
+batch, at --precision int8 too (its activations are quantized per row).
 
 --out writes a safetensors file (loadable with safetensors.numpy.load_file)
 holding, with Np prompts padded to T tokens and Ni images of 1+P tokens:

@@ -70,7 +70,7 @@ func (f *engineFlags) AddFlags(fs *pflag.FlagSet, has engineFlagSet) {
 		fs.BoolVar(&f.truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
 	}
 	if has&withPrecision != 0 {
-		fs.StringVar(&f.precision, "precision", string(pipeline.PrecisionFP32), "the encoders' arithmetic: fp32, or int8 (the model's int8 variant, made on first use with a check against fp32 and kept in this program's cache; 8-bit weights on CPUs with VNNI, 7-bit elsewhere)")
+		fs.StringVar(&f.precision, "precision", string(pipeline.PrecisionFP32), "the encoders' arithmetic: fp32, or int8 (the model's int8 variant, made on first use with a check against fp32 and kept in this program's cache; 8-bit weights on CPUs with VNNI, 7-bit elsewhere; activations quantized per row, so an image's outputs do not depend on its batch)")
 	}
 	if has&withReadout != 0 {
 		fs.StringVar(&f.readout, "readout", "", readoutUsage)

@@ -77,6 +77,25 @@ func TestPrecisionInt8(t *testing.T) {
 	if c := Cosine(a[0].Embeds, b[0].Embeds); c < 0.99 {
 		t.Errorf("int8 image_embeds' cosine to float32's: %v", c)
 	}
+	// The image's int8 outputs are its own: the same bits beside a
+	// brighter image, and as the second of a batch.
+	other := image.NewRGBA(img.Bounds())
+	for i := range other.Pix {
+		other.Pix[i] = 255 - uint8(i%7)
+	}
+	for _, batch := range [][]image.Image{{img, other}, {other, img}} {
+		got, err := i8.EncodeImages(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := got[0]
+		if batch[0] != image.Image(img) {
+			g = got[1]
+		}
+		if !sameBits(g.Embeds, a[0].Embeds) || !sameBits(g.States, a[0].States) {
+			t.Errorf("int8: the image's outputs change beside another image (first in the batch: %v)", batch[0] == image.Image(img))
+		}
+	}
 	open(PrecisionInt8)
 	if n := strings.Count(logs.String(), "making the int8 variant"); n != 1 {
 		t.Errorf("the int8 variant was made %d times, want once", n)
@@ -116,4 +135,17 @@ func TestPrecisionInt8(t *testing.T) {
 	if _, err := ParsePrecision("int4"); err == nil {
 		t.Error("precision int4: no error")
 	}
+}
+
+// sameBits reports whether a and b hold the same float32 bits.
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }

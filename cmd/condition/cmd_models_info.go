@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -110,6 +111,27 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		vs[i] = v
 	}
 	fmt.Fprintf(out, "variants: %s\n", strings.Join(vs, ", "))
+	printDerived(out, derived)
+	printGraphs(out, m, graphs)
+	if len(heads) > 0 {
+		hs := make([]string, len(heads))
+		for i, n := range heads {
+			hs[i] = fmt.Sprintf("%s %v", n, shapes[n])
+		}
+		fmt.Fprintf(out, "heads:    %s\n", strings.Join(hs, ", "))
+	} else if headsErr != "" {
+		fmt.Fprintf(out, "heads:    unreadable: %s\n", headsErr)
+	} else if m.Family() == models.Tipsv2 {
+		fmt.Fprintf(out, "heads:    none (TIPSv2 has none: its joint space is the towers' own rows; temperature %g from config.json)\n", c.Temperature)
+	} else {
+		fmt.Fprintf(out, "heads:    none (the joint space needs them: add +<model with model.safetensors> to the reference)\n")
+	}
+	return nil
+}
+
+// printDerived prints the derived variants in this program's cache, one
+// graph a line, with an int8 graph's scheme and why one is not used.
+func printDerived(out io.Writer, derived []models.DerivedGraph) {
 	for _, d := range derived {
 		fmt.Fprintf(out, "derived:  %s %s: %s", d.Variant, d.Graph, d.Path)
 		if d.Scheme != "" {
@@ -120,6 +142,11 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		}
 		fmt.Fprintln(out)
 	}
+}
+
+// printGraphs prints each graph's file, inputs and outputs, or why it is
+// missing or unreadable.
+func printGraphs(out io.Writer, m *models.Model, graphs map[string]*models.GraphInfo) {
 	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
 		gi := graphs[g]
 		if gi == nil {
@@ -144,18 +171,4 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 			fmt.Fprintf(out, "  pooled embeddings only: run `condition models expose %s` to add last_hidden_state\n", m.Name())
 		}
 	}
-	if len(heads) > 0 {
-		hs := make([]string, len(heads))
-		for i, n := range heads {
-			hs[i] = fmt.Sprintf("%s %v", n, shapes[n])
-		}
-		fmt.Fprintf(out, "heads:    %s\n", strings.Join(hs, ", "))
-	} else if headsErr != "" {
-		fmt.Fprintf(out, "heads:    unreadable: %s\n", headsErr)
-	} else if m.Family() == models.Tipsv2 {
-		fmt.Fprintf(out, "heads:    none (TIPSv2 has none: its joint space is the towers' own rows; temperature %g from config.json)\n", c.Temperature)
-	} else {
-		fmt.Fprintf(out, "heads:    none (the joint space needs them: add +<model with model.safetensors> to the reference)\n")
-	}
-	return nil
 }

@@ -146,52 +146,16 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 		}
 		q, scales := quantizeColumns(vals, int(k), int(n), qmax)
 		base := e.name("q")
-		if opts.PerRow {
-			old := []*Node{mm}
-			if add != nil {
-				old = append(old, add)
-				r.Biases++
-			}
-			e.replace(old, rowsNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n), int(qmax), sym, extra)...)
-			e.reindex()
-			r.MatMuls++
-			r.WeightBytes[0] += 4 * k * n
-			r.WeightBytes[1] += k*n + 4*n
-			continue
-		}
-		qw := e.addInit(&Tensor{Name: base + "_w", Dims: []int64{k, n}, DataType: Int8, Raw: q})
-		sc := e.addInit(FloatTensor(base+"_scale", []int64{n}, scales))
-		zp := e.addInit(&Tensor{Name: base + "_zero", Dims: []int64{n}, DataType: Int8, Raw: make([]byte, n)})
 		old := []*Node{mm}
 		if add != nil {
 			old = append(old, add)
 			r.Biases++
 		}
 		var nodes []*Node
-		if !opts.Integer {
-			ins := []string{mm.Inputs[0], qw, sc, zp}
-			if bias != "" {
-				ins = append(ins, bias)
-			}
-			nodes = append(nodes, &Node{Name: base, OpType: "DynamicQuantizeMatMul", Domain: MSDomain, Inputs: ins, Outputs: []string{out}, Attrs: map[string]*Attr{}})
+		if opts.PerRow {
+			nodes = rowsNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n), int(qmax), sym, extra)
 		} else {
-			aq, as, az := base+"_a", base+"_a_scale", base+"_a_zero"
-			acc, f, y := base+"_acc", base+"_f", base+"_y"
-			nodes = append(nodes,
-				&Node{Name: base + "_dql", OpType: "DynamicQuantizeLinear", Inputs: []string{mm.Inputs[0]}, Outputs: []string{aq, as, az}, Attrs: map[string]*Attr{}},
-				&Node{Name: base + "_mmi", OpType: "MatMulInteger", Inputs: []string{aq, qw, az, zp}, Outputs: []string{acc}, Attrs: map[string]*Attr{}},
-				&Node{Name: base + "_cast", OpType: "Cast", Inputs: []string{acc}, Outputs: []string{f}, Attrs: map[string]*Attr{"to": IntAttr("to", int64(Float))}},
-			)
-			scaled := out
-			if bias != "" {
-				scaled = base + "_scaled"
-			}
-			nodes = append(nodes,
-				&Node{Name: base + "_mul_a", OpType: "Mul", Inputs: []string{f, as}, Outputs: []string{y}, Attrs: map[string]*Attr{}},
-				&Node{Name: base + "_mul_w", OpType: "Mul", Inputs: []string{y, sc}, Outputs: []string{scaled}, Attrs: map[string]*Attr{}})
-			if bias != "" {
-				nodes = append(nodes, &Node{Name: base + "_bias", OpType: "Add", Inputs: []string{scaled, bias}, Outputs: []string{out}, Attrs: map[string]*Attr{}})
-			}
+			nodes = perCallNodes(e, base, mm.Inputs[0], out, bias, q, scales, opts.Integer)
 		}
 		e.replace(old, nodes...)
 		e.reindex()
@@ -204,6 +168,42 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 	}
 	r.Ops = opCounts(e.nodes)
 	return r, nil
+}
+
+// perCallNodes writes x [.., k] · w [k, n] (+ bias) with the activations
+// quantized with one scale per call: com.microsoft.DynamicQuantizeMatMul,
+// or with integer, DynamicQuantizeLinear + MatMulInteger + Cast + Mul (+
+// Add); q [k, n] and scales [n] are w's per-column int8 weights.
+func perCallNodes(e *editor, base, x, out, bias string, q []byte, scales []float32, integer bool) []*Node {
+	n := int64(len(scales))
+	k := int64(len(q)) / n
+	qw := e.addInit(&Tensor{Name: base + "_w", Dims: []int64{k, n}, DataType: Int8, Raw: q})
+	sc := e.addInit(FloatTensor(base+"_scale", []int64{n}, scales))
+	zp := e.addInit(&Tensor{Name: base + "_zero", Dims: []int64{n}, DataType: Int8, Raw: make([]byte, n)})
+	if !integer {
+		ins := []string{x, qw, sc, zp}
+		if bias != "" {
+			ins = append(ins, bias)
+		}
+		return []*Node{{Name: base, OpType: "DynamicQuantizeMatMul", Domain: MSDomain, Inputs: ins, Outputs: []string{out}, Attrs: map[string]*Attr{}}}
+	}
+	aq, as, az := base+"_a", base+"_a_scale", base+"_a_zero"
+	acc, f, y := base+"_acc", base+"_f", base+"_y"
+	scaled := out
+	if bias != "" {
+		scaled = base + "_scaled"
+	}
+	nodes := []*Node{
+		{Name: base + "_dql", OpType: "DynamicQuantizeLinear", Inputs: []string{x}, Outputs: []string{aq, as, az}, Attrs: map[string]*Attr{}},
+		{Name: base + "_mmi", OpType: "MatMulInteger", Inputs: []string{aq, qw, az, zp}, Outputs: []string{acc}, Attrs: map[string]*Attr{}},
+		{Name: base + "_cast", OpType: "Cast", Inputs: []string{acc}, Outputs: []string{f}, Attrs: map[string]*Attr{"to": IntAttr("to", int64(Float))}},
+		{Name: base + "_mul_a", OpType: "Mul", Inputs: []string{f, as}, Outputs: []string{y}, Attrs: map[string]*Attr{}},
+		{Name: base + "_mul_w", OpType: "Mul", Inputs: []string{y, sc}, Outputs: []string{scaled}, Attrs: map[string]*Attr{}},
+	}
+	if bias != "" {
+		nodes = append(nodes, &Node{Name: base + "_bias", OpType: "Add", Inputs: []string{scaled, bias}, Outputs: []string{out}, Attrs: map[string]*Attr{}})
+	}
+	return nodes
 }
 
 // quantizeColumns quantizes w [k, n] per column: q = round(w / s) with

@@ -36,14 +36,14 @@ type embedOptions struct {
 
 func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&o.Prompts, "prompt", "p", nil, "a prompt (repeat for more)")
-	fs.StringVarP(&o.Out, "out", "o", "", "write embeddings and states to this .safetensors file")
+	fs.StringVarP(&o.Out, "out", "o", "", "write embeddings and states to this file: F.safetensors (with the model, prompts and settings in its metadata) or F.npz (numpy.load; no metadata)")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.IntVar(&o.Batch, "batch", 16, "images per vision-encoder run")
 	fs.IntVar(&o.Streams, "streams", 0, "vision encoder batches run at once, as for run (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
 	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout)
 }
 
-const embedUsage = `embed [--model REF] [--prompt TEXT]... [IMAGE|FOLDER...] [--out F.safetensors] [--json]
+const embedUsage = `embed [--model REF] [--prompt TEXT]... [IMAGE|FOLDER...] [--out F.safetensors|F.npz] [--json]
 
 Encodes the prompts with the model's text encoder and the images with its
 vision encoder (a folder gives the images under it, walked as run walks
@@ -59,7 +59,8 @@ Images go through the vision encoder as run's do: --streams batches of
 others encode. The results are the same whatever the streams, threads and
 batch, at --precision int8 too (its activations are quantized per row).
 
---out writes a safetensors file (loadable with safetensors.numpy.load_file)
+--out writes a safetensors file (loadable with safetensors.numpy.load_file;
+F.npz: the same arrays for numpy.load, without the metadata)
 holding, with Np prompts padded to T tokens and Ni images of 1+P tokens:
   text_embeds       float32 [Np, d_p]     text_projection of the EOS state
   token_states      float32 [Np, T, d_t]  text last_hidden_state (after final_layer_norm)
@@ -130,6 +131,10 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	}
 	if o.Streams < 0 {
 		return usagef("--streams must be 0 or more, got %d", o.Streams)
+	}
+	format, err := outFormat("--out", o.Out, ".safetensors", ".npz")
+	if err != nil {
+		return err
 	}
 	for i, p := range o.Prompts {
 		if strings.TrimSpace(p) == "" {
@@ -288,7 +293,11 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if o.Out != "" {
-		if err := tensorio.WriteSafetensors(o.Out, tensors, meta); err != nil {
+		write := func() error { return tensorio.WriteSafetensors(o.Out, tensors, meta) }
+		if format == ".npz" {
+			write = func() error { return tensorio.WriteNPZ(o.Out, tensors) }
+		}
+		if err := write(); err != nil {
 			return fmt.Errorf("embed: write %s: %w", o.Out, err)
 		}
 		res.Out = o.Out

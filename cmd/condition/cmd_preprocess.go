@@ -17,13 +17,15 @@ import (
 	"github.com/conditionhq/condition/vision"
 )
 
-const preprocessUsage = `preprocess [--model REF | --preprocessor FILE] --out F.npy [--max-pixels N] [--no-exif-orientation] [--decode fast] [--json] IMAGE
+const preprocessUsage = `preprocess [--model REF | --preprocessor FILE] --out F.npy|F.safetensors [--max-pixels N] [--no-exif-orientation] [--decode fast] [--json] IMAGE
 
 Decodes IMAGE (JPEG, PNG, GIF, BMP, TIFF or WebP), puts it upright from its
 EXIF orientation, and writes the pixel_values tensor [1, 3, H, W] float32
 that the model's CLIPImageProcessor makes of it to F.npy, as
 numpy.load(F.npy) would compare with
 CLIPImageProcessor.from_pretrained(...)(ImageOps.exif_transpose(Image.open(IMAGE)))["pixel_values"].
+--out F.safetensors writes it as the tensor pixel_values of a safetensors file
+(safetensors.numpy.load_file) instead.
 With --decode fast (or fastest), a JPEG is first opened as Pillow's
 im.draft("RGB", (2s, 2s)) (or (s, s)) opens it, s the side the processor
 resizes to, as run --decode fast does.
@@ -54,7 +56,7 @@ type preprocessOptions struct {
 func (o *preprocessOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Model, "model", models.DefaultRef, "model directory, hub id org/name[@revision], or default: its preprocessor_config.json")
 	fs.StringVar(&o.Preprocessor, "preprocessor", "", "a preprocessor_config.json file (instead of --model)")
-	fs.StringVarP(&o.Out, "out", "o", "", "the .npy file to write pixel_values [1, 3, H, W] float32 to (required)")
+	fs.StringVarP(&o.Out, "out", "o", "", "the file to write pixel_values [1, 3, H, W] float32 to (required): F.npy, or F.safetensors (with NaFlex's pixel_attention_mask and spatial_shapes in the same file)")
 	fs.Int64Var(&o.MaxPixels, "max-pixels", 0, maxPixelsUsage)
 	fs.BoolVar(&o.NoOrientation, "no-exif-orientation", false, "ignore the EXIF orientation tag (CLIPImageProcessor alone does not apply it)")
 	fs.BoolVar(&o.JSON, "json", false, "print a JSON object instead of a line")
@@ -99,6 +101,9 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 	if o.Out == "" {
 		return usagef("--out F.npy is required")
 	}
+	if _, err := outFormat("--out", o.Out, ".npy", ".safetensors"); err != nil {
+		return err
+	}
 	if o.Preprocessor != "" && fs.Changed("model") {
 		return usagef("give --model or --preprocessor, not both")
 	}
@@ -135,7 +140,7 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	shape := []int{1, 3, h, w}
-	if err := tensorio.WriteNPY(o.Out, tensorio.F32(shape, pixels)); err != nil {
+	if err := writeArrays(o.Out, []namedArray{{"pixel_values", o.Out, tensorio.F32(shape, pixels)}}); err != nil {
 		return err
 	}
 	e.Log.Debug("preprocessed", "image", path, "config", from, "upright", fmt.Sprintf("%dx%d", info.Width, info.Height), "scale", info.Scale)
@@ -182,17 +187,15 @@ func preprocessNaFlex(e *env, o *preprocessOptions, p *vision.Preprocessor, path
 	}
 	stem := strings.TrimSuffix(o.Out, ".npy")
 	maskOut, shapeOut := stem+".pixel_attention_mask.npy", stem+".spatial_shapes.npy"
-	for _, w := range []struct {
-		path string
-		t    tensorio.Tensor
-	}{
-		{o.Out, tensorio.F32([]int{1, m, dim}, pixels)},
-		{maskOut, tensorio.Tensor{DType: tensorio.DTypeI32, Shape: []int{1, m}, Data: mask}},
-		{shapeOut, tensorio.I64([]int{1, 2}, spatial)},
-	} {
-		if err := tensorio.WriteNPY(w.path, w.t); err != nil {
-			return err
-		}
+	if strings.EqualFold(filepath.Ext(o.Out), ".safetensors") {
+		maskOut, shapeOut = o.Out, o.Out
+	}
+	if err := writeArrays(o.Out, []namedArray{
+		{"pixel_values", o.Out, tensorio.F32([]int{1, m, dim}, pixels)},
+		{"pixel_attention_mask", maskOut, tensorio.Tensor{DType: tensorio.DTypeI32, Shape: []int{1, m}, Data: mask}},
+		{"spatial_shapes", shapeOut, tensorio.I64([]int{1, 2}, spatial)},
+	}); err != nil {
+		return err
 	}
 	if o.JSON {
 		return json.NewEncoder(e.Stdout).Encode(map[string]any{
@@ -204,4 +207,30 @@ func preprocessNaFlex(e *env, o *preprocessOptions, p *vision.Preprocessor, path
 	_, err = fmt.Fprintf(e.Stdout, "%s: pixel_values [1, %d, %d] float32 (a %dx%d patch grid of %d), %s and %s from %s (%dx%d upright) with %s\n",
 		o.Out, m, dim, g.H, g.W, m, maskOut, shapeOut, path, info.Width, info.Height, from)
 	return err
+}
+
+// namedArray is one array preprocess writes: its name (in a safetensors
+// file), the .npy file it goes to otherwise, and its values.
+type namedArray struct {
+	name, npy string
+	t         tensorio.Tensor
+}
+
+// writeArrays writes the arrays to out, one safetensors file holding them
+// all by name when out ends in .safetensors, else each to its own .npy
+// file.
+func writeArrays(out string, arrays []namedArray) error {
+	if strings.EqualFold(filepath.Ext(out), ".safetensors") {
+		ts := map[string]tensorio.Tensor{}
+		for _, a := range arrays {
+			ts[a.name] = a.t
+		}
+		return tensorio.WriteSafetensors(out, ts, nil)
+	}
+	for _, a := range arrays {
+		if err := tensorio.WriteNPY(a.npy, a.t); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -53,8 +53,12 @@ func runMerge(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	} else {
+		into := rep.Out
+		if into == "" {
+			into = "nothing (no manifest.jsonl until the job is complete)"
+		}
 		fmt.Fprintf(e.Stdout, "merged %d of %d shard manifests into %s: %d images (%d ok, %d failed)\n",
-			len(rep.Shards), rep.ShardCount, rep.Out, rep.Images, rep.OK, rep.Failed)
+			len(rep.Shards), rep.ShardCount, into, rep.Images, rep.OK, rep.Failed)
 		list := func(what string, xs []string) { printList(e, what, xs) }
 		if len(rep.MissingShards) > 0 {
 			fmt.Fprintf(e.Stdout, "missing shards: %v\n", rep.MissingShards)

@@ -202,9 +202,18 @@ func TestMerge(t *testing.T) {
 		!reflect.DeepEqual(rep.Missing, []string{"d.png"}) || rep.Images != 3 || rep.OK != 3 {
 		t.Fatalf("report %+v", rep)
 	}
-	b, _ := os.ReadFile(rep.Out)
-	if got, _ := ParseManifest(strings.NewReader(string(b))); len(got) != 3 || got[1].Status != StatusOK {
-		t.Fatalf("merged manifest:\n%s", b)
+	// Incomplete: no manifest.jsonl, which a reader would take for the
+	// whole job.
+	if _, err := os.Stat(filepath.Join(dir, "manifest.jsonl")); rep.Out != "" || !os.IsNotExist(err) {
+		t.Fatalf("an incomplete job's merge wrote %q (%v)", rep.Out, err)
+	}
+	write("manifest-1-of-3.jsonl", `{"path":"d.png","status":"ok","settings":"s"}`)
+	if rep, err = Merge(context.Background(), dir, []string{imgs}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "manifest.jsonl"))
+	if got, _ := ParseManifest(strings.NewReader(string(b))); rep.Out == "" || len(got) != 4 || got[1].Status != StatusOK {
+		t.Fatalf("merged manifest %q:\n%s", rep.Out, b)
 	}
 }
 

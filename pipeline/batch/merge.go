@@ -26,7 +26,7 @@ type MergeReport struct {
 	Duplicated    []string `json:"duplicated"`           // paths reported by more than one shard
 	Missing       []string `json:"missing,omitempty"`    // inputs (when given) that no shard reported
 	Unexpected    []string `json:"unexpected,omitempty"` // reported paths not among the inputs (when given)
-	Out           string   `json:"out"`                  // the merged manifest's path
+	Out           string   `json:"out"`                  // the merged manifest's path ("" when not written: the job is incomplete)
 	// IndexMissing names the collection index parts (index/<part>) that
 	// are not whole: a folder without index.json, or a part the manifest
 	// lists that is not there.
@@ -40,7 +40,9 @@ var shardManifest = regexp.MustCompile(`^manifest-(\d+)-of-(\d+)\.jsonl$`)
 
 // Merge joins the manifest-<i>-of-<n>.jsonl files in dir into manifest.jsonl
 // (written atomically, one line per image, sorted by path, the last entry of
-// a path within a shard winning); a job of one process has only
+// a path within a shard winning), once the job is complete: with a shard's
+// manifest missing, or an input no shard reported, the report says so and
+// no manifest.jsonl is written (Out is ""). A job of one process has only
 // manifest.jsonl, which is read as it is. When inputs are given, they are
 // walked with the same rules as the job and every image is checked for.
 func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, error) {
@@ -146,6 +148,12 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 		}
 	}
 	if single {
+		return rep, nil
+	}
+	if len(rep.MissingShards) > 0 || len(rep.Missing) > 0 {
+		// No manifest.jsonl for an incomplete job: a reader would take
+		// part of a job for all of it.
+		rep.Out = ""
 		return rep, nil
 	}
 	if err := tensorio.WriteFileAtomic(rep.Out, func(w io.Writer) error {

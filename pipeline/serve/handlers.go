@@ -491,6 +491,9 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 			images, imageAt = append(images, b), append(imageAt, i)
 			continue
 		}
+		if isURL(in) {
+			return badRequest("url_not_allowed", "input %d is a URL: image URLs are never fetched (send the image as a data:image/...;base64 URI), and a URL alone is not embedded as text", i)
+		}
 		texts, textAt = append(texts, in), append(textAt, i)
 	}
 	for j, t := range texts {

@@ -238,9 +238,18 @@ func multipartError(err error) error {
 	return badRequest("bad_multipart", "multipart body: %v", err)
 }
 
+// isURL reports whether s is an http://, https:// or file: URL and nothing
+// else (no space in it): what an image URL looks like.
+func isURL(s string) bool {
+	s = strings.TrimSpace(s)
+	lower := strings.ToLower(s)
+	return (strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") || strings.HasPrefix(lower, "file:")) &&
+		!strings.ContainsAny(s, " \t\n")
+}
+
 // parseDataURI returns the bytes of a data:image/...;base64,... URI.
 func parseDataURI(s string) ([]byte, error) {
-	if strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "file:") {
+	if isURL(s) {
 		return nil, badRequest("url_not_allowed", "image URLs are never fetched: send the image as a data:image/...;base64 URI or upload it as multipart/form-data")
 	}
 	rest, ok := strings.CutPrefix(s, "data:")

@@ -324,6 +324,8 @@ func TestBadInput(t *testing.T) {
 		{"no input", "/v1/embeddings", `{"model": "x"}`, auth, 400, "missing_input"},
 		{"token ids", "/v1/embeddings", `{"input": [[1, 2, 3]]}`, auth, 400, "invalid_input"},
 		{"bad format", "/v1/embeddings", `{"input": "red", "encoding_format": "int8"}`, auth, 400, "invalid_encoding_format"},
+		{"image URL to embed", "/v1/embeddings", `{"input": ["a red circle", "https://example.com/cat.jpg"]}`, auth, 400, "url_not_allowed"},
+		{"file URL to embed", "/v1/embeddings", `{"input": "FILE:///etc/passwd"}`, auth, 400, "url_not_allowed"},
 		{"classify with prompts", "/v1/classify", map[string]any{"image": dataURI(img), "prompts": []string{"red"}}, auth, 400, "invalid_field"},
 		{"unknown route", "/v2/attend", "{}", auth, 404, "not_found"},
 	} {

@@ -549,6 +549,9 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 		res.Usage.PromptTokens += 1 + o.enc.P()
 	}
 	res.Usage.TotalTokens = res.Usage.PromptTokens
+	if d := req.Dimensions; d != nil && len(vecs) > 0 && *d != len(vecs[0]) {
+		return badRequest("invalid_field", `"dimensions" is %d: this model's embeddings have %d, and are not cut`, *d, len(vecs[0]))
+	}
 	normalize := req.Normalize == nil || *req.Normalize
 	for i, v := range vecs {
 		if normalize {

@@ -50,6 +50,11 @@ type embeddingsRequest struct {
 	// them.
 	Normalize *bool `json:"normalize"`
 	Truncate  bool  `json:"truncate"`
+	// User is OpenAI's end-user id: taken, and not used. Dimensions, when
+	// given, must be the width of the model's embeddings (they are never
+	// cut).
+	User       string `json:"user"`
+	Dimensions *int   `json:"dimensions"`
 }
 
 // inputs returns the request's input as a list (a string is a list of one).
@@ -75,9 +80,12 @@ func (r *embeddingsRequest) inputs() ([]string, error) {
 	return list, nil
 }
 
-// decodeJSON reads r's body as one JSON value into v.
+// decodeJSON reads r's body as one JSON value into v; a field v does not
+// have is refused (invalid_field, naming it), as a multipart request's
+// unknown part is: a misspelt option never passes unseen.
 func decodeJSON(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return bodyError(err)
 	}
@@ -105,6 +113,8 @@ func bodyError(err error) error {
 		return badRequest("invalid_json", "field %q is %s, expected %s", te.Field, te.Value, te.Type)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("invalid_json", "the body is empty or cut short")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return badRequest("invalid_field", "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
 	return badRequest("invalid_body", "reading the body: %v", err)
 }

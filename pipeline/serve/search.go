@@ -2,7 +2,6 @@ package serve
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -43,10 +42,8 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Status: http.StatusNotFound, Type: typeInvalid, Code: "no_index", Message: "this server has no index to search (start it with one)"}
 	}
 	var req searchRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return badRequest("invalid_json", "search takes a JSON object {\"query\", \"top_k\", \"words\", \"heatmaps\", \"box\"}: %v", err)
+	if err := decodeJSON(r, &req); err != nil {
+		return err
 	}
 	if strings.TrimSpace(req.Query) == "" {
 		return badRequest("missing_query", `"query" is required: the text to search the images for`)

@@ -326,6 +326,9 @@ func TestBadInput(t *testing.T) {
 		{"bad format", "/v1/embeddings", `{"input": "red", "encoding_format": "int8"}`, auth, 400, "invalid_encoding_format"},
 		{"image URL to embed", "/v1/embeddings", `{"input": ["a red circle", "https://example.com/cat.jpg"]}`, auth, 400, "url_not_allowed"},
 		{"file URL to embed", "/v1/embeddings", `{"input": "FILE:///etc/passwd"}`, auth, 400, "url_not_allowed"},
+		{"misspelt field", "/v1/attend", map[string]any{"image": dataURI(img), "prompts": []string{"red"}, "heatmap": true}, auth, 400, "invalid_field"},
+		{"misspelt embeddings field", "/v1/embeddings", `{"input": "red", "normalise": false}`, auth, 400, "invalid_field"},
+		{"other dimensions", "/v1/embeddings", `{"input": "red", "dimensions": 3, "user": "u1"}`, auth, 400, "invalid_field"},
 		{"classify with prompts", "/v1/classify", map[string]any{"image": dataURI(img), "prompts": []string{"red"}}, auth, 400, "invalid_field"},
 		{"unknown route", "/v2/attend", "{}", auth, 404, "not_found"},
 	} {

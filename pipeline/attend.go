@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/vision"
 	"github.com/conditionhq/condition/xattn"
 )
@@ -439,7 +438,7 @@ func (a *Attention) Overlays() []Overlay {
 	t := ps.T()
 	var out []Overlay
 	for _, wd := range ps.Words {
-		if wd.Special || prompttext.IsStopWord(wd.Text) {
+		if !isContentWord(wd) {
 			continue
 		}
 		m := make([]float32, p)

@@ -84,6 +84,11 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return o.eng.advise(err)
 	}
+	for i, p := range prompts {
+		if len(p.ContentWords()) == 0 {
+			return usagef("--prompt %d %q has no word to map: every word is a stop word (a, the, of, ...); name what to look for", i, p.Text)
+		}
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/conditionhq/condition/internal/orttest"
@@ -104,5 +105,21 @@ func TestAttendWindowsJSON(t *testing.T) {
 	}
 	if _, err := os.Stat(heat); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestAttendPromptWithNothingToMap: a prompt of stop words only has no map
+// to print or draw: a usage error naming it, before any work, not an empty
+// report and a heatmap silently not written.
+func TestAttendPromptWithNothingToMap(t *testing.T) {
+	orttest.Load(t)
+	img := filepath.Join("..", "..", "testdata", "scenes", "images", "scene_004.png")
+	heatmap := filepath.Join(t.TempDir(), "h.png")
+	code, out, errs := runCLI(t, "attend", img, "-p", "a red star", "-p", "a the of", "--heatmap", heatmap)
+	if code != exitUsage || !strings.Contains(errs, `--prompt 1 "a the of" has no word to map`) || out != "" {
+		t.Errorf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "attend", img, "-p", "a red star", "--heatmap", heatmap); code != exitOK || !strings.Contains(out, "heatmap: "+heatmap) {
+		t.Errorf("a prompt with words to map: exit %d\n%s\n%s", code, out, errs)
 	}
 }

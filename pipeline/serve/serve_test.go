@@ -331,6 +331,7 @@ func TestBadInput(t *testing.T) {
 		{"other dimensions", "/v1/embeddings", `{"input": "red", "dimensions": 3, "user": "u1"}`, auth, 400, "invalid_field"},
 		{"classify with prompts", "/v1/classify", map[string]any{"image": dataURI(img), "prompts": []string{"red"}}, auth, 400, "invalid_field"},
 		{"unknown route", "/v2/attend", "{}", auth, 404, "not_found"},
+		{"lowercase scheme", "/v1/attend", map[string]any{"prompts": []string{"red"}}, []string{"Authorization", "bearer " + auth[1][len("Bearer "):]}, 400, "missing_image"},
 	} {
 		code, h, raw := post(t, ts.URL, tc.path, tc.body, nil, tc.header...)
 		var e struct {
@@ -341,6 +342,23 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: status %d, %s; want %d with code %s", tc.name, code, raw, tc.status, tc.code)
 		} else {
 			t.Logf("%s: %d %s", tc.name, code, e.Error.Message)
+		}
+	}
+	// A route asked with another method: 405, naming the one it takes.
+	for path, allow := range map[string]string{"/v1/attend": "POST", "/healthz": "GET"} {
+		method := http.MethodGet
+		if allow == "GET" {
+			method = http.MethodPost
+		}
+		req, _ := http.NewRequest(method, ts.URL+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != allow || !strings.Contains(string(raw), "method_not_allowed") {
+			t.Errorf("%s %s: status %d, Allow %q, %s", method, path, resp.StatusCode, resp.Header.Get("Allow"), raw)
 		}
 	}
 	// A 1 GB body is refused without being read.

@@ -171,9 +171,23 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /metrics", s.wrap("metrics", true, promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{})))
 	s.mux.Handle("GET /{$}", s.wrap("page", true, http.HandlerFunc(servePage)))
 	s.mux.Handle("/", s.wrap("other", true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m, ok := routeMethods[r.URL.Path]; ok {
+			w.Header().Set("Allow", m)
+			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalid, Code: "method_not_allowed",
+				Message: fmt.Sprintf("%s takes %s, not %s", r.URL.Path, m, r.Method)})
+			return
+		}
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalid, Code: "not_found",
 			Message: fmt.Sprintf("no route %s %s (routes: POST /v1/embeddings, /v1/attend, /v1/classify, /v1/search; GET /v1/models, /healthz, /readyz, /metrics, /)", r.Method, r.URL.Path)})
 	})))
+}
+
+// routeMethods is the method each route takes, for the answer to another
+// (405 with Allow).
+var routeMethods = map[string]string{
+	"/v1/embeddings": http.MethodPost, "/v1/attend": http.MethodPost, "/v1/classify": http.MethodPost,
+	"/v1/search": http.MethodPost, "/v1/models": http.MethodGet, "/healthz": http.MethodGet,
+	"/readyz": http.MethodGet, "/metrics": http.MethodGet, "/": http.MethodGet,
 }
 
 // api wraps a JSON endpoint: authentication, the body limit, errors as
@@ -246,8 +260,10 @@ func (s *Server) authorized(r *http.Request) bool {
 	if s.opts.Token == "" {
 		return true
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) == 1
+	// The scheme is case-insensitive (RFC 9110, section 11.1).
+	scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	got = strings.TrimSpace(got)
+	return ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) == 1
 }
 
 func newRequestID() string {

@@ -92,7 +92,34 @@ func heatmapBase(img image.Image, crop image.Rectangle) *image.RGBA {
 			src = imaging.Crop(img, crop)
 		}
 	}
-	return toRGBA(imaging.Resize(src, HeatmapPanel, HeatmapPanel, imaging.CatmullRom))
+	return toRGBA(imaging.Resize(opaque(src), HeatmapPanel, HeatmapPanel, imaging.CatmullRom))
+}
+
+// opaque returns img with its alpha dropped, not blended: its colours as the
+// model saw them (vision reads an image with alpha as Pillow's
+// convert("RGB") does), so that a heatmap's first panel shows what the
+// model saw rather than a transparent or darkened picture.
+func opaque(img image.Image) image.Image {
+	if o, ok := img.(interface{ Opaque() bool }); ok && o.Opaque() {
+		return img
+	}
+	b := img.Bounds()
+	out := image.NewNRGBA(b)
+	if n, ok := img.(*image.NRGBA); ok {
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			copy(out.Pix[out.PixOffset(b.Min.X, y):out.PixOffset(b.Max.X, y)], n.Pix[n.PixOffset(b.Min.X, y):n.PixOffset(b.Max.X, y)])
+		}
+	} else {
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				out.SetNRGBA(x, y, color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA))
+			}
+		}
+	}
+	for i := 3; i < len(out.Pix); i += 4 {
+		out.Pix[i] = 0xff
+	}
+	return out
 }
 
 // heatmapWholeBase scales the whole of img to a panel HeatmapPanel high
@@ -105,7 +132,7 @@ func heatmapWholeBase(img image.Image) *image.RGBA {
 	}
 	w := int(math.Round(float64(HeatmapPanel) * float64(b.Dx()) / float64(b.Dy())))
 	w = min(max(w, HeatmapPanel/2), 4*HeatmapPanel)
-	return toRGBA(imaging.Resize(img, w, HeatmapPanel, imaging.CatmullRom))
+	return toRGBA(imaging.Resize(opaque(img), w, HeatmapPanel, imaging.CatmullRom))
 }
 
 // renderHeatmaps draws a sheet: the base panel (HeatmapBase) and one panel

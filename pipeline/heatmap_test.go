@@ -187,3 +187,23 @@ func BenchmarkHeatmapBase(b *testing.B) {
 		heatmapBase(img, crop)
 	}
 }
+
+// TestHeatmapBaseDropsAlpha: the first panel shows an image with alpha as
+// the model saw it, its colours with the alpha dropped (as Pillow's
+// convert("RGB")), not transparent nor darkened: a fully transparent red
+// image is drawn opaque red, straight or paletted.
+func TestHeatmapBaseDropsAlpha(t *testing.T) {
+	straight := image.NewNRGBA(image.Rect(0, 0, 40, 30))
+	for i := 0; i < len(straight.Pix); i += 4 {
+		copy(straight.Pix[i:], []byte{200, 30, 10, 0})
+	}
+	pal := image.NewPaletted(image.Rect(0, 0, 40, 30), color.Palette{color.NRGBA{200, 30, 10, 0}})
+	for name, img := range map[string]image.Image{"NRGBA": straight, "paletted": pal} {
+		for _, base := range []*image.RGBA{heatmapBase(img, img.Bounds()), heatmapWholeBase(img)} {
+			c := base.RGBAAt(base.Rect.Dx()/2, base.Rect.Dy()/2)
+			if c.A != 0xff || c.R < 195 || c.G > 35 || c.B > 15 {
+				t.Errorf("%s: the base panel's centre is %v, want opaque (200, 30, 10)", name, c)
+			}
+		}
+	}
+}

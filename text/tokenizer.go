@@ -551,8 +551,9 @@ func appendTokenBytes(dst []byte, tok string) []byte {
 }
 
 // Unknown returns the words of ids, grouped as Words groups them, that the
-// vocabulary does not know: words holding a letter that BPE could only spell
-// out in pieces of one character or less (single letters, or single bytes of
+// vocabulary does not know: words holding a letter or a pictograph (an
+// emoji, unicode's other symbols) that BPE could only spell out in pieces
+// of one character or less (single letters, or single bytes of
 // a character). The text encoder then sees a run of letters rather than the
 // word, and what it makes of them, its attention maps among it, means little.
 // Special tokens, words of one token, and words with any piece longer than
@@ -573,7 +574,7 @@ func (t *Tokenizer) Unknown(ids []int) ([]Word, error) {
 	}
 	var out []Word
 	for _, w := range words {
-		if !w.Special && w.End-w.Start > 1 && hasLetter(w.Text) && t.spelledOut(ids[w.Start:w.End]) {
+		if !w.Special && w.End-w.Start > 1 && namesSomething(w.Text) && t.spelledOut(ids[w.Start:w.End]) {
 			out = append(out, w)
 		}
 	}
@@ -609,9 +610,11 @@ func oneCharOrLess(b []byte) bool {
 	return len(b) < utf8.UTFMax
 }
 
-func hasLetter(s string) bool {
+// namesSomething reports whether s holds a letter or a pictograph (an
+// emoji: unicode's other symbols), not only punctuation and digits.
+func namesSomething(s string) bool {
 	for _, r := range s {
-		if unicode.IsLetter(r) {
+		if unicode.IsLetter(r) || unicode.Is(unicode.So, r) {
 			return true
 		}
 	}

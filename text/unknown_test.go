@@ -47,6 +47,9 @@ func TestUnknownBuiltin(t *testing.T) {
 		{"café 猫", []string{"café", "猫"}},
 		// A word with a longer piece ("bot" t "le</w>") is not spelled out.
 		{"bottle", []string{}},
+		// An emoji spelled out in bytes names something the model does not
+		// know, as a word does.
+		{"a red 🐱", []string{"🐱"}},
 	} {
 		if got := unknownTexts(t, tok, c.text); !slices.Equal(got, c.want) {
 			t.Errorf("Unknown(%q) = %q, want %q", c.text, got, c.want)

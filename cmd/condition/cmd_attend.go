@@ -74,6 +74,9 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 		return usagef("--top must be at least 1")
 	}
 	path := fs.Arg(0)
+	if err := checkFiles(path); err != nil {
+		return err
+	}
 	// One image: the sessions start without packing their weights first.
 	eng, err := o.eng.open(ctx, e, pipeline.Options{NoPrepack: true})
 	if err != nil {

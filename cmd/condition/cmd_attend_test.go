@@ -123,3 +123,22 @@ func TestAttendPromptWithNothingToMap(t *testing.T) {
 		t.Errorf("a prompt with words to map: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestAttendMissingInputs: a missing image, or a --model that is neither a
+// folder nor a hub id, is a usage error (exit 2) naming it, before the model
+// is loaded.
+func TestAttendMissingInputs(t *testing.T) {
+	img := filepath.Join("..", "..", "testdata", "scenes", "images", "scene_004.png")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"attend", filepath.Join(t.TempDir(), "gone.png"), "-p", "red"}, "gone.png: no such file"},
+		{[]string{"attend", img, "--model", filepath.Join(t.TempDir(), "nomodel"), "-p", "red"}, "--model: models: no folder"},
+		{[]string{"classify", filepath.Join(t.TempDir(), "gone.png"), "-l", "red"}, "gone.png: no such file"},
+	} {
+		if code, _, errs := runCLI(t, c.args...); code != exitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d\n%s", c.args, code, errs)
+		}
+	}
+}

@@ -68,6 +68,9 @@ func runClassify(ctx context.Context, e *env, args []string) error {
 	if o.top < 0 {
 		return usagef("--top must be 0 (all) or more, got %d", o.top)
 	}
+	if err := checkFiles(fs.Args()...); err != nil {
+		return err
+	}
 	eng, err := o.eng.open(ctx, e, pipeline.Options{NoPrepack: fs.NArg() == 1})
 	if err != nil {
 		return err

@@ -170,7 +170,7 @@ func TestEmbedErrors(t *testing.T) {
 		{[]string{"embed", "--model", tinyclipDir}, exitUsage, "nothing to embed"},
 		{[]string{"embed", "--model", tinyclipDir, "-p", "x", "--batch", "0"}, exitUsage, "--batch"},
 		{[]string{"embed", "--model", tinyclipDir, "-p", "x", "--threads", "-1"}, exitUsage, "--threads"},
-		{[]string{"embed", "--model", filepath.Join(tinyclipDir, "nope"), "-p", "x"}, exitFailed, "no folder"},
+		{[]string{"embed", "--model", filepath.Join(tinyclipDir, "nope"), "-p", "x"}, exitUsage, "no folder"}, // neither a folder nor a hub id
 	} {
 		code, _, stderr := embedCLI(t, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {

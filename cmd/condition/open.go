@@ -226,6 +226,11 @@ func (f *engineFlags) open(ctx context.Context, e *env, base pipeline.Options) (
 	if err != nil {
 		return nil, err
 	}
+	if _, err := models.ParseRef(f.model); err != nil {
+		// Neither a folder nor a hub id: a mistake in --model, found
+		// before any work.
+		return nil, usageError{fmt.Errorf("--model: %w", err)}
+	}
 	if _, err := f.loadRuntime(e); err != nil {
 		return nil, err
 	}

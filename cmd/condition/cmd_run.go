@@ -127,6 +127,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if len(o.images) == 0 && len(o.lists) == 0 {
 		return usagef("no images: give --images PATH, --list FILE or paths as arguments")
 	}
+	if err := checkInputNames(o.images); err != nil {
+		return err
+	}
 	if o.out == "" {
 		return usagef("--out DIR is required")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -73,5 +74,28 @@ func TestOutWritesTheFormatItsExtensionNames(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errs, "want .") {
 			t.Errorf("%v: exit %d\n%s", c, code, errs)
 		}
+	}
+}
+
+// TestRunInputsWithOneName: two inputs that would write under one name in
+// the output (files or folders with the same last name) are a usage error
+// naming both, before any work, not one of them failing in the job.
+func TestRunInputsWithOneName(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"a/x.png", "b/x.png", "c/photos/y.png", "d/photos/y.png"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("not read"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "out")
+	for _, pair := range [][2]string{{"a/x.png", "b/x.png"}, {"c/photos", "d/photos"}} {
+		code, _, errs := runCLI(t, "run", "--images", filepath.Join(dir, pair[0]), "--images", filepath.Join(dir, pair[1]), "-p", "red", "--out", out)
+		if code != exitUsage || !strings.Contains(errs, "would both write under") {
+			t.Errorf("%v: exit %d\n%s", pair, code, errs)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the output folder was made: %v", err)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"slices"
 )
 
-// outlierRole is what the outlier rule makes of one MatMul: fed by the
-// layer norm norm with outlier channels (smoothed), or downstream of it
-// (kept in float32); ratio is the norm's largest |gain| over its median.
+// outlierRole is what the outlier rule makes of one MatMul in a tower with
+// outlier channels: fed by the layer norm norm (its outlier channels
+// multiplied in float32, see splitOutliers), or downstream of a layer norm
+// (kept in float32; norm and ratio are then the tower's worst norm and its
+// largest |gain| over its median).
 type outlierRole struct {
 	norm       *Node
 	downstream bool
@@ -26,9 +28,10 @@ type outlierRole struct {
 // through its activation) is kept in float32. All of them, not only those
 // of the layers with outliers: an error anywhere in the residual stream
 // reaches the outlier channels, whose gains multiply it many times over
-// (on a ViT-B/32-size model with three channels at 40× in layers 3–12,
-// keeping only those layers' products in float32 left image_embeds at a
-// smallest cosine of 0.9945 to float32, all of them 0.9983).
+// (on a ViT-B/32-size model with three channels at 40× in layers 3–12, the
+// outlier channels smoothed into the weights, keeping only those layers'
+// downstream products in float32 left image_embeds at a smallest cosine of
+// 0.9945 to float32, all of them 0.9983).
 func outlierNorms(e *editor, mms []*Node, ratio float64) map[*Node]outlierRole {
 	roles := map[*Node]outlierRole{}
 	worst := outlierRole{}
@@ -60,7 +63,7 @@ func outlierNorms(e *editor, mms []*Node, ratio float64) map[*Node]outlierRole {
 	for mm, r := range roles {
 		r.norm, r.ratio = worst.norm, worst.ratio
 		if !r.downstream {
-			r.norm = roles[mm].norm // the norm to smooth is its own
+			r.norm = roles[mm].norm // the norm whose outlier channels it takes
 		}
 		roles[mm] = r
 	}
@@ -124,12 +127,22 @@ type outlierPart struct {
 // the gains instead of measured). w is left as it was. ok is false when the
 // norm has no such channel.
 func splitOutliers(e *editor, ln *Node, w []float32, k, n int) (part outlierPart, ok bool) {
-	g, _ := e.tensor(ln.Inputs[1]).Float32Values()
-	var b []float32
-	if len(ln.Inputs) > 2 {
-		b, _ = e.tensor(ln.Inputs[2]).Float32Values()
+	gt := e.tensor(ln.Inputs[1])
+	if gt == nil {
+		return part, false
 	}
-	if len(g) != k || (b != nil && len(b) != k) {
+	g, _ := gt.Float32Values()
+	var b []float32
+	if len(ln.Inputs) > 2 && ln.Inputs[2] != "" {
+		bt := e.tensor(ln.Inputs[2])
+		if bt == nil {
+			return part, false // a bias computed at run time
+		}
+		if b, _ = bt.Float32Values(); len(b) != k {
+			return part, false
+		}
+	}
+	if len(g) != k {
 		return part, false
 	}
 	size := make([]float64, k)

@@ -323,6 +323,9 @@ def main() -> None:
     if os.path.realpath(out).startswith(os.path.realpath(REPO) + os.sep):
         raise SystemExit(f"make_clip: --out {out} is inside the repository; these files are "
                          "hundreds of MB and must not be committed: write them elsewhere")
+    if args.outliers and args.no_onnx:
+        raise SystemExit("make_clip: --outliers plants its channels in the torch model; --no-onnx draws "
+                         "the weights with numpy and does not take it")
     if args.preset in NUMPY_ONLY and not args.no_onnx:
         raise SystemExit(f"make_clip: --preset {args.preset} is written with --no-onnx only: its torch "
                          "model, state dict and exports would need several times its 10 GB in memory")

@@ -183,6 +183,7 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 
 	var texts []pipeline.TextEncoding
 	var images []pipeline.ImageEncoding
+	var failed []error // images that could not be read or decoded
 	if len(o.Prompts) > 0 {
 		if texts, err = eng.EncodeTexts(ctx, o.Prompts); err != nil {
 			return err
@@ -217,7 +218,7 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	}
 	if len(paths) > 0 {
 		t := time.Now()
-		if images, err = embedImages(ctx, eng, paths, pipeline.StreamOptions{Batch: o.Batch}); err != nil {
+		if images, paths, failed, err = embedImages(ctx, eng, paths, pipeline.StreamOptions{Batch: o.Batch}); err != nil {
 			return err
 		}
 		d := time.Since(t)
@@ -304,10 +305,25 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		e.Log.Info("embed: wrote", "file", o.Out, "prompts", len(texts), "images", len(images))
 	}
 	if o.JSON {
-		return writeJSONIndent(e.Stdout, res)
+		if err := writeJSONIndent(e.Stdout, res); err != nil {
+			return err
+		}
+	} else {
+		printEmbed(e, res)
 	}
-	printEmbed(e, res)
-	return nil
+	return failedImages(e, failed, len(images)+len(failed))
+}
+
+// failedImages logs each image that failed and returns the error that
+// makes embed exit 1 when any did (nil otherwise).
+func failedImages(e *env, failed []error, total int) error {
+	for _, err := range failed {
+		e.Log.Warn("image failed", "err", err)
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return exitError{code: exitFailed, msg: fmt.Sprintf("%d of %d images failed (the others were embedded): %v", len(failed), total, failed[0])}
 }
 
 // embedInputs turns the image arguments into image files, before any work:
@@ -350,25 +366,30 @@ func imageExtensions() []string {
 }
 
 // embedImages decodes and encodes the images, in order, on the encoder
-// streams of opts. The first image that fails stops it with an error
-// naming the image.
-func embedImages(ctx context.Context, eng *pipeline.Engine, paths []string, opts pipeline.StreamOptions) ([]pipeline.ImageEncoding, error) {
-	out := make([]pipeline.ImageEncoding, 0, len(paths))
-	err := eng.EncodeImageStream(ctx, len(paths), func(i int) ([]byte, error) { return os.ReadFile(paths[i]) }, opts, func(r pipeline.ImageResult) error {
+// streams of opts, and returns the encodings and paths of those that
+// worked and an error naming each that failed (to read or decode); with
+// none that worked, an error.
+func embedImages(ctx context.Context, eng *pipeline.Engine, paths []string, opts pipeline.StreamOptions) (encs []pipeline.ImageEncoding, done []string, failed []error, err error) {
+	encs = make([]pipeline.ImageEncoding, 0, len(paths))
+	err = eng.EncodeImageStream(ctx, len(paths), func(i int) ([]byte, error) { return os.ReadFile(paths[i]) }, opts, func(r pipeline.ImageResult) error {
 		var pe *iofs.PathError
 		switch {
 		case errors.As(r.Err, &pe):
-			return fmt.Errorf("embed: %w", r.Err) // it names the file
+			failed = append(failed, r.Err) // it names the file
 		case r.Err != nil:
-			return fmt.Errorf("embed: %s: %w", paths[r.Index], r.Err)
+			failed = append(failed, fmt.Errorf("%s: %w", paths[r.Index], r.Err))
+		default:
+			encs, done = append(encs, r.Encoding), append(done, paths[r.Index])
 		}
-		out = append(out, r.Encoding)
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	switch {
+	case err != nil:
+		return nil, nil, nil, err
+	case len(encs) == 0 && len(failed) > 0:
+		return nil, nil, nil, fmt.Errorf("embed: no image could be embedded: %w", errors.Join(failed...))
 	}
-	return out, nil
+	return encs, done, failed, nil
 }
 
 func flatten(rows [][]float32) []float32 {

@@ -119,8 +119,9 @@ func TestEmbedStreamsSameOutput(t *testing.T) {
 	}
 }
 
-// TestEmbedStreamsBadImage: an image that cannot be decoded fails embed,
-// naming the file, however many streams run, and nothing is written.
+// TestEmbedStreamsBadImage: an image that cannot be decoded is reported,
+// naming the file, and embed exits 1, however many streams run; the other
+// images are embedded and written, as run does.
 func TestEmbedStreamsBadImage(t *testing.T) {
 	orttest.Load(t)
 	dir := t.TempDir()
@@ -132,11 +133,15 @@ func TestEmbedStreamsBadImage(t *testing.T) {
 	for _, streams := range []string{"1", "3"} {
 		out := filepath.Join(t.TempDir(), "emb.safetensors")
 		code, _, stderr := embedCLI(t, "embed", "--model", "default", "--streams", streams, "--batch", "2", "--out", out, dir)
-		if code != exitFailed || !strings.Contains(stderr, bad) {
+		if code != exitFailed || !strings.Contains(stderr, bad) || !strings.Contains(stderr, "1 of 8 images failed") {
 			t.Errorf("--streams %s: exit %d, stderr %q; want %d naming %s", streams, code, stderr, exitFailed, bad)
 		}
-		if _, err := os.Stat(out); err == nil {
-			t.Errorf("--streams %s: %s written", streams, out)
+		ts, meta, err := tensorio.ReadSafetensors(out)
+		if err != nil {
+			t.Fatalf("--streams %s: %v", streams, err)
+		}
+		if n := ts["image_embeds"].Shape[0]; n != 7 || strings.Contains(meta["images"], "bad.png") {
+			t.Errorf("--streams %s: %d images written, images %s; want the 7 good ones", streams, n, meta["images"])
 		}
 	}
 	code, _, stderr := embedCLI(t, "embed", "--model", "default", "--streams", "-1", dir)

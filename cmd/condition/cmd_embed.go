@@ -224,56 +224,8 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		d := time.Since(t)
 		e.Log.Debug("embed: images encoded", "images", len(images), "streams", eng.Streams(), "threads", eng.Threads(), "batch", o.Batch,
 			"elapsed", d.Round(time.Millisecond), "images_per_s", math.Round(10*float64(len(images))/d.Seconds())/10)
-		// Every image's rows, padded with zeros to the most any image has
-		// (SigLIP 2 NaFlex: the patch budget, each image on its own grid).
-		dv := images[0].Width
-		tok := len(images[0].States) / dv
-		naflex := eng.Preprocessor().NaFlex
-		if naflex != nil {
-			tok = naflex.MaxNumPatches
-		}
-		ni := len(images)
-		states := make([]float32, ni*tok*dv)
-		var imageEmb []float32
-		mask, shapes := make([]int64, ni*tok), make([]int64, 0, 2*ni)
-		for i, enc := range images {
-			if enc.Embeds == nil {
-				return fmt.Errorf("embed: %s has no image_embeds output", m.Path(models.VisionModelFile))
-			}
-			copy(states[i*tok*dv:(i+1)*tok*dv], enc.States)
-			for j := range len(enc.States) / dv {
-				mask[i*tok+j] = 1
-			}
-			shapes = append(shapes, int64(enc.Grid.H), int64(enc.Grid.W))
-			imageEmb = append(imageEmb, enc.Embeds...)
-			res.Images = append(res.Images, embedImage{Path: paths[i], Grid: [2]int{enc.Grid.H, enc.Grid.W}, ImageEmbeds: enc.Embeds})
-		}
-		tensors["image_embeds"] = tensorio.F32([]int{ni, len(images[0].Embeds)}, imageEmb)
-		tensors["patch_states"] = tensorio.F32([]int{ni, tok, dv}, states)
-		if naflex != nil {
-			tensors["patch_mask"] = tensorio.I64([]int{ni, tok}, mask)
-			tensors["spatial_shapes"] = tensorio.I64([]int{ni, 2}, shapes)
-		}
-		if dp := eng.JointDim(); dp > 0 {
-			p := tok - (len(images[0].States)/dv - images[0].P()) // less the class token, if any
-			joint := make([]float32, ni*p*dp)
-			for i := range images {
-				rows, err := eng.JointPatches(&images[i])
-				if err != nil {
-					return fmt.Errorf("embed: %s: %w", paths[i], err)
-				}
-				copy(joint[i*p*dp:(i+1)*p*dp], rows)
-			}
-			tensors["patch_embeds"] = tensorio.F32([]int{ni, p, dp}, joint)
-			meta["readout"] = eng.Options().Readout
-		}
-		ij, _ := json.Marshal(paths)
-		meta["images"] = string(ij)
-		if naflex != nil {
-			gj, _ := json.Marshal(shapes)
-			meta["grids"] = string(gj)
-		} else {
-			meta["grid"] = images[0].Grid.String()
+		if res.Images, err = imageTensors(eng, m, images, paths, tensors, meta); err != nil {
+			return err
 		}
 	}
 	if len(texts) > 0 && len(images) > 0 {
@@ -312,6 +264,68 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		printEmbed(e, res)
 	}
 	return failedImages(e, failed, len(images)+len(failed))
+}
+
+// imageTensors adds the images' tensors to tensors and their metadata to
+// meta, as --out writes them: image_embeds [Ni, d_p], patch_states [Ni, T,
+// d_v] (each image's rows padded with zeros to the most any has; NaFlex:
+// patch_mask and spatial_shapes), patch_embeds [Ni, P, d_p] in the joint
+// space; and returns each image's printed result.
+func imageTensors(eng *pipeline.Engine, m *models.Model, images []pipeline.ImageEncoding, paths []string,
+	tensors map[string]tensorio.Tensor, meta map[string]string) ([]embedImage, error) {
+	var out []embedImage
+	// Every image's rows, padded with zeros to the most any image has
+	// (SigLIP 2 NaFlex: the patch budget, each image on its own grid).
+	dv := images[0].Width
+	tok := len(images[0].States) / dv
+	naflex := eng.Preprocessor().NaFlex
+	if naflex != nil {
+		tok = naflex.MaxNumPatches
+	}
+	ni := len(images)
+	states := make([]float32, ni*tok*dv)
+	var imageEmb []float32
+	mask, shapes := make([]int64, ni*tok), make([]int64, 0, 2*ni)
+	for i, enc := range images {
+		if enc.Embeds == nil {
+			return nil, fmt.Errorf("embed: %s has no image_embeds output", m.Path(models.VisionModelFile))
+		}
+		copy(states[i*tok*dv:(i+1)*tok*dv], enc.States)
+		for j := range len(enc.States) / dv {
+			mask[i*tok+j] = 1
+		}
+		shapes = append(shapes, int64(enc.Grid.H), int64(enc.Grid.W))
+		imageEmb = append(imageEmb, enc.Embeds...)
+		out = append(out, embedImage{Path: paths[i], Grid: [2]int{enc.Grid.H, enc.Grid.W}, ImageEmbeds: enc.Embeds})
+	}
+	tensors["image_embeds"] = tensorio.F32([]int{ni, len(images[0].Embeds)}, imageEmb)
+	tensors["patch_states"] = tensorio.F32([]int{ni, tok, dv}, states)
+	if naflex != nil {
+		tensors["patch_mask"] = tensorio.I64([]int{ni, tok}, mask)
+		tensors["spatial_shapes"] = tensorio.I64([]int{ni, 2}, shapes)
+	}
+	if dp := eng.JointDim(); dp > 0 {
+		p := tok - (len(images[0].States)/dv - images[0].P()) // less the class token, if any
+		joint := make([]float32, ni*p*dp)
+		for i := range images {
+			rows, err := eng.JointPatches(&images[i])
+			if err != nil {
+				return nil, fmt.Errorf("embed: %s: %w", paths[i], err)
+			}
+			copy(joint[i*p*dp:(i+1)*p*dp], rows)
+		}
+		tensors["patch_embeds"] = tensorio.F32([]int{ni, p, dp}, joint)
+		meta["readout"] = eng.Options().Readout
+	}
+	ij, _ := json.Marshal(paths)
+	meta["images"] = string(ij)
+	if naflex != nil {
+		gj, _ := json.Marshal(shapes)
+		meta["grids"] = string(gj)
+	} else {
+		meta["grid"] = images[0].Grid.String()
+	}
+	return out, nil
 }
 
 // failedImages logs each image that failed and returns the error that

@@ -40,7 +40,7 @@ func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.IntVar(&o.Batch, "batch", 16, "images per vision-encoder run")
 	fs.IntVar(&o.Streams, "streams", 0, "vision encoder batches run at once, as for run (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
-	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout)
+	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout|withStreams)
 }
 
 const embedUsage = `embed [--model REF] [--prompt TEXT]... [IMAGE|FOLDER...] [--out F.safetensors|F.npz] [--json]

@@ -99,7 +99,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.pinThreads, "pin-threads", false, "pin ONNX Runtime's pool threads to one processor each (with --threads 2 or more; bench pipeline --tune measures whether it helps)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display (the final summary and errors still print)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
-	o.eng.AddFlags(fs, withImages|withPrompts|withLayer|withPrecision|withReadout)
+	o.eng.AddFlags(fs, withImages|withPrompts|withLayer|withPrecision|withReadout|withStreams)
 }
 
 func runRun(ctx context.Context, e *env, args []string) error {

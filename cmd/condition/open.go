@@ -50,6 +50,7 @@ const (
 	withPrecision                           // --precision
 	withReadout                             // --readout
 	runtimeOnly                             // only --ort-lib and --threads: a command naming its model otherwise
+	withStreams                             // the command has --streams (said in --threads' help)
 )
 
 // AddFlags binds the engine flags of has to fs.
@@ -61,7 +62,11 @@ func (f *engineFlags) AddFlags(fs *pflag.FlagSet, has engineFlagSet) {
 		fs.StringVar(&f.variant, "variant", "", "graph variant by suffix: fp16, quantized, optimized-int8, ... (onnx/text_model_<variant>.onnx)")
 	}
 	fs.StringVar(&f.ortLib, "ort-lib", "", ortLibUsage)
-	fs.IntVar(&f.threads, "threads", 0, "ONNX Runtime intra-op threads (0: one per core; for commands over many images, the cores shared among the encoder streams, see --streams)")
+	threads := "ONNX Runtime intra-op threads (0: one per core)"
+	if has&withStreams != 0 {
+		threads = "ONNX Runtime intra-op threads (0: one per core, shared among the encoder streams, see --streams)"
+	}
+	fs.IntVar(&f.threads, "threads", 0, threads)
 	if has&withImages != 0 {
 		fs.StringVar(&f.decode, "decode", string(pipeline.DecodeExact), decodeUsage)
 		fs.Int64Var(&f.maxPixels, "max-pixels", 0, maxPixelsUsage)

@@ -57,6 +57,25 @@ var layers = []layer{
 	{"tools/...", append([]string{"pipeline/...", "tools/..."}, below...), "development programs import no shipped program"},
 }
 
+// notMay are, by a layer's From, packages its May matches that its own code
+// (not its tests) must still not import: the engine, what it shares, the
+// index reader and the server never import the object stores' clients
+// (stores are opened by the job and the programs, and injected).
+var notMay = map[string][]string{
+	"pipeline":              {"internal/objstore"},
+	"pipeline/internal/...": {"internal/objstore"},
+	"pipeline/index/...":    {"internal/objstore"},
+	"pipeline/serve/...":    {"internal/objstore"},
+}
+
+const whyNotStores = "object stores are opened by the job and the programs, and injected"
+
+// testKits are the packages that start real servers and load the runtime
+// for tests; only tests import them, besides each other (enginetest loads
+// ONNX Runtime with orttest) and the development programs that build the
+// servers once per machine (tools/...).
+var testKits = []string{"internal/orttest", "internal/s3test", "internal/slurmtest", "internal/weaviatetest", "pipeline/internal/enginetest"}
+
 // testsMay are what a layer's tests may import besides its May, by the
 // layer's From.
 var testsMay = map[string][]string{
@@ -118,6 +137,15 @@ func violations(rules []layer, pkgs []pkg) []string {
 		}
 		check(p.Imports, r.May, "")
 		check(p.TestImports, slices.Concat(r.May, testsMay[r.From]), " in its tests")
+		for _, imp := range p.Imports {
+			if slices.ContainsFunc(notMay[r.From], func(m string) bool { return match(m, imp) }) {
+				out = append(out, fmt.Sprintf("%s imports %s, against the rule for %s: %s", p.Path, imp, r.From, whyNotStores))
+			}
+			kitUser := slices.Contains(testKits, p.Path) || match("tools/...", p.Path)
+			if slices.Contains(testKits, imp) && !kitUser {
+				out = append(out, fmt.Sprintf("%s imports the test kit %s outside its tests: test kits are for tests (and tools/)", p.Path, imp))
+			}
+		}
 	}
 	return out
 }
@@ -200,6 +228,9 @@ func TestLayersCatch(t *testing.T) {
 		{Path: "internal/scenes/cmd/gen", Name: "main"},
 		{Path: "xattn", Name: "xattn", Imports: []string{"cmd/internal/eval"}},
 		{Path: "elsewhere", Name: "elsewhere"},
+		{Path: "pipeline/serve", Name: "serve", Imports: []string{"internal/objstore"}, TestImports: []string{"internal/objstore", "internal/s3test"}},
+		{Path: "pipeline/batch", Name: "batch", Imports: []string{"internal/objstore", "internal/s3test"}},
+		{Path: "tools/getweed", Name: "main", Imports: []string{"internal/s3test"}},
 	}
 	want := []string{
 		"internal/ort imports pipeline, against the rule for internal/...: internal/ is the ground floor: it imports only text, vision, tensorio and itself",
@@ -211,6 +242,8 @@ func TestLayersCatch(t *testing.T) {
 		"internal/scenes/cmd/gen is a main package under internal/: programs live in cmd/ (shipped) or tools/ (development)",
 		"xattn imports cmd/internal/eval, against the rule for xattn/...: xattn imports no model, text, image or engine package",
 		"elsewhere: no import rule covers it; add one to layers",
+		"pipeline/serve imports internal/objstore, against the rule for pipeline/serve/...: object stores are opened by the job and the programs, and injected",
+		"pipeline/batch imports the test kit internal/s3test outside its tests: test kits are for tests (and tools/)",
 	}
 	got := violations(layers, planted)
 	if !slices.Equal(got, want) {

@@ -1,5 +1,11 @@
-// Package index is the collection index reader: it opens the index a batch
-// job writes with --index (package pipeline/batch), from a folder or, given
+// Package index is the collection index, in three parts: its format (the
+// layout of an index part, below, which the batch job writes); its reader;
+// and the client of a collection in a vector database (OpenCollection and
+// Collection: a Weaviate collection the job upserts into; an Index opened
+// on its URL searches it as it searches files).
+//
+// The reader opens the index a batch job writes (package pipeline/batch),
+// from a folder or, given
 // a Store, from an object-store prefix (s3://, gs://, azblob://), searches
 // it (Index.Search: every image's logit with a prompt, then where each
 // word of the prompt is in the best hits), reads the hits' original images

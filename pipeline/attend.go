@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/vision"
 	"github.com/conditionhq/condition/xattn"
 )
@@ -438,7 +439,7 @@ func (a *Attention) Overlays() []Overlay {
 	t := ps.T()
 	var out []Overlay
 	for _, wd := range ps.Words {
-		if !isContentWord(wd) {
+		if !prompttext.IsContentWord(wd) {
 			continue
 		}
 		m := make([]float32, p)

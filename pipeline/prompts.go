@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/conditionhq/condition/internal/prompttext"
-	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/xattn"
 )
 
@@ -20,22 +19,6 @@ type Prompt struct {
 	q   *xattn.Query  // the tokens as queries (text → image); nil when not computed
 	eng *Engine
 }
-
-// ContentWords returns the prompt's words that get a map of their own
-// (Attention.Overlays): neither special tokens nor stop words ("a", "the",
-// "of", ...). A prompt without any has nothing to map.
-func (p *Prompt) ContentWords() []string {
-	var out []string
-	for _, wd := range p.Words {
-		if isContentWord(wd) {
-			out = append(out, wd.Text)
-		}
-	}
-	return out
-}
-
-// isContentWord reports whether wd gets a map of its own.
-func isContentWord(wd text.Word) bool { return !wd.Special && !prompttext.IsStopWord(wd.Text) }
 
 // Prompts is a set of prepared prompts, in order. Slice it to attend with
 // some of them.

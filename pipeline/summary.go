@@ -82,7 +82,7 @@ func (a *Attention) RegionWords(k int) []Region {
 			}
 			var ws []Scored
 			for wi, w := range ps.Words {
-				if w.Special || prompttext.IsStopWord(w.Text) {
+				if !prompttext.IsContentWord(w) {
 					continue
 				}
 				ws = append(ws, Scored{Name: w.Text, Weight: sums[wi] / float32(n)})

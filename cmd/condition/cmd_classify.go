@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 
 	"github.com/spf13/pflag"
 
@@ -89,7 +88,6 @@ func runClassify(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return o.eng.advise(err)
 		}
-		sort.SliceStable(labels, func(i, j int) bool { return labels[i].Prob > labels[j].Prob })
 		if o.top > 0 && o.top < len(labels) {
 			labels = labels[:o.top]
 		}

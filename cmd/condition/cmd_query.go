@@ -167,13 +167,7 @@ func warnAllUnknown(e *env, eng *pipeline.Engine, p *pipeline.Prompt) {
 	if err != nil {
 		return
 	}
-	content := 0
-	for _, w := range p.Words {
-		if !w.Special && !prompttext.IsStopWord(w.Text) {
-			content++
-		}
-	}
-	if len(unknown) > 0 && len(unknown) >= content {
+	if content := len(prompttext.ContentWords(p.Words)); len(unknown) > 0 && len(unknown) >= content {
 		e.Log.Warn("the prompt has no word the model knows: its ranking means little", "prompt", prompttext.Quote(p.Text))
 	}
 }

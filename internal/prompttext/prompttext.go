@@ -6,6 +6,8 @@ package prompttext
 import (
 	"fmt"
 	"strings"
+
+	"github.com/conditionhq/condition/text"
 )
 
 // Quote quotes a prompt for a message: the whole of a short one, the start
@@ -25,3 +27,19 @@ var stopWords = map[string]bool{
 
 // IsStopWord reports whether a word is too common to deserve its own heatmap.
 func IsStopWord(w string) bool { return stopWords[strings.ToLower(strings.TrimSpace(w))] }
+
+// IsContentWord reports whether a prompt's word gets a map of its own:
+// neither a special token nor a stop word.
+func IsContentWord(w text.Word) bool { return !w.Special && !IsStopWord(w.Text) }
+
+// ContentWords returns the texts of words that get a map of their own
+// (IsContentWord). A prompt without any has nothing to map.
+func ContentWords(words []text.Word) []string {
+	var out []string
+	for _, w := range words {
+		if IsContentWord(w) {
+			out = append(out, w.Text)
+		}
+	}
+	return out
+}

@@ -71,19 +71,26 @@ func TestRunSameBytesWhateverTheBatch(t *testing.T) {
 			if len(want) != 40 {
 				t.Fatalf("--batch 8 wrote %d files, want 40", len(want))
 			}
-			runs := map[string]string{}
-			for name, a := range map[string][]string{
-				"--batch 8 without the first image": args(shifted, filepath.Join(dir, "shifted"), "8"),
-				"--batch 3":                         args(all, filepath.Join(dir, "b3"), "3"),
-				"--batch 5, 2 workers, 2 streams":   args(all, filepath.Join(dir, "b5"), "5", "--workers", "2", "--streams", "2"),
+			runs := map[string]string{} // each run's output folder, by what differs
+			for _, r := range []struct {
+				name, in, batch string
+				more            []string
+			}{
+				{"--batch 8 without the first image", shifted, "8", nil},
+				{"--batch 3", all, "3", nil},
+				{"--batch 5, 2 workers, 2 streams", all, "5", []string{"--workers", "2", "--streams", "2"}},
 			} {
-				if out, err := program(a...).CombinedOutput(); err != nil {
-					t.Fatalf("%s: %v\n%s", name, err, out)
+				out := filepath.Join(dir, "b"+r.batch+filepath.Base(r.in))
+				if b, err := program(args(r.in, out, r.batch, r.more...)...).CombinedOutput(); err != nil {
+					t.Fatalf("%s: %v\n%s", r.name, err, b)
 				}
-				runs[name] = a[4]
+				runs[r.name] = out
 			}
 			killed := filepath.Join(dir, "killed")
 			killAfter(t, program(args(all, killed, "8")...), filepath.Join(killed, "manifest.jsonl"), 9)
+			if n := manifestLines(filepath.Join(killed, "manifest.jsonl")); n >= 40 {
+				t.Fatalf("the job finished (%d manifest lines) before it was killed; nothing tests the resume", n)
+			}
 			if out, err := program(args(all, killed, "8", "--resume")...).CombinedOutput(); err != nil {
 				t.Fatalf("resumed: %v\n%s", err, out)
 			}

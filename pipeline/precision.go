@@ -79,10 +79,8 @@ func openInt8(ctx context.Context, ref string, mo models.Options, threads int, l
 		log.Info("a graph failed the check with 8-bit weights; made with 7-bit ones", "model", src.Name(), "graph", g)
 	}
 	for _, r := range res {
-		if q := r.Quant; q != nil && len(q.Kept) > q.Outliers+1 {
-			// More than the projection into the joint space, and other
-			// than the outlier rule's: MatMuls the scheme cannot take.
-			log.Info("int8: MatMuls kept in float32", "graph", r.Graph, "kept", q.Kept)
+		if q := r.Quant; q != nil && q.Unsupported > 0 {
+			log.Info("int8: MatMuls whose weights the scheme cannot take, kept in float32", "graph", r.Graph, "count", q.Unsupported, "kept", q.Kept)
 		}
 		if q := r.Quant; q != nil && (q.Outliers > 0 || q.Split > 0) {
 			log.Info("int8: layer norms with outlier channels: their outlier channels multiplied in float32 beside the int8 products they feed, the products downstream kept in float32", "graph", r.Graph,

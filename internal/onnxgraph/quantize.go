@@ -39,12 +39,13 @@ type QuantOptions struct {
 
 // QuantReport says what Quantize did.
 type QuantReport struct {
-	MatMuls     int            `json:"matmuls"`            // MatMuls quantized
-	Biases      int            `json:"biases"`             // bias Adds folded into them
-	Kept        []string       `json:"kept"`               // MatMuls with constant weights left in float32, and why
-	Outliers    int            `json:"outliers,omitempty"` // MatMuls left in float32 by the outlier rule (counted in Kept too)
-	Split       int            `json:"split,omitempty"`    // MatMuls whose layer norm's outlier channels are multiplied in float32
-	WeightBytes [2]int64       `json:"weight_bytes"`       // float32 bytes of the weights quantized, and their int8 bytes
+	MatMuls     int            `json:"matmuls"`               // MatMuls quantized
+	Biases      int            `json:"biases"`                // bias Adds folded into them
+	Kept        []string       `json:"kept"`                  // MatMuls with constant weights left in float32, and why
+	Outliers    int            `json:"outliers,omitempty"`    // MatMuls left in float32 by the outlier rule (counted in Kept too)
+	Unsupported int            `json:"unsupported,omitempty"` // MatMuls whose weights the scheme cannot take (counted in Kept too)
+	Split       int            `json:"split,omitempty"`       // MatMuls whose layer norm's outlier channels are multiplied in float32
+	WeightBytes [2]int64       `json:"weight_bytes"`          // float32 bytes of the weights quantized, and their int8 bytes
 	Form        string         `json:"form"`
 	Bits        int            `json:"bits"`
 	Ops         map[string]int `json:"ops"`
@@ -101,6 +102,7 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 		}
 		if len(wt.Dims) != 2 || wt.DataType != Float {
 			r.Kept = append(r.Kept, fmt.Sprintf("%s: weights of shape %v, type %s", nodeLabel(mm), wt.Dims, ElemTypeName(wt.DataType)))
+			r.Unsupported++
 			continue
 		}
 		out := mm.Outputs[0]
@@ -125,6 +127,7 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 		vals, ok := wt.Float32Values()
 		if !ok {
 			r.Kept = append(r.Kept, fmt.Sprintf("%s: weights not readable (external data)", nodeLabel(mm)))
+			r.Unsupported++
 			continue
 		}
 		k, n := wt.Dims[0], wt.Dims[1]

@@ -195,3 +195,24 @@ func TestQuantizeOutlierRule(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeKeepsWhatItCannotTake: a MatMul by weights that are not a
+// 2-D float32 matrix stays float32, named in Kept and counted in
+// Unsupported (the engine logs those), per row as per call.
+func TestQuantizeKeepsWhatItCannotTake(t *testing.T) {
+	for _, perRow := range []bool{true, false} {
+		b := newBuilder()
+		b.g.Inputs = []onnxgraph.ValueInfo{floatIO("x", "B", "T", "K")}
+		b.node("MatMul", []string{"x", b.random("w3", 2, 4, 3)}, []string{"y"})
+		b.node("MatMul", []string{"y", b.random("w", 3, 5)}, []string{"z"})
+		b.g.Outputs = []onnxgraph.ValueInfo{floatIO("z")}
+		var buf bytes.Buffer
+		r, err := onnxgraph.Quantize(b.build(t), onnxgraph.QuantOptions{FullRange: true, PerRow: perRow, QuantizeLast: true}, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.MatMuls != 1 || r.Unsupported != 1 || len(r.Kept) != 1 || !strings.Contains(r.Kept[0], "weights of shape [2 4 3]") || r.Ops["MatMul"] != 1 {
+			t.Errorf("per row %v: %s; unsupported %d, kept %v", perRow, r, r.Unsupported, r.Kept)
+		}
+	}
+}

@@ -281,9 +281,9 @@ OUTLIER_CHANNELS = (37, 301, 590)
 def plant_outliers(model: "clip.CLIP", factor: float) -> None:
     """Multiplies the gains (weights) of layer_norm1 and layer_norm2 of vision layers 3
     to the last (1-based) at OUTLIER_CHANNELS by factor: those channels of every
-    input of the q, k, v projections and of fc1 become factor times the others, the
-    kind of activation outliers trained CLIPs carry, which one quantization scale
-    per row or per tensor cannot keep faithful."""
+    input of the q, k, v projections and of fc1 become factor times the others:
+    activation outliers, which one quantization scale per row or per tensor cannot
+    keep faithful."""
     with torch.no_grad():
         for layer in model.vision_model.encoder.layers[2:]:
             for norm in (layer.layer_norm1, layer.layer_norm2):
@@ -315,8 +315,8 @@ def main() -> None:
                          "`condition models build`")
     ap.add_argument("--outliers", type=float, default=0,
                     help="plant outlier channels: multiply the gains of both layer norms of vision "
-                         "layers 3 to the last at OUTLIER_CHANNELS by this factor (say 40), as trained "
-                         "CLIPs carry a few activation channels far larger than the rest; default "
+                         "layers 3 to the last at OUTLIER_CHANNELS by this factor (say 40): a few "
+                         "activation channels far larger than the rest; default "
                          "folder /tmp/condition-<preset>-outliers")
     args = ap.parse_args()
     out = args.out or f"/tmp/condition-{args.preset}" + ("-outliers" if args.outliers else "")

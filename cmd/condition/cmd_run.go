@@ -143,76 +143,11 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if len(o.prompts) == 0 {
 		return usagef("no prompts: give --prompt TEXT or --prompts FILE")
 	}
-	if o.format != "safetensors" && o.format != "npz" {
-		return usagef("--format %q: want safetensors or npz", o.format)
+	if err := o.checkOutputs(fs); err != nil {
+		return err
 	}
-	for flag, v := range map[string]int{"--workers": o.workers, "--streams": o.streams, "--max-failures": o.maxFailures} {
-		if v < 0 {
-			return usagef("%s must be 0 or more, got %d", flag, v)
-		}
-	}
-	if o.batch < 1 {
-		return usagef("--batch must be at least 1, got %d", o.batch)
-	}
-	if o.layout != "files" && o.layout != "shards" {
-		return usagef("--layout %q: want files or shards", o.layout)
-	}
-	if o.shardSize < 1 {
-		return usagef("--shard-size must be at least 1, got %d", o.shardSize)
-	}
-	if batch.IsStoreURL(o.out) && o.layout != "shards" {
-		return usagef("--out %s: an object-store output needs --layout shards (one object per image is what that layout avoids)", o.out)
-	}
-	if o.windows && (o.layout == "shards" || o.index || o.collection != "") {
-		return usagef("--windows gives each image a grid of its own aspect: it takes --layout files, without --index")
-	}
-	if o.layout == "shards" && o.captions {
-		return usagef("--caption-prompt needs --layout files (a shard stacks the same prompts for every image)")
-	}
-	switch o.indexDType {
-	case "float16", "float32", "int8":
-	default:
-		return usagef("--index-dtype %q: want float16, float32 or int8", o.indexDType)
-	}
-	if fs.Changed("index-dtype") && !o.index {
-		return usagef("--index-dtype needs --index (index parts; a collection in Weaviate stores float32)")
-	}
-	for _, f := range []string{"replication", "consistency", "muvera", "vector-index", "ef-construction", "max-connections", "quantization", "rescore-limit"} {
-		if fs.Changed(f) && o.collection == "" {
-			return usagef("--%s needs --index weaviate://HOST:PORT/Name", f)
-		}
-	}
-	if o.replication < 1 {
-		return usagef("--replication must be at least 1, got %d", o.replication)
-	}
-	switch o.consistency {
-	case "ONE", "QUORUM", "ALL":
-	default:
-		return usagef("--consistency %q: want ONE, QUORUM or ALL", o.consistency)
-	}
-	switch o.vectorIndex {
-	case "", index.VectorIndexHNSW, index.VectorIndexFlat:
-	default:
-		return usagef("--vector-index %q: want %s or %s", o.vectorIndex, index.VectorIndexHNSW, index.VectorIndexFlat)
-	}
-	if o.efBuild < 0 || o.maxConns < 0 {
-		return usagef("--ef-construction %d and --max-connections %d: want 0 (Weaviate's default) or more", o.efBuild, o.maxConns)
-	}
-	if o.vectorIndex == index.VectorIndexFlat && (o.efBuild != 0 || o.maxConns != 0) {
-		return usagef("--ef-construction and --max-connections build an hnsw graph; --vector-index flat has none")
-	}
-	switch o.quantize {
-	case "none", index.QuantizationRQ:
-	default:
-		return usagef("--quantization %q: want none or %s", o.quantize, index.QuantizationRQ)
-	}
-	if o.rescore < 0 || (fs.Changed("rescore-limit") && o.quantize == "none") {
-		return usagef("--rescore-limit %d: want 0 (%d) or more, with --quantization %s", o.rescore, index.DefaultRescoreLimit, index.QuantizationRQ)
-	}
-	if o.collection != "" {
-		if err := index.CheckCollectionURL(o.collection); err != nil {
-			return usagef("--index: %v", err)
-		}
+	if err := o.checkCollection(fs); err != nil {
+		return err
 	}
 	if o.resume && o.overwrite {
 		return usagef("--resume and --overwrite exclude each other")
@@ -276,33 +211,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	if sum != nil && o.logFormat == "json" {
-		b, _ := json.Marshal(map[string]any{"summary": map[string]any{"done": sum.Done, "skipped": sum.Skipped, "failed": sum.Failed,
-			"elapsed_s": sum.Elapsed.Seconds(), "images_per_s": sum.ImagesPerSec(), "manifest": sum.Manifest, "interrupted": sum.Interrupted,
-			"outputs": filepath.Join(o.out, "<image>."+o.format)}})
-		fmt.Fprintln(e.Stderr, string(b))
-	} else if sum != nil {
-		fmt.Fprintf(e.Stderr, "done %d, skipped %d, failed %d in %s (%.1f images/s); manifest %s\n",
-			sum.Done, sum.Skipped, sum.Failed, sum.Elapsed.Round(time.Millisecond), sum.ImagesPerSec(), sum.Manifest)
-		if sum.Done > 0 {
-			if o.layout == "shards" {
-				fmt.Fprintf(e.Stderr, "results: %s (stacked arrays), %s, %s\n", outPath(o.out, "shards", "<shard>", "<tensor>.npy"),
-					outPath(o.out, "img_emb", "img_emb_<shard>.npy"), outPath(o.out, "metadata", "metadata_<shard>.parquet"))
-			} else {
-				fmt.Fprintf(e.Stderr, "results: %s (features and attention maps)\n", filepath.Join(o.out, "<image>."+o.format))
-			}
-			if o.index {
-				fmt.Fprintf(e.Stderr, "index: %s (%s)\n", outPath(o.out, "index", "<part>", "index.json"), o.indexDType)
-			}
-			if o.collection != "" {
-				fmt.Fprintf(e.Stderr, "index: %s (one object per image; condition merge %s checks that it holds every ok image)\n", o.collection, o.out)
-			}
-			if o.heatmaps {
-				for k, p := range o.prompts {
-					fmt.Fprintf(e.Stderr, "heatmaps: %s for prompt %d, %s\n", filepath.Join(o.out, fmt.Sprintf("<image>.heatmap.%d.png", k)), k, prompttext.Quote(p))
-				}
-			}
-		}
+	if sum != nil {
+		o.printSummary(e, sum)
 	}
 	if err != nil {
 		return err
@@ -439,4 +349,120 @@ func joinIndexURL(args []string) []string {
 		out = append(out, args[i])
 	}
 	return out
+}
+
+// checkOutputs checks the flags of what the job writes and how it runs:
+// the format, layout, shard size, index dtype, workers, streams and batch.
+func (o *runOptions) checkOutputs(fs *pflag.FlagSet) error {
+	if o.format != "safetensors" && o.format != "npz" {
+		return usagef("--format %q: want safetensors or npz", o.format)
+	}
+	for flag, v := range map[string]int{"--workers": o.workers, "--streams": o.streams, "--max-failures": o.maxFailures} {
+		if v < 0 {
+			return usagef("%s must be 0 or more, got %d", flag, v)
+		}
+	}
+	if o.batch < 1 {
+		return usagef("--batch must be at least 1, got %d", o.batch)
+	}
+	if o.layout != "files" && o.layout != "shards" {
+		return usagef("--layout %q: want files or shards", o.layout)
+	}
+	if o.shardSize < 1 {
+		return usagef("--shard-size must be at least 1, got %d", o.shardSize)
+	}
+	if batch.IsStoreURL(o.out) && o.layout != "shards" {
+		return usagef("--out %s: an object-store output needs --layout shards (one object per image is what that layout avoids)", o.out)
+	}
+	if o.windows && (o.layout == "shards" || o.index || o.collection != "") {
+		return usagef("--windows gives each image a grid of its own aspect: it takes --layout files, without --index")
+	}
+	if o.layout == "shards" && o.captions {
+		return usagef("--caption-prompt needs --layout files (a shard stacks the same prompts for every image)")
+	}
+	switch o.indexDType {
+	case "float16", "float32", "int8":
+	default:
+		return usagef("--index-dtype %q: want float16, float32 or int8", o.indexDType)
+	}
+	if fs.Changed("index-dtype") && !o.index {
+		return usagef("--index-dtype needs --index (index parts; a collection in Weaviate stores float32)")
+	}
+	return nil
+}
+
+// checkCollection checks the flags of a collection in Weaviate
+// (--index weaviate://...): each needs one, and each its values.
+func (o *runOptions) checkCollection(fs *pflag.FlagSet) error {
+	for _, f := range []string{"replication", "consistency", "muvera", "vector-index", "ef-construction", "max-connections", "quantization", "rescore-limit"} {
+		if fs.Changed(f) && o.collection == "" {
+			return usagef("--%s needs --index weaviate://HOST:PORT/Name", f)
+		}
+	}
+	if o.replication < 1 {
+		return usagef("--replication must be at least 1, got %d", o.replication)
+	}
+	switch o.consistency {
+	case "ONE", "QUORUM", "ALL":
+	default:
+		return usagef("--consistency %q: want ONE, QUORUM or ALL", o.consistency)
+	}
+	switch o.vectorIndex {
+	case "", index.VectorIndexHNSW, index.VectorIndexFlat:
+	default:
+		return usagef("--vector-index %q: want %s or %s", o.vectorIndex, index.VectorIndexHNSW, index.VectorIndexFlat)
+	}
+	if o.efBuild < 0 || o.maxConns < 0 {
+		return usagef("--ef-construction %d and --max-connections %d: want 0 (Weaviate's default) or more", o.efBuild, o.maxConns)
+	}
+	if o.vectorIndex == index.VectorIndexFlat && (o.efBuild != 0 || o.maxConns != 0) {
+		return usagef("--ef-construction and --max-connections build an hnsw graph; --vector-index flat has none")
+	}
+	switch o.quantize {
+	case "none", index.QuantizationRQ:
+	default:
+		return usagef("--quantization %q: want none or %s", o.quantize, index.QuantizationRQ)
+	}
+	if o.rescore < 0 || (fs.Changed("rescore-limit") && o.quantize == "none") {
+		return usagef("--rescore-limit %d: want 0 (%d) or more, with --quantization %s", o.rescore, index.DefaultRescoreLimit, index.QuantizationRQ)
+	}
+	if o.collection != "" {
+		if err := index.CheckCollectionURL(o.collection); err != nil {
+			return usagef("--index: %v", err)
+		}
+	}
+	return nil
+}
+
+// printSummary prints the job's summary line to stderr (JSON with
+// --log-format json) and, when images were done, where their results are.
+func (o *runOptions) printSummary(e *env, sum *batch.Summary) {
+	if o.logFormat == "json" {
+		b, _ := json.Marshal(map[string]any{"summary": map[string]any{"done": sum.Done, "skipped": sum.Skipped, "failed": sum.Failed,
+			"elapsed_s": sum.Elapsed.Seconds(), "images_per_s": sum.ImagesPerSec(), "manifest": sum.Manifest, "interrupted": sum.Interrupted,
+			"outputs": filepath.Join(o.out, "<image>."+o.format)}})
+		fmt.Fprintln(e.Stderr, string(b))
+	} else {
+		fmt.Fprintf(e.Stderr, "done %d, skipped %d, failed %d in %s (%.1f images/s); manifest %s\n",
+			sum.Done, sum.Skipped, sum.Failed, sum.Elapsed.Round(time.Millisecond), sum.ImagesPerSec(), sum.Manifest)
+		if sum.Done > 0 {
+			if o.layout == "shards" {
+				fmt.Fprintf(e.Stderr, "results: %s (stacked arrays), %s, %s\n", outPath(o.out, "shards", "<shard>", "<tensor>.npy"),
+					outPath(o.out, "img_emb", "img_emb_<shard>.npy"), outPath(o.out, "metadata", "metadata_<shard>.parquet"))
+			} else {
+				fmt.Fprintf(e.Stderr, "results: %s (features and attention maps)\n", filepath.Join(o.out, "<image>."+o.format))
+			}
+			if o.index {
+				fmt.Fprintf(e.Stderr, "index: %s (%s)\n", outPath(o.out, "index", "<part>", "index.json"), o.indexDType)
+			}
+			if o.collection != "" {
+				fmt.Fprintf(e.Stderr, "index: %s (one object per image; condition merge %s checks that it holds every ok image)\n", o.collection, o.out)
+			}
+			if o.heatmaps {
+				for k, p := range o.prompts {
+					fmt.Fprintf(e.Stderr, "heatmaps: %s for prompt %d, %s\n", filepath.Join(o.out, fmt.Sprintf("<image>.heatmap.%d.png", k)), k, prompttext.Quote(p))
+				}
+			}
+		}
+	}
 }

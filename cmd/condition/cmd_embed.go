@@ -160,26 +160,11 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	}
 	m := eng.Model()
 	defer eng.Close()
-	scale, fromWeights, err := m.LogitScale()
+	res, meta, err := embedHeader(e, eng)
 	if err != nil {
 		return err
 	}
-	e.Log.Debug("embed: logit_scale", "value", scale, "from_weights", fromWeights)
-
-	res := embedResult{Model: m.Name(), Family: m.Family().String(), Scores: string(eng.Scores()), LogitScale: scale, Prompts: []embedPrompt{}, Images: []embedImage{}}
 	tensors := map[string]tensorio.Tensor{}
-	meta := map[string]string{"model": m.Name(), "family": res.Family, "scores": res.Scores, "program": "condition " + Version, "logit_scale": strconv.FormatFloat(float64(scale), 'g', -1, 32)}
-	if eng.Scores() == pipeline.SigmoidScores {
-		bias, _, err := m.LogitBias()
-		if err != nil {
-			return err
-		}
-		res.LogitBias = &bias
-		meta["logit_bias"] = strconv.FormatFloat(float64(bias), 'g', -1, 32)
-	}
-	if m.Revision() != "" {
-		meta["revision"] = m.Revision()
-	}
 
 	var texts []pipeline.TextEncoding
 	var images []pipeline.ImageEncoding
@@ -188,31 +173,9 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		if texts, err = eng.EncodeTexts(ctx, o.Prompts); err != nil {
 			return err
 		}
-		t, dt := texts[0].Padded, texts[0].Width
-		states := make([]float32, 0, len(texts)*t*dt)
-		flatIDs := make([]int64, 0, len(texts)*t)
-		flatMask := make([]int64, 0, len(texts)*t)
-		var textEmb []float32
-		for i, enc := range texts {
-			if enc.Embeds == nil {
-				return fmt.Errorf("embed: %s has no text_embeds output", m.Path(models.TextModelFile))
-			}
-			states = append(states, enc.States...)
-			ids := make([]int64, t)
-			for k := range ids {
-				ids[k] = int64(eng.Tokenizer().Pad())
-			}
-			copy(ids, enc.IDs)
-			flatIDs = append(flatIDs, ids...)
-			flatMask = append(flatMask, enc.Mask...)
-			textEmb = append(textEmb, enc.Embeds...)
-			res.Prompts = append(res.Prompts, embedPrompt{Text: o.Prompts[i], Tokens: enc.T(), TextEmbeds: enc.Embeds})
+		if res.Prompts, err = textTensors(eng, m, texts, o.Prompts, tensors); err != nil {
+			return err
 		}
-		np := len(texts)
-		tensors["text_embeds"] = tensorio.F32([]int{np, len(texts[0].Embeds)}, textEmb)
-		tensors["token_states"] = tensorio.F32([]int{np, t, dt}, states)
-		tensors["input_ids"] = tensorio.I64([]int{np, t}, flatIDs)
-		tensors["attention_mask"] = tensorio.I64([]int{np, t}, flatMask)
 		pj, _ := json.Marshal(o.Prompts)
 		meta["prompts"] = string(pj)
 	}
@@ -264,6 +227,67 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		printEmbed(e, res)
 	}
 	return failedImages(e, failed, len(images)+len(failed))
+}
+
+// embedHeader returns the result's and the file's description of the
+// model: its name, family, scores, logit_scale (and SigLIP's logit_bias),
+// revision and this program's version.
+func embedHeader(e *env, eng *pipeline.Engine) (embedResult, map[string]string, error) {
+	m := eng.Model()
+	scale, fromWeights, err := m.LogitScale()
+	if err != nil {
+		return embedResult{}, nil, err
+	}
+	e.Log.Debug("embed: logit_scale", "value", scale, "from_weights", fromWeights)
+
+	res := embedResult{Model: m.Name(), Family: m.Family().String(), Scores: string(eng.Scores()), LogitScale: scale, Prompts: []embedPrompt{}, Images: []embedImage{}}
+	meta := map[string]string{"model": m.Name(), "family": res.Family, "scores": res.Scores, "program": "condition " + Version, "logit_scale": strconv.FormatFloat(float64(scale), 'g', -1, 32)}
+	if eng.Scores() == pipeline.SigmoidScores {
+		bias, _, err := m.LogitBias()
+		if err != nil {
+			return embedResult{}, nil, err
+		}
+		res.LogitBias = &bias
+		meta["logit_bias"] = strconv.FormatFloat(float64(bias), 'g', -1, 32)
+	}
+	if m.Revision() != "" {
+		meta["revision"] = m.Revision()
+	}
+	return res, meta, nil
+}
+
+// textTensors adds the prompts' tensors to tensors, as --out writes them:
+// text_embeds [Np, d_p], token_states [Np, T, d_t], input_ids and
+// attention_mask [Np, T] (padded with the tokenizer's pad id); and returns
+// each prompt's printed result.
+func textTensors(eng *pipeline.Engine, m *models.Model, texts []pipeline.TextEncoding, prompts []string, tensors map[string]tensorio.Tensor) ([]embedPrompt, error) {
+	var out []embedPrompt
+	t, dt := texts[0].Padded, texts[0].Width
+	states := make([]float32, 0, len(texts)*t*dt)
+	flatIDs := make([]int64, 0, len(texts)*t)
+	flatMask := make([]int64, 0, len(texts)*t)
+	var textEmb []float32
+	for i, enc := range texts {
+		if enc.Embeds == nil {
+			return nil, fmt.Errorf("embed: %s has no text_embeds output", m.Path(models.TextModelFile))
+		}
+		states = append(states, enc.States...)
+		ids := make([]int64, t)
+		for k := range ids {
+			ids[k] = int64(eng.Tokenizer().Pad())
+		}
+		copy(ids, enc.IDs)
+		flatIDs = append(flatIDs, ids...)
+		flatMask = append(flatMask, enc.Mask...)
+		textEmb = append(textEmb, enc.Embeds...)
+		out = append(out, embedPrompt{Text: prompts[i], Tokens: enc.T(), TextEmbeds: enc.Embeds})
+	}
+	np := len(texts)
+	tensors["text_embeds"] = tensorio.F32([]int{np, len(texts[0].Embeds)}, textEmb)
+	tensors["token_states"] = tensorio.F32([]int{np, t, dt}, states)
+	tensors["input_ids"] = tensorio.I64([]int{np, t}, flatIDs)
+	tensors["attention_mask"] = tensorio.I64([]int{np, t}, flatMask)
+	return out, nil
 }
 
 // imageTensors adds the images' tensors to tensors and their metadata to

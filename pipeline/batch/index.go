@@ -112,9 +112,7 @@ type indexOutItem struct {
 
 // indexOutSet writes a job's index parts.
 type indexOutSet struct {
-	out      *outFolder
-	size     int
-	proc     Shard
+	partSet[indexOutFiles, indexOutItem]
 	settings string
 	dtype    string
 	elem     tensorio.DType
@@ -129,19 +127,15 @@ type indexOutSet struct {
 	dst      output
 	ctx      context.Context
 
-	mu   sync.Mutex
-	open map[int]*indexOutPart
 	kept sync.Map // part → whole from an earlier run with the same settings (bool)
 }
 
+// indexOutFiles is a part's arrays being written (nil: none), as
+// indexOutArrays names them.
+type indexOutFiles = [5]*os.File
+
 // indexOutPart is one part being written.
-type indexOutPart struct {
-	name  string
-	tmp   string // its temporary folder, relative to the output folder
-	files [5]*os.File
-	items []indexOutItem
-	done  int // images accounted for (written or failed)
-}
+type indexOutPart = part[indexOutFiles, indexOutItem]
 
 // newIndexOutSet returns the index writer of a job of engine eng.
 func newIndexOutSet(out *outFolder, eng *pipeline.Engine, size int, proc Shard, settings, dtype string) (*indexOutSet, error) {
@@ -154,9 +148,12 @@ func newIndexOutSet(out *outFolder, eng *pipeline.Engine, size int, proc Shard, 
 	if err != nil {
 		return nil, fmt.Errorf("batch: index: %w", err)
 	}
-	return &indexOutSet{out: out, size: size, proc: proc, settings: settings, dtype: dtype, elem: indexOutElem(dtype),
-		dim: d, grid: g, maxP: maxP, model: m.Name(), revision: m.Revision(), scale: eng.LogitScale(), bias: eng.LogitBias(), open: map[int]*indexOutPart{},
-		readout: indexReadout(eng.Options().Readout)}, nil
+	s := &indexOutSet{settings: settings, dtype: dtype, elem: indexOutElem(dtype),
+		dim: d, grid: g, maxP: maxP, model: m.Name(), revision: m.Revision(), scale: eng.LogitScale(), bias: eng.LogitBias(),
+		readout: indexReadout(eng.Options().Readout)}
+	s.partSet = partSet[indexOutFiles, indexOutItem]{out: out, size: size, proc: proc, what: "index part", tmp: ".tmp-index-",
+		start: s.openArrays, finish: s.finish, close: closeIndexOutPart}
+	return s, nil
 }
 
 // jobGrids returns the patch grid of eng's images, or for a model whose
@@ -252,19 +249,8 @@ func (s *indexOutSet) shapes(n int) [5][]int {
 	return [5][]int{{n, s.dim}, {n, p, s.dim}, {n}, {n, p}, {n, 2}}
 }
 
-// get returns part i, opening it.
-func (s *indexOutSet) get(i int) (*indexOutPart, error) {
-	if o := s.open[i]; o != nil {
-		return o, nil
-	}
-	name := shardName(s.proc, i)
-	o := &indexOutPart{name: name, tmp: ".tmp-index-" + name, items: make([]indexOutItem, 0, min(s.size, 1<<16))}
-	if err := s.out.root.RemoveAll(o.tmp); err != nil {
-		return nil, fmt.Errorf("batch: index part %s: %w", name, err)
-	}
-	if err := s.out.root.MkdirAll(o.tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("batch: index part %s: %w", name, err)
-	}
+// openArrays opens part o's arrays.
+func (s *indexOutSet) openArrays(o *indexOutPart) error {
 	sizes := s.rowSizes()
 	for k, a := range indexOutArrays {
 		if sizes[k] == 0 {
@@ -272,17 +258,16 @@ func (s *indexOutSet) get(i int) (*indexOutPart, error) {
 		}
 		f, err := s.out.root.OpenFile(path.Join(o.tmp, a), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
-			o.close()
-			return nil, fmt.Errorf("batch: index part %s: %w", name, err)
+			closeIndexOutPart(o)
+			return fmt.Errorf("batch: index part %s: %w", o.name, err)
 		}
 		o.files[k] = f
 	}
-	s.open[i] = o
-	return o, nil
+	return nil
 }
 
-// close closes the part's arrays (those still open).
-func (o *indexOutPart) close() {
+// closeIndexOutPart closes the part's arrays (those still open).
+func closeIndexOutPart(o *indexOutPart) {
 	for _, f := range o.files {
 		if f != nil {
 			f.Close()
@@ -369,35 +354,14 @@ func (s *indexOutSet) write(seq int, embeds, patches []float32, g vision.Grid) e
 // all its images: size of them, or, once the walk is over (total ≥ 0), the
 // rest.
 func (s *indexOutSet) account(seq int, it indexOutItem, total int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := seq / s.size
-	o, err := s.get(i)
-	if err != nil {
-		return err
-	}
 	it.Row = seq % s.size
-	o.items = append(o.items, it)
-	o.done++
-	return s.finishIfWhole(i, total)
-}
-
-// finishAll finishes the parts still open once every image is accounted
-// for (total, the number of images the walk found).
-func (s *indexOutSet) finishAll(total int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return finishAllWhole(s.open, s.size, total, func(o *indexOutPart) int { return o.done }, s.finish)
-}
-
-func (s *indexOutSet) finishIfWhole(i, total int) error {
-	return finishIfWhole(s.open, i, s.size, total, func(o *indexOutPart) int { return o.done }, s.finish)
+	return s.add(seq, it, total)
 }
 
 // finish writes part o of n rows: the arrays' headers, the folder renamed
 // into place, then index.json.
 func (s *indexOutSet) finish(o *indexOutPart, n int) error {
-	defer o.close()
+	defer closeIndexOutPart(o)
 	sizes, shapes := s.rowSizes(), s.shapes(n)
 	for k, f := range o.files {
 		if f == nil {
@@ -410,27 +374,15 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 		case 4:
 			dt = tensorio.DTypeI32
 		}
-		hdr, err := tensorio.NPYHeader(dt, shapes[k], shardNPYHeader)
+		err := s.seal(o, f, indexOutArrays[k], dt, shapes[k], sizes[k], n)
+		o.files[k] = nil // closed
 		if err != nil {
-			return fmt.Errorf("batch: index part %s: %s: %w", o.name, indexOutArrays[k], err)
-		}
-		if _, err = f.WriteAt(hdr, 0); err == nil {
-			err = f.Truncate(int64(shardNPYHeader + n*sizes[k]))
-		}
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		o.files[k] = nil
-		if err != nil {
-			return fmt.Errorf("batch: index part %s: %w", o.name, err)
+			return err
 		}
 	}
-	sort.Slice(o.items, func(a, b int) bool { return o.items[a].Row < o.items[b].Row })
+	sort.Slice(o.rows, func(a, b int) bool { return o.rows[a].Row < o.rows[b].Row })
 	m := indexOutMeta{Format: s.format(), Model: s.model, Revision: s.revision, Settings: s.settings, DType: s.dtype,
-		Dim: s.dim, Grid: [2]int{s.grid.H, s.grid.W}, MaxPatches: s.maxP, LogitScale: s.scale, LogitBias: s.bias, Readout: s.readout, Rows: n, Items: o.items}
+		Dim: s.dim, Grid: [2]int{s.grid.H, s.grid.W}, MaxPatches: s.maxP, LogitScale: s.scale, LogitBias: s.bias, Readout: s.readout, Rows: n, Items: o.rows}
 	js, err := json.MarshalIndent(m, "", " ")
 	if err != nil {
 		return fmt.Errorf("batch: index part %s: index.json: %w", o.name, err)
@@ -450,17 +402,6 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 		return err
 	}
 	return s.dst.publishIndexPart(s.ctx, s.out, o.name)
-}
-
-// abandon closes the parts left unfinished (an interrupted job); their
-// temporary folders stay for --resume to remove.
-func (s *indexOutSet) abandon() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, o := range s.open {
-		o.close()
-		delete(s.open, i)
-	}
 }
 
 // indexOutItemOf is the item of an image's entry (its final status).

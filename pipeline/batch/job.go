@@ -4,19 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -173,259 +169,6 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		cfg.Started()
 	}
 	return j.run(ctx)
-}
-
-func (j *job) run(parent context.Context) (*Summary, error) {
-	// ctx stops the job when parent is cancelled or the manifest cannot be
-	// written.
-	ctx, stop := context.WithCancel(parent)
-	defer stop()
-	cfg := j.cfg
-	start := time.Now()
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-		if j.readsStores() {
-			// A read from a store waits on the network, not the CPU: more
-			// requests in flight keep the streams fed.
-			workers = max(workers, storeReaders)
-		}
-	}
-	batch := cfg.Batch
-	if batch <= 0 {
-		batch = 8
-	}
-	items := make(chan *work, 2*workers)
-	// Read ahead: enough files for every stream's next batch, within
-	// readAheadBytes (the queue and the files being read together).
-	ready := make(chan *work, (j.streams()+1)*batch)
-	readAhead := cfg.ReadAhead
-	if readAhead <= 0 {
-		readAhead = readAheadBytes
-	}
-	budget := newByteBudget(readAhead)
-	done := make(chan *work, 2*batch)
-
-	var seen atomic.Int64
-	var walked atomic.Bool
-	var walkErr error
-	// The end of the job shared among the streams (see tailShare).
-	tail := &tailShare{walked: &walked, seen: &seen, streams: max(j.streams(), 1)}
-	// Count ahead: a walk that only lists runs ahead of the bounded read
-	// queue, so that the progress knows the total long before the job's
-	// own walk ends.
-	var counted atomic.Int64
-	var countDone atomic.Bool
-	adviseAt := int64(int8AdviceAt) // read here: the counting walk may outlive the job
-	go func() {
-		var n int64
-		err := walk(ctx, j.sources, cfg.Lists, walkOptions{skip: []string{cfg.Out}, listOnly: true, stores: j.stores, counting: true}, func(it Item) error {
-			if cfg.Shard.Takes(it.ShardKey()) {
-				n++
-				counted.Store(n)
-				if n == adviseAt {
-					j.adviseInt8()
-				}
-			}
-			return nil
-		}, func(string, error) error { return nil })
-		if err == nil {
-			countDone.Store(true)
-		}
-	}()
-	// Stage 1: walk, in a stable order, keeping this shard's files.
-	go func() {
-		defer close(items)
-		defer walked.Store(true)
-		// Output names seen, to refuse a second image of one name. A folder
-		// cannot hold two, so names are kept only where two can meet:
-		// inputs whose names collide, lists, and within one tar shard (kept
-		// per shard). A job over one huge folder keeps none.
-		names := newNameCheck(j.inputs, cfg.Lists)
-		walkErr = walk(ctx, j.sources, cfg.Lists, walkOptions{skip: []string{cfg.Out}, stores: j.stores}, func(it Item) error {
-			if !cfg.Shard.Takes(it.ShardKey()) {
-				return nil
-			}
-			seen.Add(1)
-			w := &work{it: it, started: time.Now(), timings: map[string]float64{}}
-			if names.seen(it) {
-				w.fail = fmt.Errorf("two inputs map to the output name %q; pass them as separate jobs or rename one", it.Rel)
-			}
-			w.seq = int(seen.Load()) - 1
-			select {
-			case items <- w:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}, func(path string, err error) error {
-			j.log.Warn("skipping unreadable folder", "path", path, "err", err)
-			return nil
-		})
-	}()
-
-	// Stage 2: read and hash, ahead of the streams (a slow disk waits here,
-	// not in an encoder stream); images done before (--resume) and files
-	// that cannot be read go straight to the manifest.
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for w := range items {
-				if ctx.Err() != nil {
-					continue // interrupted: take no new images
-				}
-				if j.read(w, budget); w.fail != nil || w.entry.Status == statusSkipped {
-					budget.give(w.held)
-					w.held, w.data = 0, nil
-					tail.taken.Add(1)
-					done <- w
-					continue
-				}
-				ready <- w
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(ready) }()
-
-	// Stage 3: the encoder streams, each decoding, encoding, attending and
-	// writing its batches in turn (see Config).
-	encCPU := cputime.FromContext(ctx) // a benchmark's, or nil
-	var wg3 sync.WaitGroup
-	for range max(j.streams(), 1) {
-		wg3.Add(1)
-		go func() {
-			defer wg3.Done()
-			j.stream(ctx, ready, done, batch, tail, budget, encCPU)
-		}()
-	}
-	go func() { wg3.Wait(); close(done) }()
-
-	// Collect: manifest entries and progress, in one goroutine.
-	sum := &Summary{Manifest: j.manifestPath}
-	var manErr error
-	handle := func(w *work) {
-		switch {
-		case w.entry.Status == statusSkipped:
-			sum.Skipped++
-		default:
-			if w.fail != nil {
-				w.entry.Status = StatusError
-				w.entry.Error = w.fail.Error()
-				w.entry.Outputs = nil
-				sum.Failed++
-				j.log.Warn("image failed", "path", w.it.Path, "err", w.fail)
-			} else {
-				w.entry.Status = StatusOK
-				sum.Done++
-			}
-			w.mark("total", w.started)
-			w.entry.Timings = w.timings
-			if err := j.man.Add(w.entry); err != nil && manErr == nil {
-				manErr = err
-				stop() // no result may be lost: take no new images
-			}
-			total := -1
-			if walked.Load() {
-				total = int(seen.Load())
-			}
-			// An image that failed once the job was stopped is not a part's
-			// row: its shard and index part stay unfinished, for --resume to
-			// do again whole.
-			stopped := w.fail != nil && (errors.Is(w.fail, context.Canceled) || parent.Err() != nil)
-			if j.shards != nil && manErr == nil && !stopped {
-				if err := j.shards.account(w.seq, shardRowOf(w.entry, w.it.ShardKey()), total); err != nil {
-					manErr = err
-					stop()
-				}
-			}
-			if j.index != nil && !w.kept && manErr == nil && !stopped {
-				if err := j.index.account(w.seq, indexOutItemOf(w.it, w.entry), total); err != nil {
-					manErr = err
-					stop()
-				}
-			}
-		}
-		if cfg.Progress != nil {
-			p := Progress{Done: sum.Done, Skipped: sum.Skipped, Failed: sum.Failed,
-				Seen: int(max(seen.Load(), counted.Load())), Walked: walked.Load() || countDone.Load(), Elapsed: time.Since(start), Last: w.it.Rel}
-			if walked.Load() {
-				p.Seen = int(seen.Load()) // the job's own count, which skips the files a walk cannot read twice alike
-			}
-			cfg.Progress(p)
-		}
-	}
-	// Images bound for the collection wait here for their batch's write:
-	// an image is ok in the manifest only once the collection holds it.
-	var pend []*work
-	flush := func() {
-		j.coll.write(ctx, pend)
-		for _, w := range pend {
-			handle(w)
-		}
-		pend = pend[:0]
-	}
-	for {
-		var w *work
-		ok := true
-		if len(pend) > 0 {
-			select {
-			case w, ok = <-done:
-			default:
-				flush() // nothing else is ready: write what waits
-				continue
-			}
-		} else {
-			w, ok = <-done
-		}
-		if !ok {
-			break
-		}
-		if w.obj != nil {
-			if pend = append(pend, w); len(pend) >= j.coll.batch {
-				flush()
-			}
-			continue
-		}
-		handle(w)
-	}
-	if len(pend) > 0 {
-		flush()
-	}
-	if j.shards != nil {
-		if manErr == nil && parent.Err() == nil && walkErr == nil {
-			manErr = j.shards.finishAll(int(seen.Load()))
-		}
-		j.shards.abandon() // what is left unfinished stays unseen
-	}
-	if j.index != nil {
-		if manErr == nil && parent.Err() == nil && walkErr == nil {
-			manErr = j.index.finishAll(int(seen.Load()))
-		}
-		j.index.abandon()
-	}
-	sum.Elapsed = time.Since(start)
-	if budget.used != 0 && manErr == nil { // every stream has returned
-		manErr = fmt.Errorf("batch: %d bytes of files read ahead were never given back", budget.used)
-	}
-	if err := j.man.Close(); err != nil && manErr == nil {
-		manErr = err
-	}
-	if err := j.dst.publishManifest(ctx, j.out, j.cfg.Shard.ManifestName()); err != nil && manErr == nil {
-		manErr = err
-	}
-	if manErr != nil {
-		return sum, manErr
-	}
-	if err := parent.Err(); err != nil {
-		sum.Interrupted = true
-		return sum, err
-	}
-	if walkErr != nil {
-		return sum, walkErr
-	}
-	return sum, nil
 }
 
 // statusSkipped marks work that resume found done; it is never written.
@@ -687,15 +430,43 @@ func (j *job) attendWindows(pending []*work, captions []*pipeline.Prompt) [][]pi
 }
 
 // attendAndWrite attends one encoded image with the job's prompts and
-// writes its file (and heatmaps), encoding it into buf; it returns buf for
-// the next image. With windows, win is the image's attentions when its
-// batch attended them together (else nil: they are computed here).
+// writes its results to the sinks, encoding its file into buf; it returns
+// buf for the next image. With windows, win is the image's attentions when
+// its batch attended them together (else nil: they are computed here).
 func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, caption *pipeline.Prompt, win []pipeline.Attention) []byte {
 	t := time.Now()
-	p, grid := enc.P(), enc.Grid
-	ts := map[string]tensorio.Tensor{}
+	r, err := j.attend(w, enc, caption, win)
+	if err != nil {
+		w.fail = err
+		return buf
+	}
+	w.mark("attend", t)
+	t = time.Now()
+	r.meta = j.metadata(w, r.grid)
+	if caption != nil {
+		r.meta["caption"] = caption.Text
+		r.meta["caption_prompt"] = strconv.Itoa(len(j.prompts)) // the prompt.<k>. tensors of the caption
+	}
+	r.buf = buf
+	for _, s := range j.sinks {
+		if err := s.write(w, r); err != nil {
+			w.fail = err
+			return r.buf
+		}
+	}
+	if len(r.scores) > 0 {
+		w.entry.Scores = r.scores
+	}
+	w.mark("write", t)
+	return r.buf
+}
+
+// attend attends one encoded image with the job's prompts, and its
+// caption's: its results but their metadata.
+func (j *job) attend(w *work, enc *pipeline.ImageEncoding, caption *pipeline.Prompt, win []pipeline.Attention) (*result, error) {
+	r := &result{enc: enc, grid: enc.Grid, p: enc.P(), ts: map[string]tensorio.Tensor{}}
 	if enc.Embeds != nil {
-		ts["image_embeds"] = tensorio.F32([]int{len(enc.Embeds)}, enc.Embeds)
+		r.ts["image_embeds"] = tensorio.F32([]int{len(enc.Embeds)}, enc.Embeds)
 	}
 	prompts := j.prompts
 	if caption != nil {
@@ -705,36 +476,53 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 	var atts []pipeline.Attention
 	var err error
 	if j.cfg.Windows {
-		opts.Windows = true
-		img := w.img
-		w.img = nil
-		var got [][]pipeline.Attention
-		if win != nil {
-			got = [][]pipeline.Attention{win}
-		} else {
-			got, err = j.eng.AttendImages(context.Background(), []image.Image{img}, prompts, opts)
-		}
-		if err == nil {
-			atts = got[0]
-			grid = atts[0].Grid
-			p = grid.Patches()
-			if e := atts[0].ImageEmbeds; e != nil {
-				ts["image_embeds"] = tensorio.F32([]int{len(e)}, e)
-			}
-		}
-		if j.cfg.Heatmaps {
-			w.sheet = img // the maps cover the whole image
-		} else {
-			vision.Release(img)
-		}
+		atts, err = j.attendWhole(w, r, prompts, opts, win)
 	} else {
-		ts["patch_features"] = tensorio.F32([]int{p, enc.Width}, enc.Patches())
+		r.ts["patch_features"] = tensorio.F32([]int{r.p, enc.Width}, enc.Patches())
 		atts, err = j.eng.Attend(context.Background(), enc, prompts, opts)
 	}
 	if err != nil {
-		w.fail = err
-		return buf
+		return nil, err
 	}
+	j.addAttentions(r, atts)
+	return r, nil
+}
+
+// attendWhole attends w's image over its windows (or takes win, its
+// batch's attentions of it), setting r's grid and image_embeds to the
+// whole image's. The image is kept for its heatmaps.
+func (j *job) attendWhole(w *work, r *result, prompts pipeline.Prompts, opts pipeline.AttendOptions, win []pipeline.Attention) ([]pipeline.Attention, error) {
+	opts.Windows = true
+	img := w.img
+	w.img = nil
+	var atts []pipeline.Attention
+	var got [][]pipeline.Attention
+	var err error
+	if win != nil {
+		got = [][]pipeline.Attention{win}
+	} else {
+		got, err = j.eng.AttendImages(context.Background(), []image.Image{img}, prompts, opts)
+	}
+	if err == nil {
+		atts = got[0]
+		r.grid = atts[0].Grid
+		r.p = r.grid.Patches()
+		if e := atts[0].ImageEmbeds; e != nil {
+			r.ts["image_embeds"] = tensorio.F32([]int{len(e)}, e)
+		}
+	}
+	if j.cfg.Heatmaps {
+		w.sheet = img // the maps cover the whole image
+	} else {
+		vision.Release(img)
+	}
+	return atts, err
+}
+
+// addAttentions adds an image's attentions with the prompts to r: their
+// tensors, its scores and the heatmaps to draw.
+func (j *job) addAttentions(r *result, atts []pipeline.Attention) {
+	p, ts := r.p, r.ts
 	var scores []Score
 	var sheets []*pipeline.Attention
 	sc := make([]float32, len(atts))
@@ -774,100 +562,7 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 	if len(scores) > 0 {
 		ts["scores"] = tensorio.F32([]int{len(sc)}, sc)
 	}
-	w.mark("attend", t)
-	t = time.Now()
-	meta := j.metadata(w, grid)
-	if caption != nil {
-		meta["caption"] = caption.Text
-		meta["caption_prompt"] = strconv.Itoa(len(j.prompts)) // the prompt.<k>. tensors of the caption
-	}
-	if j.shards != nil {
-		if err := j.shards.write(w.seq, ts); err != nil {
-			w.fail = err
-			return buf
-		}
-		name := shardName(j.cfg.Shard, w.seq/j.shards.size)
-		for tn := range ts {
-			w.entry.Outputs = append(w.entry.Outputs, "shards/"+name+"/"+tn+".npy")
-		}
-		slices.Sort(w.entry.Outputs)
-		w.entry.Outputs = append(w.entry.Outputs, "img_emb/img_emb_"+name+".npy", "metadata/metadata_"+name+".parquet")
-	}
-	outName := w.it.Rel + "." + j.format
-	var data []byte
-	if j.shards != nil {
-		// The arrays are in the shard; no file of its own.
-	} else if j.format == "npz" {
-		mb, _ := json.Marshal(meta)
-		ts["metadata_json"] = tensorio.Tensor{DType: tensorio.DTypeU8, Shape: []int{len(mb)}, Data: mb}
-		data, err = tensorio.EncodeNPZ(ts)
-	} else {
-		data, err = tensorio.AppendSafetensors(buf[:0], ts, meta)
-		buf = data
-	}
-	if err == nil && j.shards == nil {
-		if err = j.out.WriteFile(outName, data); err == nil {
-			w.entry.Outputs = append(w.entry.Outputs, outName)
-		}
-	}
-	if err != nil {
-		w.fail = err
-		return buf
-	}
-	for k, a := range sheets {
-		if len(a.Overlays()) == 0 {
-			continue
-		}
-		name := fmt.Sprintf("%s.heatmap.%d.png", w.it.Rel, k)
-		var base image.Image = w.base
-		if w.sheet != nil {
-			base = w.sheet
-		}
-		if err := j.writeHeatmap(name, base, a); err != nil {
-			w.fail = err
-			return buf
-		}
-		w.entry.Outputs = append(w.entry.Outputs, name)
-	}
-	w.base = pipeline.HeatmapBase{}
-	if w.sheet != nil {
-		vision.Release(w.sheet)
-		w.sheet = nil
-	}
-	if j.index != nil && !w.kept {
-		if err := j.writeIndex(w, enc); err != nil {
-			w.fail = err
-			return buf
-		}
-	}
-	if j.coll != nil {
-		if err := j.coll.object(j.eng, w, enc); err != nil {
-			w.fail = err
-			return buf
-		}
-	}
-	if len(scores) > 0 {
-		w.entry.Scores = scores
-	}
-	w.mark("write", t)
-	return buf
-}
-
-// writeIndex writes w's rows of its index part: its image_embeds
-// normalised and its joint-space patches [H·W, D] on its grid.
-func (j *job) writeIndex(w *work, enc *pipeline.ImageEncoding) error {
-	if j.index.maxP == 0 && enc.Grid != j.index.grid {
-		return fmt.Errorf("batch: index: a %s patch grid, the index's is %s", enc.Grid, j.index.grid)
-	}
-	patches, err := j.eng.JointPatches(enc)
-	if err != nil {
-		return fmt.Errorf("batch: index: %w", err)
-	}
-	if err := j.index.write(w.seq, enc.Embeds, patches, enc.Grid); err != nil {
-		return err
-	}
-	w.entry.Outputs = append(w.entry.Outputs, j.index.outputs(w.seq)...)
-	return nil
+	r.scores, r.sheets = scores, sheets
 }
 
 func (j *job) metadata(w *work, g vision.Grid) map[string]string {
@@ -880,18 +575,6 @@ func (j *job) metadata(w *work, g vision.Grid) map[string]string {
 	m["grid"] = g.String()
 	m["source_size"] = fmt.Sprintf("%dx%d", w.entry.Width, w.entry.Height)
 	return m
-}
-
-func (j *job) writeHeatmap(name string, base image.Image, a *pipeline.Attention) error {
-	sheet, err := a.Heatmap(base)
-	if err != nil {
-		return err
-	}
-	data, err := pipeline.EncodePNG(sheet)
-	if err != nil {
-		return err
-	}
-	return j.out.WriteFile(name, data)
 }
 
 // streams returns the number of encoder streams: Config.Streams, else the
@@ -931,16 +614,6 @@ func (j *job) captionPrompts(batch []*work) []*pipeline.Prompt {
 		out[i] = ps[k]
 	}
 	return out
-}
-
-// shardRowOf is an image's row of its shard's metadata.
-func shardRowOf(e Entry, unit string) shardRow {
-	r := shardRow{Key: e.Path, ImagePath: e.Path, Source: e.Source, SHA256: e.SHA256, Status: e.Status, Error: e.Error,
-		Width: int32(e.Width), Height: int32(e.Height), Unit: unit}
-	for _, s := range e.Scores {
-		r.Scores = append(r.Scores, s.Score)
-	}
-	return r
 }
 
 // storeReaders is the number of reads in flight by default when inputs are

@@ -28,6 +28,7 @@ type job struct {
 	shards       *shardSet    // the shards layout's writer; nil for the files layout
 	index        *indexOutSet // the collection index's writer; nil without Config.Index
 	coll         *collSink    // the collection in Weaviate's writer; nil without Config.Collection
+	sinks        []sink       // the outputs each image goes to, in the order its entry lists their files
 	doneShards   sync.Map     // shard index → finished by an earlier run (bool)
 	eng          *pipeline.Engine
 	log          *slog.Logger
@@ -81,46 +82,11 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		j.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	j.inH, j.inW = eng.InputSize()
-	switch cfg.Layout {
-	case "", "files":
-	case "shards":
-		if cfg.CaptionPrompt {
-			return nil, errors.New("batch: the shards layout stacks every image's prompts; captions (one more prompt per image) need the files layout")
-		}
-		if cfg.ShardSize <= 0 {
-			cfg.ShardSize = 10000
-			j.cfg.ShardSize = cfg.ShardSize
-		}
-	default:
-		return nil, fmt.Errorf("batch: layout %q: want files or shards", cfg.Layout)
+	indexDType, err := j.checkLayout()
+	if err != nil {
+		return nil, err
 	}
-	switch cfg.Format {
-	case "", "safetensors":
-		j.format = "safetensors"
-	case "npz":
-		j.format = "npz"
-	default:
-		return nil, fmt.Errorf("batch: format %q: want safetensors or npz", cfg.Format)
-	}
-	if cfg.Windows && (cfg.Layout == "shards" || cfg.Index || cfg.Collection != nil) {
-		return nil, errors.New("batch: windows give each image a grid of its own aspect: they take the files layout, without the index")
-	}
-	if cfg.Index && cfg.Collection != nil {
-		return nil, errors.New("batch: the index goes either into index parts (Index) or into a collection (Collection), not both")
-	}
-	indexDType := ""
-	if cfg.Index {
-		if indexDType, err = checkIndexOutDType(cfg.IndexDType); err != nil {
-			return nil, err
-		}
-		if eng.JointDim() <= 0 {
-			return nil, errors.New("batch: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
-		}
-		if cfg.ShardSize <= 0 {
-			cfg.ShardSize = 10000 // one index part every ShardSize images, in the files layout too
-			j.cfg.ShardSize = cfg.ShardSize
-		}
-	}
+	cfg = j.cfg
 	defer func() {
 		if err != nil {
 			j.close()
@@ -139,9 +105,82 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if j.prompts, err = eng.Prepare(ctx, cfg.Prompts...); err != nil {
 		return nil, err
 	}
-	m, opts := eng.Model(), eng.Options()
+	j.settle(indexDType)
 
-	// Settings: what must match for --resume to skip an image.
+	// Outputs: never over an earlier job's without Resume or Overwrite.
+	name := cfg.Shard.ManifestName()
+	if err := j.openOutputs(ctx, name, indexDType); err != nil {
+		return nil, err
+	}
+	var prior []Entry
+	if j.man, prior, err = openManifest(j.out, name, cfg.Resume); err != nil {
+		return nil, err
+	}
+	j.prior = map[string]Entry{}
+	other := 0
+	for _, e := range prior {
+		j.prior[e.Path] = e
+		if e.Settings != j.settings {
+			other++
+		}
+	}
+	if other > 0 {
+		j.log.Warn("resuming a job whose settings differ (other prompts, model, layer or options): its images are done again, and its files of other prompt numbers stay",
+			"entries", other, "manifest", j.manifestPath)
+	}
+	return j, nil
+}
+
+// checkLayout checks the job's layout, format and index against each
+// other, setting their defaults; it returns the index's dtype ("" without
+// one).
+func (j *job) checkLayout() (indexDType string, err error) {
+	cfg := &j.cfg
+	switch cfg.Layout {
+	case "", "files":
+	case "shards":
+		if cfg.CaptionPrompt {
+			return "", errors.New("batch: the shards layout stacks every image's prompts; captions (one more prompt per image) need the files layout")
+		}
+		if cfg.ShardSize <= 0 {
+			cfg.ShardSize = 10000
+		}
+	default:
+		return "", fmt.Errorf("batch: layout %q: want files or shards", cfg.Layout)
+	}
+	switch cfg.Format {
+	case "", "safetensors":
+		j.format = "safetensors"
+	case "npz":
+		j.format = "npz"
+	default:
+		return "", fmt.Errorf("batch: format %q: want safetensors or npz", cfg.Format)
+	}
+	if cfg.Windows && (cfg.Layout == "shards" || cfg.Index || cfg.Collection != nil) {
+		return "", errors.New("batch: windows give each image a grid of its own aspect: they take the files layout, without the index")
+	}
+	if cfg.Index && cfg.Collection != nil {
+		return "", errors.New("batch: the index goes either into index parts (Index) or into a collection (Collection), not both")
+	}
+	if cfg.Index {
+		if indexDType, err = checkIndexOutDType(cfg.IndexDType); err != nil {
+			return "", err
+		}
+		if j.eng.JointDim() <= 0 {
+			return "", errors.New("batch: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
+		}
+		if cfg.ShardSize <= 0 {
+			cfg.ShardSize = 10000 // one index part every ShardSize images, in the files layout too
+		}
+	}
+	return indexDType, nil
+}
+
+// settle sets the job's settings hash (what must match for --resume to
+// skip an image) and the metadata every file of it carries.
+func (j *job) settle(indexDType string) {
+	cfg, eng := j.cfg, j.eng
+	m, opts := eng.Model(), eng.Options()
 	preJSON, _ := json.Marshal(eng.Preprocessor())
 	dir := eng.Direction().String()
 	settings := map[string]any{
@@ -193,14 +232,18 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if cfg.Windows {
 		j.baseMeta["windows"] = "true"
 	}
+}
 
-	// Outputs: never over an earlier job's without Resume or Overwrite.
-	name := cfg.Shard.ManifestName()
+// openOutputs opens the output folder and the job's sinks: the shards or
+// the per-image files, the index parts, the collection.
+func (j *job) openOutputs(ctx context.Context, name, indexDType string) (err error) {
+	cfg, eng := j.cfg, j.eng
+	m := eng.Model()
 	if j.dst, err = resolveOutput(j.stores, cfg.Out); err != nil {
-		return nil, err
+		return err
 	}
 	if j.out, err = j.dst.start(ctx, cfg, name, j.log); err != nil {
-		return nil, err
+		return err
 	}
 	j.manifestPath = j.dst.path(name)
 	if cfg.Layout == "shards" {
@@ -211,33 +254,29 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	}
 	if cfg.Index {
 		if j.index, err = newIndexOutSet(j.out, eng, cfg.ShardSize, cfg.Shard, j.settings, indexDType); err != nil {
-			return nil, err
+			return err
 		}
 		j.index.dst, j.index.ctx = j.dst, ctx
 	}
 	if cfg.Collection != nil {
 		if j.coll, err = openCollection(ctx, cfg.Collection, eng, cfg.Version); err != nil {
-			return nil, err
+			return err
 		}
 		j.coll.log = j.log
 	}
-	var prior []Entry
-	if j.man, prior, err = openManifest(j.out, name, cfg.Resume); err != nil {
-		return nil, err
+	// The sinks in the order an entry lists their files: the arrays (in
+	// a shard, else in the image's file), the heatmaps, the index.
+	if j.shards != nil {
+		j.sinks = append(j.sinks, shardsSink{set: j.shards})
 	}
-	j.prior = map[string]Entry{}
-	other := 0
-	for _, e := range prior {
-		j.prior[e.Path] = e
-		if e.Settings != j.settings {
-			other++
-		}
+	j.sinks = append(j.sinks, &filesSink{out: j.out, arrays: j.shards == nil, format: j.format})
+	if j.index != nil {
+		j.sinks = append(j.sinks, indexSink{set: j.index, eng: eng})
 	}
-	if other > 0 {
-		j.log.Warn("resuming a job whose settings differ (other prompts, model, layer or options): its images are done again, and its files of other prompt numbers stay",
-			"entries", other, "manifest", j.manifestPath)
+	if j.coll != nil {
+		j.sinks = append(j.sinks, collectionSink{coll: j.coll, eng: eng})
 	}
-	return j, nil
+	return nil
 }
 
 // InputError is an input the job cannot take: a path that does not exist,

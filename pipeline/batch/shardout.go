@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -62,26 +60,19 @@ func shardName(s Shard, i int) string {
 
 // shardSet writes a job's output shards.
 type shardSet struct {
-	out      *outFolder
-	size     int
-	proc     Shard
+	partSet[shardFiles, shardRow]
 	settings string
-	mu       sync.Mutex
-	open     map[int]*shardOut
 	embDim   int             // image_embeds' width, for the zeros of a shard with no image done
 	dst      output          // where finished shards are published and earlier runs' read
 	index    string          // the collection index's dtype, written in the metadata when the job writes one
 	ctx      context.Context // for the uploads
 }
 
+// shardFiles is a shard's stacked arrays being written, by tensor name.
+type shardFiles = map[string]*shardArray
+
 // shardOut is one shard being written.
-type shardOut struct {
-	name  string
-	tmp   string // its temporary folder, relative to the output folder
-	files map[string]*shardArray
-	rows  []shardRow
-	done  int // images accounted for (written, failed or skipped)
-}
+type shardOut = part[shardFiles, shardRow]
 
 // shardArray is one stacked array being written: rows at fixed offsets.
 type shardArray struct {
@@ -92,7 +83,16 @@ type shardArray struct {
 }
 
 func newShardSet(out *outFolder, size int, proc Shard, settings string) *shardSet {
-	return &shardSet{out: out, size: size, proc: proc, settings: settings, open: map[int]*shardOut{}}
+	s := &shardSet{settings: settings}
+	s.partSet = partSet[shardFiles, shardRow]{out: out, size: size, proc: proc, what: "shard", tmp: ".tmp-shard-",
+		start:  func(o *shardOut) error { o.files = shardFiles{}; return nil },
+		finish: s.finish,
+		close: func(o *shardOut) {
+			for _, a := range o.files {
+				a.f.Close()
+			}
+		}}
+	return s
 }
 
 func (s *shardSet) metaName(i int) string {
@@ -112,23 +112,6 @@ func (s *shardSet) complete(i int) bool {
 	}
 	v, ok := f.Lookup("settings")
 	return ok && v == s.settings
-}
-
-// get returns shard i, opening it.
-func (s *shardSet) get(i int) (*shardOut, error) {
-	if o := s.open[i]; o != nil {
-		return o, nil
-	}
-	name := shardName(s.proc, i)
-	o := &shardOut{name: name, tmp: ".tmp-shard-" + name, files: map[string]*shardArray{}, rows: make([]shardRow, 0, s.size)}
-	if err := s.out.root.RemoveAll(o.tmp); err != nil {
-		return nil, fmt.Errorf("batch: shard %s: %w", name, err)
-	}
-	if err := s.out.root.MkdirAll(o.tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("batch: shard %s: %w", name, err)
-	}
-	s.open[i] = o
-	return o, nil
 }
 
 // write puts image seq's tensors in their rows.
@@ -168,29 +151,8 @@ func (s *shardSet) write(seq int, ts map[string]tensorio.Tensor) error {
 // holds all its images: size of them, or, once the walk is over (total ≥
 // 0), the rest.
 func (s *shardSet) account(seq int, r shardRow, total int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := seq / s.size
-	o, err := s.get(i)
-	if err != nil {
-		return err
-	}
 	r.Row = int32(seq % s.size)
-	o.rows = append(o.rows, r)
-	o.done++
-	return s.finishIfWhole(i, total)
-}
-
-// finishAll finishes the shards still open once every image is accounted
-// for (total, the number of images the walk found).
-func (s *shardSet) finishAll(total int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return finishAllWhole(s.open, s.size, total, func(o *shardOut) int { return o.done }, s.finish)
-}
-
-func (s *shardSet) finishIfWhole(i, total int) error {
-	return finishIfWhole(s.open, i, s.size, total, func(o *shardOut) int { return o.done }, s.finish)
+	return s.add(seq, r, total)
 }
 
 // finish writes shard o of n rows: the arrays' headers, the arrays folder
@@ -198,24 +160,11 @@ func (s *shardSet) finishIfWhole(i, total int) error {
 func (s *shardSet) finish(o *shardOut, n int) error {
 	var emb []byte
 	for name, a := range o.files {
-		shape := append([]int{n}, a.shape...)
-		hdr, err := tensorio.NPYHeader(a.dtype, shape, shardNPYHeader)
-		if err != nil {
-			return fmt.Errorf("batch: shard %s: %s: %w", o.name, name, err)
-		}
-		if _, err := a.f.WriteAt(hdr, 0); err == nil {
-			err = a.f.Truncate(int64(shardNPYHeader + n*a.size))
-		}
-		if err == nil {
-			err = a.f.Sync()
-		}
-		if cerr := a.f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("batch: shard %s: %w", o.name, err)
+		if err := s.seal(o, a.f, name, a.dtype, append([]int{n}, a.shape...), a.size, n); err != nil {
+			return err
 		}
 		if name == "image_embeds" {
+			var err error
 			if emb, err = s.out.ReadFile(path.Join(o.tmp, name+".npy")); err != nil {
 				return err
 			}
@@ -266,50 +215,4 @@ func (s *shardSet) finish(o *shardOut, n int) error {
 		return err
 	}
 	return s.dst.publishShard(s.ctx, s.out, o.name)
-}
-
-// abandon closes the shards left unfinished (an interrupted job); their
-// temporary folders stay for --resume to remove.
-func (s *shardSet) abandon() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, o := range s.open {
-		for _, a := range o.files {
-			a.f.Close()
-		}
-		delete(s.open, i)
-	}
-}
-
-// wholeRows is the number of images part i of size-image parts holds when
-// whole: size, or, once the walk is over (total ≥ 0), what is left of the
-// total for the last part.
-func wholeRows(i, size, total int) int {
-	if total >= 0 {
-		return min(size, total-i*size)
-	}
-	return size
-}
-
-// finishIfWhole finishes part i of open (the output shards or index parts
-// being written, size images each) once it holds all its images (done
-// counts them; see wholeRows), and forgets it.
-func finishIfWhole[P any](open map[int]P, i, size, total int, done func(P) int, finish func(P, int) error) error {
-	o, ok := open[i]
-	n := wholeRows(i, size, total)
-	if !ok || done(o) < n {
-		return nil
-	}
-	delete(open, i)
-	return finish(o, n)
-}
-
-// finishAllWhole is finishIfWhole for every part of open, in order.
-func finishAllWhole[P any](open map[int]P, size, total int, done func(P) int, finish func(P, int) error) error {
-	for _, i := range slices.Sorted(maps.Keys(open)) {
-		if err := finishIfWhole(open, i, size, total, done, finish); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -100,131 +100,165 @@ func VerifyShards(ctx context.Context, out string, inputs, lists []string) (*Sha
 	if err != nil {
 		return nil, err
 	}
-	emb := map[string]outFile{}
+	c := &shardsCheck{rep: rep, emb: map[string]outFile{}, seen: map[string]int{}, procs: map[int]bool{}, settings: map[string]bool{}}
 	for _, e := range embs {
-		emb[e.name] = e
+		c.emb[e.name] = e
 	}
-	seen := map[string]int{} // key → process
-	var held []heldShard     // every shard's rows, for the index check
-	indexed := false         // a shard says the job wrote an index
-	procs := map[int]bool{}
-	settings := map[string]bool{}
 	for _, m := range metas {
-		base := path.Base(m.name)
-		if !strings.HasPrefix(base, "metadata_") || !strings.HasSuffix(base, ".parquet") {
-			continue
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(base, "metadata_"), ".parquet")
-		b, err := r.read(ctx, m.name)
-		if err != nil {
+		if err := r.checkShard(ctx, c, m); err != nil {
 			return nil, err
 		}
-		f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-		if err != nil {
-			rep.Broken = append(rep.Broken, fmt.Sprintf("%s: metadata: %v", name, err))
-			continue
-		}
-		rows, err := parquet.Read[shardRow](bytes.NewReader(b), int64(len(b)))
-		if err != nil {
-			rep.Broken = append(rep.Broken, fmt.Sprintf("%s: metadata: %v", name, err))
-			continue
-		}
-		rep.Shards++
-		if _, ok := f.Lookup("index"); ok {
-			indexed = true
-		}
-		held = append(held, heldShard{name: name, rows: rows})
-		s, _ := f.Lookup("settings")
-		settings[s] = true
-		proc, count := 0, 1
-		if ps, ok := f.Lookup("process_shard"); ok {
-			i, n, _ := strings.Cut(ps, "/")
-			proc, _ = strconv.Atoi(i)
-			count, _ = strconv.Atoi(n)
-		}
-		if rep.Processes != 0 && count != rep.Processes {
-			rep.Broken = append(rep.Broken, fmt.Sprintf("%s: written by process %d of %d, others by a %d-process job", name, proc, count, rep.Processes))
-		}
-		rep.Processes = max(rep.Processes, count)
-		procs[proc] = true
-		n, _ := f.Lookup("rows")
-		nrows, err := strconv.Atoi(n)
-		if err != nil || nrows != len(rows) {
-			rep.Broken = append(rep.Broken, fmt.Sprintf("%s: metadata holds %d rows, says %q", name, len(rows), n))
-		}
-		ok := 0
-		for _, row := range rows {
-			if row.Status == StatusOK {
-				ok++
-			}
-		}
-		if why := r.checkArrays(ctx, name, len(rows), ok > 0, emb); why != "" {
-			rep.Broken = append(rep.Broken, name+": "+why)
-		}
-		used := make([]bool, len(rows))
-		for _, row := range rows {
-			if int(row.Row) < 0 || int(row.Row) >= len(rows) || used[row.Row] {
-				rep.Broken = append(rep.Broken, fmt.Sprintf("%s: row number %d repeated or out of range", name, row.Row))
-				break
-			}
-			used[row.Row] = true
-			if _, dup := seen[row.Key]; dup {
-				rep.Duplicated = append(rep.Duplicated, row.Key)
-			}
-			seen[row.Key] = proc
-			rep.Images++
-			if row.Status == StatusOK {
-				rep.OK++
-			} else {
-				rep.Failed++
-			}
-			if count > 1 && row.Unit != "" && ShardOf(row.Unit, count) != proc {
-				rep.Misassigned = append(rep.Misassigned, row.Key)
-			}
-		}
 	}
-	for p := range procs {
+	for p := range c.procs {
 		rep.ProcessSeen = append(rep.ProcessSeen, p)
 	}
 	sort.Ints(rep.ProcessSeen)
-	for s := range settings {
+	for s := range c.settings {
 		rep.Settings = append(rep.Settings, s)
 	}
 	sort.Strings(rep.Settings)
-	if err := r.checkIndex(ctx, rep, held, indexed, settings); err != nil {
+	if err := r.checkIndex(ctx, rep, c.held, c.indexed, c.settings); err != nil {
 		return nil, err
 	}
 	if len(inputs)+len(lists) > 0 {
-		rep.Checked = true
-		ins, err := expandInputs(inputs)
-		if err != nil {
-			return nil, &InputError{Path: strings.Join(inputs, ", "), Err: err}
-		}
-		sources, err := resolveInputs(ins)
-		if err != nil {
+		if err := c.checkInputs(ctx, stores, inputs, lists); err != nil {
 			return nil, err
-		}
-		want := map[string]bool{}
-		err = walk(ctx, sources, lists, walkOptions{listOnly: true, stores: stores}, func(it Item) error {
-			want[it.Rel] = true
-			if _, ok := seen[it.Rel]; !ok {
-				rep.Missing = append(rep.Missing, it.Rel)
-			}
-			return nil
-		}, func(string, error) error { return nil })
-		if err != nil {
-			return nil, err
-		}
-		for k := range seen {
-			if !want[k] {
-				rep.Unexpected = append(rep.Unexpected, k)
-			}
 		}
 	}
 	for _, l := range [][]string{rep.Broken, rep.Duplicated, rep.Misassigned, rep.Missing, rep.Unexpected} {
 		sort.Strings(l)
 	}
 	return rep, nil
+}
+
+// shardsCheck is what VerifyShards gathers from the shards' metadata.
+type shardsCheck struct {
+	rep      *ShardsReport
+	emb      map[string]outFile // the img_emb folder's files by name
+	seen     map[string]int     // key → process
+	held     []heldShard        // every shard's rows, for the index check
+	indexed  bool               // a shard says the job wrote an index
+	procs    map[int]bool
+	settings map[string]bool
+}
+
+// checkShard reads the metadata file m (skipping other files) and checks
+// its shard: its rows against its arrays, its process and its keys.
+func (r outReader) checkShard(ctx context.Context, c *shardsCheck, m outFile) error {
+	rep := c.rep
+	base := path.Base(m.name)
+	if !strings.HasPrefix(base, "metadata_") || !strings.HasSuffix(base, ".parquet") {
+		return nil
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(base, "metadata_"), ".parquet")
+	b, err := r.read(ctx, m.name)
+	if err != nil {
+		return err
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		rep.Broken = append(rep.Broken, fmt.Sprintf("%s: metadata: %v", name, err))
+		return nil
+	}
+	rows, err := parquet.Read[shardRow](bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		rep.Broken = append(rep.Broken, fmt.Sprintf("%s: metadata: %v", name, err))
+		return nil
+	}
+	rep.Shards++
+	if _, ok := f.Lookup("index"); ok {
+		c.indexed = true
+	}
+	c.held = append(c.held, heldShard{name: name, rows: rows})
+	s, _ := f.Lookup("settings")
+	c.settings[s] = true
+	proc, count := 0, 1
+	if ps, ok := f.Lookup("process_shard"); ok {
+		i, n, _ := strings.Cut(ps, "/")
+		proc, _ = strconv.Atoi(i)
+		count, _ = strconv.Atoi(n)
+	}
+	if rep.Processes != 0 && count != rep.Processes {
+		rep.Broken = append(rep.Broken, fmt.Sprintf("%s: written by process %d of %d, others by a %d-process job", name, proc, count, rep.Processes))
+	}
+	rep.Processes = max(rep.Processes, count)
+	c.procs[proc] = true
+	n, _ := f.Lookup("rows")
+	nrows, err := strconv.Atoi(n)
+	if err != nil || nrows != len(rows) {
+		rep.Broken = append(rep.Broken, fmt.Sprintf("%s: metadata holds %d rows, says %q", name, len(rows), n))
+	}
+	ok := 0
+	for _, row := range rows {
+		if row.Status == StatusOK {
+			ok++
+		}
+	}
+	if why := r.checkArrays(ctx, name, len(rows), ok > 0, c.emb); why != "" {
+		rep.Broken = append(rep.Broken, name+": "+why)
+	}
+	c.checkRows(name, rows, proc, count)
+	return nil
+}
+
+// checkRows checks shard name's rows, written by process proc of count:
+// their row numbers, keys seen in no other row, and units assigned to
+// proc.
+func (c *shardsCheck) checkRows(name string, rows []shardRow, proc, count int) {
+	rep := c.rep
+	used := make([]bool, len(rows))
+	for _, row := range rows {
+		if int(row.Row) < 0 || int(row.Row) >= len(rows) || used[row.Row] {
+			rep.Broken = append(rep.Broken, fmt.Sprintf("%s: row number %d repeated or out of range", name, row.Row))
+			break
+		}
+		used[row.Row] = true
+		if _, dup := c.seen[row.Key]; dup {
+			rep.Duplicated = append(rep.Duplicated, row.Key)
+		}
+		c.seen[row.Key] = proc
+		rep.Images++
+		if row.Status == StatusOK {
+			rep.OK++
+		} else {
+			rep.Failed++
+		}
+		if count > 1 && row.Unit != "" && ShardOf(row.Unit, count) != proc {
+			rep.Misassigned = append(rep.Misassigned, row.Key)
+		}
+	}
+}
+
+// checkInputs walks inputs and lists as the job walked them, and reports
+// the images no shard holds and the rows of no input.
+func (c *shardsCheck) checkInputs(ctx context.Context, stores *objstore.Stores, inputs, lists []string) error {
+	rep := c.rep
+	rep.Checked = true
+	ins, err := expandInputs(inputs)
+	if err != nil {
+		return &InputError{Path: strings.Join(inputs, ", "), Err: err}
+	}
+	sources, err := resolveInputs(ins)
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	err = walk(ctx, sources, lists, walkOptions{listOnly: true, stores: stores}, func(it Item) error {
+		want[it.Rel] = true
+		if _, ok := c.seen[it.Rel]; !ok {
+			rep.Missing = append(rep.Missing, it.Rel)
+		}
+		return nil
+	}, func(string, error) error { return nil })
+	if err != nil {
+		return err
+	}
+	for k := range c.seen {
+		if !want[k] {
+			rep.Unexpected = append(rep.Unexpected, k)
+		}
+	}
+	return nil
 }
 
 // outReader is the checks VerifyShards makes of an output.

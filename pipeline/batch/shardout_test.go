@@ -136,3 +136,54 @@ func treeBytes(t *testing.T, dir string) map[string][]byte {
 	})
 	return out
 }
+
+// TestShardsLayoutEntryOutputs: in the shards layout with heatmaps and the
+// index, an ok image's entry lists its shard's arrays (sorted), its
+// img_emb and metadata files, then its heatmaps (one a prompt, as PNG),
+// then its index part's files (index.json last); every file listed exists,
+// and the shard's arrays listed are exactly those in its folder.
+func TestShardsLayoutEntryOutputs(t *testing.T) {
+	m := openTiny(t)
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 4)
+	prompts := []string{"a photo of a cat", "a red car"}
+	out := filepath.Join(t.TempDir(), "out")
+	eng := tinyEngine(t, m, pipeline.Options{Threads: 1})
+	if _, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{in}, Prompts: prompts, Out: out, Layout: "shards", ShardSize: 3,
+		Heatmaps: true, Index: true, Batch: 2, Streams: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var order []string // the walk's order: image k is row k%3 of shard k/3
+	Walk(context.Background(), []string{in}, func(it Item) error { order = append(order, it.Rel); return nil }, nil)
+	entries := readManifest(t, filepath.Join(out, "manifest.jsonl"))
+	if len(entries) != 4 {
+		t.Fatalf("%d entries, want 4", len(entries))
+	}
+	for _, e := range entries {
+		k := slices.Index(order, e.Path)
+		if e.Status != StatusOK || k < 0 {
+			t.Fatalf("entry %+v", e)
+		}
+		name := fmt.Sprintf("%06d", k/3)
+		dir, err := os.ReadDir(filepath.Join(out, "shards", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, d := range dir {
+			want = append(want, "shards/"+name+"/"+d.Name())
+		}
+		slices.Sort(want)
+		want = append(want, "img_emb/img_emb_"+name+".npy", "metadata/metadata_"+name+".parquet",
+			e.Path+".heatmap.0.png", e.Path+".heatmap.1.png",
+			"index/"+name+"/embeds.npy", "index/"+name+"/patches.npy", "index/"+name+"/index.json")
+		if !slices.Equal(e.Outputs, want) {
+			t.Errorf("%s outputs\n%q\nwant\n%q", e.Path, e.Outputs, want)
+		}
+		for _, o := range e.Outputs {
+			if _, err := os.Stat(filepath.Join(out, o)); err != nil {
+				t.Errorf("%s lists %s: %v", e.Path, o, err)
+			}
+		}
+	}
+}

@@ -27,7 +27,6 @@ type job struct {
 	inputs       []string     // cfg.Inputs with brace patterns expanded
 	shards       *shardSet    // the shards layout's writer; nil for the files layout
 	index        *indexOutSet // the collection index's writer; nil without Config.Index
-	coll         *collSink    // the collection in Weaviate's writer; nil without Config.Collection
 	sinks        []sink       // the outputs each image goes to, in the order its entry lists their files
 	doneShards   sync.Map     // shard index → finished by an earlier run (bool)
 	eng          *pipeline.Engine
@@ -258,14 +257,16 @@ func (j *job) openOutputs(ctx context.Context, name, indexDType string) (err err
 		}
 		j.index.dst, j.index.ctx = j.dst, ctx
 	}
+	var coll *collSink
 	if cfg.Collection != nil {
-		if j.coll, err = openCollection(ctx, cfg.Collection, eng, cfg.Version); err != nil {
+		if coll, err = openCollection(ctx, cfg.Collection, eng, cfg.Version); err != nil {
 			return err
 		}
-		j.coll.log = j.log
+		coll.log = j.log
 	}
 	// The sinks in the order an entry lists their files: the arrays (in
-	// a shard, else in the image's file), the heatmaps, the index.
+	// a shard, else in the image's file), the heatmaps, the index; the
+	// collection's object last, once the files are written.
 	if j.shards != nil {
 		j.sinks = append(j.sinks, shardsSink{set: j.shards})
 	}
@@ -273,8 +274,8 @@ func (j *job) openOutputs(ctx context.Context, name, indexDType string) (err err
 	if j.index != nil {
 		j.sinks = append(j.sinks, indexSink{set: j.index, eng: eng})
 	}
-	if j.coll != nil {
-		j.sinks = append(j.sinks, collectionSink{coll: j.coll, eng: eng})
+	if coll != nil {
+		j.sinks = append(j.sinks, collectionSink{coll: coll, eng: eng})
 	}
 	return nil
 }

@@ -179,6 +179,23 @@ func TestCollectionCommands(t *testing.T) {
 		t.Errorf("a refused create made Missing: schema status %d", status)
 	}
 
+	// A class this program did not make is described as not ours and
+	// never dropped.
+	resp, err := http.Post("http://"+node.Host()+"/v1/schema", "application/json", strings.NewReader(`{"class": "Foreign", "description": "someone else's"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	foreign := "weaviate://" + node.Host() + "/Foreign"
+	for _, args := range [][]string{{"collection", "info", foreign}, {"collection", "drop", foreign, "--yes"}} {
+		if code, _, errs := runCLI(t, args...); code != exitFailed || !strings.Contains(errs, "was not made by this program") {
+			t.Errorf("%s: exit %d: %s", strings.Join(args, " "), code, errs)
+		}
+	}
+	if status, _, _, _, _ := schemaPooled(t, node, "Foreign"); status != http.StatusOK {
+		t.Errorf("drop --yes of a class this program did not make: its schema status %d after", status)
+	}
+
 	code, stdout, errs = runCLI(t, "collection", "drop", url, "--yes")
 	if code != 0 || stdout != fmt.Sprintf("dropped %s (%d objects)\n", url, len(ents)) {
 		t.Fatalf("collection drop %s --yes: exit %d: %q %s", url, code, stdout, errs)

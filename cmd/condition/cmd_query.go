@@ -84,7 +84,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%w\n(add --partial to search the other parts)", err)
 	}
 	if err != nil {
-		return err
+		return collectionAdvice(err, where)
 	}
 	defer x.Close()
 	for _, s := range x.Skipped() {

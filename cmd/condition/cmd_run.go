@@ -41,14 +41,8 @@ type runOptions struct {
 	indexAt     string // --index's value: "files", or a collection's weaviate:// URL
 	collection  string // the collection in Weaviate (--index weaviate://...)
 	indexDType  string
-	replication int
 	consistency string
-	muvera      bool
-	vectorIndex string
-	efBuild     int // --ef-construction
-	maxConns    int // --max-connections
-	quantize    string
-	rescore     int
+	coll        collectionFlags // deprecated: collection create's
 	workers     int
 	streams     int
 	batch       int
@@ -76,16 +70,15 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.format, "format", "safetensors", "output format of the files layout: safetensors or npz")
 	fs.StringVar(&o.layout, "layout", "files", "files (one file per image) or shards (every --shard-size images one shard of stacked .npy arrays, img_emb/ and metadata/ Parquet as clip-retrieval names them)")
 	fs.IntVar(&o.shardSize, "shard-size", 10000, "images per output shard with --layout shards, and per index part with --index")
-	fs.StringVar(&o.indexAt, "index", "", "also write the collection index, for searching the collection later without encoding it again (needs the default --xattn joint and --direction both): --index alone, every --shard-size images one part under index/ of the normalised image embeddings and the patches in CLIP's joint space; --index weaviate://HOST:PORT/Name, one object per image in that collection of a Weaviate database (created on first use; API key from $"+weaviateKeyEnv+")")
+	fs.StringVar(&o.indexAt, "index", "", "also write the collection index, for searching the collection later without encoding it again (needs the default --xattn joint and --direction both): --index alone, every --shard-size images one part under index/ of the normalised image embeddings and the patches in CLIP's joint space; --index weaviate://HOST:PORT/Name, one object per image in that collection of a Weaviate database (made with Weaviate's defaults when it does not exist: condition collection create makes one with other settings; API key from $"+weaviateKeyEnv+")")
 	fs.Lookup("index").NoOptDefVal = "files"
-	fs.IntVar(&o.replication, "replication", 1, "with --index weaviate://...: the replication factor of a collection the job creates (an existing one keeps its own)")
 	fs.StringVar(&o.consistency, "consistency", "QUORUM", "with --index weaviate://...: the writes' consistency level, ONE, QUORUM or ALL")
-	fs.BoolVar(&o.muvera, "muvera", false, "with --index weaviate://...: a collection the job creates encodes each image's patches with MUVERA (one vector per image in the search graph, less memory, approximate MaxSim)")
-	fs.StringVar(&o.vectorIndex, "vector-index", "", "with --index weaviate://...: how a collection the job creates searches its image embeddings: hnsw (a graph, approximate; the default) or flat (every embedding compared: exact, time linear in the images)")
-	fs.IntVar(&o.efBuild, "ef-construction", 0, "with --index weaviate://...: the search list size while building the hnsw graph of a collection the job creates (0: Weaviate's default, 128); larger finds more of the exact nearest images, ingestion slower")
-	fs.IntVar(&o.maxConns, "max-connections", 0, "with --index weaviate://...: the links per image in the hnsw graph of a collection the job creates (0: Weaviate's default, 32); larger finds more of the exact nearest images, more memory")
-	fs.StringVar(&o.quantize, "quantization", "none", "with --index weaviate://...: a collection the job creates compresses its image embeddings in the index: none, or rq (Weaviate's 8-bit rotational quantization; a search ranks by the codes, then --rescore-limit images by their embeddings)")
-	fs.IntVar(&o.rescore, "rescore-limit", 0, fmt.Sprintf("with --quantization rq: how many images a search ranks again by their embeddings (0: %d)", index.DefaultRescoreLimit))
+	o.coll.AddFlags(fs)
+	for _, f := range collectionFlagNames {
+		// A collection's settings are fixed when it is made: they are
+		// collection create's, kept here so that scripts keep running.
+		fs.MarkDeprecated(f, "a collection's settings are fixed when it is made: give it to `condition collection create weaviate://HOST:PORT/Name`, then run --index writes into that collection")
+	}
 	fs.StringVar(&o.indexDType, "index-dtype", "float16", "the index's values with --index: float16, float32 or int8 (with a float32 scale per vector)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines reading and hashing files ahead of the encoder (0: one per core; decoding and preprocessing run on the encoder streams' threads)")
 	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
@@ -327,9 +320,10 @@ func (o *runOptions) collectionConfig() *batch.CollectionConfig {
 	if o.collection == "" {
 		return nil
 	}
-	return &batch.CollectionConfig{URL: o.collection, APIKey: os.Getenv(weaviateKeyEnv), Replication: o.replication,
-		Consistency: o.consistency, Muvera: o.muvera, VectorIndex: o.vectorIndex, EFConstruction: o.efBuild, MaxConnections: o.maxConns,
-		Quantization: strings.TrimPrefix(o.quantize, "none"), RescoreLimit: o.rescore}
+	co := o.coll.options(os.Getenv(weaviateKeyEnv), o.consistency)
+	return &batch.CollectionConfig{URL: o.collection, APIKey: co.APIKey, Replication: co.Replication,
+		Consistency: co.Consistency, Muvera: co.Muvera, VectorIndex: co.VectorIndex, EFConstruction: co.EFConstruction, MaxConnections: co.MaxConnections,
+		Quantization: co.Quantization, RescoreLimit: co.RescoreLimit}
 }
 
 // joinIndexURL returns args with "--index weaviate://..." joined into
@@ -392,46 +386,22 @@ func (o *runOptions) checkOutputs(fs *pflag.FlagSet) error {
 }
 
 // checkCollection checks the flags of a collection in Weaviate
-// (--index weaviate://...): each needs one, and each its values.
+// (--index weaviate://...): each needs one; their values are checked by
+// the library, and a value it refuses is a usage error naming its flag.
 func (o *runOptions) checkCollection(fs *pflag.FlagSet) error {
-	for _, f := range []string{"replication", "consistency", "muvera", "vector-index", "ef-construction", "max-connections", "quantization", "rescore-limit"} {
+	for _, f := range append([]string{"consistency"}, collectionFlagNames...) {
 		if fs.Changed(f) && o.collection == "" {
 			return usagef("--%s needs --index weaviate://HOST:PORT/Name", f)
 		}
 	}
-	if o.replication < 1 {
-		return usagef("--replication must be at least 1, got %d", o.replication)
+	if o.collection == "" {
+		return nil
 	}
-	switch o.consistency {
-	case "ONE", "QUORUM", "ALL":
-	default:
-		return usagef("--consistency %q: want ONE, QUORUM or ALL", o.consistency)
+	if err := index.CheckCollectionURL(o.collection); err != nil {
+		return usagef("--index: %v", err)
 	}
-	switch o.vectorIndex {
-	case "", index.VectorIndexHNSW, index.VectorIndexFlat:
-	default:
-		return usagef("--vector-index %q: want %s or %s", o.vectorIndex, index.VectorIndexHNSW, index.VectorIndexFlat)
-	}
-	if o.efBuild < 0 || o.maxConns < 0 {
-		return usagef("--ef-construction %d and --max-connections %d: want 0 (Weaviate's default) or more", o.efBuild, o.maxConns)
-	}
-	if o.vectorIndex == index.VectorIndexFlat && (o.efBuild != 0 || o.maxConns != 0) {
-		return usagef("--ef-construction and --max-connections build an hnsw graph; --vector-index flat has none")
-	}
-	switch o.quantize {
-	case "none", index.QuantizationRQ:
-	default:
-		return usagef("--quantization %q: want none or %s", o.quantize, index.QuantizationRQ)
-	}
-	if o.rescore < 0 || (fs.Changed("rescore-limit") && o.quantize == "none") {
-		return usagef("--rescore-limit %d: want 0 (%d) or more, with --quantization %s", o.rescore, index.DefaultRescoreLimit, index.QuantizationRQ)
-	}
-	if o.collection != "" {
-		if err := index.CheckCollectionURL(o.collection); err != nil {
-			return usagef("--index: %v", err)
-		}
-	}
-	return nil
+	co := o.coll.options("", o.consistency)
+	return settingUsage(co.Check())
 }
 
 // printSummary prints the job's summary line to stderr (JSON with

@@ -103,30 +103,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			e.Log.Warn("serving on a non-loopback address without a token: anyone who reaches it can use it", "addr", o.addr)
 		}
 	}
-	var idx *index.Index
-	if o.index != "" {
-		stores := objstore.NewURLReader()
-		defer stores.Close()
-		x, err := index.Open(ctx, o.index, index.Options{Partial: o.partial, Store: stores, APIKey: os.Getenv(weaviateKeyEnv)})
-		var inc *index.IncompletePartError
-		if errors.As(err, &inc) {
-			return fmt.Errorf("--index: %w\n(add --partial to search the other parts)", err)
-		}
-		if err != nil {
-			return fmt.Errorf("--index: %w", err)
-		}
-		defer x.Close()
-		for _, s := range x.Skipped() {
-			e.Log.Warn("index part left out", "part", s.Name, "why", s.Err)
-		}
-		if !fs.Changed("model") {
-			o.eng.model = x.Meta().Model
-		}
-		if err := o.eng.indexReadout("--index", o.index, x.Meta()); err != nil {
-			return err
-		}
-		idx = x
+	idx, closeIndex, err := o.openIndex(ctx, e, fs)
+	if err != nil {
+		return err
 	}
+	defer closeIndex()
 	eng, err := o.eng.open(ctx, e, base)
 	if err != nil {
 		return err
@@ -191,6 +172,40 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		e.Log.Warn("requests still in flight after the grace period were cut off", "grace", o.grace)
 	}
 	return nil
+}
+
+// openIndex opens --index (nil without it), the model and readout then
+// the index's unless the flags name them; closeIndex releases it.
+func (o *serveOptions) openIndex(ctx context.Context, e *env, fs *pflag.FlagSet) (idx *index.Index, closeIndex func(), err error) {
+	if o.index == "" {
+		return nil, func() {}, nil
+	}
+	stores := objstore.NewURLReader()
+	x, err := index.Open(ctx, o.index, index.Options{Partial: o.partial, Store: stores, APIKey: os.Getenv(weaviateKeyEnv)})
+	var inc *index.IncompletePartError
+	switch {
+	case errors.As(err, &inc):
+		stores.Close()
+		return nil, nil, fmt.Errorf("--index: %w\n(add --partial to search the other parts)", err)
+	case err != nil:
+		stores.Close()
+		return nil, nil, fmt.Errorf("--index: %w", collectionAdvice(err, o.index))
+	}
+	closeIndex = func() {
+		x.Close()
+		stores.Close()
+	}
+	for _, s := range x.Skipped() {
+		e.Log.Warn("index part left out", "part", s.Name, "why", s.Err)
+	}
+	if !fs.Changed("model") {
+		o.eng.model = x.Meta().Model
+	}
+	if err := o.eng.indexReadout("--index", o.index, x.Meta()); err != nil {
+		closeIndex()
+		return nil, nil, err
+	}
+	return x, closeIndex, nil
 }
 
 // isLoopback reports whether host (a --addr host part) names only the

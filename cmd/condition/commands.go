@@ -6,6 +6,11 @@ package main
 var commands = &command{name: "condition", subs: []*command{
 	{name: "run", summary: "the batch job: images × prompts → features, attention both ways, heatmaps, a manifest", run: runRun},
 	{name: "query", summary: "text → image over a job's index: ranked images, and per word where in each", run: runQuery},
+	{name: "collection", summary: "a collection in Weaviate made, described and dropped apart from jobs", usage: collectionUsage, subs: []*command{
+		{name: "create", summary: "make a collection for the vectors of a model, with its index settings (fixed once made)", run: runCollectionCreate},
+		{name: "info", summary: "a collection's model stamp, settings and object count, as the database reports them", run: runCollectionInfo},
+		{name: "drop", summary: "remove a collection and every object in it (needs --yes)", run: runCollectionDrop},
+	}},
 	{name: "attend", summary: "one image and a prompt: the words and patches that attend most, and a heatmap PNG", run: runAttend},
 	{name: "classify", summary: "zero-shot classification: each image against labels, as /v1/classify", run: runClassify},
 	{name: "embed", summary: "CLIP embeddings, token and patch states, image–prompt similarity", run: runEmbed},

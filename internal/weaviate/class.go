@@ -72,6 +72,7 @@ type VectorIndex struct {
 	EFConstruction, MaxConnections int    // HNSW's construction settings
 	Quantization                   string // "" or QuantizationRQ
 	RescoreLimit                   int    // with Quantization
+	Muvera                         bool   // a multi-vector encoded with MUVERA
 }
 
 // Class is a class as the server describes it (the fields used here).
@@ -192,10 +193,13 @@ func (c *Client) GetClass(ctx context.Context, name string) (*Class, error) {
 	}
 	for n, vc := range cj.VectorConfig {
 		cl.Vectors = append(cl.Vectors, n)
+		vi := VectorIndex{Type: vc.VectorIndexType}
 		if mv, ok := vc.VectorIndexConfig["multivector"].(map[string]any); ok && mv["enabled"] == true {
 			cl.Multi[n] = true
+			if mu, ok := mv["muvera"].(map[string]any); ok && mu["enabled"] == true {
+				vi.Muvera = true
+			}
 		}
-		vi := VectorIndex{Type: vc.VectorIndexType}
 		if f, ok := vc.VectorIndexConfig["efConstruction"].(float64); ok {
 			vi.EFConstruction = int(f)
 		}

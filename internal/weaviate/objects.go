@@ -19,15 +19,6 @@ const (
 	All    = "ALL"
 )
 
-// CheckConsistency returns an error unless s is ONE, QUORUM or ALL.
-func CheckConsistency(s string) error {
-	switch s {
-	case One, Quorum, All:
-		return nil
-	}
-	return fmt.Errorf("weaviate: consistency level %q: want ONE, QUORUM or ALL", s)
-}
-
 // namespace is the UUIDv5 namespace of the ids ID derives.
 var namespace = [16]byte{0x6b, 0x1e, 0x5c, 0x2a, 0x3f, 0x0d, 0x4e, 0x8b, 0x9a, 0x51, 0x7c, 0x13, 0xd2, 0x46, 0xe0, 0x97}
 

@@ -69,21 +69,16 @@ type collSink struct {
 
 // openCollection connects to (and creates) the job's collection.
 func openCollection(ctx context.Context, cc *CollectionConfig, eng *pipeline.Engine, version string) (*collSink, error) {
-	if eng.JointDim() <= 0 {
-		return nil, errors.New("batch: a collection needs the engine in CLIP's joint space both ways (the default layer, both directions)")
-	}
-	m := eng.Model()
-	g, maxP, err := jobGrids(eng)
+	meta, err := CollectionMeta(eng)
 	if err != nil {
-		return nil, fmt.Errorf("batch: collection: %w", err)
+		return nil, err
 	}
-	meta := &index.CollectionMeta{Model: m.Name(), Revision: m.Revision(), Readout: indexReadout(eng.Options().Readout),
-		Dim: eng.JointDim(), Grid: [2]int{g.H, g.W}, MaxPatches: maxP, LogitScale: eng.LogitScale(), LogitBias: eng.LogitBias()}
+	g, maxP := vision.Grid{H: meta.Grid[0], W: meta.Grid[1]}, meta.MaxPatches
 	if cc.Batch < 0 || cc.Retries < 0 {
 		return nil, fmt.Errorf("batch: collection %s: batch %d and retries %d: want 0 (the default) or more", cc.URL, cc.Batch, cc.Retries)
 	}
 	c, err := index.OpenCollection(ctx, cc.URL, index.CollectionOptions{APIKey: cc.APIKey, Consistency: cc.Consistency,
-		Create: meta, Replication: cc.Replication, Muvera: cc.Muvera,
+		Create: &meta, Replication: cc.Replication, Muvera: cc.Muvera,
 		VectorIndex: cc.VectorIndex, EFConstruction: cc.EFConstruction, MaxConnections: cc.MaxConnections,
 		Quantization: cc.Quantization, RescoreLimit: cc.RescoreLimit})
 	if err != nil {
@@ -97,6 +92,23 @@ func openCollection(ctx context.Context, cc *CollectionConfig, eng *pipeline.Eng
 		s.retries = 8
 	}
 	return s, nil
+}
+
+// CollectionMeta returns what a job of eng stamps on its collection: the
+// model, revision, readout, width, patch grid (or patch budget) and logit
+// scale and bias. A collection made with it (index.CreateCollection) takes
+// that job's images, and only those of the same model, readout and grid.
+func CollectionMeta(eng *pipeline.Engine) (index.CollectionMeta, error) {
+	if eng.JointDim() <= 0 {
+		return index.CollectionMeta{}, errors.New("batch: a collection needs the engine in CLIP's joint space both ways (the default layer, both directions)")
+	}
+	m := eng.Model()
+	g, maxP, err := jobGrids(eng)
+	if err != nil {
+		return index.CollectionMeta{}, fmt.Errorf("batch: collection: %w", err)
+	}
+	return index.CollectionMeta{Model: m.Name(), Revision: m.Revision(), Readout: indexReadout(eng.Options().Readout),
+		Dim: eng.JointDim(), Grid: [2]int{g.H, g.W}, MaxPatches: maxP, LogitScale: eng.LogitScale(), LogitBias: eng.LogitBias()}, nil
 }
 
 // object makes w's object from its encoding, for the collector to write.

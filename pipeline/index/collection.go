@@ -139,68 +139,56 @@ type Collection struct {
 	consistency string
 	replication int
 	index       weaviate.VectorIndex // the image embeddings'
+	settings    CollectionSettings
 }
 
 // OpenCollection connects to the collection url names, creating it when
 // o.Create says so, and checks it holds images of o.Create's model,
 // readout, width and grid (or per-image grids of its patch budget): a
 // collection of one grid and one of per-image grids refuse each other's
-// jobs.
+// jobs. A collection that does not exist, without o.Create, is an error
+// wrapping ErrNoCollection; a setting of o that cannot be, a
+// *SettingError.
 func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Collection, error) {
+	return openCollection(ctx, url, o, false)
+}
+
+// CreateCollection makes the collection url names, for images of meta
+// (its Format is set here), with o's settings (o.Create is meta): an
+// existing class of that name is an error wrapping ErrCollectionExists,
+// whatever made it. A job's OpenCollection of the same model, readout,
+// width and grid then writes into it.
+func CreateCollection(ctx context.Context, url string, meta CollectionMeta, o CollectionOptions) (*Collection, error) {
+	o.Create = &meta
+	return openCollection(ctx, url, o, true)
+}
+
+// openCollection is OpenCollection, or with mustCreate CreateCollection.
+func openCollection(ctx context.Context, url string, o CollectionOptions, mustCreate bool) (*Collection, error) {
 	t, err := weaviate.Parse(url)
 	if err != nil {
 		return nil, fmt.Errorf("index: %w", err)
 	}
-	cons := o.Consistency
-	if cons == "" {
-		cons = weaviate.Quorum
-	}
-	if err := weaviate.CheckConsistency(cons); err != nil {
-		return nil, fmt.Errorf("index: %w", err)
-	}
-	if o.Replication < 0 {
-		return nil, fmt.Errorf("index: collection %s: replication factor %d: want 1 or more", t, o.Replication)
-	}
-	if err := o.checkIndex(t); err != nil {
-		return nil, err
-	}
-	c := weaviate.New(t.Host, o.APIKey)
-	c.Retries = 2 // connecting: fail fast on a wrong address
-	err = c.Ready(ctx)
-	if se := (*weaviate.StatusError)(nil); errors.As(err, &se) && se.Status == http.StatusServiceUnavailable {
-		// The node answers but is not ready yet (starting, or the cluster
-		// choosing a leader after a node went down): give it 15 s more.
-		c.Retries = 6
-		err = c.Ready(ctx)
-	}
-	if err != nil {
+	if err := o.check(); err != nil {
 		return nil, fmt.Errorf("index: collection %s: %w", t, err)
 	}
-	c.Retries = 6
+	c, err := connect(ctx, t, o.APIKey)
+	if err != nil {
+		return nil, err
+	}
 	cl, err := c.GetClass(ctx, t.Collection)
 	if err != nil {
 		return nil, fmt.Errorf("index: collection %s: %w", t, err)
 	}
-	if cl == nil && o.Create != nil {
-		m := *o.Create
-		m.Format = CollectionFormat
-		if m.MaxPatches > 0 {
-			m.Format = CollectionFormatGrids
+	switch {
+	case cl != nil && mustCreate:
+		return nil, fmt.Errorf("index: collection %s: %w", t, ErrCollectionExists)
+	case cl == nil && o.Create != nil:
+		if cl, err = o.create(ctx, c, t); err != nil {
+			return nil, err
 		}
-		desc, _ := json.Marshal(m)
-		spec := weaviate.ClassSpec{Name: t.Collection, Description: string(desc), Properties: collectionProps,
-			Patches: m.hasPatches(), Muvera: o.Muvera, Replication: o.Replication,
-			Index: o.VectorIndex, EF: o.EF, EFConstruction: o.EFConstruction, MaxConnections: o.MaxConnections,
-			Quantization: o.Quantization, RescoreLimit: o.rescoreLimit()}
-		if err := c.CreateClass(ctx, spec); err != nil {
-			return nil, fmt.Errorf("index: collection %s: create: %w", t, err)
-		}
-		if cl, err = c.GetClass(ctx, t.Collection); err != nil {
-			return nil, fmt.Errorf("index: collection %s: %w", t, err)
-		}
-	}
-	if cl == nil {
-		return nil, fmt.Errorf("index: collection %s: no such collection (a job makes it with run --index %s)", t, t)
+	case cl == nil:
+		return nil, fmt.Errorf("index: collection %s: %w", t, ErrNoCollection)
 	}
 	var m CollectionMeta
 	if err := json.Unmarshal([]byte(cl.Description), &m); err != nil || (m.Format != CollectionFormat && m.Format != CollectionFormatGrids) {
@@ -215,30 +203,57 @@ func OpenCollection(ctx context.Context, url string, o CollectionOptions) (*Coll
 	if err := o.matchIndex(t, cl.Indexes[weaviate.VectorPooled]); err != nil {
 		return nil, err
 	}
-	return &Collection{c: c, t: t, meta: m, consistency: cons, replication: cl.Replication, index: cl.Indexes[weaviate.VectorPooled]}, nil
+	cons := o.Consistency
+	if cons == "" {
+		cons = weaviate.Quorum
+	}
+	return &Collection{c: c, t: t, meta: m, consistency: cons, replication: cl.Replication, index: cl.Indexes[weaviate.VectorPooled],
+		settings: classSettings(cl)}, nil
 }
 
-// checkIndex refuses index settings that cannot make a collection.
-func (o *CollectionOptions) checkIndex(t weaviate.Target) error {
-	switch o.VectorIndex {
-	case "", VectorIndexHNSW:
-	case VectorIndexFlat:
-		if o.EF != 0 || o.EFConstruction != 0 || o.MaxConnections != 0 {
-			return fmt.Errorf("index: collection %s: a %s index compares every embedding and has no HNSW settings (ef, efConstruction, maxConnections)", t, VectorIndexFlat)
-		}
-	default:
-		return fmt.Errorf("index: collection %s: vector index %q: want %s or %s", t, o.VectorIndex, VectorIndexHNSW, VectorIndexFlat)
+// connect returns a client of t's node once it answers ready.
+func connect(ctx context.Context, t weaviate.Target, apiKey string) (*weaviate.Client, error) {
+	c := weaviate.New(t.Host, apiKey)
+	c.Retries = 2 // connecting: fail fast on a wrong address
+	err := c.Ready(ctx)
+	if se := (*weaviate.StatusError)(nil); errors.As(err, &se) && se.Status == http.StatusServiceUnavailable {
+		// The node answers but is not ready yet (starting, or the cluster
+		// choosing a leader after a node went down): give it 15 s more.
+		c.Retries = 6
+		err = c.Ready(ctx)
 	}
-	if o.EF < 0 || o.EFConstruction < 0 || o.MaxConnections < 0 {
-		return fmt.Errorf("index: collection %s: ef %d, efConstruction %d, maxConnections %d: want 0 (Weaviate's default) or more", t, o.EF, o.EFConstruction, o.MaxConnections)
+	if err != nil {
+		return nil, fmt.Errorf("index: collection %s: %w", t, err)
 	}
-	switch {
-	case o.Quantization != "" && o.Quantization != QuantizationRQ:
-		return fmt.Errorf("index: collection %s: quantization %q: want \"\" (none) or %s", t, o.Quantization, QuantizationRQ)
-	case o.RescoreLimit < 0 || o.RescoreLimit > 0 && o.Quantization == "":
-		return fmt.Errorf("index: collection %s: rescore limit %d: want 0 (%d) or more, with quantization %s", t, o.RescoreLimit, DefaultRescoreLimit, QuantizationRQ)
+	c.Retries = 6
+	return c, nil
+}
+
+// create makes t's class for o.Create's images with o's settings and
+// returns it as the server describes it (another writer's, when one made
+// it meanwhile: the caller compares).
+func (o *CollectionOptions) create(ctx context.Context, c *weaviate.Client, t weaviate.Target) (*weaviate.Class, error) {
+	m := *o.Create
+	m.Format = CollectionFormat
+	if m.MaxPatches > 0 {
+		m.Format = CollectionFormatGrids
 	}
-	return nil
+	desc, _ := json.Marshal(m)
+	spec := weaviate.ClassSpec{Name: t.Collection, Description: string(desc), Properties: collectionProps,
+		Patches: m.hasPatches(), Muvera: o.Muvera, Replication: o.Replication,
+		Index: o.VectorIndex, EF: o.EF, EFConstruction: o.EFConstruction, MaxConnections: o.MaxConnections,
+		Quantization: o.Quantization, RescoreLimit: o.rescoreLimit()}
+	if err := c.CreateClass(ctx, spec); err != nil {
+		return nil, fmt.Errorf("index: collection %s: create: %w", t, err)
+	}
+	cl, err := c.GetClass(ctx, t.Collection)
+	if err != nil {
+		return nil, fmt.Errorf("index: collection %s: %w", t, err)
+	}
+	if cl == nil {
+		return nil, fmt.Errorf("index: collection %s: made, but the server does not describe it: %w", t, ErrNoCollection)
+	}
+	return cl, nil
 }
 
 // rescoreLimit returns the rescore limit of a quantized collection

@@ -1,8 +1,9 @@
 // Package index is the collection index, in three parts: its format (the
 // layout of an index part, below, which the batch job writes); its reader;
-// and the client of a collection in a vector database (OpenCollection and
-// Collection: a Weaviate collection the job upserts into; an Index opened
-// on its URL searches it as it searches files).
+// and the client of a collection in a vector database (OpenCollection,
+// CreateCollection and Collection: a Weaviate collection made apart from
+// jobs or by the first job, which upserts into it; an Index opened on its
+// URL searches it as it searches files).
 //
 // The reader opens the index a batch job writes (package pipeline/batch),
 // from a folder or, given

@@ -259,3 +259,39 @@ func TestRunFlagErrorsNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyConfigNamesTheMismatch: a model folder whose config.json is {}
+// (Hugging Face's CLIPConfig() defaults: 224-pixel images in 32-pixel
+// patches) beside graphs of another grid fails to embed an image with an
+// error naming config.json, the missing vision_config, the defaults taken
+// and the graph they do not match; models info says the sizes are defaults.
+func TestEmptyConfigNamesTheMismatch(t *testing.T) {
+	orttest.Load(t)
+	src, err := filepath.Abs("../../testdata/tinyclip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"model.safetensors", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
+		"onnx/text_model.onnx", "onnx/vision_model.onnx"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "embed", "--model", dir, "--readout", "raw", "../../testdata/images/src/png_224x224.png")
+	for _, want := range []string{filepath.Join(dir, "config.json") + ": no vision_config given", "image_size 224, patch_size 32", "onnx/vision_model.onnx", "16 patch tokens"} {
+		if code == 0 || !strings.Contains(errs, want) {
+			t.Errorf("config.json {}: exit %d, want an error with %q:\n%s", code, want, errs)
+		}
+	}
+	code, out, errs := runCLI(t, "models", "info", dir)
+	if code != 0 || !strings.Contains(out, "config.json gives no vision_config") {
+		t.Errorf("models info: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -136,6 +136,11 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if o.Out != "" {
+		if err := checkWritableFile("--out", o.Out); err != nil {
+			return err
+		}
+	}
 	for i, p := range o.Prompts {
 		if strings.TrimSpace(p) == "" {
 			return usagef("--prompt %d is empty (prompts are numbered from 0)", i)

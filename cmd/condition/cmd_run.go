@@ -374,6 +374,9 @@ func (o *runOptions) checkOutputs(fs *pflag.FlagSet) error {
 	if batch.IsStoreURL(o.out) && o.layout != "shards" {
 		return usagef("--out %s: an object-store output needs --layout shards (one object per image is what that layout avoids)", o.out)
 	}
+	if err := checkWritableDir("--out", o.out); err != nil {
+		return err
+	}
 	if o.windows && (o.layout == "shards" || o.index || o.collection != "") {
 		return usagef("--windows gives each image a grid of its own aspect: it takes --layout files, without --index")
 	}

@@ -92,7 +92,7 @@ func unwrapPath(err error) error {
 func checkFiles(paths ...string) error {
 	for _, p := range paths {
 		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-			return usagef("%s: no such file", p)
+			return usagef("%s: no such file", shown(p))
 		}
 	}
 	return nil

@@ -192,11 +192,12 @@ func mainContext(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		}
 		return exitCode(stderr, path, usagef("%s needs a subcommand: %s", path, strings.Join(c.subNames(), ", ")))
 	}
-	return exitCode(stderr, path, c.run(ctx, e, rest))
+	return exitCode(stderr, path, c.run(ctx, e, rest), rest...)
 }
 
-// exitCode maps an error to an exit code in one place, printing it.
-func exitCode(stderr io.Writer, name string, err error) int {
+// exitCode maps an error to an exit code in one place, printing it with
+// the names in it shown safely (shownMessage, given the command's args).
+func exitCode(stderr io.Writer, name string, err error, args ...string) int {
 	var ue usageError
 	var xe exitError
 	switch {
@@ -209,14 +210,14 @@ func exitCode(stderr io.Writer, name string, err error) int {
 		return exitInterrupted
 	case errors.As(err, &xe):
 		if xe.msg != "" {
-			fmt.Fprintf(stderr, "condition %s: %s\n", name, xe.msg)
+			fmt.Fprintf(stderr, "condition %s: %s\n", name, shownMessage(xe.msg, args))
 		}
 		return xe.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "condition %s: %v\n(run 'condition %s --help' for usage)\n", name, err, name)
+		fmt.Fprintf(stderr, "condition %s: %s\n(run 'condition %s --help' for usage)\n", name, shownMessage(err.Error(), args), name)
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "condition %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "condition %s: %s\n", name, shownMessage(err.Error(), args))
 		return exitFailed
 	}
 }

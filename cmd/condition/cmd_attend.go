@@ -99,11 +99,11 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	}
 	img, err := eng.DecodeImage(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", shown(path), err)
 	}
 	atts, err := eng.AttendImages(ctx, []image.Image{img}, prompts, pipeline.AttendOptions{Windows: o.windows})
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", shown(path), err)
 	}
 	var base image.Image = eng.HeatmapBase(img)
 	if o.windows {
@@ -170,7 +170,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.Stdout, "    %-12s %s\n", rg.Region, formatLifted(rg.Words))
 		}
 		if r.Heatmap != "" {
-			fmt.Fprintf(e.Stdout, "  heatmap: %s\n", r.Heatmap)
+			fmt.Fprintf(e.Stdout, "  heatmap: %s\n", shown(r.Heatmap))
 		}
 	}
 	return nil

@@ -120,6 +120,9 @@ func (x exitError) Error() string { return x.msg }
 // as asked for, and parseFlags ends the command with exit code 0.
 func newFlagSet(e *env, name, usage string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	if flagSetMade != nil {
+		flagSetMade(fs)
+	}
 	fs.SetOutput(e.Stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {
@@ -127,6 +130,10 @@ func newFlagSet(e *env, name, usage string) *pflag.FlagSet {
 	}
 	return fs
 }
+
+// flagSetMade, when not nil, is given each flag set newFlagSet makes (the
+// flags table of docs/commands.md is made from them).
+var flagSetMade func(*pflag.FlagSet)
 
 // parseFlags parses args, mapping errors (and -h) to usage errors.
 func parseFlags(fs *pflag.FlagSet, args []string) error {

@@ -35,10 +35,10 @@ type embedOptions struct {
 }
 
 func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVarP(&o.Prompts, "prompt", "p", nil, "a prompt (repeat for more)")
+	fs.StringArrayVarP(&o.Prompts, "prompt", "p", nil, "prompt text; repeatable")
 	fs.StringVarP(&o.Out, "out", "o", "", "write embeddings and states to this file: F.safetensors (with the model, prompts and settings in its metadata) or F.npz (numpy.load; no metadata)")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
-	fs.IntVar(&o.Batch, "batch", 16, "images per vision-encoder run")
+	fs.IntVar(&o.Batch, "batch", 16, "images per vision encoder call")
 	fs.IntVar(&o.Streams, "streams", 0, "vision encoder batches run at once, as for run (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
 	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout|withStreams)
 }

@@ -84,7 +84,7 @@ func runModelsList(_ context.Context, e *env, args []string) error {
 	var o listOptions
 	fs := newFlagSet(e, "models list", "models list [--known [--verbose]] [--json] [--hub-cache DIR]")
 	fs.BoolVar(&o.Known, "known", false, "list the models this program was checked against (CLIP, MetaCLIP 2, SigLIP, SigLIP 2; no TIPSv2 checkpoint was checked; ONNX exports and checkpoints whose graphs are built on first use): a table, one line a model")
-	fs.BoolVar(&o.Verbose, "verbose", false, "with --known: after the table, each model's variants, outputs, heads and where each fact was checked")
+	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "with --known: after the table, each model's variants, outputs, heads and where each fact was checked")
 	fs.StringVar(&o.HubCache, "hub-cache", "", "Hugging Face hub cache folder")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {

@@ -31,7 +31,17 @@ type Config struct {
 	// 0.005065968260169029, the default of transformers' Tipsv2Config
 	// (google/tipsv2-b14's), which a config.json written by it leaves out.
 	Temperature float64 `json:"-"`
+	// noVision says config.json gave no vision_config (nor
+	// vision_config_dict, nor a flat TIPSv2 image or patch size).
+	noVision bool
 }
+
+// VisionDefaulted reports whether config.json gave no vision_config (nor
+// vision_config_dict, nor a flat TIPSv2 config's img_size or patch_size),
+// so that every vision field is its family's default: an empty {} is
+// Hugging Face's CLIPConfig(), 224-pixel images in 32-pixel patches, which
+// most graphs do not match. It is false for a Config not parsed from a file.
+func (c Config) VisionDefaulted() bool { return c.noVision }
 
 // TextConfig is a CLIPTextConfig.
 type TextConfig struct {
@@ -216,6 +226,7 @@ func ParseConfig(b []byte) (Config, error) {
 		}
 	}
 	c.Family = family
+	c.noVision = raw.Vision == nil && raw.VisionDict == nil && !hasFlatVision(b)
 	if family == Tipsv2 {
 		if err := c.readTips(b); err != nil {
 			return Config{}, err
@@ -239,6 +250,16 @@ func ParseConfig(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// hasFlatVision reports whether config.json b gives a flat TIPSv2
+// config's img_size or patch_size at its top level.
+func hasFlatVision(b []byte) bool {
+	var f struct {
+		ImgSize   json.RawMessage `json:"img_size"`
+		PatchSize json.RawMessage `json:"patch_size"`
+	}
+	return json.Unmarshal(b, &f) == nil && (f.ImgSize != nil || f.PatchSize != nil)
 }
 
 // squareSizes returns the config.json b with a vision_config (or

@@ -8,10 +8,13 @@ import (
 )
 
 // Scored is a named value: a patch ("row,col") with a word's weight on it,
-// or a word with a region's weight on it.
+// or a word with a region's weight on it. For a region's words, Lift is the
+// region's weight over the word's mean weight on the whole image: above 1
+// the region attends to the word more than the image as a whole does.
 type Scored struct {
 	Name   string  `json:"name"`
 	Weight float32 `json:"weight"`
+	Lift   float32 `json:"lift,omitempty"`
 }
 
 // WordPatches is one content word of a prompt and the patches it is most
@@ -23,10 +26,10 @@ type WordPatches struct {
 }
 
 // Region is one part of a 3×3 split of the patch grid ("top left" …
-// "bottom right") and the words its patches attend to most.
+// "bottom right") and the words most specific to it.
 type Region struct {
 	Region string   `json:"region"`
-	Words  []Scored `json:"words"` // best first
+	Words  []Scored `json:"words"` // highest lift first
 }
 
 // regionNames are the parts of a 3×3 split of the patch grid.
@@ -51,30 +54,40 @@ func (a *Attention) TopPatches(k int) []WordPatches {
 }
 
 // RegionWords returns, for each part of a 3×3 split of the patch grid, the
-// k content words its patches attend to most (image → text, the mean over
-// the part's patches of the word's tokens' weights). It is nil when the
-// image → text maps were not computed.
+// k content words most specific to it (image → text). A word's Weight in a
+// region is the mean over the region's patches of the word's tokens'
+// weights; its Lift is that over the same mean on the whole image. Words
+// are ranked by Lift, so a word that every patch attends to (a large
+// background, a word the model leans on everywhere) does not lead every
+// region: a region leads with the word it draws on more than the rest of
+// the image does. It is nil when the image → text maps were not computed.
 func (a *Attention) RegionWords(k int) []Region {
 	if a.ImageToText == nil || a.Prompt == nil {
 		return nil
 	}
 	g, ps := a.Grid, a.Prompt
-	t := ps.T()
+	P := g.H * g.W
+	// wordWeight[j][wi]: patch j's weight on word wi (summed over its tokens).
+	wordWeight := make([][]float32, P)
+	whole := make([]float32, len(ps.Words))
+	for j := range P {
+		wordWeight[j] = a.patchWordWeights(j)
+		for wi, v := range wordWeight[j] {
+			whole[wi] += v / float32(P)
+		}
+	}
 	var out []Region
 	for ry := range 3 {
 		for rx := range 3 {
 			n := 0
 			sums := make([]float32, len(ps.Words))
-			for j := range g.H * g.W {
-				row, col := j/g.W, j%g.W
-				if row*3/g.H != ry || col*3/g.W != rx {
+			for j := range P {
+				if (j/g.W)*3/g.H != ry || (j%g.W)*3/g.W != rx {
 					continue
 				}
 				n++
-				for wi, w := range ps.Words {
-					for tok := w.Start; tok < w.End; tok++ {
-						sums[wi] += a.ImageToText[j*t+tok]
-					}
+				for wi, v := range wordWeight[j] {
+					sums[wi] += v
 				}
 			}
 			if n == 0 {
@@ -85,9 +98,30 @@ func (a *Attention) RegionWords(k int) []Region {
 				if !prompttext.IsContentWord(w) {
 					continue
 				}
-				ws = append(ws, Scored{Name: w.Text, Weight: sums[wi] / float32(n)})
+				s := Scored{Name: w.Text, Weight: sums[wi] / float32(n)}
+				if whole[wi] > 0 {
+					s.Lift = s.Weight / whole[wi]
+				}
+				ws = append(ws, s)
 			}
-			out = append(out, Region{Region: regionNames[ry][rx], Words: topScored(ws, k)})
+			sort.SliceStable(ws, func(i, j int) bool { return ws[i].Lift > ws[j].Lift })
+			if len(ws) > k {
+				ws = ws[:k]
+			}
+			out = append(out, Region{Region: regionNames[ry][rx], Words: ws})
+		}
+	}
+	return out
+}
+
+// patchWordWeights returns patch j's image → text weight on each word of
+// the prompt: the sum over the word's tokens.
+func (a *Attention) patchWordWeights(j int) []float32 {
+	t := a.Prompt.T()
+	out := make([]float32, len(a.Prompt.Words))
+	for wi, w := range a.Prompt.Words {
+		for tok := w.Start; tok < w.End; tok++ {
+			out[wi] += a.ImageToText[j*t+tok]
 		}
 	}
 	return out

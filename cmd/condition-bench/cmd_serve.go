@@ -74,7 +74,7 @@ func (o *serveBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.requests, "requests", 0, "requests of each row instead of --warmup and --duration (all measured)")
 	fs.IntVar(&o.maxBatch, "max-batch", 8, "the server's --max-batch with batching on (the rows with batching off use 1), and the encoder-alone batch")
 	fs.DurationVar(&o.maxWait, "max-wait", 5*time.Millisecond, "the server's --max-wait with batching on")
-	fs.IntVar(&o.workers, "workers", 0, "the server's --workers: image batches encoded at once (0: min(cores, 4), the cores shared among them)")
+	fs.IntVar(&o.workers, "workers", 0, "the server's --streams: image batches encoded at once (0: min(cores, 4), the cores shared among them)")
 	fs.IntVar(&o.maxQueue, "max-queue", 64, "the server's --max-queue")
 	fs.DurationVar(&o.encTime, "encoder-time", 2*time.Second, "about how long each encoder-alone measurement runs")
 	fs.IntVar(&o.rssRequests, "rss-requests", 20000, "requests of the memory phase (batching on, the most clients): resident memory before and after (0: skip)")

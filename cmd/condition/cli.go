@@ -120,6 +120,9 @@ func (x exitError) Error() string { return x.msg }
 // as asked for, and parseFlags ends the command with exit code 0.
 func newFlagSet(e *env, name, usage string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	if flagSetMade != nil {
+		flagSetMade(fs)
+	}
 	fs.SetOutput(e.Stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {
@@ -127,6 +130,10 @@ func newFlagSet(e *env, name, usage string) *pflag.FlagSet {
 	}
 	return fs
 }
+
+// flagSetMade, when not nil, is given each flag set newFlagSet makes (the
+// flags table of docs/commands.md is made from them).
+var flagSetMade func(*pflag.FlagSet)
 
 // parseFlags parses args, mapping errors (and -h) to usage errors.
 func parseFlags(fs *pflag.FlagSet, args []string) error {
@@ -192,11 +199,12 @@ func mainContext(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		}
 		return exitCode(stderr, path, usagef("%s needs a subcommand: %s", path, strings.Join(c.subNames(), ", ")))
 	}
-	return exitCode(stderr, path, c.run(ctx, e, rest))
+	return exitCode(stderr, path, c.run(ctx, e, rest), rest...)
 }
 
-// exitCode maps an error to an exit code in one place, printing it.
-func exitCode(stderr io.Writer, name string, err error) int {
+// exitCode maps an error to an exit code in one place, printing it with
+// the names in it shown safely (shownMessage, given the command's args).
+func exitCode(stderr io.Writer, name string, err error, args ...string) int {
 	var ue usageError
 	var xe exitError
 	switch {
@@ -209,14 +217,14 @@ func exitCode(stderr io.Writer, name string, err error) int {
 		return exitInterrupted
 	case errors.As(err, &xe):
 		if xe.msg != "" {
-			fmt.Fprintf(stderr, "condition %s: %s\n", name, xe.msg)
+			fmt.Fprintf(stderr, "condition %s: %s\n", name, shownMessage(xe.msg, args))
 		}
 		return xe.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "condition %s: %v\n(run 'condition %s --help' for usage)\n", name, err, name)
+		fmt.Fprintf(stderr, "condition %s: %s\n(run 'condition %s --help' for usage)\n", name, shownMessage(err.Error(), args), name)
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "condition %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "condition %s: %s\n", name, shownMessage(err.Error(), args))
 		return exitFailed
 	}
 }

@@ -99,11 +99,11 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	}
 	img, err := eng.DecodeImage(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", shown(path), err)
 	}
 	atts, err := eng.AttendImages(ctx, []image.Image{img}, prompts, pipeline.AttendOptions{Windows: o.windows})
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", shown(path), err)
 	}
 	var base image.Image = eng.HeatmapBase(img)
 	if o.windows {
@@ -165,12 +165,12 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 		for _, w := range r.Words {
 			fmt.Fprintf(e.Stdout, "    %-12s %s\n", w.Word, formatScored(w.Patches))
 		}
-		fmt.Fprintln(e.Stdout, "  image region → words its patches attend to most")
+		fmt.Fprintln(e.Stdout, "  image region → words most specific to it (lift: the region's weight over the whole image's; weight)")
 		for _, rg := range r.Regions {
-			fmt.Fprintf(e.Stdout, "    %-12s %s\n", rg.Region, formatScored(rg.Words))
+			fmt.Fprintf(e.Stdout, "    %-12s %s\n", rg.Region, formatLifted(rg.Words))
 		}
 		if r.Heatmap != "" {
-			fmt.Fprintf(e.Stdout, "  heatmap: %s\n", r.Heatmap)
+			fmt.Fprintf(e.Stdout, "  heatmap: %s\n", shown(r.Heatmap))
 		}
 	}
 	return nil
@@ -180,6 +180,14 @@ func formatScored(xs []pipeline.Scored) string {
 	parts := make([]string, len(xs))
 	for i, x := range xs {
 		parts[i] = fmt.Sprintf("%s: %.3f", x.Name, x.Weight)
+	}
+	return strings.Join(parts, "  ")
+}
+
+func formatLifted(xs []pipeline.Scored) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%s: %.2f× %.3f", x.Name, x.Lift, x.Weight)
 	}
 	return strings.Join(parts, "  ")
 }

@@ -35,10 +35,10 @@ type embedOptions struct {
 }
 
 func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVarP(&o.Prompts, "prompt", "p", nil, "a prompt (repeat for more)")
+	fs.StringArrayVarP(&o.Prompts, "prompt", "p", nil, "prompt text; repeatable")
 	fs.StringVarP(&o.Out, "out", "o", "", "write embeddings and states to this file: F.safetensors (with the model, prompts and settings in its metadata) or F.npz (numpy.load; no metadata)")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
-	fs.IntVar(&o.Batch, "batch", 16, "images per vision-encoder run")
+	fs.IntVar(&o.Batch, "batch", 16, "images per vision encoder call")
 	fs.IntVar(&o.Streams, "streams", 0, "vision encoder batches run at once, as for run (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
 	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout|withStreams)
 }
@@ -135,6 +135,11 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	format, err := outFormat("--out", o.Out, ".safetensors", ".npz")
 	if err != nil {
 		return err
+	}
+	if o.Out != "" {
+		if err := checkWritableFile("--out", o.Out); err != nil {
+			return err
+		}
 	}
 	for i, p := range o.Prompts {
 		if strings.TrimSpace(p) == "" {
@@ -334,7 +339,7 @@ func imageTensors(eng *pipeline.Engine, m *models.Model, images []pipeline.Image
 		for i := range images {
 			rows, err := eng.JointPatches(&images[i])
 			if err != nil {
-				return nil, fmt.Errorf("embed: %s: %w", paths[i], err)
+				return nil, fmt.Errorf("embed: %s: %w", shown(paths[i]), err)
 			}
 			copy(joint[i*p*dp:(i+1)*p*dp], rows)
 		}
@@ -373,7 +378,7 @@ func embedInputs(ctx context.Context, args []string) ([]string, error) {
 	for _, a := range args {
 		st, err := os.Stat(a)
 		if errors.Is(err, iofs.ErrNotExist) {
-			return nil, usagef("no image or folder %s", a)
+			return nil, usagef("no image or folder %s", shown(a))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("embed: %w", err)
@@ -386,7 +391,7 @@ func embedInputs(ctx context.Context, args []string) ([]string, error) {
 			return nil, fmt.Errorf("embed: %w", err)
 		}
 		if st.IsDir() && len(paths) == n {
-			return nil, usagef("folder %s holds no images (files named %s, any case)", a, strings.Join(imageExtensions(), ", "))
+			return nil, usagef("folder %s holds no images (files named %s, any case)", shown(a), strings.Join(imageExtensions(), ", "))
 		}
 	}
 	return paths, nil
@@ -415,7 +420,7 @@ func embedImages(ctx context.Context, eng *pipeline.Engine, paths []string, opts
 		case errors.As(r.Err, &pe):
 			failed = append(failed, r.Err) // it names the file
 		case r.Err != nil:
-			failed = append(failed, fmt.Errorf("%s: %w", paths[r.Index], r.Err))
+			failed = append(failed, fmt.Errorf("%s: %w", shown(paths[r.Index]), r.Err))
 		default:
 			encs, done = append(encs, r.Encoding), append(done, paths[r.Index])
 		}
@@ -451,7 +456,7 @@ func printEmbed(e *env, r embedResult) {
 		fmt.Fprintf(w, "prompt %d: %q, %d tokens, text_embeds [%d]\n", i, p.Text, p.Tokens, len(p.TextEmbeds))
 	}
 	for i, im := range r.Images {
-		fmt.Fprintf(w, "image %d: %s, grid %dx%d, image_embeds [%d]\n", i, im.Path, im.Grid[0], im.Grid[1], len(im.ImageEmbeds))
+		fmt.Fprintf(w, "image %d: %s, grid %dx%d, image_embeds [%d]\n", i, shown(im.Path), im.Grid[0], im.Grid[1], len(im.ImageEmbeds))
 	}
 	if len(r.Cosine) > 0 {
 		if r.ProbsPerImage != nil {
@@ -466,7 +471,7 @@ func printEmbed(e *env, r embedResult) {
 		}
 		fmt.Fprintln(tw)
 		for i, im := range r.Images {
-			fmt.Fprint(tw, shorten(filepath.Base(im.Path), 28))
+			fmt.Fprint(tw, shorten(shown(filepath.Base(im.Path)), 28))
 			for j := range r.Prompts {
 				fmt.Fprintf(tw, "\t%.3f (%.4f)", r.LogitsPerImage[i][j], r.Cosine[i][j])
 				if r.ProbsPerImage != nil {
@@ -478,7 +483,7 @@ func printEmbed(e *env, r embedResult) {
 		tw.Flush()
 	}
 	if r.Out != "" {
-		fmt.Fprintf(w, "\nwrote %s\n", r.Out)
+		fmt.Fprintf(w, "\nwrote %s\n", shown(r.Out))
 	}
 }
 

@@ -103,6 +103,9 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 	fmt.Fprintf(out, "config:   projection %d, text width %d (≤%d tokens), vision width %d, %s in %dx%d patches%s\n",
 		c.ProjectionDim, c.TextConfig.HiddenSize, c.TextConfig.MaxPositionEmbeddings, c.VisionConfig.HiddenSize,
 		images, c.VisionConfig.PatchSize, c.VisionConfig.PatchSize, registers)
+	if c.VisionDefaulted() {
+		fmt.Fprintf(out, "          (config.json gives no vision_config: these are the defaults, which the graph may not match)\n")
+	}
 	vs := make([]string, len(variants))
 	for i, v := range variants {
 		if v == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,7 +16,8 @@ import (
 
 type listOptions struct {
 	modelFlags
-	Known bool
+	Known   bool
+	Verbose bool
 }
 
 // knownGraphs says where a known model's graphs come from: an export in
@@ -33,10 +35,56 @@ func knownGraphs(k models.KnownModel) string {
 	return "built on first use"
 }
 
+// printKnown prints the known models as a table, one line a model (its
+// reference, family, architecture, where its graphs come from and the
+// reference to give --model); verbose adds, for each, its variants,
+// outputs, heads and where each fact was checked.
+func printKnown(w io.Writer, known []models.KnownModel, verbose bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tFAMILY\tARCHITECTURE\tGRAPHS\tUSE")
+	for _, k := range known {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t--model %s\n", k.Ref, k.Family, shortArch(k.Arch), knownGraphs(k), k.Use)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !verbose {
+		fmt.Fprintln(w, "(--verbose: each model's variants, outputs, heads and where each was checked)")
+		return nil
+	}
+	for _, k := range known {
+		vs := make([]string, len(k.Variants))
+		for i, v := range k.Variants {
+			if v == "" {
+				v = "(plain)"
+			}
+			vs[i] = v
+		}
+		variants := strings.Join(vs, ", ")
+		if k.Build {
+			variants = "none (the graphs are built from the checkpoint)"
+		}
+		fmt.Fprintf(w, "\n%s\n  %s\n  family:   %s\n  graphs:   %s\n  use:      --model %s\n  variants: %s\n  outputs:  %s\n  heads:    %s\n  checked:  %s\n",
+			k.Ref, k.Arch, k.Family, knownGraphs(k), k.Use, variants, k.Outputs, k.Heads, k.Source)
+	}
+	return nil
+}
+
+// shortArch is the head of a known model's description, up to its first
+// parenthesis, colon, semicolon or comma: its architecture and size
+// ("ViT-B/32", "SigLIP ViT-B/16 at 224", "TIPSv2 B/14 at 448 px").
+func shortArch(arch string) string {
+	if i := strings.IndexAny(arch, "(:;,"); i > 0 {
+		arch = arch[:i]
+	}
+	return strings.TrimSpace(arch)
+}
+
 func runModelsList(_ context.Context, e *env, args []string) error {
 	var o listOptions
-	fs := newFlagSet(e, "models list", "models list [--known] [--json] [--hub-cache DIR]")
-	fs.BoolVar(&o.Known, "known", false, "list the models this program was checked against (CLIP, MetaCLIP 2, SigLIP, SigLIP 2; no TIPSv2 checkpoint was checked; ONNX exports and checkpoints whose graphs are built on first use), with their family, variants and what was verified")
+	fs := newFlagSet(e, "models list", "models list [--known [--verbose]] [--json] [--hub-cache DIR]")
+	fs.BoolVar(&o.Known, "known", false, "list the models this program was checked against (CLIP, MetaCLIP 2, SigLIP, SigLIP 2; no TIPSv2 checkpoint was checked; ONNX exports and checkpoints whose graphs are built on first use): a table, one line a model")
+	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "with --known: after the table, each model's variants, outputs, heads and where each fact was checked")
 	fs.StringVar(&o.HubCache, "hub-cache", "", "Hugging Face hub cache folder")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {
@@ -45,36 +93,14 @@ func runModelsList(_ context.Context, e *env, args []string) error {
 	if fs.NArg() != 0 {
 		return usagef("models list takes no arguments")
 	}
+	if o.Verbose && !o.Known {
+		return usagef("--verbose adds the notes of --known: give both")
+	}
 	if o.Known {
 		if o.JSON {
 			return writeJSONIndent(e.Stdout, models.Known())
 		}
-		known := models.Known()
-		// A table first, one line a model, then what was checked of each.
-		tw := tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "MODEL\tFAMILY\tGRAPHS\tUSE")
-		for _, k := range known {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t--model %s\n", k.Ref, k.Family, knownGraphs(k), k.Use)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		for _, k := range known {
-			vs := make([]string, len(k.Variants))
-			for i, v := range k.Variants {
-				if v == "" {
-					v = "(plain)"
-				}
-				vs[i] = v
-			}
-			variants := strings.Join(vs, ", ")
-			if k.Build {
-				variants = "none (the graphs are built from the checkpoint)"
-			}
-			fmt.Fprintf(e.Stdout, "\n%s\n  %s\n  family:   %s\n  graphs:   %s\n  use:      --model %s\n  variants: %s\n  outputs:  %s\n  heads:    %s\n  checked:  %s\n",
-				k.Ref, k.Arch, k.Family, knownGraphs(k), k.Use, variants, k.Outputs, k.Heads, k.Source)
-		}
-		return nil
+		return printKnown(e.Stdout, models.Known(), o.Verbose)
 	}
 	dir := o.HubCache
 	if dir == "" {

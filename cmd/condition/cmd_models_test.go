@@ -159,19 +159,26 @@ func TestModelsErrors(t *testing.T) {
 	}
 }
 
-// TestKnownModelsTable: models list --known starts with a table of every
-// known model, its family and where its graphs come from, then each
-// model's details.
+// TestKnownModelsTable: models list --known prints a table, one line for
+// each known model (its reference, family, architecture, where its graphs
+// come from, the reference to use) and one line pointing at --verbose: no
+// more lines than the models and three; --verbose adds each model's details.
 func TestKnownModelsTable(t *testing.T) {
 	code, out, errs := modelsRun(t, "models", "list", "--known")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	lines := strings.Split(out, "\n")
-	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "MODEL FAMILY GRAPHS USE" {
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "MODEL FAMILY ARCHITECTURE GRAPHS USE" {
 		t.Fatalf("header %q", lines[0])
 	}
 	known := models.Known()
+	if len(lines) > len(known)+3 {
+		t.Errorf("%d lines for %d models:\n%s", len(lines), len(known), out)
+	}
+	if strings.Contains(out, "checked:") || strings.Contains(out, "heads:") {
+		t.Errorf("the table holds the notes:\n%s", out)
+	}
 	for i, k := range known {
 		row := lines[1+i]
 		graphs := "ONNX export"
@@ -187,23 +194,37 @@ func TestKnownModelsTable(t *testing.T) {
 				graphs = "to be built (not by this version)"
 			}
 		}
-		if !strings.HasPrefix(row, k.Ref+" ") || !strings.Contains(row, "  "+k.Family+" ") || !strings.Contains(row, "  "+graphs+"  ") || !strings.HasSuffix(row, "--model "+k.Use) {
-			t.Errorf("row %d: %q; want %s, %s, %s, --model %s", i, row, k.Ref, k.Family, graphs, k.Use)
+		arch := strings.Fields(k.Arch)[0] // "ViT-B/32", "SigLIP", "MetaCLIP", "TIPSv2"
+		if !strings.HasPrefix(row, k.Ref+" ") || !strings.Contains(row, "  "+k.Family+" ") || !strings.Contains(row, "  "+arch) ||
+			!strings.Contains(row, "  "+graphs+"  ") || !strings.HasSuffix(row, "--model "+k.Use) {
+			t.Errorf("row %d: %q; want %s, %s, %s…, %s, --model %s", i, row, k.Ref, k.Family, arch, graphs, k.Use)
 		}
 	}
-	if lines[1+len(known)] != "" {
-		t.Errorf("no blank line after the table: %q", lines[1+len(known)])
+	if !strings.Contains(lines[len(lines)-1], "--verbose") {
+		t.Errorf("the last line does not point at --verbose: %q", lines[len(lines)-1])
 	}
-	if n := strings.Count(out, "\n  family:   "); n != len(known) {
-		t.Errorf("%d details with a family, want %d", n, len(known))
-	}
-	for _, want := range []string{"openai/clip-vit-large-patch14 CLIP built on first use", "facebook/metaclip-2-worldwide-huge-quickgelu MetaCLIP 2 built on first use"} {
+	for _, want := range []string{"openai/clip-vit-large-patch14 CLIP ViT-L/14 at 224 built on first use", "facebook/metaclip-2-worldwide-huge-quickgelu MetaCLIP 2 MetaCLIP 2 worldwide ViT-H/14 at 224 px built on first use"} {
 		found := false
 		for _, l := range lines {
 			found = found || strings.HasPrefix(strings.Join(strings.Fields(l), " "), want)
 		}
 		if !found {
 			t.Errorf("no row %q in\n%s", want, out)
+		}
+	}
+	if code, _, errs := modelsRun(t, "models", "list", "--verbose"); code != exitUsage || !strings.Contains(errs, "--known") {
+		t.Errorf("--verbose without --known: exit %d\n%s", code, errs)
+	}
+	code, verbose, errs := modelsRun(t, "models", "list", "--known", "--verbose")
+	if code != 0 || !strings.HasPrefix(verbose, strings.Join(lines[:1+len(known)], "\n")+"\n") {
+		t.Fatalf("--verbose: exit %d, not the same table first: %s\n%s", code, errs, verbose)
+	}
+	if n := strings.Count(verbose, "\n  family:   "); n != len(known) {
+		t.Errorf("--verbose: %d details with a family, want %d", n, len(known))
+	}
+	for _, k := range known {
+		if !strings.Contains(verbose, "\n  checked:  "+k.Source+"\n") {
+			t.Errorf("--verbose: no notes of %s", k.Ref)
 		}
 	}
 }

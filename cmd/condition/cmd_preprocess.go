@@ -104,6 +104,9 @@ func runPreprocess(ctx context.Context, e *env, args []string) error {
 	if _, err := outFormat("--out", o.Out, ".npy", ".safetensors"); err != nil {
 		return err
 	}
+	if err := checkWritableFile("--out", o.Out); err != nil {
+		return err
+	}
 	if o.Preprocessor != "" && fs.Changed("model") {
 		return usagef("give --model or --preprocessor, not both")
 	}

@@ -33,7 +33,9 @@ type queryOptions struct {
 func (o *queryOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&o.prompts, "prompt", "p", nil, "prompt text; repeatable (each is searched on its own)")
 	fs.IntVar(&o.top, "top", index.DefaultSearchTop, fmt.Sprintf("how many images to return per prompt, best first (1 to %d)", index.MaxSearchTop))
-	fs.StringVar(&o.heatmaps, "heatmaps", "", "folder to write each hit's heatmap sheet to (PNG, over the original image when it can be read)")
+	fs.StringVar(&o.heatmaps, "heatmap-dir", "", "folder to write each hit's heatmap sheet to (PNG, over the original image when it can be read)")
+	fs.StringVar(&o.heatmaps, "heatmaps", "", "the old name of --heatmap-dir")
+	fs.MarkDeprecated("heatmaps", "use --heatmap-dir DIR (--heatmaps of run is a switch)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per hit (words' maps included)")
 	fs.BoolVar(&o.partial, "partial", false, "search the complete parts of an index some of whose parts are unfinished or truncated (they are named on stderr)")
 	fs.Float32Var(&o.box, "box", index.DefaultSearchBox, "a word's box holds the cells, connected to its peak, of at least this fraction of the peak (0 to 1)")

@@ -65,7 +65,7 @@ func TestQueryJSONAndHeatmaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	heat := filepath.Join(t.TempDir(), "heat")
-	code, stdout, errs := runCLI(t, "query", out, "-p", "a black star", "-p", "an orange cross", "--top", "15", "--json", "--heatmaps", heat)
+	code, stdout, errs := runCLI(t, "query", out, "-p", "a black star", "-p", "an orange cross", "--top", "15", "--json", "--heatmap-dir", heat)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -368,6 +368,9 @@ func (o *runOptions) checkOutputs(fs *pflag.FlagSet) error {
 	if batch.IsStoreURL(o.out) && o.layout != "shards" {
 		return usagef("--out %s: an object-store output needs --layout shards (one object per image is what that layout avoids)", o.out)
 	}
+	if err := checkWritableDir("--out", o.out); err != nil {
+		return err
+	}
 	if o.windows && (o.layout == "shards" || o.index || o.collection != "") {
 		return usagef("--windows gives each image a grid of its own aspect: it takes --layout files, without --index")
 	}
@@ -414,23 +417,23 @@ func (o *runOptions) printSummary(e *env, sum *batch.Summary) {
 		fmt.Fprintln(e.Stderr, string(b))
 	} else {
 		fmt.Fprintf(e.Stderr, "done %d, skipped %d, failed %d in %s (%.1f images/s); manifest %s\n",
-			sum.Done, sum.Skipped, sum.Failed, sum.Elapsed.Round(time.Millisecond), sum.ImagesPerSec(), sum.Manifest)
+			sum.Done, sum.Skipped, sum.Failed, sum.Elapsed.Round(time.Millisecond), sum.ImagesPerSec(), shown(sum.Manifest))
 		if sum.Done > 0 {
 			if o.layout == "shards" {
-				fmt.Fprintf(e.Stderr, "results: %s (stacked arrays), %s, %s\n", outPath(o.out, "shards", "<shard>", "<tensor>.npy"),
-					outPath(o.out, "img_emb", "img_emb_<shard>.npy"), outPath(o.out, "metadata", "metadata_<shard>.parquet"))
+				fmt.Fprintf(e.Stderr, "results: %s (stacked arrays), %s, %s\n", shown(outPath(o.out, "shards", "<shard>", "<tensor>.npy")),
+					shown(outPath(o.out, "img_emb", "img_emb_<shard>.npy")), shown(outPath(o.out, "metadata", "metadata_<shard>.parquet")))
 			} else {
-				fmt.Fprintf(e.Stderr, "results: %s (features and attention maps)\n", filepath.Join(o.out, "<image>."+o.format))
+				fmt.Fprintf(e.Stderr, "results: %s (features and attention maps)\n", shown(filepath.Join(o.out, "<image>."+o.format)))
 			}
 			if o.index {
-				fmt.Fprintf(e.Stderr, "index: %s (%s)\n", outPath(o.out, "index", "<part>", "index.json"), o.indexDType)
+				fmt.Fprintf(e.Stderr, "index: %s (%s)\n", shown(outPath(o.out, "index", "<part>", "index.json")), o.indexDType)
 			}
 			if o.collection != "" {
-				fmt.Fprintf(e.Stderr, "index: %s (one object per image; condition merge %s checks that it holds every ok image)\n", o.collection, o.out)
+				fmt.Fprintf(e.Stderr, "index: %s (one object per image; condition merge %s checks that it holds every ok image)\n", o.collection, shown(o.out))
 			}
 			if o.heatmaps {
 				for k, p := range o.prompts {
-					fmt.Fprintf(e.Stderr, "heatmaps: %s for prompt %d, %s\n", filepath.Join(o.out, fmt.Sprintf("<image>.heatmap.%d.png", k)), k, prompttext.Quote(p))
+					fmt.Fprintf(e.Stderr, "heatmaps: %s for prompt %d, %s\n", shown(filepath.Join(o.out, fmt.Sprintf("<image>.heatmap.%d.png", k))), k, prompttext.Quote(p))
 				}
 			}
 		}

@@ -28,7 +28,7 @@ type serveOptions struct {
 	allowPublic bool
 	maxBatch    int
 	maxWait     time.Duration
-	workers     int
+	streams     int
 	maxQueue    int
 	cache       int
 	maxBody     int64
@@ -47,7 +47,9 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.allowPublic, "allow-public", false, "allow listening on a non-loopback address without a token")
 	fs.IntVar(&o.maxBatch, "max-batch", 8, "most images (and prompts) per encoder call; 1 turns batching off")
 	fs.DurationVar(&o.maxWait, "max-wait", 5*time.Millisecond, "longest a request waits for others to fill a batch (0: no wait)")
-	fs.IntVar(&o.workers, "workers", 0, "image batches encoded at once (0: min(cores, 4), the cores shared among them)")
+	fs.IntVar(&o.streams, "streams", 0, "vision encoder batches run at once, as for run (0: min(cores, 4), the cores shared among them)")
+	fs.IntVar(&o.streams, "workers", 0, "the old name of --streams")
+	fs.MarkDeprecated("workers", "use --streams (the same setting; --workers of run is its file readers)")
 	fs.IntVar(&o.maxQueue, "max-queue", 64, "images (and prompts) waiting for the encoders; past it requests get 429")
 	fs.IntVar(&o.cache, "prompt-cache", 1024, "prepared prompts kept (least recently used dropped; 0: none)")
 	fs.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in bytes")
@@ -58,7 +60,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.partial, "partial", false, "with --index, search the whole parts of an index some of whose parts are incomplete")
 	fs.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM or SIGINT, how long requests in flight have to finish")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
-	o.eng.AddFlags(fs, withImages|withPrecision|withReadout)
+	o.eng.AddFlags(fs, withImages|withPrecision|withReadout|withStreams)
 }
 
 func runServe(ctx context.Context, e *env, args []string) error {
@@ -71,37 +73,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 0 {
 		return usagef("serve takes no arguments, got %q", fs.Args())
 	}
-	if o.maxBatch < 1 || o.maxQueue < 1 || o.maxBody < 1 || o.maxPrompts < 1 || o.maxItems < 1 || o.maxChars < 1 {
-		return usagef("--max-batch, --max-queue, --max-body, --max-prompts, --max-items and --max-chars must be at least 1")
-	}
-	if o.workers < 0 || o.cache < 0 || o.maxWait < 0 || o.grace < 0 {
-		return usagef("--workers, --prompt-cache, --max-wait and --grace must be 0 or more")
-	}
-	base := pipeline.Options{Streams: autoStreams(o.workers), NoSpinning: true}
-	if _, err := o.eng.options(base); err != nil {
+	base := pipeline.Options{Streams: autoStreams(o.streams), NoSpinning: true}
+	if err := o.check(e, base); err != nil {
 		return err
-	}
-	switch o.logFormat {
-	case "text":
-	case "json":
-		e.Log = slog.New(slog.NewJSONHandler(e.Stderr, &slog.HandlerOptions{Level: logLevel()}))
-	default:
-		return usagef("--log-format %q: want text or json", o.logFormat)
-	}
-	if o.token == "" {
-		o.token = os.Getenv(tokenEnv)
-	}
-	host, _, err := net.SplitHostPort(o.addr)
-	if err != nil {
-		return usagef("--addr %q: %v", o.addr, err)
-	}
-	if !isLoopback(host) {
-		if o.token == "" && !o.allowPublic {
-			return usagef("--addr %s is not a loopback address: set --token (or $%s), or pass --allow-public to serve without one", o.addr, tokenEnv)
-		}
-		if o.token == "" {
-			e.Log.Warn("serving on a non-loopback address without a token: anyone who reaches it can use it", "addr", o.addr)
-		}
 	}
 	idx, closeIndex, err := o.openIndex(ctx, e, fs)
 	if err != nil {
@@ -147,7 +121,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(e.Log.Handler(), slog.LevelWarn),
 	}
-	e.Log.Info("serving", "addr", "http://"+ln.Addr().String(), "model", m.Name(), "workers", eng.Streams(), "threads", eng.Threads(),
+	e.Log.Info("serving", "addr", "http://"+ln.Addr().String(), "model", m.Name(), "streams", eng.Streams(), "threads", eng.Threads(),
 		"max_batch", o.maxBatch, "token", o.token != "")
 	fmt.Fprintf(e.Stderr, "condition serve: model %s on http://%s/\n", m.Name(), ln.Addr())
 	errc := make(chan error, 1)
@@ -206,6 +180,44 @@ func (o *serveOptions) openIndex(ctx context.Context, e *env, fs *pflag.FlagSet)
 		return nil, nil, err
 	}
 	return x, closeIndex, nil
+}
+
+// check checks the flags' values before anything is opened, takes the
+// token from the environment when --token is not given, and sets the log
+// format; base is the engine's options as the flags give them.
+func (o *serveOptions) check(e *env, base pipeline.Options) error {
+	if o.maxBatch < 1 || o.maxQueue < 1 || o.maxBody < 1 || o.maxPrompts < 1 || o.maxItems < 1 || o.maxChars < 1 {
+		return usagef("--max-batch, --max-queue, --max-body, --max-prompts, --max-items and --max-chars must be at least 1")
+	}
+	if o.streams < 0 || o.cache < 0 || o.maxWait < 0 || o.grace < 0 {
+		return usagef("--streams, --prompt-cache, --max-wait and --grace must be 0 or more")
+	}
+	if _, err := o.eng.options(base); err != nil {
+		return err
+	}
+	switch o.logFormat {
+	case "text":
+	case "json":
+		e.Log = slog.New(slog.NewJSONHandler(e.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	default:
+		return usagef("--log-format %q: want text or json", o.logFormat)
+	}
+	if o.token == "" {
+		o.token = os.Getenv(tokenEnv)
+	}
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return usagef("--addr %q: %v", o.addr, err)
+	}
+	if !isLoopback(host) {
+		if o.token == "" && !o.allowPublic {
+			return usagef("--addr %s is not a loopback address: set --token (or $%s), or pass --allow-public to serve without one", o.addr, tokenEnv)
+		}
+		if o.token == "" {
+			e.Log.Warn("serving on a non-loopback address without a token: anyone who reaches it can use it", "addr", o.addr)
+		}
+	}
+	return nil
 }
 
 // isLoopback reports whether host (a --addr host part) names only the

@@ -89,7 +89,7 @@ func TestThreadsHelpNamesStreamsWhereThereAre(t *testing.T) {
 	for _, c := range []struct {
 		cmd     string
 		streams bool
-	}{{"run", true}, {"embed", true}, {"attend", false}, {"classify", false}, {"tokenize", false}} {
+	}{{"run", true}, {"embed", true}, {"serve", true}, {"attend", false}, {"classify", false}, {"tokenize", false}} {
 		_, out, _ := runCLI(t, c.cmd, "--help")
 		if got := strings.Contains(out, "see --streams"); got != c.streams || strings.Contains(out, "--streams int") != c.streams {
 			t.Errorf("%s --help: mentions --streams %v, has it %v; want %v", c.cmd, got, strings.Contains(out, "--streams int"), c.streams)

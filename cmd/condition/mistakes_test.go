@@ -259,3 +259,98 @@ func TestRunFlagErrorsNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyConfigNamesTheMismatch: a model folder whose config.json is {}
+// (Hugging Face's CLIPConfig() defaults: 224-pixel images in 32-pixel
+// patches) beside graphs of another grid fails to embed an image with an
+// error naming config.json, the missing vision_config, the defaults taken
+// and the graph they do not match; models info says the sizes are defaults.
+func TestEmptyConfigNamesTheMismatch(t *testing.T) {
+	orttest.Load(t)
+	src, err := filepath.Abs("../../testdata/tinyclip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"model.safetensors", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
+		"onnx/text_model.onnx", "onnx/vision_model.onnx"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "embed", "--model", dir, "--readout", "raw", "../../testdata/images/src/png_224x224.png")
+	for _, want := range []string{filepath.Join(dir, "config.json") + ": no vision_config given", "image_size 224, patch_size 32", "onnx/vision_model.onnx", "16 patch tokens"} {
+		if code == 0 || !strings.Contains(errs, want) {
+			t.Errorf("config.json {}: exit %d, want an error with %q:\n%s", code, want, errs)
+		}
+	}
+	code, out, errs := runCLI(t, "models", "info", dir)
+	if code != 0 || !strings.Contains(out, "config.json gives no vision_config") {
+		t.Errorf("models info: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestOutNotWritableNamesTheFolder: an --out that cannot be written (below
+// a regular file; in a read-only folder; in a missing folder for a file
+// output) is refused before any work (exit 2) by run, embed and
+// preprocess, naming the folder that stops it and why.
+func TestOutNotWritableNamesTheFolder(t *testing.T) {
+	orttest.Load(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	writeImages(t, in, 1)
+	img := filepath.Join(in, "d0", "000.png")
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ro := filepath.Join(dir, "ro")
+	if err := os.Mkdir(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	commands := func(out, outFile string) [][]string {
+		return [][]string{
+			{"run", "--images", in, "--out", out, "-p", "a red circle", "--quiet"},
+			{"embed", "--out", outFile + ".safetensors", img},
+			{"preprocess", "--out", outFile + ".npy", img},
+		}
+	}
+	check := func(t *testing.T, args []string, want ...string) {
+		t.Helper()
+		code, _, errs := runCLI(t, args...)
+		for _, w := range want {
+			if code != exitUsage || !strings.Contains(errs, w) {
+				t.Errorf("%s: exit %d, want 2 and %q in:\n%s", strings.Join(args, " "), code, w, errs)
+			}
+		}
+	}
+	t.Run("under a file", func(t *testing.T) {
+		for _, args := range commands(filepath.Join(file, "sub"), filepath.Join(file, "x")) {
+			check(t, args, file+" is a file, not a folder", "--out "+file)
+		}
+	})
+	t.Run("missing folder of a file", func(t *testing.T) {
+		for _, args := range commands(filepath.Join(dir, "new", "deeper"), filepath.Join(dir, "none", "x"))[1:] {
+			check(t, args, "no folder "+filepath.Join(dir, "none"))
+		}
+		// run makes its folder with its parents: nothing to refuse.
+		if code, _, errs := runCLI(t, commands(filepath.Join(dir, "new", "deeper"), "")[0]...); code != 0 {
+			t.Errorf("run into a new nested folder: exit %d\n%s", code, errs)
+		}
+	})
+	t.Run("read-only folder", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("running as root, which writes into a 0555 folder anyway: the case under a file covers this check")
+		}
+		for _, args := range commands(ro, filepath.Join(ro, "x")) {
+			check(t, args, "folder "+ro+" cannot be written", "permission denied")
+		}
+		check(t, commands(filepath.Join(ro, "new"), "")[0], "folder "+ro+" cannot be written")
+	})
+}

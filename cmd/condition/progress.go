@@ -121,9 +121,9 @@ func progressBar(w io.Writer) func(hub.Progress) {
 		}
 		done := p.Total >= 0 && p.Done >= p.Total
 		rate := float64(p.Done) / max(time.Since(start).Seconds(), 1e-3)
-		text := fmt.Sprintf("%s %s %s/s", p.File, human(p.Done), human(int64(rate)))
+		text := fmt.Sprintf("%s %s %s/s", shown(p.File), human(p.Done), human(int64(rate)))
 		if p.Total > 0 {
-			text = fmt.Sprintf("%s %s%3.0f%% %s/%s %s/s", p.File, bar(int(p.Done>>10), int(p.Total>>10), 24),
+			text = fmt.Sprintf("%s %s%3.0f%% %s/%s %s/s", shown(p.File), bar(int(p.Done>>10), int(p.Total>>10), 24),
 				100*float64(p.Done)/float64(p.Total), human(p.Done), human(p.Total), human(int64(rate)))
 		}
 		line.show(text, done)

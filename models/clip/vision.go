@@ -95,6 +95,10 @@ type VisionEncoder struct {
 	// naflex is the model's position table (OpenVision reads it).
 	naflexIO bool
 	naflex   *naflexPositions
+	// defaulted, when not empty, says which config.json gave no
+	// vision_config and the defaults taken (OpenVision sets it): a patch
+	// count the graph does not match is explained by it.
+	defaulted string
 }
 
 // VisionEncoding is one image's output.
@@ -157,6 +161,21 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 			return nil, err
 		}
 	}
+	e, err := openVisionOf(m, opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.VisionDefaulted() {
+		e.defaulted = fmt.Sprintf("%s: no vision_config given; the defaults (image_size %d, patch_size %d) do not match %s; give the model's vision_config",
+			m.Path("config.json"), c.VisionConfig.ImageSize, c.VisionConfig.PatchSize, e.name)
+	}
+	return e, nil
+}
+
+// openVisionOf opens the vision graph of model m (and its readout) with
+// opts completed from its config.json.
+func openVisionOf(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
+	c := m.Config()
 	if c.NaFlex() {
 		pos, err := readNaFlexPositions(m)
 		if err != nil {
@@ -456,7 +475,11 @@ func (e *VisionEncoder) Encode(ctx context.Context, pixels []float32, n, height,
 	}
 	tokens, width2 := out[0].Shape[1], out[0].Shape[2]
 	if e.patch > 0 && patches != tokens-e.cls {
-		return nil, fmt.Errorf("clip: vision: %s: %d patch tokens, but a %dx%d image in %d-pixel patches has %dx%d = %d", e.name, tokens-e.cls, height, width, e.patch, height/e.patch, width/e.patch, patches)
+		err := fmt.Errorf("clip: vision: %s: %d patch tokens, but a %dx%d image in %d-pixel patches has %dx%d = %d", e.name, tokens-e.cls, height, width, e.patch, height/e.patch, width/e.patch, patches)
+		if e.defaulted != "" {
+			err = fmt.Errorf("%w: %s", err, e.defaulted)
+		}
+		return nil, err
 	}
 	var embeds []float32
 	dim := 0

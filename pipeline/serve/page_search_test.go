@@ -252,7 +252,7 @@ func TestPageSearchInBrowser(t *testing.T) {
 			ww := w.Words[j]
 			cell := fmt.Sprintf("%d,%d", ww.Cell[0], ww.Cell[1])
 			box := fmt.Sprintf("%d,%d,%d,%d", ww.Box[0], ww.Box[1], ww.Box[2], ww.Box[3])
-			text := fmt.Sprintf("%s: peak %.3f at row %d, col %d", ww.Word, ww.Peak, ww.Cell[0]+1, ww.Cell[1]+1)
+			text := fmt.Sprintf("%s: peak %.3f at row %d, col %d; box rows %d–%d, cols %d–%d", ww.Word, ww.Peak, ww.Cell[0], ww.Cell[1], ww.Box[0], ww.Box[2], ww.Box[1], ww.Box[3])
 			if hw.Word != ww.Word || hw.Cell != cell || hw.Box != box || !strings.HasPrefix(hw.Text, text) {
 				t.Errorf("hit %d word %d: %q cell %s box %s (%q); Index.Search gives %q cell %s box %s (%q…)",
 					i, j, hw.Word, hw.Cell, hw.Box, hw.Text, ww.Word, cell, box, text)

@@ -490,9 +490,25 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	eval("the hover readout", `(() => { const c = document.querySelector('canvas.panel');
 		return {Row: +c.dataset.hoverRow, Col: +c.dataset.hoverCol, Text: c.parentElement.querySelector('.readout').textContent}; })()`, &hov)
-	peak := last.Prompts[0].Overlays[0].Map[first.PeakRow*cols+first.PeakCol]
-	if wantText := fmt.Sprintf("%.3f at row %d, col %d", peak, first.PeakRow+1, first.PeakCol+1); hov.Row != first.PeakRow || hov.Col != first.PeakCol || hov.Text != wantText {
-		t.Errorf("hovering the peak of %q: cell (%d,%d), readout %q; want (%d,%d), %q", first.Word, hov.Row, hov.Col, hov.Text, first.PeakRow, first.PeakCol, wantText)
+	// The cell is the JSON's, counted from 0 (the argmax of the answer's
+	// map, found here), in the readout and in the panel's label alike.
+	m := last.Prompts[0].Overlays[0].Map
+	arg := 0
+	for i, v := range m {
+		if v > m[arg] {
+			arg = i
+		}
+	}
+	if first.PeakRow != arg/cols || first.PeakCol != arg%cols {
+		t.Errorf("the first panel's peak (%d,%d), the answer's argmax (%d,%d)", first.PeakRow, first.PeakCol, arg/cols, arg%cols)
+	}
+	if wantText := fmt.Sprintf("%.3f at row %d, col %d", m[arg], arg/cols, arg%cols); hov.Row != arg/cols || hov.Col != arg%cols || hov.Text != wantText {
+		t.Errorf("hovering the peak of %q: cell (%d,%d), readout %q; want (%d,%d), %q", first.Word, hov.Row, hov.Col, hov.Text, arg/cols, arg%cols, wantText)
+	}
+	var label string
+	eval("the first panel's label", `document.querySelector('canvas.panel').getAttribute('aria-label')`, &label)
+	if want := fmt.Sprintf("strongest at row %d, column %d of the %d×%d grid, counted from 0", arg/cols, arg%cols, rows, cols); !strings.Contains(label, want) {
+		t.Errorf("the first panel's label %q; want %q in it", label, want)
 	}
 	shoot("page.png")
 	run("leave", chromedp.MouseEvent(chromedp.MouseMoved, 2, 2))

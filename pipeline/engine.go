@@ -263,7 +263,7 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 		if err != nil && defaultReadout && e.readout != "" && ctx.Err() == nil {
 			// The default readout, where the graph does not allow it: the
 			// raw patch tokens, said once.
-			e.log.Warn("the default readout is not available for this model's graph: reading the raw patch tokens (give --readout raw to say so)",
+			e.log.Warn("the default readout is not available for this model's graph: reading the raw patch tokens (ask for readout raw to say so)",
 				"readout", e.readout, "model", m.Name(), "err", err)
 			e.readout, e.opts.Readout, vopts.Readout = "", ReadoutRaw, ""
 			e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack}, vopts)

@@ -269,6 +269,8 @@ func advise(err error, ref string) error {
 		return fmt.Errorf("%w\n(install it with `condition runtime install`, or give --ort-lib or %s)", err, models.RuntimeEnv)
 	case errors.Is(err, hub.ErrOffline):
 		return fmt.Errorf("%w\n(run `condition models fetch %s` where there is a network)", err, ref)
+	case errors.Is(err, clip.ErrReadoutWeights):
+		return fmt.Errorf("%w\n(give --readout raw to read the patch tokens as they are)", err)
 	case errors.Is(err, clip.ErrMissingOutput):
 		return fmt.Errorf("%w\n(run `condition models expose %s` to add the output)", err, ref)
 	case errors.Is(err, models.ErrBuildDownload):

@@ -3,6 +3,7 @@ package clip
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -60,6 +61,10 @@ func CheckReadout(r string) error {
 	return fmt.Errorf("clip: readout %q: want one of %s", r, strings.Join(readouts, ", "))
 }
 
+// ErrReadoutWeights is wrapped by the error of a readout other than raw on
+// a model without the last vision layer's weights (model.safetensors).
+var ErrReadoutWeights = errors.New("needs the last vision layer's weights")
+
 // readoutSession runs the readout graph of the last layer:
 // readout_input [n, S, d] → readout_hidden_state [n, S, d]. A dynamic one
 // (SigLIP 2 NaFlex) takes any S, one image's own rows at a time
@@ -107,7 +112,7 @@ func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptio
 			Norm: tipsFinalNorm, NormEps: v.LayerNormEps}
 	}
 	if !m.Has(models.WeightsFile) {
-		return nil, fmt.Errorf("clip: readout %s of %s: needs the last vision layer's weights in %s, which the model does not have (use --readout raw)", kind, m.Name(), models.WeightsFile)
+		return nil, fmt.Errorf("clip: readout %s of %s: %w in %s, which the model does not have (readout raw reads the patch tokens without them)", kind, m.Name(), ErrReadoutWeights, models.WeightsFile)
 	}
 	var names []string
 	for n := range c.ReadoutTensors() {

@@ -3,6 +3,7 @@ package clip_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -273,6 +274,17 @@ func TestReadoutErrors(t *testing.T) {
 	_, err = clip.OpenVision(nosafe, clip.VisionOptions{Readout: clip.ReadoutClearCLIP})
 	if err == nil || !strings.Contains(err.Error(), "vision_model.onnx has no readout_input output") || !strings.Contains(err.Error(), "nor has the model a model.safetensors") {
 		t.Errorf("a graph without a recognisable last layer, no model.safetensors: %v", err)
+	}
+	// The export as it is, without model.safetensors: the last layer is
+	// found, its weights are not; the error says so in the library's terms.
+	copyFile(t, filepath.Join(tinyclip, "onnx", "vision_model.onnx"), filepath.Join(dir, "onnx", "vision_model.onnx"))
+	noweights, err := models.Open(dir, models.Options{DerivedCache: t.TempDir(), NoBuild: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = clip.OpenVision(noweights, clip.VisionOptions{Readout: clip.ReadoutNACLIP})
+	if !errors.Is(err, clip.ErrReadoutWeights) || !strings.Contains(err.Error(), "readout raw") || strings.Contains(err.Error(), "--") {
+		t.Errorf("readout naclip without model.safetensors: %v, want ErrReadoutWeights naming readout raw and no flag", err)
 	}
 	if _, err := clip.NewVision(g, "vision_model.onnx", clip.VisionOptions{Readout: clip.ReadoutNACLIP}); err == nil || !strings.Contains(err.Error(), "OpenVision") {
 		t.Errorf("NewVision with a readout: %v", err)

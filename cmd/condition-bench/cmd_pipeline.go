@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
-	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
 )
@@ -52,7 +51,7 @@ type pipeBenchOptions struct {
 	noArena   bool
 	pin       bool
 	readout   string
-	readouts  []string // --readout split at commas; [""] for the engine's default
+	readouts  []pipeline.Readout // --readout split at commas; [""] for the engine's default
 	noJob     bool
 	keep      bool
 	alone     bool
@@ -92,15 +91,15 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 
 // parseReadouts splits --readout at commas: [""] (the engine's default)
 // when it is empty; each name once.
-func parseReadouts(s string) ([]string, error) {
+func parseReadouts(s string) ([]pipeline.Readout, error) {
 	if strings.TrimSpace(s) == "" {
-		return []string{""}, nil
+		return []pipeline.Readout{""}, nil
 	}
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range strings.Split(s, ",") {
-		r = strings.TrimSpace(r)
-		if err := clip.CheckReadout(r); err != nil {
+	var out []pipeline.Readout
+	seen := map[pipeline.Readout]bool{}
+	for _, name := range strings.Split(s, ",") {
+		r, err := pipeline.ParseReadout(strings.TrimSpace(name))
+		if err != nil {
 			return nil, usagef("--readout: %v", err)
 		}
 		if seen[r] {
@@ -113,19 +112,19 @@ func parseReadouts(s string) ([]string, error) {
 }
 
 type pipeBenchResult struct {
-	Model         string  `json:"model"`
-	Readout       string  `json:"readout"` // the engine's, as it resolved --readout
-	Images        int     `json:"images"`
-	ImageSize     int     `json:"image_size,omitempty"` // side of the synthetic images
-	Batch         int     `json:"batch"`
-	Cores         int     `json:"cores"`
-	Streams       int     `json:"encoder_streams"`
-	Threads       int     `json:"encoder_threads"`
-	EncoderPerSec float64 `json:"encoder_images_per_sec"`
-	JobPerSec     float64 `json:"job_images_per_sec,omitempty"`
-	Ratio         float64 `json:"job_to_encoder_ratio,omitempty"`
-	EncoderCPUms  float64 `json:"encoder_cpu_ms_per_image,omitempty"`
-	JobCPUms      float64 `json:"job_cpu_ms_per_image,omitempty"`
+	Model         string           `json:"model"`
+	Readout       pipeline.Readout `json:"readout"` // the engine's, as it resolved --readout
+	Images        int              `json:"images"`
+	ImageSize     int              `json:"image_size,omitempty"` // side of the synthetic images
+	Batch         int              `json:"batch"`
+	Cores         int              `json:"cores"`
+	Streams       int              `json:"encoder_streams"`
+	Threads       int              `json:"encoder_threads"`
+	EncoderPerSec float64          `json:"encoder_images_per_sec"`
+	JobPerSec     float64          `json:"job_images_per_sec,omitempty"`
+	Ratio         float64          `json:"job_to_encoder_ratio,omitempty"`
+	EncoderCPUms  float64          `json:"encoder_cpu_ms_per_image,omitempty"`
+	JobCPUms      float64          `json:"job_cpu_ms_per_image,omitempty"`
 	// The encoder's calls, read on their threads (streams of one thread only).
 	EncoderCallCPUms    float64             `json:"encoder_call_cpu_ms_per_image,omitempty"`
 	JobEncoderCallCPUms float64             `json:"job_encoder_call_cpu_ms_per_image,omitempty"`
@@ -219,7 +218,7 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 				cmd.Args = append(cmd.Args, "--ort-lib", o.ort.Lib)
 			}
 			if o.readouts[0] != "" {
-				cmd.Args = append(cmd.Args, "--readout", o.readouts[0])
+				cmd.Args = append(cmd.Args, "--readout", string(o.readouts[0]))
 			}
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("rss job of %d images: %v\n%s", k, err, out)
@@ -271,7 +270,7 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 		a.cfg = batch.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
 			Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Streams: a.res.Streams, Version: version, Log: e.Log}
 		if o.alone && a.res.Readout != pipeline.ReadoutRaw {
-			if a.alone, err = openReadoutAlone(m, eng, a.res.Readout, o.batch, o); err != nil {
+			if a.alone, err = openReadoutAlone(m, eng, string(a.res.Readout), o.batch, o); err != nil {
 				return err
 			}
 			defer a.alone.close()
@@ -537,7 +536,7 @@ func compareReadouts(arms []*pipeArm) []readoutCost {
 	base := arms[0].res.Pairs
 	out := make([]readoutCost, len(arms))
 	for i, a := range arms {
-		c := readoutCost{Readout: a.res.Readout, EncoderMs: 1000 / a.res.EncoderPerSec, EncoderCPUms: a.res.EncoderCPUms,
+		c := readoutCost{Readout: string(a.res.Readout), EncoderMs: 1000 / a.res.EncoderPerSec, EncoderCPUms: a.res.EncoderCPUms,
 			JobPerSec: a.res.JobPerSec, JobRatio: a.res.Ratio}
 		// CPU time: the calls' own, read on their threads (ns), where the
 		// streams have one thread each; else the process's (in clock ticks).

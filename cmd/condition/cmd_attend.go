@@ -113,7 +113,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	for k, a := range atts[0] {
 		r := summarise(&a, o.top)
 		if rd := eng.Options().Readout; rd != pipeline.ReadoutRaw {
-			r.Readout = rd
+			r.Readout = string(rd)
 		}
 		r.Windows = o.windows
 		overlays := a.Overlays()

@@ -339,7 +339,7 @@ func imageTensors(eng *pipeline.Engine, m *models.Model, images []pipeline.Image
 			copy(joint[i*p*dp:(i+1)*p*dp], rows)
 		}
 		tensors["patch_embeds"] = tensorio.F32([]int{ni, p, dp}, joint)
-		meta["readout"] = eng.Options().Readout
+		meta["readout"] = string(eng.Options().Readout)
 	}
 	ij, _ := json.Marshal(paths)
 	meta["images"] = string(ij)

@@ -145,7 +145,7 @@ func TestEmbedReadouts(t *testing.T) {
 		t.Error("naclip's patch_embeds equal raw's")
 	}
 	code, _, stderr := embedCLI(t, "embed", "--model", tinyclipDir, "--readout", "dense", img)
-	if code != exitUsage || !strings.Contains(stderr, `--readout "dense": want one of clearclip, naclip, maskclip, raw`) {
+	if code != exitUsage || !strings.Contains(stderr, `"dense" for "--readout" flag: readout "dense": want one of clearclip, naclip, maskclip, raw`) {
 		t.Errorf("--readout dense: exit %d, stderr %s", code, stderr)
 	}
 }

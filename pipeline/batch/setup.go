@@ -188,7 +188,7 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		j.baseMeta["jpeg_draft"] = strconv.Itoa(d)
 	}
 	if opts.Readout != pipeline.ReadoutRaw {
-		j.baseMeta["readout"] = opts.Readout
+		j.baseMeta["readout"] = string(opts.Readout)
 	}
 	if cfg.Windows {
 		j.baseMeta["windows"] = "true"

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/conditionhq/condition/internal/cputime"
-	"github.com/conditionhq/condition/internal/logit"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/pipeline/internal/encstream"
@@ -761,7 +760,7 @@ func (j *job) attendAndWrite(w *work, enc *pipeline.ImageEncoding, buf []byte, c
 		if a.HasScore {
 			s := Score{Prompt: k, Text: ps.Text, Score: a.Score}
 			if j.eng.Scores() == pipeline.SigmoidScores {
-				p := logit.Sigmoid(a.Score)
+				p := a.Prob
 				s.Sigmoid = &p
 			}
 			scores = append(scores, s)

@@ -81,46 +81,11 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		j.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	j.inH, j.inW = eng.InputSize()
-	switch cfg.Layout {
-	case "", "files":
-	case "shards":
-		if cfg.CaptionPrompt {
-			return nil, errors.New("batch: the shards layout stacks every image's prompts; captions (one more prompt per image) need the files layout")
-		}
-		if cfg.ShardSize <= 0 {
-			cfg.ShardSize = 10000
-			j.cfg.ShardSize = cfg.ShardSize
-		}
-	default:
-		return nil, fmt.Errorf("batch: layout %q: want files or shards", cfg.Layout)
+	indexDType, err := j.checkLayout()
+	if err != nil {
+		return nil, err
 	}
-	switch cfg.Format {
-	case "", "safetensors":
-		j.format = "safetensors"
-	case "npz":
-		j.format = "npz"
-	default:
-		return nil, fmt.Errorf("batch: format %q: want safetensors or npz", cfg.Format)
-	}
-	if cfg.Windows && (cfg.Layout == "shards" || cfg.Index || cfg.Collection != nil) {
-		return nil, errors.New("batch: windows give each image a grid of its own aspect: they take the files layout, without the index")
-	}
-	if cfg.Index && cfg.Collection != nil {
-		return nil, errors.New("batch: the index goes either into index parts (Index) or into a collection (Collection), not both")
-	}
-	indexDType := ""
-	if cfg.Index {
-		if indexDType, err = checkIndexOutDType(cfg.IndexDType); err != nil {
-			return nil, err
-		}
-		if eng.JointDim() <= 0 {
-			return nil, errors.New("batch: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
-		}
-		if cfg.ShardSize <= 0 {
-			cfg.ShardSize = 10000 // one index part every ShardSize images, in the files layout too
-			j.cfg.ShardSize = cfg.ShardSize
-		}
-	}
+	cfg = j.cfg
 	defer func() {
 		if err != nil {
 			j.close()
@@ -139,9 +104,105 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 	if j.prompts, err = eng.Prepare(ctx, cfg.Prompts...); err != nil {
 		return nil, err
 	}
-	m, opts := eng.Model(), eng.Options()
+	j.stamp(indexDType)
+	m := eng.Model()
 
-	// Settings: what must match for --resume to skip an image.
+	// Outputs: never over an earlier job's without Resume or Overwrite.
+	name := cfg.Shard.ManifestName()
+	if j.dst, err = resolveOutput(j.stores, cfg.Out); err != nil {
+		return nil, err
+	}
+	if j.out, err = j.dst.start(ctx, cfg, name, j.log); err != nil {
+		return nil, err
+	}
+	j.manifestPath = j.dst.path(name)
+	if cfg.Layout == "shards" {
+		j.shards = newShardSet(j.out, cfg.ShardSize, cfg.Shard, j.settings)
+		j.shards.dst, j.shards.ctx = j.dst, ctx
+		j.shards.embDim = m.Config().ProjectionDim
+		j.shards.index = indexDType
+	}
+	if cfg.Index {
+		if j.index, err = newIndexOutSet(j.out, eng, cfg.ShardSize, cfg.Shard, j.settings, indexDType); err != nil {
+			return nil, err
+		}
+		j.index.dst, j.index.ctx = j.dst, ctx
+	}
+	if cfg.Collection != nil {
+		if j.coll, err = openCollection(ctx, cfg.Collection, eng, cfg.Version); err != nil {
+			return nil, err
+		}
+		j.coll.log = j.log
+	}
+	var prior []Entry
+	if j.man, prior, err = openManifest(j.out, name, cfg.Resume); err != nil {
+		return nil, err
+	}
+	j.prior = map[string]Entry{}
+	other := 0
+	for _, e := range prior {
+		j.prior[e.Path] = e
+		if e.Settings != j.settings {
+			other++
+		}
+	}
+	if other > 0 {
+		j.log.Warn("resuming a job whose settings differ (other prompts, model, layer or options): its images are done again, and its files of other prompt numbers stay",
+			"entries", other, "manifest", j.manifestPath)
+	}
+	return j, nil
+}
+
+// checkLayout checks the job's layout, format and index settings against
+// each other, sets the shard size's default where one is needed, and
+// returns the index's element type ("" without an index).
+func (j *job) checkLayout() (indexDType string, err error) {
+	cfg := &j.cfg
+	switch cfg.Layout {
+	case "", "files":
+	case "shards":
+		if cfg.CaptionPrompt {
+			return "", errors.New("batch: the shards layout stacks every image's prompts; captions (one more prompt per image) need the files layout")
+		}
+		if cfg.ShardSize <= 0 {
+			cfg.ShardSize = 10000
+		}
+	default:
+		return "", fmt.Errorf("batch: layout %q: want files or shards", cfg.Layout)
+	}
+	switch cfg.Format {
+	case "", "safetensors":
+		j.format = "safetensors"
+	case "npz":
+		j.format = "npz"
+	default:
+		return "", fmt.Errorf("batch: format %q: want safetensors or npz", cfg.Format)
+	}
+	if cfg.Windows && (cfg.Layout == "shards" || cfg.Index || cfg.Collection != nil) {
+		return "", errors.New("batch: windows give each image a grid of its own aspect: they take the files layout, without the index")
+	}
+	if cfg.Index && cfg.Collection != nil {
+		return "", errors.New("batch: the index goes either into index parts (Index) or into a collection (Collection), not both")
+	}
+	if cfg.Index {
+		if indexDType, err = checkIndexOutDType(cfg.IndexDType); err != nil {
+			return "", err
+		}
+		if j.eng.JointDim() <= 0 {
+			return "", errors.New("batch: the collection index needs the engine in CLIP's joint space both ways (the default layer, both directions)")
+		}
+		if cfg.ShardSize <= 0 {
+			cfg.ShardSize = 10000 // one index part every ShardSize images, in the files layout too
+		}
+	}
+	return indexDType, nil
+}
+
+// stamp sets the job's settings hash (what must match for a resume to
+// skip an image) and the metadata every output file carries.
+func (j *job) stamp(indexDType string) {
+	cfg, eng := j.cfg, j.eng
+	m, opts := eng.Model(), eng.Options()
 	preJSON, _ := json.Marshal(eng.Preprocessor())
 	dir := eng.Direction().String()
 	settings := map[string]any{
@@ -194,50 +255,6 @@ func newJob(ctx context.Context, cfg Config) (_ *job, err error) {
 		j.baseMeta["windows"] = "true"
 	}
 
-	// Outputs: never over an earlier job's without Resume or Overwrite.
-	name := cfg.Shard.ManifestName()
-	if j.dst, err = resolveOutput(j.stores, cfg.Out); err != nil {
-		return nil, err
-	}
-	if j.out, err = j.dst.start(ctx, cfg, name, j.log); err != nil {
-		return nil, err
-	}
-	j.manifestPath = j.dst.path(name)
-	if cfg.Layout == "shards" {
-		j.shards = newShardSet(j.out, cfg.ShardSize, cfg.Shard, j.settings)
-		j.shards.dst, j.shards.ctx = j.dst, ctx
-		j.shards.embDim = m.Config().ProjectionDim
-		j.shards.index = indexDType
-	}
-	if cfg.Index {
-		if j.index, err = newIndexOutSet(j.out, eng, cfg.ShardSize, cfg.Shard, j.settings, indexDType); err != nil {
-			return nil, err
-		}
-		j.index.dst, j.index.ctx = j.dst, ctx
-	}
-	if cfg.Collection != nil {
-		if j.coll, err = openCollection(ctx, cfg.Collection, eng, cfg.Version); err != nil {
-			return nil, err
-		}
-		j.coll.log = j.log
-	}
-	var prior []Entry
-	if j.man, prior, err = openManifest(j.out, name, cfg.Resume); err != nil {
-		return nil, err
-	}
-	j.prior = map[string]Entry{}
-	other := 0
-	for _, e := range prior {
-		j.prior[e.Path] = e
-		if e.Settings != j.settings {
-			other++
-		}
-	}
-	if other > 0 {
-		j.log.Warn("resuming a job whose settings differ (other prompts, model, layer or options): its images are done again, and its files of other prompt numbers stay",
-			"entries", other, "manifest", j.manifestPath)
-	}
-	return j, nil
 }
 
 // InputError is an input the job cannot take: a path that does not exist,

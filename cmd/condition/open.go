@@ -119,8 +119,14 @@ func parsed[T ~string](v *T, parse func(string) (T, error)) pflag.Value {
 	return parsedFlag[T]{v, parse}
 }
 
-func (f parsedFlag[T]) String() string { return string(*f.v) }
-func (f parsedFlag[T]) Type() string   { return "string" }
+func (f parsedFlag[T]) Type() string { return "string" }
+
+func (f parsedFlag[T]) String() string {
+	if f.v == nil {
+		return "" // the zero Value pflag may make to tell a default
+	}
+	return string(*f.v)
+}
 
 func (f parsedFlag[T]) Set(s string) error {
 	v, err := f.parse(s)

@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/vision"
 	"github.com/conditionhq/condition/xattn"
 )
@@ -62,10 +61,16 @@ type Attention struct {
 	// attends both ways in the joint space; nil otherwise.
 	Similarity []float32
 	// Cosine is cos(image_embeds, text_embeds) and Score the CLIP logit
-	// exp(logit_scale)·Cosine; HasScore says they were computed (both
-	// graphs give embeddings, and the model has a logit scale).
+	// exp(logit_scale)·Cosine (+ logit_bias for SigLIP); HasScore says
+	// they were computed (both graphs give embeddings, and the model has a
+	// logit scale).
 	Cosine, Score float64
 	HasScore      bool
+	// Prob is the prompt's probability for SigLIP-family models
+	// (Engine.Scores is SigmoidScores): sigmoid(Score), the prompt on its
+	// own. 0 for CLIP, whose softmax is over a set of prompts (see
+	// Engine.Probs).
+	Prob float64
 	// ImageEmbeds [D], with AttendOptions.Windows, is the image's
 	// embedding over its windows: the L2-normalised mean of the windows'
 	// normalised embeddings (Cosine and Score are the means of theirs).
@@ -166,6 +171,7 @@ func (e *Engine) attend(ctx context.Context, ws *workspaces, img *ImageEncoding,
 		if img.Embeds != nil && ps.Embeds != nil && e.logitScale != 0 && len(img.Embeds) == len(ps.Embeds) {
 			a.Cosine = Cosine(img.Embeds, ps.Embeds)
 			a.Score, a.HasScore = e.logitScale*a.Cosine+e.logitBias, true
+			a.Prob = e.scoreProb(a.Score)
 		}
 	}
 	return out, nil
@@ -439,7 +445,7 @@ func (a *Attention) Overlays() []Overlay {
 	t := ps.T()
 	var out []Overlay
 	for _, wd := range ps.Words {
-		if !prompttext.IsContentWord(wd) {
+		if !isContentWord(wd) {
 			continue
 		}
 		m := make([]float32, p)

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/conditionhq/condition/internal/logit"
 	"github.com/conditionhq/condition/models"
 )
 
@@ -53,6 +52,59 @@ func (e *Engine) Scores() ScoreKind {
 	return SoftmaxScores
 }
 
+// Probs returns the probabilities of Similarity's logits [images][texts]
+// as the engine's model makes them (Scores): for SigmoidScores the sigmoid
+// of each logit, each text on its own; for SoftmaxScores the softmax of
+// each image's logits over the texts.
+func (e *Engine) Probs(logits [][]float32) [][]float32 {
+	out := make([][]float32, len(logits))
+	for i, row := range logits {
+		out[i] = e.probs(row)
+	}
+	return out
+}
+
+// probs returns the probabilities of one image's logits (see Probs).
+func (e *Engine) probs(logits []float32) []float32 {
+	out := make([]float32, len(logits))
+	if e.family.Sigmoid() {
+		for i, l := range logits {
+			out[i] = float32(sigmoid(float64(l)))
+		}
+		return out
+	}
+	top := math.Inf(-1)
+	for _, l := range logits {
+		top = max(top, float64(l))
+	}
+	sum := 0.0
+	for _, l := range logits {
+		sum += math.Exp(float64(l) - top)
+	}
+	for i, l := range logits {
+		out[i] = float32(math.Exp(float64(l)-top) / sum)
+	}
+	return out
+}
+
+// scoreProb is Attention.Prob of a score: its sigmoid for SigmoidScores,
+// 0 for SoftmaxScores.
+func (e *Engine) scoreProb(score float64) float64 {
+	if !e.family.Sigmoid() {
+		return 0
+	}
+	return sigmoid(score)
+}
+
+// sigmoid is 1/(1+e^-x), SigLIP's probability of a logit.
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	z := math.Exp(x)
+	return z / (1 + z)
+}
+
 // Family returns the engine's model family.
 func (e *Engine) Family() models.Family { return e.family }
 
@@ -89,25 +141,9 @@ func (e *Engine) Classify(ctx context.Context, img *ImageEncoding, labels []stri
 	if len(logits) != 1 || len(logits[0]) != len(labels) {
 		return nil, fmt.Errorf("pipeline: classify: %d scores for %d labels", len(logits[0]), len(labels))
 	}
-	if e.family.Sigmoid() {
-		for i, l := range logits[0] {
-			out[i].Logit = l
-			out[i].Prob = float32(logit.Sigmoid(float64(l)))
-		}
-		sort.SliceStable(out, func(i, j int) bool { return out[i].Logit > out[j].Logit })
-		return out, nil
-	}
-	top := math.Inf(-1)
-	for _, l := range logits[0] {
-		top = max(top, float64(l))
-	}
-	sum := 0.0
-	for _, l := range logits[0] {
-		sum += math.Exp(float64(l) - top)
-	}
+	probs := e.probs(logits[0])
 	for i, l := range logits[0] {
-		out[i].Logit = l
-		out[i].Prob = float32(math.Exp(float64(l)-top) / sum)
+		out[i].Logit, out[i].Prob = l, probs[i]
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Logit > out[j].Logit })
 	return out, nil

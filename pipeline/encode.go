@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"
 )
@@ -166,7 +165,7 @@ type PromptError struct {
 }
 
 func (e *PromptError) Error() string {
-	return fmt.Sprintf("pipeline: prompt %d (%s): %v", e.Index, prompttext.Quote(e.Text), e.Err)
+	return fmt.Sprintf("pipeline: prompt %d (%s): %v", e.Index, quote(e.Text), e.Err)
 }
 
 func (e *PromptError) Unwrap() error { return e.Err }

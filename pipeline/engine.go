@@ -30,13 +30,13 @@ type Options struct {
 	// Direction is which attention Attend computes (0: both).
 	Direction xattn.Direction
 	// Readout is how CLIP's joint space reads an image's patch vectors
-	// from the vision tower ("": ReadoutRaw; see Readouts): the last
+	// from the vision tower ("": the model's default; see Readout): the last
 	// layer's patch tokens as they are, or a training-free dense readout
 	// that recomputes the last layer's attention without its residual and
 	// MLP (ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP). It changes
 	// the patches' joint-space vectors only, never the class token,
 	// image_embeds or ImageEncoding.States, and needs the joint space.
-	Readout string
+	Readout Readout
 
 	// Threads is each encoder run's ONNX Runtime intra-op threads and each
 	// attention call's goroutines (0: ONNX Runtime's default and one
@@ -141,7 +141,7 @@ type Engine struct {
 	logitBias    float64 // SigLIP's logit_bias; 0 for CLIP
 	family       models.Family
 	cls          int                // class-token rows before an image's patches: 1 (CLIP) or 0 (SigLIP)
-	readout      string             // the vision encoder's readout: "" for raw
+	readout      Readout            // the vision encoder's readout: "" for raw
 	patchHead    *xattn.PoolingHead // SigLIP's joint space: patches through the vision head's value path
 	threads      int                // attention goroutines per call
 	draft        int                // vision.DecodeOptions.Draft for DecodeImage
@@ -161,54 +161,67 @@ type Engine struct {
 // when the built-in model is linked in: see models/embedded) and opens its
 // engine. ctx bounds any download and the opening.
 func Open(ctx context.Context, ref string, opts Options) (*Engine, error) {
-	m, err := OpenModel(ctx, ref, opts)
+	if err := begin(opts); err != nil {
+		return nil, err
+	}
+	m, err := openModel(ctx, ref, opts)
 	if err != nil {
 		return nil, err
 	}
-	return New(ctx, m, opts)
+	return newEngine(ctx, m, opts)
 }
 
 // OpenModel resolves ref and opens the model Open would open its engine on
 // with opts: opts.Model's variant, or with Precision int8 the model's int8
 // variant, made and checked on first use and kept in this program's cache.
 func OpenModel(ctx context.Context, ref string, opts Options) (*models.Model, error) {
-	if err := loadRuntime(opts); err != nil {
+	if err := begin(opts); err != nil {
 		return nil, err
 	}
+	return openModel(ctx, ref, opts)
+}
+
+// New opens the engine of a model already opened.
+func New(ctx context.Context, m *models.Model, opts Options) (*Engine, error) {
+	if m == nil {
+		return nil, errors.New("pipeline: no model")
+	}
+	if err := begin(opts); err != nil {
+		return nil, err
+	}
+	return newEngine(ctx, m, opts)
+}
+
+// begin checks opts.Precision and loads ONNX Runtime (Options.ORTLibrary,
+// or the default search), logging which library it used: once for each
+// Open, OpenModel or New.
+func begin(opts Options) error {
+	if err := opts.Precision.check(); err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	_, err := models.LoadRuntime(models.RuntimeOptions{LibPath: opts.ORTLibrary, Logger: opts.Log})
+	return err
+}
+
+// openModel is OpenModel once begin has run.
+func openModel(ctx context.Context, ref string, opts Options) (*models.Model, error) {
 	mo := opts.Model
 	if mo.Logger == nil {
 		mo.Logger = opts.Log
 	}
-	prec, err := ParsePrecision(string(opts.Precision))
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
-	}
-	var m *models.Model
-	if prec == PrecisionInt8 {
+	if opts.Precision == PrecisionInt8 {
 		log := opts.Log
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
 		}
-		m, err = openInt8(ctx, ref, mo, opts.Threads, log)
-	} else {
-		m, err = models.OpenContext(ctx, ref, mo)
+		return openInt8(ctx, ref, mo, opts.Threads, log)
 	}
-	return m, err
+	return models.OpenContext(ctx, ref, mo)
 }
 
-// New opens the engine of a model already opened.
-func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err error) {
-	if m == nil {
-		return nil, errors.New("pipeline: no model")
-	}
-	if err := loadRuntime(opts); err != nil {
-		return nil, err
-	}
-	prec, err := ParsePrecision(string(opts.Precision))
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
-	}
-	if int8 := models.IsInt8Variant(m.Variant()); prec == PrecisionInt8 && !int8 {
+// newEngine is New once begin has run.
+func newEngine(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err error) {
+	if int8 := models.IsInt8Variant(m.Variant()); opts.Precision == PrecisionInt8 && !int8 {
 		return nil, fmt.Errorf("pipeline: precision int8 needs the model opened with its variant %s (Open makes it); model %s has variant %q", models.VariantOptimizedInt8, m.Name(), m.Variant())
 	} else if int8 {
 		opts.Precision = PrecisionInt8
@@ -241,35 +254,12 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 		return nil, fmt.Errorf("pipeline: decode mode %s needs a JPEG decoder that scales in the DCT: JPEGs are decoded here by %s; install libjpeg-turbo's TurboJPEG library (Debian: libturbojpeg0, Ubuntu: libturbojpeg)", e.opts.Decode, vision.JPEGDecoder())
 	}
 	if !opts.KeepGraphs {
-		mapped, err := m.MapGraphs(models.MapAbove)
-		for _, g := range mapped {
-			if g.Made {
-				e.log.Info("wrote a copy of the graph whose weights ONNX Runtime maps from a file (once; kept in this program's cache)",
-					"graph", g.Graph, "source", g.Source, "copy", g.Path, "weight_bytes", g.Bytes, "seconds", g.Seconds)
-			}
-		}
-		if err != nil {
-			e.log.Warn("running the graph files as they are: their mapped copy could not be made", "err", err)
-		}
+		e.mapGraphs()
 	}
 	// The encoders open in the background, seconds for a real-size model,
 	// while the tokenizer and the preprocessor load.
 	opened := make(chan error, 1)
-	go func() {
-		var err error
-		th := e.opts.Threads
-		vopts := clip.VisionOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack, Readout: e.readout}
-		e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack}, vopts)
-		if err != nil && defaultReadout && e.readout != "" && ctx.Err() == nil {
-			// The default readout, where the graph does not allow it: the
-			// raw patch tokens, said once.
-			e.log.Warn("the default readout is not available for this model's graph: reading the raw patch tokens (give --readout raw to say so)",
-				"readout", e.readout, "model", m.Name(), "err", err)
-			e.readout, e.opts.Readout, vopts.Readout = "", ReadoutRaw, ""
-			e.tenc, e.venc, err = openEncoders(ctx, m, clip.TextOptions{Threads: th, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads, NoPrepack: opts.NoPrepack}, vopts)
-		}
-		opened <- err
-	}()
+	go func() { opened <- e.openEncoders(ctx, defaultReadout) }()
 	waited := false
 	waitEncoders := func() error {
 		waited = true
@@ -283,19 +273,8 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 			e.Close()
 		}
 	}()
-	tok, err := text.LoadTokenizer(m.FS())
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
-	}
-	e.ctxLen = tok.ForModel(m.Config().TextConfig.MaxPositionEmbeddings).ContextLength()
-	if e.strict, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen, ErrorOnOverflow: true}); err != nil {
-		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
-	}
-	if e.trunc, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen}); err != nil {
-		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
-	}
-	if e.tok = e.strict; opts.Truncate {
-		e.tok = e.trunc
+	if err := e.loadText(); err != nil {
+		return nil, err
 	}
 	if e.pre, err = vision.LoadPreprocessor(m.FS()); err != nil {
 		return nil, fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
@@ -304,27 +283,8 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	if err := waitEncoders(); err != nil {
 		return nil, err
 	}
-	switch _, e.inH, e.inW = e.venc.InputSize(); {
-	case e.venc.NaFlex():
-		// SigLIP 2 NaFlex: each image on its own grid, within the
-		// preprocessor's patch budget.
-		if e.naflex = e.pre.NaFlex; e.naflex == nil {
-			return nil, fmt.Errorf("pipeline: model %s is SigLIP 2 NaFlex, but its %s is not Siglip2ImageProcessor's (no max_num_patches)", m.Name(), models.PreprocessorFile)
-		}
-		if p := m.Config().VisionConfig.PatchSize; e.naflex.PatchSize != p {
-			return nil, fmt.Errorf("pipeline: model %s: %s's patch_size %d differs from config.json's vision_config.patch_size %d", m.Name(), models.PreprocessorFile, e.naflex.PatchSize, p)
-		}
-		if e.naflex.MaxNumPatchesDefaulted {
-			e.log.Info("no max_num_patches in the preprocessor config: Siglip2ImageProcessor's default", "model", m.Name(), "max_num_patches", e.naflex.MaxNumPatches)
-		}
-		e.per = e.naflex.PackedLen()
-	case e.inH <= 0 || e.inW <= 0:
-		// A graph with dynamic spatial size takes what the preprocessor makes.
-		sz := m.Config().VisionConfig.ImageSize
-		e.inH, e.inW = e.pre.OutputSize(sz, sz)
-		e.per = 3 * e.inH * e.inW
-	default:
-		e.per = 3 * e.inH * e.inW
+	if err := e.inputSize(); err != nil {
+		return nil, err
 	}
 	e.dt, e.dv = m.Config().TextConfig.HiddenSize, m.Config().VisionConfig.HiddenSize
 	if s, _, err := m.LogitScale(); err == nil {
@@ -349,14 +309,87 @@ func New(ctx context.Context, m *models.Model, opts Options) (_ *Engine, err err
 	return e, nil
 }
 
-// loadRuntime loads the ONNX Runtime library Options.ORTLibrary names (the
-// encoders load one with the default search when none is named).
-func loadRuntime(opts Options) error {
-	if opts.ORTLibrary == "" {
-		return nil
+// mapGraphs has the model's graph files that hold more than
+// models.MapAbove bytes of weights run from their mapped copies, made once.
+func (e *Engine) mapGraphs() {
+	mapped, err := e.m.MapGraphs(models.MapAbove)
+	for _, g := range mapped {
+		if g.Made {
+			e.log.Info("wrote a copy of the graph whose weights ONNX Runtime maps from a file (once; kept in this program's cache)",
+				"graph", g.Graph, "source", g.Source, "copy", g.Path, "weight_bytes", g.Bytes, "seconds", g.Seconds)
+		}
 	}
-	_, err := models.LoadRuntime(models.RuntimeOptions{LibPath: opts.ORTLibrary, Logger: opts.Log})
+	if err != nil {
+		e.log.Warn("running the graph files as they are: their mapped copy could not be made", "err", err)
+	}
+}
+
+// openEncoders opens the engine's text and vision encoders with its
+// readout; the default readout, where the graph does not allow it, falls
+// back to the raw patch tokens, said once.
+func (e *Engine) openEncoders(ctx context.Context, defaultReadout bool) error {
+	o := e.opts
+	topts := clip.TextOptions{Threads: o.Threads, NoSpinning: o.NoSpinning, NoArena: o.NoArena, PinThreads: o.PinThreads, NoPrepack: o.NoPrepack}
+	vopts := clip.VisionOptions{Threads: o.Threads, NoSpinning: o.NoSpinning, NoArena: o.NoArena, PinThreads: o.PinThreads, NoPrepack: o.NoPrepack, Readout: e.readout}
+	var err error
+	e.tenc, e.venc, err = openEncoders(ctx, e.m, topts, vopts)
+	if err != nil && defaultReadout && e.readout != "" && ctx.Err() == nil {
+		e.log.Warn("the default readout is not available for this model's graph: reading the raw patch tokens (ask for readout raw to say so)",
+			"readout", e.readout, "model", e.m.Name(), "err", err)
+		e.readout, e.opts.Readout, vopts.Readout = "", ReadoutRaw, ""
+		e.tenc, e.venc, err = openEncoders(ctx, e.m, topts, vopts)
+	}
 	return err
+}
+
+// loadText loads the model's tokenizer: strict (refusing prompts over the
+// context) and truncating, the engine's per Options.Truncate.
+func (e *Engine) loadText() error {
+	m := e.m
+	tok, err := text.LoadTokenizer(m.FS())
+	if err != nil {
+		return fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+	}
+	e.ctxLen = tok.ForModel(m.Config().TextConfig.MaxPositionEmbeddings).ContextLength()
+	if e.strict, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen, ErrorOnOverflow: true}); err != nil {
+		return fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+	}
+	if e.trunc, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen}); err != nil {
+		return fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+	}
+	if e.tok = e.strict; e.opts.Truncate {
+		e.tok = e.trunc
+	}
+	return nil
+}
+
+// inputSize sets the vision encoder's input side and one image's pixel
+// buffer length from the opened encoder and the preprocessor.
+func (e *Engine) inputSize() error {
+	m := e.m
+	switch _, e.inH, e.inW = e.venc.InputSize(); {
+	case e.venc.NaFlex():
+		// SigLIP 2 NaFlex: each image on its own grid, within the
+		// preprocessor's patch budget.
+		if e.naflex = e.pre.NaFlex; e.naflex == nil {
+			return fmt.Errorf("pipeline: model %s is SigLIP 2 NaFlex, but its %s is not Siglip2ImageProcessor's (no max_num_patches)", m.Name(), models.PreprocessorFile)
+		}
+		if p := m.Config().VisionConfig.PatchSize; e.naflex.PatchSize != p {
+			return fmt.Errorf("pipeline: model %s: %s's patch_size %d differs from config.json's vision_config.patch_size %d", m.Name(), models.PreprocessorFile, e.naflex.PatchSize, p)
+		}
+		if e.naflex.MaxNumPatchesDefaulted {
+			e.log.Info("no max_num_patches in the preprocessor config: Siglip2ImageProcessor's default", "model", m.Name(), "max_num_patches", e.naflex.MaxNumPatches)
+		}
+		e.per = e.naflex.PackedLen()
+	case e.inH <= 0 || e.inW <= 0:
+		// A graph with dynamic spatial size takes what the preprocessor makes.
+		sz := m.Config().VisionConfig.ImageSize
+		e.inH, e.inW = e.pre.OutputSize(sz, sz)
+		e.per = 3 * e.inH * e.inW
+	default:
+		e.per = 3 * e.inH * e.inW
+	}
+	return nil
 }
 
 // openEncoders opens m's text and vision encoders side by side: ONNX

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/clip"
@@ -30,15 +32,33 @@ const (
 	PrecisionInt8 Precision = "int8"
 )
 
-// ParsePrecision reads "fp32" (or "") and "int8".
+// precisions are the precisions an engine runs at.
+var precisions = []Precision{PrecisionFP32, PrecisionInt8}
+
+// ParsePrecision returns the precision named s ("" is PrecisionFP32); its
+// error names them all.
 func ParsePrecision(s string) (Precision, error) {
-	switch Precision(s) {
-	case "", PrecisionFP32:
-		return PrecisionFP32, nil
-	case PrecisionInt8:
-		return PrecisionInt8, nil
+	p := Precision(s)
+	if p == "" {
+		p = PrecisionFP32
 	}
-	return "", fmt.Errorf("precision %q: want fp32 or int8", s)
+	if err := p.check(); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// check refuses a precision that is not one of precisions (nor "", which
+// is PrecisionFP32).
+func (p Precision) check() error {
+	if p == "" || slices.Contains(precisions, p) {
+		return nil
+	}
+	names := make([]string, len(precisions))
+	for i, q := range precisions {
+		names[i] = string(q)
+	}
+	return fmt.Errorf("precision %q: want one of %s", string(p), strings.Join(names, ", "))
 }
 
 // hasVNNI reports whether this CPU multiplies u8×s8 into 32-bit sums.

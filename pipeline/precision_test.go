@@ -132,9 +132,6 @@ func TestPrecisionInt8(t *testing.T) {
 	if _, err := New(ctx, m, Options{Precision: PrecisionInt8}); err == nil || !strings.Contains(err.Error(), models.VariantOptimizedInt8) {
 		t.Errorf("New with int8 on the float32 graphs: %v", err)
 	}
-	if _, err := ParsePrecision("int4"); err == nil {
-		t.Error("precision int4: no error")
-	}
 }
 
 // sameBits reports whether a and b hold the same float32 bits.

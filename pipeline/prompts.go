@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/xattn"
 )
 
@@ -82,5 +81,5 @@ func (e *Engine) warnUnknown(i int, enc *TextEncoding) {
 		names[k] = fmt.Sprintf("%q (%s)", w.Text, strings.Join(enc.Tokens[w.Start:w.End], " "))
 	}
 	e.log.Warn("the model does not know these words, spelled out letter by letter: their maps mean nothing",
-		"prompt", i, "text", prompttext.Quote(enc.Text), "words", strings.Join(names, ", "), "model", e.m.Name())
+		"prompt", i, "text", quote(enc.Text), "words", strings.Join(names, ", "), "model", e.m.Name())
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/embedded"
 	"github.com/conditionhq/condition/pipeline/internal/enginetest"
 	"github.com/conditionhq/condition/tensorio"
 )
@@ -28,7 +29,7 @@ func TestReadoutJointPatchesMatchTorch(t *testing.T) {
 	}
 	pixels, _ := px.Float32()
 	n := px.Shape[0]
-	for _, r := range []string{ReadoutRaw, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP} {
+	for _, r := range []Readout{ReadoutRaw, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP} {
 		eng := tinyEngine(t, m, Options{Readout: r})
 		if got := eng.Options().Readout; got != r {
 			t.Fatalf("Options().Readout = %q, want %q", got, r)
@@ -37,7 +38,7 @@ func TestReadoutJointPatchesMatchTorch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := tensorio.ReadNPY(filepath.Join(enginetest.TinyDir(), "golden", "readout_"+r+"_patch_embeds.npy"))
+		g, err := tensorio.ReadNPY(filepath.Join(enginetest.TinyDir(), "golden", "readout_"+string(r)+"_patch_embeds.npy"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,6 +91,35 @@ func TestDefaultReadout(t *testing.T) {
 	_, err = New(context.Background(), m, Options{Readout: "dense"})
 	if err == nil || !strings.Contains(err.Error(), "clearclip, naclip, maskclip, raw") {
 		t.Errorf("readout dense: %v", err)
+	}
+}
+
+// TestDefaultReadoutFollowsModel: a copy of the built-in model's folder,
+// opened by its path, reads the patches with the same default readout as
+// the reference "default" (raw): the default follows the model's files,
+// not the reference naming them. The tiny CLIP, another model, does not.
+func TestDefaultReadoutFollowsModel(t *testing.T) {
+	openTiny(t) // loads ONNX Runtime, or skips
+	dir := filepath.Join(t.TempDir(), "builtin-copy")
+	if err := os.CopyFS(dir, embedded.FS()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	read := func(ref string) Readout {
+		t.Helper()
+		eng, err := Open(ctx, ref, Options{Model: models.Options{DerivedCache: t.TempDir()}, KeepGraphs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		return eng.Options().Readout
+	}
+	def, cp, tiny := read(models.DefaultRef), read(dir), read(enginetest.TinyDir())
+	if def != ReadoutRaw || cp != def {
+		t.Errorf("default readout: %q for the reference %s, %q for a copy of its folder; want raw for both", def, models.DefaultRef, cp)
+	}
+	if tiny != ReadoutClearCLIP {
+		t.Errorf("default readout of the tiny CLIP %q, want %s", tiny, ReadoutClearCLIP)
 	}
 }
 

@@ -3,8 +3,6 @@ package pipeline
 import (
 	"fmt"
 	"sort"
-
-	"github.com/conditionhq/condition/internal/prompttext"
 )
 
 // Scored is a named value: a patch ("row,col") with a word's weight on it,
@@ -95,7 +93,7 @@ func (a *Attention) RegionWords(k int) []Region {
 			}
 			var ws []Scored
 			for wi, w := range ps.Words {
-				if !prompttext.IsContentWord(w) {
+				if !isContentWord(w) {
 					continue
 				}
 				s := Scored{Name: w.Text, Weight: sums[wi] / float32(n)}

@@ -131,8 +131,8 @@ func TestTips(t *testing.T) {
 			t.Errorf("label %q: probability %v, softmax of the logits %v", l.Text, l.Prob, p)
 		}
 	}
-	for _, r := range []string{ReadoutClearCLIP, ReadoutNACLIP} {
-		if _, err := New(ctx, m, Options{Readout: r}); err == nil || !strings.Contains(err.Error(), "TIPSv2") || !strings.Contains(err.Error(), ReadoutMaskCLIP) {
+	for _, r := range []Readout{ReadoutClearCLIP, ReadoutNACLIP} {
+		if _, err := New(ctx, m, Options{Readout: r}); err == nil || !strings.Contains(err.Error(), "TIPSv2") || !strings.Contains(err.Error(), string(ReadoutMaskCLIP)) {
 			t.Errorf("readout %s: %v, want an error naming TIPSv2 and maskclip", r, err)
 		}
 	}

@@ -335,6 +335,9 @@ func (e *Engine) stitchWindows(ctx context.Context, wp *windowPlan, encs []Image
 			a.Cosine += per2[k][i].Cosine / float64(n)
 			a.Score += per2[k][i].Score / float64(n)
 		}
+		if a.HasScore {
+			a.Prob = e.scoreProb(a.Score)
+		}
 		out[i] = a
 	}
 	return out, nil

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
-	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
 )
@@ -52,7 +51,7 @@ type pipeBenchOptions struct {
 	noArena   bool
 	pin       bool
 	readout   string
-	readouts  []string // --readout split at commas; [""] for the engine's default
+	readouts  []pipeline.Readout // --readout split at commas; [""] for the engine's default
 	noJob     bool
 	keep      bool
 	alone     bool
@@ -92,15 +91,15 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 
 // parseReadouts splits --readout at commas: [""] (the engine's default)
 // when it is empty; each name once.
-func parseReadouts(s string) ([]string, error) {
+func parseReadouts(s string) ([]pipeline.Readout, error) {
 	if strings.TrimSpace(s) == "" {
-		return []string{""}, nil
+		return []pipeline.Readout{""}, nil
 	}
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range strings.Split(s, ",") {
-		r = strings.TrimSpace(r)
-		if err := clip.CheckReadout(r); err != nil {
+	var out []pipeline.Readout
+	seen := map[pipeline.Readout]bool{}
+	for _, name := range strings.Split(s, ",") {
+		r, err := pipeline.ParseReadout(strings.TrimSpace(name))
+		if err != nil {
 			return nil, usagef("--readout: %v", err)
 		}
 		if seen[r] {
@@ -113,19 +112,19 @@ func parseReadouts(s string) ([]string, error) {
 }
 
 type pipeBenchResult struct {
-	Model         string  `json:"model"`
-	Readout       string  `json:"readout"` // the engine's, as it resolved --readout
-	Images        int     `json:"images"`
-	ImageSize     int     `json:"image_size,omitempty"` // side of the synthetic images
-	Batch         int     `json:"batch"`
-	Cores         int     `json:"cores"`
-	Streams       int     `json:"encoder_streams"`
-	Threads       int     `json:"encoder_threads"`
-	EncoderPerSec float64 `json:"encoder_images_per_sec"`
-	JobPerSec     float64 `json:"job_images_per_sec,omitempty"`
-	Ratio         float64 `json:"job_to_encoder_ratio,omitempty"`
-	EncoderCPUms  float64 `json:"encoder_cpu_ms_per_image,omitempty"`
-	JobCPUms      float64 `json:"job_cpu_ms_per_image,omitempty"`
+	Model         string           `json:"model"`
+	Readout       pipeline.Readout `json:"readout"` // the engine's, as it resolved --readout
+	Images        int              `json:"images"`
+	ImageSize     int              `json:"image_size,omitempty"` // side of the synthetic images
+	Batch         int              `json:"batch"`
+	Cores         int              `json:"cores"`
+	Streams       int              `json:"encoder_streams"`
+	Threads       int              `json:"encoder_threads"`
+	EncoderPerSec float64          `json:"encoder_images_per_sec"`
+	JobPerSec     float64          `json:"job_images_per_sec,omitempty"`
+	Ratio         float64          `json:"job_to_encoder_ratio,omitempty"`
+	EncoderCPUms  float64          `json:"encoder_cpu_ms_per_image,omitempty"`
+	JobCPUms      float64          `json:"job_cpu_ms_per_image,omitempty"`
 	// The encoder's calls, read on their threads (streams of one thread only).
 	EncoderCallCPUms    float64             `json:"encoder_call_cpu_ms_per_image,omitempty"`
 	JobEncoderCallCPUms float64             `json:"job_encoder_call_cpu_ms_per_image,omitempty"`
@@ -169,30 +168,8 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if o.n < 1 || o.size < 8 || o.batch < 1 || o.rounds < 1 || o.repeat < 1 {
-		return usagef("--n, --batch, --rounds and --repeat must be at least 1, --size at least 8")
-	}
-	if o.streams < 0 || o.workers < 0 {
-		return usagef("--streams and --workers must be 0 or more")
-	}
-	var err error
-	if o.mode, err = decodeMode(o.decode); err != nil {
+	if err := o.check(); err != nil {
 		return err
-	}
-	if err := checkPrecision(o.precision, o.variant); err != nil {
-		return err
-	}
-	if err := o.ort.check(); err != nil {
-		return err
-	}
-	if o.readouts, err = parseReadouts(o.readout); err != nil {
-		return err
-	}
-	if len(o.readouts) > 1 && (o.tune || o.rss) {
-		return usagef("--tune and --rss take one --readout")
-	}
-	if o.noJob && (o.tune || o.cpuProf != "") {
-		return usagef("--no-job measures no job to --tune or to profile (--cpuprofile)")
 	}
 	tmp, err := os.MkdirTemp("", "condition-bench-")
 	if err != nil {
@@ -203,37 +180,8 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 	// Peak RSS first, while this process is still small: a child's
 	// ru_maxrss starts from its parent's resident size at fork.
 	if o.rss {
-		exe, err := conditionProgram(o.program)
-		if err != nil {
+		if err := measureRSS(ctx, o, tmp, &res); err != nil {
 			return err
-		}
-		for _, k := range []int{100, o.rssBig} {
-			dir := filepath.Join(tmp, fmt.Sprintf("rss-%d", k))
-			if err := pipebench.WriteSyntheticImages(dir, k, 64, 2); err != nil {
-				return err
-			}
-			cmd := exec.CommandContext(ctx, exe, "run", "--model", o.model, "--images", dir, "--out", dir+"-out", "--quiet",
-				"--prompt", "a red circle", "--batch", fmt.Sprint(o.batch), "--log-format", "json", "--decode", string(o.mode))
-			cmd.Env = os.Environ()
-			if o.ort.Lib != "" {
-				cmd.Args = append(cmd.Args, "--ort-lib", o.ort.Lib)
-			}
-			if o.readouts[0] != "" {
-				cmd.Args = append(cmd.Args, "--readout", o.readouts[0])
-			}
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("rss job of %d images: %v\n%s", k, err, out)
-			}
-			ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-			if !ok {
-				return fmt.Errorf("rss: no resource usage on this system")
-			}
-			mb := float64(ru.Maxrss) / 1024 // Linux reports KiB
-			if k == 100 {
-				res.RSSSmallMB = mb
-			} else {
-				res.RSSLargeMB, res.RSSLargeImages = mb, k
-			}
 		}
 	}
 	if err := o.ort.load(e); err != nil {
@@ -271,7 +219,7 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 		a.cfg = batch.Config{Engine: eng, Inputs: []string{images}, Prompts: []string{"a red circle", "a blue square"},
 			Out: filepath.Join(tmp, "out"), Batch: o.batch, Workers: o.workers, Streams: a.res.Streams, Version: version, Log: e.Log}
 		if o.alone && a.res.Readout != pipeline.ReadoutRaw {
-			if a.alone, err = openReadoutAlone(m, eng, a.res.Readout, o.batch, o); err != nil {
+			if a.alone, err = openReadoutAlone(m, eng, string(a.res.Readout), o.batch, o); err != nil {
 				return err
 			}
 			defer a.alone.close()
@@ -319,6 +267,12 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 			a.res.DecodeDistance = &d
 		}
 	}
+	return reportPipeline(e, o, arms)
+}
+
+// reportPipeline writes the arms' results: JSON (with the readouts'
+// comparison when there are several) or text.
+func reportPipeline(e *env, o pipeBenchOptions, arms []*pipeArm) error {
 	cmp := compareReadouts(arms)
 	if o.json {
 		var v any = arms[0].res
@@ -338,6 +292,74 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 	}
 	if len(arms) > 1 {
 		printReadoutComparison(e, cmp, o.repeat)
+	}
+	return nil
+}
+
+// check checks the flags and parses --decode and --readout into o.
+func (o *pipeBenchOptions) check() error {
+	if o.n < 1 || o.size < 8 || o.batch < 1 || o.rounds < 1 || o.repeat < 1 {
+		return usagef("--n, --batch, --rounds and --repeat must be at least 1, --size at least 8")
+	}
+	if o.streams < 0 || o.workers < 0 {
+		return usagef("--streams and --workers must be 0 or more")
+	}
+	var err error
+	if o.mode, err = decodeMode(o.decode); err != nil {
+		return err
+	}
+	if err := checkPrecision(o.precision, o.variant); err != nil {
+		return err
+	}
+	if err := o.ort.check(); err != nil {
+		return err
+	}
+	if o.readouts, err = parseReadouts(o.readout); err != nil {
+		return err
+	}
+	if len(o.readouts) > 1 && (o.tune || o.rss) {
+		return usagef("--tune and --rss take one --readout")
+	}
+	if o.noJob && (o.tune || o.cpuProf != "") {
+		return usagef("--no-job measures no job to --tune or to profile (--cpuprofile)")
+	}
+	return nil
+}
+
+// measureRSS runs condition's job on 100 and on --rss-big synthetic
+// images, each in a child process, and records the children's peak RSS.
+func measureRSS(ctx context.Context, o pipeBenchOptions, tmp string, res *pipeBenchResult) error {
+	exe, err := conditionProgram(o.program)
+	if err != nil {
+		return err
+	}
+	for _, k := range []int{100, o.rssBig} {
+		dir := filepath.Join(tmp, fmt.Sprintf("rss-%d", k))
+		if err := pipebench.WriteSyntheticImages(dir, k, 64, 2); err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, exe, "run", "--model", o.model, "--images", dir, "--out", dir+"-out", "--quiet",
+			"--prompt", "a red circle", "--batch", fmt.Sprint(o.batch), "--log-format", "json", "--decode", string(o.mode))
+		cmd.Env = os.Environ()
+		if o.ort.Lib != "" {
+			cmd.Args = append(cmd.Args, "--ort-lib", o.ort.Lib)
+		}
+		if o.readouts[0] != "" {
+			cmd.Args = append(cmd.Args, "--readout", string(o.readouts[0]))
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("rss job of %d images: %v\n%s", k, err, out)
+		}
+		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		if !ok {
+			return fmt.Errorf("rss: no resource usage on this system")
+		}
+		mb := float64(ru.Maxrss) / 1024 // Linux reports KiB
+		if k == 100 {
+			res.RSSSmallMB = mb
+		} else {
+			res.RSSLargeMB, res.RSSLargeImages = mb, k
+		}
 	}
 	return nil
 }
@@ -537,7 +559,7 @@ func compareReadouts(arms []*pipeArm) []readoutCost {
 	base := arms[0].res.Pairs
 	out := make([]readoutCost, len(arms))
 	for i, a := range arms {
-		c := readoutCost{Readout: a.res.Readout, EncoderMs: 1000 / a.res.EncoderPerSec, EncoderCPUms: a.res.EncoderCPUms,
+		c := readoutCost{Readout: string(a.res.Readout), EncoderMs: 1000 / a.res.EncoderPerSec, EncoderCPUms: a.res.EncoderCPUms,
 			JobPerSec: a.res.JobPerSec, JobRatio: a.res.Ratio}
 		// CPU time: the calls' own, read on their threads (ns), where the
 		// streams have one thread each; else the process's (in clock ticks).

@@ -3,6 +3,8 @@ package main
 import (
 	"math"
 	"testing"
+
+	"github.com/conditionhq/condition/pipeline"
 )
 
 // TestParseReadouts: --readout empty is the engine's default, a list is
@@ -30,7 +32,7 @@ func TestParseReadouts(t *testing.T) {
 			continue
 		}
 		for i := range got {
-			if got[i] != tc.want[i] {
+			if string(got[i]) != tc.want[i] {
 				t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
 			}
 		}
@@ -41,7 +43,7 @@ func TestParseReadouts(t *testing.T) {
 // the pairs of the same repeat: median, lowest and highest.
 func TestCompareReadouts(t *testing.T) {
 	arm := func(name string, rates, cpu []float64) *pipeArm {
-		a := &pipeArm{res: pipeBenchResult{Readout: name}}
+		a := &pipeArm{res: pipeBenchResult{Readout: pipeline.Readout(name)}}
 		for i, r := range rates {
 			a.res.Pairs = append(a.res.Pairs, pipeBenchPair{EncoderPerSec: r, EncoderCPUms: cpu[i]})
 		}

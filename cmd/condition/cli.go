@@ -106,6 +106,16 @@ func (u usageError) Unwrap() error { return u.err }
 // usagef returns a usage error (exit code 2).
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
+// quotePrompt quotes a prompt for a message: the whole of a short one, the
+// start of a long one.
+func quotePrompt(s string) string {
+	const most = 60
+	if r := []rune(s); len(r) > most {
+		return fmt.Sprintf("%q… (%d characters)", string(r[:most]), len(r))
+	}
+	return fmt.Sprintf("%q", s)
+}
+
 // exitError carries a chosen exit code (for example 1 after a job that went
 // on past failures) with a message that was already reported.
 type exitError struct {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 )
@@ -89,7 +88,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 		return o.eng.advise(err)
 	}
 	for i, p := range prompts {
-		if len(prompttext.ContentWords(p.Words)) == 0 {
+		if len(p.ContentWords()) == 0 {
 			return usagef("--prompt %d %q has no word to map: every word is a stop word (a, the, of, ...); name what to look for", i, p.Text)
 		}
 	}
@@ -113,7 +112,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	for k, a := range atts[0] {
 		r := summarise(&a, o.top)
 		if rd := eng.Options().Readout; rd != pipeline.ReadoutRaw {
-			r.Readout = rd
+			r.Readout = string(rd)
 		}
 		r.Windows = o.windows
 		overlays := a.Overlays()

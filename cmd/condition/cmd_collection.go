@@ -216,7 +216,7 @@ func printCollection(ctx context.Context, e *env, c *index.Collection, asJSON bo
 	if m.Revision != "" {
 		row("revision", "%s", m.Revision)
 	}
-	row("readout", "%s", cmp.Or(m.Readout, pipeline.ReadoutRaw))
+	row("readout", "%s", cmp.Or(m.Readout, string(pipeline.ReadoutRaw)))
 	row("width", "%d", m.Dim)
 	if m.MaxPatches > 0 {
 		row("grid", "each image's own, at most %d patches", m.MaxPatches)

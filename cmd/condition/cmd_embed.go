@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/internal/logit"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
@@ -203,13 +202,7 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		tensors["cosine"] = tensorio.F32([]int{len(images), len(texts)}, flatten(res.Cosine))
 		tensors["logits_per_image"] = tensorio.F32([]int{len(images), len(texts)}, flatten(res.LogitsPerImage))
 		if eng.Scores() == pipeline.SigmoidScores {
-			res.ProbsPerImage = make([][]float32, len(res.LogitsPerImage))
-			for i, row := range res.LogitsPerImage {
-				res.ProbsPerImage[i] = make([]float32, len(row))
-				for j, l := range row {
-					res.ProbsPerImage[i][j] = float32(logit.Sigmoid(float64(l)))
-				}
-			}
+			res.ProbsPerImage = eng.Probs(res.LogitsPerImage)
 			tensors["probs_per_image"] = tensorio.F32([]int{len(images), len(texts)}, flatten(res.ProbsPerImage))
 		}
 	}
@@ -344,7 +337,7 @@ func imageTensors(eng *pipeline.Engine, m *models.Model, images []pipeline.Image
 			copy(joint[i*p*dp:(i+1)*p*dp], rows)
 		}
 		tensors["patch_embeds"] = tensorio.F32([]int{ni, p, dp}, joint)
-		meta["readout"] = eng.Options().Readout
+		meta["readout"] = string(eng.Options().Readout)
 	}
 	ij, _ := json.Marshal(paths)
 	meta["images"] = string(ij)

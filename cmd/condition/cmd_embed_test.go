@@ -145,8 +145,29 @@ func TestEmbedReadouts(t *testing.T) {
 		t.Error("naclip's patch_embeds equal raw's")
 	}
 	code, _, stderr := embedCLI(t, "embed", "--model", tinyclipDir, "--readout", "dense", img)
-	if code != exitUsage || !strings.Contains(stderr, `--readout "dense": want one of clearclip, naclip, maskclip, raw`) {
+	if code != exitUsage || !strings.Contains(stderr, `"dense" for "--readout" flag: readout "dense": want one of clearclip, naclip, maskclip, raw`) {
 		t.Errorf("--readout dense: exit %d, stderr %s", code, stderr)
+	}
+	// A model without the last layer's weights: the library's error says
+	// readout raw, and the CLI adds its flag.
+	noWeights := t.TempDir()
+	for _, f := range []string{"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "onnx/text_model.onnx", "onnx/vision_model.onnx"} {
+		b, err := os.ReadFile(filepath.Join(tinyclipDir, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(noWeights, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, stderr = embedCLI(t, "embed", "--model", noWeights, "--threads", "1", "--readout", "naclip", img)
+	if code != exitFailed || !strings.Contains(stderr, "which the model does not have (readout raw reads the patch tokens without them)") ||
+		!strings.Contains(stderr, "(give --readout raw to read the patch tokens as they are)") {
+		t.Errorf("--readout naclip without model.safetensors: exit %d, stderr %s", code, stderr)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/internal/objstore"
-	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
@@ -139,7 +138,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 // content word, its peak cell, its box and the peak's cosine.
 func printQueryTable(w io.Writer, prompt string, res *index.SearchResult, rows int, sheets []string, box float32) {
 	fmt.Fprintf(w, "%s  (%d images searched; per word: peak cell row,col  box row0,col0-row1,col1 of the cells ≥ %.2g·peak connected to it  peak cosine)\n",
-		prompttext.Quote(prompt), rows, box)
+		quotePrompt(prompt), rows, box)
 	fmt.Fprintf(w, "%4s  %7s  %s\n", "rank", "score", "path")
 	for i, h := range res.Hits {
 		var words []string
@@ -169,8 +168,8 @@ func warnAllUnknown(e *env, eng *pipeline.Engine, p *pipeline.Prompt) {
 	if err != nil {
 		return
 	}
-	if content := len(prompttext.ContentWords(p.Words)); len(unknown) > 0 && len(unknown) >= content {
-		e.Log.Warn("the prompt has no word the model knows: its ranking means little", "prompt", prompttext.Quote(p.Text))
+	if content := len(p.ContentWords()); len(unknown) > 0 && len(unknown) >= content {
+		e.Log.Warn("the prompt has no word the model knows: its ranking means little", "prompt", quotePrompt(p.Text))
 	}
 }
 

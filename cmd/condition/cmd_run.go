@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/conditionhq/condition/internal/prompttext"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/pipeline/index"
@@ -433,7 +432,7 @@ func (o *runOptions) printSummary(e *env, sum *batch.Summary) {
 			}
 			if o.heatmaps {
 				for k, p := range o.prompts {
-					fmt.Fprintf(e.Stderr, "heatmaps: %s for prompt %d, %s\n", shown(filepath.Join(o.out, fmt.Sprintf("<image>.heatmap.%d.png", k))), k, prompttext.Quote(p))
+					fmt.Fprintf(e.Stderr, "heatmaps: %s for prompt %d, %s\n", shown(filepath.Join(o.out, fmt.Sprintf("<image>.heatmap.%d.png", k))), k, quotePrompt(p))
 				}
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -31,8 +30,8 @@ type engineFlags struct {
 	decode                 string
 	maxPixels              int64
 	truncate               bool
-	precision              string
-	readout                string
+	precision              pipeline.Precision
+	readout                pipeline.Readout // "": the model's default
 	xattn, prefix          string
 	heads                  int
 	direction              string
@@ -75,10 +74,11 @@ func (f *engineFlags) AddFlags(fs *pflag.FlagSet, has engineFlagSet) {
 		fs.BoolVar(&f.truncate, "truncate", false, "cut prompts longer than the model's context (as Hugging Face's truncation=True) instead of failing")
 	}
 	if has&withPrecision != 0 {
-		fs.StringVar(&f.precision, "precision", string(pipeline.PrecisionFP32), "the encoders' arithmetic: fp32, or int8 (the model's int8 variant, made on first use with a check against fp32 and kept in this program's cache; 8-bit weights on CPUs with VNNI, 7-bit elsewhere; activations quantized per row, so an image's outputs do not depend on its batch)")
+		f.precision = pipeline.PrecisionFP32
+		fs.Var(parsed(&f.precision, pipeline.ParsePrecision), "precision", "the encoders' arithmetic: fp32, or int8 (the model's int8 variant, made on first use with a check against fp32 and kept in this program's cache; 8-bit weights on CPUs with VNNI, 7-bit elsewhere; activations quantized per row, so an image's outputs do not depend on its batch)")
 	}
 	if has&withReadout != 0 {
-		fs.StringVar(&f.readout, "readout", "", readoutUsage)
+		fs.Var(parsed(&f.readout, pipeline.ParseReadout), "readout", readoutUsage)
 	}
 	if has&withLayer != 0 {
 		fs.StringVar(&f.direction, "direction", "both", "image-to-text, text-to-image or both")
@@ -104,6 +104,38 @@ var maxPixelsUsage = fmt.Sprintf("refuse images with more pixels than this, read
 
 // decodeUsage describes --decode.
 const decodeUsage = "how to decode JPEGs: exact (whole, as Pillow), fast (scaled down in the DCT to at least twice the model's input side, as Pillow's draft; a few levels off exact, much faster on photos) or fastest (to at least the input side); fast and fastest need libjpeg-turbo (libturbojpeg0, or a build with -tags libjpeg)"
+
+// parsedFlag is a flag parsed into the library's type T by parse as it
+// is given: a wrong value is a usage error naming the flag and the valid
+// values.
+type parsedFlag[T ~string] struct {
+	v     *T
+	parse func(string) (T, error)
+}
+
+// parsed binds a flag that parse reads into *v (whose value then is the
+// flag's default).
+func parsed[T ~string](v *T, parse func(string) (T, error)) pflag.Value {
+	return parsedFlag[T]{v, parse}
+}
+
+func (f parsedFlag[T]) Type() string { return "string" }
+
+func (f parsedFlag[T]) String() string {
+	if f.v == nil {
+		return "" // the zero Value pflag may make to tell a default
+	}
+	return string(*f.v)
+}
+
+func (f parsedFlag[T]) Set(s string) error {
+	v, err := f.parse(s)
+	if err != nil {
+		return err
+	}
+	*f.v = v
+	return nil
+}
 
 // options checks the flags and returns the engine options they give, on
 // top of base (a command's own: streams, batch, spinning).
@@ -132,24 +164,17 @@ func (f *engineFlags) options(base pipeline.Options) (pipeline.Options, error) {
 	}
 	o.Truncate = f.truncate
 	if f.has&withPrecision != 0 {
-		p, err := pipeline.ParsePrecision(f.precision)
-		if err != nil {
-			return o, usagef("--precision: %v", err)
-		}
-		if p == pipeline.PrecisionInt8 && f.variant != "" && f.variant != models.VariantOptimizedInt8 {
+		if f.precision == pipeline.PrecisionInt8 && f.variant != "" && f.variant != models.VariantOptimizedInt8 {
 			return o, usagef("--precision int8 runs the variant %s; --variant %s asks for another", models.VariantOptimizedInt8, f.variant)
 		}
-		o.Precision = p
+		o.Precision = f.precision
 	}
 	if f.has&withLayer != 0 {
 		if err := f.layer(&o); err != nil {
 			return o, err
 		}
 	}
-	if f.has&withReadout != 0 && f.readout != "" {
-		if err := clip.CheckReadout(f.readout); err != nil {
-			return o, usagef("--readout %q: want one of %s", f.readout, strings.Join(clip.Readouts(), ", "))
-		}
+	if f.has&withReadout != 0 {
 		o.Readout = f.readout
 	}
 	return o, nil
@@ -223,9 +248,9 @@ func openModel(ctx context.Context, e *env, ref, variant string) (*models.Model,
 	return models.OpenContext(ctx, ref, models.Options{Variant: variant, Progress: progressBar(e.Stderr), Logger: e.Log, NoBuild: true})
 }
 
-// open checks the flags, loads ONNX Runtime, opens the model and its
-// engine with base as the command's own options: the one way every
-// command opens an engine.
+// open checks the flags, opens the model and its engine with base as the
+// command's own options (pipeline.Open loads ONNX Runtime, logging which
+// library it used): the one way every command opens an engine.
 func (f *engineFlags) open(ctx context.Context, e *env, base pipeline.Options) (*pipeline.Engine, error) {
 	opts, err := f.options(base)
 	if err != nil {
@@ -235,9 +260,6 @@ func (f *engineFlags) open(ctx context.Context, e *env, base pipeline.Options) (
 		// Neither a folder nor a hub id: a mistake in --model, found
 		// before any work.
 		return nil, usageError{fmt.Errorf("--model: %w", err)}
-	}
-	if _, err := f.loadRuntime(e); err != nil {
-		return nil, err
 	}
 	opts.Log = e.Log
 	opts.Model = models.Options{Variant: f.variant, Progress: progressBar(e.Stderr), Logger: e.Log}
@@ -269,6 +291,8 @@ func advise(err error, ref string) error {
 		return fmt.Errorf("%w\n(install it with `condition runtime install`, or give --ort-lib or %s)", err, models.RuntimeEnv)
 	case errors.Is(err, hub.ErrOffline):
 		return fmt.Errorf("%w\n(run `condition models fetch %s` where there is a network)", err, ref)
+	case errors.Is(err, clip.ErrReadoutWeights):
+		return fmt.Errorf("%w\n(give --readout raw to read the patch tokens as they are)", err)
 	case errors.Is(err, clip.ErrMissingOutput):
 		return fmt.Errorf("%w\n(run `condition models expose %s` to add the output)", err, ref)
 	case errors.Is(err, models.ErrBuildDownload):

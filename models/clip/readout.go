@@ -3,9 +3,11 @@ package clip
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/conditionhq/condition/internal/graphbuild"
@@ -15,11 +17,11 @@ import (
 	"github.com/conditionhq/condition/tensorio"
 )
 
-// Readouts of a vision tower's patch vectors (VisionOptions.Readout):
-// ReadoutRaw is last_hidden_state's patch rows as the tower gives them; the
-// others recompute the last encoder layer's attention from its input
-// (readout_input) without the residual and the MLP, the training-free
-// dense readouts of the segmentation literature:
+// Readout is how a vision tower's patch vectors are read
+// (VisionOptions.Readout): ReadoutRaw is last_hidden_state's patch rows as
+// the tower gives them; the others recompute the last encoder layer's
+// attention from its input (readout_input) without the residual and the
+// MLP, the training-free dense readouts of the segmentation literature:
 //
 //	clearclip  softmax(q qᵀ · d_h^-½) v, then out_proj        (ClearCLIP, ECCV 2024)
 //	naclip     softmax(k kᵀ · d_h^-½ + G) v, then out_proj    (NACLIP, WACV 2025; G a Gaussian of
@@ -36,36 +38,54 @@ import (
 // every row is a patch and the readout ends with post_layernorm too: its
 // rows stand in for last_hidden_state's, which the pooling head's value
 // path takes to the joint space.
+type Readout string
+
+// The readouts (see Readout).
 const (
-	ReadoutRaw       = graphbuild.ReadoutRaw
-	ReadoutClearCLIP = graphbuild.ReadoutClearCLIP
-	ReadoutNACLIP    = graphbuild.ReadoutNACLIP
-	ReadoutMaskCLIP  = graphbuild.ReadoutMaskCLIP
+	ReadoutRaw       Readout = graphbuild.ReadoutRaw
+	ReadoutClearCLIP Readout = graphbuild.ReadoutClearCLIP
+	ReadoutNACLIP    Readout = graphbuild.ReadoutNACLIP
+	ReadoutMaskCLIP  Readout = graphbuild.ReadoutMaskCLIP
 )
 
 // readouts are the readouts a CLIP vision tower takes.
-var readouts = []string{ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutRaw}
+var readouts = []Readout{ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutRaw}
 
 // Readouts returns the readouts CLIP's vision tower takes.
-func Readouts() []string { return append([]string(nil), readouts...) }
+func Readouts() []Readout { return append([]Readout(nil), readouts...) }
 
-// CheckReadout refuses a readout name that is not one of Readouts, naming
-// them.
-func CheckReadout(r string) error {
-	for _, k := range readouts {
-		if r == k {
-			return nil
+// ParseReadout returns the readout named s, or an error naming them all.
+func ParseReadout(s string) (Readout, error) {
+	for _, r := range readouts {
+		if string(r) == s {
+			return r, nil
 		}
 	}
-	return fmt.Errorf("clip: readout %q: want one of %s", r, strings.Join(readouts, ", "))
+	return "", fmt.Errorf("readout %q: want one of %s", s, readoutNames())
 }
+
+// readoutNames lists the readouts' names, comma-separated.
+func readoutNames() string {
+	names := make([]string, len(readouts))
+	for i, r := range readouts {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
+
+// known reports whether r is one of Readouts.
+func (r Readout) known() bool { return slices.Contains(readouts, r) }
+
+// ErrReadoutWeights is wrapped by the error of a readout other than raw on
+// a model without the last vision layer's weights (model.safetensors).
+var ErrReadoutWeights = errors.New("needs the last vision layer's weights")
 
 // readoutSession runs the readout graph of the last layer:
 // readout_input [n, S, d] → readout_hidden_state [n, S, d]. A dynamic one
 // (SigLIP 2 NaFlex) takes any S, one image's own rows at a time
 // (runGrid).
 type readoutSession struct {
-	kind    string
+	kind    Readout
 	sess    *ort.Session
 	dynamic bool
 }
@@ -86,13 +106,13 @@ const (
 // (its weights from m's model.safetensors; post_layernorm's too for a
 // family whose last_hidden_state is after it) for a gh×gw patch grid with
 // cls class rows (gh, gw 0: for any grid, run by runGrid), and opens it.
-func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptions) (*readoutSession, error) {
+func openReadout(m *models.Model, kind Readout, cls, gh, gw int, opts VisionOptions) (*readoutSession, error) {
 	v := m.Config().VisionConfig
 	if v.NumHiddenLayers <= 0 || v.NumAttentionHeads <= 0 {
 		return nil, fmt.Errorf("clip: readout %s: config.json of %s gives %d layers and %d heads", kind, m.Name(), v.NumHiddenLayers, v.NumAttentionHeads)
 	}
 	c := graphbuild.ReadoutConfig{
-		Kind: kind, Width: v.HiddenSize, Heads: v.NumAttentionHeads, Eps: v.LayerNormEps,
+		Kind: string(kind), Width: v.HiddenSize, Heads: v.NumAttentionHeads, Eps: v.LayerNormEps,
 		Class: cls, GridH: gh, GridW: gw, Dynamic: gh == 0 && gw == 0,
 		Prefix: fmt.Sprintf("vision_model.encoder.layers.%d.", v.NumHiddenLayers-1),
 	}
@@ -107,7 +127,7 @@ func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptio
 			Norm: tipsFinalNorm, NormEps: v.LayerNormEps}
 	}
 	if !m.Has(models.WeightsFile) {
-		return nil, fmt.Errorf("clip: readout %s of %s: needs the last vision layer's weights in %s, which the model does not have (use --readout raw)", kind, m.Name(), models.WeightsFile)
+		return nil, fmt.Errorf("clip: readout %s of %s: %w in %s, which the model does not have (readout raw reads the patch tokens without them)", kind, m.Name(), ErrReadoutWeights, models.WeightsFile)
 	}
 	var names []string
 	for n := range c.ReadoutTensors() {
@@ -139,7 +159,7 @@ func openReadout(m *models.Model, kind string, cls, gh, gw int, opts VisionOptio
 	if c.Dynamic && kind == ReadoutNACLIP {
 		ins = append(ins, graphbuild.ReadoutBias)
 	}
-	sess, err := ort.GraphBytes(graph, "readout "+kind).NewSession(ins, []string{graphbuild.ReadoutOutput},
+	sess, err := ort.GraphBytes(graph, "readout "+string(kind)).NewSession(ins, []string{graphbuild.ReadoutOutput},
 		ort.SessionOptions{Threads: opts.Threads, NoSpinning: opts.NoSpinning, NoArena: opts.NoArena, PinThreads: opts.PinThreads})
 	if err != nil {
 		return nil, fmt.Errorf("clip: readout %s: %w", kind, err)

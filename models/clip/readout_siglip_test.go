@@ -70,13 +70,13 @@ func checkSiglipReadouts(t *testing.T, m *models.Model) {
 	if base[0].Tokens != 16 || base[0].Width != 24 || cls != 0 {
 		t.Fatalf("last_hidden_state rows [%d %d], %d class rows; want [16 24] and none", base[0].Tokens, base[0].Width, cls)
 	}
-	for _, kind := range []string{clip.ReadoutClearCLIP, clip.ReadoutNACLIP, clip.ReadoutMaskCLIP} {
-		t.Run(kind, func(t *testing.T) {
+	for _, kind := range []clip.Readout{clip.ReadoutClearCLIP, clip.ReadoutNACLIP, clip.ReadoutMaskCLIP} {
+		t.Run(string(kind), func(t *testing.T) {
 			hidden := readoutRows(t, m, kind, pixels, h, w, base)
 			if len(hidden) != n*16*24 {
 				t.Fatalf("%d readout values; want %d images of 16 rows of 24", len(hidden), n)
 			}
-			g := readSiglipGraphGolden(t, "readout_"+kind+"_hidden")
+			g := readSiglipGraphGolden(t, "readout_"+string(kind)+"_hidden")
 			want, ok := g.Data.([]float64)
 			if !ok || fmt.Sprint(g.Shape) != "[3 16 24]" {
 				t.Fatalf("golden readout_%s_hidden: %s%v, want float64 [3 16 24]", kind, g.DType, g.Shape)

@@ -3,6 +3,7 @@ package clip_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -174,16 +175,16 @@ func checkReadouts(t *testing.T, m *models.Model) {
 	if c := minCosine(jointPatches(t, m, states, n, s, d), want, 16); c < 0.99999 {
 		t.Errorf("raw: min cosine with torch %.7f, want ≥ 0.99999", c)
 	}
-	for _, kind := range []string{clip.ReadoutClearCLIP, clip.ReadoutNACLIP, clip.ReadoutMaskCLIP} {
-		t.Run(kind, func(t *testing.T) {
+	for _, kind := range []clip.Readout{clip.ReadoutClearCLIP, clip.ReadoutNACLIP, clip.ReadoutMaskCLIP} {
+		t.Run(string(kind), func(t *testing.T) {
 			hidden := readoutRows(t, m, kind, pixels, h, w, base)
-			wantH, _ := goldenF64(t, "readout_"+kind+"_hidden")
+			wantH, _ := goldenF64(t, "readout_"+string(kind)+"_hidden")
 			wh := make([]float32, len(wantH))
 			for i, v := range wantH {
 				wh[i] = float32(v)
 			}
-			closeWithin(t, kind+" hidden", hidden, wh, 1e-5)
-			want, _ := goldenF64(t, "readout_"+kind+"_patch_embeds")
+			closeWithin(t, string(kind)+" hidden", hidden, wh, 1e-5)
+			want, _ := goldenF64(t, "readout_"+string(kind)+"_patch_embeds")
 			c := minCosine(jointPatches(t, m, hidden, n, s, d), want, 16)
 			t.Logf("%s: min cosine per patch with torch float64 %.9f", kind, c)
 			if c < 0.99999 {
@@ -216,7 +217,7 @@ func encodeRaw(t *testing.T, m *models.Model, pixels []float32, n, h, w int) ([]
 // readoutRows encodes the same pixels as base (encodeRaw's) under readout
 // kind and returns every image's Readout rows, one after the other; a
 // readout that changes last_hidden_state fails t.
-func readoutRows(t *testing.T, m *models.Model, kind string, pixels []float32, h, w int, base []clip.VisionEncoding) []float32 {
+func readoutRows(t *testing.T, m *models.Model, kind clip.Readout, pixels []float32, h, w int, base []clip.VisionEncoding) []float32 {
 	t.Helper()
 	enc, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1, Readout: kind})
 	if err != nil {
@@ -242,8 +243,8 @@ func readoutRows(t *testing.T, m *models.Model, kind string, pixels []float32, h
 // model.safetensors; a graph held in memory has no weights for one.
 func TestReadoutErrors(t *testing.T) {
 	orttest.Load(t)
-	if err := clip.CheckReadout("dense"); err == nil || !strings.Contains(err.Error(), "clearclip, naclip, maskclip, raw") {
-		t.Errorf("CheckReadout(dense) = %v", err)
+	if _, err := clip.ParseReadout("dense"); err == nil || !strings.Contains(err.Error(), "clearclip, naclip, maskclip, raw") {
+		t.Errorf("ParseReadout(dense) = %v", err)
 	}
 	m := builtTiny(t)
 	if _, err := clip.OpenVision(m, clip.VisionOptions{Readout: "dense"}); err == nil || !strings.Contains(err.Error(), `readout "dense"`) {
@@ -273,6 +274,17 @@ func TestReadoutErrors(t *testing.T) {
 	_, err = clip.OpenVision(nosafe, clip.VisionOptions{Readout: clip.ReadoutClearCLIP})
 	if err == nil || !strings.Contains(err.Error(), "vision_model.onnx has no readout_input output") || !strings.Contains(err.Error(), "nor has the model a model.safetensors") {
 		t.Errorf("a graph without a recognisable last layer, no model.safetensors: %v", err)
+	}
+	// The export as it is, without model.safetensors: the last layer is
+	// found, its weights are not; the error says so in the library's terms.
+	copyFile(t, filepath.Join(tinyclip, "onnx", "vision_model.onnx"), filepath.Join(dir, "onnx", "vision_model.onnx"))
+	noweights, err := models.Open(dir, models.Options{DerivedCache: t.TempDir(), NoBuild: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = clip.OpenVision(noweights, clip.VisionOptions{Readout: clip.ReadoutNACLIP})
+	if !errors.Is(err, clip.ErrReadoutWeights) || !strings.Contains(err.Error(), "readout raw") || strings.Contains(err.Error(), "--") {
+		t.Errorf("readout naclip without model.safetensors: %v, want ErrReadoutWeights naming readout raw and no flag", err)
 	}
 	if _, err := clip.NewVision(g, "vision_model.onnx", clip.VisionOptions{Readout: clip.ReadoutNACLIP}); err == nil || !strings.Contains(err.Error(), "OpenVision") {
 		t.Errorf("NewVision with a readout: %v", err)

@@ -57,13 +57,13 @@ type VisionOptions struct {
 	// head's) is its joint-space embedding (CLIP's is not). OpenVision sets
 	// it from the model's family.
 	PooledIsEmbeds bool
-	// Readout is how the patches' vectors are read (see ReadoutClearCLIP):
+	// Readout is how the patches' vectors are read (see Readout):
 	// "" or ReadoutRaw for last_hidden_state as it is; another readout
 	// needs the graph's readout_input output (the last encoder layer's
 	// input; graphs built from safetensors have it) and the last layer's
 	// weights, which only OpenVision reads (from the model's
 	// model.safetensors). Encodings then carry Readout.
-	Readout string
+	Readout Readout
 }
 
 // VisionEncoder runs a CLIP vision tower exported to ONNX (onnx/vision_model.onnx)
@@ -152,14 +152,12 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 	if opts.Readout == ReadoutRaw {
 		opts.Readout = ""
 	}
-	if opts.Readout != "" && opts.Readout != ReadoutMaskCLIP && m.Family() == models.Tipsv2 {
-		return nil, fmt.Errorf("clip: readout %s: TIPSv2 (%s) takes readout %s (its authors' value attention) or %s; its DINOv2 blocks are not recomputed by the attention readouts",
-			opts.Readout, m.Name(), ReadoutMaskCLIP, ReadoutRaw)
+	if opts.Readout != "" && !opts.Readout.known() {
+		return nil, fmt.Errorf("clip: readout %q: want one of %s", opts.Readout, readoutNames())
 	}
-	if opts.Readout != "" {
-		if err := CheckReadout(opts.Readout); err != nil {
-			return nil, err
-		}
+	if opts.Readout != "" && opts.Readout != ReadoutMaskCLIP && m.Family() == models.Tipsv2 {
+		return nil, fmt.Errorf("clip: readout %s: model %s is TIPSv2, which takes readout %s (its raw patch tokens, trained for dense patch–text alignment) or %s (the value attention its authors evaluate zero-shot segmentation with); its DINOv2 blocks are not recomputed by the attention readouts",
+			opts.Readout, m.Name(), ReadoutRaw, ReadoutMaskCLIP)
 	}
 	e, err := openVisionOf(m, opts)
 	if err != nil {

@@ -456,9 +456,9 @@ func indexOutQuantize(dst []byte, x []float32) float32 {
 
 // indexReadout is what index.json records of readout r: "" for raw, whose
 // indexes stay as they were.
-func indexReadout(r string) string {
+func indexReadout(r pipeline.Readout) string {
 	if r == pipeline.ReadoutRaw {
 		return ""
 	}
-	return r
+	return string(r)
 }

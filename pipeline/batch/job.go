@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/conditionhq/condition/internal/cputime"
-	"github.com/conditionhq/condition/internal/logit"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/pipeline/internal/encstream"
@@ -549,7 +548,7 @@ func (j *job) addAttentions(r *result, atts []pipeline.Attention) {
 		if a.HasScore {
 			s := Score{Prompt: k, Text: ps.Text, Score: a.Score}
 			if j.eng.Scores() == pipeline.SigmoidScores {
-				p := logit.Sigmoid(a.Score)
+				p := a.Prob
 				s.Sigmoid = &p
 			}
 			scores = append(scores, s)

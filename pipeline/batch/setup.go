@@ -226,7 +226,7 @@ func (j *job) settle(indexDType string) {
 		j.baseMeta["jpeg_draft"] = strconv.Itoa(d)
 	}
 	if opts.Readout != pipeline.ReadoutRaw {
-		j.baseMeta["readout"] = opts.Readout
+		j.baseMeta["readout"] = string(opts.Readout)
 	}
 	if cfg.Windows {
 		j.baseMeta["windows"] = "true"

@@ -314,7 +314,7 @@ func (c *Collection) Quantization() (kind string, rescoreLimit int) {
 func describeMeta(m CollectionMeta) string {
 	r := m.Readout
 	if r == "" {
-		r = pipeline.ReadoutRaw
+		r = string(pipeline.ReadoutRaw)
 	}
 	grid := fmt.Sprintf("a %dx%d grid", m.Grid[0], m.Grid[1])
 	if m.MaxPatches > 0 {
@@ -367,7 +367,7 @@ func (c *Collection) Upsert(ctx context.Context, objs []CollectionObject) (errs 
 	ws := make([]weaviate.Object, len(objs))
 	readout := c.meta.Readout
 	if readout == "" {
-		readout = pipeline.ReadoutRaw
+		readout = string(pipeline.ReadoutRaw)
 	}
 	for i := range objs {
 		o := &objs[i]

@@ -103,12 +103,12 @@ func (m *Meta) gridText() string {
 	return fmt.Sprintf("a %dx%d grid", m.Grid[0], m.Grid[1])
 }
 
-// ReadoutName returns Readout, "raw" when absent.
-func (m *Meta) ReadoutName() string {
+// ReadoutName returns Readout, pipeline.ReadoutRaw when absent.
+func (m *Meta) ReadoutName() pipeline.Readout {
 	if m.Readout == "" {
 		return pipeline.ReadoutRaw
 	}
-	return m.Readout
+	return pipeline.Readout(m.Readout)
 }
 
 // Item is one image of a part: its row in the arrays and where the

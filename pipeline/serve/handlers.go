@@ -616,7 +616,7 @@ func fullRegion(r image.Rectangle, info vision.Info) image.Rectangle {
 // the raw readout, whose responses stay as they were.
 func readoutName(eng *pipeline.Engine) string {
 	if r := eng.Options().Readout; r != pipeline.ReadoutRaw {
-		return r
+		return string(r)
 	}
 	return ""
 }

@@ -24,8 +24,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-
-	"github.com/conditionhq/condition/internal/prompttext"
 )
 
 // TestPageIsSelfContained: GET / answers 200 with text/html that refers to
@@ -234,7 +232,7 @@ func TestPageInBrowser(t *testing.T) {
 		t.Skip("no Chromium binary (install Debian's chromium, or set CHROMIUM to one)")
 	}
 	const token = "page-test-token"
-	_, ts, _ := newTestServer(t, false, Options{Token: token})
+	_, ts, eng := newTestServer(t, false, Options{Token: token})
 	scenes := browserScenes(t)
 	start := time.Now()
 
@@ -371,8 +369,16 @@ func TestPageInBrowser(t *testing.T) {
 		// One panel per content word, in the caption's order.
 		var want []string
 		panelOf := map[int]int{} // word index in the caption -> panel
+		ps, err := eng.Prepare(context.Background(), sc.Caption)
+		if err != nil {
+			t.Fatal(err)
+		}
+		content := map[string]bool{} // the words the engine says carry content
+		for _, w := range ps[0].ContentWords() {
+			content[w] = true
+		}
 		for wi, w := range sc.Words {
-			if !prompttext.IsStopWord(w) {
+			if content[w] {
 				panelOf[wi] = len(want)
 				want = append(want, w)
 			}
@@ -385,7 +391,7 @@ func TestPageInBrowser(t *testing.T) {
 			t.Fatalf("%s: panels for %q, want one per content word %q", name, got, want)
 		}
 		for _, w := range got {
-			if prompttext.IsStopWord(w) || !contentRe.MatchString(w) {
+			if !content[w] || !contentRe.MatchString(w) {
 				t.Errorf("%s: a panel for %q", name, w)
 			}
 		}

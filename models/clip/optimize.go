@@ -323,12 +323,11 @@ func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opt
 // its bytes for a model in memory) to a temporary file of tmp and returns
 // the file's path: fused, then quantized with opts.Int8 (with
 // opts.Int8Static, over the ranges the fused graph's activations take on
-// cal). Neither the
-// graph nor its rewrites are held on the heap: the source and the fused
-// graph are mapped from their files (see onnxgraph.ParseFile) and each
-// rewrite is written to its file as it is made, so that what a rewrite
-// holds in memory is the graph being read and the weights it makes (the
-// packed q, k, v projections, the int8 weights).
+// cal). Neither the graph nor its rewrites are held on the heap: the
+// source and the fused graph are mapped from their files (see
+// onnxgraph.ParseFile) and each rewrite is written to its file as it is
+// made, so that what a rewrite holds in memory is the graph being read and
+// the weights it makes (the packed q, k, v projections, the int8 weights).
 func rewriteGraph(ctx context.Context, m *models.Model, g string, orig ort.Graph, fuse onnxgraph.FuseOptions, opts OptimizeOptions, cal Probes, o *Optimized, tmp *tempGraphs) (string, error) {
 	var src *onnxgraph.Model
 	var err error

@@ -31,6 +31,12 @@ const (
 	// Int8SchemePerCall), so that an image's outputs depend on its
 	// batch-mates. Made only when asked for (models optimize).
 	VariantOptimizedInt8PerCall = "optimized-int8-per-call"
+	// VariantOptimizedInt8Static is the int8 form with static activation
+	// scales (scheme Int8SchemeStatic): one constant scale and zero point
+	// per MatMul input, calibrated by running the float32 graph over
+	// calibration images; an image's outputs do not depend on the images
+	// encoded beside it. Made only when asked for (models optimize).
+	VariantOptimizedInt8Static = "optimized-int8-static"
 	// VariantPlain asks for the model's own graphs even when an optimized
 	// variant is present.
 	VariantPlain = "plain"
@@ -48,6 +54,11 @@ const (
 	// one scale per call (ONNX Runtime's DynamicQuantizeMatMul). Stamps
 	// written before schemes were recorded have this scheme.
 	Int8SchemePerCall = "per-call"
+	// Int8SchemeStatic: weights int8 per output channel, activations int8
+	// with one constant scale and zero point per MatMul input, over the
+	// range the float32 graph's activations took on calibration inputs;
+	// the outlier rule as per row.
+	Int8SchemeStatic = "static-v1"
 )
 
 // IsDerivedVariant reports whether variant is one this program makes and
@@ -58,7 +69,7 @@ func IsDerivedVariant(variant string) bool {
 
 // IsInt8Variant reports whether variant is one of the int8 variants.
 func IsInt8Variant(variant string) bool {
-	return variant == VariantOptimizedInt8 || variant == VariantOptimizedInt8PerCall
+	return variant == VariantOptimizedInt8 || variant == VariantOptimizedInt8PerCall || variant == VariantOptimizedInt8Static
 }
 
 // Int8Scheme returns the quantization scheme of an int8 variant, "" for
@@ -69,6 +80,8 @@ func Int8Scheme(variant string) string {
 		return Int8SchemePerRow
 	case VariantOptimizedInt8PerCall:
 		return Int8SchemePerCall
+	case VariantOptimizedInt8Static:
+		return Int8SchemeStatic
 	}
 	return ""
 }
@@ -334,7 +347,7 @@ type DerivedGraph struct {
 	Graph   string `json:"graph"` // canonical name
 	Path    string `json:"path"`
 	// Scheme is an int8 variant's quantization scheme (Int8SchemePerRow,
-	// Int8SchemePerCall), as its stamp says.
+	// Int8SchemePerCall, Int8SchemeStatic), as its stamp says.
 	Scheme string `json:"scheme,omitempty"`
 	// Usable: made from the graph the model has now (and, for an int8
 	// variant, by the scheme the variant names now); Why says why not.
@@ -346,7 +359,7 @@ type DerivedGraph struct {
 // the model's own graphs.
 func (m *Model) DerivedGraphs() []DerivedGraph {
 	var out []DerivedGraph
-	for _, v := range []string{VariantOptimized, VariantOptimizedInt8, VariantOptimizedInt8PerCall} {
+	for _, v := range []string{VariantOptimized, VariantOptimizedInt8, VariantOptimizedInt8PerCall, VariantOptimizedInt8Static} {
 		for _, g := range []string{TextModelFile, VisionModelFile} {
 			p, err := m.VariantPath(v, g)
 			if err != nil {

@@ -125,7 +125,8 @@ func TestInt8VariantScheme(t *testing.T) {
 	}
 	save(models.VariantOptimizedInt8)
 	save(models.VariantOptimizedInt8PerCall)
-	for _, v := range []string{models.VariantOptimizedInt8, models.VariantOptimizedInt8PerCall} {
+	save(models.VariantOptimizedInt8Static)
+	for _, v := range []string{models.VariantOptimizedInt8, models.VariantOptimizedInt8PerCall, models.VariantOptimizedInt8Static} {
 		o := opts
 		o.Variant = v
 		got, err := models.Open(dir, o)
@@ -146,8 +147,9 @@ func TestInt8VariantScheme(t *testing.T) {
 			t.Errorf("%+v: not usable", d)
 		}
 	}
-	if len(schemes) != 4 || schemes[models.VariantOptimizedInt8+" "+models.VisionModelFile] != models.Int8SchemePerRow ||
-		schemes[models.VariantOptimizedInt8PerCall+" "+models.TextModelFile] != models.Int8SchemePerCall {
+	if len(schemes) != 6 || schemes[models.VariantOptimizedInt8+" "+models.VisionModelFile] != models.Int8SchemePerRow ||
+		schemes[models.VariantOptimizedInt8PerCall+" "+models.TextModelFile] != models.Int8SchemePerCall ||
+		schemes[models.VariantOptimizedInt8Static+" "+models.VisionModelFile] != models.Int8SchemeStatic {
 		t.Errorf("schemes: %v", schemes)
 	}
 	// The vision graph's stamp as the per-call scheme wrote it, with no

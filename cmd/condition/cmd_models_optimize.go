@@ -31,6 +31,7 @@ type optimizeOptions struct {
 	fullRange bool
 	integer   bool
 	scheme    string
+	calib     string
 	outliers  float64
 	keepQuant bool
 	tolerance float64
@@ -48,8 +49,9 @@ func (o *optimizeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.images, "images", "", "folder of images to check the rewrites on (default: 8 generated scenes)")
 	fs.BoolVar(&o.fullRange, "int8-full-range", false, "int8 weights over [-127, 127], 8 bits; =false: 7 bits, [-63, 63], exact on CPUs without VNNI (default: as run --precision int8, 8 bits where the CPU has VNNI, 7 where it has not or where a graph fails the check with 8)")
 	fs.BoolVar(&o.integer, "int8-integer", false, "with --int8-scheme per-call: write DynamicQuantizeLinear + MatMulInteger instead of DynamicQuantizeMatMul")
-	fs.StringVar(&o.scheme, "int8-scheme", "per-row", "how activations are quantized: per-row (each token of each image or prompt its own scale; variant optimized-int8, what run --precision int8 runs) or per-call (one scale for a whole call, so that an image's outputs depend on its batch-mates; variant optimized-int8-per-call, for comparison)")
-	fs.Float64Var(&o.outliers, "outlier-ratio", clip.DefaultOutlierRatio, "per-row scheme: a layer norm whose largest |gain| is at least this many times its median has outlier channels (the MatMuls it feeds smoothed, those downstream kept float32); 0 turns the rule off")
+	fs.StringVar(&o.scheme, "int8-scheme", "per-row", "how activations are quantized: per-row (each token of each image or prompt its own scale; variant optimized-int8, what run --precision int8 runs), per-call (one scale for a whole call, so that an image's outputs depend on its batch-mates; variant optimized-int8-per-call, for comparison) or static (one constant scale per MatMul input, calibrated on images; variant optimized-int8-static, for comparison)")
+	fs.StringVar(&o.calib, "calibration", "", "with --int8-scheme static: folder of images whose activations' ranges set the scales (the first 64 by name; default: the images the rewrites are checked on); the text graph is calibrated on the check's prompts")
+	fs.Float64Var(&o.outliers, "outlier-ratio", clip.DefaultOutlierRatio, "per-row and static schemes: a layer norm whose largest |gain| is at least this many times its median has outlier channels (the MatMuls it feeds smoothed, those downstream kept float32); 0 turns the rule off")
 	fs.Float64Var(&o.tolerance, "tolerance", 1e-4, "largest difference of a float32 rewrite's outputs, relative to the original's largest magnitude")
 	fs.Float64Var(&o.minCosine, "min-cosine", 0.99, "smallest cosine of an int8 rewrite's output rows (embeddings, token and patch states) to the original's")
 }
@@ -84,8 +86,11 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if o.scheme != "per-row" && o.scheme != "per-call" {
-		return usagef("--int8-scheme %q: want per-row or per-call", o.scheme)
+	if o.scheme != "per-row" && o.scheme != "per-call" && o.scheme != "static" {
+		return usagef("--int8-scheme %q: want per-row, per-call or static", o.scheme)
+	}
+	if o.calib != "" && o.scheme != "static" {
+		return usagef("--calibration sets the scales of --int8-scheme static")
 	}
 	if o.integer && o.scheme != "per-call" {
 		return usagef("--int8-integer is a form of --int8-scheme per-call")
@@ -99,6 +104,7 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 	}
 	copts := clip.OptimizeOptions{
 		Int8PerCall:   o.scheme == "per-call",
+		Int8Static:    o.scheme == "static",
 		OutlierRatio:  outliers,
 		Int8:          o.int8,
 		QKV:           o.qkv,
@@ -108,6 +114,13 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 		Threads:       rtOpts.Threads,
 		Tolerance:     o.tolerance,
 		MinCosine:     o.minCosine,
+	}
+	if o.calib != "" {
+		cal, err := imageProbes(m, o.calib, 64)
+		if err != nil {
+			return fmt.Errorf("--calibration: %w", err)
+		}
+		copts.Calibration = &cal
 	}
 	save := func(r *clip.Optimized, write func(io.Writer) error) (string, error) {
 		if o.out == "" {
@@ -136,43 +149,52 @@ func runModelsOptimize(ctx context.Context, e *env, args []string) error {
 			return jerr
 		}
 	} else {
-		for _, r := range res {
-			fmt.Fprintf(e.Stdout, "%s (%s):\n", r.Graph, r.Variant)
-			if r.Fuse != nil {
-				fmt.Fprintf(e.Stdout, "  fused: %s\n", r.Fuse)
-				for _, s := range r.Fuse.Skipped {
-					fmt.Fprintf(e.Stdout, "    left as it was: %s\n", s)
-				}
-			}
-			if r.Quant != nil {
-				fmt.Fprintf(e.Stdout, "  int8: %s\n", r.Quant)
-				for _, s := range r.Quant.Kept {
-					fmt.Fprintf(e.Stdout, "    float32: %s\n", s)
-				}
-			}
-			for _, c := range r.Checks {
-				fmt.Fprintf(e.Stdout, "  check on %s: %-17s relative difference %.3g, max |Δ| %.3g, cosine min %.6f mean %.6f\n",
-					r.Probes, c.Output, c.RelDiff, c.MaxAbs, c.MinCosine, c.MeanCosine)
-			}
-			switch {
-			case r.Written != "":
-				fmt.Fprintf(e.Stdout, "  wrote %s\n", r.Written)
-			case r.Error != "":
-				fmt.Fprintf(e.Stdout, "  not saved: %s\n", r.Error)
-			}
-		}
-		if err == nil && o.out == "" {
-			fmt.Fprintf(e.Stdout, "use it with --variant %s", res[0].Variant)
-			if res[0].Variant == models.VariantOptimized {
-				fmt.Fprintf(e.Stdout, " (picked by default from now on; --variant plain for the original graphs)")
-			}
-			fmt.Fprintln(e.Stdout)
-		}
+		printOptimized(e.Stdout, res, err == nil && o.out == "")
 	}
 	if errors.Is(err, clip.ErrCheckFailed) {
 		return fmt.Errorf("%w\n(nothing was saved for that graph; --tolerance or --min-cosine set the limits)", err)
 	}
 	return err
+}
+
+// printOptimized prints what models optimize did to each graph, and,
+// when saved to this program's cache, how to use the variant.
+func printOptimized(w io.Writer, res []clip.Optimized, saved bool) {
+	for _, r := range res {
+		fmt.Fprintf(w, "%s (%s):\n", r.Graph, r.Variant)
+		if r.Fuse != nil {
+			fmt.Fprintf(w, "  fused: %s\n", r.Fuse)
+			for _, s := range r.Fuse.Skipped {
+				fmt.Fprintf(w, "    left as it was: %s\n", s)
+			}
+		}
+		if r.Quant != nil {
+			fmt.Fprintf(w, "  int8: %s\n", r.Quant)
+			for _, s := range r.Quant.Kept {
+				fmt.Fprintf(w, "    float32: %s\n", s)
+			}
+		}
+		if r.Calibration != "" {
+			fmt.Fprintf(w, "  static scales calibrated on %s\n", r.Calibration)
+		}
+		for _, c := range r.Checks {
+			fmt.Fprintf(w, "  check on %s: %-17s relative difference %.3g, max |Δ| %.3g, cosine min %.6f mean %.6f\n",
+				r.Probes, c.Output, c.RelDiff, c.MaxAbs, c.MinCosine, c.MeanCosine)
+		}
+		switch {
+		case r.Written != "":
+			fmt.Fprintf(w, "  wrote %s\n", r.Written)
+		case r.Error != "":
+			fmt.Fprintf(w, "  not saved: %s\n", r.Error)
+		}
+	}
+	if saved {
+		fmt.Fprintf(w, "use it with --variant %s", res[0].Variant)
+		if res[0].Variant == models.VariantOptimized {
+			fmt.Fprintf(w, " (picked by default from now on; --variant plain for the original graphs)")
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // optimizeProbes returns the inputs the rewrites are checked on: the
@@ -182,6 +204,13 @@ func optimizeProbes(m *models.Model, dir string) (clip.Probes, error) {
 	if dir == "" {
 		return pipeline.OptimizeProbes(m, nil, nil)
 	}
+	return imageProbes(m, dir, 16)
+}
+
+// imageProbes returns the first limit images of dir (sorted by name;
+// files that are not images skipped), preprocessed for m, and the
+// engine's everyday prompts.
+func imageProbes(m *models.Model, dir string, limit int) (clip.Probes, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return clip.Probes{}, err
@@ -195,7 +224,7 @@ func optimizeProbes(m *models.Model, dir string) (clip.Probes, error) {
 	sort.Strings(names)
 	var imgs []image.Image
 	for _, n := range names {
-		if len(imgs) == 16 {
+		if len(imgs) == limit {
 			break
 		}
 		img, err := vision.DecodeFile(filepath.Join(dir, n), vision.DecodeOptions{})

@@ -79,7 +79,18 @@ func TestModelsOptimize(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "DynamicQuantizeMatMul") || !strings.Contains(out, "optimized-int8-per-call") {
 		t.Errorf("--int8-scheme per-call: exit %d\n%s\n%s", code, out, errs)
 	}
-	for _, bad := range [][]string{{"--int8-scheme", "per-tensor"}, {"--int8-integer"}, {"--outlier-ratio", "-1"}} {
+	// Static scales, calibrated on a folder of images: its own variant.
+	// The check's limit is lowered: the built-in text graph does not keep
+	// 0.99 with one scale per tensor.
+	cal := t.TempDir()
+	writeImages(t, cal, 9) // d0/ holds 3 of them
+	cal = filepath.Join(cal, "d0")
+	code, out, errs = modelsRun(t, "models", "optimize", "default", "--int8", "--int8-scheme", "static", "--calibration", cal, "--min-cosine", "0.5", "--out", t.TempDir())
+	if code != 0 || !strings.Contains(out, "activations static") || !strings.Contains(out, "static scales calibrated on 3 images") ||
+		!strings.Contains(out, "static scales calibrated on 6 prompts") || !strings.Contains(out, "optimized-int8-static") {
+		t.Errorf("--int8-scheme static --calibration: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, bad := range [][]string{{"--int8-scheme", "per-tensor"}, {"--int8-integer"}, {"--outlier-ratio", "-1"}, {"--calibration", cal}} {
 		code, _, errs = modelsRun(t, append([]string{"models", "optimize", "default", "--int8"}, bad...)...)
 		if code != exitUsage || !strings.Contains(errs, bad[0]) {
 			t.Errorf("%v: exit %d\n%s", bad, code, errs)

@@ -23,8 +23,14 @@ type QuantOptions struct {
 	// rows, nor on the other images of a batch (see rowsNodes). The
 	// default is com.microsoft.DynamicQuantizeMatMul, one scale per call.
 	PerRow bool
+	// Static, when not nil, quantizes each MatMul's activations with one
+	// constant scale and zero point, from the calibrated range of its
+	// input Static[name] (see Calibration and staticNodes): no row's result
+	// depends on the other rows, and no scale is computed at run time. A
+	// MatMul whose input has no range stays float32.
+	Static map[string]ChannelRange
 	// OutlierRatio, when not 0, is the rule for layer norms with outlier
-	// channels (with PerRow): when a LayerNormalization's largest |gain| is
+	// channels (with PerRow or Static): when a LayerNormalization's largest |gain| is
 	// at least OutlierRatio times its median |gain|, the MatMuls the
 	// graph's layer norms feed have those channels multiplied in float32
 	// (see splitOutliers) and the MatMuls downstream of those
@@ -65,19 +71,24 @@ func (r *QuantReport) String() string {
 // [K, N] quantized dynamically: W to int8 per output channel (symmetric,
 // scale max|W[:, n]| / q, q = 63 or 127, zero point 0), the activations
 // to uint8 at run time, per call by ONNX Runtime or per row
-// (opts.PerRow). A bias Add after the MatMul is folded in (per row: added
-// after it). MatMuls whose output is a graph output (the projections into
+// (opts.PerRow), or with constant calibrated scales (opts.Static). A bias
+// Add after the MatMul is folded in (per row: added after it). MatMuls whose output is a graph output (the projections into
 // CLIP's joint space) stay float32 unless opts.QuantizeLast; so does
 // everything that is not such a MatMul (the patch embedding's Conv, layer
 // norms, attention's softmax and its products of activations).
 func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 	e := newEditor(m)
 	r := &QuantReport{Form: "DynamicQuantizeMatMul", Bits: 7}
+	static := opts.Static != nil
 	switch {
-	case opts.PerRow && opts.Integer:
-		return nil, fmt.Errorf("onnxgraph: per-row activations are written with MatMulIntegerToFloat; Integer does not apply")
+	case (opts.PerRow || static) && opts.Integer:
+		return nil, fmt.Errorf("onnxgraph: per-row and static activations are written with MatMulIntegerToFloat; Integer does not apply")
+	case opts.PerRow && static:
+		return nil, fmt.Errorf("onnxgraph: activations are quantized per row or with static scales, not both")
 	case opts.PerRow:
 		r.Form = "activations per row, MatMulIntegerToFloat"
+	case static:
+		r.Form = "activations static (calibrated, per tensor), MatMulIntegerToFloat"
 	case opts.Integer:
 		r.Form = "MatMulInteger"
 	}
@@ -92,7 +103,7 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 		}
 	}
 	var rule map[*Node]outlierRole
-	if opts.OutlierRatio > 0 && opts.PerRow {
+	if opts.OutlierRatio > 0 && (opts.PerRow || static) {
 		rule = outlierNorms(e, mms, opts.OutlierRatio)
 	}
 	for _, mm := range mms {
@@ -105,21 +116,7 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 			r.Unsupported++
 			continue
 		}
-		out := mm.Outputs[0]
-		bias := ""
-		var add *Node
-		if e.only(out) {
-			if a := e.users[out][0]; a.OpType == "Add" && len(a.Inputs) == 2 {
-				other := a.Inputs[0]
-				if other == out {
-					other = a.Inputs[1]
-				}
-				if bt := e.tensor(other); bt != nil && len(bt.Dims) == 1 && bt.Dims[0] == wt.Dims[1] && bt.DataType == Float {
-					bias, add = other, a
-					out = a.Outputs[0]
-				}
-			}
-		}
+		bias, add, out := biasAdd(e, mm, wt)
 		if !opts.QuantizeLast && e.outputs[out] {
 			r.Kept = append(r.Kept, fmt.Sprintf("%s: its output %s is a graph output (the projection)", nodeLabel(mm), out))
 			continue
@@ -135,12 +132,17 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 		// Symmetric with 8-bit weights; over each row's range with 7-bit
 		// ones, which need the finer activations (see rowsNodes).
 		sym := qmax == 127
+		rng, calibrated := opts.Static[mm.Inputs[0]]
+		if static && !calibrated {
+			r.Kept = append(r.Kept, fmt.Sprintf("%s: no calibrated range for its input %s", nodeLabel(mm), mm.Inputs[0]))
+			continue
+		}
 		switch role := rule[mm]; {
 		case role.downstream:
 			r.Kept = append(r.Kept, fmt.Sprintf("%s: downstream of a layer norm, in a graph whose layer norm %s has outlier channels (largest |gain| %.3g× the median)", nodeLabel(mm), nodeLabel(role.norm), role.ratio))
 			r.Outliers++
 			continue
-		case role.norm != nil && opts.PerRow:
+		case role.norm != nil:
 			sym = true
 			if part, ok := splitOutliers(e, role.norm, vals, int(k), int(n)); ok {
 				extra = &part
@@ -155,9 +157,13 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 			r.Biases++
 		}
 		var nodes []*Node
-		if opts.PerRow {
+		switch {
+		case opts.PerRow:
 			nodes = rowsNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n), int(qmax), sym, extra)
-		} else {
+		case static:
+			lo, hi := staticRange(rng, extra)
+			nodes = staticNodes(e, base, mm.Inputs[0], out, bias, q, scales, int(k), int(n), lo, hi, extra)
+		default:
 			nodes = perCallNodes(e, base, mm.Inputs[0], out, bias, q, scales, opts.Integer)
 		}
 		e.replace(old, nodes...)
@@ -171,6 +177,28 @@ func Quantize(m *Model, opts QuantOptions, w io.Writer) (*QuantReport, error) {
 	}
 	r.Ops = opCounts(e.nodes)
 	return r, nil
+}
+
+// biasAdd finds the bias Add after the MatMul mm by the weights wt [k,
+// n]: the Add of a constant [n] to mm's output, when it alone reads it.
+// out is the Add's output then (bias and add empty otherwise), else mm's.
+func biasAdd(e *editor, mm *Node, wt *Tensor) (bias string, add *Node, out string) {
+	out = mm.Outputs[0]
+	if !e.only(out) {
+		return "", nil, out
+	}
+	a := e.users[out][0]
+	if a.OpType != "Add" || len(a.Inputs) != 2 {
+		return "", nil, out
+	}
+	other := a.Inputs[0]
+	if other == out {
+		other = a.Inputs[1]
+	}
+	if bt := e.tensor(other); bt != nil && len(bt.Dims) == 1 && bt.Dims[0] == wt.Dims[1] && bt.DataType == Float {
+		return other, a, a.Outputs[0]
+	}
+	return "", nil, out
 }
 
 // perCallNodes writes x [.., k] · w [k, n] (+ bias) with the activations

@@ -112,6 +112,7 @@ func gainRatio(e *editor, ln *Node) float64 {
 // splitOutliers) times w [len(channels), n].
 type outlierPart struct {
 	channels []int64
+	ratios   []float64 // s_c of each channel: the norm writes y_c / s_c
 	w        []float32
 }
 
@@ -170,6 +171,7 @@ func splitOutliers(e *editor, ln *Node, w []float32, k, n int) (part outlierPart
 		s := size[c] / med
 		ng[c], nb[c] = float32(float64(g[c])/s), float32(float64(nb[c])/s)
 		part.channels = append(part.channels, int64(c))
+		part.ratios = append(part.ratios, s)
 		for j := range n {
 			part.w = append(part.w, float32((s-1)*float64(w[c*n+j])))
 		}

@@ -126,32 +126,8 @@ func perRowReference(row, w, b []float32, n int, wmaxq float64, sym bool) []floa
 // rule. Without outlier channels the rule changes nothing.
 func TestQuantizeOutlierRule(t *testing.T) {
 	orttest.Load(t)
-	const T, K, H = 6, 64, 96
-	build := func(outliers bool) *graphBuilder {
-		b := newBuilder()
-		b.g.Inputs = []onnxgraph.ValueInfo{floatIO("x", "B", "T", "K")}
-		in := "x"
-		for l := range 2 {
-			p := string(rune('a' + l))
-			g := make([]float32, K)
-			for c := range g {
-				g[c] = 1 + 0.1*float32(b.rng.NormFloat64())
-				if outliers && l == 1 && c%23 == 5 {
-					g[c] *= 40
-				}
-			}
-			b.g.Initializers[p+"g"] = onnxgraph.FloatTensor(p+"g", []int64{K}, g)
-			b.node("LayerNormalization", []string{in, p + "g", b.random(p+"beta", K)}, []string{p + "ln"}, onnxgraph.IntAttr("axis", -1))
-			b.node("MatMul", []string{p + "ln", b.random(p+"w1", K, H)}, []string{p + "h"})
-			b.node("Relu", []string{p + "h"}, []string{p + "r"})
-			b.node("MatMul", []string{p + "r", b.random(p+"w2", H, K)}, []string{p + "o"})
-			b.node("Add", []string{in, p + "o"}, []string{p + "res"})
-			in = p + "res"
-		}
-		b.node("Identity", []string{in}, []string{"y"})
-		b.g.Outputs = []onnxgraph.ValueInfo{floatIO("y")}
-		return b
-	}
+	const T, K = 6, 64
+	build := outlierBlocks
 	rng := rand.New(rand.NewPCG(7, 8))
 	x := make([]float32, 2*T*K)
 	for i := range x {
@@ -215,4 +191,34 @@ func TestQuantizeKeepsWhatItCannotTake(t *testing.T) {
 			t.Errorf("per row %v: %s; unsupported %d, kept %v", perRow, r, r.Unsupported, r.Kept)
 		}
 	}
+}
+
+// outlierBlocks builds two pre-norm blocks x [B, T, 64] → y, LayerNormalization
+// → MatMul → Relu → MatMul with a residual Add, the second norm's gains with
+// three channels at 40× the rest when outliers.
+func outlierBlocks(outliers bool) *graphBuilder {
+	const K, H = 64, 96
+	b := newBuilder()
+	b.g.Inputs = []onnxgraph.ValueInfo{floatIO("x", "B", "T", "K")}
+	in := "x"
+	for l := range 2 {
+		p := string(rune('a' + l))
+		g := make([]float32, K)
+		for c := range g {
+			g[c] = 1 + 0.1*float32(b.rng.NormFloat64())
+			if outliers && l == 1 && c%23 == 5 {
+				g[c] *= 40
+			}
+		}
+		b.g.Initializers[p+"g"] = onnxgraph.FloatTensor(p+"g", []int64{K}, g)
+		b.node("LayerNormalization", []string{in, p + "g", b.random(p+"beta", K)}, []string{p + "ln"}, onnxgraph.IntAttr("axis", -1))
+		b.node("MatMul", []string{p + "ln", b.random(p+"w1", K, H)}, []string{p + "h"})
+		b.node("Relu", []string{p + "h"}, []string{p + "r"})
+		b.node("MatMul", []string{p + "r", b.random(p+"w2", H, K)}, []string{p + "o"})
+		b.node("Add", []string{in, p + "o"}, []string{p + "res"})
+		in = p + "res"
+	}
+	b.node("Identity", []string{in}, []string{"y"})
+	b.g.Outputs = []onnxgraph.ValueInfo{floatIO("y")}
+	return b
 }

@@ -58,7 +58,18 @@ type OptimizeOptions struct {
 	// DynamicQuantizeMatMul does, instead of per row (the default,
 	// models.VariantOptimizedInt8, see onnxgraph.QuantOptions.PerRow).
 	Int8PerCall bool
-	// OutlierRatio is the outlier rule of the per-row scheme (see
+	// Int8Static makes the variant models.VariantOptimizedInt8Static:
+	// activations quantized with one constant scale and zero point per
+	// MatMul input, over the range the fused float32 graph's activations
+	// took on the calibration inputs (see onnxgraph.QuantOptions.Static):
+	// each channel's smallest and largest value, no percentile, so that no
+	// calibration value is clipped.
+	Int8Static bool
+	// Calibration holds the inputs the static scheme measures its ranges
+	// on (nil: the probes the rewrites are checked on). Its images
+	// calibrate the vision graph, its prompts the text graph.
+	Calibration *Probes
+	// OutlierRatio is the outlier rule of the per-row and static schemes (see
 	// onnxgraph.QuantOptions.OutlierRatio): 0 means DefaultOutlierRatio,
 	// a negative value turns the rule off.
 	OutlierRatio float64
@@ -99,7 +110,7 @@ type OutputCheck struct {
 // Optimized is what Optimize did to one graph.
 type Optimized struct {
 	Graph   string                 `json:"graph"`   // canonical name
-	Variant string                 `json:"variant"` // models.VariantOptimized, models.VariantOptimizedInt8 or models.VariantOptimizedInt8PerCall
+	Variant string                 `json:"variant"` // models.VariantOptimized, models.VariantOptimizedInt8, models.VariantOptimizedInt8PerCall or models.VariantOptimizedInt8Static
 	Written string                 `json:"written,omitempty"`
 	Fuse    *onnxgraph.FuseReport  `json:"fuse,omitempty"`
 	Quant   *onnxgraph.QuantReport `json:"quant,omitempty"`
@@ -107,6 +118,8 @@ type Optimized struct {
 	Passed  bool                   `json:"passed"`
 	Error   string                 `json:"error,omitempty"`
 	Probes  string                 `json:"probes,omitempty"` // what the check ran on
+	// Calibration is what the static scheme's ranges were measured on.
+	Calibration string `json:"calibration,omitempty"`
 	// Timing is the check's runs of the probes through each graph (the
 	// faster of two, after one that warms the session), in ONNX Runtime on
 	// this machine.
@@ -156,8 +169,15 @@ func Optimize(ctx context.Context, m *models.Model, p Probes, opts OptimizeOptio
 	}
 	variant := models.VariantOptimized
 	switch {
+	case opts.Int8PerCall && opts.Int8Static:
+		return nil, errors.New("clip: the per-call and static int8 schemes are two; choose one")
 	case opts.Int8 && opts.Int8PerCall:
 		variant = models.VariantOptimizedInt8PerCall
+	case opts.Int8 && opts.Int8Static:
+		variant = models.VariantOptimizedInt8Static
+		if opts.Int8Integer {
+			return nil, errors.New("clip: DynamicQuantizeLinear + MatMulInteger is a form of the per-call scheme; the static one writes MatMulIntegerToFloat")
+		}
 	case opts.Int8:
 		variant = models.VariantOptimizedInt8
 		if opts.Int8Integer {
@@ -196,7 +216,7 @@ func (opts OptimizeOptions) quantOptions() onnxgraph.QuantOptions {
 	if ratio == 0 {
 		ratio = DefaultOutlierRatio
 	}
-	return onnxgraph.QuantOptions{FullRange: opts.Int8FullRange, PerRow: true, OutlierRatio: max(ratio, 0)}
+	return onnxgraph.QuantOptions{FullRange: opts.Int8FullRange, PerRow: !opts.Int8Static, OutlierRatio: max(ratio, 0)}
 }
 
 // fuseOptions reads QKV and Fusions.
@@ -251,7 +271,11 @@ func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opt
 		tmp.dir = variantFolder(m, o.Variant, g)
 	}
 	defer tmp.removeAll()
-	rewritten, err := rewriteGraph(m, g, orig, fuse, opts, o, &tmp)
+	cal := p
+	if opts.Calibration != nil {
+		cal = *opts.Calibration
+	}
+	rewritten, err := rewriteGraph(ctx, m, g, orig, fuse, opts, cal, o, &tmp)
 	if err != nil {
 		return err
 	}
@@ -297,13 +321,14 @@ func optimizeGraph(ctx context.Context, m *models.Model, g string, p Probes, opt
 
 // rewriteGraph writes the rewrite of the graph g of m (orig: its file, or
 // its bytes for a model in memory) to a temporary file of tmp and returns
-// the file's path: fused, then quantized with opts.Int8. Neither the
-// graph nor its rewrites are held on the heap: the source and the fused
-// graph are mapped from their files (see onnxgraph.ParseFile) and each
-// rewrite is written to its file as it is made, so that what a rewrite
-// holds in memory is the graph being read and the weights it makes (the
-// packed q, k, v projections, the int8 weights).
-func rewriteGraph(m *models.Model, g string, orig ort.Graph, fuse onnxgraph.FuseOptions, opts OptimizeOptions, o *Optimized, tmp *tempGraphs) (string, error) {
+// the file's path: fused, then quantized with opts.Int8 (with
+// opts.Int8Static, over the ranges the fused graph's activations take on
+// cal). Neither the graph nor its rewrites are held on the heap: the
+// source and the fused graph are mapped from their files (see
+// onnxgraph.ParseFile) and each rewrite is written to its file as it is
+// made, so that what a rewrite holds in memory is the graph being read and
+// the weights it makes (the packed q, k, v projections, the int8 weights).
+func rewriteGraph(ctx context.Context, m *models.Model, g string, orig ort.Graph, fuse onnxgraph.FuseOptions, opts OptimizeOptions, cal Probes, o *Optimized, tmp *tempGraphs) (string, error) {
 	var src *onnxgraph.Model
 	var err error
 	if file := orig.Path(); file != "" {
@@ -332,12 +357,17 @@ func rewriteGraph(m *models.Model, g string, orig ort.Graph, fuse onnxgraph.Fuse
 	if !opts.Int8 {
 		return fused, nil
 	}
+	quant := opts.quantOptions()
+	if opts.Int8Static {
+		if quant.Static, o.Calibration, err = calibrate(ctx, g, fused, cal, opts.Threads, tmp); err != nil {
+			return "", err
+		}
+	}
 	fm, err := onnxgraph.ParseFile(fused)
 	if err != nil {
 		return "", fmt.Errorf("the fused graph: %w", err)
 	}
 	defer fm.Close()
-	quant := opts.quantOptions()
 	q, err := tmp.write(func(w io.Writer) (err error) {
 		o.Quant, err = onnxgraph.Quantize(fm, quant, w)
 		return err

@@ -170,7 +170,8 @@ func openReadout(m *models.Model, kind Readout, cls, gh, gw int, opts VisionOpti
 // quantizeReadout returns the readout graph with its weight MatMuls in
 // int8 (onnxgraph.Quantize, out_proj's too: it is the graph's output),
 // 8-bit weights on CPUs with VNNI, 7-bit elsewhere, activations per row
-// (per call beside the per-call variant).
+// (per call beside the per-call variant; per row beside the static one,
+// whose calibration does not cover the readout's graph).
 func quantizeReadout(graph []byte, perCall bool) ([]byte, error) {
 	gm, err := onnxgraph.Parse(graph)
 	if err != nil {

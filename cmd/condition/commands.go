@@ -6,6 +6,7 @@ package main
 var commands = &command{name: "condition", subs: []*command{
 	{name: "run", summary: "the batch job: images × prompts → features, attention both ways, heatmaps, a manifest", run: runRun},
 	{name: "query", summary: "text → image over a job's index: ranked images, and per word where in each", run: runQuery},
+	{name: "dedup", summary: "near-duplicate images of a job's index: groups.jsonl, keep.txt, drop.txt", run: runDedup},
 	{name: "attend", summary: "one image and a prompt: the words and patches that attend most, and a heatmap PNG", run: runAttend},
 	{name: "classify", summary: "zero-shot classification: each image against labels, as /v1/classify", run: runClassify},
 	{name: "embed", summary: "CLIP embeddings, token and patch states, image–prompt similarity", run: runEmbed},

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/conditionhq/condition/internal/s3test"
 	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
 )
@@ -159,4 +162,34 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestDedupCLIObjectStore: the same job's index in an S3 prefix (SeaweedFS)
+// gives the same groups.jsonl, byte for byte, as on a local disk.
+func TestDedupCLIObjectStore(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	if err := srv.CreateBucket(context.Background(), "out"); err != nil {
+		t.Fatal(err)
+	}
+	_, in := queryJob(t)
+	inputs := []string{"--images", filepath.Join(in, "scenes"), "--images", filepath.Join(in, "shard.tar"), "-p", "x", "--index", "--shard-size", "8", "--layout", "shards"}
+	local := filepath.Join(t.TempDir(), "local")
+	const prefix = "s3://out/ix/"
+	for _, out := range []string{local, prefix} {
+		if code, _, errs := runCLI(t, append([]string{"run", "--out", out}, inputs...)...); code != 0 {
+			t.Fatalf("run --out %s: exit %d: %s", out, code, errs)
+		}
+	}
+	var groups [2][]byte
+	for i, ix := range []string{local, prefix} {
+		res := filepath.Join(t.TempDir(), "dups")
+		if code, _, errs := runCLI(t, "dedup", ix, "--out", res); code != 0 {
+			t.Fatalf("dedup %s: exit %d: %s", ix, code, errs)
+		}
+		groups[i] = must(os.ReadFile(filepath.Join(res, "groups.jsonl")))
+	}
+	if len(groups[0]) == 0 || !bytes.Equal(groups[0], groups[1]) {
+		t.Errorf("groups.jsonl from the store:\n%s\nfrom the disk:\n%s", groups[1], groups[0])
+	}
 }

@@ -71,6 +71,9 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usagef("dedup takes no arguments, got %q", fs.Args())
+	}
 	if o.n < 2 || o.dim < 1 || o.planted < 0 || o.planted >= o.n || o.block < 1 || o.workers < 0 || o.extrapolate < 0 || !(o.threshold > 0 && o.threshold <= 1) {
 		return usagef("--n (2 or more), --dim, --block must be positive, --planted below --n, --threshold in (0, 1]")
 	}

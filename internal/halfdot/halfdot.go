@@ -85,3 +85,21 @@ func DotFloat32(a, b []float32) float32 {
 
 // Impl names the kernel Dot runs: "avx512", "avx2" or "go".
 func Impl() string { return impl }
+
+// Dot4 sets out[k] = Σ a[i]·b[k·ldb+i] for k < 4: the float16 row a
+// against four float32 rows of b, ldb values apart (ldb ≥ len(a),
+// len(b) ≥ 3·ldb+len(a)), each block of a converted once for the four,
+// accumulated in float32. It panics when b is too short.
+func Dot4(a []uint16, b []float32, ldb int, out *[4]float32) {
+	if ldb < len(a) || len(b) < 3*ldb+len(a) {
+		panic("halfdot: Dot4: b shorter than four rows of ldb values")
+	}
+	dot4(a, b, ldb, out)
+}
+
+// Dot4Generic is Dot4 in pure Go: DotGeneric for each row.
+func Dot4Generic(a []uint16, b []float32, ldb int, out *[4]float32) {
+	for k := range 4 {
+		out[k] = DotGeneric(a, b[k*ldb:k*ldb+len(a)])
+	}
+}

@@ -41,6 +41,35 @@ func dot(a []uint16, b []float32) float32 {
 	return s
 }
 
+// dot4 runs impl's four-row kernel over the whole blocks of a (16 values,
+// AVX-512; AVX2 runs dot for each row) and adds the rest in Go.
+func dot4(a []uint16, b []float32, ldb int, out *[4]float32) {
+	n := len(a) &^ 15
+	if impl != "avx512" || n == 0 {
+		if impl == "go" {
+			Dot4Generic(a, b, ldb, out)
+			return
+		}
+		for k := range 4 {
+			out[k] = Dot(a, b[k*ldb:k*ldb+len(a)])
+		}
+		return
+	}
+	dot4AVX512(&a[0], &b[0], ldb, n, out)
+	for i := n; i < len(a); i++ {
+		v := ToFloat32(a[i])
+		for k := range 4 {
+			out[k] += v * b[k*ldb+i]
+		}
+	}
+}
+
+// dot4AVX512 sets out[k] = Σ_{i<n} a[i]·b[k·ldb+i] for k < 4, n a
+// multiple of 16: each VCVTPH2PS of a feeds four FMAs, eight accumulators.
+//
+//go:noescape
+func dot4AVX512(a *uint16, b *float32, ldb, n int, out *[4]float32)
+
 // dotAVX512 returns Σ_{i<n} a[i]·b[i], n a multiple of 16: VCVTPH2PS and
 // FMA over zmm registers, four accumulators.
 //

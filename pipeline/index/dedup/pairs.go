@@ -191,11 +191,12 @@ func (b *block) compare(v *vectors, t float32, out []Pair) []Pair {
 	return b.compareRows(v, t, out, i)
 }
 
-// compare4 is compare for the rows of a in whole fours, b as float16; it
-// returns the first row of a not compared.
+// compare4 is compare for the rows of a in whole fours, b as float16 (two
+// rows of b at a time, halfdot.Dot4x2, and a last one alone); it returns
+// the first row of a not compared.
 func (b *block) compare4(v *vectors, t float32, out []Pair) ([]Pair, int) {
 	d, same := v.d, b.b0 == b.a0
-	var s [4]float32
+	var s [8]float32
 	i := 0
 	for ; i+4 <= b.ka; i += 4 {
 		ra := b.a0 + i
@@ -203,22 +204,31 @@ func (b *block) compare4(v *vectors, t float32, out []Pair) ([]Pair, int) {
 			continue
 		}
 		rows := b.a[i*d : (i+4)*d]
-		j0 := 0
+		j := 0
 		if same {
-			j0 = i + 1
+			j = i + 1
 		}
-		for j := j0; j < b.kb; j++ {
-			rb := b.b0 + j
+		// add appends the pairs of row j+r of b with the four rows of a.
+		add := func(r int) {
+			rb := b.b0 + j + r
 			if !v.ok[rb] {
-				continue
+				return
 			}
-			halfdot.Dot4(b.b16[j*d:(j+1)*d], rows, d, &s)
 			inv := v.inv[rb]
-			for k, c := range s {
-				if c *= inv; c >= t && v.ok[ra+k] && (!same || j > i+k) {
+			for k, c := range s[4*r : 4*r+4] {
+				if c *= inv; c >= t && v.ok[ra+k] && (!same || j+r > i+k) {
 					out = append(out, Pair{ra + k, rb, c})
 				}
 			}
+		}
+		for ; j+2 <= b.kb; j += 2 {
+			halfdot.Dot4x2(b.b16[j*d:(j+2)*d], d, rows, d, d, &s)
+			add(0)
+			add(1)
+		}
+		if j < b.kb {
+			halfdot.Dot4(b.b16[j*d:(j+1)*d], rows, d, (*[4]float32)(s[:4]))
+			add(0)
 		}
 	}
 	return out, i

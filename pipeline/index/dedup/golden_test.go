@@ -144,9 +144,10 @@ func rowsOf(ms []dedup.Member) []int {
 
 // TestDedupSyntheticMatchesNumPy: over 400 synthetic 64-wide unit vectors
 // (planted near copies and chains among independent ones) stored as
-// float16, float32 and int8 in three parts, compared in blocks of 62 rows (whole fours and the rest)
-// on two goroutines, the pairs at 0.9 are numpy's brute force over the
-// same stored values, and both groupings keep their invariants.
+// float16, float32 and int8 in three parts, compared in blocks of 62 rows
+// (whole fours and the rest) on two goroutines, the pairs at 0.9 are
+// numpy's brute force over the same stored values, and both groupings
+// keep their invariants.
 func TestDedupSyntheticMatchesNumPy(t *testing.T) {
 	const n, d, k = 400, 64, 80
 	vec := synthVectors(n, d, k, 1)

@@ -166,7 +166,8 @@ func TestDedupPlanted(t *testing.T) {
 // ones alike) are numpy's brute force over the stored float16 vectors
 // (scripts/dedup_pairs/dedup_pairs.py; testdata/planted.json), cosines
 // within 1e-3 (the embeddings may differ in their last bits from CPU to
-// CPU), in blocks of 15 rows (whole fours of rows and the rest) on two goroutines.
+// CPU), in blocks of 15 rows (whole fours of rows and the rest) on two
+// goroutines.
 func TestDedupJobMatchesNumPy(t *testing.T) {
 	_, out := plantedIndex(t)
 	x, err := index.Open(context.Background(), out, index.Options{})

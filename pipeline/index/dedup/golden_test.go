@@ -3,10 +3,12 @@ package dedup_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/conditionhq/condition/pipeline/index"
@@ -175,5 +177,40 @@ func TestDedupSyntheticMatchesNumPy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDedupLimits: too many pairs, a bad option and a cancelled context
+// are errors naming them; progress reaches every block pair.
+func TestDedupLimits(t *testing.T) {
+	const d = 64
+	dir := synthIndex(t, t.TempDir(), index.DTypeF16, synthVectors(400, d, 80, 1), d, 150)
+	x, err := index.Open(context.Background(), dir, index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if _, err := dedup.Run(context.Background(), x, dedup.Options{Threshold: 0.5, MaxPairs: 10, BlockRows: 16}); err == nil || !strings.Contains(err.Error(), "more than 10 pairs of cosine ≥ 0.5") {
+		t.Errorf("10 pairs at most: %v", err)
+	}
+	for _, o := range []dedup.Options{{Threshold: 1.5}, {Threshold: -0.1}, {Keep: dedup.KeepLargest}, {Group: 7}, {BlockRows: -1}} {
+		if _, err := dedup.Run(context.Background(), x, o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	if _, err := dedup.Run(context.Background(), x, dedup.Options{Keep: dedup.KeepLargest}); !errors.Is(err, dedup.ErrNoSizes) {
+		t.Errorf("keep largest: %v, want ErrNoSizes", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := dedup.Run(ctx, x, dedup.Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	var last, total int
+	if _, err := dedup.Run(context.Background(), x, dedup.Options{BlockRows: 50, Progress: func(d, n int) { last, total = d, n }}); err != nil {
+		t.Fatal(err)
+	}
+	if last != 36 || total != 36 {
+		t.Errorf("progress ended at %d of %d, want 36 of 36 (8 blocks)", last, total)
 	}
 }

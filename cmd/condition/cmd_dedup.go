@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -93,7 +94,14 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	e.Log.Info("dedup", "index", where, "rows", x.Rows(), "threshold", fmt.Sprint(opts.Threshold), "group", opts.Group, "keep", opts.Keep)
+	line := newStatusLine(e.Stderr, o.json)
+	start := time.Now()
+	opts.Progress = func(done, total int) {
+		eta := time.Duration(float64(time.Since(start)) * float64(total-done) / float64(max(done, 1))).Round(time.Second)
+		line.show(fmt.Sprintf("%scomparing: %d/%d block pairs, ETA %s", bar(done, total, 24), done, total, eta), false)
+	}
 	res, err := dedup.Run(ctx, x, opts)
+	line.done()
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ package main
 var commands = &command{name: "condition", subs: []*command{
 	{name: "run", summary: "the batch job: images × prompts → features, attention both ways, heatmaps, a manifest", run: runRun},
 	{name: "query", summary: "text → image over a job's index: ranked images, and per word where in each", run: runQuery},
+	{name: "dedup", summary: "near-duplicate images of a job's index: groups.jsonl, keep.txt, drop.txt", run: runDedup},
 	{name: "collection", summary: "a collection in Weaviate made, described and dropped apart from jobs", usage: collectionUsage, subs: []*command{
 		{name: "create", summary: "make a collection for the vectors of a model, with its index settings (fixed once made)", run: runCollectionCreate},
 		{name: "info", summary: "a collection's model stamp, settings and object count, as the database reports them", run: runCollectionInfo},

@@ -85,3 +85,40 @@ func DotFloat32(a, b []float32) float32 {
 
 // Impl names the kernel Dot runs: "avx512", "avx2" or "go".
 func Impl() string { return impl }
+
+// Dot4 sets out[k] = Σ a[i]·b[k·ldb+i] for k < 4: the float16 row a
+// against four float32 rows of b, ldb values apart (ldb ≥ len(a),
+// len(b) ≥ 3·ldb+len(a)), each block of a converted once for the four,
+// accumulated in float32. It panics when b is too short.
+func Dot4(a []uint16, b []float32, ldb int, out *[4]float32) {
+	if ldb < len(a) || len(b) < 3*ldb+len(a) {
+		panic("halfdot: Dot4: b shorter than four rows of ldb values")
+	}
+	dot4(a, b, ldb, out)
+}
+
+// Dot4Generic is Dot4 in pure Go: DotGeneric for each row.
+func Dot4Generic(a []uint16, b []float32, ldb int, out *[4]float32) {
+	for k := range 4 {
+		out[k] = DotGeneric(a, b[k*ldb:k*ldb+len(a)])
+	}
+}
+
+// Dot4x2 sets out[4r+k] = Σ a[r·lda+i]·b[k·ldb+i] for r < 2, k < 4, i < n:
+// two float16 rows of a, lda apart, against four float32 rows of b, ldb
+// apart (lda, ldb ≥ n; len(a) ≥ lda+n, len(b) ≥ 3·ldb+n), each value of b
+// loaded once for both rows of a, accumulated in float32. It panics when
+// a or b is too short.
+func Dot4x2(a []uint16, lda int, b []float32, ldb, n int, out *[8]float32) {
+	if n < 0 || lda < n || ldb < n || len(a) < lda+n || len(b) < 3*ldb+n {
+		panic("halfdot: Dot4x2: a shorter than two rows of lda values or b than four of ldb")
+	}
+	dot4x2(a, lda, b, ldb, n, out)
+}
+
+// Dot4x2Generic is Dot4x2 in pure Go: Dot4Generic for each row of a.
+func Dot4x2Generic(a []uint16, lda int, b []float32, ldb, n int, out *[8]float32) {
+	for r := range 2 {
+		Dot4Generic(a[r*lda:r*lda+n], b, ldb, (*[4]float32)(out[4*r:4*r+4]))
+	}
+}

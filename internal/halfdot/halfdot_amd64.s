@@ -105,3 +105,171 @@ reduce:
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
 	RET
+
+// func dot4AVX512(a *uint16, b *float32, ldb int, n int, out *[4]float32)
+// Requires: AVX512F
+TEXT ·dot4AVX512(SB), NOSPLIT, $0-40
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   ldb+16(FP), R8
+	SHLQ   $2, R8
+	MOVQ   n+24(FP), CX
+	MOVQ   out+32(FP), DX
+	LEAQ   (DI)(R8*1), R9
+	LEAQ   (R9)(R8*1), R10
+	LEAQ   (R10)(R8*1), R11
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop4x32:
+	CMPQ        CX, $32
+	JLT         loop4x16
+	VCVTPH2PS   (SI), Z8
+	VCVTPH2PS   32(SI), Z9
+	VFMADD231PS (DI), Z8, Z0
+	VFMADD231PS (R9), Z8, Z1
+	VFMADD231PS (R10), Z8, Z2
+	VFMADD231PS (R11), Z8, Z3
+	VFMADD231PS 64(DI), Z9, Z4
+	VFMADD231PS 64(R9), Z9, Z5
+	VFMADD231PS 64(R10), Z9, Z6
+	VFMADD231PS 64(R11), Z9, Z7
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	ADDQ        $128, R9
+	ADDQ        $128, R10
+	ADDQ        $128, R11
+	SUBQ        $32, CX
+	JMP         loop4x32
+
+loop4x16:
+	CMPQ        CX, $16
+	JLT         reduce4
+	VCVTPH2PS   (SI), Z8
+	VFMADD231PS (DI), Z8, Z0
+	VFMADD231PS (R9), Z8, Z1
+	VFMADD231PS (R10), Z8, Z2
+	VFMADD231PS (R11), Z8, Z3
+	ADDQ        $32, SI
+	ADDQ        $64, DI
+	ADDQ        $64, R9
+	ADDQ        $64, R10
+	ADDQ        $64, R11
+	SUBQ        $16, CX
+	JMP         loop4x16
+
+reduce4:
+	VADDPS        Z4, Z0, Z0
+	VADDPS        Z5, Z1, Z1
+	VADDPS        Z6, Z2, Z2
+	VADDPS        Z7, Z3, Z3
+	VEXTRACTF64X4 $1, Z0, Y8
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF64X4 $1, Z1, Y8
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $1, Z2, Y8
+	VADDPS        Y8, Y2, Y2
+	VEXTRACTF64X4 $1, Z3, Y8
+	VADDPS        Y8, Y3, Y3
+	VEXTRACTF128  $1, Y0, X8
+	VADDPS        X8, X0, X0
+	VEXTRACTF128  $1, Y1, X8
+	VADDPS        X8, X1, X1
+	VEXTRACTF128  $1, Y2, X8
+	VADDPS        X8, X2, X2
+	VEXTRACTF128  $1, Y3, X8
+	VADDPS        X8, X3, X3
+	VHADDPS       X1, X0, X0
+	VHADDPS       X3, X2, X2
+	VHADDPS       X2, X0, X0
+	VMOVUPS       X0, (DX)
+	VZEROUPPER
+	RET
+
+// func dot4x2AVX512(a *uint16, lda int, b *float32, ldb int, n int, out *[8]float32)
+// Requires: AVX512F
+TEXT ·dot4x2AVX512(SB), NOSPLIT, $0-48
+	MOVQ   a+0(FP), SI
+	MOVQ   lda+8(FP), R12
+	SHLQ   $1, R12
+	ADDQ   SI, R12
+	MOVQ   b+16(FP), DI
+	MOVQ   ldb+24(FP), R8
+	SHLQ   $2, R8
+	MOVQ   n+32(FP), CX
+	MOVQ   out+40(FP), DX
+	LEAQ   (DI)(R8*1), R9
+	LEAQ   (R9)(R8*1), R10
+	LEAQ   (R10)(R8*1), R11
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop2x16:
+	CMPQ        CX, $16
+	JLT         reduce2x4
+	VCVTPH2PS   (SI), Z8
+	VCVTPH2PS   (R12), Z9
+	VMOVUPS     (DI), Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R9), Z11
+	VFMADD231PS Z11, Z8, Z1
+	VFMADD231PS Z11, Z9, Z5
+	VMOVUPS     (R10), Z12
+	VFMADD231PS Z12, Z8, Z2
+	VFMADD231PS Z12, Z9, Z6
+	VMOVUPS     (R11), Z13
+	VFMADD231PS Z13, Z8, Z3
+	VFMADD231PS Z13, Z9, Z7
+	ADDQ        $32, SI
+	ADDQ        $32, R12
+	ADDQ        $64, DI
+	ADDQ        $64, R9
+	ADDQ        $64, R10
+	ADDQ        $64, R11
+	SUBQ        $16, CX
+	JMP         loop2x16
+
+reduce2x4:
+	VEXTRACTF64X4 $1, Z0, Y8
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF64X4 $1, Z1, Y8
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $1, Z2, Y8
+	VADDPS        Y8, Y2, Y2
+	VEXTRACTF64X4 $1, Z3, Y8
+	VADDPS        Y8, Y3, Y3
+	VEXTRACTF64X4 $1, Z4, Y8
+	VADDPS        Y8, Y4, Y4
+	VEXTRACTF64X4 $1, Z5, Y8
+	VADDPS        Y8, Y5, Y5
+	VEXTRACTF64X4 $1, Z6, Y8
+	VADDPS        Y8, Y6, Y6
+	VEXTRACTF64X4 $1, Z7, Y8
+	VADDPS        Y8, Y7, Y7
+	VHADDPS       Y1, Y0, Y0
+	VHADDPS       Y3, Y2, Y2
+	VHADDPS       Y2, Y0, Y0
+	VEXTRACTF128  $1, Y0, X8
+	VADDPS        X8, X0, X0
+	VMOVUPS       X0, (DX)
+	VHADDPS       Y5, Y4, Y4
+	VHADDPS       Y7, Y6, Y6
+	VHADDPS       Y6, Y4, Y4
+	VEXTRACTF128  $1, Y4, X8
+	VADDPS        X8, X4, X4
+	VMOVUPS       X4, 16(DX)
+	VZEROUPPER
+	RET

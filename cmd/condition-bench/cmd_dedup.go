@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/conditionhq/condition/internal/cputime"
+	"github.com/conditionhq/condition/internal/halfdot"
+	"github.com/conditionhq/condition/internal/xattnhooks"
+	"github.com/conditionhq/condition/pipeline/index"
+	"github.com/conditionhq/condition/pipeline/index/dedup"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+func init() {
+	addSubcommand(subcommand{name: "dedup", summary: "near-duplicate pairs over a synthetic float16 index with planted pairs: time, pairs/s, GFLOP/s, the planted pairs found, and the time extrapolated to --extrapolate images", run: runBenchDedup})
+}
+
+// dedupBenchOptions are the flags of `condition-bench dedup`.
+type dedupBenchOptions struct {
+	n, dim, planted, block, workers, extrapolate int
+	threshold                                    float32
+	dir                                          string
+	json                                         bool
+}
+
+func (o *dedupBenchOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.n, "n", 50_000, "images in the index")
+	fs.IntVar(&o.dim, "dim", 512, "width D of the vectors")
+	fs.IntVar(&o.planted, "planted", 1000, "of them, near copies (cosine about 0.97–0.995) of earlier random ones")
+	fs.Float32Var(&o.threshold, "threshold", dedup.DefaultThreshold, "the pairs' least cosine")
+	fs.IntVar(&o.block, "block", dedup.DefaultBlockRows, "rows per block")
+	fs.IntVar(&o.workers, "workers", 0, "goroutines (0: GOMAXPROCS)")
+	fs.IntVar(&o.extrapolate, "extrapolate", 1_000_000, "also give the time for this many images, from the measured pairs/s (time ∝ N²): an extrapolation, not a measurement")
+	fs.StringVar(&o.dir, "dir", "", "folder for the index (default: a temporary one, removed)")
+	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
+}
+
+// dedupBenchResult is what `condition-bench dedup` reports.
+type dedupBenchResult struct {
+	N, Dim, Workers, Block int
+	Kernel                 string  // halfdot's kernel
+	Seconds                float64 // the pair search and grouping (dedup.Run), the index open and written aside
+	CPUSeconds             float64 // the process's CPU time over the same span (other programs on the machine aside)
+	Pairs                  float64 // row pairs compared, N(N-1)/2
+	PairsPerSec            float64 // per second of wall time
+	PairsPerCPUSec         float64 // per CPU second: what one core does when it is not shared
+	GFLOPs, GFLOPsPerCore  float64 // 2·D flops per pair compared, per wall second and per CPU second
+	PeakGFLOPs             float64 // one core's float32 FMA peak, measured in the same run with the kernel's instruction set
+	Found, Planted         int     // pairs found; planted pairs among them / planted
+	PlantedFound           int
+	Extrapolate            int
+	ExtrapolatedSeconds    float64 // from PairsPerCPUSec on Workers cores, none of them shared
+}
+
+func runBenchDedup(ctx context.Context, e *env, args []string) error {
+	var o dedupBenchOptions
+	fs := newFlagSet(e, "dedup", "dedup [flags]")
+	o.AddFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("dedup takes no arguments, got %q", fs.Args())
+	}
+	if o.n < 2 || o.dim < 1 || o.planted < 0 || o.planted >= o.n || o.block < 1 || o.workers < 0 || o.extrapolate < 0 || !(o.threshold > 0 && o.threshold <= 1) {
+		return usagef("--n (2 or more), --dim, --block must be positive, --planted below --n, --threshold in (0, 1]")
+	}
+	dir := o.dir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "condition-bench-dedup-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	e.Log.Info("writing the index", "n", o.n, "dim", o.dim, "planted", o.planted, "dir", dir)
+	planted, err := writeDedupIndex(filepath.Join(dir, "index", "000000"), o)
+	if err != nil {
+		return err
+	}
+	x, err := index.Open(ctx, dir, index.Options{})
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	workers := o.workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	peak := xattnhooks.PeakGFLOPS(halfdot.Impl(), 500*time.Millisecond)
+	c0, _ := cputime.Process()
+	t0 := time.Now()
+	res, err := dedup.Run(ctx, x, dedup.Options{Threshold: o.threshold, BlockRows: o.block, Workers: workers})
+	if err != nil {
+		return err
+	}
+	c1, _ := cputime.Process()
+	r := dedupBenchResult{N: o.n, Dim: o.dim, Workers: workers, Block: o.block, Kernel: halfdot.Impl(), Seconds: time.Since(t0).Seconds(),
+		Pairs: float64(o.n) * float64(o.n-1) / 2, Found: len(res.Pairs), Planted: len(planted), Extrapolate: o.extrapolate}
+	r.CPUSeconds, r.PeakGFLOPs = (c1 - c0).Seconds(), peak
+	r.PairsPerSec, r.PairsPerCPUSec = r.Pairs/r.Seconds, r.Pairs/r.CPUSeconds
+	r.GFLOPs, r.GFLOPsPerCore = r.PairsPerSec*2*float64(o.dim)/1e9, r.PairsPerCPUSec*2*float64(o.dim)/1e9
+	for _, p := range res.Pairs {
+		if planted[[2]int{p.A, p.B}] {
+			r.PlantedFound++
+		}
+	}
+	if o.extrapolate > 0 {
+		r.ExtrapolatedSeconds = float64(o.extrapolate) * float64(o.extrapolate-1) / 2 / (r.PairsPerCPUSec * float64(workers))
+	}
+	if o.json {
+		return json.NewEncoder(e.Stdout).Encode(r)
+	}
+	fmt.Fprintf(e.Stdout, "dedup N=%d D=%d, %d workers, blocks of %d rows, halfdot %s: %.1f s (%.1f CPU s), %.3g pairs/s (%.3g per CPU s), %.1f GFLOP/s (%.1f per core, %.0f%% of one core's peak %.1f); %d pairs found, %d of %d planted\n",
+		r.N, r.Dim, r.Workers, r.Block, r.Kernel, r.Seconds, r.CPUSeconds, r.PairsPerSec, r.PairsPerCPUSec, r.GFLOPs, r.GFLOPsPerCore, 100*r.GFLOPsPerCore/r.PeakGFLOPs, r.PeakGFLOPs, r.Found, r.PlantedFound, r.Planted)
+	if o.extrapolate > 0 {
+		fmt.Fprintf(e.Stdout, "extrapolated (N² at the measured pairs per CPU second on %d unshared cores; not measured): N=%d in %.0f s (%.1f h)\n", workers, o.extrapolate, r.ExtrapolatedSeconds, r.ExtrapolatedSeconds/3600)
+	}
+	return nil
+}
+
+// writeDedupIndex writes one index part of o.n random unit vectors in
+// float16 (no patches), the last o.planted of them near copies of random
+// earlier ones, and returns the planted pairs (rows, the smaller first).
+func writeDedupIndex(dir string, o dedupBenchOptions) (map[[2]int]bool, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(uint64(o.n), 5))
+	distinct := o.n - o.planted
+	src := make([]int, o.planted)
+	planted := map[[2]int]bool{}
+	for i := range src {
+		src[i] = rng.IntN(distinct)
+		planted[[2]int{src[i], distinct + i}] = true
+	}
+	// A copy's source is drawn again from its seed, so that no row is kept.
+	row := func(r int) []float32 {
+		if r < distinct {
+			return randomUnit(rand.New(rand.NewPCG(uint64(r), 11)), o.dim)
+		}
+		v := randomUnit(rand.New(rand.NewPCG(uint64(src[r-distinct]), 11)), o.dim)
+		noise := randomUnit(rand.New(rand.NewPCG(uint64(r), 13)), o.dim)
+		a := 0.1 + 0.15*rng.Float64() // cosine ≈ 1/√(1+a²): 0.97–0.995
+		var s float64
+		for k := range v {
+			v[k] += float32(a) * noise[k]
+			s += float64(v[k]) * float64(v[k])
+		}
+		for k := range v {
+			v[k] = float32(float64(v[k]) / math.Sqrt(s))
+		}
+		return v
+	}
+	if err := writeF16Rows(filepath.Join(dir, index.EmbedsFile), []int{o.n, o.dim}, o.n, o.dim, row); err != nil {
+		return nil, err
+	}
+	if err := writeF16Rows(filepath.Join(dir, index.PatchesFile), []int{o.n, 0, o.dim}, 0, o.dim, nil); err != nil {
+		return nil, err
+	}
+	meta := index.Meta{Format: index.Format, Model: "synthetic", Settings: json.RawMessage(`{}`), DType: index.DTypeF16, Dim: o.dim, LogitScale: 100, Rows: o.n}
+	for i := range o.n {
+		meta.Items = append(meta.Items, index.Item{Row: i, Path: fmt.Sprintf("%08d.jpg", i), Status: "ok"})
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	return planted, os.WriteFile(filepath.Join(dir, index.MetaFile), b, 0o644)
+}
+
+// writeF16Rows writes an .npy of float16 of shape, rows rows of d values
+// made by row.
+func writeF16Rows(name string, shape []int, rows, d int, row func(int) []float32) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	hdr, err := tensorio.NPYHeader(tensorio.DTypeF16, shape, 0)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.Write(hdr)
+	buf := make([]byte, 2*d)
+	for r := range rows {
+		for k, v := range row(r) {
+			binary.LittleEndian.PutUint16(buf[2*k:], tensorio.Float32ToF16(v))
+		}
+		w.Write(buf)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,225 @@
+// Package dedup finds the near-duplicate images of a job's collection
+// index: every pair of images whose pooled joint-space embeddings (the
+// index's image embeddings, as stored: float16, float32 or int8) have a
+// cosine of at least a threshold, grouped, with one image of each group
+// kept and the others marked as duplicates.
+//
+// The pairs are exact: every image against every other, in blocks of rows
+// read from the index (never the N×N matrix), on one goroutine per core.
+// A block of rows is converted to float32 and normalised once and dotted
+// with every later block as stored (float16 rows through the halfdot
+// kernels); memory is the blocks of each goroutine (Options.BlockRows)
+// and the pairs found (at most Options.MaxPairs).
+//
+// Two groupings: Star (the default) visits the images in keep order and
+// lets each image not yet in a group take every neighbour not yet in one,
+// so that every duplicate is within the threshold of the image kept;
+// Components joins every chain of pairs, so that two unlike images join
+// through a run of like ones.
+package dedup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/conditionhq/condition/pipeline/index"
+)
+
+// DefaultThreshold is the cosine at and above which two images are taken
+// as near-duplicates when Options.Threshold is 0. It was chosen on the
+// built-in model between the planted near-duplicates (byte copies, JPEG
+// quality 40, half size, 5% brighter: cosines 0.974 and above) and
+// distinct photo-like pictures (at most 0.943); see docs/dedup.md.
+const DefaultThreshold = 0.96
+
+// DefaultBlockRows is Options.BlockRows when 0.
+const DefaultBlockRows = 256
+
+// DefaultMaxPairs is Options.MaxPairs when 0.
+const DefaultMaxPairs = 20_000_000
+
+// Grouping is how pairs become groups.
+type Grouping int
+
+const (
+	// Star visits the images in keep order; each image not yet in a group
+	// takes every neighbour (cosine ≥ the threshold) not yet in one. Every
+	// duplicate is within the threshold of its group's kept image.
+	Star Grouping = iota
+	// Components makes a group of every connected component of the pairs:
+	// chains join, so a duplicate may be far from the image kept.
+	Components
+)
+
+// String returns the grouping's name: star or components.
+func (g Grouping) String() string {
+	if g == Components {
+		return "components"
+	}
+	return "star"
+}
+
+// Keep is which image of a group is kept.
+type Keep int
+
+const (
+	// KeepFirst keeps the image first in index order (its parts in name
+	// order, each part's rows in the order the job read them).
+	KeepFirst Keep = iota
+	// KeepCentral keeps the image with the highest mean cosine to the
+	// others of its group (with Star: the image whose neighbours' cosines
+	// sum highest is visited first).
+	KeepCentral
+	// KeepLargest keeps the image of most pixels; the index records no
+	// image sizes, so Run refuses it (ErrNoSizes).
+	KeepLargest
+)
+
+// String returns the rule's name: first, central or largest.
+func (k Keep) String() string {
+	switch k {
+	case KeepCentral:
+		return "central"
+	case KeepLargest:
+		return "largest"
+	}
+	return "first"
+}
+
+// ErrNoSizes is the error of KeepLargest over an index that records no
+// image sizes.
+var ErrNoSizes = errors.New("dedup: keeping the largest image needs each image's size, which the index does not record; keep the first or the central one")
+
+// Options controls Run.
+type Options struct {
+	// Threshold is the least cosine of a pair, in (0, 1]; 0 is
+	// DefaultThreshold.
+	Threshold float32
+	Group     Grouping
+	Keep      Keep
+	// BlockRows is the rows of a block (0: DefaultBlockRows): each
+	// goroutine holds two blocks, BlockRows·D·(4+4) bytes.
+	BlockRows int
+	// Workers is how many goroutines compare blocks (0: GOMAXPROCS).
+	Workers int
+	// MaxPairs bounds the pairs found (0: DefaultMaxPairs): more is an
+	// error naming the threshold, rather than memory without bound.
+	MaxPairs int
+	// Progress, when not nil, is called as blocks are compared with the
+	// block pairs done and their total, from one goroutine at a time.
+	Progress func(done, total int)
+}
+
+// Pair is two images whose cosine is at least the threshold: rows A < B,
+// numbered as index.Index.ReadEmbeds numbers them.
+type Pair struct {
+	A, B int
+	Cos  float32
+}
+
+// Member is a duplicate of a group: its row and its cosine to the image
+// kept.
+type Member struct {
+	Row int
+	Cos float32
+}
+
+// Group is a kept image and its duplicates, by row, in row order.
+type Group struct {
+	Keep int
+	Dups []Member
+}
+
+// Result is the near-duplicates of an index.
+type Result struct {
+	Threshold float32
+	Rows      int // the index's rows
+	Images    int // its images read and encoded (the rows compared)
+	Pairs     []Pair
+	Groups    []Group // by kept row
+}
+
+// Duplicates returns how many images the groups drop.
+func (r *Result) Duplicates() int {
+	n := 0
+	for _, g := range r.Groups {
+		n += len(g.Dups)
+	}
+	return n
+}
+
+// Check returns an error naming what is wrong with o, before any work.
+func (o *Options) Check() error {
+	if !(o.Threshold >= 0 && o.Threshold <= 1) {
+		return fmt.Errorf("dedup: threshold %g: want a cosine above 0 and at most 1", o.Threshold)
+	}
+	if o.Group != Star && o.Group != Components {
+		return fmt.Errorf("dedup: grouping %d: want star or components", o.Group)
+	}
+	switch o.Keep {
+	case KeepFirst, KeepCentral:
+	case KeepLargest:
+		return ErrNoSizes
+	default:
+		return fmt.Errorf("dedup: keep rule %d: want first or central", o.Keep)
+	}
+	if o.BlockRows < 0 || o.Workers < 0 || o.MaxPairs < 0 {
+		return fmt.Errorf("dedup: block rows %d, workers %d, max pairs %d: want 0 (the default) or more", o.BlockRows, o.Workers, o.MaxPairs)
+	}
+	return nil
+}
+
+// CheckIndex returns an error when x cannot be searched for duplicates:
+// a collection in a vector database (no stored arrays), parts of mixed
+// dtypes, or no image read and encoded.
+func CheckIndex(x *index.Index) error {
+	if x.EmbedsDType() == "" {
+		return fmt.Errorf("dedup: index %v: no stored image embeddings of one dtype to compare (a collection in a vector database, or parts of different dtypes)", x.Parts())
+	}
+	if x.Rows() == 0 {
+		return errors.New("dedup: the index has no rows: no image to compare")
+	}
+	return nil
+}
+
+// Run finds the near-duplicates of x: its pairs at the threshold, their
+// groups and the image kept of each.
+func Run(ctx context.Context, x *index.Index, o Options) (*Result, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	if err := CheckIndex(x); err != nil {
+		return nil, err
+	}
+	o.defaults()
+	v, err := load(x)
+	if err != nil {
+		return nil, err
+	}
+	if v.images == 0 {
+		return nil, errors.New("dedup: the index holds no image read and encoded (every row is a failed image)")
+	}
+	pairs, err := findPairs(ctx, x, v, o)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Threshold: o.Threshold, Rows: v.n, Images: v.images, Pairs: pairs}
+	if res.Groups, err = group(x, v, pairs, o); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// defaults fills in o's zero values.
+func (o *Options) defaults() {
+	if o.Threshold == 0 {
+		o.Threshold = DefaultThreshold
+	}
+	if o.BlockRows == 0 {
+		o.BlockRows = DefaultBlockRows
+	}
+	if o.MaxPairs == 0 {
+		o.MaxPairs = DefaultMaxPairs
+	}
+}

@@ -1,0 +1,267 @@
+package dedup
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/conditionhq/condition/internal/halfdot"
+	"github.com/conditionhq/condition/pipeline/index"
+)
+
+// vectors is what the pair search knows of an index's rows before it
+// compares them: each row's 1/‖v‖ (0 for a failed image or a zero
+// vector) and whether it is an image read and encoded.
+type vectors struct {
+	n, d   int
+	f16    bool // every part stores float16: blocks are compared as stored
+	inv    []float32
+	ok     []bool
+	images int
+}
+
+// load reads every row once, in blocks, for its norm and status.
+func load(x *index.Index) (*vectors, error) {
+	n, d := x.Rows(), x.Meta().Dim
+	v := &vectors{n: n, d: d, f16: x.EmbedsDType() == index.DTypeF16, inv: make([]float32, n), ok: make([]bool, n)}
+	const rows = 1024
+	buf := make([]float32, rows*d)
+	for r0 := 0; r0 < n; r0 += rows {
+		k := min(rows, n-r0)
+		if err := x.ReadEmbeds(r0, buf[:k*d], v.ok[r0:r0+k]); err != nil {
+			return nil, err
+		}
+		for i := range k {
+			s := float64(0)
+			for _, e := range buf[i*d : (i+1)*d] {
+				s += float64(e) * float64(e)
+			}
+			if !v.ok[r0+i] || s == 0 {
+				v.ok[r0+i] = false
+				continue
+			}
+			v.inv[r0+i] = float32(1 / math.Sqrt(s))
+			v.images++
+		}
+	}
+	return v, nil
+}
+
+// block is one goroutine's two blocks: a, rows [a0, a0+ka) as float32
+// normalised, and b, rows [b0, b0+kb) as stored (float16 bits, or float32
+// for other dtypes).
+type block struct {
+	a      []float32
+	b16    []uint16
+	b32    []float32
+	a0, ka int
+	b0, kb int
+}
+
+// findPairs compares every block of rows with itself and every later
+// block, on o.Workers goroutines taking the first blocks in turn, and
+// returns the pairs at or above the threshold in (A, B) order.
+func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options) ([]Pair, error) {
+	bs := o.BlockRows
+	nb := (v.n + bs - 1) / bs
+	workers := o.Workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, nb))
+	total := nb * (nb + 1) / 2
+	var next, found atomic.Int64
+	var mu sync.Mutex // guards done, the progress calls and firstErr
+	done := 0
+	var firstErr error
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
+	out := make([][]Pair, workers)
+	inner, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			blk := &block{a: make([]float32, bs*v.d)}
+			if v.f16 {
+				blk.b16 = make([]uint16, bs*v.d)
+			} else {
+				blk.b32 = make([]float32, bs*v.d)
+			}
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= nb || inner.Err() != nil {
+					return
+				}
+				if err := blk.readA(x, v, i*bs, min(bs, v.n-i*bs)); err != nil {
+					fail(err)
+					cancel()
+					return
+				}
+				for j := i; j < nb; j++ {
+					if inner.Err() != nil {
+						return
+					}
+					if err := blk.readB(x, v.d, j*bs, min(bs, v.n-j*bs)); err != nil {
+						fail(err)
+						cancel()
+						return
+					}
+					before := len(out[w])
+					out[w] = blk.compare(v, o.Threshold, out[w])
+					if found.Add(int64(len(out[w])-before)) > int64(o.MaxPairs) {
+						fail(fmt.Errorf("dedup: more than %d pairs of cosine ≥ %g: the threshold is too low for this collection (or raise the pair limit)", o.MaxPairs, o.Threshold))
+						cancel()
+						return
+					}
+				}
+				mu.Lock()
+				done += nb - i
+				if o.Progress != nil {
+					o.Progress(done, total)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var all []Pair
+	for _, p := range out {
+		all = append(all, p...)
+	}
+	slices.SortFunc(all, func(p, q Pair) int {
+		if p.A != q.A {
+			return p.A - q.A
+		}
+		return p.B - q.B
+	})
+	return all, nil
+}
+
+// readA reads rows [r0, r0+k) as float32 and normalises them.
+func (b *block) readA(x *index.Index, v *vectors, r0, k int) error {
+	b.a0, b.ka = r0, k
+	a := b.a[:k*v.d]
+	if err := x.ReadEmbeds(r0, a, nil); err != nil {
+		return err
+	}
+	for i := range k {
+		s := v.inv[r0+i]
+		for j := range a[i*v.d : (i+1)*v.d] {
+			a[i*v.d+j] *= s
+		}
+	}
+	return nil
+}
+
+// readB reads rows [r0, r0+k) as stored.
+func (b *block) readB(x *index.Index, d, r0, k int) error {
+	b.b0, b.kb = r0, k
+	if b.b16 != nil {
+		return x.ReadEmbedsF16(r0, b.b16[:k*d], nil)
+	}
+	return x.ReadEmbeds(r0, b.b32[:k*d], nil)
+}
+
+// compare appends to out the pairs of a row of block a and a later row of
+// block b (rows after it when they are the same block) whose cosine is at
+// least t: the float32 rows of a, normalised, dotted with b's rows as
+// stored, times their 1/‖v‖. Float16 rows of b meet four rows of a at a
+// time (halfdot.Dot4); the rest one at a time.
+func (b *block) compare(v *vectors, t float32, out []Pair) []Pair {
+	i := 0
+	if b.b16 != nil {
+		out, i = b.compare4(v, t, out)
+	}
+	return b.compareRows(v, t, out, i)
+}
+
+// compare4 is compare for the rows of a in whole fours, b as float16 (two
+// rows of b at a time, halfdot.Dot4x2, and a last one alone); it returns
+// the first row of a not compared.
+func (b *block) compare4(v *vectors, t float32, out []Pair) ([]Pair, int) {
+	d, same := v.d, b.b0 == b.a0
+	var s [8]float32
+	i := 0
+	for ; i+4 <= b.ka; i += 4 {
+		ra := b.a0 + i
+		if !v.ok[ra] && !v.ok[ra+1] && !v.ok[ra+2] && !v.ok[ra+3] {
+			continue
+		}
+		rows := b.a[i*d : (i+4)*d]
+		j := 0
+		if same {
+			j = i + 1
+		}
+		// add appends the pairs of row j+r of b with the four rows of a.
+		add := func(r int) {
+			rb := b.b0 + j + r
+			if !v.ok[rb] {
+				return
+			}
+			inv := v.inv[rb]
+			for k, c := range s[4*r : 4*r+4] {
+				if c *= inv; c >= t && v.ok[ra+k] && (!same || j+r > i+k) {
+					out = append(out, Pair{ra + k, rb, c})
+				}
+			}
+		}
+		for ; j+2 <= b.kb; j += 2 {
+			halfdot.Dot4x2(b.b16[j*d:(j+2)*d], d, rows, d, d, &s)
+			add(0)
+			add(1)
+		}
+		if j < b.kb {
+			halfdot.Dot4(b.b16[j*d:(j+1)*d], rows, d, (*[4]float32)(s[:4]))
+			add(0)
+		}
+	}
+	return out, i
+}
+
+// compareRows is compare for the rows of a from i0 on, one at a time.
+func (b *block) compareRows(v *vectors, t float32, out []Pair, i0 int) []Pair {
+	d := v.d
+	for i := i0; i < b.ka; i++ {
+		ra := b.a0 + i
+		if !v.ok[ra] {
+			continue
+		}
+		a := b.a[i*d : (i+1)*d]
+		j0 := 0
+		if b.b0 == b.a0 {
+			j0 = i + 1
+		}
+		for j := j0; j < b.kb; j++ {
+			rb := b.b0 + j
+			if !v.ok[rb] {
+				continue
+			}
+			var s float32
+			if b.b16 != nil {
+				s = halfdot.Dot(b.b16[j*d:(j+1)*d], a)
+			} else {
+				s = halfdot.DotFloat32(b.b32[j*d:(j+1)*d], a)
+			}
+			if s *= v.inv[rb]; s >= t {
+				out = append(out, Pair{ra, rb, s})
+			}
+		}
+	}
+	return out
+}

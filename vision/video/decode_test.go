@@ -75,7 +75,7 @@ func checkExact(t *testing.T, video string, o Options) {
 	if len(got) != len(want) {
 		t.Fatalf("%s %v fps %v: %d frames, want %d (of %d)", filepath.Base(video), o.Sampling, o.FPS, len(got), len(want), len(fts))
 	}
-	refs := videotest.PNGs(t, video)
+	refs := videotest.PNGs(t, video, "")
 	if len(refs) != len(fts) {
 		t.Fatalf("ffmpeg wrote %d PNGs, ffprobe shows %d frames", len(refs), len(fts))
 	}

@@ -106,11 +106,14 @@ func PNG(t testing.TB, video string, n int, path string) image.Image {
 }
 
 // PNGs has ffmpeg write every frame of video as an rgb24 PNG (in the
-// order it decodes them, none dropped or repeated) into a temporary folder,
-// and returns them decoded by image/png.
-func PNGs(t testing.TB, video string) []image.Image {
+// order it decodes them, none dropped or repeated) into dir (a temporary
+// folder when ""), named from 00001.png, and returns them decoded by
+// image/png.
+func PNGs(t testing.TB, video, dir string) []image.Image {
 	t.Helper()
-	dir := t.TempDir()
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	Run(t, "-i", video, "-fps_mode", "passthrough", "-pix_fmt", "rgb24", filepath.Join(dir, "%05d.png"))
 	var out []image.Image
 	for i := 1; ; i++ {

@@ -1,0 +1,135 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/vision/video"
+	"github.com/conditionhq/condition/vision/video/videotest"
+)
+
+// TestVideoFramesEqualTheirPNGs runs the job on a folder with a video and
+// on ffmpeg's own PNGs of the frames it samples: every output array of a
+// frame is byte for byte the PNG's. A truncated video gives its frames,
+// then a failed item; an audio-only file a failed item.
+func TestVideoFramesEqualTheirPNGs(t *testing.T) {
+	videotest.Need(t)
+	in := filepath.Join(t.TempDir(), "in")
+	os.MkdirAll(in, 0o755)
+	frames := videotest.Frames(30, 96, 64)
+	clip := videotest.Make(t, in, "clip.mp4", frames, 10, "-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", "10", "-movflags", "+faststart")
+	data := mustRead(t, clip)
+	os.WriteFile(filepath.Join(in, "cut.mp4"), data[:len(data)*6/10], 0o644)
+	videotest.Run(t, "-f", "lavfi", "-i", "sine=duration=1", "-c:a", "aac", filepath.Join(in, "sound.m4v"))
+
+	m := openTiny(t)
+	eng := tinyEngine(t, m, pipeline.Options{})
+	out := filepath.Join(t.TempDir(), "out")
+	sum, err := Run(context.Background(), Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"a yellow square"}, Out: out,
+		Video: video.Options{FPS: 2}, Batch: 2, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := readManifest(t, sum.Manifest)
+	fts, tb := videotest.Probe(t, clip)
+	pngs := t.TempDir()
+	videotest.PNGs(t, clip, pngs)
+	var clipFrames, cutFrames, failed int
+	var fromPNG []string
+	byPNG := map[string]Entry{}
+	for _, e := range es {
+		switch {
+		case e.Status == StatusError:
+			failed++
+			if e.Path != "cut.mp4" && e.Path != "sound.m4v" || !strings.Contains(e.Error, e.Path) {
+				t.Errorf("failed entry %+v: want cut.mp4 or sound.m4v, its error naming it", e)
+			}
+		case strings.HasPrefix(e.Path, "cut.mp4#t="):
+			cutFrames++
+		case strings.HasPrefix(e.Path, "clip.mp4#t="):
+			clipFrames++
+			if e.Video != "clip.mp4" || e.Time == nil || e.Path != "clip.mp4#t="+video.Seconds(*e.Time) {
+				t.Fatalf("frame entry %+v", e)
+			}
+			i := frameAt(fts, tb, *e.Time)
+			if i < 0 {
+				t.Fatalf("%s: no frame of ffprobe's at %v", e.Path, *e.Time)
+			}
+			name := fmt.Sprintf("%05d.png", i+1)
+			fromPNG = append(fromPNG, filepath.Join(pngs, name))
+			byPNG[name] = e
+		default:
+			t.Errorf("entry %+v", e)
+		}
+	}
+	// 2 frames a second over 0–2.9 s: t = 0, 0.5, ..., 2.5.
+	if clipFrames != 6 || failed != 2 || cutFrames == 0 || sum.Done != clipFrames+cutFrames {
+		t.Fatalf("clip frames %d, cut frames %d, failed %d, summary %+v", clipFrames, cutFrames, failed, sum)
+	}
+	out2 := filepath.Join(t.TempDir(), "out")
+	if _, err := Run(context.Background(), Config{Engine: eng, Inputs: fromPNG, Prompts: []string{"a yellow square"}, Out: out2, Batch: 3, Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, e := range byPNG {
+		a, ma, err := tensorio.ReadSafetensors(filepath.Join(out, e.Outputs[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := tensorio.ReadSafetensors(filepath.Join(out2, name+".safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a) != len(b) || len(a) < 4 {
+			t.Fatalf("%s: %d tensors, its PNG's %d", e.Path, len(a), len(b))
+		}
+		for k, ta := range a {
+			ba, _ := tensorio.AppendLE(nil, ta)
+			bb, _ := tensorio.AppendLE(nil, b[k])
+			if !bytes.Equal(ba, bb) {
+				t.Fatalf("%s: %s differs from its PNG's (%s)", e.Path, k, name)
+			}
+		}
+		if ma["video"] != "clip.mp4" || ma["time"] != video.Seconds(*e.Time) {
+			t.Errorf("%s metadata video %q time %q", e.Path, ma["video"], ma["time"])
+		}
+	}
+}
+
+// frameAt returns the index of the frame at time sec, or -1.
+func frameAt(fts []videotest.FrameTime, tb [2]int64, sec float64) int {
+	for i, f := range fts {
+		if float64(f.PTS)*(float64(tb[0])/float64(tb[1])) == sec {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestVideoResumePerFrame: a second run with --resume skips every frame
+// done.
+func TestVideoResumePerFrame(t *testing.T) {
+	videotest.Need(t)
+	in := filepath.Join(t.TempDir(), "in")
+	os.MkdirAll(in, 0o755)
+	videotest.Make(t, in, "a.webm", videotest.Frames(20, 64, 64), 10, "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8")
+	out := filepath.Join(t.TempDir(), "out")
+	cfg := Config{Engine: tinyEngine(t, openTiny(t), pipeline.Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out,
+		Video: video.Options{Sampling: video.SampleAll}}
+	sum, err := Run(context.Background(), cfg)
+	if err != nil || sum.Done != 20 {
+		t.Fatalf("first run: %+v %v", sum, err)
+	}
+	os.Remove(filepath.Join(out, "a.webm#t=0.500000.safetensors"))
+	cfg.Resume = true
+	sum, err = Run(context.Background(), cfg)
+	if err != nil || sum.Done != 1 || sum.Skipped != 19 {
+		t.Fatalf("resume: %+v %v", sum, err)
+	}
+}

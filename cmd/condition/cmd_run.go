@@ -21,6 +21,7 @@ import (
 	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/text"
+	"github.com/conditionhq/condition/vision/video"
 )
 
 type runOptions struct {
@@ -57,6 +58,8 @@ type runOptions struct {
 	shardIndex  int
 	shardCount  int
 	maxFailures int
+	fps         float64 // videos: frames sampled per second
+	frames      string  // videos: fps, all or keyframes
 	noArena     bool
 	pinThreads  bool
 	quiet       bool
@@ -99,6 +102,8 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.pinThreads, "pin-threads", false, "pin ONNX Runtime's pool threads to one processor each (with --threads 2 or more; bench pipeline --tune measures whether it helps)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display (the final summary and errors still print)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.Float64Var(&o.fps, "fps", video.DefaultFPS, "videos (.mp4 .mkv .webm .mov .avi .m4v, decoded by FFmpeg): frames per second kept, the first frame at or after each k/FPS seconds")
+	fs.StringVar(&o.frames, "frames", "fps", "videos: which frames are items: fps (see --fps), all, or keyframes")
 	o.eng.AddFlags(fs, withImages|withPrompts|withLayer|withPrecision|withReadout|withStreams)
 }
 
@@ -171,6 +176,10 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	vopts, err := o.videoOptions()
+	if err != nil {
+		return err
+	}
 	level := logLevel()
 	if o.quiet {
 		level = max(level, slog.LevelWarn) // --quiet: warnings and errors only
@@ -194,6 +203,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	prog := newProgressDisplay(e.Stderr, o.quiet)
 	cfg := batch.Config{
+		Video:  vopts,
 		Engine: eng, Inputs: o.images, Lists: o.lists, Prompts: o.prompts, Out: o.out,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, Windows: o.windows, CaptionPrompt: o.captions, Format: o.format, Layout: o.layout, ShardSize: o.shardSize,
 		Index: o.index, IndexDType: o.indexDType,
@@ -323,6 +333,18 @@ const weaviateKeyEnv = "WEAVIATE_API_KEY"
 
 // collectionConfig returns the job's collection in Weaviate, nil without
 // one.
+// videoOptions parses --frames and --fps.
+func (o *runOptions) videoOptions() (video.Options, error) {
+	s, err := video.ParseSampling(o.frames)
+	if err != nil {
+		return video.Options{}, usagef("--frames %q: want fps, all or keyframes", o.frames)
+	}
+	if !(o.fps > 0) || o.fps > 1e6 {
+		return video.Options{}, usagef("--fps %v: want a positive number of frames per second", o.fps)
+	}
+	return video.Options{Sampling: s, FPS: o.fps, MaxPixels: o.eng.maxPixels}, nil
+}
+
 func (o *runOptions) collectionConfig() *batch.CollectionConfig {
 	if o.collection == "" {
 		return nil

@@ -3,13 +3,16 @@ package batch
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision/video"
 	"github.com/conditionhq/condition/vision/video/videotest"
@@ -131,5 +134,38 @@ func TestVideoResumePerFrame(t *testing.T) {
 	sum, err = Run(context.Background(), cfg)
 	if err != nil || sum.Done != 1 || sum.Skipped != 19 {
 		t.Fatalf("resume: %+v %v", sum, err)
+	}
+}
+
+// TestVideoIndexRows: the collection index's rows of a video's frames
+// carry the video and the time, as the manifest does.
+func TestVideoIndexRows(t *testing.T) {
+	videotest.Need(t)
+	in := filepath.Join(t.TempDir(), "in")
+	os.MkdirAll(in, 0o755)
+	videotest.Make(t, in, "a.mkv", videotest.Frames(25, 64, 64), 10, "-c:v", "libx264", "-pix_fmt", "yuv420p")
+	out := filepath.Join(t.TempDir(), "out")
+	cfg := Config{Engine: tinyEngine(t, openTiny(t), pipeline.Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out, Index: true}
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	metas, _ := filepath.Glob(filepath.Join(out, "index", "*", index.MetaFile))
+	if len(metas) != 1 {
+		t.Fatalf("index parts: %v", metas)
+	}
+	var m index.Meta
+	if err := json.Unmarshal(mustRead(t, metas[0]), &m); err != nil {
+		t.Fatal(err)
+	}
+	var times []string
+	for _, it := range m.Items {
+		if it.Video != "a.mkv" || it.Time == nil || it.Path != "a.mkv#t="+video.Seconds(*it.Time) {
+			t.Fatalf("index item %+v", it)
+		}
+		times = append(times, video.Seconds(*it.Time))
+	}
+	sort.Strings(times)
+	if got := strings.Join(times, " "); got != "0.000000 1.000000 2.000000" {
+		t.Fatalf("index rows at %s, want 0, 1 and 2 s", got)
 	}
 }

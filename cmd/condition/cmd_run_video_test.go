@@ -55,3 +55,25 @@ func TestRunVideoFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRuntimeNamesFFmpeg: condition runtime says where ffmpeg is.
+func TestRuntimeNamesFFmpeg(t *testing.T) {
+	ff := videotest.Need(t)
+	code, out, errs := runCLI(t, "runtime")
+	if code != 0 {
+		t.Skipf("no ONNX Runtime here: exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(out, "ffmpeg: "+ff) {
+		t.Fatalf("runtime does not name %s:\n%s", ff, out)
+	}
+	code, out, _ = runCLI(t, "runtime", "--json")
+	var r struct {
+		FFmpeg struct {
+			Found  bool
+			FFmpeg string
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || !r.FFmpeg.Found || r.FFmpeg.FFmpeg != ff {
+		t.Fatalf("runtime --json: exit %d, ffmpeg %+v\n%s", code, r.FFmpeg, out)
+	}
+}

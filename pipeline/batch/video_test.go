@@ -169,3 +169,28 @@ func TestVideoIndexRows(t *testing.T) {
 		t.Fatalf("index rows at %s, want 0, 1 and 2 s", got)
 	}
 }
+
+// TestVideoShardsVerify: a shards-layout job over a video and an image is
+// proved complete against its inputs (a video is held by its frames), and
+// a video with no row is missing.
+func TestVideoShardsVerify(t *testing.T) {
+	videotest.Need(t)
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 2)
+	videotest.Make(t, in, "v.mp4", videotest.Frames(20, 64, 64), 10, "-c:v", "libx264", "-pix_fmt", "yuv420p")
+	out := filepath.Join(t.TempDir(), "out")
+	cfg := Config{Engine: tinyEngine(t, openTiny(t), pipeline.Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out, Layout: "shards", ShardSize: 3}
+	sum, err := Run(context.Background(), cfg)
+	if err != nil || sum.Done != 4 {
+		t.Fatalf("%+v %v: want 2 images and 2 frames done", sum, err)
+	}
+	rep, err := VerifyShards(context.Background(), out, []string{in}, nil)
+	if err != nil || !rep.Complete() || len(rep.Missing)+len(rep.Unexpected) != 0 {
+		t.Fatalf("verify: %v, %+v", err, rep)
+	}
+	videotest.Make(t, in, "w.webm", videotest.Frames(5, 64, 64), 10, "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8")
+	rep, err = VerifyShards(context.Background(), out, []string{in}, nil)
+	if err != nil || fmt.Sprint(rep.Missing) != "[w.webm]" || len(rep.Unexpected) != 0 {
+		t.Fatalf("verify with a video no shard holds: %v, missing %v, unexpected %v", err, rep.Missing, rep.Unexpected)
+	}
+}

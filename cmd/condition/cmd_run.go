@@ -58,8 +58,9 @@ type runOptions struct {
 	shardIndex  int
 	shardCount  int
 	maxFailures int
-	fps         float64 // videos: frames sampled per second
-	frames      string  // videos: fps, all or keyframes
+	fps         float64       // videos: frames sampled per second
+	frames      string        // videos: fps, all or keyframes
+	video       video.Options // --fps and --frames, parsed
 	noArena     bool
 	pinThreads  bool
 	quiet       bool
@@ -176,10 +177,6 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	vopts, err := o.videoOptions()
-	if err != nil {
-		return err
-	}
 	level := logLevel()
 	if o.quiet {
 		level = max(level, slog.LevelWarn) // --quiet: warnings and errors only
@@ -203,12 +200,11 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	prog := newProgressDisplay(e.Stderr, o.quiet)
 	cfg := batch.Config{
-		Video:  vopts,
 		Engine: eng, Inputs: o.images, Lists: o.lists, Prompts: o.prompts, Out: o.out,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, Windows: o.windows, CaptionPrompt: o.captions, Format: o.format, Layout: o.layout, ShardSize: o.shardSize,
 		Index: o.index, IndexDType: o.indexDType,
-		Collection: o.collectionConfig(),
-		Workers:    o.workers, Batch: o.batch, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
+		Collection: o.collectionConfig(), Video: o.video,
+		Workers: o.workers, Batch: o.batch, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,
 		Progress: prog.update,
 	}
@@ -331,20 +327,21 @@ func outPath(out string, names ...string) string {
 // weaviateKeyEnv is the environment variable that holds Weaviate's API key.
 const weaviateKeyEnv = "WEAVIATE_API_KEY"
 
-// collectionConfig returns the job's collection in Weaviate, nil without
-// one.
-// videoOptions parses --frames and --fps.
-func (o *runOptions) videoOptions() (video.Options, error) {
+// checkVideo parses --frames and --fps into o.video.
+func (o *runOptions) checkVideo() error {
 	s, err := video.ParseSampling(o.frames)
 	if err != nil {
-		return video.Options{}, usagef("--frames %q: want fps, all or keyframes", o.frames)
+		return usagef("--frames %q: want fps, all or keyframes", o.frames)
 	}
 	if !(o.fps > 0) || o.fps > 1e6 {
-		return video.Options{}, usagef("--fps %v: want a positive number of frames per second", o.fps)
+		return usagef("--fps %v: want a positive number of frames per second", o.fps)
 	}
-	return video.Options{Sampling: s, FPS: o.fps, MaxPixels: o.eng.maxPixels}, nil
+	o.video = video.Options{Sampling: s, FPS: o.fps, MaxPixels: o.eng.maxPixels}
+	return nil
 }
 
+// collectionConfig returns the job's collection in Weaviate, nil without
+// one.
 func (o *runOptions) collectionConfig() *batch.CollectionConfig {
 	if o.collection == "" {
 		return nil
@@ -410,7 +407,7 @@ func (o *runOptions) checkOutputs(fs *pflag.FlagSet) error {
 	if fs.Changed("index-dtype") && !o.index {
 		return usagef("--index-dtype needs --index (index parts; a collection in Weaviate stores float32)")
 	}
-	return nil
+	return o.checkVideo()
 }
 
 // checkCollection checks the flags of a collection in Weaviate

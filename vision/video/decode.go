@@ -123,20 +123,26 @@ func run(parent context.Context, p Programs, name, src string, in io.Reader, inf
 	}()
 	wg.Wait()
 	werr := cmd.Wait()
+	var stop fnError
 	switch {
 	case parent.Err() != nil:
 		return parent.Err()
-	case ferr != nil && !errors.Is(ferr, errLogEnded):
-		return ferr
+	case errors.As(ferr, &stop):
+		return stop.err
 	case lg.err != "":
 		return fmt.Errorf("video: %q: ffmpeg: %s", name, lg.err)
-	case werr != nil:
-		return fmt.Errorf("video: %q: ffmpeg: %w", name, werr)
 	case ferr != nil:
 		return fmt.Errorf("video: %q: %w", name, ferr)
+	case werr != nil:
+		return fmt.Errorf("video: %q: ffmpeg: %w", name, werr)
 	}
 	return nil
 }
+
+// fnError is the error of a decode's callback, which stopped it.
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
 
 // frames reads ffmpeg's raw frames from r, each with its time from lg,
 // and calls fn with each.
@@ -165,7 +171,7 @@ func frames(r io.Reader, lg *ffLog, info Info, fn func(Frame) error) error {
 		f := Frame{Image: img, PTS: st.pts, TimeBase: st.tb, Index: i}
 		f.Time = float64(st.pts) * (float64(st.tb[0]) / float64(st.tb[1]))
 		if err := fn(f); err != nil {
-			return err
+			return fnError{err}
 		}
 	}
 }

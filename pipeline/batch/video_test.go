@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
@@ -183,6 +185,29 @@ func TestVideoShardsVerify(t *testing.T) {
 	sum, err := Run(context.Background(), cfg)
 	if err != nil || sum.Done != 4 {
 		t.Fatalf("%+v %v: want 2 images and 2 frames done", sum, err)
+	}
+	metas, _ := filepath.Glob(filepath.Join(out, "metadata", "*.parquet"))
+	var frames []string
+	for _, m := range metas {
+		b := mustRead(t, m)
+		rows, err := parquet.Read[shardRow](bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			switch {
+			case strings.HasPrefix(r.Key, "v.mp4#t="):
+				if r.Video != "v.mp4" || r.Time == nil || r.Key != "v.mp4#t="+video.Seconds(*r.Time) || r.Unit != "v.mp4" {
+					t.Errorf("frame row %+v", r)
+				}
+				frames = append(frames, r.Key)
+			case r.Video != "" || r.Time != nil:
+				t.Errorf("image row %+v has a video or time", r)
+			}
+		}
+	}
+	if len(frames) != 2 {
+		t.Fatalf("frame rows %v, want 2", frames)
 	}
 	rep, err := VerifyShards(context.Background(), out, []string{in}, nil)
 	if err != nil || !rep.Complete() || len(rep.Missing)+len(rep.Unexpected) != 0 {

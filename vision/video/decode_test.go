@@ -8,6 +8,7 @@ import (
 	"image"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -146,7 +147,11 @@ func TestVideoRotated(t *testing.T) {
 	dir := t.TempDir()
 	a := videotest.Make(t, dir, "a.mp4", videotest.Frames(10, 96, 64), 10, "-c:v", "libx264", "-pix_fmt", "yuv420p")
 	r := filepath.Join(dir, "r.mp4")
-	videotest.Run(t, "-i", a, "-c", "copy", "-metadata:s:v", "rotate=90", r)
+	// FFmpeg 6 and later set the display matrix with -display_rotation;
+	// 5.1 has only the rotate tag.
+	if exec.Command(videotest.Need(t), "-v", "error", "-y", "-display_rotation", "90", "-i", a, "-c", "copy", r).Run() != nil {
+		videotest.Run(t, "-i", a, "-c", "copy", "-metadata:s:v", "rotate=90", r)
+	}
 	fs, info := decodeAll(t, r, Options{Sampling: SampleAll})
 	if info.Rotation%180 != 90 || info.Width != 64 || info.Height != 96 {
 		t.Fatalf("info %+v: want a quarter turn, 64x96 upright", info)

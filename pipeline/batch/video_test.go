@@ -219,3 +219,23 @@ func TestVideoShardsVerify(t *testing.T) {
 		t.Fatalf("verify with a video no shard holds: %v, missing %v, unexpected %v", err, rep.Missing, rep.Unexpected)
 	}
 }
+
+// TestVideoWithoutFFmpeg: where ffmpeg cannot be found, each video is one
+// failed entry whose error names it and the install command; the images
+// are done.
+func TestVideoWithoutFFmpeg(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in")
+	makeImages(t, in, 2)
+	os.WriteFile(filepath.Join(in, "x.mp4"), []byte("not looked at"), 0o644)
+	out := filepath.Join(t.TempDir(), "out")
+	sum, err := Run(context.Background(), Config{Engine: tinyEngine(t, openTiny(t), pipeline.Options{}), Inputs: []string{in}, Prompts: []string{"red"}, Out: out,
+		Video: video.Options{FFmpeg: filepath.Join(in, "no-such-ffmpeg")}})
+	if err != nil || sum.Done != 2 || sum.Failed != 1 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	for _, e := range readManifest(t, sum.Manifest) {
+		if e.Status == StatusError && (e.Path != "x.mp4" || e.Video != "x.mp4" || !strings.Contains(e.Error, "x.mp4") || !strings.Contains(e.Error, video.InstallHint)) {
+			t.Errorf("failed entry %+v", e)
+		}
+	}
+}

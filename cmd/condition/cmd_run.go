@@ -20,6 +20,7 @@ import (
 	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/text"
+	"github.com/conditionhq/condition/vision/video"
 )
 
 type runOptions struct {
@@ -50,6 +51,9 @@ type runOptions struct {
 	shardIndex  int
 	shardCount  int
 	maxFailures int
+	fps         float64       // videos: frames sampled per second
+	frames      string        // videos: fps, all or keyframes
+	video       video.Options // --fps and --frames, parsed
 	noArena     bool
 	pinThreads  bool
 	quiet       bool
@@ -91,6 +95,8 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.pinThreads, "pin-threads", false, "pin ONNX Runtime's pool threads to one processor each (with --threads 2 or more; bench pipeline --tune measures whether it helps)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display (the final summary and errors still print)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.Float64Var(&o.fps, "fps", video.DefaultFPS, "videos (.mp4 .mkv .webm .mov .avi .m4v, decoded by FFmpeg): frames per second kept, the first frame at or after each k/FPS seconds")
+	fs.StringVar(&o.frames, "frames", "fps", "videos: which frames are items: fps (see --fps), all, or keyframes")
 	o.eng.AddFlags(fs, withImages|withPrompts|withLayer|withPrecision|withReadout|withStreams)
 }
 
@@ -189,8 +195,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		Engine: eng, Inputs: o.images, Lists: o.lists, Prompts: o.prompts, Out: o.out,
 		PerHead: o.perHead, Heatmaps: o.heatmaps, Windows: o.windows, CaptionPrompt: o.captions, Format: o.format, Layout: o.layout, ShardSize: o.shardSize,
 		Index: o.index, IndexDType: o.indexDType,
-		Collection: o.collectionConfig(),
-		Workers:    o.workers, Batch: o.batch, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
+		Collection: o.collectionConfig(), Video: o.video,
+		Workers: o.workers, Batch: o.batch, Resume: o.resume, Overwrite: o.overwrite, Shard: shard,
 		Version: Version, Log: e.Log,
 		Progress: prog.update,
 	}
@@ -313,6 +319,19 @@ func outPath(out string, names ...string) string {
 // weaviateKeyEnv is the environment variable that holds Weaviate's API key.
 const weaviateKeyEnv = "WEAVIATE_API_KEY"
 
+// checkVideo parses --frames and --fps into o.video.
+func (o *runOptions) checkVideo() error {
+	s, err := video.ParseSampling(o.frames)
+	if err != nil {
+		return usagef("--frames %q: want fps, all or keyframes", o.frames)
+	}
+	if !(o.fps > 0) || o.fps > 1e6 {
+		return usagef("--fps %v: want a positive number of frames per second", o.fps)
+	}
+	o.video = video.Options{Sampling: s, FPS: o.fps, MaxPixels: o.eng.maxPixels}
+	return nil
+}
+
 // collectionConfig returns the job's collection in Weaviate, nil without
 // one.
 func (o *runOptions) collectionConfig() *batch.CollectionConfig {
@@ -384,7 +403,7 @@ func (o *runOptions) checkOutputs(fs *pflag.FlagSet) error {
 	if fs.Changed("index-dtype") && !o.index {
 		return usagef("--index-dtype needs --index (index parts; a collection in Weaviate stores float32)")
 	}
-	return nil
+	return o.checkVideo()
 }
 
 // checkCollection checks the flags of a collection in Weaviate

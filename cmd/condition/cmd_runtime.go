@@ -12,6 +12,7 @@ import (
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/install"
 	"github.com/conditionhq/condition/vision"
+	"github.com/conditionhq/condition/vision/video"
 )
 
 // runtimeOptions are the flags of `condition runtime`.
@@ -90,9 +91,9 @@ func runRuntime(ctx context.Context, e *env, args []string) error {
 	if o.JSON {
 		return writeJSONIndent(e.Stdout, map[string]any{"found": true, "version": rt.Version, "path": rt.Path,
 			"source": rt.Source, "min_version": models.RuntimeMinVersion, "tried": rt.Tried,
-			"jpeg_decoder": vision.JPEGDecoder()})
+			"jpeg_decoder": vision.JPEGDecoder(), "ffmpeg": ffmpegFound()})
 	}
-	fmt.Fprintf(e.Stdout, "onnxruntime %s\npath:   %s\nsource: %s\njpeg:   %s\n", rt.Version, rt.Path, rt.Source, vision.JPEGDecoder())
+	fmt.Fprintf(e.Stdout, "onnxruntime %s\npath:   %s\nsource: %s\njpeg:   %s\nffmpeg: %s\n", rt.Version, rt.Path, rt.Source, vision.JPEGDecoder(), ffmpegText())
 	// Candidates that exist but were not used (too old, not loadable) are worth a word.
 	for _, a := range rt.Tried[:len(rt.Tried)-1] {
 		if a.Result != "not found" {
@@ -144,6 +145,25 @@ func runRuntimeInstall(ctx context.Context, e *env, args []string) error {
 }
 
 // writeJSONIndent writes v as indented JSON and a newline.
+// ffmpegFound returns the paths of ffmpeg and ffprobe (videos are decoded
+// with them), or why they are not to be had.
+func ffmpegFound() map[string]any {
+	p, err := video.Find(video.Options{})
+	if err != nil {
+		return map[string]any{"found": false, "error": err.Error()}
+	}
+	return map[string]any{"found": true, "ffmpeg": p.FFmpeg, "ffprobe": p.FFprobe}
+}
+
+// ffmpegText is ffmpegFound for a person.
+func ffmpegText() string {
+	p, err := video.Find(video.Options{})
+	if err != nil {
+		return "not found, videos cannot be read (" + err.Error() + ")"
+	}
+	return p.FFmpeg + " (ffprobe " + p.FFprobe + ")"
+}
+
 func writeJSONIndent(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

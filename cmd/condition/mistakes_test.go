@@ -252,6 +252,8 @@ func TestRunFlagErrorsNameTheFlag(t *testing.T) {
 		"--max-failures": {"--max-failures", "-1"},
 		"--batch":        {"--batch", "0"},
 		"--max-pixels":   {"--max-pixels", "-5"},
+		"--fps":          {"--fps", "0"},
+		"--frames":       {"--frames", "every"},
 	} {
 		code, _, errs := runCLI(t, append([]string{"run", "--images", ".", "--out", t.TempDir(), "-p", "a red circle"}, args...)...)
 		if code != exitUsage || !strings.Contains(errs, flag) || (flag != "--batch" && strings.Contains(errs, "--batch")) {

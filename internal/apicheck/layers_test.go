@@ -50,7 +50,7 @@ var layers = []layer{
 	{"pipeline/batch/...", append([]string{"pipeline", "pipeline/index/...", "pipeline/batch/...", "pipeline/internal/..."}, below...), "the job does not import the server"},
 	{"pipeline/serve/...", append([]string{"pipeline", "pipeline/index/...", "pipeline/serve/...", "pipeline/internal/..."}, below...), "the server stands on the engine and the index reader, not on the job"},
 	{"cmd/...", append([]string{"pipeline/...", "cmd/internal/..."}, below...), "a program imports no other program"},
-	{"cmd/condition", []string{"pipeline/...", "cmd/internal/...", "text/...", "vision", "xattn", "tensorio/...", "models/...", "internal/objstore", "internal/cputime", "internal/scenes", "internal/vecscenes", "internal/orttest", "internal/s3test", "internal/slurmtest", "internal/weaviatetest"},
+	{"cmd/condition", []string{"pipeline/...", "cmd/internal/...", "text/...", "vision", "vision/video/...", "xattn", "tensorio/...", "models/...", "internal/objstore", "internal/cputime", "internal/scenes", "internal/vecscenes", "internal/orttest", "internal/s3test", "internal/slurmtest", "internal/weaviatetest"},
 		"the CLI parses flags into the library's types: no ONNX Runtime, graph or kernel plumbing"},
 	{"cmd/condition-bench/...", append([]string{"pipeline/...", "cmd/internal/...", "cmd/condition-bench/..."}, below...), "the benchmark program may reach the ground floor, not another program"},
 	{"cmd/internal/...", append([]string{"pipeline/...", "cmd/internal/..."}, below...), "what drives the engine from above imports no program"},

@@ -108,6 +108,10 @@ type indexOutItem struct {
 	Member string `json:"member"` // the tar member, or ""
 	SHA256 string `json:"sha256"`
 	Status string `json:"status"` // "ok" or "error"
+	// Video and Time, for a video's frame: the video's relative path and
+	// the frame's presentation time in seconds.
+	Video string   `json:"video,omitempty"`
+	Time  *float64 `json:"time,omitempty"`
 }
 
 // indexOutSet writes a job's index parts.
@@ -406,7 +410,7 @@ func (s *indexOutSet) finish(o *indexOutPart, n int) error {
 
 // indexOutItemOf is the item of an image's entry (its final status).
 func indexOutItemOf(it Item, e Entry) indexOutItem {
-	x := indexOutItem{Path: e.Path, Source: e.Source, SHA256: e.SHA256, Status: e.Status}
+	x := indexOutItem{Path: e.Path, Source: e.Source, SHA256: e.SHA256, Status: e.Status, Video: e.Video, Time: e.Time}
 	if it.Member {
 		if x.Member = it.MemberName; x.Member == "" {
 			x.Member = strings.TrimPrefix(e.Path, it.Unit+"/")

@@ -22,6 +22,7 @@ import (
 	"github.com/conditionhq/condition/pipeline/internal/encstream"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
+	"github.com/conditionhq/condition/vision/video"
 )
 
 // Config is a batch job: images × prompts → features, attention both ways,
@@ -83,6 +84,9 @@ type Config struct {
 	// Collection writes each image's vectors into a collection in
 	// Weaviate instead of index parts (see collection.go); nil: none.
 	Collection *CollectionConfig
+	// Video is how video inputs (.mp4 .mkv .webm .mov .avi .m4v, decoded
+	// by FFmpeg) are sampled into frames, each an item (see video.go).
+	Video video.Options
 
 	Workers   int   // goroutines reading and hashing files ahead of the encoder streams (default GOMAXPROCS, and at least 16 when inputs are in object stores or come from lists, which may name objects)
 	ReadAhead int64 // bytes of files read ahead of the encoder streams, at most (default 256 MiB; one file larger passes alone)
@@ -178,7 +182,10 @@ const statusSkipped = "skipped"
 // is taken from budget before it is read, so that the files held ahead of
 // the streams stay within it; the bytes held are in w.held.
 func (j *job) read(w *work, budget *byteBudget) {
-	w.entry = Entry{Path: w.it.Rel, Source: w.it.Path, Settings: j.settings, Caption: w.it.Caption}
+	w.entry = Entry{Path: w.it.Rel, Source: w.it.Path, Settings: j.settings, Caption: w.it.Caption, Video: w.it.Video}
+	if w.it.Frame != nil {
+		w.entry.Time = &w.it.Time
+	}
 	if w.fail == nil {
 		w.fail = w.it.Err
 	}
@@ -199,6 +206,13 @@ func (j *job) read(w *work, budget *byteBudget) {
 		return
 	}
 	t := time.Now()
+	if f := w.it.Frame; f != nil {
+		// A video's frame, decoded by the walk: its pixels are hashed.
+		w.held = int64(len(f.Pix))
+		budget.take(w.held)
+		j.hashed(w, f.Pix, t)
+		return
+	}
 	if w.it.Member {
 		// A tar member, read by the walk.
 		data := w.it.Data
@@ -271,7 +285,10 @@ func (j *job) decode(w *work, dst []float32) {
 	data := w.data
 	w.data = nil
 	t := time.Now()
-	img, info, err := j.eng.DecodeImageInfo(data)
+	img, info, err := frameImage(w)
+	if img == nil && err == nil {
+		img, info, err = j.eng.DecodeImageInfo(data)
+	}
 	if err != nil {
 		w.fail = err
 		return
@@ -573,6 +590,9 @@ func (j *job) metadata(w *work, g vision.Grid) map[string]string {
 	m["source_sha256"] = w.entry.SHA256
 	m["grid"] = g.String()
 	m["source_size"] = fmt.Sprintf("%dx%d", w.entry.Width, w.entry.Height)
+	if w.it.Video != "" {
+		m["video"], m["time"] = w.it.Video, video.Seconds(w.it.Time)
+	}
 	return m
 }
 

@@ -22,7 +22,7 @@ type Entry struct {
 	Path     string             `json:"path"`              // relative path (the output name)
 	Source   string             `json:"source,omitempty"`  // the path that was read (for a tar member, its shard)
 	Caption  string             `json:"caption,omitempty"` // a tar sample's own caption
-	SHA256   string             `json:"sha256,omitempty"`  // of the source bytes
+	SHA256   string             `json:"sha256,omitempty"`  // of the source bytes (a video's frame: of its RGBA pixels)
 	Status   string             `json:"status"`            // "ok" or "error"
 	Error    string             `json:"error,omitempty"`
 	Outputs  []string           `json:"outputs,omitempty"`    // relative to the output folder
@@ -32,6 +32,8 @@ type Entry struct {
 	Height   int                `json:"height,omitempty"`     //
 	Timings  map[string]float64 `json:"timings_ms,omitempty"` // per stage
 	Settings string             `json:"settings"`             // hash of the job's settings
+	Video    string             `json:"video,omitempty"`      // a video's frame: the video's relative path
+	Time     *float64           `json:"time,omitempty"`       // a video's frame: its presentation time in seconds
 }
 
 // Score is one prompt's score for an image: the logit, exp(logit_scale) ·

@@ -20,7 +20,8 @@ import (
 //	shards/<name>/<tensor>.npy      stacked arrays [N, ...] (numpy.load, no code of ours)
 //	img_emb/img_emb_<name>.npy      image_embeds [N, d_p], as clip-retrieval names them
 //	metadata/metadata_<name>.parquet one row per image: key, image_path, source, sha256,
-//	                                status, error, width, height, row, scores (per prompt)
+//	                                status, error, width, height, row, scores (per prompt),
+//	                                video and time (a video's frame; else null)
 //
 // Row r of every array is the image whose metadata row says r; a failed
 // image's rows are zeros. Token axes have each prompt's own length T_k (its
@@ -47,6 +48,8 @@ type shardRow struct {
 	Row       int32     `parquet:"row"`
 	Unit      string    `parquet:"unit"` // what sharding assigned: the tar shard, or key
 	Scores    []float64 `parquet:"scores,list"`
+	Video     string    `parquet:"video,optional"` // a video's frame: the video's relative path; else null
+	Time      *float64  `parquet:"time,optional"`  // a video's frame: its presentation time in seconds; else null
 }
 
 // shardName names shard i of this process: i, or <process shard>_<i> when

@@ -162,7 +162,7 @@ func (s shardsSink) abandon() { s.set.abandon() }
 // shardRowOf is an image's row of its shard's metadata.
 func shardRowOf(e Entry, unit string) shardRow {
 	r := shardRow{Key: e.Path, ImagePath: e.Path, Source: e.Source, SHA256: e.SHA256, Status: e.Status, Error: e.Error,
-		Width: int32(e.Width), Height: int32(e.Height), Unit: unit}
+		Width: int32(e.Width), Height: int32(e.Height), Unit: unit, Video: e.Video, Time: e.Time}
 	for _, s := range e.Scores {
 		r.Scores = append(r.Scores, s.Score)
 	}

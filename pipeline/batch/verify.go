@@ -243,8 +243,13 @@ func (c *shardsCheck) checkInputs(ctx context.Context, stores *objstore.Stores, 
 		return err
 	}
 	want := map[string]bool{}
+	videos := map[string]bool{} // a video's rows are its frames (see video.go), or its failure
 	err = walk(ctx, sources, lists, walkOptions{listOnly: true, stores: stores}, func(it Item) error {
 		want[it.Rel] = true
+		if isVideoItem(it) {
+			videos[it.Rel] = true
+			return nil
+		}
 		if _, ok := c.seen[it.Rel]; !ok {
 			rep.Missing = append(rep.Missing, it.Rel)
 		}
@@ -253,9 +258,22 @@ func (c *shardsCheck) checkInputs(ctx context.Context, stores *objstore.Stores, 
 	if err != nil {
 		return err
 	}
+	held := map[string]bool{} // videos with a row
 	for k := range c.seen {
+		if v, _, ok := strings.Cut(k, "#t="); ok && videos[v] {
+			held[v] = true
+			continue
+		}
+		if videos[k] {
+			held[k] = true
+		}
 		if !want[k] {
 			rep.Unexpected = append(rep.Unexpected, k)
+		}
+	}
+	for v := range videos {
+		if !held[v] {
+			rep.Missing = append(rep.Missing, v)
 		}
 	}
 	return nil

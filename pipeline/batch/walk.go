@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"io/fs"
 	"os"
 	"path"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/vision"
+	"github.com/conditionhq/condition/vision/video"
 )
 
 // Item is one input image: its path on disk and the slash-separated path
@@ -40,6 +42,12 @@ type Item struct {
 	// bytes when the listing gave it.
 	Obj  *objstore.Location
 	Size int64
+	// Video, for a frame of a video, is the video's relative path, Time
+	// the frame's presentation time in seconds, and Frame its pixels
+	// (until the job takes them); see video.go.
+	Video string
+	Time  float64
+	Frame *image.RGBA
 }
 
 // ShardKey returns what sharding assigns: Unit, or Rel.
@@ -79,10 +87,12 @@ func walkExcept(ctx context.Context, roots, skip []string, fn func(Item) error, 
 
 // walkOptions are how a walk goes.
 type walkOptions struct {
-	skip     []string         // folders left out (see walkExcept)
-	listOnly bool             // tar members' bytes are not read
-	stores   *objstore.Stores // opens object-store roots and list entries
-	counting bool             // a count ahead: a tar shard in a store, which would be read whole, ends the walk with errUncounted
+	skip     []string              // folders left out (see walkExcept)
+	listOnly bool                  // tar members' bytes are not read
+	stores   *objstore.Stores      // opens object-store roots and list entries
+	counting bool                  // a count ahead: a tar shard in a store, which would be read whole, ends the walk with errUncounted
+	video    video.Options         // how videos are sampled
+	takes    func(key string) bool // the shard's items, when set: videos of other shards are not decoded
 }
 
 // errUncounted ends a counting walk that would have to read a remote tar
@@ -95,7 +105,7 @@ func walk(ctx context.Context, roots []source, lists []string, o walkOptions, fn
 	if onErr == nil {
 		onErr = func(_ string, err error) error { return err }
 	}
-	w := &walker{ctx: ctx, fn: fn, onErr: onErr, seen: map[fileID]bool{}, listOnly: o.listOnly, stores: o.stores, counting: o.counting}
+	w := &walker{ctx: ctx, fn: fn, onErr: onErr, seen: map[fileID]bool{}, listOnly: o.listOnly, stores: o.stores, counting: o.counting, videoOpts: o.video, takes: o.takes}
 	for _, s := range o.skip {
 		if st, err := os.Stat(s); err == nil && st.IsDir() {
 			if id, ok := idOf(st); ok {
@@ -187,20 +197,31 @@ func (s localSource) walk(w *walker, single bool) error {
 type fileID struct{ dev, ino uint64 }
 
 type walker struct {
-	ctx      context.Context
-	fn       func(Item) error
-	onErr    func(string, error) error
-	seen     map[fileID]bool
-	listOnly bool // do not read tar members' bytes
-	stores   *objstore.Stores
-	counting bool
+	ctx       context.Context
+	fn        func(Item) error
+	onErr     func(string, error) error
+	seen      map[fileID]bool
+	listOnly  bool // do not read tar members' bytes
+	stores    *objstore.Stores
+	counting  bool
+	videoOpts video.Options
+	takes     func(string) bool
 }
 
 func (w *walker) emit(it Item) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
+	if isVideoItem(it) {
+		return w.video(it)
+	}
 	return w.fn(it)
+}
+
+// isInputName reports whether a folder's entry named name is an input: an
+// image or a video, not hidden.
+func isInputName(name string) bool {
+	return (vision.IsImageName(name) || video.IsName(name)) && !strings.HasPrefix(name, ".")
 }
 
 func idOf(st fs.FileInfo) (fileID, bool) {
@@ -234,7 +255,7 @@ func (w *walker) dir(dir, rel string, st fs.FileInfo) error {
 			if err != nil {
 				// A broken link named like an image is an input that
 				// cannot be read: the job records it as a failure.
-				if vision.IsImageName(e.Name()) && !strings.HasPrefix(e.Name(), ".") {
+				if isInputName(e.Name()) {
 					if err := w.emit(Item{Path: p, Rel: r}); err != nil {
 						return err
 					}
@@ -261,7 +282,7 @@ func (w *walker) dir(dir, rel string, st fs.FileInfo) error {
 			if err := w.dir(p, r, st); err != nil {
 				return err
 			}
-		case mode.IsRegular() && vision.IsImageName(e.Name()) && !strings.HasPrefix(e.Name(), "."):
+		case mode.IsRegular() && isInputName(e.Name()):
 			if err := w.emit(Item{Path: p, Rel: r}); err != nil {
 				return err
 			}

@@ -120,6 +120,10 @@ type Item struct {
 	Member string `json:"member,omitempty"` // a tar shard's member
 	SHA256 string `json:"sha256,omitempty"`
 	Status string `json:"status"` // "ok" or "error"
+	// Video and Time, for a video's frame: the video's relative path and
+	// the frame's presentation time in seconds (absent for an image).
+	Video string   `json:"video,omitempty"`
+	Time  *float64 `json:"time,omitempty"`
 }
 
 // Options controls Open.

@@ -1,0 +1,183 @@
+package video
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"os/exec"
+	"strconv"
+	"sync"
+)
+
+// Frame is one sampled frame.
+type Frame struct {
+	// Image is the frame upright, opaque RGBA (alpha 255): the RGB
+	// ffmpeg's rgb24 conversion gives, as a PNG it writes decodes to.
+	Image *image.RGBA
+	// PTS is the frame's presentation timestamp in units of TimeBase
+	// (num/den seconds): the pts ffprobe -show_frames shows for it.
+	PTS      int64
+	TimeBase [2]int64
+	// Time is PTS × TimeBase in seconds, as ffmpeg computes a frame's t.
+	Time  float64
+	Index int // the frame's place among the sampled frames, from 0
+}
+
+// Seconds formats a time in seconds as ffprobe prints pts_time: six
+// decimals.
+func Seconds(t float64) string { return strconv.FormatFloat(t, 'f', 6, 64) }
+
+// DecodeFile decodes the video at path, calling fn with each sampled frame
+// in presentation order; fn's error stops the decode and is returned.
+// The file is probed first (see Probe); frames decoded before a decoding
+// error (a truncated or corrupt file) reach fn, then the error, naming the
+// file, is returned. fn may keep a frame's Image. Cancelling ctx stops
+// FFmpeg's process group.
+func DecodeFile(ctx context.Context, path string, o Options, fn func(Frame) error) (Info, error) {
+	if err := o.check(); err != nil {
+		return Info{}, err
+	}
+	p, err := Find(o)
+	if err != nil {
+		return Info{}, fmt.Errorf("video: %q: %w", path, err)
+	}
+	info, err := probe(ctx, p, path, nil, o)
+	if err != nil {
+		return Info{}, err
+	}
+	return info, run(ctx, p, path, path, nil, info, o, fn)
+}
+
+// started, when set (by tests), is called with ffmpeg's pid once it runs.
+var started func(pid int)
+
+// probeBytes is how much of a stream Decode reads for ffprobe.
+const probeBytes = 8 << 20
+
+// Decode is DecodeFile for a stream read from r (name names it in
+// errors): ffprobe reads its first 8 MiB, then ffmpeg the whole stream
+// from its standard input. A format whose header is at the end (an MP4
+// without faststart) cannot be read so.
+func Decode(ctx context.Context, r io.Reader, name string, o Options, fn func(Frame) error) (Info, error) {
+	if err := o.check(); err != nil {
+		return Info{}, err
+	}
+	p, err := Find(o)
+	if err != nil {
+		return Info{}, fmt.Errorf("video: %q: %w", name, err)
+	}
+	head, err := io.ReadAll(io.LimitReader(r, probeBytes))
+	if err != nil {
+		return Info{}, fmt.Errorf("video: %q: %w", name, err)
+	}
+	info, err := probe(ctx, p, name, bytes.NewReader(head), o)
+	if err != nil {
+		return Info{}, err
+	}
+	return info, run(ctx, p, name, "pipe:0", io.MultiReader(bytes.NewReader(head), r), info, o, fn)
+}
+
+// run runs ffmpeg on src (stdin when in is set) and hands fn its frames.
+func run(parent context.Context, p Programs, name, src string, in io.Reader, info Info, o Options, fn func(Frame) error) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	args := []string{"-hide_banner", "-nostats", "-nostdin", "-loglevel", "level+info", "-copyts"}
+	if o.Sampling == SampleKeyframes {
+		args = append(args, "-skip_frame", "nokey")
+	}
+	args = append(args, "-i", src, "-map", "0:"+strconv.Itoa(info.Stream), "-vf", o.filter(),
+		"-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
+	cmd := exec.CommandContext(ctx, p.FFmpeg, args...)
+	ownGroup(cmd)
+	cmd.Stdin = in
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("video: %q: %w", name, err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return fmt.Errorf("video: %q: %w", name, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("video: %q: start ffmpeg: %w", name, err)
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
+	}
+	lg := newLog()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); lg.read(stderr) }()
+	ferr := frames(bufio.NewReaderSize(stdout, 1<<20), lg, info, fn)
+	if ferr != nil {
+		cancel() // stop ffmpeg: nothing reads its frames any more
+	}
+	io.Copy(io.Discard, stdout)
+	go func() {
+		for range lg.times { // times of frames no one will read
+		}
+	}()
+	wg.Wait()
+	werr := cmd.Wait()
+	var stop fnError
+	switch {
+	case parent.Err() != nil:
+		return parent.Err()
+	case errors.As(ferr, &stop):
+		return stop.err
+	case lg.err != "":
+		return fmt.Errorf("video: %q: ffmpeg: %s", name, lg.err)
+	case ferr != nil:
+		return fmt.Errorf("video: %q: %w", name, ferr)
+	case werr != nil:
+		return fmt.Errorf("video: %q: ffmpeg: %w", name, werr)
+	}
+	return nil
+}
+
+// fnError is the error of a decode's callback, which stopped it.
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+
+// frames reads ffmpeg's raw frames from r, each with its time from lg,
+// and calls fn with each.
+func frames(r io.Reader, lg *ffLog, info Info, fn func(Frame) error) error {
+	w, h := info.Width, info.Height
+	raw := make([]byte, w*h*3)
+	for i := 0; ; i++ {
+		if _, err := io.ReadFull(r, raw); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return fmt.Errorf("frame %d: %w", i, err)
+		}
+		st, ok := <-lg.times
+		if !ok {
+			return errLogEnded
+		}
+		if st.err != nil {
+			return st.err
+		}
+		if st.w != w || st.h != h {
+			return fmt.Errorf("frame %d is %dx%d, the stream said %dx%d (a size change within a video is not supported)", i, st.w, st.h, w, h)
+		}
+		img := image.NewRGBA(image.Rect(0, 0, w, h))
+		rgbToRGBA(img.Pix, raw)
+		f := Frame{Image: img, PTS: st.pts, TimeBase: st.tb, Index: i}
+		f.Time = float64(st.pts) * (float64(st.tb[0]) / float64(st.tb[1]))
+		if err := fn(f); err != nil {
+			return fnError{err}
+		}
+	}
+}
+
+func rgbToRGBA(dst, src []byte) {
+	for i, j := 0, 0; j+2 < len(src); i, j = i+4, j+3 {
+		dst[i], dst[i+1], dst[i+2], dst[i+3] = src[j], src[j+1], src[j+2], 255
+	}
+}

@@ -47,8 +47,8 @@ func TestCommandTree(t *testing.T) {
 		}
 	}
 	walk(commands, nil)
-	if n != 25 {
-		t.Errorf("%d commands in the tree; want 25: run, attend, classify, embed, xattn, tokenize, preprocess, merge, query, serve, collection and its create, info and drop, runtime and its install, models and its 8 subcommands", n)
+	if n != 26 {
+		t.Errorf("%d commands in the tree; want 26: run, attend, classify, embed, xattn, tokenize, preprocess, merge, query, dedup, serve, collection and its create, info and drop, runtime and its install, models and its 8 subcommands", n)
 	}
 }
 

@@ -94,9 +94,10 @@ func TestRunRefusesEarlierOutput(t *testing.T) {
 	}
 }
 
-// TestRunChecksInputsFirst: a missing input or inputs with no image stop
-// the job before any work (exit 2, naming the path or the extensions), and
-// leave no manifest.
+// TestRunChecksInputsFirst: a missing input, inputs with no image, or
+// inputs that are the output folder stop the job before any work (exit 2,
+// naming the path, the extensions or the output folder), and leave no
+// manifest.
 func TestRunChecksInputsFirst(t *testing.T) {
 	orttest.Load(t)
 	good := t.TempDir()
@@ -107,11 +108,18 @@ func TestRunChecksInputsFirst(t *testing.T) {
 		name   string
 		inputs []string
 		want   []string
+		out    string // default: a new folder
 	}{
-		{"missing", []string{good, filepath.Join(good, "nope")}, []string{"nope", "no such file"}},
-		{"no images", []string{empty}, []string{"no images found", ".jpg", ".png"}},
+		{"missing", []string{good, filepath.Join(good, "nope")}, []string{"nope", "no such file"}, ""},
+		{"no images", []string{empty}, []string{"no images found", ".jpg", ".png"}, ""},
+		// The images are there, but in the output folder, which the job
+		// leaves out: the error says so rather than "no images found".
+		{"input is the output", []string{good}, []string{"outside the job's output folder " + good}, good},
 	} {
-		out := filepath.Join(t.TempDir(), "out")
+		out := tc.out
+		if out == "" {
+			out = filepath.Join(t.TempDir(), "out")
+		}
 		args := []string{"run", "--out", out, "-p", "a red circle", "--quiet"}
 		for _, in := range tc.inputs {
 			args = append(args, "--images", in)

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -318,6 +319,9 @@ func checkInputs(ctx context.Context, stores *objstore.Stores, inputs []source, 
 	names := make([]string, 0, len(inputs)+len(lists))
 	for _, in := range inputs {
 		names = append(names, in.String())
+		if inside(in.String(), out) {
+			return &InputError{Path: in.String(), Err: fmt.Errorf("no images found outside the job's output folder %s, which the job leaves out of its inputs: write the output elsewhere", out)}
+		}
 	}
 	return &InputError{Path: strings.Join(append(names, lists...), ", "), Err: fmt.Errorf("no images found (folders are searched for %s, case-insensitive)", strings.Join(exts, " "))}
 }
@@ -350,4 +354,18 @@ func clearEarlier(out *outFolder, manifest string) error {
 		return err
 	}
 	return out.Remove(manifest)
+}
+
+// inside reports whether the local folder in is out or inside it.
+func inside(in, out string) bool {
+	if out == "" || strings.Contains(in, "://") || strings.Contains(out, "://") {
+		return false
+	}
+	a, err1 := filepath.Abs(in)
+	b, err2 := filepath.Abs(out)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(b, a)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

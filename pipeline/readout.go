@@ -14,6 +14,7 @@ const (
 	ReadoutClearCLIP = clip.ReadoutClearCLIP // q–q attention of the last layer, no residual, no MLP
 	ReadoutNACLIP    = clip.ReadoutNACLIP    // k–k attention plus a Gaussian neighbourhood, no residual, no MLP
 	ReadoutMaskCLIP  = clip.ReadoutMaskCLIP  // the last layer's values, no attention, no residual, no MLP
+	ReadoutPEARL     = clip.ReadoutPEARL     // query-key attention with keys rotated onto the queries (Procrustes), no residual, no MLP
 )
 
 // defaultReadout returns the readout an engine of model m with layer l
@@ -44,6 +45,11 @@ func resolveReadout(m *models.Model, opts Options) (vision, name string, default
 	}
 	if r == ReadoutRaw {
 		return "", r, defaulted, nil
+	}
+	if m != nil {
+		if err := clip.CheckReadoutFamily(m, r); err != nil {
+			return "", "", false, fmt.Errorf("pipeline: %w", err)
+		}
 	}
 	if m != nil && m.Family() == models.Tipsv2 && r != ReadoutMaskCLIP {
 		return "", "", false, fmt.Errorf("pipeline: readout %s: model %s is TIPSv2, which takes readout %s (its raw patch tokens, trained for dense patch–text alignment; the default) or %s (the value attention its authors evaluate zero-shot segmentation with)",

@@ -25,6 +25,8 @@ import (
 //	naclip     softmax(k kᵀ · d_h^-½ + G) v, then out_proj    (NACLIP, WACV 2025; G a Gaussian of
 //	           the patch grid distance, σ = 5 patches, zero for the class token)
 //	maskclip   v, then out_proj                              (MaskCLIP, ECCV 2022)
+//	pearl      softmax((q s)(k R)ᵀ + 0.08 (k_c k_cᵀ) s) v,    (PEARL, CVPR 2026; CLIP and MetaCLIP 2
+//	           then out_proj                                 only: see readout_pearl.go)
 //
 // with q, k, v the last layer's own projections of its layer_norm1. TIPSv2
 // takes raw and maskclip, the latter in the form its authors evaluate
@@ -41,10 +43,11 @@ const (
 	ReadoutClearCLIP = graphbuild.ReadoutClearCLIP
 	ReadoutNACLIP    = graphbuild.ReadoutNACLIP
 	ReadoutMaskCLIP  = graphbuild.ReadoutMaskCLIP
+	ReadoutPEARL     = graphbuild.ReadoutPEARL
 )
 
 // readouts are the readouts a CLIP vision tower takes.
-var readouts = []string{ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutRaw}
+var readouts = []string{ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutRaw, ReadoutPEARL}
 
 // Readouts returns the readouts CLIP's vision tower takes.
 func Readouts() []string { return append([]string(nil), readouts...) }

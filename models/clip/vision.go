@@ -148,6 +148,9 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 	if opts.Readout == ReadoutRaw {
 		opts.Readout = ""
 	}
+	if err := CheckReadoutFamily(m, opts.Readout); err != nil {
+		return nil, err
+	}
 	if opts.Readout != "" && opts.Readout != ReadoutMaskCLIP && m.Family() == models.Tipsv2 {
 		return nil, fmt.Errorf("clip: readout %s: TIPSv2 (%s) takes readout %s (its authors' value attention) or %s; its DINOv2 blocks are not recomputed by the attention readouts",
 			opts.Readout, m.Name(), ReadoutMaskCLIP, ReadoutRaw)

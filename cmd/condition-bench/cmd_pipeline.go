@@ -169,30 +169,8 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if o.n < 1 || o.size < 8 || o.batch < 1 || o.rounds < 1 || o.repeat < 1 {
-		return usagef("--n, --batch, --rounds and --repeat must be at least 1, --size at least 8")
-	}
-	if o.streams < 0 || o.workers < 0 {
-		return usagef("--streams and --workers must be 0 or more")
-	}
-	var err error
-	if o.mode, err = decodeMode(o.decode); err != nil {
+	if err := o.check(); err != nil {
 		return err
-	}
-	if err := checkPrecision(o.precision, o.variant); err != nil {
-		return err
-	}
-	if err := o.ort.check(); err != nil {
-		return err
-	}
-	if o.readouts, err = parseReadouts(o.readout); err != nil {
-		return err
-	}
-	if len(o.readouts) > 1 && (o.tune || o.rss) {
-		return usagef("--tune and --rss take one --readout")
-	}
-	if o.noJob && (o.tune || o.cpuProf != "") {
-		return usagef("--no-job measures no job to --tune or to profile (--cpuprofile)")
 	}
 	tmp, err := os.MkdirTemp("", "condition-bench-")
 	if err != nil {
@@ -203,37 +181,8 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 	// Peak RSS first, while this process is still small: a child's
 	// ru_maxrss starts from its parent's resident size at fork.
 	if o.rss {
-		exe, err := conditionProgram(o.program)
-		if err != nil {
+		if err := measureRSS(ctx, o, tmp, &res); err != nil {
 			return err
-		}
-		for _, k := range []int{100, o.rssBig} {
-			dir := filepath.Join(tmp, fmt.Sprintf("rss-%d", k))
-			if err := pipebench.WriteSyntheticImages(dir, k, 64, 2); err != nil {
-				return err
-			}
-			cmd := exec.CommandContext(ctx, exe, "run", "--model", o.model, "--images", dir, "--out", dir+"-out", "--quiet",
-				"--prompt", "a red circle", "--batch", fmt.Sprint(o.batch), "--log-format", "json", "--decode", string(o.mode))
-			cmd.Env = os.Environ()
-			if o.ort.Lib != "" {
-				cmd.Args = append(cmd.Args, "--ort-lib", o.ort.Lib)
-			}
-			if o.readouts[0] != "" {
-				cmd.Args = append(cmd.Args, "--readout", o.readouts[0])
-			}
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("rss job of %d images: %v\n%s", k, err, out)
-			}
-			ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-			if !ok {
-				return fmt.Errorf("rss: no resource usage on this system")
-			}
-			mb := float64(ru.Maxrss) / 1024 // Linux reports KiB
-			if k == 100 {
-				res.RSSSmallMB = mb
-			} else {
-				res.RSSLargeMB, res.RSSLargeImages = mb, k
-			}
 		}
 	}
 	if err := o.ort.load(e); err != nil {
@@ -319,6 +268,13 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 			a.res.DecodeDistance = &d
 		}
 	}
+	reportPipeline(e, o, arms)
+	return nil
+}
+
+// reportPipeline prints the arms' results (and their comparison when
+// several readouts were measured), as JSON with --json.
+func reportPipeline(e *env, o pipeBenchOptions, arms []*pipeArm) {
 	cmp := compareReadouts(arms)
 	if o.json {
 		var v any = arms[0].res
@@ -331,13 +287,80 @@ func runPipeline(ctx context.Context, e *env, args []string) error {
 		}
 		b, _ := json.MarshalIndent(v, "", "  ")
 		fmt.Fprintln(e.Stdout, string(b))
-		return nil
+		return
 	}
 	for _, a := range arms {
 		a.print(e, o)
 	}
 	if len(arms) > 1 {
 		printReadoutComparison(e, cmp, o.repeat)
+	}
+}
+
+// check validates o's flags and parses its decode mode and readouts.
+func (o *pipeBenchOptions) check() error {
+	if o.n < 1 || o.size < 8 || o.batch < 1 || o.rounds < 1 || o.repeat < 1 {
+		return usagef("--n, --batch, --rounds and --repeat must be at least 1, --size at least 8")
+	}
+	if o.streams < 0 || o.workers < 0 {
+		return usagef("--streams and --workers must be 0 or more")
+	}
+	var err error
+	if o.mode, err = decodeMode(o.decode); err != nil {
+		return err
+	}
+	if err := checkPrecision(o.precision, o.variant); err != nil {
+		return err
+	}
+	if err := o.ort.check(); err != nil {
+		return err
+	}
+	if o.readouts, err = parseReadouts(o.readout); err != nil {
+		return err
+	}
+	if len(o.readouts) > 1 && (o.tune || o.rss) {
+		return usagef("--tune and --rss take one --readout")
+	}
+	if o.noJob && (o.tune || o.cpuProf != "") {
+		return usagef("--no-job measures no job to --tune or to profile (--cpuprofile)")
+	}
+	return nil
+}
+
+// measureRSS runs condition run on 100 and --rss-big synthetic images in
+// child processes and records their peak resident sizes in res.
+func measureRSS(ctx context.Context, o pipeBenchOptions, tmp string, res *pipeBenchResult) error {
+	exe, err := conditionProgram(o.program)
+	if err != nil {
+		return err
+	}
+	for _, k := range []int{100, o.rssBig} {
+		dir := filepath.Join(tmp, fmt.Sprintf("rss-%d", k))
+		if err := pipebench.WriteSyntheticImages(dir, k, 64, 2); err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, exe, "run", "--model", o.model, "--images", dir, "--out", dir+"-out", "--quiet",
+			"--prompt", "a red circle", "--batch", fmt.Sprint(o.batch), "--log-format", "json", "--decode", string(o.mode))
+		cmd.Env = os.Environ()
+		if o.ort.Lib != "" {
+			cmd.Args = append(cmd.Args, "--ort-lib", o.ort.Lib)
+		}
+		if o.readouts[0] != "" {
+			cmd.Args = append(cmd.Args, "--readout", o.readouts[0])
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("rss job of %d images: %v\n%s", k, err, out)
+		}
+		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		if !ok {
+			return fmt.Errorf("rss: no resource usage on this system")
+		}
+		mb := float64(ru.Maxrss) / 1024 // Linux reports KiB
+		if k == 100 {
+			res.RSSSmallMB = mb
+		} else {
+			res.RSSLargeMB, res.RSSLargeImages = mb, k
+		}
 	}
 	return nil
 }

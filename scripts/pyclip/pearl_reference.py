@@ -7,8 +7,10 @@ Run from anywhere (needs torch and numpy; /usr/bin/python3 on the dev machine):
     /usr/bin/python3 scripts/pyclip/pearl_reference.py
 
 It reads testdata/tinyclip (config.json, model.safetensors, golden/vision_pixel_values.npy,
-[3, 3, 32, 32]) through testdata/tinyclip/make_readout_golden.py's loaders and writes only
-the two files below. The output is deterministic.
+[3, 3, 32, 32]) through testdata/tinyclip/make_readout_golden.py's loaders, and
+testdata/tinymetaclip2 (config.json, model.safetensors, golden/embed_pixel_values.npy,
+[2, 3, 32, 32]; MetaCLIP 2's vision tower is CLIP's), and writes only the three files below.
+The output is deterministic.
 
 The readout changes only the last encoder layer, as ClearCLIP's does: h = layer_norm1(x),
 x the layer's input [B, N, d] (N = 1 class token + P patches); no residual, no MLP; per head
@@ -28,16 +30,20 @@ then patch_embeds = L2-normalise(visual_projection(post_layernorm(hidden[:, 1:])
 Files (float64, '<f8'):
   testdata/tinyclip/golden/readout_pearl_hidden.npy          [3, 17, 24]  out_proj output, all rows
   testdata/tinyclip/golden/readout_pearl_patch_embeds.npy    [3, 16, 16]
+  testdata/tinymetaclip2/golden/readout_pearl_patch_embeds.npy  [2, 16, 16]
 """
 
 import importlib.util
+import json
 import os
+import sys
 
 import numpy as np
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "testdata", "tinyclip")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 EPS_W = 1e-6     # added to the sum of the query norms
 EPS_M = 1e-6     # added to M's Frobenius norm
@@ -104,6 +110,41 @@ def checks(q_like):
     print(f"check query-norm weights sum to 1 (within EPS_W): max |sum - 1| {err:.1e}")
 
 
+def load_model(folder):
+    """A tiny CLIP-layout model (CLIP or MetaCLIP 2: the same vision tower) from folder's
+    config.json and model.safetensors, in float64."""
+    from pyclip import clip
+    with open(os.path.join(folder, "config.json")) as f:
+        c = json.load(f)
+    keep = lambda cls, d: cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+    cfg = clip.CLIPConfig(text_config=keep(clip.TextConfig, c["text_config"]),
+                          vision_config=keep(clip.VisionConfig, c["vision_config"]),
+                          projection_dim=c["projection_dim"],
+                          logit_scale_init_value=c["logit_scale_init_value"])
+    model = clip.CLIP(cfg)
+    sd, _ = clip.read_safetensors(os.path.join(folder, "model.safetensors"))
+    model.load_hf_state_dict(sd)
+    return model.eval().double()
+
+
+def metaclip2(tiny):
+    """PEARL's patch_embeds of testdata/tinymetaclip2 on its golden embed_pixel_values."""
+    folder = os.path.join(ROOT, "testdata", "tinymetaclip2")
+    model = load_model(folder)
+    vm = model.vision_model
+    px = torch.from_numpy(np.load(os.path.join(folder, "golden", "embed_pixel_values.npy"))).double()
+    with torch.no_grad():
+        x = vm.pre_layrnorm(vm.embeddings(px))
+        for layer in vm.encoder.layers[:-1]:
+            x = layer(x)
+        lhs, _ = model.encode_image(px)
+        raw = np.load(os.path.join(folder, "golden", "readout_raw_patch_embeds.npy"))
+        err = np.abs(tiny.patch_embeds(model, lhs).numpy() - raw).max()
+        assert err < 1e-12, f"MetaCLIP 2 raw patch_embeds differ from generate.py's by {err}"
+        hidden, _, _ = pearl_readout(vm.encoder.layers[-1], x)
+        return tiny.patch_embeds(model, hidden)
+
+
 def main():
     tiny = tiny_module()
     model = tiny.load_model().double()
@@ -128,11 +169,13 @@ def main():
         err = (a.sum(dim=-1) - 1).abs().max().item()
         assert err < 1e-12
         emb = tiny.patch_embeds(model, hidden)
+    meta = metaclip2(tiny)
     print("writing:")
-    for name, t in (("readout_pearl_hidden", hidden), ("readout_pearl_patch_embeds", emb)):
+    for folder, name, t in (("tinyclip", "readout_pearl_hidden", hidden), ("tinyclip", "readout_pearl_patch_embeds", emb),
+                            ("tinymetaclip2", "readout_pearl_patch_embeds", meta)):
         arr = np.ascontiguousarray(t.detach().numpy(), dtype="<f8")
-        np.save(os.path.join(TINY, "golden", name + ".npy"), arr)
-        print(f"  testdata/tinyclip/golden/{name}.npy  {list(arr.shape)}  {arr.dtype.str}")
+        np.save(os.path.join(ROOT, "testdata", folder, "golden", name + ".npy"), arr)
+        print(f"  testdata/{folder}/golden/{name}.npy  {list(arr.shape)}  {arr.dtype.str}")
 
 
 if __name__ == "__main__":

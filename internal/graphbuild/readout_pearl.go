@@ -38,7 +38,10 @@ func (c ReadoutConfig) checkPEARL() error {
 //	X ← 1.5 X − 0.5 X Xᵀ X, PEARLSteps times; R = X
 //	A = softmax((q s)(k R)ᵀ + PEARLGamma (k_c k_cᵀ) s), o = A v
 //
-// computed as one product [q, k_c·γs] · [k (sR), k_c]ᵀ.
+// computed without the terms that are constant along a row of the logits
+// (the softmax over the keys does not see them): k_c,i · k_c,j =
+// k_c,i · k_j − k_c,i · k̄, so the logits are (s q Rᵀ + γ s k_c) kᵀ, one
+// product of width d_h.
 func (c ReadoutConfig) pearlGraph(g *graph, h string, vals map[string][]float32, w func(string, ...int64) string, wT func(string) string) ([]byte, error) {
 	d, heads := int64(c.Width), int64(c.Heads)
 	dh := d / heads
@@ -114,13 +117,12 @@ func (c ReadoutConfig) pearlGraph(g *graph, h string, vals map[string][]float32,
 		cube := g.op("MatMul", "", g.op("MatMul", "", x, swap(x)), x)
 		x = g.op("Sub", "", g.op("Mul", "", x, threeHalves), g.op("Mul", "", cube, half))
 	}
-	kr := g.op("MatMul", "", k, g.op("Mul", "", x, scalar("attn_scale", s)))
-
-	left := g.op("Concat", "", q, g.op("Mul", "", kc, scalar("pearl_gamma_scale", PEARLGamma*s)))
-	g.last().with(intAttr("axis", -1))
-	right := g.op("Concat", "", kr, kc)
-	g.last().with(intAttr("axis", -1))
-	probs := g.op("Softmax", "", g.op("MatMul", "", left, swap(right)))
+	// Row i's logits less the terms the softmax over j does not see:
+	// (q_i s)(k_j R) + γ s (k_c,i · k_j) = (s q_i Rᵀ + γ s k_c,i) · k_j.
+	rt := g.op("Mul", "", swap(x), scalar("attn_scale", s))
+	left := g.op("Add", "", g.op("MatMul", "", q, rt), g.op("Mul", "", kc, scalar("pearl_gamma_scale", PEARLGamma*s)))
+	logits := g.op("MatMul", "", left, swap(k))
+	probs := g.op("Softmax", "", logits)
 	g.last().with(intAttr("axis", -1))
 	oh := g.op("Transpose", "", g.op("MatMul", "", probs, v))
 	g.last().with(intsAttr("perm", 0, 2, 1, 3))

@@ -33,7 +33,7 @@ type Options struct {
 	// from the vision tower ("": ReadoutRaw; see Readouts): the last
 	// layer's patch tokens as they are, or a training-free dense readout
 	// that recomputes the last layer's attention without its residual and
-	// MLP (ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutPEARL). It changes
+	// MLP (ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP). It changes
 	// the patches' joint-space vectors only, never the class token,
 	// image_embeds or ImageEncoding.States, and needs the joint space.
 	Readout string

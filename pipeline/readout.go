@@ -18,10 +18,11 @@ const (
 	ReadoutClearCLIP = clip.ReadoutClearCLIP // q–q attention of the last layer, no residual, no MLP
 	ReadoutNACLIP    = clip.ReadoutNACLIP    // k–k attention plus a Gaussian neighbourhood, no residual, no MLP
 	ReadoutMaskCLIP  = clip.ReadoutMaskCLIP  // the last layer's values, no attention, no residual, no MLP
+	ReadoutPEARL     = clip.ReadoutPEARL     // query-key attention with keys rotated onto the queries (Procrustes), no residual, no MLP
 )
 
-// ParseReadout returns the readout named s: raw, clearclip, naclip or
-// maskclip; its error names them all.
+// ParseReadout returns the readout named s: raw, clearclip, naclip,
+// maskclip or pearl; its error names them all.
 func ParseReadout(s string) (Readout, error) { return clip.ParseReadout(s) }
 
 // defaultReadout returns the readout an engine of model m with layer l
@@ -52,6 +53,11 @@ func resolveReadout(m *models.Model, opts Options) (vision, name Readout, defaul
 	}
 	if r == ReadoutRaw {
 		return "", r, defaulted, nil
+	}
+	if m != nil {
+		if err := clip.CheckReadoutFamily(m, r); err != nil {
+			return "", "", false, fmt.Errorf("pipeline: %w", err)
+		}
 	}
 	if !opts.Layer.joint() {
 		return "", "", false, fmt.Errorf("pipeline: readout %s reads the patches' vectors for CLIP's joint space; layer %s takes the patch states as they are (readout %s)", r, opts.Layer, ReadoutRaw)

@@ -29,7 +29,7 @@ func TestReadoutJointPatchesMatchTorch(t *testing.T) {
 	}
 	pixels, _ := px.Float32()
 	n := px.Shape[0]
-	for _, r := range []Readout{ReadoutRaw, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP} {
+	for _, r := range []Readout{ReadoutRaw, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutPEARL} {
 		eng := tinyEngine(t, m, Options{Readout: r})
 		if got := eng.Options().Readout; got != r {
 			t.Fatalf("Options().Readout = %q, want %q", got, r)

@@ -81,7 +81,7 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.decode, "decode", "exact", decodeHelp)
 	fs.BoolVar(&o.noArena, "no-arena", false, "turn ONNX Runtime's CPU memory arena off, as condition run --no-arena does (--tune tries both)")
 	fs.BoolVar(&o.pin, "pin-threads", false, "pin ONNX Runtime's pool threads to one processor each, as condition run --pin-threads does (--tune tries both)")
-	fs.StringVar(&o.readout, "readout", "", "the patches' readout, as condition run --readout takes it: raw, clearclip, naclip or maskclip (default: the engine's, clearclip for a CLIP checkpoint other than the built-in model); several, comma-separated, are measured in each repeat in an order that turns, each against the first")
+	fs.StringVar(&o.readout, "readout", "", "the patches' readout, as condition run --readout takes it: raw, clearclip, naclip, maskclip or pearl (default: the engine's, clearclip for a CLIP checkpoint other than the built-in model); several, comma-separated, are measured in each repeat in an order that turns, each against the first")
 	fs.BoolVar(&o.noJob, "no-job", false, "measure the encoder alone only, not the job")
 	fs.BoolVar(&o.alone, "readout-alone", false, "also time each non-raw readout's graph alone (its own session, the engine's threads, random inputs of the batch's shape) right after its encoder, on as many batches: the readout's cost without the plumbing between the two ONNX Runtime sessions")
 	fs.StringVar(&o.readoutProfile, "readout-profile", "", "with --readout-alone, write ONNX Runtime's per-node profile of each readout's graph to files named PREFIX-<readout>_<time>.json")

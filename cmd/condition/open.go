@@ -93,7 +93,7 @@ const ortLibUsage = "ONNX Runtime shared library to use (default: " + models.Run
 
 // readoutUsage describes --readout.
 var readoutUsage = "how the patches' joint-space vectors are read from the vision tower: raw (the last layer's patch tokens), or a training-free dense readout that recomputes the last layer's attention without its residual and MLP: " +
-	"clearclip (q-q attention), naclip (k-k attention and a Gaussian neighbourhood) or maskclip (its values; for TIPSv2, its authors' value attention, residual and MLP kept); " +
+	"clearclip (q-q attention), naclip (k-k attention and a Gaussian neighbourhood), maskclip (its values; for TIPSv2, its authors' value attention, residual and MLP kept) or pearl (q-k attention with the keys rotated onto the queries; CLIP and MetaCLIP 2); " +
 	"default clearclip for CLIP checkpoints, raw for the built-in model, SigLIP and TIPSv2"
 
 // windowsUsage describes --windows.

@@ -15,6 +15,7 @@ import (
 //	clearclip: softmax(q qᵀ · d_h^-½) v            (ClearCLIP, ECCV 2024)
 //	naclip:    softmax(k kᵀ · d_h^-½ + G) v         (NACLIP, WACV 2025)
 //	maskclip:  v                                   (MaskCLIP, ECCV 2022)
+//	pearl:     softmax((q s)(k R)ᵀ + γ (k_c k_cᵀ) s) v (PEARL, CVPR 2026; see pearlGraph)
 //
 // with q, k, v the layer's own projections of layer_norm1(x), then its
 // out_proj (and, for towers whose last_hidden_state is after the final
@@ -25,6 +26,7 @@ const (
 	ReadoutClearCLIP = "clearclip"
 	ReadoutNACLIP    = "naclip"
 	ReadoutMaskCLIP  = "maskclip"
+	ReadoutPEARL     = "pearl"
 )
 
 // Readout graph value names.
@@ -40,7 +42,7 @@ const NACLIPSigma = 5.0
 
 // ReadoutConfig is the last encoder layer a readout graph recomputes.
 type ReadoutConfig struct {
-	Kind   string  // ReadoutClearCLIP, ReadoutNACLIP or ReadoutMaskCLIP
+	Kind   string  // ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP or ReadoutPEARL
 	Width  int     // d, the layer's width
 	Heads  int     // its attention heads (d_h = d / Heads)
 	Eps    float64 // layer_norm1's epsilon
@@ -117,6 +119,9 @@ func (c ReadoutConfig) ReadoutTensors() map[string][]int {
 		ts[c.Prefix+"self_attn.q_proj.weight"], ts[c.Prefix+"self_attn.q_proj.bias"] = []int{d, d}, []int{d}
 	case ReadoutNACLIP:
 		ts[c.Prefix+"self_attn.k_proj.weight"], ts[c.Prefix+"self_attn.k_proj.bias"] = []int{d, d}, []int{d}
+	case ReadoutPEARL:
+		ts[c.Prefix+"self_attn.q_proj.weight"], ts[c.Prefix+"self_attn.q_proj.bias"] = []int{d, d}, []int{d}
+		ts[c.Prefix+"self_attn.k_proj.weight"], ts[c.Prefix+"self_attn.k_proj.bias"] = []int{d, d}, []int{d}
 	}
 	return ts
 }
@@ -124,8 +129,12 @@ func (c ReadoutConfig) ReadoutTensors() map[string][]int {
 func (c ReadoutConfig) check() error {
 	switch c.Kind {
 	case ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP:
+	case ReadoutPEARL:
+		if err := c.checkPEARL(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("graphbuild: readout %q: want %s, %s or %s", c.Kind, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP)
+		return fmt.Errorf("graphbuild: readout %q: want %s, %s, %s or %s", c.Kind, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutPEARL)
 	}
 	if c.Width <= 0 || c.Heads <= 0 || c.Width%c.Heads != 0 {
 		return fmt.Errorf("graphbuild: readout: width %d in %d heads: want a positive width the heads divide", c.Width, c.Heads)
@@ -223,6 +232,9 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 	if c.Kind == ReadoutMaskCLIP {
 		o := linear(h, "self_attn.v_proj")
 		return c.finish(g, o, vals, w, wT)
+	}
+	if c.Kind == ReadoutPEARL {
+		return c.pearlGraph(g, h, vals, w, wT)
 	}
 	proj := "self_attn.q_proj"
 	if c.Kind == ReadoutNACLIP {

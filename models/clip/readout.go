@@ -27,6 +27,8 @@ import (
 //	naclip     softmax(k kᵀ · d_h^-½ + G) v, then out_proj    (NACLIP, WACV 2025; G a Gaussian of
 //	           the patch grid distance, σ = 5 patches, zero for the class token)
 //	maskclip   v, then out_proj                              (MaskCLIP, ECCV 2022)
+//	pearl      softmax((q s)(k R)ᵀ + 0.08 (k_c k_cᵀ) s) v,    (PEARL, CVPR 2026; CLIP and MetaCLIP 2
+//	           then out_proj                                 only: see readout_pearl.go)
 //
 // with q, k, v the last layer's own projections of its layer_norm1. TIPSv2
 // takes raw and maskclip, the latter in the form its authors evaluate
@@ -46,10 +48,11 @@ const (
 	ReadoutClearCLIP Readout = graphbuild.ReadoutClearCLIP
 	ReadoutNACLIP    Readout = graphbuild.ReadoutNACLIP
 	ReadoutMaskCLIP  Readout = graphbuild.ReadoutMaskCLIP
+	ReadoutPEARL     Readout = graphbuild.ReadoutPEARL
 )
 
 // readouts are the readouts a CLIP vision tower takes.
-var readouts = []Readout{ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutRaw}
+var readouts = []Readout{ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutRaw, ReadoutPEARL}
 
 // Readouts returns the readouts CLIP's vision tower takes.
 func Readouts() []Readout { return append([]Readout(nil), readouts...) }

@@ -33,7 +33,7 @@ func TestReadoutInt8(t *testing.T) {
 	in, _ := x.Float32()
 	n, s, d := x.Shape[0], x.Shape[1], x.Shape[2]
 	v := m.Config().VisionConfig
-	for _, kind := range []string{graphbuild.ReadoutClearCLIP, graphbuild.ReadoutNACLIP, graphbuild.ReadoutMaskCLIP} {
+	for _, kind := range []string{graphbuild.ReadoutClearCLIP, graphbuild.ReadoutNACLIP, graphbuild.ReadoutMaskCLIP, graphbuild.ReadoutPEARL} {
 		c := graphbuild.ReadoutConfig{Kind: kind, Width: d, Heads: v.NumAttentionHeads, Eps: v.LayerNormEps, Class: 1, GridH: 4, GridW: 4,
 			Prefix: "vision_model.encoder.layers.1."}
 		var names []string

@@ -155,6 +155,9 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 	if opts.Readout != "" && !opts.Readout.known() {
 		return nil, fmt.Errorf("clip: readout %q: want one of %s", opts.Readout, readoutNames())
 	}
+	if err := CheckReadoutFamily(m, opts.Readout); err != nil {
+		return nil, err
+	}
 	if opts.Readout != "" && opts.Readout != ReadoutMaskCLIP && m.Family() == models.Tipsv2 {
 		return nil, fmt.Errorf("clip: readout %s: model %s is TIPSv2, which takes readout %s (its raw patch tokens, trained for dense patch–text alignment) or %s (the value attention its authors evaluate zero-shot segmentation with); its DINOv2 blocks are not recomputed by the attention readouts",
 			opts.Readout, m.Name(), ReadoutRaw, ReadoutMaskCLIP)

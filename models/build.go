@@ -91,7 +91,7 @@ func (m *Model) CanBuild() error {
 	case SigLIP, SigLIP2:
 		return graphbuild.CheckSiglipConfig(m.config.siglipGraphConfig())
 	case Tipsv2:
-		return graphbuild.CheckTipsConfig(m.config.tipsGraphConfig())
+		return graphbuild.CheckTipsConfig(m.tipsGraphConfig())
 	}
 	return fmt.Errorf("graphs of the %s family are not built: %w", m.family, ErrUnsupportedFamily)
 }
@@ -131,11 +131,14 @@ func (c Config) siglipGraphConfig() graphbuild.SiglipConfig {
 		Text: graphTextConfig(c.TextConfig), Vision: graphVisionConfig(c.VisionConfig)}
 }
 
-// tipsGraphConfig translates a TIPSv2 config for the graph builder: the
-// vision graph at the config's image_size.
-func (c Config) tipsGraphConfig() graphbuild.TipsConfig {
+// tipsGraphConfig translates a TIPSv2 model's config for the graph
+// builder: the vision graph at the pixel size its preprocessing gives
+// (tipsPixelSize).
+func (m *Model) tipsGraphConfig() graphbuild.TipsConfig {
+	c := m.config
 	v := c.VisionConfig
-	return graphbuild.TipsConfig{ModelType: c.ModelType, Text: graphTextConfig(c.TextConfig),
+	h, w := m.tipsPixelSize()
+	return graphbuild.TipsConfig{Height: h, Width: w, ModelType: c.ModelType, Text: graphTextConfig(c.TextConfig),
 		ScaleSqrtDepth: c.TextConfig.ScaleSqrtDepth, PoolingEpsilon: c.TextConfig.PoolingEpsilon,
 		Vision: graphbuild.TipsVisionConfig{HiddenSize: v.HiddenSize, Layers: v.NumHiddenLayers, Heads: v.NumAttentionHeads,
 			MLPRatio: v.MLPRatio, Channels: v.NumChannels, ImageSize: v.ImageSize, PatchSize: v.PatchSize,
@@ -175,7 +178,7 @@ func (m *Model) graphBuilder() (check func(*graphbuild.Checkpoint, graphbuild.Op
 				return graphbuild.BuildSiglip(ck, cfg, out, o)
 			}, nil
 	case Tipsv2:
-		cfg := m.config.tipsGraphConfig()
+		cfg := m.tipsGraphConfig()
 		return func(ck *graphbuild.Checkpoint, o graphbuild.Options) error { return graphbuild.CheckTips(ck, cfg, o) },
 			func(ck *graphbuild.Checkpoint, out string, o graphbuild.Options) ([]graphbuild.Written, error) {
 				return graphbuild.BuildTips(ck, cfg, out, o)
@@ -266,7 +269,7 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 	start = time.Now()
 	for _, w := range ws {
 		t0 := time.Now()
-		check, err := checkBuilt(ctx, w.Path, w.Graph, m.config, m.family, opts.Threads)
+		check, err := checkBuilt(ctx, w.Path, w.Graph, m.config, m.family, m.builtPixels(), opts.Threads)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrBuildCheck, w.Graph, err)
 		}
@@ -305,6 +308,7 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 		}
 		s := st
 		s.Variant, s.Graph, s.Written = VariantBuilt, w.Graph, time.Now().UTC().Format(time.RFC3339)
+		s.Pixels = m.builtPixels()
 		if m.isHub() {
 			s.Commit = m.revision
 		}
@@ -499,7 +503,11 @@ func (m *Model) useBuiltGraphs() bool {
 			return false
 		}
 	}
+	pixels := m.builtPixels()
 	built, ok := builtGraphsIn(dir, func(saved VariantStamp) bool {
+		if saved.Pixels != pixels {
+			return false
+		}
 		if m.isHub() {
 			return saved.Commit == m.revision
 		}
@@ -647,7 +655,7 @@ func writeStamp(path string, s VariantStamp) error {
 // the model was trained), and its outputs are pooler_output. TIPSv2's
 // vision graph gives last_hidden_state [2, 1+R+P, d], image_embeds [2, d]
 // and patch_embeds [2, P, d].
-func checkBuilt(ctx context.Context, path, name string, c Config, f Family, threads int) (string, error) {
+func checkBuilt(ctx context.Context, path, name string, c Config, f Family, pixels string, threads int) (string, error) {
 	var ins, outs []string
 	var in []tensorio.Tensor
 	var want [][]int
@@ -714,22 +722,27 @@ func checkBuilt(ctx context.Context, path, name string, c Config, f Family, thre
 			want = [][]int{{2, m, v.HiddenSize}, {2, v.HiddenSize}}
 			break
 		}
-		s := v.ImageSize
-		px := probeFloats(2 * v.NumChannels * s * s)
-		g, _ := v.GridSize()
+		sh, sw := v.ImageSize, v.ImageSize
+		if pixels != "" {
+			if _, err := fmt.Sscanf(pixels, "%dx%d", &sh, &sw); err != nil {
+				return "", fmt.Errorf("pixel size %q: %w", pixels, err)
+			}
+		}
+		px := probeFloats(2 * v.NumChannels * sh * sw)
+		p := (sh / v.PatchSize) * (sw / v.PatchSize)
 		ins = []string{"pixel_values"}
-		in = []tensorio.Tensor{tensorio.F32([]int{2, v.NumChannels, s, s}, px)}
+		in = []tensorio.Tensor{tensorio.F32([]int{2, v.NumChannels, sh, sw}, px)}
 		if siglip {
 			outs = []string{"last_hidden_state", "pooler_output"}
-			want = [][]int{{2, g * g, v.HiddenSize}, {2, v.HiddenSize}}
+			want = [][]int{{2, p, v.HiddenSize}, {2, v.HiddenSize}}
 			break
 		}
 		outs = []string{"last_hidden_state", "image_embeds"}
-		want = [][]int{{2, 1 + g*g, v.HiddenSize}, {2, c.ProjectionDim}}
+		want = [][]int{{2, 1 + p, v.HiddenSize}, {2, c.ProjectionDim}}
 		if f == Tipsv2 {
 			r := v.NumRegisterTokens
 			outs = append(outs, "patch_embeds")
-			want = [][]int{{2, 1 + r + g*g, v.HiddenSize}, {2, v.HiddenSize}, {2, g * g, v.HiddenSize}}
+			want = [][]int{{2, 1 + r + p, v.HiddenSize}, {2, v.HiddenSize}, {2, p, v.HiddenSize}}
 		}
 	default:
 		return "", fmt.Errorf("no check for %s", name)

@@ -125,6 +125,7 @@ type VariantStamp struct {
 	Written      string          `json:"written,omitempty"`     // when
 	Notes        []string        `json:"notes,omitempty"`       // anything else worth knowing
 	Scheme       string          `json:"scheme,omitempty"`      // an int8 variant's quantization scheme (Int8SchemePerRow, ...)
+	Pixels       string          `json:"pixels,omitempty"`      // built graphs: the vision graph's pixel size HxW when not the config's image_size (TIPSv2 at its preprocessor's size)
 }
 
 // variantDir returns the derived cache folder of the model's derived

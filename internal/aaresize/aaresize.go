@@ -63,6 +63,55 @@ func Bilinear(dst, src []float32, c, inH, inW, outH, outW int) {
 	bilinear(dst, src, make([]float32, nTmp), c, inH, inW, outH, outW, true)
 }
 
+// ScaledSize returns the number of samples torch's F.interpolate gives an
+// axis of in samples for the scale_factor factor (recompute_scale_factor
+// unset): in·factor in float64, truncated.
+func ScaledSize(in int, factor float64) int { return int(float64(in) * factor) }
+
+// BilinearScaled resizes src [c, inH, inW] into dst [c, ScaledSize(inH,
+// factorH), ScaledSize(inW, factorW)] as torch's F.interpolate(src,
+// scale_factor=(factorH, factorW), mode="bilinear", align_corners=False,
+// antialias=True) does (recompute_scale_factor unset, torch's default):
+// as Bilinear, but each axis's input step per output sample is 1/factor,
+// as torch takes it, not the ratio of the sizes. DINOv2-style models ask
+// for a factor a little over the wanted ratio (interpolate_offset) so that
+// the truncated size comes out right; the step, and so every weight, then
+// differs slightly from a resize to that size.
+//
+// The factors must be positive and finite, the output sizes at least 1,
+// and the lengths as Bilinear's; otherwise it panics with a constant
+// message that starts with "aaresize: ".
+func BilinearScaled(dst, src []float32, c, inH, inW int, factorH, factorW float64) {
+	if !(factorH > 0) || !(factorW > 0) || math.IsInf(factorH, 0) || math.IsInf(factorW, 0) {
+		panic(errFactor)
+	}
+	if c < 1 || inH < 1 || inW < 1 {
+		panic(errNonPositive)
+	}
+	if float64(inH)*factorH >= math.MaxInt32 || float64(inW)*factorW >= math.MaxInt32 {
+		panic(errTooLarge)
+	}
+	outH, outW := ScaledSize(inH, factorH), ScaledSize(inW, factorW)
+	if outH < 1 || outW < 1 {
+		panic(errNonPositive)
+	}
+	nIn, okIn := mul(c, inH, inW)
+	nOut, okOut := mul(c, outH, outW)
+	nTmp, okTmp := mul(c, inH, outW)
+	if !okIn || !okOut || !okTmp {
+		panic(errTooLarge)
+	}
+	if len(src) != nIn {
+		panic(errSrcLen)
+	}
+	if len(dst) != nOut {
+		panic(errDstLen)
+	}
+	tmp := make([]float32, nTmp)
+	resample(tmp, src, c*inH, 1, newScaledAxis(inW, outW, factorW), true)
+	resample(dst, tmp, c, outW, newScaledAxis(inH, outH, factorH), true)
+}
+
 // bilinear is Bilinear on checked arguments, with tmp [c, inH, outW], the
 // sums rounded as torch's AVX2 and AVX-512 kernels round them (fused) or
 // as its kernel for CPUs without AVX2 does (see resample).
@@ -77,6 +126,7 @@ const (
 	errTooLarge    = "aaresize: sizes overflow int"
 	errSrcLen      = "aaresize: len(src) is not c·inH·inW"
 	errDstLen      = "aaresize: len(dst) is not c·outH·outW"
+	errFactor      = "aaresize: a scale factor is not a positive finite number"
 )
 
 // PositionEmbeddings resizes a positional-embedding table as SigLIP 2

@@ -1,10 +1,12 @@
 package aaresize
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/big"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -361,5 +363,71 @@ func BenchmarkBilinear(b *testing.B) {
 	b.SetBytes(int64(len(src)+len(dst)) * 4)
 	for b.Loop() {
 		Bilinear(dst, src, c, in, in, h, w)
+	}
+}
+
+// TestBilinearScaledTorch compares BilinearScaled with torch 1.13's
+// F.interpolate(scale_factor=...) on the cases of testdata/scaled.json,
+// up- and downscaling, DINOv2's offset factors among them; for those
+// whose step differs from the sizes' ratio it also checks that a resize
+// to the same size (Bilinear) does not give torch's values, so that the
+// comparison tells the two apart.
+func TestBilinearScaledTorch(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "scaled.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Name    string
+		FactorH float64 `json:"factor_h"`
+		FactorW float64 `json:"factor_w"`
+		OutH    int     `json:"out_h"`
+		OutW    int     `json:"out_w"`
+	}
+	if err := json.Unmarshal(b, &cases); err != nil || len(cases) == 0 {
+		t.Fatalf("scaled.json: %v (%d cases)", err, len(cases))
+	}
+	for _, k := range cases {
+		t.Run(k.Name, func(t *testing.T) {
+			inShape, src := readF32(t, filepath.Join("testdata", k.Name+"_in.npy"))
+			outShape, want := readF32(t, filepath.Join("testdata", k.Name+"_out.npy"))
+			c, inH, inW := inShape[0], inShape[1], inShape[2]
+			if oh, ow := ScaledSize(inH, k.FactorH), ScaledSize(inW, k.FactorW); oh != outShape[1] || ow != outShape[2] || oh != k.OutH || ow != k.OutW {
+				t.Fatalf("ScaledSize gives %dx%d, torch %dx%d", oh, ow, outShape[1], outShape[2])
+			}
+			got := make([]float32, len(want))
+			BilinearScaled(got, src, c, inH, inW, k.FactorH, k.FactorW)
+			d, n := compare(got, want)
+			t.Logf("max |Δ| %g, %d of %d values differ in any bit", d, n, len(want))
+			if !(d <= tolerance) {
+				t.Errorf("max |Δ| %g > %g", d, tolerance)
+			}
+			ratio := func(in, out int, f float64) bool { return float32(1/f) != float32(in)/float32(out) }
+			if ratio(inH, k.OutH, k.FactorH) || ratio(inW, k.OutW, k.FactorW) {
+				sized := make([]float32, len(want))
+				Bilinear(sized, src, c, inH, inW, k.OutH, k.OutW)
+				if d, _ := compare(sized, want); d <= tolerance {
+					t.Errorf("a resize to %dx%d gives torch's values too (max |Δ| %g): the case does not test the factor", k.OutH, k.OutW, d)
+				}
+			}
+		})
+	}
+}
+
+// TestBilinearScaledPanics: factors that are not positive finite numbers,
+// or that leave no output sample, panic with the package's messages.
+func TestBilinearScaledPanics(t *testing.T) {
+	for _, k := range []struct {
+		fh, fw float64
+		want   string
+	}{{0, 1, errFactor}, {1, math.NaN(), errFactor}, {math.Inf(1), 1, errFactor}, {-1, 1, errFactor}, {0.1, 1, errNonPositive}} {
+		func() {
+			defer func() {
+				if r := recover(); r != k.want {
+					t.Errorf("factors %v, %v: panic %v, want %q", k.fh, k.fw, r, k.want)
+				}
+			}()
+			BilinearScaled(make([]float32, 4), make([]float32, 4), 1, 2, 2, k.fh, k.fw)
+		}()
 	}
 }

@@ -16,7 +16,16 @@ type axis struct {
 
 // newAxis computes the taps of an axis resized from in to out samples
 // with torch's antialiased triangle filter (align_corners=False, no scale
-// factor given). Each expression rounds where torch's float32 code
+// factor given): newScaledAxis with no factor.
+func newAxis(in, out int) *axis { return newScaledAxis(in, out, 0) }
+
+// newScaledAxis computes the taps of an axis resized from in to out
+// samples with torch's antialiased triangle filter (align_corners=False).
+// factor is F.interpolate's scale_factor for the axis, or 0 when a size
+// was given: torch's area_pixel_compute_scale takes float32(1/factor) as
+// the input step per output sample when a factor is given (out being
+// ⌊in·factor⌋, the step differs from in/out), float32(in)/float32(out)
+// otherwise. Each expression rounds where torch's float32 code
 // rounds: scale, support, the centre and the weights are float32; the
 // products by (i + 0.5) and by 1/scale, and the additions of 0.5, are
 // float64.
@@ -26,8 +35,11 @@ type axis struct {
 // (and be overwritten there). w has stride spare slots at its end so
 // that the same layout would give the same sums; TestAxisWindows finds
 // no such window for sizes up to 128 (nor does a scan up to 1024).
-func newAxis(in, out int) *axis {
+func newScaledAxis(in, out int, factor float64) *axis {
 	scale := float32(in) / float32(out)
+	if factor > 0 {
+		scale = float32(1 / factor)
+	}
 	support := float32(1) // (interp_size·0.5), interp_size 2
 	invscale := float32(1)
 	if scale >= 1 {

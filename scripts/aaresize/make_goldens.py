@@ -16,6 +16,9 @@ Writes, all float32, from a fixed seed:
                                                    mode="bilinear", align_corners=False,
                                                    antialias=True)[0]
   bilinear_<case>_out_nofma.npy   the same from torch's kernel without fused multiply-adds
+  scaled_<case>_in.npy, scaled_<case>_out.npy   the same with scale_factor=(fh, fw) in place of
+                                                   a size (recompute_scale_factor unset), cases
+                                                   listed with their factors in scaled.json
   pos_s<side>_table.npy           [side*side, D]   standard normal: a positional-embedding table
   pos_s<side>_h<h>_w<w>_m<max>.npy  [max, D]       SigLIP 2 NaFlex's resized table for an h x w
                                                    patch grid padded to max rows, as transformers'
@@ -23,6 +26,7 @@ Writes, all float32, from a fixed seed:
                                                    makes it
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -74,6 +78,19 @@ POSITIONS = [
     (16, 32, 8, 256),
     (4, 13, 11, 256),
     (4, 2, 3, 64),
+]
+
+
+# (input height, input width, factor along the height, factor along the width): DINOv2's
+# interpolate_offset asks for (grid + 0.1) / side; the others are plain factors.
+SCALED = [
+    (4, 4, (6 + 0.1) / 4, (5 + 0.1) / 4),
+    (16, 16, (3 + 0.1) / 16, (2 + 0.1) / 16),
+    (32, 32, (32 + 0.1) / 32, (20 + 0.1) / 32),
+    (37, 37, (64 + 0.1) / 37, (24 + 0.1) / 37),
+    (4, 4, 1.0, 2.0),
+    (16, 16, 0.5, 0.25),
+    (7, 12, 1.7, 0.3),
 ]
 
 
@@ -139,6 +156,17 @@ def main():
         got = resize_positions(tables[side], side, h, w, m)
         save(out, f"pos_s{side}_h{h}_w{w}_m{m}.npy", got.numpy())
 
+    cases = []
+    for i, (ih, iw, fh, fw) in enumerate(SCALED):
+        x = torch.randn((CHANNELS, ih, iw), generator=gen, dtype=torch.float32)
+        y = F.interpolate(x[None], scale_factor=(fh, fw), mode="bilinear", align_corners=False, antialias=True)[0]
+        case = f"scaled_{i}_{ih}x{iw}_to_{y.shape[1]}x{y.shape[2]}"
+        save(out, case + "_in.npy", x.numpy())
+        save(out, case + "_out.npy", y.numpy())
+        cases.append({"name": case, "factor_h": fh, "factor_w": fw, "out_h": y.shape[1], "out_w": y.shape[2]})
+    with open(os.path.join(out, "scaled.json"), "w") as f:
+        json.dump(cases, f, indent=1)
+        f.write("\n")
     env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
     subprocess.run([sys.executable, os.path.abspath(__file__), "--nofma", out], env=env, check=True)
 

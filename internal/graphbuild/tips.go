@@ -126,8 +126,12 @@ func (c TipsConfig) check() error {
 		if !v.InterpolateAntialias {
 			errs = append(errs, fmt.Errorf("vision_config.interpolate_antialias is false: positions for a %dx%d image (not the %dx%d of image_size) would be resized without antialiasing, which is not built here", h, w, v.ImageSize, v.ImageSize))
 		}
-		if v.InterpolateOffset != 0 {
-			errs = append(errs, fmt.Errorf("vision_config.interpolate_offset is %g: positions for a %dx%d image (not the %dx%d of image_size) would be resized by a scale factor, which is not built here", v.InterpolateOffset, h, w, v.ImageSize, v.ImageSize))
+		if fh, fw, ok := c.offsetFactors(); ok {
+			side := v.ImageSize / v.PatchSize
+			gh, gw := h/v.PatchSize, w/v.PatchSize
+			if oh, ow := aaresize.ScaledSize(side, fh), aaresize.ScaledSize(side, fw); oh != gh || ow != gw {
+				errs = append(errs, fmt.Errorf("vision_config.interpolate_offset is %g: the position grid %dx%d scaled by (%d+%g)/%d and (%d+%g)/%d becomes %dx%d, not the %dx%d patches of a %dx%d image", v.InterpolateOffset, side, side, gh, v.InterpolateOffset, side, gw, v.InterpolateOffset, side, oh, ow, gh, gw, h, w))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -165,9 +169,11 @@ func (c TipsConfig) check() error {
 // The vision graph adds the position table as it is when its patch grid is
 // the table's and the image square; otherwise the table's patch rows are
 // resized to the grid as transformers resizes them (F.interpolate,
-// bilinear, antialiased, align_corners false: internal/aaresize, equal to
-// torch bit for bit) while the graph is built, so one graph serves one
-// pixel size.
+// bilinear, antialiased, align_corners false, to the grid's size, or with
+// a nonzero Vision.InterpolateOffset by the scale factors (grid + offset)
+// / side, DINOv2's: internal/aaresize, equal to torch bit for bit) while
+// the graph is built, so one graph serves one pixel size. An offset whose
+// factors do not give the grid's size is an error, as it is in torch.
 //
 // Nothing is written when the config or the checkpoint is found wrong; a
 // graph is written whole or not at all.
@@ -414,8 +420,27 @@ func tipsPositions(ck *Checkpoint, c TipsConfig) ([]float32, error) {
 	gh, gw := h/v.PatchSize, w/v.PatchSize
 	// [side², d] → [d, side, side], resized to [d, gh, gw], back to [gh·gw, d].
 	dst := make([]float32, d*gh*gw)
-	aaresize.Bilinear(dst, transpose(rows, side*side, d), d, side, side, gh, gw)
+	if fh, fw, ok := c.offsetFactors(); ok {
+		aaresize.BilinearScaled(dst, transpose(rows, side*side, d), d, side, side, fh, fw) // sizes checked by c.check
+	} else {
+		aaresize.Bilinear(dst, transpose(rows, side*side, d), d, side, side, gh, gw)
+	}
 	return transpose(dst, d, gh*gw), nil
+}
+
+// offsetFactors returns the scale factors the position table is resized
+// by when Vision.InterpolateOffset is not 0 (ok false otherwise: it is
+// resized to the grid's size), as Tipsv2VisionEmbeddings (and DINOv2)
+// computes them: (grid height + offset) / side and (grid width + offset) /
+// side, in float64, side being the table's grid.
+func (c TipsConfig) offsetFactors() (fh, fw float64, ok bool) {
+	v := c.Vision
+	if v.InterpolateOffset == 0 {
+		return 0, 0, false
+	}
+	h, w := c.size()
+	side := float64(v.ImageSize / v.PatchSize)
+	return (float64(h/v.PatchSize) + v.InterpolateOffset) / side, (float64(w/v.PatchSize) + v.InterpolateOffset) / side, true
 }
 
 // dinoLayer adds one DINOv2 block (Tipsv2VisionLayer) to x [B, T, d]:

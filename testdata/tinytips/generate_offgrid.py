@@ -7,8 +7,11 @@ Tipsv2VisionEmbeddings resizes the position table's patch rows to the grid with
 F.interpolate(mode="bilinear", antialias=True, align_corners=False) in float32
 (scripts/pytips/tips.py, VisionEmbeddings.positions).
 
-  offgrid_24x20_*   a 6x5 grid: positions upscaled, the image not square
-  offgrid_12x8_*    a 3x2 grid: positions downscaled, antialiased
+  offgrid_24x20_*          a 6x5 grid: positions upscaled, the image not square
+  offgrid_12x8_*           a 3x2 grid: positions downscaled, antialiased
+  offgrid_offset_24x20_*   the 6x5 grid with vision_config.interpolate_offset 0.1 (DINOv2's
+                           offset: the table resized by scale_factor ((6 + 0.1) / 4,
+                           (5 + 0.1) / 4), whose step is not that of a resize to 6x5)
 
 Each set: pixel_values [2, 3, H, W], positions [1+h·w, 32], vision_last_hidden_state
 [2, 1+2+h·w, 32], image_embeds [2, 32], patch_embeds [2, h·w, 32]. The Go test copies the folder
@@ -32,15 +35,17 @@ from pyclip.clip import read_safetensors  # noqa: E402
 sys.path.insert(0, HERE)
 from generate import pixel_values, save  # noqa: E402
 
-SIZES = [(24, 20), (12, 8)]
+# (pixel height, pixel width, interpolate_offset)
+SIZES = [(24, 20, 0.0), (12, 8, 0.0), (24, 20, 0.1)]
 
 
-def load():
+def load(offset=0.0):
     with open(os.path.join(HERE, "config.json")) as f:
         cfg = json.load(f)
     tc, vc = dict(cfg["text_config"]), dict(cfg["vision_config"])
     tc.pop("model_type", None)
     vc.pop("model_type", None)
+    vc["interpolate_offset"] = offset
     config = tips.Config(tips.TextConfig(**tc), tips.VisionConfig(**vc), temperature=cfg["temperature"])
     model = tips.Tips(config).eval()
     tensors, _ = read_safetensors(os.path.join(HERE, "model.safetensors"))
@@ -53,19 +58,19 @@ def load():
 def main():
     from PIL import Image
 
-    model, p = load()
     golden = os.path.join(HERE, "golden")
     paths = [os.path.join(golden, "images", n) for n in ("wide.png", "tall.png")]
-    for h, w in SIZES:
+    for h, w, offset in SIZES:
+        model, p = load(offset)
         pv = np.stack([pixel_values(Image.open(q), h, w) for q in paths])
         with torch.no_grad():
             vh, ve, vp = model.encode_image(torch.from_numpy(pv))
             pos = model.positions(h // p, w // p, h, w)
-        name = f"offgrid_{h}x{w}_"
+        name = f"offgrid_{'offset_' if offset else ''}{h}x{w}_"
         for k, a in [("pixel_values", pv), ("positions", pos[0].numpy()), ("vision_last_hidden_state", vh.numpy()),
                      ("image_embeds", ve.numpy()), ("patch_embeds", vp.numpy())]:
             save(golden, name + k, a)
-        print(f"{h}x{w}: grid {h // p}x{w // p}, last_hidden_state {tuple(vh.shape)}")
+        print(f"{name}: grid {h // p}x{w // p}, last_hidden_state {tuple(vh.shape)}")
 
 
 if __name__ == "__main__":

@@ -48,18 +48,7 @@ func Bilinear(dst, src []float32, c, inH, inW, outH, outW int) {
 	if c < 1 || inH < 1 || inW < 1 || outH < 1 || outW < 1 {
 		panic(errNonPositive)
 	}
-	nIn, okIn := mul(c, inH, inW)
-	nOut, okOut := mul(c, outH, outW)
-	nTmp, okTmp := mul(c, inH, outW)
-	if !okIn || !okOut || !okTmp {
-		panic(errTooLarge)
-	}
-	if len(src) != nIn {
-		panic(errSrcLen)
-	}
-	if len(dst) != nOut {
-		panic(errDstLen)
-	}
+	nTmp := checkLens(dst, src, c, inH, inW, outH, outW)
 	bilinear(dst, src, make([]float32, nTmp), c, inH, inW, outH, outW, true)
 }
 
@@ -95,18 +84,7 @@ func BilinearScaled(dst, src []float32, c, inH, inW int, factorH, factorW float6
 	if outH < 1 || outW < 1 {
 		panic(errNonPositive)
 	}
-	nIn, okIn := mul(c, inH, inW)
-	nOut, okOut := mul(c, outH, outW)
-	nTmp, okTmp := mul(c, inH, outW)
-	if !okIn || !okOut || !okTmp {
-		panic(errTooLarge)
-	}
-	if len(src) != nIn {
-		panic(errSrcLen)
-	}
-	if len(dst) != nOut {
-		panic(errDstLen)
-	}
+	nTmp := checkLens(dst, src, c, inH, inW, outH, outW)
 	tmp := make([]float32, nTmp)
 	resample(tmp, src, c*inH, 1, newScaledAxis(inW, outW, factorW), true)
 	resample(dst, tmp, c, outW, newScaledAxis(inH, outH, factorH), true)
@@ -186,4 +164,23 @@ func mul(a, b, c int) (int, bool) {
 		return 0, false
 	}
 	return int(lo), true
+}
+
+// checkLens panics unless len(src) is c·inH·inW and len(dst) c·outH·outW,
+// all of them and c·inH·outW within an int; it returns c·inH·outW, the
+// size of the pass between the two.
+func checkLens(dst, src []float32, c, inH, inW, outH, outW int) int {
+	nIn, okIn := mul(c, inH, inW)
+	nOut, okOut := mul(c, outH, outW)
+	nTmp, okTmp := mul(c, inH, outW)
+	if !okIn || !okOut || !okTmp {
+		panic(errTooLarge)
+	}
+	if len(src) != nIn {
+		panic(errSrcLen)
+	}
+	if len(dst) != nOut {
+		panic(errDstLen)
+	}
+	return nTmp
 }

@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// TestOpenCLIP opens testdata/tinyopenclip, a model in OpenCLIP's layout
+// alone (open_clip_config.json, open_clip_model.safetensors, no
+// config.json): its graphs are built on open from OpenCLIP's tensors, and
+// its token ids, image and text embeddings and logits are those of
+// scripts/openclip/make_tiny.py's float64 transcription of OpenCLIP's
+// forward (cosine ≥ 0.99999, each value within 1e-5).
+func TestOpenCLIP(t *testing.T) {
+	orttest.Load(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := filepath.Join("..", "testdata", "tinyopenclip")
+	m, err := models.Open(dir, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.OpenCLIP() || !m.Built() || m.Family() != models.CLIP {
+		t.Fatalf("OpenCLIP %v, built %v, family %s; want an OpenCLIP CLIP model with built graphs", m.OpenCLIP(), m.Built(), m.Family())
+	}
+	golden := func(name string) ([]float32, []int) {
+		x, err := tensorio.ReadNPY(filepath.Join(dir, "golden", name+".npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := x.Data.([]int64); ok {
+			f := make([]float32, len(v))
+			for i := range v {
+				f[i] = float32(v[i])
+			}
+			return f, x.Shape
+		}
+		return x.Data.([]float32), x.Shape
+	}
+	var prompts []string
+	b, err := os.ReadFile(filepath.Join(dir, "golden", "prompts.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &prompts); err != nil {
+		t.Fatal(err)
+	}
+	eng := tinyEngine(t, m, Options{Threads: 1, Truncate: true})
+	ctx := context.Background()
+	texts, err := eng.EncodeTexts(ctx, prompts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, shape := golden("input_ids")
+	for i, te := range texts {
+		row := ids[i*shape[1] : (i+1)*shape[1]]
+		for j, id := range te.IDs {
+			if float32(id) != row[j] {
+				t.Fatalf("prompt %q: ids %v, OpenCLIP's tokenizer %v", prompts[i], te.IDs, row)
+			}
+		}
+		if len(te.IDs) < shape[1] && row[len(te.IDs)] != 0 {
+			t.Fatalf("prompt %q: %d ids, OpenCLIP's tokenizer more: %v", prompts[i], len(te.IDs), row)
+		}
+	}
+	var data [][]byte
+	for _, f := range []string{"square.png", "wide.png"} {
+		b, err := os.ReadFile(filepath.Join(dir, "golden", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(data, b)
+	}
+	imgs, err := eng.EncodeImageData(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst, lowest := 0.0, 1.0
+	close := func(what string, got, want []float32) {
+		t.Helper()
+		var dot, gg, ww float64
+		for k := range want {
+			worst = max(worst, math.Abs(float64(got[k]-want[k])))
+			dot += float64(got[k]) * float64(want[k])
+			gg += float64(got[k]) * float64(got[k])
+			ww += float64(want[k]) * float64(want[k])
+			if d := math.Abs(float64(got[k] - want[k])); d > 1e-5 {
+				t.Errorf("%s[%d] %v, the transcription's %v", what, k, got[k], want[k])
+				return
+			}
+		}
+		c := dot / math.Sqrt(gg*ww)
+		lowest = min(lowest, c)
+		if c < 0.99999 || len(got) != len(want) {
+			t.Errorf("%s: cosine %v (%d values, want %d)", what, c, len(got), len(want))
+		}
+	}
+	wi, ishape := golden("image_embeds")
+	wt, _ := golden("text_embeds")
+	d := ishape[1]
+	for i := range imgs {
+		close("image_embeds "+string(rune('0'+i)), imgs[i].Embeds, wi[i*d:(i+1)*d])
+		close("text_embeds "+string(rune('0'+i)), texts[i].Embeds, wt[i*d:(i+1)*d])
+	}
+	t.Logf("embeddings: largest difference %.3g, lowest cosine %.9f", worst, lowest)
+	_, logits, err := eng.Similarity(imgs, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl, _ := golden("logits_per_image")
+	for i := range logits {
+		for j, v := range logits[i] {
+			if math.Abs(float64(v-wl[i*len(prompts)+j])) > 1e-4 {
+				t.Errorf("logit [%d][%d] %v, the transcription's %v", i, j, v, wl[i*len(prompts)+j])
+			}
+		}
+	}
+}

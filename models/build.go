@@ -582,6 +582,10 @@ func (m *Model) buildOnOpen(ctx context.Context, opts Options) error {
 			return nil
 		}
 	}
+	if len(files) == 0 && m.openCLIP {
+		m.noGraphs = fmt.Errorf("it has no ONNX graphs, and no %s to build them from", OpenCLIPWeightsFile)
+		return nil
+	}
 	if len(files) == 0 {
 		m.noGraphs = fmt.Errorf("it has no ONNX graphs, and no %s (nor %s) to build them from", graphbuild.SafetensorsFile, graphbuild.IndexFile)
 		return nil

@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/conditionhq/condition/internal/graphbuild"
 )
 
 // OpenCLIPConfigFile is the config of a model in OpenCLIP's layout: its
@@ -22,7 +20,7 @@ const OpenCLIPConfigFile = "open_clip_config.json"
 
 // OpenCLIPWeightsFile is the safetensors checkpoint of a model in
 // OpenCLIP's layout, in OpenCLIP's tensor names.
-const OpenCLIPWeightsFile = graphbuild.OpenCLIPFile
+const OpenCLIPWeightsFile = "open_clip_model.safetensors"
 
 // openCLIPPickles are the pickled checkpoints OpenCLIP's layout may ship
 // instead of safetensors.

@@ -8,7 +8,7 @@ and TextTransformer with nn.MultiheadAttention), for the Go tests.
 
 Run: /usr/bin/python3 scripts/openclip/make_tiny.py   (torch 1.13, numpy, PIL)
 """
-import json, os, re, shutil, struct
+import html, json, os, re, shutil, struct
 import numpy as np
 import torch
 from PIL import Image
@@ -185,6 +185,9 @@ def tokenize(texts, vocab, merges):
     pat = re.compile(r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[a-zA-Z]+|[0-9]|[^\sa-zA-Z0-9]+", re.IGNORECASE)
     out = np.zeros((len(texts), CTX), dtype=np.int64)  # OpenCLIP pads with 0
     for r, text in enumerate(texts):
+        # basic_clean (ftfy.fix_text, a no-op on this ASCII text; html.unescape
+        # twice; strip), whitespace_clean, lower.
+        text = html.unescape(html.unescape(text)).strip()
         text = re.sub(r"\s+", " ", text).strip().lower()
         ids = [sot]
         for tok in pat.findall(text):
@@ -229,7 +232,7 @@ def main():
         px.append(((a - mean) / std).transpose(2, 0, 1))
     px = torch.tensor(np.stack(px))
 
-    prompts = ["a photo of a cat", "Two  dogs, running!"]
+    prompts = ["a photo of a cat", "Two  dogs, running!", "salt &amp; pepper"]
     vocab = json.load(open(os.path.join(OUT, "vocab.json")))
     merges = open(os.path.join(OUT, "merges.txt")).read().split("\n")[1:]
     merges = [m for m in merges if m.strip()]

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/conditionhq/condition/tensorio"
 )
 
 // OpenCLIPConfigFile is the config of a model in OpenCLIP's layout: its
@@ -287,4 +289,28 @@ var _ io.ReaderAt = (*memFile)(nil)
 
 func newMemFile(name string, b []byte) *memFile {
 	return &memFile{name: filepath.Base(name), Reader: bytes.NewReader(b), size: int64(len(b))}
+}
+
+// readOpenCLIPWeights reads the named tensors, under CLIPModel's names,
+// from open_clip_model.safetensors (see graphbuild.OpenOpenCLIPCheckpoint):
+// the joint-space heads and the last layer's weights a readout takes.
+func (m *Model) readOpenCLIPWeights(names []string) (map[string]tensorio.Tensor, error) {
+	ck, err := m.openCheckpoint()
+	if err != nil {
+		return nil, fmt.Errorf("models: model %s: %w", m.where(), err)
+	}
+	defer ck.Close()
+	out := make(map[string]tensorio.Tensor, len(names))
+	for _, n := range names {
+		info, ok := ck.Info(n)
+		if !ok {
+			return nil, fmt.Errorf("models: model %s: %s has no tensor that gives %s", m.where(), OpenCLIPWeightsFile, n)
+		}
+		v, err := ck.Float32(n)
+		if err != nil {
+			return nil, fmt.Errorf("models: model %s: %w", m.where(), err)
+		}
+		out[n] = tensorio.F32(slices.Clone(info.Shape), v)
+	}
+	return out, nil
 }

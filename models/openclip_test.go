@@ -159,3 +159,61 @@ func TestOpenCLIPTensorMismatch(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCLIPReadWeights: a model in OpenCLIP's layout serves its weights
+// under CLIPModel's names (for the heads and the readouts): q, k, v the
+// rows of in_proj_weight, visual_projection.weight the transpose of
+// visual.proj, as open_clip_model.safetensors holds them.
+func TestOpenCLIPReadWeights(t *testing.T) {
+	m, err := models.Open(tinyOpenCLIP, models.Options{NoBuild: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := tensorio.ReadSafetensors(filepath.Join(tinyOpenCLIP, models.OpenCLIPWeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const l = "vision_model.encoder.layers.1.self_attn."
+	got, err := m.ReadWeights(l+"q_proj.weight", l+"k_proj.weight", l+"v_proj.bias", "visual_projection.weight", "logit_scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(t2 tensorio.Tensor) []float32 {
+		v, err := t2.Float32()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	in, bias := f(raw["visual.transformer.resblocks.1.attn.in_proj_weight"]), f(raw["visual.transformer.resblocks.1.attn.in_proj_bias"])
+	proj, p := f(raw["visual.proj"]), f(got["visual_projection.weight"])
+	const d, e = 32, 24
+	for i, v := range f(got[l+"q_proj.weight"]) {
+		if v != in[i] {
+			t.Fatalf("q_proj.weight[%d] %v, in_proj_weight's %v", i, v, in[i])
+		}
+	}
+	for i, v := range f(got[l+"k_proj.weight"]) {
+		if v != in[d*d+i] {
+			t.Fatalf("k_proj.weight[%d] %v, in_proj_weight's %v", i, v, in[d*d+i])
+		}
+	}
+	for i, v := range f(got[l+"v_proj.bias"]) {
+		if v != bias[2*d+i] {
+			t.Fatalf("v_proj.bias[%d] %v, in_proj_bias's %v", i, v, bias[2*d+i])
+		}
+	}
+	if s := got["visual_projection.weight"].Shape; len(s) != 2 || s[0] != e || s[1] != d {
+		t.Fatalf("visual_projection.weight shape %v, want [%d %d]", s, e, d)
+	}
+	for o := range e {
+		for i := range d {
+			if p[o*d+i] != proj[i*e+o] {
+				t.Fatalf("visual_projection.weight[%d][%d] %v, visual.proj[%d][%d] %v", o, i, p[o*d+i], i, o, proj[i*e+o])
+			}
+		}
+	}
+	if s, fromWeights, err := m.LogitScale(); err != nil || !fromWeights || s != f(raw["logit_scale"])[0] {
+		t.Errorf("logit scale %v (from weights %v, %v), the file's %v", s, fromWeights, err, f(raw["logit_scale"])[0])
+	}
+}

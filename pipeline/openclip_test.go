@@ -55,6 +55,12 @@ func TestOpenCLIP(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := tinyEngine(t, m, Options{Threads: 1, Truncate: true})
+	// The dense readouts read the last layer from OpenCLIP's tensors.
+	for _, r := range []Readout{ReadoutClearCLIP, ReadoutNACLIP} {
+		if _, err := New(context.Background(), m, Options{Threads: 1, Readout: r}); err != nil {
+			t.Errorf("readout %s: %v", r, err)
+		}
+	}
 	ctx := context.Background()
 	texts, err := eng.EncodeTexts(ctx, prompts)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/vision"
 )
 
 // TestOpenCLIP opens testdata/tinyopenclip, a model in OpenCLIP's layout
@@ -85,6 +86,29 @@ func TestOpenCLIP(t *testing.T) {
 			t.Fatal(err)
 		}
 		data = append(data, b)
+	}
+	// preprocess_cfg as OpenCLIP's transform: Pillow's bicubic resize of the
+	// short side, the centre crop, its mean and std.
+	pre, err := vision.LoadPreprocessor(m.FS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp, _ := golden("pixel_values")
+	for i, b := range data {
+		img, err := vision.Decode(b, vision.DecodeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		px, _, _, err := pre.Apply(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := wp[i*len(px) : (i+1)*len(px)]
+		for k := range px {
+			if math.Abs(float64(px[k]-want[k])) > 1e-5 {
+				t.Fatalf("image %d: pixel_values[%d] %v, OpenCLIP's transform %v", i, k, px[k], want[k])
+			}
+		}
 	}
 	imgs, err := eng.EncodeImageData(ctx, data)
 	if err != nil {

@@ -57,7 +57,7 @@ func TestOpenCLIP(t *testing.T) {
 	}
 	eng := tinyEngine(t, m, Options{Threads: 1, Truncate: true})
 	// The dense readouts read the last layer from OpenCLIP's tensors.
-	for _, r := range []Readout{ReadoutClearCLIP, ReadoutNACLIP} {
+	for _, r := range []Readout{ReadoutClearCLIP, ReadoutNACLIP, ReadoutPEARL} {
 		if _, err := New(context.Background(), m, Options{Threads: 1, Readout: r}); err != nil {
 			t.Errorf("readout %s: %v", r, err)
 		}

@@ -228,7 +228,7 @@ func (m *Model) Build(ctx context.Context, opts BuildOptions) (*BuildReport, err
 			return nil, err
 		}
 	}
-	ck, err := graphbuild.OpenCheckpoint(m.dir)
+	ck, err := m.openCheckpoint()
 	if err != nil {
 		return nil, fmt.Errorf("models: build %s: %w", m.where(), err)
 	}
@@ -381,6 +381,12 @@ func (m *Model) UseGraphsFrom(dir string) error {
 // model.safetensors, else the shards model.safetensors.index.json names
 // (nil when it has neither, or the index does not parse).
 func (m *Model) localCheckpoint() []string {
+	if m.openCLIP {
+		if fsHas(m.base, OpenCLIPWeightsFile) {
+			return []string{filepath.Join(m.dir, OpenCLIPWeightsFile)}
+		}
+		return nil
+	}
 	if fsHas(m.base, graphbuild.SafetensorsFile) {
 		return []string{filepath.Join(m.dir, graphbuild.SafetensorsFile)}
 	}
@@ -397,6 +403,16 @@ func (m *Model) localCheckpoint() []string {
 		files[i] = filepath.Join(m.dir, filepath.FromSlash(f))
 	}
 	return files
+}
+
+// openCheckpoint opens the model's safetensors for building its graphs:
+// OpenCLIP's, under Hugging Face's names, for a model in OpenCLIP's
+// layout.
+func (m *Model) openCheckpoint() (*graphbuild.Checkpoint, error) {
+	if m.openCLIP {
+		return graphbuild.OpenOpenCLIPCheckpoint(m.dir, m.config.graphConfig())
+	}
+	return graphbuild.OpenCheckpoint(m.dir)
 }
 
 // indexShards returns the files model.safetensors.index.json's weight_map
@@ -573,6 +589,10 @@ func (m *Model) buildOnOpen(ctx context.Context, opts Options) error {
 			m.noGraphs = errors.New("it has no ONNX graphs, and building them from its safetensors was turned off (Options.NoBuild)")
 			return nil
 		}
+	}
+	if len(files) == 0 && m.openCLIP {
+		m.noGraphs = fmt.Errorf("it has no ONNX graphs, and no %s to build them from", OpenCLIPWeightsFile)
+		return nil
 	}
 	if len(files) == 0 {
 		m.noGraphs = fmt.Errorf("it has no ONNX graphs, and no %s (nor %s) to build them from", graphbuild.SafetensorsFile, graphbuild.IndexFile)

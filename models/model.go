@@ -29,10 +29,12 @@ type Model struct {
 	derived  derivedCache // files made from hub models
 	config   Config
 	family   Family
-	log      *slog.Logger    // nil: silent
-	listed   map[string]bool // a hub model's files, when the hub was asked for them by this Open
-	built    bool            // the graphs are those built from the safetensors
-	noGraphs error           // why a model without graphs got none built, for errors
+	log      *slog.Logger      // nil: silent
+	listed   map[string]bool   // a hub model's files, when the hub was asked for them by this Open
+	built    bool              // the graphs are those built from the safetensors
+	noGraphs error             // why a model without graphs got none built, for errors
+	virtual  map[string][]byte // canonical name → a file made in memory (OpenCLIP's layout)
+	openCLIP bool              // the folder is in OpenCLIP's layout
 }
 
 // Open resolves ref and reads the model's config.json. Hub models missing
@@ -91,6 +93,9 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 	}
 	m.fsys = overlay{m}
 	if err := m.pickGraphs(); err != nil {
+		return nil, err
+	}
+	if err := m.openCLIPLayout(); err != nil {
 		return nil, err
 	}
 	b, err := m.ReadFile(ConfigFile)
@@ -210,6 +215,9 @@ func (m *Model) Path(name string) string {
 	if p, ok := m.extra[name]; ok {
 		return p
 	}
+	if _, ok := m.virtual[name]; ok {
+		return fmt.Sprintf("%s (%s, made from %s)", name, m.where(), OpenCLIPConfigFile)
+	}
 	real := name
 	if a, ok := m.alias[name]; ok {
 		real = a
@@ -257,6 +265,9 @@ func (m *Model) where() string {
 type overlay struct{ m *Model }
 
 func (o overlay) Open(name string) (fs.File, error) {
+	if b, ok := o.m.virtual[name]; ok {
+		return newMemFile(name, b), nil
+	}
 	if p, ok := o.m.extra[name]; ok {
 		f, err := os.Open(p)
 		if err != nil {

@@ -15,7 +15,12 @@ import (
 // reading only the header and those tensors when the file allows random
 // access (files on disk and embedded files do). A missing file or tensor is
 // an error naming it and the model; a missing file wraps fs.ErrNotExist.
+// A model in OpenCLIP's layout has them read from
+// open_clip_model.safetensors, under CLIPModel's names.
 func (m *Model) ReadWeights(names ...string) (map[string]tensorio.Tensor, error) {
+	if m.openCLIP && fsHas(m.base, OpenCLIPWeightsFile) {
+		return m.readOpenCLIPWeights(names)
+	}
 	ra, h, closeFn, err := m.weightsFile()
 	if err != nil {
 		return nil, err

@@ -351,10 +351,13 @@ func (e *Engine) loadText() error {
 		return fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
 	e.ctxLen = tok.ForModel(m.Config().TextConfig.MaxPositionEmbeddings).ContextLength()
-	if e.strict, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen, ErrorOnOverflow: true}); err != nil {
+	// A model in OpenCLIP's layout cleans text as OpenCLIP's tokenizer
+	// does (openai's cleaning, but ftfy).
+	clean := m.OpenCLIP()
+	if e.strict, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen, ErrorOnOverflow: true, OpenAIClean: clean}); err != nil {
 		return fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
-	if e.trunc, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen}); err != nil {
+	if e.trunc, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen, OpenAIClean: clean}); err != nil {
 		return fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
 	}
 	if e.tok = e.strict; e.opts.Truncate {

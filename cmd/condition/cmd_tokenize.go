@@ -57,6 +57,15 @@ func (o *tokenizeOptions) AddFlags(fs *pflag.FlagSet) {
 // only, with no config.json).
 func loadTokenizer(ctx context.Context, e *env, ref string) (*text.Tokenizer, int, error) {
 	if st, err := os.Stat(ref); err == nil {
+		if st.IsDir() && isOpenCLIPDir(ref) {
+			// OpenCLIP's layout: its context from open_clip_config.json.
+			m, err := models.Open(ref, models.Options{NoBuild: true})
+			if err != nil {
+				return nil, 0, err
+			}
+			t, err := text.LoadTokenizer(m.FS())
+			return t, m.Config().TextConfig.MaxPositionEmbeddings, err
+		}
 		if st.IsDir() {
 			// A plain directory needs no config.json: tokenizer files are
 			// enough. With one, its position table bounds the context.
@@ -92,6 +101,15 @@ func loadTokenizer(ctx context.Context, e *env, ref string) (*text.Tokenizer, in
 	return t, m.Config().TextConfig.MaxPositionEmbeddings, nil
 }
 
+// isOpenCLIPDir reports whether the folder dir is in OpenCLIP's layout
+// (open_clip_config.json, no config.json), whose text OpenCLIP's tokenizer
+// cleans as openai's does.
+func isOpenCLIPDir(dir string) bool {
+	_, errC := os.Stat(filepath.Join(dir, models.ConfigFile))
+	_, errO := os.Stat(filepath.Join(dir, models.OpenCLIPConfigFile))
+	return errors.Is(errC, fs.ErrNotExist) && errO == nil
+}
+
 // tokenizeResult is one prompt's output.
 type tokenizeResult struct {
 	Text      string      `json:"text"`
@@ -116,7 +134,9 @@ func runTokenize(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, err = tok.WithOptions(text.Options{ContextLength: o.ContextLength, OpenAIClean: o.OpenAI, ErrorOnOverflow: o.ErrorOnOverflow})
+	// A model in OpenCLIP's layout cleans as OpenCLIP's tokenizer does.
+	clean := o.OpenAI || isOpenCLIPDir(o.Model)
+	tok, err = tok.WithOptions(text.Options{ContextLength: o.ContextLength, OpenAIClean: clean, ErrorOnOverflow: o.ErrorOnOverflow})
 	if err != nil {
 		return usagef("%v", err)
 	}

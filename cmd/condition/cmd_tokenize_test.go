@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/conditionhq/condition/models/hub/hubtest"
+	"github.com/conditionhq/condition/tensorio"
 )
 
 // clipDir is the real CLIP vocabulary and its reference ids (test data of
@@ -188,6 +189,42 @@ func TestTokenizeHubSigLIP(t *testing.T) {
 	for _, r := range srv.Requests() {
 		if strings.HasSuffix(r.Path, ".bin") {
 			t.Errorf("requested %s %s", r.Method, r.Path)
+		}
+	}
+}
+
+// TestTokenizeOpenCLIP: a folder in OpenCLIP's layout tokenizes as
+// OpenCLIP's tokenizer does (scripts/openclip/make_tiny.py's transcription
+// of it): HTML unescaped, cut to open_clip_config.json's context_length 16
+// with the end of text last.
+func TestTokenizeOpenCLIP(t *testing.T) {
+	dir := "../../testdata/tinyopenclip"
+	x, err := tensorio.ReadNPY(filepath.Join(dir, "golden", "input_ids.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := x.Data.([]int64)
+	code, out, errs := tokRun(t, "", "tokenize", "--model", dir, "--json", "Two  dogs, running!", "salt &amp; pepper")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 lines, got %q", out)
+	}
+	for i, line := range lines {
+		var r struct {
+			IDs []int64 `json:"ids"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		want := ids[(i+1)*16 : (i+2)*16]
+		if n := slices.Index(want, 0); n >= 0 {
+			want = want[:n]
+		}
+		if !slices.Equal(r.IDs, want) {
+			t.Errorf("line %d: ids %v, OpenCLIP's tokenizer %v", i, r.IDs, want)
 		}
 	}
 }

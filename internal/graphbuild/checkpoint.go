@@ -30,6 +30,9 @@ type Checkpoint struct {
 	paths   []string
 	where   map[string]int // tensor name → file
 	size    int64          // bytes of tensor data, all files
+	// views, when not nil, are the tensors served under Hugging Face's
+	// names made from OpenCLIP's (OpenOpenCLIPCheckpoint).
+	views map[string]view
 }
 
 // OpenCheckpoint opens the safetensors weights of the model folder dir:
@@ -138,6 +141,9 @@ func (c *Checkpoint) Files() []string { return append([]string(nil), c.paths...)
 
 // Info returns a tensor's dtype and shape.
 func (c *Checkpoint) Info(name string) (tensorio.TensorInfo, bool) {
+	if info, ok := c.viewInfo(name); ok {
+		return info, true
+	}
 	i, ok := c.where[name]
 	if !ok {
 		return tensorio.TensorInfo{}, false
@@ -146,10 +152,23 @@ func (c *Checkpoint) Info(name string) (tensorio.TensorInfo, bool) {
 }
 
 // Has reports whether the checkpoint holds the tensor name.
-func (c *Checkpoint) Has(name string) bool { _, ok := c.where[name]; return ok }
+func (c *Checkpoint) Has(name string) bool {
+	_, ok := c.Info(name)
+	return ok
+}
 
 // Float32 reads a floating-point tensor (F32, F16, BF16 or F64) as float32.
+// A checkpoint in OpenCLIP's layout serves its tensors under Hugging
+// Face's names (OpenOpenCLIPCheckpoint).
 func (c *Checkpoint) Float32(name string) ([]float32, error) {
+	if v, ok := c.views[name]; ok {
+		return c.viewFloat32(v)
+	}
+	return c.fileFloat32(name)
+}
+
+// fileFloat32 reads the tensor name as the file holds it.
+func (c *Checkpoint) fileFloat32(name string) ([]float32, error) {
 	i, ok := c.where[name]
 	if !ok {
 		return nil, fmt.Errorf("graphbuild: no tensor %q in the checkpoint", name)

@@ -110,6 +110,12 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	if isVideo {
 		return attendVideo(ctx, e, &o, eng, prompts, path)
 	}
+	return attendImage(ctx, e, &o, eng, prompts, path)
+}
+
+// attendImage is attend of an image: each prompt's words and regions
+// printed, its sheet written.
+func attendImage(ctx context.Context, e *env, o *attendOptions, eng *pipeline.Engine, prompts pipeline.Prompts, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err

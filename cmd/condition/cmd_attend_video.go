@@ -148,17 +148,17 @@ func peaks(a *pipeline.Attention, name string, t float64) frameWords {
 // peak and cell.
 func printFramePeaks(w io.Writer, prompt string, rows []frameWords, heatmap string) {
 	fmt.Fprintf(w, "%s  %d frames  per word: peak value at cell row,col\n", quotePrompt(prompt), len(rows))
-	fmt.Fprintf(w, "%9s", "time s")
+	head := fmt.Sprintf("%9s", "time s")
 	for _, wp := range rows[0].Words {
-		fmt.Fprintf(w, "  %-16s", wp.Word)
+		head += fmt.Sprintf("  %-16s", wp.Word)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(w, strings.TrimRight(head, " "))
 	for _, r := range rows {
-		fmt.Fprintf(w, "%9.3f", r.Time)
+		line := fmt.Sprintf("%9.3f", r.Time)
 		for _, wp := range r.Words {
-			fmt.Fprintf(w, "  %-16s", fmt.Sprintf("%.3f %d,%d", wp.Peak, wp.Cell[0], wp.Cell[1]))
+			line += fmt.Sprintf("  %-16s", fmt.Sprintf("%.3f %d,%d", wp.Peak, wp.Cell[0], wp.Cell[1]))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
 	if heatmap != "" {
 		fmt.Fprintf(w, "  heatmap: %s\n", shown(heatmap))

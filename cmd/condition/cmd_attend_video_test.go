@@ -73,6 +73,7 @@ func TestAttendVideo(t *testing.T) {
 	if code != 0 || strings.Count(stdout, "\n") != 9 || !strings.Contains(stdout, "    1.500  ") {
 		t.Errorf("table: exit %d\n%s\n%s", code, stdout, errs)
 	}
+	t.Logf("%s", stdout)
 	if code, _, errs := runCLI(t, "attend", "../../testdata/scenes/images/scene_000.png", "-p", "a red circle", "--fps", "2"); code != 2 || !strings.Contains(errs, "--fps") {
 		t.Errorf("an image with --fps: exit %d: %s", code, errs)
 	}

@@ -182,9 +182,11 @@ const searchChunk = 16384
 // Search finds the images of the index most like prompt: every image's
 // CLIP logit with the prompt's text embedding (stage 1, exact, over all
 // parts), the opts.Top best and, with opts.Words, where each content word
-// of the prompt is in each of them (stage 2). eng must be of the index's
-// model (name and revision); stage 2 needs it in CLIP's joint space both
-// ways (the default layer).
+// of the prompt is in each of them (stage 2). When hits are frames of
+// videos, the result's Segments group them into runs of each video's
+// consecutive frames (Segment), with the best frame's words under
+// opts.Words. eng must be of the index's model (name and revision); stage
+// 2 needs it in CLIP's joint space both ways (the default layer).
 func (x *Index) Search(ctx context.Context, eng *pipeline.Engine, prompt string, opts SearchOptions) (*SearchResult, error) {
 	top := opts.Top
 	if top == 0 {

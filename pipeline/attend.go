@@ -40,6 +40,9 @@ type AttendOptions struct {
 type Attention struct {
 	Prompt *Prompt
 	Grid   vision.Grid // the patch grid, P = Grid.H × Grid.W
+	// ImageLabel is the label of Heatmap's first panel, the image ("image"
+	// when empty): a video frame's time, say.
+	ImageLabel string
 	// ImageToText [P, T] (head-averaged): row p is what patch p draws on
 	// from the prompt's tokens, BOS to EOS. Nil when not computed.
 	ImageToText []float32

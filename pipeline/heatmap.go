@@ -140,6 +140,11 @@ func heatmapWholeBase(img image.Image) *image.RGBA {
 // (bilinear) to the panel and coloured with viridis, labelled with its word;
 // at most six panels a row. gridH×gridW is the patch grid.
 func renderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*image.RGBA, error) {
+	return renderLabelled(base, "image", gridH, gridW, overlays)
+}
+
+// renderLabelled is renderHeatmaps with the image's panel labelled label.
+func renderLabelled(base *image.RGBA, label string, gridH, gridW int, overlays []Overlay) (*image.RGBA, error) {
 	if b := base.Bounds(); b.Dx() < HeatmapPanel/2 || b.Dx() > 4*HeatmapPanel || b.Dy() != HeatmapPanel {
 		return nil, fmt.Errorf("pipeline: heatmap: base panel is %v, want %d high and %d to %d wide", b, HeatmapPanel, HeatmapPanel/2, 4*HeatmapPanel)
 	}
@@ -169,7 +174,7 @@ func renderHeatmaps(base *image.RGBA, gridH, gridW int, overlays []Overlay) (*im
 		draw.Draw(sheet, b.Sub(b.Min).Add(at.Add(image.Pt(0, heatmapLabel))), panel, b.Min, draw.Src)
 		drawLabel(sheet, at, label)
 	}
-	place(0, base, "image")
+	place(0, base, label)
 
 	// The map over the image in grey, so that the colours read as the map,
 	// not as the picture; opaque, so that no panel fades where the image is
@@ -380,7 +385,11 @@ func (a *Attention) Heatmap(img image.Image) (*image.RGBA, error) {
 		draw.Draw(grey, grey.Bounds(), &image.Uniform{C: color.RGBA{128, 128, 128, 255}}, image.Point{}, draw.Src)
 		base.RGBA = grey
 	}
-	return renderHeatmaps(base.RGBA, a.Grid.H, a.Grid.W, a.Overlays())
+	label := a.ImageLabel
+	if label == "" {
+		label = "image"
+	}
+	return renderLabelled(base.RGBA, label, a.Grid.H, a.Grid.W, a.Overlays())
 }
 
 // EncodePNG encodes a heatmap sheet as PNG (fast compression).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
+	"github.com/conditionhq/condition/vision/video"
 )
 
 type attendOptions struct {
@@ -24,6 +25,9 @@ type attendOptions struct {
 	top       int
 	json      bool
 	windows   bool
+	fps       float64       // a video's frames sampled per second
+	frames    string        // a video's frames: fps, all or keyframes
+	video     video.Options // --fps and --frames, parsed
 }
 
 func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
@@ -33,6 +37,8 @@ func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.top, "top", 3, "how many patches per word and words per region to print")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (maps included)")
 	fs.BoolVar(&o.windows, "windows", false, windowsUsage)
+	fs.Float64Var(&o.fps, "fps", video.DefaultFPS, "frames per second of a video attended, the first frame at or after each k/FPS seconds (as run)")
+	fs.StringVar(&o.frames, "frames", "fps", "which frames of a video are attended: fps (see --fps), all, or keyframes")
 	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout)
 }
 
@@ -59,7 +65,7 @@ type attendReport struct {
 
 func runAttend(ctx context.Context, e *env, args []string) error {
 	var o attendOptions
-	fs := newFlagSet(e, "attend", "attend IMAGE --prompt TEXT [--prompt TEXT]... [flags]")
+	fs := newFlagSet(e, "attend", "attend IMAGE|VIDEO --prompt TEXT [--prompt TEXT]... [flags]\n\nA video ("+strings.Join(video.Exts(), " ")+", decoded by FFmpeg) gives one line per sampled frame (each word's peak and its cell) and a heatmap strip of a few frames")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -77,6 +83,15 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 	if err := checkFiles(path); err != nil {
 		return err
 	}
+	isVideo := video.IsName(path)
+	if isVideo {
+		var err error
+		if o.video, err = videoSampling(o.frames, o.fps, o.eng.maxPixels); err != nil {
+			return err
+		}
+	} else if fs.Changed("fps") || fs.Changed("frames") {
+		return usagef("--fps and --frames are for a video (%s); %s is an image", strings.Join(video.Exts(), " "), shown(path))
+	}
 	// One image: the sessions start without packing their weights first.
 	eng, err := o.eng.open(ctx, e, pipeline.Options{NoPrepack: true})
 	if err != nil {
@@ -92,6 +107,15 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 			return usagef("--prompt %d %q has no word to map: every word is a stop word (a, the, of, ...); name what to look for", i, p.Text)
 		}
 	}
+	if isVideo {
+		return attendVideo(ctx, e, &o, eng, prompts, path)
+	}
+	return attendImage(ctx, e, &o, eng, prompts, path)
+}
+
+// attendImage is attend of an image: each prompt's words and regions
+// printed, its sheet written.
+func attendImage(ctx context.Context, e *env, o *attendOptions, eng *pipeline.Engine, prompts pipeline.Prompts, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -42,6 +43,15 @@ func (o *queryOptions) AddFlags(fs *pflag.FlagSet) {
 	if f := fs.Lookup("model"); f != nil {
 		f.Usage, f.DefValue = "model: the index's when not given; else a directory in the Hugging Face layout, a hub id org/name[@revision], or default (built in)", ""
 	}
+}
+
+// querySegment is one segment of a video as --json prints it (after
+// the prompt's hits).
+type querySegment struct {
+	Prompt      string `json:"prompt"`
+	SegmentRank int    `json:"segment"` // its rank among the prompt's segments
+	Heatmap     string `json:"heatmap,omitempty"`
+	index.Segment
 }
 
 // queryHit is one hit as --json prints it.
@@ -116,22 +126,59 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		}
 		warnAllUnknown(e, eng, res.Prompt)
 		sheets := make([]string, len(res.Hits))
+		segSheets := make([]string, len(res.Segments))
 		if o.heatmaps != "" {
-			if err := writeQuerySheets(ctx, e, eng, x, o.heatmaps, k, res.Hits, sheets); err != nil {
+			if err := writeQuerySheets(ctx, e, eng, x, o.heatmaps, k, res, sheets, segSheets); err != nil {
 				return err
 			}
 		}
 		if o.json {
-			for i, h := range res.Hits {
-				if err := enc.Encode(queryHit{Prompt: prompt, Rank: i + 1, Heatmap: sheets[i], Hit: h}); err != nil {
-					return err
-				}
+			if err := printQueryJSON(enc, prompt, res, sheets, segSheets); err != nil {
+				return err
 			}
 			continue
 		}
 		printQueryTable(e.Stdout, prompt, res, meta.Rows, sheets, o.box)
+		printSegments(e.Stdout, res.Segments, segSheets)
 	}
 	return nil
+}
+
+// printQueryJSON prints one prompt's hits, then its segments, one JSON
+// object a line.
+func printQueryJSON(enc *json.Encoder, prompt string, res *index.SearchResult, sheets, segSheets []string) error {
+	for i, h := range res.Hits {
+		if err := enc.Encode(queryHit{Prompt: prompt, Rank: i + 1, Heatmap: sheets[i], Hit: h}); err != nil {
+			return err
+		}
+	}
+	for i, sg := range res.Segments {
+		if err := enc.Encode(querySegment{Prompt: prompt, SegmentRank: i + 1, Heatmap: segSheets[i], Segment: sg}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printSegments prints a prompt's segments of videos (nothing when it
+// has none): rank, the best frame's score, the video, the run's first and
+// last frames' times, and per word its peak on the best frame.
+func printSegments(w io.Writer, segs []index.Segment, sheets []string) {
+	if len(segs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "segments: runs of consecutive frames of a video in its top quarter of scores, with a hit among them\n")
+	fmt.Fprintf(w, "%4s  %7s  %s\n", "rank", "score", "video  start-end s (frames)  best frame's time, per word: peak cell  box  peak cosine")
+	for i, sg := range segs {
+		fmt.Fprintf(w, "%4d  %7.3f  %s  %.2f-%.2f s (%d)  best %.2f s", i+1, sg.Best.Score, sg.Video, sg.Start, sg.End, sg.Frames, *sg.Best.Time)
+		for _, wh := range sg.Best.Words {
+			fmt.Fprintf(w, "  %s %d,%d [%d,%d-%d,%d] %.3f", wh.Word, wh.Cell[0], wh.Cell[1], wh.Box[0], wh.Box[1], wh.Box[2], wh.Box[3], wh.Peak)
+		}
+		if sheets[i] != "" {
+			fmt.Fprintf(w, "  → %s", sheets[i])
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // printQueryTable prints one prompt's hits: rank, score, path and, per
@@ -173,10 +220,15 @@ func warnAllUnknown(e *env, eng *pipeline.Engine, p *pipeline.Prompt) {
 	}
 }
 
-// writeQuerySheets writes the heatmap sheets of prompt k's hits into dir
-// (drawn over each original, or a grey panel when it cannot be read) and
-// names them in sheets.
-func writeQuerySheets(ctx context.Context, e *env, eng *pipeline.Engine, x *index.Index, dir string, k int, hits []index.Hit, sheets []string) error {
+// writeQuerySheets writes the heatmap sheets of prompt k's hits and of
+// its segments' best frames (labelled with their times) into dir (drawn
+// over each original, or a grey panel when it cannot be read) and names
+// them in sheets and segSheets.
+func writeQuerySheets(ctx context.Context, e *env, eng *pipeline.Engine, x *index.Index, dir string, k int, res *index.SearchResult, sheets, segSheets []string) error {
+	hits := slices.Clone(res.Hits)
+	for _, sg := range res.Segments {
+		hits = append(hits, sg.Best)
+	}
 	pngs, unread, err := x.Sheets(ctx, eng, hits)
 	if err != nil {
 		return err
@@ -189,13 +241,20 @@ func writeQuerySheets(ctx context.Context, e *env, eng *pipeline.Engine, x *inde
 			e.Log.Warn("heatmap drawn over a plain panel: the original image cannot be read", "path", hits[i].Path, "error", unread[i])
 		}
 		name := filepath.Join(dir, fmt.Sprintf("%d-%03d-%s.png", k, i+1, sheetName(hits[i].Path)))
+		if i >= len(sheets) {
+			name = filepath.Join(dir, fmt.Sprintf("%d-segment-%03d-%s.png", k, i-len(sheets)+1, sheetName(hits[i].Path)))
+		}
 		if err := tensorio.WriteFileAtomic(name, func(w io.Writer) error {
 			_, err := w.Write(png)
 			return err
 		}); err != nil {
 			return err
 		}
-		sheets[i] = name
+		if i < len(sheets) {
+			sheets[i] = name
+		} else {
+			segSheets[i-len(sheets)] = name
+		}
 	}
 	return nil
 }

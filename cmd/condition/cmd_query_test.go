@@ -105,7 +105,7 @@ func TestQueryJSONAndHeatmaps(t *testing.T) {
 	}
 
 	code, stdout, errs = runCLI(t, "query", out, "-p", "a black star", "--top", "3")
-	if code != 0 || !strings.Contains(stdout, "rank") || strings.Count(stdout, "scene_") != 3 || !strings.Contains(stdout, "black ") {
+	if code != 0 || !strings.Contains(stdout, "rank") || strings.Count(stdout, "scene_") != 3 || !strings.Contains(stdout, "black ") || strings.Contains(stdout, "segment") {
 		t.Fatalf("table: exit %d\n%s\n%s", code, stdout, errs)
 	}
 }

@@ -320,16 +320,21 @@ func outPath(out string, names ...string) string {
 const weaviateKeyEnv = "WEAVIATE_API_KEY"
 
 // checkVideo parses --frames and --fps into o.video.
-func (o *runOptions) checkVideo() error {
-	s, err := video.ParseSampling(o.frames)
+func (o *runOptions) checkVideo() (err error) {
+	o.video, err = videoSampling(o.frames, o.fps, o.eng.maxPixels)
+	return err
+}
+
+// videoSampling parses --frames and --fps (run's and attend's).
+func videoSampling(frames string, fps float64, maxPixels int64) (video.Options, error) {
+	s, err := video.ParseSampling(frames)
 	if err != nil {
-		return usagef("--frames %q: want fps, all or keyframes", o.frames)
+		return video.Options{}, usagef("--frames %q: want fps, all or keyframes", frames)
 	}
-	if !(o.fps > 0) || o.fps > 1e6 {
-		return usagef("--fps %v: want a positive number of frames per second", o.fps)
+	if !(fps > 0) || fps > 1e6 {
+		return video.Options{}, usagef("--fps %v: want a positive number of frames per second", fps)
 	}
-	o.video = video.Options{Sampling: s, FPS: o.fps, MaxPixels: o.eng.maxPixels}
-	return nil
+	return video.Options{Sampling: s, FPS: fps, MaxPixels: maxPixels}, nil
 }
 
 // collectionConfig returns the job's collection in Weaviate, nil without

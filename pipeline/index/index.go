@@ -167,6 +167,8 @@ type Index struct {
 	store Store       // nil: no object-store URLs
 	tmp   string      // the download folder of a store index
 	coll  *Collection // a collection in Weaviate, instead of parts
+	// frames holds each video's frames in time order (nil: no videos).
+	frames map[string][]frameRef
 	// A collection's object count (rows above is the count at open) and
 	// when it was read (collectionRows).
 	count    atomic.Int64
@@ -186,6 +188,11 @@ type indexPart struct {
 	items       []int32 // row → its ok item in names, or -1
 	grids       []int32 // [N, 2], each row's grid (per-image grids only)
 	names       itemTable
+	// A video's frames (nil when the part holds none): row → its video
+	// in videos (-1 for an image) and its time.
+	vid    []int32
+	times  []float64
+	videos []string
 
 	embeds, patches    []byte // the arrays' data, [N, D] and [N, P, D] values of dtype
 	embScale, patScale []float32
@@ -280,6 +287,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *Index, err error) {
 	if len(x.parts) == 0 {
 		return nil, fmt.Errorf("index: index %s: no complete part (%d skipped; first: %v)", dir, len(x.skipped), x.skipped[0].Err)
 	}
+	x.frames = videoFrames(x.parts)
 	return x, nil
 }
 
@@ -569,6 +577,9 @@ func openPart(name, where, dir string) (_ *indexPart, err error) {
 				return nil, fmt.Errorf("index: index part %s: %w", where, err)
 			}
 			p.items[it.Row] = int32(k)
+			if it.Video != "" && it.Time != nil {
+				p.addFrame(it.Row, it.Video, *it.Time)
+			}
 		}
 	}
 	n, d := m.Rows, m.Dim

@@ -47,9 +47,13 @@ type SearchOptions struct {
 
 // SearchResult is one prompt searched over an index.
 type SearchResult struct {
-	Hits   []Hit
-	Prompt *pipeline.Prompt // the prompt prepared by the engine
-	Rows   int              // the rows scored (every part's)
+	Hits []Hit
+	// Segments groups the hits that are frames of videos into runs of
+	// consecutive frames (see Segment), best first; nil when no hit is a
+	// video's frame.
+	Segments []Segment
+	Prompt   *pipeline.Prompt // the prompt prepared by the engine
+	Rows     int              // the rows scored (every part's)
 }
 
 // Hit is one image found: where the job read it, its score and, with
@@ -58,6 +62,10 @@ type Hit struct {
 	Path   string `json:"path"`
 	Source string `json:"source,omitempty"`
 	Member string `json:"member,omitempty"`
+	// Video and Time, for a video's frame: the video's relative path
+	// and the frame's time in seconds (absent for an image).
+	Video string   `json:"video,omitempty"`
+	Time  *float64 `json:"time,omitempty"`
 	// Score is the logit exp(logit_scale)·cos(image_embeds,
 	// text_embeds) (+ logit_bias for SigLIP), as `condition embed` gives it, from the stored
 	// (rounded) image embedding.
@@ -174,9 +182,11 @@ const searchChunk = 16384
 // Search finds the images of the index most like prompt: every image's
 // CLIP logit with the prompt's text embedding (stage 1, exact, over all
 // parts), the opts.Top best and, with opts.Words, where each content word
-// of the prompt is in each of them (stage 2). eng must be of the index's
-// model (name and revision); stage 2 needs it in CLIP's joint space both
-// ways (the default layer).
+// of the prompt is in each of them (stage 2). When hits are frames of
+// videos, the result's Segments group them into runs of each video's
+// consecutive frames (Segment), with the best frame's words under
+// opts.Words. eng must be of the index's model (name and revision); stage
+// 2 needs it in CLIP's joint space both ways (the default layer).
 func (x *Index) Search(ctx context.Context, eng *pipeline.Engine, prompt string, opts SearchOptions) (*SearchResult, error) {
 	top := opts.Top
 	if top == 0 {
@@ -215,17 +225,50 @@ func (x *Index) Search(ctx context.Context, eng *pipeline.Engine, prompt string,
 	if x.coll != nil {
 		return x.searchCollection(ctx, eng, ps, top, box, opts)
 	}
-	hits, err := x.searchVector(ctx, pr.Embeds, top)
+	q, err := x.query(pr.Embeds)
 	if err != nil {
 		return nil, err
 	}
-	res := &SearchResult{Prompt: pr, Rows: x.rows, Hits: hits}
+	hits, err := x.searchVector(ctx, q, top)
+	if err != nil {
+		return nil, err
+	}
+	res := &SearchResult{Prompt: pr, Rows: x.rows, Hits: hits, Segments: x.segments(q, hits)}
 	if opts.Words {
 		if err := x.stage2(ctx, eng, ps, res.Hits, nil, box); err != nil {
 			return nil, err
 		}
+		if err := x.segmentWords(ctx, eng, ps, res, box); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
+}
+
+// segmentWords fills in the Words and Attention of each segment's best
+// frame: a hit's when it is one, else attended here.
+func (x *Index) segmentWords(ctx context.Context, eng *pipeline.Engine, ps pipeline.Prompts, res *SearchResult, box float32) error {
+	var todo []Hit
+	var at []int
+	for i := range res.Segments {
+		b := &res.Segments[i].Best
+		k := slices.IndexFunc(res.Hits, func(h Hit) bool { return h.Part == b.Part && h.Row == b.Row })
+		if k >= 0 {
+			*b = res.Hits[k]
+			continue
+		}
+		todo, at = append(todo, *b), append(at, i)
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := x.stage2(ctx, eng, ps, todo, nil, box); err != nil {
+		return err
+	}
+	for j, i := range at {
+		res.Segments[i].Best = todo[j]
+	}
+	return nil
 }
 
 // SearchVector finds the top images (1 to MaxSearchTop) of the index most
@@ -249,11 +292,16 @@ func (x *Index) SearchVector(ctx context.Context, q []float32, top int) ([]Hit, 
 		hits, _, err := x.coll.near(ctx, q, top, false, false)
 		return hits, err
 	}
-	return x.searchVector(ctx, q, top)
+	sq, err := x.query(q)
+	if err != nil {
+		return nil, err
+	}
+	return x.searchVector(ctx, sq, top)
 }
 
-// searchVector is SearchVector under the read lock.
-func (x *Index) searchVector(ctx context.Context, embeds []float32, top int) ([]Hit, error) {
+// query returns the query of embeds: logit_scale · embeds/‖embeds‖, whose
+// dot with a row is its logit.
+func (x *Index) query(embeds []float32) ([]float32, error) {
 	d := x.meta.Dim
 	if len(embeds) != d {
 		return nil, fmt.Errorf("index: search: a %d-wide query for the index's %d-wide image embeddings", len(embeds), d)
@@ -270,18 +318,31 @@ func (x *Index) searchVector(ctx context.Context, embeds []float32, top int) ([]
 			q[i] = float32(float64(v) * f)
 		}
 	}
+	return q, nil
+}
+
+// searchVector is SearchVector under the read lock, for the query q.
+func (x *Index) searchVector(ctx context.Context, q []float32, top int) ([]Hit, error) {
 	best, err := x.stage1(ctx, q, top)
 	if err != nil {
 		return nil, err
 	}
 	hits := make([]Hit, len(best))
 	for i, c := range best {
-		p := x.parts[c.part]
-		path, source, member := p.names.get(int(p.items[c.row]))
-		g := p.rowGrid(int(c.row))
-		hits[i] = Hit{Path: path, Source: source, Member: member, Score: c.score + float32(x.meta.LogitBias), Part: p.name, Row: int(c.row), Grid: [2]int{g.H, g.W}}
+		hits[i] = x.parts[c.part].hit(int(c.row), c.score+float32(x.meta.LogitBias))
 	}
 	return hits, nil
+}
+
+// hit is the Hit of row (an ok one) scoring score.
+func (p *indexPart) hit(row int, score float32) Hit {
+	path, source, member := p.names.get(int(p.items[row]))
+	g := p.rowGrid(row)
+	h := Hit{Path: path, Source: source, Member: member, Score: score, Part: p.name, Row: row, Grid: [2]int{g.H, g.W}}
+	if v, t, ok := p.frameOf(row); ok {
+		h.Video, h.Time = v, &t
+	}
+	return h
 }
 
 // stage1 scores every ok row of every part with q and returns the top

@@ -2,9 +2,13 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"image"
 	"runtime"
 	"sync"
+
+	"github.com/conditionhq/condition/vision/video"
 
 	"github.com/conditionhq/condition/pipeline"
 )
@@ -56,19 +60,51 @@ func (x *Index) sheet(ctx context.Context, eng *pipeline.Engine, h *Hit) (png []
 		return nil, nil, nil
 	}
 	var base pipeline.HeatmapBase // the zero one: a grey panel
-	data, unread := x.ReadImage(ctx, h)
-	if unread == nil {
-		img, derr := eng.DecodeImage(data)
-		if derr != nil {
-			unread = fmt.Errorf("%s: %w", h.Source, derr)
-		} else {
+	a := *h.Attention
+	if h.Video != "" && h.Time != nil {
+		a.ImageLabel = fmt.Sprintf("t=%.2f s", *h.Time)
+		var img image.Image
+		if img, unread = x.readFrame(ctx, h); unread == nil {
 			base = eng.HeatmapBase(img)
 		}
+	} else if data, rerr := x.ReadImage(ctx, h); rerr != nil {
+		unread = rerr
+	} else if img, derr := eng.DecodeImage(data); derr != nil {
+		unread = fmt.Errorf("%s: %w", h.Source, derr)
+	} else {
+		base = eng.HeatmapBase(img)
 	}
-	sheet, err := h.Attention.Heatmap(base)
+	sheet, err := a.Heatmap(base)
 	if err != nil {
 		return nil, unread, fmt.Errorf("%s: %w", h.Path, err)
 	}
 	png, err = pipeline.EncodePNG(sheet)
 	return png, unread, err
+}
+
+// errFrameFound stops readFrame's decode at the frame it looks for.
+var errFrameFound = errors.New("frame found")
+
+// readFrame decodes the frame of a hit that is a video's frame from the
+// video the job read (a local file), as the job sampled it: the frame
+// whose time is the hit's.
+func (x *Index) readFrame(ctx context.Context, h *Hit) (image.Image, error) {
+	if h.Source == "" || isURL(x.store, h.Source) {
+		return nil, fmt.Errorf("the frame at %s s of %s: only a local video is read again", video.Seconds(*h.Time), h.Video)
+	}
+	var img image.Image
+	_, err := video.DecodeFile(ctx, h.Source, video.Options{Sampling: video.SampleAll, MaxPixels: -1}, func(f video.Frame) error {
+		if video.Seconds(f.Time) == video.Seconds(*h.Time) {
+			img = f.Image
+			return errFrameFound
+		}
+		return nil
+	})
+	switch {
+	case img != nil:
+		return img, nil
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", h.Source, err)
+	}
+	return nil, fmt.Errorf("%s has no frame at %s s", h.Source, video.Seconds(*h.Time))
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/pipeline/index"
+	"github.com/conditionhq/condition/vision/video"
+	"github.com/conditionhq/condition/vision/video/videotest"
 )
 
 // browserPage is one headless Chromium tab for a page test: it fails the
@@ -259,6 +261,11 @@ func TestPageSearchInBrowser(t *testing.T) {
 			}
 		}
 	}
+	var segsHidden bool
+	b.eval("the segments of images", `document.getElementById('segments-block').hidden && !document.querySelector('#segments article')`, &segsHidden)
+	if !segsHidden {
+		t.Error("a search over images shows video segments")
+	}
 	b.eval("scroll to the hits", `document.getElementById('search').scrollIntoView()`, nil)
 	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -299,5 +306,85 @@ func TestPageSearchInBrowser(t *testing.T) {
 	}
 	for _, p := range nb.problems() {
 		t.Errorf("the page without an index reported: %s", p)
+	}
+}
+
+// TestPageSearchVideoInBrowser: over the index of a video, the page's
+// search shows Index.Search's segments above the hits, each with its
+// video, its start and end and its best frame's time in seconds, and the
+// best frame's sheet, loaded; each hit says which video and when.
+func TestPageSearchVideoInBrowser(t *testing.T) {
+	bin := chromiumPath()
+	if bin == "" {
+		t.Skip("no Chromium binary (install Debian's chromium, or set CHROMIUM to one)")
+	}
+	videotest.Need(t)
+	const query, topK = "a yellow square", 2
+	_, _, eng := newTestServer(t, false, Options{})
+	in := t.TempDir()
+	videotest.Make(t, in, "v.mp4", videotest.Frames(12, 64, 64), 4, "-c:v", "libx264", "-pix_fmt", "yuv420p", "-movflags", "+faststart")
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := batch.Run(context.Background(), batch.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"x"}, Out: out, Index: true,
+		Video: video.Options{FPS: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := index.Open(context.Background(), out, index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	_, ts, _ := newTestServer(t, false, Options{Index: x})
+	want, err := x.Search(context.Background(), eng, query, index.SearchOptions{Top: topK, Words: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Segments) == 0 {
+		t.Fatal("Index.Search: no segments")
+	}
+	b := newBrowserPage(t, bin)
+	b.open(ts.URL + "/")
+	b.run("the search appears", chromedp.WaitVisible(chromedp.ID("search-form")))
+	b.run("type the query",
+		chromedp.SendKeys(chromedp.ID("query"), query),
+		chromedp.SetValue(chromedp.ID("top-k"), fmt.Sprint(topK)),
+		chromedp.Click(chromedp.ID("search-button")),
+	)
+	b.poll("the segments' sheets", fmt.Sprintf(`(() => { const ss = document.querySelectorAll('#segments article.segment');
+		return ss.length === %d && Array.from(ss).every((s) => { const i = s.querySelector('img.sheet'); return i && i.complete && i.naturalWidth > 0; }); })()`, len(want.Segments)))
+	var segs []struct {
+		Rank             int
+		Video, Text      string
+		Start, End, Best float64
+		Hidden           bool
+		Words            int
+	}
+	b.eval("the segments", `Array.from(document.querySelectorAll('#segments article.segment')).map((s) => ({
+		Rank: +s.dataset.rank, Video: s.dataset.video, Start: +s.dataset.start, End: +s.dataset.end, Best: +s.dataset.best,
+		Text: s.textContent, Hidden: document.getElementById('segments-block').hidden, Words: s.querySelectorAll('li[data-word]').length }))`, &segs)
+	for i, sg := range segs {
+		w := want.Segments[i]
+		when := fmt.Sprintf("%.2f s – %.2f s (%d frame", w.Start, w.End, w.Frames)
+		if sg.Rank != i+1 || sg.Video != w.Video || sg.Start != w.Start || sg.End != w.End || sg.Best != *w.Best.Time || sg.Hidden ||
+			!strings.Contains(sg.Text, when) || !strings.Contains(sg.Text, fmt.Sprintf("best at %.2f s", *w.Best.Time)) || sg.Words != len(w.Best.Words) {
+			t.Errorf("segment %d shown: %+v; Index.Search gives %s %v-%v s best at %v s (want the text %q)", i, sg, w.Video, w.Start, w.End, *w.Best.Time, when)
+		}
+	}
+	var hitText string
+	b.eval("the first hit", `document.querySelector('#hits article.hit .meta').textContent`, &hitText)
+	if wantText := fmt.Sprintf("at %.2f s of v.mp4", *want.Hits[0].Time); !strings.Contains(hitText, wantText) {
+		t.Errorf("the first hit's meta %q, want %q in it", hitText, wantText)
+	}
+	b.eval("scroll to the segments", `document.getElementById('search').scrollIntoView()`, nil)
+	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	shotPath := filepath.Join(artifactDir(t), "page-search-video.png")
+	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", shotPath)
+	for _, p := range b.problems() {
+		t.Errorf("the page reported: %s", p)
 	}
 }

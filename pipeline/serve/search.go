@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/conditionhq/condition/pipeline"
@@ -28,11 +29,22 @@ type searchHit struct {
 	Heatmap string `json:"heatmap,omitempty"`
 }
 
+// searchSegment is a run of frames of one video (index.Segment), its
+// best frame's sheet with "heatmaps".
+type searchSegment struct {
+	index.Segment
+	Rank    int    `json:"rank"`
+	Heatmap string `json:"heatmap,omitempty"`
+}
+
 type searchResponse struct {
 	Model string      `json:"model"`
 	Query string      `json:"query"`
 	Rows  int         `json:"rows"` // the images scored
 	Hits  []searchHit `json:"hits"`
+	// Segments are the hits that are frames of videos, grouped into runs
+	// of consecutive frames (absent when no hit is a video's frame).
+	Segments []searchSegment `json:"segments,omitempty"`
 }
 
 // search answers POST /v1/search: the index's images ranked by the query,
@@ -77,20 +89,42 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	for i := range res.Hits {
 		out.Hits[i] = searchHit{Hit: res.Hits[i], Rank: i + 1}
 	}
+	for i, sg := range res.Segments {
+		out.Segments = append(out.Segments, searchSegment{Segment: sg, Rank: i + 1})
+	}
 	if req.Heatmaps {
-		pngs, unread, err := s.opts.Index.Sheets(ctx, s.eng, res.Hits)
-		if err != nil {
-			return s.apiErr(err)
-		}
-		for i, png := range pngs {
-			if unread[i] != nil {
-				s.log.Warn("search: heatmap over a plain panel: the original cannot be read", "path", res.Hits[i].Path, "err", unread[i])
-			}
-			if png != nil {
-				out.Hits[i].Heatmap = "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
-			}
+		if err := s.searchSheets(r, &out, res); err != nil {
+			return err
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// searchSheets puts each hit's and each segment's best frame's sheet into
+// out as a PNG data URI.
+func (s *Server) searchSheets(r *http.Request, out *searchResponse, res *index.SearchResult) error {
+	hits := slices.Clone(res.Hits)
+	for _, sg := range res.Segments {
+		hits = append(hits, sg.Best)
+	}
+	pngs, unread, err := s.opts.Index.Sheets(r.Context(), s.eng, hits)
+	if err != nil {
+		return s.apiErr(err)
+	}
+	for i, png := range pngs {
+		if unread[i] != nil {
+			s.log.Warn("search: heatmap over a plain panel: the original cannot be read", "path", hits[i].Path, "err", unread[i])
+		}
+		if png == nil {
+			continue
+		}
+		uri := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+		if i < len(out.Hits) {
+			out.Hits[i].Heatmap = uri
+		} else {
+			out.Segments[i-len(out.Hits)].Heatmap = uri
+		}
+	}
 	return nil
 }

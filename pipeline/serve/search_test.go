@@ -15,6 +15,8 @@ import (
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/pipeline/index"
+	"github.com/conditionhq/condition/vision/video"
+	"github.com/conditionhq/condition/vision/video/videotest"
 )
 
 // TestSearch: POST /v1/search over a job's index answers what
@@ -44,8 +46,8 @@ func TestSearch(t *testing.T) {
 	}
 	var got searchResponse
 	code, _, raw := post(t, ts.URL, "/v1/search", map[string]any{"query": "a yellow star", "top_k": 3, "heatmaps": true}, &got)
-	if code != 200 || len(got.Hits) != 3 || got.Rows != 12 {
-		t.Fatalf("status %d: %.300s", code, raw)
+	if code != 200 || len(got.Hits) != 3 || got.Rows != 12 || strings.Contains(string(raw), `"segments"`) || strings.Contains(string(raw), `"video"`) {
+		t.Fatalf("status %d (want no segments nor videos for images): %.300s", code, raw)
 	}
 	for i, h := range got.Hits {
 		w := want.Hits[i]
@@ -82,5 +84,41 @@ func TestSearch(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines after the searches, %d before", n, before)
+	}
+}
+
+// TestSearchVideoSegments: over the index of a video, /v1/search answers
+// Index.Search's segments, each with its best frame's sheet.
+func TestSearchVideoSegments(t *testing.T) {
+	videotest.Need(t)
+	_, _, eng := newTestServer(t, false, Options{})
+	in := t.TempDir()
+	videotest.Make(t, in, "v.mp4", videotest.Frames(12, 64, 64), 4, "-c:v", "libx264", "-pix_fmt", "yuv420p", "-movflags", "+faststart")
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := batch.Run(context.Background(), batch.Config{Engine: eng, Inputs: []string{in}, Prompts: []string{"x"}, Out: out, Index: true,
+		Video: video.Options{FPS: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := index.Open(context.Background(), out, index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	_, ts, _ := newTestServer(t, false, Options{Index: x})
+	want, err := x.Search(context.Background(), eng, "a yellow square", index.SearchOptions{Top: 2, Words: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got searchResponse
+	code, _, raw := post(t, ts.URL, "/v1/search", map[string]any{"query": "a yellow square", "top_k": 2, "heatmaps": true}, &got)
+	if code != 200 || len(got.Segments) == 0 || len(got.Segments) != len(want.Segments) {
+		t.Fatalf("status %d, %d segments (Index.Search: %d): %.300s", code, len(got.Segments), len(want.Segments), raw)
+	}
+	for i, sg := range got.Segments {
+		w := want.Segments[i]
+		if sg.Rank != i+1 || sg.Video != "v.mp4" || sg.Start != w.Start || sg.End != w.End || sg.Frames != w.Frames || sg.Best.Path != w.Best.Path ||
+			len(sg.Best.Words) != 2 || !strings.HasPrefix(sg.Heatmap, "data:image/png;base64,") {
+			t.Errorf("segment %d: %+v; Index.Search gives %+v", i, sg.Segment, w)
+		}
 	}
 }

@@ -259,6 +259,7 @@ func openCLIPPreprocessor(size int, mean, std []float64, interp, mode string) ([
 		p["size"] = map[string]int{"shortest_edge": size}
 		p["do_center_crop"] = true
 		p["crop_size"] = map[string]int{"height": size, "width": size}
+		p["crop_round"] = true // torchvision's CenterCrop rounds the offset
 	case "squash":
 		p["size"] = map[string]int{"height": size, "width": size}
 		p["do_center_crop"] = false

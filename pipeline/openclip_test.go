@@ -80,7 +80,7 @@ func TestOpenCLIP(t *testing.T) {
 		}
 	}
 	var data [][]byte
-	for _, f := range []string{"square.png", "wide.png"} {
+	for _, f := range []string{"square.png", "wide.png", "odd.png"} {
 		b, err := os.ReadFile(filepath.Join(dir, "golden", f))
 		if err != nil {
 			t.Fatal(err)

@@ -54,6 +54,13 @@ type Preprocessor struct {
 	DoNormalize   bool       `json:"do_normalize"`
 	Mean          [3]float32 `json:"image_mean"`
 	Std           [3]float32 `json:"image_std"`
+	// CropRound places the centre crop as torchvision's CenterCrop does
+	// (OpenCLIP's transform): top = round((h − crop_h) / 2), halves to
+	// even as Python's round, where Hugging Face's processors floor it;
+	// they differ when the resized side is 3, 7, 11… pixels over the crop.
+	// Read from the key "crop_round", which only the preprocessor made
+	// from an OpenCLIP config (open_clip_config.json) carries.
+	CropRound bool `json:"crop_round,omitempty"`
 	// NaFlex is nil but for SigLIP 2's NaFlex processor.
 	NaFlex *NaFlex `json:"naflex,omitempty"`
 }
@@ -182,6 +189,11 @@ func parseConfig(b []byte) (*Preprocessor, error) {
 	if v, ok := get("do_center_crop"); ok {
 		if err := json.Unmarshal(v, &p.DoCenterCrop); err != nil {
 			return nil, fmt.Errorf("do_center_crop: want true or false, got %s", v)
+		}
+	}
+	if v, ok := get("crop_round"); ok {
+		if err := json.Unmarshal(v, &p.CropRound); err != nil {
+			return nil, fmt.Errorf("crop_round: want true or false, got %s", v)
 		}
 	}
 	if v, ok := get("size"); ok {
@@ -552,7 +564,7 @@ func (p *Preprocessor) ApplyInto(dst []float32, img image.Image) (h, w int, err 
 	// pixel (top+i, left+j), or zero outside the resized image.
 	top, left := 0, 0
 	if p.DoCenterCrop {
-		top, left = floorDiv(rh-oh, 2), floorDiv(rw-ow, 2)
+		top, left = cropOffset(rh-oh, p.CropRound), cropOffset(rw-ow, p.CropRound)
 	}
 	win := image.Rect(left, top, left+ow, top+oh).Intersect(image.Rect(0, 0, rw, rh))
 
@@ -635,6 +647,20 @@ func (p *Preprocessor) fillLUT(t *[3][256]float32) {
 			t[c][v] = x
 		}
 	}
+}
+
+// cropOffset returns where a centre crop d pixels smaller than the resized
+// side starts: d/2 floored (Hugging Face's processors), or with round
+// rounded half to even (torchvision's CenterCrop, Python's round) when the
+// crop lies inside the image (d ≥ 0).
+func cropOffset(d int, round bool) int {
+	if !round || d < 0 {
+		return floorDiv(d, 2)
+	}
+	if d%4 == 3 { // d/2 = k + 1/2 with k odd: to the even k + 1
+		return d/2 + 1
+	}
+	return d / 2
 }
 
 func floorDiv(a, b int) int {

@@ -208,11 +208,13 @@ def main():
         shutil.copy(os.path.join(EMB, n), os.path.join(OUT, n))
     P = {k: v.double() for k, v in ts.items()}
 
-    # Two images: one the model's size, one 48x40 (resize shortest side
-    # to 32 bicubic: 38x32, centre crop 32: 3 columns off each side).
+    # Three images: one the model's size, one 48x40 (resize shortest side
+    # to 32 bicubic: 38x32, centre crop 32: 3 columns off each side), one
+    # 44x40 (35x32: torchvision's crop starts at column round(1.5) = 2,
+    # where flooring the offset gives 1).
     rng = np.random.default_rng(7)
     ims = []
-    for name, (w, h) in [("square.png", (IMG, IMG)), ("wide.png", (48, 40))]:
+    for name, (w, h) in [("square.png", (IMG, IMG)), ("wide.png", (48, 40)), ("odd.png", (44, 40))]:
         a = (rng.random((h, w, 3)) * 255).astype(np.uint8)
         Image.fromarray(a).save(os.path.join(OUT, "golden", name))
         ims.append(Image.fromarray(a))

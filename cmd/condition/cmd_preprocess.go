@@ -70,7 +70,10 @@ func loadPreprocessor(ctx context.Context, e *env, o *preprocessOptions) (*visio
 		p, err := vision.LoadPreprocessorFile(o.Preprocessor)
 		return p, o.Preprocessor, err
 	}
-	if st, err := os.Stat(o.Model); err == nil && st.IsDir() {
+	// A folder is read as it is, but one in OpenCLIP's layout (no
+	// preprocessor_config.json: its preprocessing is made from
+	// open_clip_config.json), which opens as a model.
+	if st, err := os.Stat(o.Model); err == nil && st.IsDir() && !openCLIPFolder(o.Model) {
 		p, err := vision.LoadPreprocessor(os.DirFS(o.Model))
 		if err != nil {
 			return nil, "", fmt.Errorf("%w (model %s)", err, o.Model)
@@ -236,4 +239,12 @@ func writeArrays(out string, arrays []namedArray) error {
 		}
 	}
 	return nil
+}
+
+// openCLIPFolder reports whether dir holds a model in OpenCLIP's layout:
+// open_clip_config.json and no preprocessor_config.json.
+func openCLIPFolder(dir string) bool {
+	_, errPre := os.Stat(filepath.Join(dir, vision.PreprocessorConfigFile))
+	_, errOC := os.Stat(filepath.Join(dir, models.OpenCLIPConfigFile))
+	return errPre != nil && errOC == nil
 }

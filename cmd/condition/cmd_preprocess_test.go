@@ -182,3 +182,34 @@ func TestPreprocessDecodeFast(t *testing.T) {
 		t.Error("--decode fast's pixel_values differ from those of Pillow's drafted image")
 	}
 }
+
+// TestPreprocessOpenCLIPFolder: a folder in OpenCLIP's layout (no
+// preprocessor_config.json) preprocesses as OpenCLIP's transform does: the
+// 44x40 golden, whose torchvision crop starts a pixel right of a floored
+// one, within 1e-5 of the transcription's pixel_values.
+func TestPreprocessOpenCLIPFolder(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "tinyopenclip")
+	out := filepath.Join(t.TempDir(), "odd.npy")
+	if code, _, stderr := preprocessCLI(t, "--model", dir, filepath.Join(dir, "golden", "odd.png"), "--out", out); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	got, err := tensorio.ReadNPY(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := tensorio.ReadNPY(filepath.Join(dir, "golden", "pixel_values.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := got.Float32()
+	w, _ := all.Float32()
+	w = w[2*len(g):] // odd.png is the third image
+	if len(w) != len(g) {
+		t.Fatalf("%d values, the golden image has %d", len(g), len(w))
+	}
+	for i := range g {
+		if d := g[i] - w[i]; d > 1e-5 || d < -1e-5 {
+			t.Fatalf("pixel_values[%d] = %v, OpenCLIP's transform %v", i, g[i], w[i])
+		}
+	}
+}

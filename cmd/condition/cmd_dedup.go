@@ -24,6 +24,7 @@ type dedupOptions struct {
 	keep      string
 	group     string
 	json      bool
+	noPics    bool
 }
 
 func (o *dedupOptions) AddFlags(fs *pflag.FlagSet) {
@@ -32,7 +33,12 @@ func (o *dedupOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.keep, "keep", "first", "which image of a group is kept: first (earliest in the index's order), central (highest mean cosine to its group) or largest (most pixels; needs sizes the index does not record)")
 	fs.StringVar(&o.group, "group", "star", "how pairs make groups: star (each kept image takes its neighbours not yet taken: every duplicate within the threshold of the kept one) or components (every chain of pairs joins one group)")
 	fs.BoolVar(&o.json, "json", false, "print the summary as JSON")
+	fs.BoolVar(&o.noPics, "no-pictures", false, "with --out, write no nn-histogram.png/.json, groups.png or near-threshold.png (and search no pairs below the threshold for them)")
 }
+
+// dedupNearMargin is how far below the threshold dedup searches pairs for
+// near-threshold.png.
+const dedupNearMargin = 0.02
 
 // dedupImage is one image of groups.jsonl: where the job read it and, for
 // a duplicate, its cosine to the image kept.
@@ -72,6 +78,10 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	pictures := o.out != "" && !o.noPics
+	if pictures {
+		opts.NearMargin = min(dedupNearMargin, opts.Threshold/2)
+	}
 	if o.out != "" {
 		if _, err := os.Lstat(o.out); err == nil {
 			return usagef("--out %s exists: give a new folder", o.out)
@@ -108,7 +118,7 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 	sum := dedupSummary{Index: where, Rows: res.Rows, Images: res.Images, Pairs: len(res.Pairs), Groups: len(res.Groups), Duplicates: res.Duplicates(),
 		Kept: res.Images - res.Duplicates(), Threshold: res.Threshold, Group: opts.Group.String(), Keep: opts.Keep.String(), Out: o.out}
 	if o.out != "" {
-		if err := writeDedup(x, res, o.out); err != nil {
+		if err := writeDedup(ctx, x, res, o.out, pictures); err != nil {
 			return err
 		}
 	}
@@ -118,7 +128,11 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.Stdout, "%d images (%d rows), %d pairs of cosine ≥ %g, %d groups (%s), %d duplicates, %d kept (%s)\n",
 		sum.Images, sum.Rows, sum.Pairs, sum.Threshold, sum.Groups, sum.Group, sum.Duplicates, sum.Kept, sum.Keep)
 	if o.out != "" {
-		fmt.Fprintf(e.Stdout, "wrote %s\n", filepath.Join(o.out, "{groups.jsonl,keep.txt,drop.txt}"))
+		files := "{groups.jsonl,keep.txt,drop.txt}"
+		if pictures {
+			files = "{groups.jsonl,keep.txt,drop.txt,nn-histogram.png,nn-histogram.json,groups.png,near-threshold.png}"
+		}
+		fmt.Fprintf(e.Stdout, "wrote %s\n", filepath.Join(o.out, files))
 	}
 	return nil
 }
@@ -150,9 +164,10 @@ func (o *dedupOptions) options() (dedup.Options, error) {
 	return opts, opts.Check()
 }
 
-// writeDedup writes groups.jsonl, keep.txt and drop.txt into a temporary
-// folder beside out, then renames it to out: a killed run leaves no out.
-func writeDedup(x *index.Index, res *dedup.Result, out string) (err error) {
+// writeDedup writes groups.jsonl, keep.txt and drop.txt (and with
+// pictures, the pictures of dedupPictures) into a temporary folder beside
+// out, then renames it to out: a killed run leaves no out.
+func writeDedup(ctx context.Context, x *index.Index, res *dedup.Result, out string, pictures bool) (err error) {
 	parent, base := filepath.Dir(out), filepath.Base(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
@@ -210,6 +225,11 @@ func writeDedup(x *index.Index, res *dedup.Result, out string) (err error) {
 			}
 			return nil
 		}); err != nil {
+			return err
+		}
+	}
+	if pictures {
+		if err := writeDedupPictures(ctx, x, res, tmp); err != nil {
 			return err
 		}
 	}

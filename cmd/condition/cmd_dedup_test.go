@@ -80,6 +80,14 @@ func TestDedupCLI(t *testing.T) {
 	if strings.Join(dups, "\n") != strings.Join(drop, "\n") {
 		t.Errorf("groups.jsonl's duplicates %q, drop.txt %q", dups, drop)
 	}
+	checkDedupPictures(t, res, n+3)
+	res2 := filepath.Join(t.TempDir(), "dups")
+	if code, _, errs := runCLI(t, "dedup", out, "--out", res2, "--no-pictures"); code != 0 {
+		t.Fatalf("dedup --no-pictures: exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(res2, "groups.png")); !os.IsNotExist(err) {
+		t.Errorf("--no-pictures: groups.png: %v, want none", err)
+	}
 	code, _, errs = runCLI(t, "run", "--list", filepath.Join(res, "keep.txt"), "-p", "x", "--out", filepath.Join(t.TempDir(), "again"))
 	if code != 0 {
 		t.Errorf("run --list keep.txt: exit %d: %s", code, errs)

@@ -36,6 +36,9 @@ const DefaultThreshold = 0.96
 // DefaultBlockRows is Options.BlockRows when 0.
 const DefaultBlockRows = 256
 
+// DefaultNearPairs is Options.NearPairs when 0.
+const DefaultNearPairs = 8
+
 // DefaultMaxPairs is Options.MaxPairs when 0.
 const DefaultMaxPairs = 20_000_000
 
@@ -106,6 +109,13 @@ type Options struct {
 	// MaxPairs bounds the pairs found (0: DefaultMaxPairs): more is an
 	// error naming the threshold, rather than memory without bound.
 	MaxPairs int
+	// NearMargin, when above 0, also searches the pairs of cosine in
+	// [Threshold − NearMargin, Threshold) and keeps the NearPairs closest
+	// of them in Result.Near (they count towards MaxPairs).
+	NearMargin float32
+	// NearPairs is how many pairs below the threshold Result.Near keeps
+	// (0: DefaultNearPairs).
+	NearPairs int
 	// Progress, when not nil, is called as blocks are compared with the
 	// block pairs done and their total, from one goroutine at a time.
 	Progress func(done, total int)
@@ -138,6 +148,12 @@ type Result struct {
 	Images    int // its images read and encoded (the rows compared)
 	Pairs     []Pair
 	Groups    []Group // by kept row
+	// NN is each row's best cosine to any other row (its nearest
+	// neighbour's), NaN for a failed image or an image alone.
+	NN []float32
+	// Near is the pairs closest below the threshold, closest first
+	// (Options.NearMargin), for deciding where the threshold goes.
+	Near []Pair
 }
 
 // Duplicates returns how many images the groups drop.
@@ -164,8 +180,11 @@ func (o *Options) Check() error {
 	default:
 		return fmt.Errorf("dedup: keep rule %d: want first or central", o.Keep)
 	}
-	if o.BlockRows < 0 || o.Workers < 0 || o.MaxPairs < 0 {
-		return fmt.Errorf("dedup: block rows %d, workers %d, max pairs %d: want 0 (the default) or more", o.BlockRows, o.Workers, o.MaxPairs)
+	if o.BlockRows < 0 || o.Workers < 0 || o.MaxPairs < 0 || o.NearPairs < 0 {
+		return fmt.Errorf("dedup: block rows %d, workers %d, max pairs %d, near pairs %d: want 0 (the default) or more", o.BlockRows, o.Workers, o.MaxPairs, o.NearPairs)
+	}
+	if !(o.NearMargin >= 0 && o.NearMargin < 1) {
+		return fmt.Errorf("dedup: near margin %g: want 0 (none) or more, below 1", o.NearMargin)
 	}
 	return nil
 }
@@ -200,11 +219,15 @@ func Run(ctx context.Context, x *index.Index, o Options) (*Result, error) {
 	if v.images == 0 {
 		return nil, errors.New("dedup: the index holds no image read and encoded (every row is a failed image)")
 	}
-	pairs, err := findPairs(ctx, x, v, o)
+	nn := newNearest(v.n)
+	search := o
+	search.Threshold = o.Threshold - o.NearMargin
+	pairs, err := findPairs(ctx, x, v, search, nn)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Threshold: o.Threshold, Rows: v.n, Images: v.images, Pairs: pairs}
+	res := &Result{Threshold: o.Threshold, Rows: v.n, Images: v.images, NN: nn.values()}
+	res.Pairs, res.Near = splitNear(pairs, o.Threshold, o.NearPairs)
 	if res.Groups, err = group(x, v, pairs, o); err != nil {
 		return nil, err
 	}
@@ -221,5 +244,8 @@ func (o *Options) defaults() {
 	}
 	if o.MaxPairs == 0 {
 		o.MaxPairs = DefaultMaxPairs
+	}
+	if o.NearPairs == 0 {
+		o.NearPairs = DefaultNearPairs
 	}
 }

@@ -53,19 +53,22 @@ func load(x *index.Index) (*vectors, error) {
 
 // block is one goroutine's two blocks: a, rows [a0, a0+ka) as float32
 // normalised, and b, rows [b0, b0+kb) as stored (float16 bits, or float32
-// for other dtypes).
+// for other dtypes); amax and bmax are the best cosine each of their rows
+// met in the compare calls since the last reset (nearest.go).
 type block struct {
-	a      []float32
-	b16    []uint16
-	b32    []float32
-	a0, ka int
-	b0, kb int
+	a          []float32
+	b16        []uint16
+	b32        []float32
+	a0, ka     int
+	b0, kb     int
+	amax, bmax []float32
 }
 
 // findPairs compares every block of rows with itself and every later
 // block, on o.Workers goroutines taking the first blocks in turn, and
-// returns the pairs at or above the threshold in (A, B) order.
-func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options) ([]Pair, error) {
+// returns the pairs at or above the threshold in (A, B) order; nn gets
+// each row's best cosine to any other.
+func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *nearest) ([]Pair, error) {
 	bs := o.BlockRows
 	nb := (v.n + bs - 1) / bs
 	workers := o.Workers
@@ -91,7 +94,7 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options) ([]Pa
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			blk := &block{a: make([]float32, bs*v.d)}
+			blk := &block{a: make([]float32, bs*v.d), amax: make([]float32, bs), bmax: make([]float32, bs)}
 			if v.f16 {
 				blk.b16 = make([]uint16, bs*v.d)
 			} else {
@@ -107,6 +110,7 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options) ([]Pa
 					cancel()
 					return
 				}
+				blk.resetA()
 				for j := i; j < nb; j++ {
 					if inner.Err() != nil {
 						return
@@ -117,13 +121,16 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options) ([]Pa
 						return
 					}
 					before := len(out[w])
+					blk.resetB()
 					out[w] = blk.compare(v, o.Threshold, out[w])
+					nn.mergeB(blk)
 					if found.Add(int64(len(out[w])-before)) > int64(o.MaxPairs) {
 						fail(fmt.Errorf("dedup: more than %d pairs of cosine ≥ %g: the threshold is too low for this collection (or raise the pair limit)", o.MaxPairs, o.Threshold))
 						cancel()
 						return
 					}
 				}
+				nn.mergeA(blk)
 				mu.Lock()
 				done += nb - i
 				if o.Progress != nil {
@@ -216,8 +223,11 @@ func (b *block) compare4(v *vectors, t float32, out []Pair) ([]Pair, int) {
 			}
 			inv := v.inv[rb]
 			for k, c := range s[4*r : 4*r+4] {
-				if c *= inv; c >= t && v.ok[ra+k] && (!same || j+r > i+k) {
-					out = append(out, Pair{ra + k, rb, c})
+				if c *= inv; v.ok[ra+k] && (!same || j+r > i+k) {
+					b.amax[i+k], b.bmax[j+r] = max(b.amax[i+k], c), max(b.bmax[j+r], c)
+					if c >= t {
+						out = append(out, Pair{ra + k, rb, c})
+					}
 				}
 			}
 		}
@@ -258,7 +268,9 @@ func (b *block) compareRows(v *vectors, t float32, out []Pair, i0 int) []Pair {
 			} else {
 				s = halfdot.DotFloat32(b.b32[j*d:(j+1)*d], a)
 			}
-			if s *= v.inv[rb]; s >= t {
+			s *= v.inv[rb]
+			b.amax[i], b.bmax[j] = max(b.amax[i], s), max(b.bmax[j], s)
+			if s >= t {
 				out = append(out, Pair{ra, rb, s})
 			}
 		}

@@ -80,7 +80,13 @@ func (h Histogram) PNG() ([]byte, error) {
 	}
 	if x := xOf(float64(h.Threshold)); x >= plotL && x <= plotL+pw {
 		fill(img, image.Rect(x, plotT-8, x+2, plotT+ph), red)
-		text(img, x+4, plotT+4, fmt.Sprintf("T = %g", h.Threshold), red)
+		s := fmt.Sprintf("T = %g", h.Threshold)
+		if x+4+7*len(s) > plotL+pw-40 {
+			x -= 8 + 7*len(s) // to the line's left near the right edge
+		} else {
+			x += 4
+		}
+		text(img, x, plotT+4, s, red)
 	}
 	text(img, plotL+pw/2-7*12, histH-18, "nearest-neighbour cosine", black)
 	text(img, 8, plotT-12, "images", black)

@@ -118,6 +118,7 @@ func TestDedupNearestAndHistogram(t *testing.T) {
 					t.Errorf("pair %d %d at %g below the threshold", p.A, p.B, p.Cos)
 				}
 			}
+			checkGroups(t, res, dedup.Star)
 			checkPictures(t, x, res, h)
 		})
 	}

@@ -3,6 +3,7 @@ package dedup
 import (
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/conditionhq/condition/internal/halfdot"
 )
@@ -14,12 +15,14 @@ type Recall struct {
 	Exact   int     `json:"exact"`   // their pairs at the threshold, each image against every other
 	Found   int     `json:"found"`   // of them, in Result.Pairs
 	Ratio   float64 `json:"recall"`  // Found / Exact (1 when Exact is 0)
+	Seconds float64 `json:"seconds"` // the check's wall time, within Run's
 }
 
 // checkRecall compares n images drawn with a fixed seed with every other
 // image, exactly, and counts their pairs at t among pairs (in (A, B)
 // order).
 func (a *approx) checkRecall(v *vectors, n int, t float32, pairs []Pair) *Recall {
+	t0 := time.Now()
 	rows := make([]int, 0, v.images)
 	for r := range v.n {
 		if v.ok[r] {
@@ -78,7 +81,7 @@ func (a *approx) checkRecall(v *vectors, n int, t float32, pairs []Pair) *Recall
 		})
 	}
 	wg.Wait()
-	rc.Ratio = 1
+	rc.Ratio, rc.Seconds = 1, time.Since(t0).Seconds()
 	if rc.Exact > 0 {
 		rc.Ratio = float64(rc.Found) / float64(rc.Exact)
 	}

@@ -74,7 +74,7 @@ type dedupSummary struct {
 
 func runDedup(ctx context.Context, e *env, args []string) error {
 	var o dedupOptions
-	fs := newFlagSet(e, "dedup", "dedup INDEX [--threshold T] [--out DIR] [--keep first|central|largest] [--group star|components] [--json]\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix")
+	fs := newFlagSet(e, "dedup", "dedup INDEX [--threshold T] [--out DIR] [--keep first|central|largest] [--group star|components] [--clusters K [--probe 1|2] [--check-recall N]] [--no-pictures] [--json]\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -215,21 +215,36 @@ func (b *block) compare4(v *vectors, t float32, out []Pair) ([]Pair, int) {
 		if same {
 			j = i + 1
 		}
+		// am is the four rows' best cosines over this block b; pen keeps
+		// a failed row of a (a zero vector: cosine 0) below every cosine.
+		am, pen := [4]float32{noCos, noCos, noCos, noCos}, [4]float32{}
+		for k := range pen {
+			if !v.ok[ra+k] {
+				pen[k] = 2 * noCos
+			}
+		}
 		// add appends the pairs of row j+r of b with the four rows of a.
 		add := func(r int) {
 			rb := b.b0 + j + r
 			if !v.ok[rb] {
 				return
 			}
-			inv := v.inv[rb]
+			inv, bm := v.inv[rb], b.bmax[j+r]
 			for k, c := range s[4*r : 4*r+4] {
-				if c *= inv; v.ok[ra+k] && (!same || j+r > i+k) {
-					b.amax[i+k], b.bmax[j+r] = max(b.amax[i+k], c), max(b.bmax[j+r], c)
-					if c >= t {
-						out = append(out, Pair{ra + k, rb, c})
-					}
+				if c = c*inv + pen[k]; same && j+r <= i+k {
+					continue
+				}
+				if c > am[k] {
+					am[k] = c
+				}
+				if c > bm {
+					bm = c
+				}
+				if c >= t {
+					out = append(out, Pair{ra + k, rb, c})
 				}
 			}
+			b.bmax[j+r] = bm
 		}
 		for ; j+2 <= b.kb; j += 2 {
 			halfdot.Dot4x2(b.b16[j*d:(j+2)*d], d, rows, d, d, &s)
@@ -239,6 +254,9 @@ func (b *block) compare4(v *vectors, t float32, out []Pair) ([]Pair, int) {
 		if j < b.kb {
 			halfdot.Dot4(b.b16[j*d:(j+1)*d], rows, d, (*[4]float32)(s[:4]))
 			add(0)
+		}
+		for k, c := range am {
+			b.amax[i+k] = max(b.amax[i+k], c)
 		}
 	}
 	return out, i

@@ -31,6 +31,7 @@ func init() {
 type dedupBenchOptions struct {
 	n, dim, planted, block, workers, extrapolate int
 	clusters, probe, recall                      int
+	noNearest                                    bool
 	threshold                                    float32
 	dir                                          string
 	json                                         bool
@@ -47,6 +48,7 @@ func (o *dedupBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.clusters, "clusters", 0, "approximate search in this many k-means clusters (0: exact)")
 	fs.IntVar(&o.probe, "probe", dedup.DefaultProbe, "with --clusters: each image compared within its 1 or 2 nearest clusters")
 	fs.IntVar(&o.recall, "check-recall", 1000, "with --clusters: images compared with every other exactly to measure the recall (its time is reported apart)")
+	fs.BoolVar(&o.noNearest, "no-nearest", false, "keep no image's nearest-neighbour cosine (as dedup without pictures)")
 	fs.StringVar(&o.dir, "dir", "", "folder for the index (default: a temporary one, removed)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 }
@@ -110,7 +112,7 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 	peak := xattnhooks.PeakGFLOPS(halfdot.Impl(), 500*time.Millisecond)
 	c0, _ := cputime.Process()
 	t0 := time.Now()
-	opts := dedup.Options{Threshold: o.threshold, BlockRows: o.block, Workers: workers, Clusters: o.clusters, Probe: o.probe}
+	opts := dedup.Options{Threshold: o.threshold, BlockRows: o.block, Workers: workers, Clusters: o.clusters, Probe: o.probe, NoNearest: o.noNearest}
 	var tEnd time.Time
 	var cEnd time.Duration
 	if o.clusters > 0 {

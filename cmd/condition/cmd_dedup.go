@@ -87,6 +87,7 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	pictures := o.out != "" && !o.noPics
+	opts.NoNearest = !pictures
 	if pictures {
 		opts.NearMargin = min(dedupNearMargin, opts.Threshold/2)
 	}

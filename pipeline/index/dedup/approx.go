@@ -79,7 +79,7 @@ func (a *approx) search(ctx context.Context, v *vectors, o Options, nn *nearest)
 	for w := range a.workers {
 		wg.Go(func() {
 			bs := o.BlockRows
-			blk := &block{a: make([]float32, bs*v.d), amax: make([]float32, bs), bmax: make([]float32, bs)}
+			blk := &block{a: make([]float32, bs*v.d), amax: make([]float32, bs), bmax: make([]float32, bs), track: nn != nil}
 			if v.f16 {
 				blk.b16 = make([]uint16, bs*v.d)
 			} else {
@@ -164,13 +164,13 @@ func (a *approx) cluster(v *vectors, blk *block, c int, t float32, nn *nearest, 
 				out[k].A, out[k].B = min(p, q), max(p, q)
 			}
 			for j, cb := range blk.bmax[:blk.kb] {
-				if cb > noCos {
+				if cb > noCos && nn != nil {
 					nn.raise(ext[b0+j], cb)
 				}
 			}
 		}
 		for i, ca := range blk.amax[:blk.ka] {
-			if ca > noCos {
+			if ca > noCos && nn != nil {
 				nn.raise(ext[a0+i], ca)
 			}
 		}

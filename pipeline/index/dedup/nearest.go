@@ -34,8 +34,11 @@ func (nn *nearest) raise(r int, c float32) {
 	}
 }
 
-// mergeA raises the rows of b's block a by b.amax.
+// mergeA raises the rows of b's block a by b.amax (nothing when nn is nil).
 func (nn *nearest) mergeA(b *block) {
+	if nn == nil {
+		return
+	}
 	for i, c := range b.amax[:b.ka] {
 		if c > noCos {
 			nn.raise(b.a0+i, c)
@@ -43,8 +46,11 @@ func (nn *nearest) mergeA(b *block) {
 	}
 }
 
-// mergeB raises the rows of b's block b by b.bmax.
+// mergeB raises the rows of b's block b by b.bmax (nothing when nn is nil).
 func (nn *nearest) mergeB(b *block) {
+	if nn == nil {
+		return
+	}
 	for j, c := range b.bmax[:b.kb] {
 		if c > noCos {
 			nn.raise(b.b0+j, c)
@@ -52,8 +58,12 @@ func (nn *nearest) mergeB(b *block) {
 	}
 }
 
-// values returns the best cosines, NaN for a row that met no other.
+// values returns the best cosines, NaN for a row that met no other (nil
+// when nn is nil).
 func (nn *nearest) values() []float32 {
+	if nn == nil {
+		return nil
+	}
 	out := make([]float32, len(nn.bits))
 	for i := range out {
 		if out[i] = math.Float32frombits(nn.bits[i].Load()); out[i] == noCos {

@@ -62,6 +62,7 @@ type block struct {
 	a0, ka     int
 	b0, kb     int
 	amax, bmax []float32
+	track      bool // keep amax and bmax (Options.NoNearest unset)
 }
 
 // findPairs compares every block of rows with itself and every later
@@ -94,7 +95,7 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *n
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			blk := &block{a: make([]float32, bs*v.d), amax: make([]float32, bs), bmax: make([]float32, bs)}
+			blk := &block{a: make([]float32, bs*v.d), amax: make([]float32, bs), bmax: make([]float32, bs), track: nn != nil}
 			if v.f16 {
 				blk.b16 = make([]uint16, bs*v.d)
 			} else {
@@ -234,11 +235,13 @@ func (b *block) compare4(v *vectors, t float32, out []Pair) ([]Pair, int) {
 				if c = c*inv + pen[k]; same && j+r <= i+k {
 					continue
 				}
-				if c > am[k] {
-					am[k] = c
-				}
-				if c > bm {
-					bm = c
+				if b.track {
+					if c > am[k] {
+						am[k] = c
+					}
+					if c > bm {
+						bm = c
+					}
 				}
 				if c >= t {
 					out = append(out, Pair{ra + k, rb, c})
@@ -286,8 +289,9 @@ func (b *block) compareRows(v *vectors, t float32, out []Pair, i0 int) []Pair {
 			} else {
 				s = halfdot.DotFloat32(b.b32[j*d:(j+1)*d], a)
 			}
-			s *= v.inv[rb]
-			b.amax[i], b.bmax[j] = max(b.amax[i], s), max(b.bmax[j], s)
+			if s *= v.inv[rb]; b.track {
+				b.amax[i], b.bmax[j] = max(b.amax[i], s), max(b.bmax[j], s)
+			}
 			if s >= t {
 				out = append(out, Pair{ra, rb, s})
 			}

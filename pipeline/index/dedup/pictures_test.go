@@ -119,6 +119,13 @@ func TestDedupNearestAndHistogram(t *testing.T) {
 				}
 			}
 			checkGroups(t, res, dedup.Star)
+			plain, err := dedup.Run(context.Background(), x, dedup.Options{Threshold: th, BlockRows: 62, Workers: 2, NoNearest: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plain.NN != nil || !slices.Equal(plain.Pairs, res.Pairs) {
+				t.Errorf("NoNearest: NN %v and %d pairs, want none and the same %d pairs", plain.NN != nil, len(plain.Pairs), len(res.Pairs))
+			}
 			checkPictures(t, x, res, h)
 		})
 	}

@@ -30,6 +30,8 @@ func init() {
 // dedupBenchOptions are the flags of `condition-bench dedup`.
 type dedupBenchOptions struct {
 	n, dim, planted, block, workers, extrapolate int
+	clusters, probe, recall                      int
+	noNearest                                    bool
 	threshold                                    float32
 	dir                                          string
 	json                                         bool
@@ -43,6 +45,10 @@ func (o *dedupBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.block, "block", dedup.DefaultBlockRows, "rows per block")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines (0: GOMAXPROCS)")
 	fs.IntVar(&o.extrapolate, "extrapolate", 1_000_000, "also give the time for this many images, from the measured pairs/s (time ∝ N²): an extrapolation, not a measurement")
+	fs.IntVar(&o.clusters, "clusters", 0, "approximate search in this many k-means clusters (0: exact)")
+	fs.IntVar(&o.probe, "probe", dedup.DefaultProbe, "with --clusters: each image compared within its 1 or 2 nearest clusters")
+	fs.IntVar(&o.recall, "check-recall", 1000, "with --clusters: images compared with every other exactly to measure the recall (its time is reported apart)")
+	fs.BoolVar(&o.noNearest, "no-nearest", false, "keep no image's nearest-neighbour cosine (as dedup without pictures)")
 	fs.StringVar(&o.dir, "dir", "", "folder for the index (default: a temporary one, removed)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 }
@@ -61,7 +67,10 @@ type dedupBenchResult struct {
 	Found, Planted         int     // pairs found; planted pairs among them / planted
 	PlantedFound           int
 	Extrapolate            int
-	ExtrapolatedSeconds    float64 // from PairsPerCPUSec on Workers cores, none of them shared
+	ExtrapolatedSeconds    float64       // exact: from PairsPerCPUSec on Workers cores, none of them shared; approximate: CPU time × (Extrapolate/N)^1.5 / Workers
+	Clusters, Probe        int           // the approximate search's (0: exact)
+	ExtrapolateClusters    int           // approximate: Clusters × √(Extrapolate/N), the clusters the extrapolation assumes
+	Recall                 *dedup.Recall // approximate: the recall check (Seconds and CPUSeconds end at the last cluster compared, before it)
 }
 
 func runBenchDedup(ctx context.Context, e *env, args []string) error {
@@ -74,8 +83,9 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("dedup takes no arguments, got %q", fs.Args())
 	}
-	if o.n < 2 || o.dim < 1 || o.planted < 0 || o.planted >= o.n || o.block < 1 || o.workers < 0 || o.extrapolate < 0 || !(o.threshold > 0 && o.threshold <= 1) {
-		return usagef("--n (2 or more), --dim, --block must be positive, --planted below --n, --threshold in (0, 1]")
+	if o.n < 2 || o.dim < 1 || o.planted < 0 || o.planted >= o.n || o.block < 1 || o.workers < 0 || o.extrapolate < 0 || !(o.threshold > 0 && o.threshold <= 1) ||
+		o.clusters < 0 || o.probe < 1 || o.probe > 2 || o.recall < 0 {
+		return usagef("--n (2 or more), --dim, --block must be positive, --planted below --n, --threshold in (0, 1], --clusters and --check-recall 0 or more, --probe 1 or 2")
 	}
 	dir := o.dir
 	if dir == "" {
@@ -102,14 +112,31 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 	peak := xattnhooks.PeakGFLOPS(halfdot.Impl(), 500*time.Millisecond)
 	c0, _ := cputime.Process()
 	t0 := time.Now()
-	res, err := dedup.Run(ctx, x, dedup.Options{Threshold: o.threshold, BlockRows: o.block, Workers: workers})
+	opts := dedup.Options{Threshold: o.threshold, BlockRows: o.block, Workers: workers, Clusters: o.clusters, Probe: o.probe, NoNearest: o.noNearest}
+	var tEnd time.Time
+	var cEnd time.Duration
+	if o.clusters > 0 {
+		// the recall check runs after the last cluster: its time is left out
+		opts.CheckRecall = o.recall
+		opts.Progress = func(done, total int) {
+			if done == total {
+				tEnd = time.Now()
+				cEnd, _ = cputime.Process()
+			}
+		}
+	}
+	res, err := dedup.Run(ctx, x, opts)
 	if err != nil {
 		return err
 	}
 	c1, _ := cputime.Process()
 	r := dedupBenchResult{N: o.n, Dim: o.dim, Workers: workers, Block: o.block, Kernel: halfdot.Impl(), Seconds: time.Since(t0).Seconds(),
-		Pairs: float64(o.n) * float64(o.n-1) / 2, Found: len(res.Pairs), Planted: len(planted), Extrapolate: o.extrapolate}
+		Pairs: float64(o.n) * float64(o.n-1) / 2, Found: len(res.Pairs), Planted: len(planted), Extrapolate: o.extrapolate,
+		Clusters: o.clusters, Recall: res.Recall}
 	r.CPUSeconds, r.PeakGFLOPs = (c1 - c0).Seconds(), peak
+	if o.clusters > 0 {
+		r.Seconds, r.CPUSeconds = tEnd.Sub(t0).Seconds(), (cEnd - c0).Seconds()
+	}
 	r.PairsPerSec, r.PairsPerCPUSec = r.Pairs/r.Seconds, r.Pairs/r.CPUSeconds
 	r.GFLOPs, r.GFLOPsPerCore = r.PairsPerSec*2*float64(o.dim)/1e9, r.PairsPerCPUSec*2*float64(o.dim)/1e9
 	for _, p := range res.Pairs {
@@ -119,6 +146,10 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 	}
 	if o.extrapolate > 0 {
 		r.ExtrapolatedSeconds = float64(o.extrapolate) * float64(o.extrapolate-1) / 2 / (r.PairsPerCPUSec * float64(workers))
+	}
+	if o.clusters > 0 {
+		r.Probe = max(o.probe, 1)
+		return reportApproxDedup(e, &r, o)
 	}
 	if o.json {
 		return json.NewEncoder(e.Stdout).Encode(r)
@@ -206,4 +237,30 @@ func writeF16Rows(name string, shape []int, rows, d int, row func(int) []float32
 		return err
 	}
 	return f.Close()
+}
+
+// reportApproxDedup prints the approximate search's figures: time, CPU
+// time, the planted pairs found and the measured recall, and the time
+// extrapolated to --extrapolate images with √N-scaled clusters (k-means
+// N·K·D and the pairs within clusters N²/K both grow as N^1.5).
+func reportApproxDedup(e *env, r *dedupBenchResult, o dedupBenchOptions) error {
+	r.GFLOPs, r.GFLOPsPerCore, r.PairsPerSec, r.PairsPerCPUSec = 0, 0, 0, 0
+	if o.extrapolate > 0 {
+		f := float64(o.extrapolate) / float64(o.n)
+		r.ExtrapolatedSeconds = r.CPUSeconds * math.Pow(f, 1.5) / float64(r.Workers)
+		r.ExtrapolateClusters = int(math.Round(float64(o.clusters) * math.Sqrt(f)))
+	}
+	if o.json {
+		return json.NewEncoder(e.Stdout).Encode(r)
+	}
+	rc := r.Recall
+	if rc == nil {
+		rc = &dedup.Recall{Ratio: math.NaN()}
+	}
+	fmt.Fprintf(e.Stdout, "dedup approximate N=%d D=%d, %d clusters, probe %d, %d workers, halfdot %s: %.1f s (%.1f CPU s); %d pairs found, %d of %d planted; recall %.4f (%d of %d exact pairs of %d images, checked in %.1f s apart)\n",
+		r.N, r.Dim, r.Clusters, r.Probe, r.Workers, r.Kernel, r.Seconds, r.CPUSeconds, r.Found, r.PlantedFound, r.Planted, rc.Ratio, rc.Found, rc.Exact, rc.Sampled, rc.Seconds)
+	if o.extrapolate > 0 {
+		fmt.Fprintf(e.Stdout, "extrapolated (CPU time × (N'/N)^1.5 on %d unshared cores, %d clusters; not measured): N=%d in %.0f s\n", r.Workers, r.ExtrapolateClusters, o.extrapolate, r.ExtrapolatedSeconds)
+	}
+	return nil
 }

@@ -24,6 +24,10 @@ type dedupOptions struct {
 	keep      string
 	group     string
 	json      bool
+	noPics    bool
+	clusters  int
+	probe     int
+	recall    int
 }
 
 func (o *dedupOptions) AddFlags(fs *pflag.FlagSet) {
@@ -32,7 +36,15 @@ func (o *dedupOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.keep, "keep", "first", "which image of a group is kept: first (earliest in the index's order), central (highest mean cosine to its group) or largest (most pixels; needs sizes the index does not record)")
 	fs.StringVar(&o.group, "group", "star", "how pairs make groups: star (each kept image takes its neighbours not yet taken: every duplicate within the threshold of the kept one) or components (every chain of pairs joins one group)")
 	fs.BoolVar(&o.json, "json", false, "print the summary as JSON")
+	fs.IntVar(&o.clusters, "clusters", 0, "approximate: group the images into this many clusters (spherical k-means) and compare only within them (0: every pair, exact)")
+	fs.IntVar(&o.probe, "probe", dedup.DefaultProbe, "with --clusters: compare each image within its 1 or 2 nearest clusters")
+	fs.IntVar(&o.recall, "check-recall", 0, "with --clusters: compare this many images with every other exactly and report the fraction of their pairs found")
+	fs.BoolVar(&o.noPics, "no-pictures", false, "with --out, write no nn-histogram.png/.json, groups.png or near-threshold.png (and search no pairs below the threshold for them)")
 }
+
+// dedupNearMargin is how far below the threshold dedup searches pairs for
+// near-threshold.png.
+const dedupNearMargin = 0.02
 
 // dedupImage is one image of groups.jsonl: where the job read it and, for
 // a duplicate, its cosine to the image kept.
@@ -45,22 +57,24 @@ type dedupImage struct {
 
 // dedupSummary is what dedup prints (--json: as JSON).
 type dedupSummary struct {
-	Index      string  `json:"index"`
-	Rows       int     `json:"rows"`
-	Images     int     `json:"images"`
-	Pairs      int     `json:"pairs"`
-	Groups     int     `json:"groups"`
-	Duplicates int     `json:"duplicates"`
-	Kept       int     `json:"kept"`
-	Threshold  float32 `json:"threshold"`
-	Group      string  `json:"group"`
-	Keep       string  `json:"keep"`
-	Out        string  `json:"out,omitempty"`
+	Index      string        `json:"index"`
+	Rows       int           `json:"rows"`
+	Images     int           `json:"images"`
+	Pairs      int           `json:"pairs"`
+	Groups     int           `json:"groups"`
+	Duplicates int           `json:"duplicates"`
+	Kept       int           `json:"kept"`
+	Threshold  float32       `json:"threshold"`
+	Group      string        `json:"group"`
+	Keep       string        `json:"keep"`
+	Out        string        `json:"out,omitempty"`
+	Clusters   int           `json:"clusters,omitempty"`
+	Recall     *dedup.Recall `json:"recall_check,omitempty"`
 }
 
 func runDedup(ctx context.Context, e *env, args []string) error {
 	var o dedupOptions
-	fs := newFlagSet(e, "dedup", "dedup INDEX [--threshold T] [--out DIR] [--keep first|central|largest] [--group star|components] [--json]\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix")
+	fs := newFlagSet(e, "dedup", "dedup INDEX [--threshold T] [--out DIR] [--keep first|central|largest] [--group star|components] [--clusters K [--probe 1|2] [--check-recall N]] [--no-pictures] [--json]\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -71,6 +85,11 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 	opts, err := o.options()
 	if err != nil {
 		return err
+	}
+	pictures := o.out != "" && !o.noPics
+	opts.NoNearest = !pictures
+	if pictures {
+		opts.NearMargin = min(dedupNearMargin, opts.Threshold/2)
 	}
 	if o.out != "" {
 		if _, err := os.Lstat(o.out); err == nil {
@@ -98,7 +117,11 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 	start := time.Now()
 	opts.Progress = func(done, total int) {
 		eta := time.Duration(float64(time.Since(start)) * float64(total-done) / float64(max(done, 1))).Round(time.Second)
-		line.show(fmt.Sprintf("%scomparing: %d/%d block pairs, ETA %s", bar(done, total, 24), done, total, eta), false)
+		unit := "block pairs"
+		if opts.Clusters > 0 {
+			unit = "clusters"
+		}
+		line.show(fmt.Sprintf("%scomparing: %d/%d %s, ETA %s", bar(done, total, 24), done, total, unit, eta), false)
 	}
 	res, err := dedup.Run(ctx, x, opts)
 	line.done()
@@ -106,9 +129,9 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	sum := dedupSummary{Index: where, Rows: res.Rows, Images: res.Images, Pairs: len(res.Pairs), Groups: len(res.Groups), Duplicates: res.Duplicates(),
-		Kept: res.Images - res.Duplicates(), Threshold: res.Threshold, Group: opts.Group.String(), Keep: opts.Keep.String(), Out: o.out}
+		Kept: res.Images - res.Duplicates(), Threshold: res.Threshold, Group: opts.Group.String(), Keep: opts.Keep.String(), Out: o.out, Clusters: res.Clusters, Recall: res.Recall}
 	if o.out != "" {
-		if err := writeDedup(x, res, o.out); err != nil {
+		if err := writeDedup(ctx, x, res, o.out, pictures); err != nil {
 			return err
 		}
 	}
@@ -117,17 +140,30 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.Stdout, "%d images (%d rows), %d pairs of cosine ≥ %g, %d groups (%s), %d duplicates, %d kept (%s)\n",
 		sum.Images, sum.Rows, sum.Pairs, sum.Threshold, sum.Groups, sum.Group, sum.Duplicates, sum.Kept, sum.Keep)
+	if r := sum.Recall; r != nil {
+		fmt.Fprintf(e.Stdout, "approximate (%d clusters): recall %.4f (%d of the %d exact pairs of %d images drawn)\n", sum.Clusters, r.Ratio, r.Found, r.Exact, r.Sampled)
+	}
 	if o.out != "" {
-		fmt.Fprintf(e.Stdout, "wrote %s\n", filepath.Join(o.out, "{groups.jsonl,keep.txt,drop.txt}"))
+		files := "{groups.jsonl,keep.txt,drop.txt}"
+		if pictures {
+			files = "{groups.jsonl,keep.txt,drop.txt,nn-histogram.png,nn-histogram.json,groups.png,near-threshold.png}"
+		}
+		fmt.Fprintf(e.Stdout, "wrote %s\n", filepath.Join(o.out, files))
 	}
 	return nil
 }
 
 // options parses the flags into the library's options.
 func (o *dedupOptions) options() (dedup.Options, error) {
-	opts := dedup.Options{Threshold: o.threshold}
+	opts := dedup.Options{Threshold: o.threshold, Clusters: o.clusters, Probe: o.probe, CheckRecall: o.recall}
 	if !(o.threshold > 0 && o.threshold <= 1) {
 		return opts, usagef("--threshold %g: want a cosine above 0 and at most 1", o.threshold)
+	}
+	if o.clusters < 0 || o.probe < 1 || o.probe > 2 || o.recall < 0 {
+		return opts, usagef("--clusters %d, --probe %d, --check-recall %d: want clusters and a recall sample of 0 or more, probe 1 or 2", o.clusters, o.probe, o.recall)
+	}
+	if o.recall > 0 && o.clusters == 0 {
+		return opts, usagef("--check-recall measures the approximate search: give --clusters too")
 	}
 	switch o.keep {
 	case "first":
@@ -150,9 +186,10 @@ func (o *dedupOptions) options() (dedup.Options, error) {
 	return opts, opts.Check()
 }
 
-// writeDedup writes groups.jsonl, keep.txt and drop.txt into a temporary
-// folder beside out, then renames it to out: a killed run leaves no out.
-func writeDedup(x *index.Index, res *dedup.Result, out string) (err error) {
+// writeDedup writes groups.jsonl, keep.txt and drop.txt (and with
+// pictures, the pictures of dedupPictures) into a temporary folder beside
+// out, then renames it to out: a killed run leaves no out.
+func writeDedup(ctx context.Context, x *index.Index, res *dedup.Result, out string, pictures bool) (err error) {
 	parent, base := filepath.Dir(out), filepath.Base(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
@@ -210,6 +247,11 @@ func writeDedup(x *index.Index, res *dedup.Result, out string) (err error) {
 			}
 			return nil
 		}); err != nil {
+			return err
+		}
+	}
+	if pictures {
+		if err := writeDedupPictures(ctx, x, res, tmp); err != nil {
 			return err
 		}
 	}

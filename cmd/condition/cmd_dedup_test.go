@@ -80,6 +80,22 @@ func TestDedupCLI(t *testing.T) {
 	if strings.Join(dups, "\n") != strings.Join(drop, "\n") {
 		t.Errorf("groups.jsonl's duplicates %q, drop.txt %q", dups, drop)
 	}
+	checkDedupPictures(t, res, n+3)
+	res2 := filepath.Join(t.TempDir(), "dups")
+	if code, _, errs := runCLI(t, "dedup", out, "--out", res2, "--no-pictures"); code != 0 {
+		t.Fatalf("dedup --no-pictures: exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(res2, "groups.png")); !os.IsNotExist(err) {
+		t.Errorf("--no-pictures: groups.png: %v, want none", err)
+	}
+	code, stdout, errs = runCLI(t, "dedup", out, "--clusters", "3", "--check-recall", "5", "--json")
+	var approx dedupSummary
+	if err := json.Unmarshal([]byte(stdout), &approx); code != 0 || err != nil {
+		t.Fatalf("dedup --clusters 3: exit %d, %v: %s %s", code, err, stdout, errs)
+	}
+	if r := approx.Recall; approx.Clusters != 3 || approx.Duplicates != 3 || r == nil || r.Sampled != 5 || r.Found != r.Exact || r.Ratio != 1 {
+		t.Errorf("dedup --clusters 3 --check-recall 5: %+v (recall %+v), want the 3 byte copies and recall 1 over 5 images", approx, r)
+	}
 	code, _, errs = runCLI(t, "run", "--list", filepath.Join(res, "keep.txt"), "-p", "x", "--out", filepath.Join(t.TempDir(), "again"))
 	if code != 0 {
 		t.Errorf("run --list keep.txt: exit %d: %s", code, errs)
@@ -143,6 +159,9 @@ func TestDedupCLIRefusals(t *testing.T) {
 		{[]string{out, "--keep", "biggest"}, 2, `--keep "biggest"`},
 		{[]string{out, "--group", "chain"}, 2, `--group "chain"`},
 		{[]string{out, "--out", existing}, 2, "--out " + existing + " exists"},
+		{[]string{out, "--clusters", "4", "--probe", "3"}, 2, "--probe 3"},
+		{[]string{out, "--clusters", "-1"}, 2, "--clusters -1"},
+		{[]string{out, "--check-recall", "5"}, 2, "give --clusters too"},
 		{[]string{"weaviate://localhost:1/Photos"}, 2, "not supported"},
 		{[]string{mixed}, 1, "one index holds the vectors of one model"},
 		{[]string{trunc}, 1, index.EmbedsFile},

@@ -11,6 +11,16 @@
 // kernels); memory is the blocks of each goroutine (Options.BlockRows)
 // and the pairs found (at most Options.MaxPairs).
 //
+// With Options.Clusters the search is approximate (SemDeDup's way): a
+// spherical k-means of the images, then the exact pairs within each
+// cluster (and with the images whose second nearest cluster it is), with
+// every row in memory; Options.CheckRecall measures the pairs it misses.
+//
+// Result.NN is each image's nearest-neighbour cosine (over the pairs
+// compared), for a histogram to choose the threshold by (Result.Histogram,
+// Histogram.PNG); GroupsSheet and NearSheet draw the largest groups and
+// the pairs closest to the threshold.
+//
 // Two groupings: Star (the default) visits the images in keep order and
 // lets each image not yet in a group take every neighbour not yet in one,
 // so that every duplicate is within the threshold of the image kept;
@@ -35,6 +45,9 @@ const DefaultThreshold = 0.96
 
 // DefaultBlockRows is Options.BlockRows when 0.
 const DefaultBlockRows = 256
+
+// DefaultNearPairs is Options.NearPairs when 0.
+const DefaultNearPairs = 8
 
 // DefaultMaxPairs is Options.MaxPairs when 0.
 const DefaultMaxPairs = 20_000_000
@@ -106,6 +119,30 @@ type Options struct {
 	// MaxPairs bounds the pairs found (0: DefaultMaxPairs): more is an
 	// error naming the threshold, rather than memory without bound.
 	MaxPairs int
+	// Clusters, when above 0, makes the search approximate: a spherical
+	// k-means of the images into Clusters clusters, then the exact pairs
+	// of each cluster's images only (approx.go). 0 compares every pair.
+	Clusters int
+	// Probe is in how many of its nearest clusters an image is compared
+	// (1 or 2; 0: DefaultProbe), with Clusters.
+	Probe int
+	// Iterations is the k-means rounds (0: DefaultIterations), with
+	// Clusters.
+	Iterations int
+	// CheckRecall, with Clusters, compares this many images drawn with a
+	// fixed seed with every other exactly and reports the fraction of
+	// their pairs the approximate search found (Result.Recall).
+	CheckRecall int
+	// NoNearest skips keeping each image's nearest-neighbour cosine
+	// (Result.NN nil, Result.Histogram empty): a few percent less time.
+	NoNearest bool
+	// NearMargin, when above 0, also searches the pairs of cosine in
+	// [Threshold − NearMargin, Threshold) and keeps the NearPairs closest
+	// of them in Result.Near (they count towards MaxPairs).
+	NearMargin float32
+	// NearPairs is how many pairs below the threshold Result.Near keeps
+	// (0: DefaultNearPairs).
+	NearPairs int
 	// Progress, when not nil, is called as blocks are compared with the
 	// block pairs done and their total, from one goroutine at a time.
 	Progress func(done, total int)
@@ -138,6 +175,17 @@ type Result struct {
 	Images    int // its images read and encoded (the rows compared)
 	Pairs     []Pair
 	Groups    []Group // by kept row
+	// NN is each row's best cosine to any other row (its nearest
+	// neighbour's), NaN for a failed image or an image alone.
+	NN []float32
+	// Clusters is the clusters of the approximate search (0: exact).
+	Clusters int
+	// Recall is the approximate search's measured recall
+	// (Options.CheckRecall), nil when not asked for.
+	Recall *Recall
+	// Near is the pairs closest below the threshold, closest first
+	// (Options.NearMargin), for deciding where the threshold goes.
+	Near []Pair
 }
 
 // Duplicates returns how many images the groups drop.
@@ -164,8 +212,14 @@ func (o *Options) Check() error {
 	default:
 		return fmt.Errorf("dedup: keep rule %d: want first or central", o.Keep)
 	}
-	if o.BlockRows < 0 || o.Workers < 0 || o.MaxPairs < 0 {
-		return fmt.Errorf("dedup: block rows %d, workers %d, max pairs %d: want 0 (the default) or more", o.BlockRows, o.Workers, o.MaxPairs)
+	if o.BlockRows < 0 || o.Workers < 0 || o.MaxPairs < 0 || o.NearPairs < 0 {
+		return fmt.Errorf("dedup: block rows %d, workers %d, max pairs %d, near pairs %d: want 0 (the default) or more", o.BlockRows, o.Workers, o.MaxPairs, o.NearPairs)
+	}
+	if o.Clusters < 0 || o.Probe < 0 || o.Probe > 2 || o.Iterations < 0 || o.CheckRecall < 0 {
+		return fmt.Errorf("dedup: clusters %d, probe %d, iterations %d, recall sample %d: want 0 or more (probe: 0, 1 or 2)", o.Clusters, o.Probe, o.Iterations, o.CheckRecall)
+	}
+	if !(o.NearMargin >= 0 && o.NearMargin < 1) {
+		return fmt.Errorf("dedup: near margin %g: want 0 (none) or more, below 1", o.NearMargin)
 	}
 	return nil
 }
@@ -200,12 +254,28 @@ func Run(ctx context.Context, x *index.Index, o Options) (*Result, error) {
 	if v.images == 0 {
 		return nil, errors.New("dedup: the index holds no image read and encoded (every row is a failed image)")
 	}
-	pairs, err := findPairs(ctx, x, v, o)
+	var nn *nearest
+	if !o.NoNearest {
+		nn = newNearest(v.n)
+	}
+	search := o
+	search.Threshold = o.Threshold - o.NearMargin
+	var pairs []Pair
+	var ap *approx
+	if o.Clusters > 0 {
+		pairs, ap, err = approxPairs(ctx, x, v, search, nn)
+	} else {
+		pairs, err = findPairs(ctx, x, v, search, nn)
+	}
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Threshold: o.Threshold, Rows: v.n, Images: v.images, Pairs: pairs}
-	if res.Groups, err = group(x, v, pairs, o); err != nil {
+	res := &Result{Threshold: o.Threshold, Rows: v.n, Images: v.images, NN: nn.values(), Clusters: o.Clusters}
+	if ap != nil && o.CheckRecall > 0 {
+		res.Recall = ap.checkRecall(v, o.CheckRecall, o.Threshold, pairs)
+	}
+	res.Pairs, res.Near = splitNear(pairs, o.Threshold, o.NearPairs)
+	if res.Groups, err = group(x, v, res.Pairs, o); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -221,5 +291,14 @@ func (o *Options) defaults() {
 	}
 	if o.MaxPairs == 0 {
 		o.MaxPairs = DefaultMaxPairs
+	}
+	if o.Probe == 0 {
+		o.Probe = DefaultProbe
+	}
+	if o.Iterations == 0 {
+		o.Iterations = DefaultIterations
+	}
+	if o.NearPairs == 0 {
+		o.NearPairs = DefaultNearPairs
 	}
 }

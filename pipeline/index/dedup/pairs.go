@@ -53,19 +53,23 @@ func load(x *index.Index) (*vectors, error) {
 
 // block is one goroutine's two blocks: a, rows [a0, a0+ka) as float32
 // normalised, and b, rows [b0, b0+kb) as stored (float16 bits, or float32
-// for other dtypes).
+// for other dtypes); amax and bmax are the best cosine each of their rows
+// met in the compare calls since the last reset (nearest.go).
 type block struct {
-	a      []float32
-	b16    []uint16
-	b32    []float32
-	a0, ka int
-	b0, kb int
+	a          []float32
+	b16        []uint16
+	b32        []float32
+	a0, ka     int
+	b0, kb     int
+	amax, bmax []float32
+	track      bool // keep amax and bmax (Options.NoNearest unset)
 }
 
 // findPairs compares every block of rows with itself and every later
 // block, on o.Workers goroutines taking the first blocks in turn, and
-// returns the pairs at or above the threshold in (A, B) order.
-func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options) ([]Pair, error) {
+// returns the pairs at or above the threshold in (A, B) order; nn gets
+// each row's best cosine to any other.
+func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *nearest) ([]Pair, error) {
 	bs := o.BlockRows
 	nb := (v.n + bs - 1) / bs
 	workers := o.Workers
@@ -91,7 +95,7 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options) ([]Pa
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			blk := &block{a: make([]float32, bs*v.d)}
+			blk := &block{a: make([]float32, bs*v.d), amax: make([]float32, bs), bmax: make([]float32, bs), track: nn != nil}
 			if v.f16 {
 				blk.b16 = make([]uint16, bs*v.d)
 			} else {
@@ -107,6 +111,7 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options) ([]Pa
 					cancel()
 					return
 				}
+				blk.resetA()
 				for j := i; j < nb; j++ {
 					if inner.Err() != nil {
 						return
@@ -117,13 +122,16 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options) ([]Pa
 						return
 					}
 					before := len(out[w])
+					blk.resetB()
 					out[w] = blk.compare(v, o.Threshold, out[w])
+					nn.mergeB(blk)
 					if found.Add(int64(len(out[w])-before)) > int64(o.MaxPairs) {
 						fail(fmt.Errorf("dedup: more than %d pairs of cosine ≥ %g: the threshold is too low for this collection (or raise the pair limit)", o.MaxPairs, o.Threshold))
 						cancel()
 						return
 					}
 				}
+				nn.mergeA(blk)
 				mu.Lock()
 				done += nb - i
 				if o.Progress != nil {
@@ -208,18 +216,38 @@ func (b *block) compare4(v *vectors, t float32, out []Pair) ([]Pair, int) {
 		if same {
 			j = i + 1
 		}
+		// am is the four rows' best cosines over this block b; pen keeps
+		// a failed row of a (a zero vector: cosine 0) below every cosine.
+		am, pen := [4]float32{noCos, noCos, noCos, noCos}, [4]float32{}
+		for k := range pen {
+			if !v.ok[ra+k] {
+				pen[k] = 2 * noCos
+			}
+		}
 		// add appends the pairs of row j+r of b with the four rows of a.
 		add := func(r int) {
 			rb := b.b0 + j + r
 			if !v.ok[rb] {
 				return
 			}
-			inv := v.inv[rb]
+			inv, bm := v.inv[rb], b.bmax[j+r]
 			for k, c := range s[4*r : 4*r+4] {
-				if c *= inv; c >= t && v.ok[ra+k] && (!same || j+r > i+k) {
+				if c = c*inv + pen[k]; same && j+r <= i+k {
+					continue
+				}
+				if b.track {
+					if c > am[k] {
+						am[k] = c
+					}
+					if c > bm {
+						bm = c
+					}
+				}
+				if c >= t {
 					out = append(out, Pair{ra + k, rb, c})
 				}
 			}
+			b.bmax[j+r] = bm
 		}
 		for ; j+2 <= b.kb; j += 2 {
 			halfdot.Dot4x2(b.b16[j*d:(j+2)*d], d, rows, d, d, &s)
@@ -229,6 +257,9 @@ func (b *block) compare4(v *vectors, t float32, out []Pair) ([]Pair, int) {
 		if j < b.kb {
 			halfdot.Dot4(b.b16[j*d:(j+1)*d], rows, d, (*[4]float32)(s[:4]))
 			add(0)
+		}
+		for k, c := range am {
+			b.amax[i+k] = max(b.amax[i+k], c)
 		}
 	}
 	return out, i
@@ -258,7 +289,10 @@ func (b *block) compareRows(v *vectors, t float32, out []Pair, i0 int) []Pair {
 			} else {
 				s = halfdot.DotFloat32(b.b32[j*d:(j+1)*d], a)
 			}
-			if s *= v.inv[rb]; s >= t {
+			if s *= v.inv[rb]; b.track {
+				b.amax[i], b.bmax[j] = max(b.amax[i], s), max(b.bmax[j], s)
+			}
+			if s >= t {
 				out = append(out, Pair{ra, rb, s})
 			}
 		}

@@ -9,7 +9,7 @@ import (
 // outer block: its packed panels are read from memory once per inner
 // block, and the inner block's packing (scalar Go) is paid once per
 // outerBlocks·BlockRows outer rows.
-const outerBlocks = 8
+const outerBlocks = 32
 
 // tiled is the searcher of the halfdot.Tile kernel: the outer block as
 // panels of TileRows normalised float32 rows, each inner block as panels
@@ -18,7 +18,8 @@ const outerBlocks = 8
 // only when one of them reaches the threshold.
 type tiled struct {
 	d      int
-	rows   []float32 // a block as read, float32
+	rows   []float32 // rows as read, float32: an inner block or a chunk of the outer one
+	chunk  int       // rows of a chunk of the outer block: a multiple of TileRows, at least an inner block
 	a, b   []float32 // the outer and inner blocks, packed and normalised
 	a0, ka int
 	out    [halfdot.TileRows * halfdot.TileCols]float32
@@ -26,18 +27,23 @@ type tiled struct {
 
 func newTiled(d, bs int) *tiled {
 	bo := outerBlocks * bs
-	return &tiled{d: d, rows: make([]float32, bo*d),
+	chunk := (bs + halfdot.TileRows - 1) / halfdot.TileRows * halfdot.TileRows
+	return &tiled{d: d, chunk: chunk, rows: make([]float32, chunk*d),
 		a: make([]float32, halfdot.PackedLen(bo, d, halfdot.TileRows)),
 		b: make([]float32, halfdot.PackedLen(bs, d, halfdot.TileCols))}
 }
 
-// outer reads rows [r0, r0+k), normalises and packs them.
+// outer reads rows [r0, r0+k), normalises and packs them, a chunk at a
+// time.
 func (s *tiled) outer(x *index.Index, v *vectors, r0, k int) error {
 	s.a0, s.ka = r0, k
-	if err := x.ReadEmbeds(r0, s.rows[:k*s.d], nil); err != nil {
-		return err
+	for c0 := 0; c0 < k; c0 += s.chunk {
+		n := min(s.chunk, k-c0)
+		if err := x.ReadEmbeds(r0+c0, s.rows[:n*s.d], nil); err != nil {
+			return err
+		}
+		halfdot.Pack(s.a[c0*s.d:], s.rows, v.inv[r0+c0:r0+c0+n], n, s.d, halfdot.TileRows)
 	}
-	halfdot.Pack(s.a, s.rows, v.inv[r0:r0+k], k, s.d, halfdot.TileRows)
 	return nil
 }
 

@@ -31,10 +31,10 @@ func init() {
 type dedupBenchOptions struct {
 	n, dim, planted, block, workers, extrapolate int
 	clusters, probe, recall                      int
-	noNearest                                    bool
+	nearest                                      bool
 	threshold                                    float32
-	dir                                          string
-	json                                         bool
+	dir, python                                  string
+	json, faiss                                  bool
 }
 
 func (o *dedupBenchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -48,9 +48,11 @@ func (o *dedupBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.clusters, "clusters", 0, "approximate search in this many k-means clusters (0: exact)")
 	fs.IntVar(&o.probe, "probe", dedup.DefaultProbe, "with --clusters: each image compared within its 1 or 2 nearest clusters")
 	fs.IntVar(&o.recall, "check-recall", 1000, "with --clusters: images compared with every other exactly to measure the recall (its time is reported apart)")
-	fs.BoolVar(&o.noNearest, "no-nearest", false, "keep no image's nearest-neighbour cosine (as dedup without pictures)")
+	fs.BoolVar(&o.nearest, "nearest", false, "keep each image's nearest-neighbour cosine, as dedup does when it writes its pictures (the row-by-row search then runs, not the tiled one)")
 	fs.StringVar(&o.dir, "dir", "", "folder for the index (default: a temporary one, removed)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
+	fs.BoolVar(&o.faiss, "faiss", false, "also time faiss IndexFlatIP's range_search at the threshold over the same vectors as float32 (python3 with faiss and numpy), and compare its pairs")
+	fs.StringVar(&o.python, "python", "", "the Python interpreter for --faiss (default: the first of python3 and /usr/bin/python3 that imports faiss and numpy, as Debian's python3-faiss installs them)")
 }
 
 // dedupBenchResult is what `condition-bench dedup` reports.
@@ -71,6 +73,8 @@ type dedupBenchResult struct {
 	Clusters, Probe        int           // the approximate search's (0: exact)
 	ExtrapolateClusters    int           // approximate: Clusters × √(Extrapolate/N), the clusters the extrapolation assumes
 	Recall                 *dedup.Recall // approximate: the recall check (Seconds and CPUSeconds end at the last cluster compared, before it)
+	Faiss                  *dedupFaiss
+	FaissError             string `json:"faiss_error,omitempty"`
 }
 
 func runBenchDedup(ctx context.Context, e *env, args []string) error {
@@ -112,7 +116,7 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 	peak := xattnhooks.PeakGFLOPS(halfdot.Impl(), 500*time.Millisecond)
 	c0, _ := cputime.Process()
 	t0 := time.Now()
-	opts := dedup.Options{Threshold: o.threshold, BlockRows: o.block, Workers: workers, Clusters: o.clusters, Probe: o.probe, NoNearest: o.noNearest}
+	opts := dedup.Options{Threshold: o.threshold, BlockRows: o.block, Workers: workers, Clusters: o.clusters, Probe: o.probe, NoNearest: !o.nearest}
 	var tEnd time.Time
 	var cEnd time.Duration
 	if o.clusters > 0 {
@@ -147,6 +151,12 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 	if o.extrapolate > 0 {
 		r.ExtrapolatedSeconds = float64(o.extrapolate) * float64(o.extrapolate-1) / 2 / (r.PairsPerCPUSec * float64(workers))
 	}
+	if o.faiss {
+		e.Log.Info("running faiss")
+		if r.Faiss, err = runDedupFaiss(ctx, o.python, filepath.Join(dir, "index", "000000", index.EmbedsFile), o.threshold, workers, res.Pairs); err != nil {
+			r.FaissError = err.Error()
+		}
+	}
 	if o.clusters > 0 {
 		r.Probe = max(o.probe, 1)
 		return reportApproxDedup(e, &r, o)
@@ -154,12 +164,27 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 	if o.json {
 		return json.NewEncoder(e.Stdout).Encode(r)
 	}
+	printDedupBench(e, o, r)
+	return nil
+}
+
+// printDedupBench prints r as text.
+func printDedupBench(e *env, o dedupBenchOptions, r dedupBenchResult) {
 	fmt.Fprintf(e.Stdout, "dedup N=%d D=%d, %d workers, blocks of %d rows, halfdot %s: %.1f s (%.1f CPU s), %.3g pairs/s (%.3g per CPU s), %.1f GFLOP/s (%.1f per core, %.0f%% of one core's peak %.1f); %d pairs found, %d of %d planted\n",
 		r.N, r.Dim, r.Workers, r.Block, r.Kernel, r.Seconds, r.CPUSeconds, r.PairsPerSec, r.PairsPerCPUSec, r.GFLOPs, r.GFLOPsPerCore, 100*r.GFLOPsPerCore/r.PeakGFLOPs, r.PeakGFLOPs, r.Found, r.PlantedFound, r.Planted)
 	if o.extrapolate > 0 {
-		fmt.Fprintf(e.Stdout, "extrapolated (N² at the measured pairs per CPU second on %d unshared cores; not measured): N=%d in %.0f s (%.1f h)\n", workers, o.extrapolate, r.ExtrapolatedSeconds, r.ExtrapolatedSeconds/3600)
+		fmt.Fprintf(e.Stdout, "extrapolated (N² at the measured pairs per CPU second on %d unshared cores; not measured): N=%d in %.0f s (%.1f h)\n", r.Workers, o.extrapolate, r.ExtrapolatedSeconds, r.ExtrapolatedSeconds/3600)
 	}
-	return nil
+	if f := r.Faiss; f != nil {
+		fmt.Fprintf(e.Stdout, "faiss %s IndexFlatIP range_search (float32, %d threads): %.1f s (%.1f CPU s), %.3g pairs per CPU s; ours %.2f× its CPU time, %.2f× its wall time; %d pairs found, %d only ours, %d only faiss's\n",
+			f.Version, f.Threads, f.Seconds, f.CPUSeconds, r.Pairs/f.CPUSeconds, r.CPUSeconds/f.CPUSeconds, r.Seconds/f.Seconds, f.Found, f.OnlyOurs, f.OnlyIts)
+		if o.extrapolate > 0 {
+			fmt.Fprintf(e.Stdout, "faiss extrapolated (N² at its pairs per CPU second on %d unshared cores; not measured): N=%d in %.0f s\n", r.Workers, o.extrapolate, float64(o.extrapolate)*float64(o.extrapolate-1)/2/(r.Pairs/f.CPUSeconds*float64(r.Workers)))
+		}
+	}
+	if r.FaissError != "" {
+		fmt.Fprintf(e.Stdout, "faiss: not run: %s\n", r.FaissError)
+	}
 }
 
 // writeDedupIndex writes one index part of o.n random unit vectors in

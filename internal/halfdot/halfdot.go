@@ -2,7 +2,9 @@
 // a float32 vector: the kernel of a search over an index stored as
 // float16. Dot runs the assembly kernel this CPU and build support
 // (AVX-512F, or AVX2 with F16C and FMA, on amd64 without the purego tag)
-// and DotGeneric, the portable pure-Go kernel, otherwise.
+// and DotGeneric, the portable pure-Go kernel, otherwise. Tile, over
+// rows converted to float32 and packed (Pack), is the register-blocked
+// kernel of an all-pairs search: twelve rows against 32 at a time.
 package halfdot
 
 import "math"

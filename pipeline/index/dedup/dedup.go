@@ -6,10 +6,13 @@
 //
 // The pairs are exact: every image against every other, in blocks of rows
 // read from the index (never the N×N matrix), on one goroutine per core.
-// A block of rows is converted to float32 and normalised once and dotted
-// with every later block as stored (float16 rows through the halfdot
-// kernels); memory is the blocks of each goroutine (Options.BlockRows)
-// and the pairs found (at most Options.MaxPairs).
+// Where the CPU has AVX-512, an outer block of 32·BlockRows rows is
+// converted to float32, normalised and packed once, and every later block
+// of BlockRows rows likewise, then compared twelve rows by 32 at a time
+// (halfdot.Tile); elsewhere a block of rows is dotted with every later
+// block as stored (halfdot.Dot4x2). Memory is the blocks of each
+// goroutine (Options.BlockRows) and the pairs found (at most
+// Options.MaxPairs).
 //
 // With Options.Clusters the search is approximate (SemDeDup's way): a
 // spherical k-means of the images, then the exact pairs within each
@@ -112,7 +115,8 @@ type Options struct {
 	Group     Grouping
 	Keep      Keep
 	// BlockRows is the rows of a block (0: DefaultBlockRows): each
-	// goroutine holds two blocks, BlockRows·D·(4+4) bytes.
+	// goroutine holds about 34·BlockRows·D·4 bytes where the CPU has
+	// AVX-512 (an outer block of 32 blocks), BlockRows·D·(4+4) elsewhere.
 	BlockRows int
 	// Workers is how many goroutines compare blocks (0: GOMAXPROCS).
 	Workers int

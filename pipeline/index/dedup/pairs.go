@@ -51,7 +51,7 @@ func load(x *index.Index) (*vectors, error) {
 	return v, nil
 }
 
-// block is one goroutine's two blocks: a, rows [a0, a0+ka) as float32
+// block is the row-by-row searcher: one goroutine's two blocks: a, rows [a0, a0+ka) as float32
 // normalised, and b, rows [b0, b0+kb) as stored (float16 bits, or float32
 // for other dtypes); amax and bmax are the best cosine each of their rows
 // met in the compare calls since the last reset (nearest.go).
@@ -65,19 +65,49 @@ type block struct {
 	track      bool // keep amax and bmax (Options.NoNearest unset)
 }
 
-// findPairs compares every block of rows with itself and every later
-// block, on o.Workers goroutines taking the first blocks in turn, and
-// returns the pairs at or above the threshold in (A, B) order; nn gets
-// each row's best cosine to any other.
+// searcher is one goroutine's comparison of an outer block of rows with
+// the inner blocks from its first row on: outer reads the outer block,
+// inner reads an inner block and appends the pairs of an outer row and a
+// later inner row at or above the threshold.
+type searcher interface {
+	outer(x *index.Index, v *vectors, r0, k int) error
+	inner(x *index.Index, v *vectors, r0, k int, t float32, out []Pair) ([]Pair, error)
+}
+
+// newSearcher returns a searcher and its outer block's rows (a multiple
+// of bs): the tiled one (outerBlocks·bs rows) where halfdot has its tile
+// kernel and no nearest cosines are kept (track false), the row-by-row
+// one (bs rows) otherwise.
+func newSearcher(v *vectors, bs int, track bool) (searcher, int) {
+	if !track && halfdot.HasTileKernel() {
+		return newTiled(v.d, bs), outerBlocks * bs
+	}
+	blk := &block{a: make([]float32, bs*v.d), amax: make([]float32, bs), bmax: make([]float32, bs), track: track}
+	if v.f16 {
+		blk.b16 = make([]uint16, bs*v.d)
+	} else {
+		blk.b32 = make([]float32, bs*v.d)
+	}
+	return blk, bs
+}
+
+// findPairs compares every outer block of rows with every inner block
+// (o.BlockRows rows) from its first row on, on o.Workers goroutines taking
+// the outer blocks in turn, and returns the pairs at or above the
+// threshold in (A, B) order; nn, when not nil, gets each row's best
+// cosine to any other.
 func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *nearest) ([]Pair, error) {
 	bs := o.BlockRows
 	nb := (v.n + bs - 1) / bs
+	_, bo := newSearcher(&vectors{d: 0}, bs, nn != nil)
+	per := bo / bs // inner blocks per outer block
+	no := (v.n + bo - 1) / bo
 	workers := o.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = max(1, min(workers, nb))
-	total := nb * (nb + 1) / 2
+	workers = max(1, min(workers, no))
+	total := nb * (nb + 1) / 2 // pairs of blocks of bs rows, the one of Progress
 	var next, found atomic.Int64
 	var mu sync.Mutex // guards done, the progress calls and firstErr
 	done := 0
@@ -95,45 +125,45 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *n
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			blk := &block{a: make([]float32, bs*v.d), amax: make([]float32, bs), bmax: make([]float32, bs), track: nn != nil}
-			if v.f16 {
-				blk.b16 = make([]uint16, bs*v.d)
-			} else {
-				blk.b32 = make([]float32, bs*v.d)
-			}
+			s, _ := newSearcher(v, bs, nn != nil)
+			blk, _ := s.(*block) // the searcher that keeps nearest cosines
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= nb || inner.Err() != nil {
+				if i >= no || inner.Err() != nil {
 					return
 				}
-				if err := blk.readA(x, v, i*bs, min(bs, v.n-i*bs)); err != nil {
+				if err := s.outer(x, v, i*bo, min(bo, v.n-i*bo)); err != nil {
 					fail(err)
 					cancel()
 					return
 				}
-				blk.resetA()
-				for j := i; j < nb; j++ {
+				for j := i * per; j < nb; j++ {
 					if inner.Err() != nil {
 						return
 					}
-					if err := blk.readB(x, v.d, j*bs, min(bs, v.n-j*bs)); err != nil {
+					before := len(out[w])
+					var err error
+					if out[w], err = s.inner(x, v, j*bs, min(bs, v.n-j*bs), o.Threshold, out[w]); err != nil {
 						fail(err)
 						cancel()
 						return
 					}
-					before := len(out[w])
-					blk.resetB()
-					out[w] = blk.compare(v, o.Threshold, out[w])
-					nn.mergeB(blk)
+					if nn != nil {
+						nn.mergeB(blk)
+					}
 					if found.Add(int64(len(out[w])-before)) > int64(o.MaxPairs) {
 						fail(fmt.Errorf("dedup: more than %d pairs of cosine ≥ %g: the threshold is too low for this collection (or raise the pair limit)", o.MaxPairs, o.Threshold))
 						cancel()
 						return
 					}
 				}
-				nn.mergeA(blk)
+				if nn != nil {
+					nn.mergeA(blk)
+				}
 				mu.Lock()
-				done += nb - i
+				for a := i * per; a < min((i+1)*per, nb); a++ {
+					done += nb - a
+				}
 				if o.Progress != nil {
 					o.Progress(done, total)
 				}
@@ -159,6 +189,25 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *n
 		return p.B - q.B
 	})
 	return all, nil
+}
+
+// outer reads the outer block (readA) and forgets its rows' best cosines.
+func (b *block) outer(x *index.Index, v *vectors, r0, k int) error {
+	if err := b.readA(x, v, r0, k); err != nil {
+		return err
+	}
+	b.resetA()
+	return nil
+}
+
+// inner reads an inner block (readB) and compares it with the outer one,
+// its rows' best cosines starting afresh.
+func (b *block) inner(x *index.Index, v *vectors, r0, k int, t float32, out []Pair) ([]Pair, error) {
+	if err := b.readB(x, v.d, r0, k); err != nil {
+		return out, err
+	}
+	b.resetB()
+	return b.compare(v, t, out), nil
 }
 
 // readA reads rows [r0, r0+k) as float32 and normalises them.

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/conditionhq/condition/pipeline/index/dedup"
+)
+
+// dedupFaissScript finds the same pairs with faiss: the float16 rows of
+// the index's .npy as float32, normalised, in an IndexFlatIP, and one
+// range_search of every row at the threshold (faiss keeps inner products
+// above the radius). It reports the search's wall and CPU seconds (the
+// process's, all its threads) and the pairs i < j.
+const dedupFaissScript = `
+import json, sys, time, resource
+import numpy as np, faiss
+cfg = json.load(sys.stdin)
+faiss.omp_set_num_threads(cfg["threads"])
+x = np.ascontiguousarray(np.load(cfg["file"]), dtype=np.float32)
+faiss.normalize_L2(x)
+index = faiss.IndexFlatIP(x.shape[1])
+index.add(x)
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+t, c = time.perf_counter(), cpu()
+lims, D, I = index.range_search(x, cfg["threshold"])
+secs, cpus = time.perf_counter() - t, cpu() - c
+pairs = []
+for q in range(x.shape[0]):
+    for k in range(lims[q], lims[q + 1]):
+        if I[k] > q:
+            pairs.append([q, int(I[k])])
+json.dump({"version": faiss.__version__, "threads": faiss.omp_get_max_threads(), "seconds": secs, "cpu_seconds": cpus, "pairs": pairs}, sys.stdout)
+`
+
+// dedupFaiss is what the faiss script reports, and its pairs against ours.
+type dedupFaiss struct {
+	Version           string   `json:"version"`
+	Threads           int      `json:"threads"`
+	Seconds           float64  `json:"seconds"`
+	CPUSeconds        float64  `json:"cpu_seconds"`
+	Pairs             [][2]int `json:"pairs"`
+	Found             int      // len(Pairs)
+	OnlyOurs, OnlyIts int      // pairs found by one search and not the other
+}
+
+// runDedupFaiss runs dedupFaissScript over the float16 .npy file with py
+// (empty: the first of python3 and /usr/bin/python3 that imports faiss
+// and numpy) and compares its pairs with ours.
+func runDedupFaiss(ctx context.Context, py, file string, threshold float32, threads int, ours []dedup.Pair) (*dedupFaiss, error) {
+	in, err := json.Marshal(map[string]any{"file": file, "threshold": threshold, "threads": threads})
+	if err != nil {
+		return nil, err
+	}
+	if py == "" {
+		py = "python3"
+		for _, c := range []string{"python3", "/usr/bin/python3"} {
+			if exec.CommandContext(ctx, c, "-c", "import faiss, numpy").Run() == nil {
+				py = c
+				break
+			}
+		}
+	}
+	cmd := exec.CommandContext(ctx, py, "-c", dedupFaissScript)
+	cmd.Stdin = bytes.NewReader(in)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %v: %s (install faiss: apt-get install python3-faiss)", py, err, strings.TrimSpace(lastLine(errb.String())))
+	}
+	var f dedupFaiss
+	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
+		return nil, fmt.Errorf("faiss script output: %w", err)
+	}
+	f.Found = len(f.Pairs)
+	theirs := map[[2]int]bool{}
+	for _, p := range f.Pairs {
+		theirs[p] = true
+	}
+	for _, p := range ours {
+		if theirs[[2]int{p.A, p.B}] {
+			delete(theirs, [2]int{p.A, p.B})
+		} else {
+			f.OnlyOurs++
+		}
+	}
+	f.OnlyIts, f.Pairs = len(theirs), nil
+	return &f, nil
+}

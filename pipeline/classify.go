@@ -7,8 +7,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-
-	"github.com/conditionhq/condition/models"
 )
 
 // ClassifyOptions controls Classify.
@@ -104,9 +102,6 @@ func sigmoid(x float64) float64 {
 	z := math.Exp(x)
 	return z / (1 + z)
 }
-
-// Family returns the engine's model family.
-func (e *Engine) Family() models.Family { return e.family }
 
 // Classify scores an encoded image against labels (zero-shot, as CLIP does):
 // each label becomes a prompt (opts.Template), every prompt is encoded in

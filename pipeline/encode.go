@@ -18,6 +18,11 @@ type TextEncoding struct {
 	IDs    []int64     // BOS … EOS [T], no padding
 	Tokens []string    // the tokens of IDs, as the vocabulary spells them
 	Words  []text.Word // the prompt's words over Tokens
+	// Content is the texts of the words that carry content, in order:
+	// those that get a heatmap of their own (Attention.Overlays), neither
+	// special tokens nor stop words ("a", "the", "of", ...). A prompt
+	// without any has nothing to map.
+	Content []string
 	// Truncated says the prompt was cut to the model's context.
 	Truncated bool
 	// States is last_hidden_state [Padded, Width] (after the final layer
@@ -142,6 +147,7 @@ func (e *Engine) encodeTexts(ctx context.Context, prompts []string, tok *text.To
 		if r.Tokens, err = tok.Tokens(row); err == nil {
 			r.Words, err = tok.Words(row)
 		}
+		r.Content = contentWords(r.Words)
 		if err != nil {
 			return nil, &PromptError{Index: i, Text: p, Err: err}
 		}

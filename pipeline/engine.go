@@ -36,7 +36,7 @@ type Options struct {
 	// MLP (ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP). It changes
 	// the patches' joint-space vectors only, never the class token,
 	// image_embeds or ImageEncoding.States, and needs the joint space.
-	Readout Readout
+	Readout clip.Readout
 
 	// Threads is each encoder run's ONNX Runtime intra-op threads and each
 	// attention call's goroutines (0: ONNX Runtime's default and one
@@ -141,7 +141,7 @@ type Engine struct {
 	logitBias    float64 // SigLIP's logit_bias; 0 for CLIP
 	family       models.Family
 	cls          int                // class-token rows before an image's patches: 1 (CLIP) or 0 (SigLIP)
-	readout      Readout            // the vision encoder's readout: "" for raw
+	readout      clip.Readout       // the vision encoder's readout: "" for raw
 	patchHead    *xattn.PoolingHead // SigLIP's joint space: patches through the vision head's value path
 	threads      int                // attention goroutines per call
 	draft        int                // vision.DecodeOptions.Draft for DecodeImage

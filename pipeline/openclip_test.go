@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/conditionhq/condition/models/clip"
 	"math"
 	"os"
 	"path/filepath"
@@ -57,7 +58,7 @@ func TestOpenCLIP(t *testing.T) {
 	}
 	eng := tinyEngine(t, m, Options{Threads: 1, Truncate: true})
 	// The dense readouts read the last layer from OpenCLIP's tensors.
-	for _, r := range []Readout{ReadoutClearCLIP, ReadoutNACLIP, ReadoutPEARL} {
+	for _, r := range []clip.Readout{ReadoutClearCLIP, ReadoutNACLIP, ReadoutPEARL} {
 		if _, err := New(context.Background(), m, Options{Threads: 1, Readout: r}); err != nil {
 			t.Errorf("readout %s: %v", r, err)
 		}

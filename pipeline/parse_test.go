@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"github.com/conditionhq/condition/models/clip"
 	"strings"
 	"testing"
 )
@@ -21,15 +22,15 @@ func TestParseOptions(t *testing.T) {
 			t.Errorf("ParsePrecision(%q): %v, want an error naming it and fp32, int8", s, err)
 		}
 	}
-	for _, want := range []Readout{ReadoutRaw, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP} {
-		if r, err := ParseReadout(string(want)); err != nil || r != want {
-			t.Errorf("ParseReadout(%q) = %q, %v", want, r, err)
+	for _, want := range []clip.Readout{ReadoutRaw, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP} {
+		if r, err := clip.ParseReadout(string(want)); err != nil || r != want {
+			t.Errorf("clip.ParseReadout(%q) = %q, %v", want, r, err)
 		}
 	}
 	for _, s := range []string{"", "dense", "ClearCLIP", "raw "} {
-		_, err := ParseReadout(s)
+		_, err := clip.ParseReadout(s)
 		if err == nil || !strings.Contains(err.Error(), `readout "`+s+`"`) || !strings.Contains(err.Error(), "want one of clearclip, naclip, maskclip, raw") {
-			t.Errorf("ParseReadout(%q): %v, want an error naming it and the four readouts", s, err)
+			t.Errorf("clip.ParseReadout(%q): %v, want an error naming it and the four readouts", s, err)
 		}
 	}
 }

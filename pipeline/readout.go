@@ -7,12 +7,8 @@ import (
 	"github.com/conditionhq/condition/models/clip"
 )
 
-// Readout is how CLIP's joint space reads an image's patch vectors from
-// the vision tower (Options.Readout; see clip.Readout for what each
-// computes).
-type Readout = clip.Readout
-
-// The readouts.
+// The readouts (clip.Readout, Options.Readout; clip.ParseReadout parses
+// their names).
 const (
 	ReadoutRaw       = clip.ReadoutRaw       // the last layer's patch tokens as they are
 	ReadoutClearCLIP = clip.ReadoutClearCLIP // q–q attention of the last layer, no residual, no MLP
@@ -20,10 +16,6 @@ const (
 	ReadoutMaskCLIP  = clip.ReadoutMaskCLIP  // the last layer's values, no attention, no residual, no MLP
 	ReadoutPEARL     = clip.ReadoutPEARL     // query-key attention with keys rotated onto the queries (Procrustes), no residual, no MLP
 )
-
-// ParseReadout returns the readout named s: raw, clearclip, naclip,
-// maskclip or pearl; its error names them all.
-func ParseReadout(s string) (Readout, error) { return clip.ParseReadout(s) }
 
 // defaultReadout returns the readout an engine of model m with layer l
 // takes when Options.Readout is "": ReadoutClearCLIP for CLIP-family
@@ -35,7 +27,7 @@ func ParseReadout(s string) (Readout, error) { return clip.ParseReadout(s) }
 // published figure exists), for TIPSv2 (trained for dense alignment on its
 // raw patch tokens; it also takes ReadoutMaskCLIP, in its authors' form)
 // and for other layers.
-func defaultReadout(m *models.Model, l Layer) Readout {
+func defaultReadout(m *models.Model, l Layer) clip.Readout {
 	if m == nil || !l.joint() || m.Family().Sigmoid() || m.Family() == models.Tipsv2 || m.BuiltIn() {
 		return ReadoutRaw
 	}
@@ -46,7 +38,7 @@ func defaultReadout(m *models.Model, l Layer) Readout {
 // vision encoder takes it), its name, and whether it is the default. The
 // vision encoder refuses a readout it does not know, or one the model's
 // family does not take.
-func resolveReadout(m *models.Model, opts Options) (vision, name Readout, defaulted bool, err error) {
+func resolveReadout(m *models.Model, opts Options) (vision, name clip.Readout, defaulted bool, err error) {
 	r := opts.Readout
 	if r == "" {
 		r, defaulted = defaultReadout(m, opts.Layer), true

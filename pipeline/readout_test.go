@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"github.com/conditionhq/condition/models/clip"
 	"log/slog"
 	"math"
 	"os"
@@ -29,7 +30,7 @@ func TestReadoutJointPatchesMatchTorch(t *testing.T) {
 	}
 	pixels, _ := px.Float32()
 	n := px.Shape[0]
-	for _, r := range []Readout{ReadoutRaw, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutPEARL} {
+	for _, r := range []clip.Readout{ReadoutRaw, ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutPEARL} {
 		eng := tinyEngine(t, m, Options{Readout: r})
 		if got := eng.Options().Readout; got != r {
 			t.Fatalf("Options().Readout = %q, want %q", got, r)
@@ -105,7 +106,7 @@ func TestDefaultReadoutFollowsModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	read := func(ref string) Readout {
+	read := func(ref string) clip.Readout {
 		t.Helper()
 		eng, err := Open(ctx, ref, Options{Model: models.Options{DerivedCache: t.TempDir()}, KeepGraphs: true})
 		if err != nil {

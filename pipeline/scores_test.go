@@ -113,7 +113,7 @@ func TestContentWords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ps[0].ContentWords(); !slices.Equal(got, want) {
+		if got := ps[0].Content; !slices.Equal(got, want) {
 			t.Errorf("%q: content words %q, want %q", prompt, got, want)
 		}
 	}

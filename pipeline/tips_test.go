@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"github.com/conditionhq/condition/models/clip"
 	"math"
 	"os"
 	"path/filepath"
@@ -131,7 +132,7 @@ func TestTips(t *testing.T) {
 			t.Errorf("label %q: probability %v, softmax of the logits %v", l.Text, l.Prob, p)
 		}
 	}
-	for _, r := range []Readout{ReadoutClearCLIP, ReadoutNACLIP} {
+	for _, r := range []clip.Readout{ReadoutClearCLIP, ReadoutNACLIP} {
 		if _, err := New(ctx, m, Options{Readout: r}); err == nil || !strings.Contains(err.Error(), "TIPSv2") || !strings.Contains(err.Error(), string(ReadoutMaskCLIP)) {
 			t.Errorf("readout %s: %v, want an error naming TIPSv2 and maskclip", r, err)
 		}

@@ -30,13 +30,11 @@ func isStopWord(w string) bool { return stopWords[strings.ToLower(strings.TrimSp
 // neither a special token nor a stop word.
 func isContentWord(w text.Word) bool { return !w.Special && !isStopWord(w.Text) }
 
-// ContentWords returns the texts of the prompt's words that carry content,
-// in order: those that get a heatmap of their own (Attention.Overlays),
-// neither special tokens nor stop words ("a", "the", "of", ...). A prompt
-// without any has nothing to map.
-func (t *TextEncoding) ContentWords() []string {
+// contentWords returns the texts of words that carry content, in order
+// (TextEncoding.Content).
+func contentWords(words []text.Word) []string {
 	var out []string
-	for _, w := range t.Words {
+	for _, w := range words {
 		if isContentWord(w) {
 			out = append(out, w.Text)
 		}

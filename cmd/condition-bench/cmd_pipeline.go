@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/cmd/condition-bench/internal/pipebench"
+	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/batch"
 )
@@ -51,7 +52,7 @@ type pipeBenchOptions struct {
 	noArena   bool
 	pin       bool
 	readout   string
-	readouts  []pipeline.Readout // --readout split at commas; [""] for the engine's default
+	readouts  []clip.Readout // --readout split at commas; [""] for the engine's default
 	noJob     bool
 	keep      bool
 	alone     bool
@@ -91,14 +92,14 @@ func (o *pipeBenchOptions) AddFlags(fs *pflag.FlagSet) {
 
 // parseReadouts splits --readout at commas: [""] (the engine's default)
 // when it is empty; each name once.
-func parseReadouts(s string) ([]pipeline.Readout, error) {
+func parseReadouts(s string) ([]clip.Readout, error) {
 	if strings.TrimSpace(s) == "" {
-		return []pipeline.Readout{""}, nil
+		return []clip.Readout{""}, nil
 	}
-	var out []pipeline.Readout
-	seen := map[pipeline.Readout]bool{}
+	var out []clip.Readout
+	seen := map[clip.Readout]bool{}
 	for _, name := range strings.Split(s, ",") {
-		r, err := pipeline.ParseReadout(strings.TrimSpace(name))
+		r, err := clip.ParseReadout(strings.TrimSpace(name))
 		if err != nil {
 			return nil, usagef("--readout: %v", err)
 		}
@@ -112,19 +113,19 @@ func parseReadouts(s string) ([]pipeline.Readout, error) {
 }
 
 type pipeBenchResult struct {
-	Model         string           `json:"model"`
-	Readout       pipeline.Readout `json:"readout"` // the engine's, as it resolved --readout
-	Images        int              `json:"images"`
-	ImageSize     int              `json:"image_size,omitempty"` // side of the synthetic images
-	Batch         int              `json:"batch"`
-	Cores         int              `json:"cores"`
-	Streams       int              `json:"encoder_streams"`
-	Threads       int              `json:"encoder_threads"`
-	EncoderPerSec float64          `json:"encoder_images_per_sec"`
-	JobPerSec     float64          `json:"job_images_per_sec,omitempty"`
-	Ratio         float64          `json:"job_to_encoder_ratio,omitempty"`
-	EncoderCPUms  float64          `json:"encoder_cpu_ms_per_image,omitempty"`
-	JobCPUms      float64          `json:"job_cpu_ms_per_image,omitempty"`
+	Model         string       `json:"model"`
+	Readout       clip.Readout `json:"readout"` // the engine's, as it resolved --readout
+	Images        int          `json:"images"`
+	ImageSize     int          `json:"image_size,omitempty"` // side of the synthetic images
+	Batch         int          `json:"batch"`
+	Cores         int          `json:"cores"`
+	Streams       int          `json:"encoder_streams"`
+	Threads       int          `json:"encoder_threads"`
+	EncoderPerSec float64      `json:"encoder_images_per_sec"`
+	JobPerSec     float64      `json:"job_images_per_sec,omitempty"`
+	Ratio         float64      `json:"job_to_encoder_ratio,omitempty"`
+	EncoderCPUms  float64      `json:"encoder_cpu_ms_per_image,omitempty"`
+	JobCPUms      float64      `json:"job_cpu_ms_per_image,omitempty"`
 	// The encoder's calls, read on their threads (streams of one thread only).
 	EncoderCallCPUms    float64             `json:"encoder_call_cpu_ms_per_image,omitempty"`
 	JobEncoderCallCPUms float64             `json:"job_encoder_call_cpu_ms_per_image,omitempty"`

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/conditionhq/condition/pipeline"
+	"github.com/conditionhq/condition/models/clip"
 )
 
 // TestParseReadouts: --readout empty is the engine's default, a list is
@@ -43,7 +43,7 @@ func TestParseReadouts(t *testing.T) {
 // the pairs of the same repeat: median, lowest and highest.
 func TestCompareReadouts(t *testing.T) {
 	arm := func(name string, rates, cpu []float64) *pipeArm {
-		a := &pipeArm{res: pipeBenchResult{Readout: pipeline.Readout(name)}}
+		a := &pipeArm{res: pipeBenchResult{Readout: clip.Readout(name)}}
 		for i, r := range rates {
 			a.res.Pairs = append(a.res.Pairs, pipeBenchPair{EncoderPerSec: r, EncoderCPUms: cpu[i]})
 		}

@@ -103,7 +103,7 @@ func runAttend(ctx context.Context, e *env, args []string) error {
 		return o.eng.advise(err)
 	}
 	for i, p := range prompts {
-		if len(p.ContentWords()) == 0 {
+		if len(p.Content) == 0 {
 			return usagef("--prompt %d %q has no word to map: every word is a stop word (a, the, of, ...); name what to look for", i, p.Text)
 		}
 	}

@@ -215,7 +215,7 @@ func warnAllUnknown(e *env, eng *pipeline.Engine, p *pipeline.Prompt) {
 	if err != nil {
 		return
 	}
-	if content := len(p.ContentWords()); len(unknown) > 0 && len(unknown) >= content {
+	if content := len(p.Content); len(unknown) > 0 && len(unknown) >= content {
 		e.Log.Warn("the prompt has no word the model knows: its ranking means little", "prompt", quotePrompt(p.Text))
 	}
 }

@@ -31,7 +31,7 @@ type engineFlags struct {
 	maxPixels              int64
 	truncate               bool
 	precision              pipeline.Precision
-	readout                pipeline.Readout // "": the model's default
+	readout                clip.Readout // "": the model's default
 	xattn, prefix          string
 	heads                  int
 	direction              string
@@ -78,7 +78,7 @@ func (f *engineFlags) AddFlags(fs *pflag.FlagSet, has engineFlagSet) {
 		fs.Var(parsed(&f.precision, pipeline.ParsePrecision), "precision", "the encoders' arithmetic: fp32, or int8 (the model's int8 variant, made on first use with a check against fp32 and kept in this program's cache; 8-bit weights on CPUs with VNNI, 7-bit elsewhere; activations quantized per row, so an image's outputs do not depend on its batch)")
 	}
 	if has&withReadout != 0 {
-		fs.Var(parsed(&f.readout, pipeline.ParseReadout), "readout", readoutUsage)
+		fs.Var(parsed(&f.readout, clip.ParseReadout), "readout", readoutUsage)
 	}
 	if has&withLayer != 0 {
 		fs.StringVar(&f.direction, "direction", "both", "image-to-text, text-to-image or both")

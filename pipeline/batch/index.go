@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/pipeline/index"
 	"github.com/conditionhq/condition/tensorio"
@@ -460,7 +461,7 @@ func indexOutQuantize(dst []byte, x []float32) float32 {
 
 // indexReadout is what index.json records of readout r: "" for raw, whose
 // indexes stay as they were.
-func indexReadout(r pipeline.Readout) string {
+func indexReadout(r clip.Readout) string {
 	if r == pipeline.ReadoutRaw {
 		return ""
 	}

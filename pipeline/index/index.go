@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
@@ -104,11 +105,11 @@ func (m *Meta) gridText() string {
 }
 
 // ReadoutName returns Readout, pipeline.ReadoutRaw when absent.
-func (m *Meta) ReadoutName() pipeline.Readout {
+func (m *Meta) ReadoutName() clip.Readout {
 	if m.Readout == "" {
 		return pipeline.ReadoutRaw
 	}
-	return pipeline.Readout(m.Readout)
+	return clip.Readout(m.Readout)
 }
 
 // Item is one image of a part: its row in the arrays and where the

@@ -374,7 +374,7 @@ func TestPageInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		content := map[string]bool{} // the words the engine says carry content
-		for _, w := range ps[0].ContentWords() {
+		for _, w := range ps[0].Content {
 			content[w] = true
 		}
 		for wi, w := range sc.Words {

@@ -83,29 +83,48 @@ func Start(t testing.TB) *Server {
 		t.Fatalf("s3test: weed: %v", err)
 	}
 	s := &Server{bin: bin, dir: t.TempDir()}
-	for i := range s.ports {
-		if s.ports[i], err = freePort(); err != nil {
+	// Another process can take a chosen port between its release here and
+	// weed's bind; weed then exits at once, and a new set of ports is tried.
+	for try := 1; ; try++ {
+		if s.ports, err = freePorts(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(s.ports[3])
-	if err := s.start(); err != nil {
-		t.Fatal(err)
+		s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(s.ports[3])
+		err = s.start()
+		if err == nil {
+			break
+		}
+		if try == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("s3test: a port was taken before weed bound it; trying other ports: %v", firstLine(err))
+		s.dir = t.TempDir() // the master's state names its ports
 	}
 	t.Cleanup(func() { s.Stop() })
 	return s
 }
 
-// freePort returns a port free on 127.0.0.1 whose +10000 (weed's gRPC
-// port for each service) is free too.
-func freePort() (int, error) {
-	for range 100 {
+// freePorts returns four distinct ports free on 127.0.0.1 whose +10000
+// (weed's gRPC port for each service) are free and distinct too. Each is
+// held until all are chosen, so no two are the same.
+func freePorts() ([4]int, error) {
+	var ports [4]int
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for i := 0; i < len(ports); {
+		if len(held) > 400 {
+			return ports, errors.New("s3test: no free port pair")
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return 0, err
+			return ports, fmt.Errorf("s3test: %w", err)
 		}
+		held = append(held, l)
 		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
 		if p+10000 > 65535 {
 			continue
 		}
@@ -113,10 +132,16 @@ func freePort() (int, error) {
 		if err != nil {
 			continue
 		}
-		l2.Close()
-		return p, nil
+		held = append(held, l2)
+		ports[i] = p
+		i++
 	}
-	return 0, errors.New("s3test: no free port pair")
+	return ports, nil
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }
 
 const s3Config = `{"identities": [{"name": "test", "credentials": [{"accessKey": %q, "secretKey": %q}],
@@ -156,6 +181,7 @@ func (s *Server) start() error {
 		select {
 		case <-s.done:
 			b, _ := os.ReadFile(filepath.Join(s.dir, "weed.log"))
+			s.stopLocked()
 			return fmt.Errorf("s3test: weed exited:\n%s", tail(b))
 		default:
 		}

@@ -26,7 +26,7 @@ var flagLine = regexp.MustCompile(`^\s+(?:-\S, )?(--\S+)(.*?)\s{2,}\S`)
 // with the message on stderr.
 func TestHelp(t *testing.T) {
 	names := subcommandNames()
-	if strings.Join(names, " ") != "dedup graphs naflex pipeline query serve xattn" {
+	if strings.Join(names, " ") != "dedup graphs naflex pipeline query serve video xattn" {
 		t.Fatalf("subcommands %v", names)
 	}
 	code, out, errs := runCLI(t, "--help")
@@ -56,7 +56,8 @@ func TestHelp(t *testing.T) {
 		{"xattn", "--threads", "0"}, {"pipeline", "--n", "0"}, {"pipeline", "--threads", "-1"}, {"pipeline", "--precision", "int9"},
 		{"pipeline", "--precision", "int8", "--variant", "fp16"}, {"pipeline", "--readout", "dense"}, {"pipeline", "--readout", "raw,raw"},
 		{"pipeline", "--readout", "raw,clearclip", "--tune"}, {"pipeline", "--readout", "raw,naclip", "--rss"}, {"pipeline", "--no-job", "--tune"},
-		{"graphs"}, {"xattn", "--nope"}, {"dedup", "--n", "1"}, {"dedup", "--threshold", "0"}, {"dedup", "extra"}, {"dedup", "--clusters", "-1"}, {"dedup", "--probe", "3"}} {
+		{"graphs"}, {"xattn", "--nope"}, {"dedup", "--n", "1"}, {"dedup", "--threshold", "0"}, {"dedup", "extra"}, {"dedup", "--clusters", "-1"}, {"dedup", "--probe", "3"},
+		{"video", "--fps", "0"}, {"video", "extra"}, {"video", "--width", "15"}, {"video", "--batch", "0"}} {
 		code, out, errs := runCLI(t, args...)
 		if code != exitUsage || out != "" || errs == "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and a message on stderr", args, code, out, errs, exitUsage)

@@ -34,20 +34,36 @@ func PID(pid int) (time.Duration, bool) {
 	return parseStatCPU(b)
 }
 
+// Children returns the user plus system CPU time of this process's
+// children that have ended and been waited for (cutime and cstime of
+// /proc/self/stat; Linux; false elsewhere): the programs a job runs, such as
+// ffmpeg decoding a video, whose CPU Process does not count.
+func Children() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	return parseStatFields(b, 13)
+}
+
 // parseStatCPU reads utime and stime (fields 14 and 15) from the text of
 // /proc/PID/stat. The command name (field 2) is in parentheses and may
 // hold spaces and parentheses itself, so fields are counted from the last ')'.
-func parseStatCPU(b []byte) (time.Duration, bool) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
+func parseStatCPU(b []byte) (time.Duration, bool) { return parseStatFields(b, 11) }
+
+// parseStatFields adds the two tick counts at f[i] and f[i+1], f[0] being
+// field 3 of /proc/PID/stat (utime and stime at 11, cutime and cstime at 13).
+func parseStatFields(b []byte, i int) (time.Duration, bool) {
+	j := bytes.LastIndexByte(b, ')')
+	if j < 0 {
 		return 0, false
 	}
-	f := bytes.Fields(b[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 13 {
+	f := bytes.Fields(b[j+1:]) // f[0] is field 3 (state)
+	if len(f) < i+2 {
 		return 0, false
 	}
-	u, err1 := strconv.ParseInt(string(f[11]), 10, 64)
-	s, err2 := strconv.ParseInt(string(f[12]), 10, 64)
+	u, err1 := strconv.ParseInt(string(f[i]), 10, 64)
+	s, err2 := strconv.ParseInt(string(f[i+1]), 10, 64)
 	if err1 != nil || err2 != nil || u < 0 || s < 0 {
 		return 0, false
 	}

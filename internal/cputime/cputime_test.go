@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"runtime"
 	"testing"
 	"time"
@@ -29,6 +30,42 @@ func TestParseStatCPU(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s: parseStatCPU = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
+	}
+	// Fields 16 and 17 (cutime, cstime) are 0 and 0 in tail; 120 and 7 here.
+	const children = " S 1 2 3 0 -1 4194560 5000 0 3 0 250 31 120 7 20 0 9 0"
+	if got, ok := parseStatFields([]byte("1234 (condition)"+children), 13); got != 1270*time.Millisecond || !ok {
+		t.Errorf("children: parseStatFields = %v, %v; want 1.27s, true", got, ok)
+	}
+}
+
+// TestChildren: a child that spins for a while and is waited for adds its
+// CPU time to Children, not to Process.
+func TestChildren(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Children reads /proc/self/stat, which only Linux has")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to run as a child")
+	}
+	c0, ok := Children()
+	if !ok {
+		t.Fatal("Children: /proc/self/stat unreadable on Linux")
+	}
+	p0, _ := Process()
+	// About 0.2-1 s of CPU in the shell's arithmetic loop.
+	cmd := exec.Command(sh, "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := Children()
+	p1, _ := Process()
+	child := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if got := c1 - c0; got < child-20*time.Millisecond || got > child+20*time.Millisecond || got < 50*time.Millisecond {
+		t.Errorf("Children grew by %v; the child used %v (rusage)", got, child)
+	}
+	if p1-p0 > (c1-c0)/2 {
+		t.Errorf("Process grew by %v while the child ran %v: the child's time counted as the parent's", p1-p0, c1-c0)
 	}
 }
 

@@ -130,21 +130,8 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 	sort.Strings(rep.Duplicated)
 	rep.IndexMissing = mergeIndexMissing(dir, merged)
 	if len(inputs) > 0 {
-		want := map[string]bool{}
-		err := Walk(ctx, inputs, func(it Item) error {
-			want[it.Rel] = true
-			if _, ok := merged[it.Rel]; !ok {
-				rep.Missing = append(rep.Missing, it.Rel)
-			}
-			return nil
-		}, func(string, error) error { return nil })
-		if err != nil {
+		if err := rep.checkInputs(ctx, inputs, merged, paths); err != nil {
 			return nil, err
-		}
-		for _, p := range paths {
-			if !want[p] {
-				rep.Unexpected = append(rep.Unexpected, p)
-			}
 		}
 	}
 	if single {
@@ -163,6 +150,41 @@ func Merge(ctx context.Context, dir string, inputs []string) (*MergeReport, erro
 		return nil, fmt.Errorf("batch: merge: %w", err)
 	}
 	return rep, nil
+}
+
+// checkInputs walks inputs with the job's rules and lists in rep the
+// inputs no shard reported and the reported paths that are not inputs. A
+// video is one input, reported by its frames (entries whose Video is its
+// path) or by its own failed entry; it is not decoded, so its frames are
+// checked whatever sampling the job had.
+func (rep *MergeReport) checkInputs(ctx context.Context, inputs []string, merged map[string]Entry, paths []string) error {
+	videos := map[string]bool{}
+	for _, e := range merged {
+		if e.Video != "" {
+			videos[e.Video] = true
+		}
+	}
+	sources, err := resolveInputs(inputs)
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	err = walk(ctx, sources, nil, walkOptions{videoWhole: true}, func(it Item) error {
+		want[it.Rel] = true
+		if _, ok := merged[it.Rel]; !ok && !videos[it.Rel] {
+			rep.Missing = append(rep.Missing, it.Rel)
+		}
+		return nil
+	}, func(string, error) error { return nil })
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if !want[p] && !want[merged[p].Video] {
+			rep.Unexpected = append(rep.Unexpected, p)
+		}
+	}
+	return nil
 }
 
 // HasCollection reports whether the job wrote a collection in Weaviate

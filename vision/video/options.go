@@ -32,6 +32,12 @@ type Options struct {
 	// MaxPixels refuses videos whose frames (upright) have more pixels,
 	// from the header: 0 means vision.DefaultMaxPixels, negative no limit.
 	MaxPixels int64
+	// MaxSpool bounds the bytes of a stream that Decode writes to a
+	// temporary file when it cannot be read from a pipe (see Decode): 0
+	// means DefaultMaxSpool, negative never. TempDir is where ("" is
+	// os.TempDir).
+	MaxSpool int64
+	TempDir  string
 	// FFmpeg and FFprobe are the programs' paths or names; "" looks up
 	// "ffmpeg" and "ffprobe" on PATH.
 	FFmpeg, FFprobe string

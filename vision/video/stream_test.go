@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"image"
+	"image/color"
+	"image/draw"
 	"io"
 	"os"
 	"strings"
@@ -117,4 +120,51 @@ func mustReadFile(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestVideoScene: on a generated video at 10 frames a second with a cut at
+// 2.0 s (a green square moving a little on grey, then a blue triangle on
+// beige), scene sampling keeps the first frame and the cut's frame, at
+// ffprobe's times and with ffmpeg's pixels, and no frame within a scene;
+// a threshold over the cut's score keeps the first frame alone.
+func TestVideoScene(t *testing.T) {
+	var frames []image.Image
+	for k := range 20 {
+		frames = append(frames, drawn(color.RGBA{128, 128, 128, 255}, color.RGBA{30, 170, 50, 255}, 20+k, 30))
+	}
+	for k := range 15 {
+		frames = append(frames, drawn(color.RGBA{200, 190, 150, 255}, color.RGBA{30, 70, 225, 255}, 24, 20-k/2))
+	}
+	v := videotest.Make(t, t.TempDir(), "cut.mp4", frames, 10, "-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", "12")
+	r := newReference(t, v)
+	got, _ := decodeAll(t, v, Options{Sampling: SampleScene})
+	want := []int{0, 20}
+	if len(got) != len(want) {
+		var ts []string
+		for _, f := range got {
+			ts = append(ts, Seconds(f.Time))
+		}
+		t.Fatalf("scene frames at %v, want the frames at 0 and 2 s", ts)
+	}
+	for k, f := range got {
+		i := want[k]
+		if f.PTS != r.fts[i].PTS || f.TimeBase != r.tb || !bytes.Equal(f.Image.Pix, r.refs[i].(*image.RGBA).Pix) {
+			t.Fatalf("scene frame %d: pts %d, want ffprobe's frame %d (pts %d) with ffmpeg's pixels", k, f.PTS, i, r.fts[i].PTS)
+		}
+	}
+	if Seconds(got[1].Time) != "2.000000" {
+		t.Fatalf("the cut's frame at %s s, want 2", Seconds(got[1].Time))
+	}
+	if got, _ := decodeAll(t, v, Options{Sampling: SampleScene, Scene: 0.99}); len(got) != 1 || got[0].PTS != r.fts[0].PTS {
+		t.Fatalf("threshold 0.99: %d frames, want the first alone", len(got))
+	}
+}
+
+// drawn is a 64×64 picture: a square of 20 pixels of colour fg at x, y on
+// bg.
+func drawn(bg, fg color.RGBA, x, y int) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, 64, 64))
+	draw.Draw(img, img.Rect, image.NewUniform(bg), image.Point{}, draw.Src)
+	draw.Draw(img, image.Rect(x, y, x+20, y+20), image.NewUniform(fg), image.Point{}, draw.Src)
+	return img
 }

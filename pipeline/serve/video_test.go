@@ -93,6 +93,7 @@ func TestAttendVideo(t *testing.T) {
 	if strings.Join(times, " ") != "0.000000 0.500000 1.000000 1.500000" || res.Grid != [2]int{8, 8} || res.Size != [2]int{96, 64} {
 		t.Fatalf("frames at %v, grid %v, size %v", times, res.Grid, res.Size)
 	}
+	t.Logf("grid %v, frame_size %v, crop %v, frames at %v", res.Grid, res.Size, res.Crop, times)
 	for k, png := range framePNGs(t, v, 0, 5, 10, 15) {
 		var a attendResponse
 		if code, _, raw := post(t, ts.URL, "/v1/attend", map[string]any{"image": dataURI(png), "prompts": []string{"a yellow square"}, "heatmaps": true}, &a); code != 200 {

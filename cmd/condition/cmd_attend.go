@@ -38,7 +38,7 @@ func (o *attendOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON (maps included)")
 	fs.BoolVar(&o.windows, "windows", false, windowsUsage)
 	fs.Float64Var(&o.fps, "fps", video.DefaultFPS, "frames per second of a video attended, the first frame at or after each k/FPS seconds (as run)")
-	fs.StringVar(&o.frames, "frames", "fps", "which frames of a video are attended: fps (see --fps), all, or keyframes")
+	fs.StringVar(&o.frames, "frames", "fps", "which frames of a video are attended: fps (see --fps), all, keyframes, or scene[:THRESHOLD] (as run)")
 	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout)
 }
 

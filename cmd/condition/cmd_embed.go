@@ -21,6 +21,7 @@ import (
 	"github.com/conditionhq/condition/pipeline/batch"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
+	"github.com/conditionhq/condition/vision/video"
 )
 
 // embedOptions are the flags of `condition embed`.
@@ -31,6 +32,8 @@ type embedOptions struct {
 	JSON    bool
 	Batch   int
 	Streams int
+	fps     float64
+	frames  string
 }
 
 func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
@@ -39,10 +42,12 @@ func (o *embedOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	fs.IntVar(&o.Batch, "batch", 16, "images per vision encoder call")
 	fs.IntVar(&o.Streams, "streams", 0, "vision encoder batches run at once, as for run (0: with --threads 0, min(cores, 4) batches of cores/streams ONNX Runtime threads; with --threads N, one)")
+	fs.Float64Var(&o.fps, "fps", video.DefaultFPS, "frames per second of a video embedded, the first frame at or after each k/FPS seconds (as run)")
+	fs.StringVar(&o.frames, "frames", "fps", "which frames of a video are embedded: fps (see --fps), all, keyframes, or scene[:THRESHOLD] (as run)")
 	o.eng.AddFlags(fs, withImages|withPrompts|withPrecision|withReadout|withStreams)
 }
 
-const embedUsage = `embed [--model REF] [--prompt TEXT]... [IMAGE|FOLDER...] [--out F.safetensors|F.npz] [--json]
+const embedUsage = `embed [--model REF] [--prompt TEXT]... [IMAGE|VIDEO|FOLDER...] [--out F.safetensors|F.npz] [--json]
 
 Encodes the prompts with the model's text encoder and the images with its
 vision encoder (a folder gives the images under it, walked as run walks
@@ -52,6 +57,10 @@ the cosine of their embeddings and the logit exp(logit_scale) x cosine
 (Hugging Face's logits_per_image; SigLIP adds its logit_bias, and scores each
 prompt on its own: probs_per_image = sigmoid(logits)). logit_scale comes
 from model.safetensors, else from config.json.
+
+A video (.mp4 .mkv .webm .mov .avi .m4v, decoded by FFmpeg) gives one
+embedding per sampled frame (--fps, --frames, as run), named
+VIDEO#t=SECONDS; in --json each such image also has its video and time.
 
 Images go through the vision encoder as run's do: --streams batches of
 --batch images at once, each stream decoding its next batch while the
@@ -110,8 +119,10 @@ type embedPrompt struct {
 }
 
 type embedImage struct {
-	Path        string    `json:"path"`
-	Grid        [2]int    `json:"grid"` // patch rows, columns
+	Path        string    `json:"path"`            // a video's frame: VIDEO#t=SECONDS
+	Video       string    `json:"video,omitempty"` // a video's frame: the video
+	Time        *float64  `json:"time,omitempty"`  // a video's frame: its presentation time in seconds
+	Grid        [2]int    `json:"grid"`            // patch rows, columns
 	ImageEmbeds []float32 `json:"image_embeds"`
 }
 
@@ -148,14 +159,18 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 	if _, err := o.eng.options(pipeline.Options{}); err != nil {
 		return err
 	}
-	paths, err := embedInputs(ctx, fs.Args())
+	ins, err := embedInputs(ctx, fs.Args())
+	if err != nil {
+		return err
+	}
+	vo, err := embedSampling(&o, fs, ins)
 	if err != nil {
 		return err
 	}
 	// Images go through the encoder as run's do; prompts alone, in one text
 	// encoder call, take every thread.
 	base := pipeline.Options{Batch: o.Batch}
-	if len(paths) > 0 {
+	if len(ins) > 0 {
 		base.Streams, base.NoSpinning = autoStreams(o.Streams), true
 	}
 	eng, err := o.eng.open(ctx, e, base)
@@ -183,16 +198,21 @@ func runEmbed(ctx context.Context, e *env, args []string) error {
 		pj, _ := json.Marshal(o.Prompts)
 		meta["prompts"] = string(pj)
 	}
-	if len(paths) > 0 {
+	if len(ins) > 0 {
 		t := time.Now()
-		if images, paths, failed, err = embedImages(ctx, eng, paths, pipeline.StreamOptions{Batch: o.Batch}); err != nil {
+		d, err := embedAll(ctx, eng, ins, vo, pipeline.StreamOptions{Batch: o.Batch})
+		if err != nil {
 			return err
 		}
-		d := time.Since(t)
+		images, failed = d.encs, d.failed
+		elapsed := time.Since(t)
 		e.Log.Debug("embed: images encoded", "images", len(images), "streams", eng.Streams(), "threads", eng.Threads(), "batch", o.Batch,
-			"elapsed", d.Round(time.Millisecond), "images_per_s", math.Round(10*float64(len(images))/d.Seconds())/10)
-		if res.Images, err = imageTensors(eng, m, images, paths, tensors, meta); err != nil {
+			"elapsed", elapsed.Round(time.Millisecond), "images_per_s", math.Round(10*float64(len(images))/elapsed.Seconds())/10)
+		if res.Images, err = imageTensors(eng, m, images, d.names, tensors, meta); err != nil {
 			return err
+		}
+		for i := range res.Images {
+			res.Images[i].Video, res.Images[i].Time = d.videos[i], d.times[i]
 		}
 	}
 	if len(texts) > 0 && len(images) > 0 {
@@ -362,32 +382,49 @@ func failedImages(e *env, failed []error, total int) error {
 	return exitError{code: exitFailed, msg: fmt.Sprintf("%d of %d images failed (the others were embedded): %v", len(failed), total, failed[0])}
 }
 
-// embedInputs turns the image arguments into image files, before any work:
-// a file is taken as it is, a folder gives the images under it as run walks
-// them (batch.Walk). A missing path, or a folder without images, is a
-// usage error naming it.
-func embedInputs(ctx context.Context, args []string) ([]string, error) {
-	var paths []string
+// embedInputs turns the image and video arguments into inputs, before
+// any work: a file is taken as it is (a video by its extension), a folder
+// gives the images and videos under it as run walks them (batch.List). A
+// missing path, or a folder without any, is a usage error naming it.
+func embedInputs(ctx context.Context, args []string) ([]embedInput, error) {
+	var ins []embedInput
 	for _, a := range args {
 		st, err := os.Stat(a)
 		if errors.Is(err, iofs.ErrNotExist) {
-			return nil, usagef("no image or folder %s", shown(a))
+			return nil, usagef("no image, video or folder %s", shown(a))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("embed: %w", err)
 		}
-		n := len(paths)
-		if err := batch.Walk(ctx, []string{a}, func(it batch.Item) error {
-			paths = append(paths, it.Path)
+		n := len(ins)
+		if err := batch.List(ctx, []string{a}, func(it batch.Item) error {
+			ins = append(ins, embedInput{path: it.Path, video: video.IsName(it.Path)})
 			return nil
 		}, nil); err != nil {
 			return nil, fmt.Errorf("embed: %w", err)
 		}
-		if st.IsDir() && len(paths) == n {
-			return nil, usagef("folder %s holds no images (files named %s, any case)", shown(a), strings.Join(imageExtensions(), ", "))
+		if st.IsDir() && len(ins) == n {
+			return nil, usagef("folder %s holds no images (files named %s, any case) or videos (%s)", shown(a), strings.Join(imageExtensions(), ", "), strings.Join(video.Exts(), ", "))
 		}
 	}
-	return paths, nil
+	return ins, nil
+}
+
+// embedSampling parses --fps and --frames, which are for videos only.
+func embedSampling(o *embedOptions, fs *pflag.FlagSet, ins []embedInput) (video.Options, error) {
+	vo, err := videoSampling(o.frames, o.fps, o.eng.maxPixels)
+	if err != nil {
+		return vo, err
+	}
+	for _, in := range ins {
+		if in.video {
+			return vo, nil
+		}
+	}
+	if fs.Changed("fps") || fs.Changed("frames") {
+		return vo, usagef("--fps and --frames are for videos (%s); no input is one", strings.Join(video.Exts(), " "))
+	}
+	return vo, nil
 }
 
 // imageExtensions lists the extensions a folder walk takes.
@@ -403,8 +440,7 @@ func imageExtensions() []string {
 
 // embedImages decodes and encodes the images, in order, on the encoder
 // streams of opts, and returns the encodings and paths of those that
-// worked and an error naming each that failed (to read or decode); with
-// none that worked, an error.
+// worked and an error naming each that failed (to read or decode).
 func embedImages(ctx context.Context, eng *pipeline.Engine, paths []string, opts pipeline.StreamOptions) (encs []pipeline.ImageEncoding, done []string, failed []error, err error) {
 	encs = make([]pipeline.ImageEncoding, 0, len(paths))
 	err = eng.EncodeImageStream(ctx, len(paths), func(i int) ([]byte, error) { return os.ReadFile(paths[i]) }, opts, func(r pipeline.ImageResult) error {
@@ -419,11 +455,8 @@ func embedImages(ctx context.Context, eng *pipeline.Engine, paths []string, opts
 		}
 		return nil
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, nil, nil, err
-	case len(encs) == 0 && len(failed) > 0:
-		return nil, nil, nil, fmt.Errorf("embed: no image could be embedded: %w", errors.Join(failed...))
 	}
 	return encs, done, failed, nil
 }

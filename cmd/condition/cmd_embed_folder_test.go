@@ -41,7 +41,7 @@ func TestEmbedWalksFolders(t *testing.T) {
 		want []string
 	}{
 		{[]string{empty}, []string{"folder " + empty + " holds no images", ".png"}},
-		{[]string{filepath.Join(dir, "nope")}, []string{"no image or folder " + filepath.Join(dir, "nope")}},
+		{[]string{filepath.Join(dir, "nope")}, []string{"no image, video or folder " + filepath.Join(dir, "nope")}},
 		{[]string{dir, filepath.Join(dir, "nope.jpg")}, []string{"nope.jpg"}},
 	} {
 		code, _, errs := embedCLI(t, append([]string{"embed", "--model", "default", "-p", "a red circle"}, c.args...)...)

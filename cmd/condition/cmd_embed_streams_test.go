@@ -23,7 +23,11 @@ func TestEmbedStreamsSameOutput(t *testing.T) {
 	orttest.Load(t)
 	dir := t.TempDir()
 	writeImages(t, dir, 11)
-	paths, err := embedInputs(context.Background(), []string{dir})
+	ins, err := embedInputs(context.Background(), []string{dir})
+	var paths []string
+	for _, in := range ins {
+		paths = append(paths, in.path)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

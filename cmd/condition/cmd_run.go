@@ -96,7 +96,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display (the final summary and errors still print)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.Float64Var(&o.fps, "fps", video.DefaultFPS, "videos (.mp4 .mkv .webm .mov .avi .m4v, decoded by FFmpeg): frames per second kept, the first frame at or after each k/FPS seconds")
-	fs.StringVar(&o.frames, "frames", "fps", "videos: which frames are items: fps (see --fps), all, or keyframes")
+	fs.StringVar(&o.frames, "frames", "fps", "videos: which frames are items: fps (see --fps), all, keyframes, or scene[:THRESHOLD] (where the picture changes: ffmpeg's scene score over THRESHOLD, default 0.3, and the first frame)")
 	o.eng.AddFlags(fs, withImages|withPrompts|withLayer|withPrecision|withReadout|withStreams)
 }
 
@@ -327,14 +327,14 @@ func (o *runOptions) checkVideo() (err error) {
 
 // videoSampling parses --frames and --fps (run's and attend's).
 func videoSampling(frames string, fps float64, maxPixels int64) (video.Options, error) {
-	s, err := video.ParseSampling(frames)
+	s, scene, err := video.ParseFrames(frames)
 	if err != nil {
-		return video.Options{}, usagef("--frames %q: want fps, all or keyframes", frames)
+		return video.Options{}, usagef("--frames %q: want fps, all, keyframes, or scene[:THRESHOLD] with a threshold between 0 and 1 (scene:0.3)", frames)
 	}
 	if !(fps > 0) || fps > 1e6 {
 		return video.Options{}, usagef("--fps %v: want a positive number of frames per second", fps)
 	}
-	return video.Options{Sampling: s, FPS: fps, MaxPixels: maxPixels}, nil
+	return video.Options{Sampling: s, FPS: fps, Scene: scene, MaxPixels: maxPixels}, nil
 }
 
 // collectionConfig returns the job's collection in Weaviate, nil without

@@ -34,6 +34,7 @@ type serveOptions struct {
 	maxBody     int64
 	maxPrompts  int
 	maxItems    int
+	maxFrames   int
 	maxChars    int
 	index       string
 	partial     bool
@@ -55,6 +56,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in bytes")
 	fs.IntVar(&o.maxPrompts, "max-prompts", 32, "prompts (or labels) per request")
 	fs.IntVar(&o.maxItems, "max-items", 64, "inputs per embeddings request")
+	fs.IntVar(&o.maxFrames, "max-video-frames", 32, "sampled frames of the videos of one request (/v1/attend, /v1/embeddings; decoded by FFmpeg): more is refused with too_many_frames")
 	fs.IntVar(&o.maxChars, "max-chars", 4096, "characters per prompt")
 	fs.StringVar(&o.index, "index", "", "a job's index (run --index: its output folder or store prefix, or a collection in Weaviate, weaviate://HOST:PORT/Name, API key from $"+weaviateKeyEnv+") for POST /v1/search; the model defaults to the index's")
 	fs.BoolVar(&o.partial, "partial", false, "with --index, search the whole parts of an index some of whose parts are incomplete")
@@ -102,7 +104,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	srv, err := serve.New(serve.Options{Engine: eng, Index: idx, MaxBatch: o.maxBatch, MaxWait: maxWait, Workers: eng.Streams(), MaxQueue: o.maxQueue,
-		PromptCache: cache, MaxBodyBytes: o.maxBody, MaxPrompts: o.maxPrompts, MaxItems: o.maxItems, MaxChars: o.maxChars,
+		PromptCache: cache, MaxBodyBytes: o.maxBody, MaxPrompts: o.maxPrompts, MaxItems: o.maxItems, MaxChars: o.maxChars, MaxVideoFrames: o.maxFrames,
 		Token: o.token, Log: e.Log})
 	if err != nil {
 		return err
@@ -186,8 +188,8 @@ func (o *serveOptions) openIndex(ctx context.Context, e *env, fs *pflag.FlagSet)
 // token from the environment when --token is not given, and sets the log
 // format; base is the engine's options as the flags give them.
 func (o *serveOptions) check(e *env, base pipeline.Options) error {
-	if o.maxBatch < 1 || o.maxQueue < 1 || o.maxBody < 1 || o.maxPrompts < 1 || o.maxItems < 1 || o.maxChars < 1 {
-		return usagef("--max-batch, --max-queue, --max-body, --max-prompts, --max-items and --max-chars must be at least 1")
+	if o.maxBatch < 1 || o.maxQueue < 1 || o.maxBody < 1 || o.maxPrompts < 1 || o.maxItems < 1 || o.maxChars < 1 || o.maxFrames < 1 {
+		return usagef("--max-batch, --max-queue, --max-body, --max-prompts, --max-items, --max-chars and --max-video-frames must be at least 1")
 	}
 	if o.streams < 0 || o.cache < 0 || o.maxWait < 0 || o.grace < 0 {
 		return usagef("--streams, --prompt-cache, --max-wait and --grace must be 0 or more")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/conditionhq/condition/internal/objstore"
 	"github.com/conditionhq/condition/vision"
+	"github.com/conditionhq/condition/vision/video"
 )
 
 // isTarName reports whether name is a WebDataset shard the walk reads: a
@@ -26,12 +27,15 @@ type sample struct {
 	member  string // the image's member name
 	caption string
 	err     error
+	done    bool // its video member was decoded, its frames emitted
 }
 
 // tar walks a WebDataset shard (img2dataset's layout): members grouped by
 // key (the member name up to the first dot of its base name), one image
 // per key (the first member with an image extension), its caption from a
-// .txt member or the "caption" field of a .json member. Each sample is an
+// .txt member or the "caption" field of a .json member. A key whose first
+// image-or-video member is a video (see video.IsName) is decoded as it is
+// read, into its frames' items (see tarVideo). Each sample is an
 // Item named <rel>/<key>.<ext>, carrying its bytes (none when listing) and
 // assigned to shards by rel, the tar shard. A member that cannot be read
 // ends the shard with a failed item; a key that would leave the shard
@@ -56,18 +60,18 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 		}
 		s := cur
 		cur = nil
+		if s.done {
+			return nil
+		}
 		it := Item{Path: p, Unit: rel, Data: s.image, Caption: s.caption, Err: s.err, Member: true, MemberName: s.member}
-		clean := path.Clean(s.key)
-		if path.IsAbs(s.key) || clean == ".." || strings.HasPrefix(clean, "../") {
-			it.Rel, it.Err = rel+"/"+safeName(s.key), fmt.Errorf("tar member %q leaves the shard; not read", s.key)
+		name, err := sampleName(rel, s.key, s.ext)
+		if err != nil {
+			it.Rel, it.Err = name, err
 			return w.emit(it)
 		}
-		it.Rel = rel + "/" + clean + "." + s.ext
-		if s.ext == "" {
-			if s.err == nil {
-				return nil // a sample with no image (a caption alone, metadata)
-			}
-			it.Rel = rel + "/" + clean
+		it.Rel = name
+		if s.ext == "" && s.err == nil {
+			return nil // a sample with no image (a caption alone, metadata)
 		}
 		return w.emit(it)
 	}
@@ -122,6 +126,11 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 				}
 				cur.err = fmt.Errorf("tar member %s: %w", h.Name, err)
 			}
+		case video.IsName("x."+ext) && cur.ext == "":
+			cur.ext, cur.member = ext, h.Name
+			if err := w.tarVideo(p, rel, cur, tr); err != nil {
+				return err
+			}
 		case (ext == "txt" || ext == "json") && !w.listOnly:
 			b, err := readMember(tr, h)
 			if err != nil {
@@ -140,6 +149,38 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 		}
 	}
 	return flush()
+}
+
+// sampleName is the item name of a shard's sample of key whose image or
+// video has extension ext ("" for none): rel/key.ext; or, for a key that
+// would leave the shard ("../x", "/x"), a name in the shard and an error.
+func sampleName(rel, key, ext string) (string, error) {
+	clean := path.Clean(key)
+	if path.IsAbs(key) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return rel + "/" + safeName(key), fmt.Errorf("tar member %q leaves the shard; not read", key)
+	}
+	if ext == "" {
+		return rel + "/" + clean, nil
+	}
+	return rel + "/" + clean + "." + ext, nil
+}
+
+// tarVideo decodes the video member of sample s, which the shard's reader
+// r is at, streaming it to ffmpeg, and emits its frames: its caption is
+// the one read so far (a .txt or .json member before it in the shard).
+// A walk that only lists, or a shard of another process, leaves it to
+// the sample's flush, undecoded; so does a key that leaves the shard.
+func (w *walker) tarVideo(p, rel string, s *sample, r io.Reader) error {
+	if w.counting {
+		return errUncounted
+	}
+	name, err := sampleName(rel, s.key, s.ext)
+	it := Item{Path: p, Rel: name, Unit: rel, Caption: s.caption, Member: true, MemberName: s.member}
+	if w.listOnly || err != nil || !w.decodes(it) {
+		return nil
+	}
+	s.done = true
+	return w.streamVideo(it, r)
 }
 
 // storeFailed reports whether err is a store's read failing (after its

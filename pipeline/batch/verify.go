@@ -246,7 +246,7 @@ func (c *shardsCheck) checkInputs(ctx context.Context, stores *objstore.Stores, 
 	videos := map[string]bool{} // a video's rows are its frames (see video.go), or its failure
 	err = walk(ctx, sources, lists, walkOptions{listOnly: true, stores: stores}, func(it Item) error {
 		want[it.Rel] = true
-		if isVideoItem(it) {
+		if isVideoInput(it) {
 			videos[it.Rel] = true
 			return nil
 		}

@@ -71,6 +71,20 @@ func Walk(ctx context.Context, roots []string, fn func(Item) error, onErr func(p
 	return walkExcept(ctx, roots, nil, fn, onErr)
 }
 
+// List is Walk without reading the inputs: a video is one item, named as
+// its file, not decoded into frames, and a tar shard's samples carry no
+// bytes.
+func List(ctx context.Context, roots []string, fn func(Item) error, onErr func(path string, err error) error) error {
+	if onErr == nil {
+		onErr = func(_ string, err error) error { return err }
+	}
+	sources, err := resolveInputs(roots)
+	if err != nil {
+		return err
+	}
+	return walk(ctx, sources, nil, walkOptions{listOnly: true}, fn, onErr)
+}
+
 // walkExcept is Walk leaving out the folders skip (and all below them),
 // matched by identity, not by name: a job's output folder inside one of its
 // inputs is never an input.

@@ -8,12 +8,11 @@ import (
 	"strings"
 
 	"github.com/conditionhq/condition/internal/objstore"
-	"github.com/conditionhq/condition/vision"
 )
 
 // storeSource is an input in an object store, walked as one object (an
-// image, or a .tar WebDataset shard read as a stream), or every image
-// object under a prefix, in key order, listed a page at a time. A URL ending in "/" is a
+// image, a video, or a .tar WebDataset shard read as a stream), or every
+// image and video object under a prefix, in key order, listed a page at a time. A URL ending in "/" is a
 // prefix; one that does not is an object if one of that key exists, and a
 // prefix otherwise; one that names neither (no object of that key, nothing
 // under it) is an InputError, as a missing path is, not an empty input.
@@ -56,7 +55,7 @@ func (s storeSource) walk(w *walker, single bool) error {
 		listed++
 		name := strings.TrimPrefix(o.Key, l.Dir())
 		base := path.Base(name)
-		if !vision.IsImageName(base) || strings.HasPrefix(base, ".") {
+		if !isInputName(base) {
 			return nil
 		}
 		child := l

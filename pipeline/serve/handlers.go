@@ -280,6 +280,10 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	opts := pipeline.AttendOptions{Direction: dir, PerHead: req.PerHead, Conditioned: req.Conditioned}
+	if req.VideoData != nil {
+		on.done() // no image: the video's frames are counted as they are queued
+		return s.attendVideo(w, r, req, opts)
+	}
 	var img image.Image
 	var info vision.Info
 	var atts []pipeline.Attention
@@ -325,6 +329,17 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 			base = img // the maps cover the whole image
 		}
 	}
+	if res.Prompts, err = s.attendPrompts(atts, grid, base, req); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// attendPrompts is an attend answer's part per prompt: atts, on grid,
+// with a heatmap sheet over base when it is set.
+func (s *Server) attendPrompts(atts []pipeline.Attention, grid vision.Grid, base image.Image, req *imageRequest) ([]attendPrompt, error) {
+	var out []attendPrompt
 	p := grid.Patches()
 	for _, a := range atts {
 		t := a.Prompt.T()
@@ -352,13 +367,12 @@ func (s *Server) attend(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 		}
-		res.Prompts = append(res.Prompts, ap)
+		out = append(out, ap)
 	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	return out, nil
 }
 
 // rows splits a row-major matrix into rows of n (nil for nil).
@@ -412,6 +426,9 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Prompts) > 0 {
 		return badRequest("invalid_field", `classify takes "labels" (and an optional "template"), not "prompts"`)
 	}
+	if req.VideoData != nil {
+		return badRequest("invalid_field", `classify takes an image, not a video (/v1/attend and /v1/embeddings take videos)`)
+	}
 	if err := s.checkPrompts("labels", req.Labels, req.Truncate); err != nil {
 		return err
 	}
@@ -444,8 +461,11 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) error {
 
 type embedding struct {
 	Object    string `json:"object"`
-	Index     int    `json:"index"`
+	Index     int    `json:"index"`     // the input's
 	Embedding any    `json:"embedding"` // []float32, or a base64 string of little-endian float32
+	// Time, for a sampled frame of a video input (one entry per frame,
+	// each with the input's index), is its presentation time in seconds.
+	Time *float64 `json:"time,omitempty"`
 }
 
 type embeddingsResponse struct {
@@ -481,8 +501,17 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	}
 	var texts []string
 	var textAt, imageAt []int
-	var images [][]byte
+	var images, videos [][]byte
+	var videoAt []int
 	for i, in := range inputs {
+		if strings.HasPrefix(in, "data:video/") {
+			b, err := parseData(in, "video")
+			if err != nil {
+				return badRequest("invalid_video", "input %d: %v", i, err)
+			}
+			videos, videoAt = append(videos, b), append(videoAt, i)
+			continue
+		}
 		if strings.HasPrefix(in, "data:") {
 			b, err := parseDataURI(in)
 			if err != nil {
@@ -548,16 +577,32 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 		vecs[imageAt[j]] = o.enc.Embeds
 		res.Usage.PromptTokens += 1 + o.enc.P()
 	}
-	res.Usage.TotalTokens = res.Usage.PromptTokens
-	if d := req.Dimensions; d != nil && len(vecs) > 0 && *d != len(vecs[0]) {
-		return badRequest("invalid_field", `"dimensions" is %d: this model's embeddings have %d, and are not cut`, *d, len(vecs[0]))
+	frames, tokens, err := s.embedVideos(ctx, &req, videos, videoAt)
+	if err != nil {
+		return err
 	}
-	normalize := req.Normalize == nil || *req.Normalize
-	for i, v := range vecs {
-		if normalize {
+	res.Usage.PromptTokens += tokens
+	res.Usage.TotalTokens = res.Usage.PromptTokens
+	if res.Data, err = embeddingRows(&req, vecs, frames); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// embeddingRows is an embeddings answer's data: one entry per input in
+// order, a video's frames one each (frames by input), checked against
+// "dimensions", normalised unless asked not to, as floats or base64.
+func embeddingRows(req *embeddingsRequest, vecs [][]float32, frames map[int][]frameVec) ([]embedding, error) {
+	var out []embedding
+	row := func(i int, v []float32, t *float64) error {
+		if d := req.Dimensions; d != nil && *d != len(v) {
+			return badRequest("invalid_field", `"dimensions" is %d: this model's embeddings have %d, and are not cut`, *d, len(v))
+		}
+		if req.Normalize == nil || *req.Normalize {
 			v = unit(v)
 		}
-		e := embedding{Object: "embedding", Index: i, Embedding: v}
+		e := embedding{Object: "embedding", Index: i, Embedding: v, Time: t}
 		if req.EncodingFormat == "base64" {
 			b := make([]byte, 4*len(v))
 			for k, x := range v {
@@ -565,10 +610,24 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 			}
 			e.Embedding = base64.StdEncoding.EncodeToString(b)
 		}
-		res.Data = append(res.Data, e)
+		out = append(out, e)
+		return nil
 	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	for i, v := range vecs {
+		fs, isVideo := frames[i]
+		if !isVideo {
+			if err := row(i, v, nil); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for _, f := range fs {
+			if err := row(i, f.vec, &f.time); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
 }
 
 // unit returns v scaled to length 1 (v itself when zero).

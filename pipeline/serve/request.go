@@ -20,6 +20,13 @@ type imageRequest struct {
 	// JSON; an upload's "image" part fills ImageData instead.
 	Image     string `json:"image"`
 	ImageData []byte `json:"-"`
+	// Video (attend), in place of Image, is a video as a data URI
+	// (data:video/mp4;base64,...) in JSON; an upload's "video" part fills
+	// VideoData instead. FPS and Frames sample it (see sampling).
+	Video     string  `json:"video"`
+	VideoData []byte  `json:"-"`
+	FPS       float64 `json:"fps"`
+	Frames    string  `json:"frames"`
 	// Prompts (attend), or Prompt for one.
 	Prompts []string `json:"prompts"`
 	Prompt  string   `json:"prompt"`
@@ -55,6 +62,10 @@ type embeddingsRequest struct {
 	// cut).
 	User       string `json:"user"`
 	Dimensions *int   `json:"dimensions"`
+	// FPS and Frames sample the videos among the inputs
+	// (data:video/...;base64 URIs), as /v1/attend's.
+	FPS    float64 `json:"fps"`
+	Frames string  `json:"frames"`
 }
 
 // inputs returns the request's input as a list (a string is a list of one).
@@ -135,13 +146,9 @@ func readImageRequest(r *http.Request) (*imageRequest, error) {
 		if err := decodeJSON(r, req); err != nil {
 			return nil, err
 		}
-		if req.Image == "" {
-			return nil, badRequest("missing_image", `"image" is required: a data:image/...;base64 URI (image URLs are not fetched), or upload the file as multipart/form-data`)
-		}
-		if req.ImageData, err = parseDataURI(req.Image); err != nil {
+		if err := req.media(); err != nil {
 			return nil, err
 		}
-		req.Image = ""
 	case "multipart/form-data":
 		if params["boundary"] == "" {
 			return nil, badRequest("bad_multipart", "multipart/form-data without a boundary")
@@ -180,11 +187,15 @@ func readMultipart(r *http.Request, req *imageRequest) error {
 			return multipartError(err)
 		}
 		name := part.FormName()
-		if name == "image" {
-			if req.ImageData != nil {
-				return badRequest("bad_multipart", `more than one "image" part`)
+		if name == "image" || name == "video" {
+			if req.ImageData != nil || req.VideoData != nil {
+				return badRequest("bad_multipart", `more than one "image" or "video" part`)
 			}
-			req.ImageData = b
+			if name == "image" {
+				req.ImageData = b
+			} else {
+				req.VideoData = b
+			}
 			continue
 		}
 		v := string(b)
@@ -223,6 +234,12 @@ func readMultipart(r *http.Request, req *imageRequest) error {
 			req.Windows, err = flag()
 		case "truncate":
 			req.Truncate, err = flag()
+		case "frames":
+			req.Frames = strings.TrimSpace(v)
+		case "fps":
+			if req.FPS, err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+				err = badRequest("invalid_field", "field %q is %q, expected a number", name, v)
+			}
 		case "top":
 			if req.Top, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
 				err = badRequest("invalid_field", "field %q is %q, expected a number", name, v)
@@ -234,10 +251,27 @@ func readMultipart(r *http.Request, req *imageRequest) error {
 			return err
 		}
 	}
-	if req.ImageData == nil {
-		return badRequest("missing_image", `no "image" file part in the upload`)
+	if req.ImageData == nil && req.VideoData == nil {
+		return badRequest("missing_image", `no "image" (or "video") file part in the upload`)
 	}
 	return nil
+}
+
+// media decodes a JSON request's "image" or "video" data URI.
+func (req *imageRequest) media() (err error) {
+	switch {
+	case req.Image != "" && req.Video != "":
+		return badRequest("invalid_field", `give "image" or "video", not both`)
+	case req.Video != "":
+		req.VideoData, err = parseData(req.Video, "video")
+		req.Video = ""
+		return err
+	case req.Image == "":
+		return badRequest("missing_image", `"image" is required: a data:image/...;base64 URI (image URLs are not fetched), or upload the file as multipart/form-data; or "video": a data:video/...;base64 URI`)
+	}
+	req.ImageData, err = parseDataURI(req.Image)
+	req.Image = ""
+	return err
 }
 
 func multipartError(err error) error {
@@ -258,29 +292,37 @@ func isURL(s string) bool {
 }
 
 // parseDataURI returns the bytes of a data:image/...;base64,... URI.
-func parseDataURI(s string) ([]byte, error) {
+func parseDataURI(s string) ([]byte, error) { return parseData(s, "image") }
+
+// parseData returns the bytes of a data:KIND/...;base64,... URI, KIND
+// "image" or "video".
+func parseData(s, kind string) ([]byte, error) {
+	code, a, example := "invalid_"+kind, "an image", "data:image/png;base64,..."
+	if kind == "video" {
+		a, example = "a video", "data:video/mp4;base64,..."
+	}
 	if isURL(s) {
-		return nil, badRequest("url_not_allowed", "image URLs are never fetched: send the image as a data:image/...;base64 URI or upload it as multipart/form-data")
+		return nil, badRequest("url_not_allowed", "%s URLs are never fetched: send the %s as a data:%s/...;base64 URI or upload it as multipart/form-data", kind, kind, kind)
 	}
 	rest, ok := strings.CutPrefix(s, "data:")
 	if !ok {
-		return nil, badRequest("invalid_image", `an image must be a data URI ("data:image/png;base64,..."), got %q`, quoteStart(s))
+		return nil, badRequest(code, `%s must be a data URI (%q), got %q`, a, example, quoteStart(s))
 	}
 	meta, payload, ok := strings.Cut(rest, ",")
 	if !ok || !strings.HasSuffix(meta, ";base64") {
-		return nil, badRequest("invalid_image", "an image data URI must be base64 (data:image/...;base64,...)")
+		return nil, badRequest(code, "%s data URI must be base64 (data:%s/...;base64,...)", a, kind)
 	}
-	if mt := strings.TrimSuffix(meta, ";base64"); mt != "" && !strings.HasPrefix(mt, "image/") {
-		return nil, badRequest("invalid_image", "a data URI of type %q is not an image", mt)
+	if mt := strings.TrimSuffix(meta, ";base64"); mt != "" && !strings.HasPrefix(mt, kind+"/") {
+		return nil, badRequest(code, "a data URI of type %q is not %s", mt, a)
 	}
 	b, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {
 		if b, err = base64.RawStdEncoding.DecodeString(payload); err != nil {
-			return nil, badRequest("invalid_image", "the image data URI is not valid base64: %v", err)
+			return nil, badRequest(code, "the %s data URI is not valid base64: %v", kind, err)
 		}
 	}
 	if len(b) == 0 {
-		return nil, badRequest("invalid_image", "the image data URI is empty")
+		return nil, badRequest(code, "the %s data URI is empty", kind)
 	}
 	return b, nil
 }

@@ -49,6 +49,10 @@ type Options struct {
 	// MaxItems the inputs of one embeddings request (default 64); MaxChars
 	// the characters of one prompt (default 4096).
 	MaxPrompts, MaxItems, MaxChars int
+	// MaxVideoFrames bounds the sampled frames of one request's videos
+	// (default 32): a request whose videos give more is refused
+	// (too_many_frames). A video's bytes are bounded by MaxBodyBytes.
+	MaxVideoFrames int
 
 	// Index, when set, is searched by POST /v1/search (the server does not
 	// close it).
@@ -104,6 +108,7 @@ func New(opts Options) (*Server, error) {
 	def(&opts.MaxPrompts, 32)
 	def(&opts.MaxItems, 64)
 	def(&opts.MaxChars, 4096)
+	def(&opts.MaxVideoFrames, defaultMaxVideoFrames)
 	if opts.MaxWait == 0 {
 		opts.MaxWait = 5 * time.Millisecond
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Frame is one sampled frame.
@@ -45,7 +46,7 @@ func DecodeFile(ctx context.Context, path string, o Options, fn func(Frame) erro
 	if err != nil {
 		return Info{}, fmt.Errorf("video: %q: %w", path, err)
 	}
-	info, err := probe(ctx, p, path, nil, o)
+	info, err := probe(ctx, p, path, path, nil, o)
 	if err != nil {
 		return Info{}, err
 	}
@@ -60,8 +61,11 @@ const probeBytes = 8 << 20
 
 // Decode is DecodeFile for a stream read from r (name names it in
 // errors): ffprobe reads its first 8 MiB, then ffmpeg the whole stream
-// from its standard input. A format whose header is at the end (an MP4
-// without faststart) cannot be read so.
+// from its standard input, as it arrives. An MP4 or MOV whose header
+// (moov) follows its data, or lies past those 8 MiB, cannot be read from
+// a pipe: it is written to a temporary file in o.TempDir (at most
+// o.MaxSpool bytes, DefaultMaxSpool by default; a larger one is refused
+// with ErrHeaderLast), decoded from there and removed.
 func Decode(ctx context.Context, r io.Reader, name string, o Options, fn func(Frame) error) (Info, error) {
 	if err := o.check(); err != nil {
 		return Info{}, err
@@ -74,7 +78,10 @@ func Decode(ctx context.Context, r io.Reader, name string, o Options, fn func(Fr
 	if err != nil {
 		return Info{}, fmt.Errorf("video: %q: %w", name, err)
 	}
-	info, err := probe(ctx, p, name, bytes.NewReader(head), o)
+	if headerLast(head) {
+		return spooled(ctx, p, io.MultiReader(bytes.NewReader(head), r), name, o, fn)
+	}
+	info, err := probe(ctx, p, name, "pipe:0", bytes.NewReader(head), o)
 	if err != nil {
 		return Info{}, err
 	}
@@ -94,6 +101,9 @@ func run(parent context.Context, p Programs, name, src string, in io.Reader, inf
 	cmd := exec.CommandContext(ctx, p.FFmpeg, args...)
 	ownGroup(cmd)
 	cmd.Stdin = in
+	// A stream being copied to ffmpeg's standard input is waited for at
+	// most this long once ffmpeg has gone (killed, or done reading).
+	cmd.WaitDelay = 10 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("video: %q: %w", name, err)

@@ -291,10 +291,23 @@ func TestNamesAndSampling(t *testing.T) {
 			t.Errorf("IsName(%q) = %v", name, !want)
 		}
 	}
-	for s, want := range map[string]Sampling{"all": SampleAll, "keyframes": SampleKeyframes, "fps": SampleFPS} {
+	for s, want := range map[string]Sampling{"all": SampleAll, "keyframes": SampleKeyframes, "fps": SampleFPS, "scene": SampleScene} {
 		if got, err := ParseSampling(s); err != nil || got != want || got.String() != s {
 			t.Errorf("ParseSampling(%q) = %v, %v", s, got, err)
 		}
+	}
+	for s, want := range map[string]float64{"scene": 0, "scene:0.45": 0.45} {
+		if m, th, err := ParseFrames(s); err != nil || m != SampleScene || th != want {
+			t.Errorf("ParseFrames(%q) = %v, %v, %v", s, m, th, err)
+		}
+	}
+	for _, s := range []string{"scene:", "scene:1.5", "scene:0", "scene:x", "fps:2"} {
+		if _, _, err := ParseFrames(s); err == nil {
+			t.Errorf("ParseFrames(%q): no error", s)
+		}
+	}
+	if m, _, err := ParseFrames("keyframes"); err != nil || m != SampleKeyframes {
+		t.Errorf("ParseFrames(keyframes) = %v, %v", m, err)
 	}
 	if _, err := ParseSampling("some"); err == nil {
 		t.Error("ParseSampling(some): no error")

@@ -13,5 +13,8 @@
 // at or after k/F seconds. With t a frame's time in seconds (a float64,
 // pts × time base) and t' that of the frame decoded before it, a frame is
 // kept when it is the first one or floor(t·F) > floor(t'·F); a frame that
-// is the first after several k is kept once.
+// is the first after several k is kept once. Or by scene: the first frame
+// and each frame whose scene score (ffmpeg's select filter's scene
+// variable: how much its picture differs from the frame decoded before
+// it, in [0, 1]) is over a threshold, 0.3 by default.
 package video

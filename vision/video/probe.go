@@ -65,16 +65,13 @@ func Probe(ctx context.Context, path string, o Options) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("video: %q: %w", path, err)
 	}
-	return probe(ctx, p, path, nil, o)
+	return probe(ctx, p, path, path, nil, o)
 }
 
-// probe runs ffprobe on path, or on in (ffprobe reads its standard input)
-// when in is set, then checks what it found against o.
-func probe(ctx context.Context, p Programs, path string, in io.Reader, o Options) (Info, error) {
-	src := path
-	if in != nil {
-		src = "pipe:0"
-	}
+// probe runs ffprobe on src (a path, or "pipe:0" for in, which ffprobe
+// then reads on its standard input), then checks what it found against o;
+// path names the video in errors.
+func probe(ctx context.Context, p Programs, path, src string, in io.Reader, o Options) (Info, error) {
 	cmd := exec.CommandContext(ctx, p.FFprobe, "-v", "error", "-print_format", "json", "-show_streams", "-show_format", "-i", src)
 	ownGroup(cmd)
 	cmd.Stdin = in

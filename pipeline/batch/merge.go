@@ -164,12 +164,8 @@ func (rep *MergeReport) checkInputs(ctx context.Context, inputs []string, merged
 			videos[e.Video] = true
 		}
 	}
-	sources, err := resolveInputs(inputs)
-	if err != nil {
-		return err
-	}
 	want := map[string]bool{}
-	err = walk(ctx, sources, nil, walkOptions{videoWhole: true}, func(it Item) error {
+	err := List(ctx, inputs, func(it Item) error {
 		want[it.Rel] = true
 		if _, ok := merged[it.Rel]; !ok && !videos[it.Rel] {
 			rep.Missing = append(rep.Missing, it.Rel)

@@ -107,10 +107,6 @@ type walkOptions struct {
 	counting bool                  // a count ahead: a tar shard in a store, which would be read whole, ends the walk with errUncounted
 	video    video.Options         // how videos are sampled
 	takes    func(key string) bool // the shard's items, when set: videos of other shards are not decoded
-	// videoWhole makes each video one Item, not decoded into its frames
-	// (a merge checks that a video's frames were reported, whatever the
-	// sampling the job had).
-	videoWhole bool
 }
 
 // errUncounted ends a counting walk that would have to read a remote tar
@@ -124,7 +120,7 @@ func walk(ctx context.Context, roots []source, lists []string, o walkOptions, fn
 		onErr = func(_ string, err error) error { return err }
 	}
 	w := &walker{ctx: ctx, fn: fn, onErr: onErr, seen: map[fileID]bool{}, listOnly: o.listOnly, stores: o.stores, counting: o.counting,
-		videoOpts: o.video, takes: o.takes, videoWhole: o.videoWhole}
+		videoOpts: o.video, takes: o.takes}
 	for _, s := range o.skip {
 		if st, err := os.Stat(s); err == nil && st.IsDir() {
 			if id, ok := idOf(st); ok {
@@ -216,23 +212,22 @@ func (s localSource) walk(w *walker, single bool) error {
 type fileID struct{ dev, ino uint64 }
 
 type walker struct {
-	ctx        context.Context
-	fn         func(Item) error
-	onErr      func(string, error) error
-	seen       map[fileID]bool
-	listOnly   bool // do not read tar members' bytes
-	stores     *objstore.Stores
-	counting   bool
-	videoOpts  video.Options
-	takes      func(string) bool
-	videoWhole bool
+	ctx       context.Context
+	fn        func(Item) error
+	onErr     func(string, error) error
+	seen      map[fileID]bool
+	listOnly  bool // do not read tar members' bytes
+	stores    *objstore.Stores
+	counting  bool
+	videoOpts video.Options
+	takes     func(string) bool
 }
 
 func (w *walker) emit(it Item) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	if isVideoItem(it) && !w.videoWhole {
+	if isVideoItem(it) {
 		return w.video(it)
 	}
 	return w.fn(it)

@@ -3,6 +3,10 @@ package index
 import (
 	"errors"
 	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/conditionhq/condition/internal/halfdot"
 )
@@ -132,4 +136,33 @@ func (x *Index) RowItem(r int) (part string, it Item, ok bool) {
 		return nil
 	})
 	return part, it, ok
+}
+
+// DropResident says that rows r0 … r0+n-1 of the stored image embeddings
+// will not be read again soon: the whole pages of the mapped files that hold
+// them leave this process's resident memory (they stay in the system's page
+// cache, and a later read maps them back in without reading the disk). A
+// reader that copies every row once, as dedup's clustered search does,
+// then holds its copy, not its copy and the mapping. Errors are of the
+// range only; the advice itself is best effort.
+func (x *Index) DropResident(r0, n int) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	page := os.Getpagesize()
+	return x.rowsOf(r0, n, func(p *indexPart, row, k, _ int) error {
+		if len(p.embeds) == 0 {
+			return nil
+		}
+		size := len(p.embeds) / p.meta.Rows // bytes per row
+		b := p.embeds[row*size : (row+k)*size]
+		// Whole pages only: the pages at the ends hold other rows too.
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		lo := (start + uintptr(page) - 1) &^ uintptr(page-1)
+		hi := (start + uintptr(len(b))) &^ uintptr(page-1)
+		if hi <= lo {
+			return nil
+		}
+		unix.Madvise(b[lo-start:hi-start], unix.MADV_DONTNEED)
+		return nil
+	})
 }

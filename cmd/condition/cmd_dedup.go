@@ -78,7 +78,7 @@ type dedupSummary struct {
 
 func runDedup(ctx context.Context, e *env, args []string) error {
 	var o dedupOptions
-	fs := newFlagSet(e, "dedup", "dedup INDEX [--threshold T] [--out DIR] [--keep first|central|largest] [--group star|components] [--clusters K [--probe 1|2] [--check-recall N]] [--no-pictures] [--json]\n       dedup INDEX --shard-index I --shard-count N --out PART_DIR [--threshold T] [--clusters K [--probe 1|2]]   (then: condition merge PART_DIR... --out DIR)\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix")
+	fs := newFlagSet(e, "dedup", "dedup INDEX [--threshold T] [--out DIR] [--keep first|central|largest] [--group star|components] [--clusters K [--probe 1|2] [--check-recall N]] [--no-pictures] [--json]\n       dedup INDEX --shard-index I --shard-count N --out PART_DIR [--threshold T] [--clusters K [--probe 1|2]]   (then: condition merge PART_DIR... --out DIR)\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix, or a collection weaviate://HOST:PORT/Name (API key from $`+weaviateKeyEnv+`)")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -150,12 +150,12 @@ func printDedup(e *env, sum dedupSummary, asJSON, pictures bool) error {
 	return nil
 }
 
-// openDedupIndex opens the index at where (a folder or an object-store
-// prefix) and checks that dedup can search it; close closes it and its
+// openDedupIndex opens the index at where (a folder, an object-store
+// prefix or a collection in Weaviate) and checks that dedup can search it; close closes it and its
 // stores.
 func openDedupIndex(ctx context.Context, where string) (x *index.Index, close func(), err error) {
 	if index.IsCollectionURL(where) {
-		return nil, nil, usagef("dedup reads a job's index folder or prefix; a collection in a vector database (%s) is not supported", where)
+		return openDedupCollection(ctx, where)
 	}
 	stores := objstore.NewURLReader()
 	x, err = index.Open(ctx, where, index.Options{Store: stores})

@@ -67,7 +67,7 @@ func runDedupShare(ctx context.Context, e *env, o *dedupOptions, opts dedup.Opti
 	}
 	defer closeIndex()
 	recorded := where
-	if !batch.IsStoreURL(where) {
+	if !batch.IsStoreURL(where) && !index.IsCollectionURL(where) {
 		if abs, err := filepath.Abs(where); err == nil {
 			recorded = abs
 		}

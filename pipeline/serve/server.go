@@ -165,6 +165,7 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/attend", s.api("attend", s.attend))
 	s.mux.Handle("POST /v1/classify", s.api("classify", s.classify))
 	s.mux.Handle("POST /v1/search", s.api("search", s.search))
+	s.mux.Handle("POST /v1/neighbours", s.api("neighbours", s.neighbours))
 	s.mux.Handle("GET /v1/models", s.api("models", s.models))
 	s.mux.Handle("GET /healthz", s.probe("healthz", func() bool { return true }))
 	s.mux.Handle("GET /readyz", s.probe("readyz", func() bool { return s.ready.Load() && !s.closing.Load() }))

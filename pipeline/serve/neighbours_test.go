@@ -112,6 +112,14 @@ func TestNeighbours(t *testing.T) {
 	if code, _, raw := post(t, plain.URL, "/v1/neighbours", map[string]any{"part": part, "row": 0}, nil); code != http.StatusNotFound || apiErrorOf(t, raw).Error.Code != "no_index" {
 		t.Errorf("a server without an index: status %d %s, want 404 no_index", code, raw)
 	}
+	resp, err := http.Get(ts.URL + "/v1/neighbours")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != http.MethodPost {
+		t.Errorf("GET /v1/neighbours: status %d, Allow %q; want 405, POST", resp.StatusCode, resp.Header.Get("Allow"))
+	}
 	if code, _, _ := post(t, ts.URL, "/v1/search", map[string]any{"query": "a red circle"}, nil); code != 200 {
 		t.Errorf("a search after the bad requests: status %d", code)
 	}

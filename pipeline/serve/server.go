@@ -179,7 +179,7 @@ func (s *Server) routes() {
 			return
 		}
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalid, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s (routes: POST /v1/embeddings, /v1/attend, /v1/classify, /v1/search; GET /v1/models, /healthz, /readyz, /metrics, /)", r.Method, r.URL.Path)})
+			Message: fmt.Sprintf("no route %s %s (routes: POST /v1/embeddings, /v1/attend, /v1/classify, /v1/search, /v1/neighbours; GET /v1/models, /healthz, /readyz, /metrics, /)", r.Method, r.URL.Path)})
 	})))
 }
 
@@ -187,7 +187,7 @@ func (s *Server) routes() {
 // (405 with Allow).
 var routeMethods = map[string]string{
 	"/v1/embeddings": http.MethodPost, "/v1/attend": http.MethodPost, "/v1/classify": http.MethodPost,
-	"/v1/search": http.MethodPost, "/v1/models": http.MethodGet, "/healthz": http.MethodGet,
+	"/v1/search": http.MethodPost, "/v1/neighbours": http.MethodPost, "/v1/models": http.MethodGet, "/healthz": http.MethodGet,
 	"/readyz": http.MethodGet, "/metrics": http.MethodGet, "/": http.MethodGet,
 }
 

@@ -13,16 +13,17 @@ import (
 // rangePairs is findPairs for the outer rows [lo, hi) only (lo a multiple
 // of o.BlockRows): each outer block of them compared with the inner
 // blocks from its first row to the last row of the index, on o.Workers
-// goroutines. The outer blocks are the searcher's, or single blocks of
-// o.BlockRows rows where the range has too few of those to keep every
-// goroutine busy. It returns the pairs in (A, B) order.
+// goroutines. The outer blocks are the searcher's, or where the range has
+// too few of those to keep every goroutine busy, runs of o.BlockRows rows
+// that give each goroutine two. It returns the pairs in (A, B) order.
 func rangePairs(ctx context.Context, x *index.Index, v *vectors, o Options, lo, hi int) ([]Pair, error) {
 	bs := o.BlockRows
 	nb := (v.n + bs - 1) / bs
 	workers := defaultWorkers(o.Workers)
 	_, bo := newSearcher(&vectors{d: 0}, bs, false)
 	if (hi-lo+bo-1)/bo < 2*workers {
-		bo = bs
+		// smaller outer blocks, two a goroutine at least, whole blocks of bs
+		bo = max(bs, (hi-lo)/(2*workers)/bs*bs)
 	}
 	no := (hi - lo + bo - 1) / bo
 	workers = max(1, min(workers, no))

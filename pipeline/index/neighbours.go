@@ -13,8 +13,7 @@ import (
 	"github.com/conditionhq/condition/internal/halfdot"
 )
 
-// neighboursChunk is the rows a goroutine of Neighbours converts to
-// float32 at a time.
+// neighboursChunk is the rows a goroutine of Neighbours takes at a time.
 const neighboursChunk = 1024
 
 // ErrNoImage is the error (wrapped) of Neighbours for a part or row that
@@ -26,7 +25,8 @@ var ErrNoImage = errors.New("no such image in the index")
 // itself left out, most alike first (then by part and row), at most top
 // (1 to MaxSearchTop) of them, and how many there are in all: an exact
 // scan of every row, each row's cosine from its own norm, as dedup
-// computes it. A hit's Score is its cosine. A collection in a vector
+// computes it (the norms are computed by the first call, one pass over
+// the index, and kept). A hit's Score is its cosine. A collection in a vector
 // database has no rows to scan: an error.
 func (x *Index) Neighbours(ctx context.Context, part string, row int, threshold float32, top int) ([]Hit, int, error) {
 	if !(threshold > 0 && threshold <= 1) {
@@ -81,7 +81,8 @@ func (x *Index) Neighbours(ctx context.Context, part string, row int, threshold 
 
 // scanCosines returns every ok row (but row of part self) whose cosine
 // with the unit vector q is at least t, on up to GOMAXPROCS goroutines
-// taking chunks of neighboursChunk rows in turn.
+// taking chunks of neighboursChunk rows in turn: each row as stored
+// dotted with q (halfdot), times its 1/‖v‖ (rowNorms).
 func (x *Index) scanCosines(ctx context.Context, q []float32, t float32, self, selfRow int32) ([]candidate, error) {
 	type chunk struct{ part, r0, r1 int }
 	var chunks []chunk
@@ -90,14 +91,12 @@ func (x *Index) scanCosines(ctx context.Context, q []float32, t float32, self, s
 			chunks = append(chunks, chunk{pi, r, min(r+neighboursChunk, p.meta.Rows)})
 		}
 	}
-	d := x.meta.Dim
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(chunks)))
 	out := make([][]candidate, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			buf := make([]float32, neighboursChunk*d)
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(chunks) || ctx.Err() != nil {
@@ -105,17 +104,12 @@ func (x *Index) scanCosines(ctx context.Context, q []float32, t float32, self, s
 				}
 				c := chunks[i]
 				p := x.parts[c.part]
-				p.rowsFloat32(c.r0, c.r1-c.r0, buf)
+				inv := p.invNorms()
 				for r := c.r0; r < c.r1; r++ {
-					if p.items[r] < 0 || (int32(c.part) == self && int32(r) == selfRow) {
+					if p.items[r] < 0 || inv[r] == 0 || (int32(c.part) == self && int32(r) == selfRow) {
 						continue
 					}
-					v := buf[(r-c.r0)*d : (r-c.r0+1)*d]
-					nn := halfdot.DotFloat32(v, v)
-					if nn == 0 {
-						continue
-					}
-					if cos := halfdot.DotFloat32(v, q) / float32(math.Sqrt(float64(nn))); cos >= t {
+					if cos := p.dot(r, q) * inv[r]; cos >= t {
 						out[w] = append(out[w], candidate{cos, int32(c.part), int32(r)})
 					}
 				}
@@ -127,6 +121,52 @@ func (x *Index) scanCosines(ctx context.Context, q []float32, t float32, self, s
 		return nil, err
 	}
 	return slices.Concat(out...), nil
+}
+
+// dot returns row r of p's image embeddings, as stored, dotted with q.
+func (p *indexPart) dot(r int, q []float32) float32 {
+	d := p.meta.Dim
+	switch p.dtype {
+	case DTypeF16:
+		return halfdot.Dot(halves(p.embeds)[r*d:(r+1)*d], q)
+	case DTypeF32:
+		return halfdot.DotFloat32(floats(p.embeds)[r*d:(r+1)*d], q)
+	case DTypeInt8:
+		return halfdot.DotInt8(int8s(p.embeds)[r*d:(r+1)*d], q) * p.embScale[r]
+	}
+	return 0
+}
+
+// rowNorms is each row's 1/‖embedding‖ (0 for a failed image or a zero
+// vector), made once.
+type rowNorms struct {
+	once sync.Once
+	inv  []float32
+}
+
+// invNorms returns p's rows' 1/‖embedding‖, made on the first call: one
+// pass over the part.
+func (p *indexPart) invNorms() []float32 {
+	p.norms.once.Do(func() {
+		d, n := p.meta.Dim, p.meta.Rows
+		inv := make([]float32, n)
+		buf := make([]float32, neighboursChunk*d)
+		for r0 := 0; r0 < n; r0 += neighboursChunk {
+			k := min(neighboursChunk, n-r0)
+			p.rowsFloat32(r0, k, buf)
+			for i := range k {
+				var s float64
+				for _, e := range buf[i*d : (i+1)*d] {
+					s += float64(e) * float64(e)
+				}
+				if p.items[r0+i] >= 0 && s > 0 {
+					inv[r0+i] = float32(1 / math.Sqrt(s))
+				}
+			}
+		}
+		p.norms.inv = inv
+	})
+	return p.norms.inv
 }
 
 // rowsFloat32 copies rows [row, row+k) of p's image embeddings into dst

@@ -81,3 +81,25 @@ func TestIndexNeighboursMatchNumPy(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkIndexNeighbours times Index.Neighbours over 60,000 float16
+// rows of 512 (1000 of them near copies), after its first call (which
+// computes the rows' norms).
+func BenchmarkIndexNeighbours(b *testing.B) {
+	const n, d = 60_000, 512
+	x, err := index.Open(context.Background(), synthIndex(b, b.TempDir(), index.DTypeF16, synthVectors(n, d, 1000, 2), d, n), index.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	part, _, _ := x.RowItem(0)
+	if _, _, err := x.Neighbours(context.Background(), part, 0, 0.96, 10); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, _, err := x.Neighbours(context.Background(), part, i*997%n, 0.96, 10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

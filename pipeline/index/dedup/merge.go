@@ -12,8 +12,9 @@ import (
 // Merge joins the parts of a split search of x (RunShare, one per share)
 // into the result a whole search gives: the same pairs, and the groups
 // made of them by grouping and keep. It refuses parts of another index or
-// of an index since changed, parts whose threshold or settings differ, a
-// share given twice and a share missing, naming the parts. The result
+// of an index since changed, parts whose threshold or settings differ
+// (with clusters, halfdot's kernel too), a share given twice and a share
+// missing, naming the parts. The result
 // has no nearest cosines, near pairs or recall.
 func Merge(ctx context.Context, x *index.Index, parts []*Part, grouping Grouping, keep Keep) (*Result, error) {
 	o := Options{Group: grouping, Keep: keep}
@@ -72,6 +73,8 @@ func checkParts(parts []*Part, id string, rows int) error {
 			return fmt.Errorf("dedup: part %s is of threshold %g, part %s of %g: the parts of one search share its threshold", p.Name, p.Threshold, first.Name, first.Threshold)
 		case setting(p) != setting(first):
 			return fmt.Errorf("dedup: part %s is of %s, part %s of %s: the parts of one search share its settings", p.Name, setting(p), first.Name, setting(first))
+		case first.Clusters > 0 && p.Kernel != first.Kernel:
+			return fmt.Errorf("dedup: part %s clustered with halfdot's %q kernel, part %s with %q: their k-means may differ; run every share of an approximate search on CPUs of one kind", p.Name, p.Kernel, first.Name, first.Kernel)
 		case p.Share < 0 || p.Share >= p.Shares:
 			return fmt.Errorf("dedup: part %s: share %d of %d", p.Name, p.Share, p.Shares)
 		case seen[p.Share] != "":

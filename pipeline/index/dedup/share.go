@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/conditionhq/condition/internal/halfdot"
 	"github.com/conditionhq/condition/pipeline/index"
 )
 
@@ -32,6 +33,10 @@ type Part struct {
 	Share      int     `json:"share"`
 	Shares     int     `json:"shares"`
 	BlockRows  int     `json:"block_rows"`
+	// Kernel is halfdot's kernel on the share's machine (halfdot.Impl):
+	// the k-means of an approximate search, computed by every share, is
+	// the same only with the same kernel's rounding.
+	Kernel     string  `json:"kernel"`
 	Clusters   int     `json:"clusters,omitempty"`
 	Probe      int     `json:"probe,omitempty"`
 	Iterations int     `json:"iterations,omitempty"`
@@ -80,7 +85,7 @@ func RunShare(ctx context.Context, x *index.Index, where string, o Options, s Sh
 		return nil, fmt.Errorf("dedup: the index holds no image read and encoded (every row is a failed image)")
 	}
 	p := &Part{Format: PartFormat, Identity: identity(x, v), Index: where, Rows: v.n, Threshold: o.Threshold,
-		Share: s.Index, Shares: s.Count, BlockRows: o.BlockRows}
+		Share: s.Index, Shares: s.Count, BlockRows: o.BlockRows, Kernel: halfdot.Impl()}
 	if o.Clusters > 0 {
 		p.Clusters, p.Probe, p.Iterations = o.Clusters, o.Probe, o.Iterations
 		a, err := newApprox(ctx, x, v, o)

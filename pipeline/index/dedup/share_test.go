@@ -92,7 +92,7 @@ func TestDedupSharesMatchWholeSearch(t *testing.T) {
 // TestDedupSharesApproximate: with clusters, every share makes the same
 // k-means (whatever its workers), the shares' clusters are each dealt to
 // one share, and the merged pairs and groups are the whole approximate
-// search's.
+// search's; a share of another halfdot kernel is refused.
 func TestDedupSharesApproximate(t *testing.T) {
 	const n, d, k = 400, 64, 80
 	dir := synthIndex(t, t.TempDir(), index.DTypeF16, synthVectors(n, d, k, 1), d, 150)
@@ -136,6 +136,11 @@ func TestDedupSharesApproximate(t *testing.T) {
 	}
 	if !reflect.DeepEqual(merged.Pairs, whole.Pairs) || !reflect.DeepEqual(merged.Groups, whole.Groups) {
 		t.Errorf("merged %d pairs, %d groups; whole search %d pairs, %d groups (or their rows or cosines differ)", len(merged.Pairs), len(merged.Groups), len(whole.Pairs), len(whole.Groups))
+	}
+	other := *parts[2]
+	other.Kernel, other.Name = "another", "share 2 on another CPU"
+	if _, err := dedup.Merge(context.Background(), x, []*dedup.Part{parts[0], parts[1], &other}, dedup.Star, dedup.KeepFirst); err == nil || !strings.Contains(err.Error(), `share 2 on another CPU clustered with halfdot's "another" kernel`) {
+		t.Errorf("a share clustered with another kernel: %v", err)
 	}
 }
 

@@ -26,20 +26,20 @@ type Part struct {
 	// Identity is the index's identity (a SHA-256 of its model, dtype,
 	// rows, each row's part, path, source and member, and each vector's
 	// norm): parts of another index, or of one since changed, differ.
-	Identity   string  `json:"index_identity"`
-	Index      string  `json:"index"` // where the share read the index, as it was given
-	Rows       int     `json:"rows"`
-	Threshold  float32 `json:"threshold"`
-	Share      int     `json:"share"`
-	Shares     int     `json:"shares"`
-	BlockRows  int     `json:"block_rows"`
+	Identity  string  `json:"index_identity"`
+	Index     string  `json:"index"` // where the share read the index, as it was given
+	Rows      int     `json:"rows"`
+	Threshold float32 `json:"threshold"`
+	Share     int     `json:"share"`
+	Shares    int     `json:"shares"`
+	BlockRows int     `json:"block_rows"`
 	// Kernel is halfdot's kernel on the share's machine (halfdot.Impl):
 	// the k-means of an approximate search, computed by every share, is
 	// the same only with the same kernel's rounding.
-	Kernel     string  `json:"kernel"`
-	Clusters   int     `json:"clusters,omitempty"`
-	Probe      int     `json:"probe,omitempty"`
-	Iterations int     `json:"iterations,omitempty"`
+	Kernel     string `json:"kernel"`
+	Clusters   int    `json:"clusters,omitempty"`
+	Probe      int    `json:"probe,omitempty"`
+	Iterations int    `json:"iterations,omitempty"`
 	// RowsFrom and RowsTo are the rows [RowsFrom, RowsTo) the exact search
 	// compared with themselves and every later row.
 	RowsFrom int `json:"rows_from"`

@@ -72,6 +72,10 @@ func runDedupShare(ctx context.Context, e *env, o *dedupOptions, opts dedup.Opti
 			recorded = abs
 		}
 	}
+	opts.NoNearest = o.noPics
+	if !o.noPics {
+		opts.NearMargin = min(dedupNearMargin, opts.Threshold/2)
+	}
 	e.Log.Info("dedup share", "index", where, "share", share.Index, "shares", share.Count, "rows", x.Rows(), "threshold", fmt.Sprint(opts.Threshold))
 	line := newStatusLine(e.Stderr, o.json)
 	opts.Progress = dedupProgress(line, opts.Clusters > 0)
@@ -92,8 +96,12 @@ func runDedupShare(ctx context.Context, e *env, o *dedupOptions, opts dedup.Opti
 	if part.Clusters > 0 {
 		what = fmt.Sprintf("%d of %d clusters", len(part.ClusterList), part.Clusters)
 	}
-	fmt.Fprintf(e.Stdout, "share %d of %d (%s): %d pairs of cosine ≥ %g\nwrote %s\n", part.Share, part.Shares, what, part.NumPairs, part.Threshold,
-		filepath.Join(o.out, "{"+dedup.PartFile+","+dedup.PairsFile+","+dedup.CosinesFile+"}"))
+	files := dedup.PartFile + "," + dedup.PairsFile + "," + dedup.CosinesFile
+	if part.Nearest {
+		files += "," + dedup.NearestFile
+	}
+	fmt.Fprintf(e.Stdout, "share %d of %d (%s): %d pairs of cosine ≥ %g\nwrote %s\n", part.Share, part.Shares, what, part.NumPairs, part.Threshold-part.NearMargin,
+		filepath.Join(o.out, "{"+files+"}"))
 	return nil
 }
 
@@ -136,12 +144,13 @@ func runMergeDedup(ctx context.Context, e *env, dirs []string, o mergeOptions) e
 	}
 	sum := dedupSummary{Index: where, Rows: res.Rows, Images: res.Images, Pairs: len(res.Pairs), Groups: len(res.Groups), Duplicates: res.Duplicates(),
 		Kept: res.Images - res.Duplicates(), Threshold: res.Threshold, Group: opts.Group.String(), Keep: opts.Keep.String(), Out: o.out, Clusters: res.Clusters}
+	pictures := o.out != "" && parts[0].Nearest
 	if o.out != "" {
-		if err := writeDedup(ctx, x, res, o.out, false); err != nil {
+		if err := writeDedup(ctx, x, res, o.out, pictures); err != nil {
 			return err
 		}
 	}
-	return printDedup(e, sum, o.json, false)
+	return printDedup(e, sum, o.json, pictures)
 }
 
 // isDedupPart reports whether dir is the part of a split dedup search

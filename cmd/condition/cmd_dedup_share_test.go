@@ -14,10 +14,11 @@ import (
 
 // TestDedupCLIShares: dedup split into 3 shares of blocks of 2 rows
 // (--shard-index/--shard-count), its parts joined by condition merge,
-// writes groups.jsonl, keep.txt and drop.txt byte for byte as the whole
-// search does, for both groupings and keep rules, with the parts given in
-// any order; a missing share, a share twice, a part of another threshold,
-// a part over another index and merge flags given to a job's output are
+// writes groups.jsonl, keep.txt, drop.txt and the pictures byte for byte
+// as the whole search does, for both groupings and keep rules, with the
+// parts given in any order; a missing share, a share twice, a part of another threshold,
+// a part without the pictures' data among parts with it, a part over
+// another index and merge flags given to a job's output are
 // refused, naming the part or flag.
 func TestDedupCLIShares(t *testing.T) {
 	out, _ := queryJob(t)
@@ -34,7 +35,7 @@ func TestDedupCLIShares(t *testing.T) {
 	parts := []string{share(2, 3, "0.9"), share(0, 3, "0.9"), share(1, 3, "0.9")}
 	for _, mode := range [][]string{{"--keep", "first", "--group", "star"}, {"--keep", "central", "--group", "components"}} {
 		whole, merged := filepath.Join(t.TempDir(), "whole"), filepath.Join(t.TempDir(), "merged")
-		code, stdout, errs := runCLI(t, append([]string{"dedup", out, "--threshold", "0.9", "--block-rows", "2", "--no-pictures", "--out", whole}, mode...)...)
+		code, stdout, errs := runCLI(t, append([]string{"dedup", out, "--threshold", "0.9", "--block-rows", "2", "--out", whole}, mode...)...)
 		if code != 0 {
 			t.Fatalf("dedup: exit %d: %s", code, errs)
 		}
@@ -45,7 +46,7 @@ func TestDedupCLIShares(t *testing.T) {
 		if first := strings.SplitN(stdout, "\n", 2)[0]; !strings.HasPrefix(mstdout, first) {
 			t.Errorf("%v: merge says %q, the whole search %q", mode, mstdout, stdout)
 		}
-		for _, f := range []string{"groups.jsonl", "keep.txt", "drop.txt"} {
+		for _, f := range []string{"groups.jsonl", "keep.txt", "drop.txt", "nn-histogram.json", "nn-histogram.png", "groups.png", "near-threshold.png"} {
 			a, err := os.ReadFile(filepath.Join(whole, f))
 			if err != nil {
 				t.Fatal(err)
@@ -63,6 +64,10 @@ func TestDedupCLIShares(t *testing.T) {
 		}
 	}
 	other := share(1, 3, "0.95")
+	plain := filepath.Join(dir, "plain-1-of-3")
+	if code, _, errs := runCLI(t, "dedup", out, "--threshold", "0.9", "--block-rows", "2", "--shard-index", "1", "--shard-count", "3", "--no-pictures", "--out", plain); code != 0 {
+		t.Fatalf("dedup share --no-pictures: exit %d: %s", code, errs)
+	}
 	// another index: a copy of the job's whose first image is renamed.
 	moved := filepath.Join(t.TempDir(), "moved")
 	if err := os.CopyFS(moved, os.DirFS(out)); err != nil {
@@ -83,6 +88,7 @@ func TestDedupCLIShares(t *testing.T) {
 		{[]string{parts[0], parts[1]}, "share 1 of 3 (numbered from 0) missing"},
 		{[]string{parts[0], parts[1], parts[2], parts[1]}, "both share 0 of 3"},
 		{[]string{parts[1], other, parts[0]}, other + " is of threshold 0.95"},
+		{[]string{parts[1], plain, parts[0]}, plain + " is of 3 shares, blocks of 2 rows, 0 clusters, probe 0, 0 iterations, part"},
 		{append([]string{"--index", moved}, parts...), "was found over another index"},
 		{append([]string{"--index", filepath.Join(moved, "nothing")}, parts...), "nothing"},
 		{[]string{out, "--keep", "central"}, "--keep is for the parts of a split dedup search"},

@@ -17,9 +17,9 @@ import (
 
 // TestSlurmDedup runs the dedup script of docs/scale-out.md, verbatim, as
 // a job array of 4 shares over a job's index (the scenes and three byte
-// copies of them), and merges the parts: groups.jsonl, keep.txt and
-// drop.txt are byte for byte those of condition dedup over the whole
-// index.
+// copies of them), and merges the parts: groups.jsonl, keep.txt,
+// drop.txt and the pictures are byte for byte those of condition dedup
+// over the whole index.
 func TestSlurmDedup(t *testing.T) {
 	c := slurmtest.Start(t)
 	root := moduleRoot(t)
@@ -67,8 +67,8 @@ func TestSlurmDedup(t *testing.T) {
 	}
 	merged, whole := filepath.Join(dir, "merged"), filepath.Join(dir, "whole")
 	runBin(t, bin, append([]string{"merge", "--out", merged}, dirs...)...)
-	runBin(t, bin, append([]string{"dedup", out, "--no-pictures", "--out", whole}, args...)...)
-	for _, f := range []string{"groups.jsonl", "keep.txt", "drop.txt"} {
+	runBin(t, bin, append([]string{"dedup", out, "--out", whole}, args...)...)
+	for _, f := range []string{"groups.jsonl", "keep.txt", "drop.txt", "nn-histogram.json", "nn-histogram.png", "groups.png", "near-threshold.png"} {
 		a, err1 := os.ReadFile(filepath.Join(whole, f))
 		b, err2 := os.ReadFile(filepath.Join(merged, f))
 		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/conditionhq/condition/pipeline/index"
@@ -14,8 +15,9 @@ import (
 // made of them by grouping and keep. It refuses parts of another index or
 // of an index since changed, parts whose threshold or settings differ
 // (with clusters, halfdot's kernel too), a share given twice and a share
-// missing, naming the parts. The result
-// has no nearest cosines, near pairs or recall.
+// missing, naming the parts. With parts that kept their nearest
+// cosines (Part.Nearest), the result has Result.NN and Result.Near as the
+// whole search gives them; it has no recall.
 func Merge(ctx context.Context, x *index.Index, parts []*Part, grouping Grouping, keep Keep) (*Result, error) {
 	o := Options{Group: grouping, Keep: keep}
 	if err := o.Check(); err != nil {
@@ -42,11 +44,16 @@ func Merge(ctx context.Context, x *index.Index, parts []*Part, grouping Grouping
 		return nil, err
 	}
 	first := parts[0]
-	res := &Result{Threshold: first.Threshold, Rows: v.n, Images: v.images, Pairs: sortedPairs(lists), Clusters: first.Clusters}
-	for _, p := range res.Pairs {
+	res := &Result{Threshold: first.Threshold, Rows: v.n, Images: v.images, Clusters: first.Clusters}
+	pairs := sortedPairs(lists)
+	for _, p := range pairs {
 		if !v.ok[p.A] || !v.ok[p.B] {
 			return nil, fmt.Errorf("dedup: a part's pair (%d, %d) names a row that holds no image", p.A, p.B)
 		}
+	}
+	res.Pairs, res.Near = splitNear(pairs, first.Threshold, DefaultNearPairs)
+	if first.Nearest {
+		res.NN = mergeNearest(parts, v.n)
 	}
 	if res.Groups, err = group(x, v, res.Pairs, o); err != nil {
 		return nil, err
@@ -60,7 +67,11 @@ func Merge(ctx context.Context, x *index.Index, parts []*Part, grouping Grouping
 func checkParts(parts []*Part, id string, rows int) error {
 	first := parts[0]
 	setting := func(p *Part) string {
-		return fmt.Sprintf("%d shares, blocks of %d rows, %d clusters, probe %d, %d iterations", p.Shares, p.BlockRows, p.Clusters, p.Probe, p.Iterations)
+		s := fmt.Sprintf("%d shares, blocks of %d rows, %d clusters, probe %d, %d iterations", p.Shares, p.BlockRows, p.Clusters, p.Probe, p.Iterations)
+		if p.Nearest {
+			s += fmt.Sprintf(", the pictures' nearest cosines and pairs down to %g below the threshold", p.NearMargin)
+		}
+		return s
 	}
 	seen := make([]string, max(first.Shares, 0))
 	for _, p := range parts {
@@ -92,6 +103,21 @@ func checkParts(parts []*Part, id string, rows int) error {
 		return fmt.Errorf("dedup: share %s of %d (numbered from 0) missing: %d parts given (%s)", strings.Join(missing, ", "), first.Shares, len(parts), names(parts))
 	}
 	return nil
+}
+
+// mergeNearest returns each row's best cosine over the parts' (NaN where
+// no part has one).
+func mergeNearest(parts []*Part, n int) []float32 {
+	nn := make([]float32, n)
+	for r := range nn {
+		nn[r] = float32(math.NaN())
+		for _, p := range parts {
+			if c := p.NN[r]; !math.IsNaN(float64(c)) && (math.IsNaN(float64(nn[r])) || c > nn[r]) {
+				nn[r] = c
+			}
+		}
+	}
+	return nn
 }
 
 // names returns the parts' names, comma-separated.

@@ -20,6 +20,7 @@ const (
 	PartFile    = "dedup-part.json" // Part as JSON, written last
 	PairsFile   = "pairs.npy"       // [M, 2] int64: the rows A < B of each pair
 	CosinesFile = "cosines.npy"     // [M] float32: each pair's cosine
+	NearestFile = "nearest.npy"     // [N] float32: each row's nearest cosine (NaN: none), with Part.Nearest
 )
 
 // IsPart reports whether dir holds a part (its PartFile).
@@ -59,6 +60,11 @@ func (p *Part) Write(dir string) (err error) {
 	}
 	if err := tensorio.WriteNPY(filepath.Join(tmp, CosinesFile), tensorio.F32([]int{len(p.Pairs)}, cos)); err != nil {
 		return fmt.Errorf("dedup: %w", err)
+	}
+	if p.Nearest {
+		if err := tensorio.WriteNPY(filepath.Join(tmp, NearestFile), tensorio.F32([]int{len(p.NN)}, p.NN)); err != nil {
+			return fmt.Errorf("dedup: %w", err)
+		}
 	}
 	p.NumPairs = len(p.Pairs)
 	b, err := json.MarshalIndent(p, "", "  ")
@@ -115,6 +121,15 @@ func ReadPart(dir string) (*Part, error) {
 			return nil, fmt.Errorf("dedup: part %s: pair %d is of rows %d and %d: want 0 ≤ A < B < %d", dir, i, a, b, p.Rows)
 		}
 		p.Pairs[i] = Pair{a, b, c[i]}
+	}
+	if p.Nearest {
+		nn, err := tensorio.ReadNPY(filepath.Join(dir, NearestFile))
+		if err != nil {
+			return nil, fmt.Errorf("dedup: part %s: %w", dir, err)
+		}
+		if p.NN, _ = nn.Data.([]float32); len(p.NN) != p.Rows {
+			return nil, fmt.Errorf("dedup: part %s: want %s of float32 [%d], got %s %v", dir, NearestFile, p.Rows, nn.DType, nn.Shape)
+		}
 	}
 	return p, nil
 }

@@ -40,6 +40,14 @@ type Part struct {
 	Clusters   int    `json:"clusters,omitempty"`
 	Probe      int    `json:"probe,omitempty"`
 	Iterations int    `json:"iterations,omitempty"`
+	// Nearest says the part keeps each row's nearest cosine over the
+	// pairs it compared (NN) and the pairs down to Threshold − NearMargin,
+	// for the pictures (Options.NoNearest unset).
+	Nearest    bool    `json:"nearest,omitempty"`
+	NearMargin float32 `json:"near_margin,omitempty"`
+	// NN is each row's best cosine over the pairs the share compared, NaN
+	// for none (stored beside the JSON), with Nearest.
+	NN []float32 `json:"-"`
 	// RowsFrom and RowsTo are the rows [RowsFrom, RowsTo) the exact search
 	// compared with themselves and every later row.
 	RowsFrom int `json:"rows_from"`
@@ -60,8 +68,10 @@ type Part struct {
 // pairs compared; with Options.Clusters, the k-means (the same in every
 // share: from the index and DefaultSeed) and the clusters of share s,
 // dealt out largest first to the share of least work. where is recorded
-// in the part as the index's location. No nearest cosines, near pairs or
-// recall check are kept: Merge joins the parts into the groups.
+// in the part as the index's location. Unless Options.NoNearest, the part
+// keeps each row's nearest cosine over the pairs it compared and the pairs
+// down to Threshold − NearMargin, for the pictures. A recall check needs
+// the whole search: an error. Merge joins the parts.
 func RunShare(ctx context.Context, x *index.Index, where string, o Options, s Share) (*Part, error) {
 	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
 		return nil, fmt.Errorf("dedup: share %d of %d: want 0 ≤ share < count", s.Index, s.Count)
@@ -76,7 +86,9 @@ func RunShare(ctx context.Context, x *index.Index, where string, o Options, s Sh
 		return nil, err
 	}
 	o.defaults()
-	o.NearMargin, o.NoNearest = 0, true
+	if o.NoNearest {
+		o.NearMargin = 0
+	}
 	v, err := load(x)
 	if err != nil {
 		return nil, err
@@ -85,7 +97,13 @@ func RunShare(ctx context.Context, x *index.Index, where string, o Options, s Sh
 		return nil, fmt.Errorf("dedup: the index holds no image read and encoded (every row is a failed image)")
 	}
 	p := &Part{Format: PartFormat, Identity: identity(x, v), Index: where, Rows: v.n, Threshold: o.Threshold,
-		Share: s.Index, Shares: s.Count, BlockRows: o.BlockRows, Kernel: halfdot.Impl()}
+		Share: s.Index, Shares: s.Count, BlockRows: o.BlockRows, Kernel: halfdot.Impl(), Nearest: !o.NoNearest, NearMargin: o.NearMargin}
+	var nn *nearest
+	if !o.NoNearest {
+		nn = newNearest(v.n)
+	}
+	search := o
+	search.Threshold = o.Threshold - o.NearMargin
 	if o.Clusters > 0 {
 		p.Clusters, p.Probe, p.Iterations = o.Clusters, o.Probe, o.Iterations
 		a, err := newApprox(ctx, x, v, o)
@@ -94,16 +112,16 @@ func RunShare(ctx context.Context, x *index.Index, where string, o Options, s Sh
 		}
 		a.clusterOrder = shareClusters(a, s)
 		p.ClusterList = slices.Sorted(slices.Values(a.clusterOrder))
-		if p.Pairs, err = a.search(ctx, v, o, nil); err != nil {
+		if p.Pairs, err = a.search(ctx, v, search, nn); err != nil {
 			return nil, err
 		}
 	} else {
 		p.RowsFrom, p.RowsTo = shareRows(v.n, o.BlockRows, s)
-		if p.Pairs, err = rangePairs(ctx, x, v, o, p.RowsFrom, p.RowsTo); err != nil {
+		if p.Pairs, err = rangePairs(ctx, x, v, search, nn, p.RowsFrom, p.RowsTo); err != nil {
 			return nil, err
 		}
 	}
-	p.NumPairs = len(p.Pairs)
+	p.NumPairs, p.NN = len(p.Pairs), nn.values()
 	return p, nil
 }
 

@@ -13,14 +13,15 @@ import (
 // rangePairs is findPairs for the outer rows [lo, hi) only (lo a multiple
 // of o.BlockRows): each outer block of them compared with the inner
 // blocks from its first row to the last row of the index, on o.Workers
-// goroutines. The outer blocks are the searcher's, or where the range has
+// goroutines; nn, when not nil, gets each row's best cosine over the
+// pairs compared. The outer blocks are the searcher's, or where the range has
 // too few of those to keep every goroutine busy, runs of o.BlockRows rows
 // that give each goroutine two. It returns the pairs in (A, B) order.
-func rangePairs(ctx context.Context, x *index.Index, v *vectors, o Options, lo, hi int) ([]Pair, error) {
+func rangePairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *nearest, lo, hi int) ([]Pair, error) {
 	bs := o.BlockRows
 	nb := (v.n + bs - 1) / bs
 	workers := defaultWorkers(o.Workers)
-	_, bo := newSearcher(&vectors{d: 0}, bs, false)
+	_, bo := newSearcher(&vectors{d: 0}, bs, nn != nil)
 	if (hi-lo+bo-1)/bo < 2*workers {
 		// smaller outer blocks, two a goroutine at least, whole blocks of bs
 		bo = max(bs, (hi-lo)/(2*workers)/bs*bs)
@@ -49,7 +50,8 @@ func rangePairs(ctx context.Context, x *index.Index, v *vectors, o Options, lo, 
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			s, _ := newSearcher(v, bs, false)
+			s, _ := newSearcher(v, bs, nn != nil)
+			blk, _ := s.(*block) // the searcher that keeps nearest cosines
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= no || inner.Err() != nil {
@@ -71,10 +73,16 @@ func rangePairs(ctx context.Context, x *index.Index, v *vectors, o Options, lo, 
 						fail(err)
 						return
 					}
+					if nn != nil {
+						nn.mergeB(blk)
+					}
 					if found.Add(int64(len(out[w])-before)) > int64(o.MaxPairs) {
 						fail(fmt.Errorf("dedup: more than %d pairs of cosine ≥ %g: the threshold is too low for this collection (or raise the pair limit)", o.MaxPairs, o.Threshold))
 						return
 					}
+				}
+				if nn != nil {
+					nn.mergeA(blk)
 				}
 				mu.Lock()
 				for b := r0 / bs; b*bs < r0+k; b++ {

@@ -39,7 +39,9 @@ func runShares(t *testing.T, x *index.Index, dir string, o dedup.Options, n int)
 // shares (blocks of 16 rows, one and two workers), its parts written,
 // read back and merged, gives the pairs of numpy's brute force and
 // exactly the pairs, cosines and groups of the whole search, for each
-// dtype, grouping and keep rule; the shares' rows tile the index.
+// dtype, grouping and keep rule, and with the pictures' data the same
+// nearest cosines and pairs below the threshold; the shares' rows tile
+// the index.
 func TestDedupSharesMatchWholeSearch(t *testing.T) {
 	const n, d, k = 400, 64, 80
 	vec := synthVectors(n, d, k, 1)
@@ -84,9 +86,36 @@ func TestDedupSharesMatchWholeSearch(t *testing.T) {
 						checkGroups(t, merged, grouping)
 					}
 				}
+				// With the pictures' nearest cosines and pairs below T.
+				o.NoNearest, o.NearMargin = false, 0.02
+				whole, err := dedup.Run(context.Background(), x, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				merged, err := dedup.Merge(context.Background(), x, runShares(t, x, t.TempDir(), o, shares), o.Group, o.Keep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sameFloats(merged.NN, whole.NN) || !reflect.DeepEqual(merged.Near, whole.Near) || !reflect.DeepEqual(merged.Pairs, whole.Pairs) || len(whole.Near) == 0 {
+					t.Errorf("%d shares with nearest cosines: merged %d near pairs, %d pairs; whole %d, %d (or the nearest cosines differ)", shares, len(merged.Near), len(merged.Pairs), len(whole.Near), len(whole.Pairs))
+				}
 			}
 		})
 	}
+}
+
+// sameFloats reports whether a and b hold the same values, NaN equal to
+// NaN.
+func sameFloats(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] && !(a[i] != a[i] && b[i] != b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestDedupSharesApproximate: with clusters, every share makes the same

@@ -151,8 +151,8 @@ func printDedup(e *env, sum dedupSummary, asJSON, pictures bool) error {
 }
 
 // openDedupIndex opens the index at where (a folder, an object-store
-// prefix or a collection in Weaviate) and checks that dedup can search it; close closes it and its
-// stores.
+// prefix or a collection in Weaviate) and checks that dedup can search
+// it; close closes it and its stores.
 func openDedupIndex(ctx context.Context, where string) (x *index.Index, close func(), err error) {
 	if index.IsCollectionURL(where) {
 		return openDedupCollection(ctx, where)

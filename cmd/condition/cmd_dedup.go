@@ -28,6 +28,8 @@ type dedupOptions struct {
 	clusters  int
 	probe     int
 	recall    int
+	blockRows int
+	share     shareFlags
 }
 
 func (o *dedupOptions) AddFlags(fs *pflag.FlagSet) {
@@ -39,6 +41,8 @@ func (o *dedupOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.clusters, "clusters", 0, "approximate: group the images into this many clusters (spherical k-means) and compare only within them (0: every pair, exact)")
 	fs.IntVar(&o.probe, "probe", dedup.DefaultProbe, "with --clusters: compare each image within its 1 or 2 nearest clusters")
 	fs.IntVar(&o.recall, "check-recall", 0, "with --clusters: compare this many images with every other exactly and report the fraction of their pairs found")
+	fs.IntVar(&o.blockRows, "block-rows", dedup.DefaultBlockRows, "rows compared as one block: memory per core, and the unit a split search deals out (every share of one search takes the same)")
+	o.share.AddFlags(fs)
 	fs.BoolVar(&o.noPics, "no-pictures", false, "with --out, write no nn-histogram.png/.json, groups.png or near-threshold.png (and search no pairs below the threshold for them)")
 }
 
@@ -74,7 +78,7 @@ type dedupSummary struct {
 
 func runDedup(ctx context.Context, e *env, args []string) error {
 	var o dedupOptions
-	fs := newFlagSet(e, "dedup", "dedup INDEX [--threshold T] [--out DIR] [--keep first|central|largest] [--group star|components] [--clusters K [--probe 1|2] [--check-recall N]] [--no-pictures] [--json]\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix")
+	fs := newFlagSet(e, "dedup", "dedup INDEX [--threshold T] [--out DIR] [--keep first|central|largest] [--group star|components] [--clusters K [--probe 1|2] [--check-recall N]] [--no-pictures] [--json]\n       dedup INDEX --shard-index I --shard-count N --out PART_DIR [--threshold T] [--clusters K [--probe 1|2]]   (then: condition merge PART_DIR... --out DIR)\n\nINDEX is a job's output (run --index), its index folder or one part, a folder or an object-store prefix, or a collection weaviate://HOST:PORT/Name (API key from $`+weaviateKeyEnv+`)")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -85,6 +89,9 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 	opts, err := o.options()
 	if err != nil {
 		return err
+	}
+	if o.share.given(fs) {
+		return runDedupShare(ctx, e, &o, opts, fs.Arg(0))
 	}
 	pictures := o.out != "" && !o.noPics
 	opts.NoNearest = !pictures
@@ -99,30 +106,14 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	where := fs.Arg(0)
-	if index.IsCollectionURL(where) {
-		return usagef("dedup reads a job's index folder or prefix; a collection in a vector database (%s) is not supported", where)
-	}
-	stores := objstore.NewURLReader()
-	defer stores.Close()
-	x, err := index.Open(ctx, where, index.Options{Store: stores})
+	x, closeIndex, err := openDedupIndex(ctx, where)
 	if err != nil {
 		return err
 	}
-	defer x.Close()
-	if err := dedup.CheckIndex(x); err != nil {
-		return err
-	}
+	defer closeIndex()
 	e.Log.Info("dedup", "index", where, "rows", x.Rows(), "threshold", fmt.Sprint(opts.Threshold), "group", opts.Group, "keep", opts.Keep)
 	line := newStatusLine(e.Stderr, o.json)
-	start := time.Now()
-	opts.Progress = func(done, total int) {
-		eta := time.Duration(float64(time.Since(start)) * float64(total-done) / float64(max(done, 1))).Round(time.Second)
-		unit := "block pairs"
-		if opts.Clusters > 0 {
-			unit = "clusters"
-		}
-		line.show(fmt.Sprintf("%scomparing: %d/%d %s, ETA %s", bar(done, total, 24), done, total, unit, eta), false)
-	}
+	opts.Progress = dedupProgress(line, opts.Clusters > 0)
 	res, err := dedup.Run(ctx, x, opts)
 	line.done()
 	if err != nil {
@@ -135,7 +126,13 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	if o.json {
+	return printDedup(e, sum, o.json, pictures)
+}
+
+// printDedup prints the summary (as JSON with asJSON) and the files
+// written.
+func printDedup(e *env, sum dedupSummary, asJSON, pictures bool) error {
+	if asJSON {
 		return json.NewEncoder(e.Stdout).Encode(sum)
 	}
 	fmt.Fprintf(e.Stdout, "%d images (%d rows), %d pairs of cosine ≥ %g, %d groups (%s), %d duplicates, %d kept (%s)\n",
@@ -143,19 +140,57 @@ func runDedup(ctx context.Context, e *env, args []string) error {
 	if r := sum.Recall; r != nil {
 		fmt.Fprintf(e.Stdout, "approximate (%d clusters): recall %.4f (%d of the %d exact pairs of %d images drawn)\n", sum.Clusters, r.Ratio, r.Found, r.Exact, r.Sampled)
 	}
-	if o.out != "" {
+	if sum.Out != "" {
 		files := "{groups.jsonl,keep.txt,drop.txt}"
 		if pictures {
 			files = "{groups.jsonl,keep.txt,drop.txt,nn-histogram.png,nn-histogram.json,groups.png,near-threshold.png}"
 		}
-		fmt.Fprintf(e.Stdout, "wrote %s\n", filepath.Join(o.out, files))
+		fmt.Fprintf(e.Stdout, "wrote %s\n", filepath.Join(sum.Out, files))
 	}
 	return nil
 }
 
+// openDedupIndex opens the index at where (a folder, an object-store
+// prefix or a collection in Weaviate) and checks that dedup can search
+// it; close closes it and its stores.
+func openDedupIndex(ctx context.Context, where string) (x *index.Index, close func(), err error) {
+	if index.IsCollectionURL(where) {
+		return openDedupCollection(ctx, where)
+	}
+	stores := objstore.NewURLReader()
+	x, err = index.Open(ctx, where, index.Options{Store: stores})
+	if err != nil {
+		stores.Close()
+		return nil, nil, err
+	}
+	if err := dedup.CheckIndex(x); err != nil {
+		x.Close()
+		stores.Close()
+		return nil, nil, err
+	}
+	return x, func() { x.Close(); stores.Close() }, nil
+}
+
+// dedupProgress returns the progress callback that shows the comparison
+// on line: block pairs, or clusters.
+func dedupProgress(line *statusLine, clusters bool) func(done, total int) {
+	start := time.Now()
+	unit := "block pairs"
+	if clusters {
+		unit = "clusters"
+	}
+	return func(done, total int) {
+		eta := time.Duration(float64(time.Since(start)) * float64(total-done) / float64(max(done, 1))).Round(time.Second)
+		line.show(fmt.Sprintf("%scomparing: %d/%d %s, ETA %s", bar(done, total, 24), done, total, unit, eta), false)
+	}
+}
+
 // options parses the flags into the library's options.
 func (o *dedupOptions) options() (dedup.Options, error) {
-	opts := dedup.Options{Threshold: o.threshold, Clusters: o.clusters, Probe: o.probe, CheckRecall: o.recall}
+	opts := dedup.Options{Threshold: o.threshold, Clusters: o.clusters, Probe: o.probe, CheckRecall: o.recall, BlockRows: o.blockRows}
+	if o.blockRows < 1 {
+		return opts, usagef("--block-rows %d: want 1 or more", o.blockRows)
+	}
 	if !(o.threshold > 0 && o.threshold <= 1) {
 		return opts, usagef("--threshold %g: want a cosine above 0 and at most 1", o.threshold)
 	}

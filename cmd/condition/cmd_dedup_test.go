@@ -162,7 +162,7 @@ func TestDedupCLIRefusals(t *testing.T) {
 		{[]string{out, "--clusters", "4", "--probe", "3"}, 2, "--probe 3"},
 		{[]string{out, "--clusters", "-1"}, 2, "--clusters -1"},
 		{[]string{out, "--check-recall", "5"}, 2, "give --clusters too"},
-		{[]string{"weaviate://localhost:1/Photos"}, 2, "not supported"},
+		{[]string{"weaviate://127.0.0.1:1/Photos"}, 1, "127.0.0.1:1"},
 		{[]string{mixed}, 1, "one index holds the vectors of one model"},
 		{[]string{trunc}, 1, index.EmbedsFile},
 		{[]string{filepath.Join(t.TempDir(), "none")}, 1, "none"},

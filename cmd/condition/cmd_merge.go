@@ -15,23 +15,37 @@ type mergeOptions struct {
 	images []string
 	lists  []string
 	json   bool
+	// the parts of a split dedup search
+	out, keep, group, index string
 }
 
 func (o *mergeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.images, "images", nil, "the job's inputs (repeatable, brace patterns and URLs as in run): also report images that no shard recorded")
 	fs.StringArrayVar(&o.lists, "list", nil, "the job's list files (repeatable), walked like --images")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+	fs.StringVar(&o.out, "out", "", "with the parts of a split dedup search, a new folder to write groups.jsonl, keep.txt and drop.txt into")
+	fs.StringVar(&o.keep, "keep", "first", "with dedup parts, the image of a group kept (first or central, as dedup --keep)")
+	fs.StringVar(&o.group, "group", "star", "with dedup parts, how pairs make groups (star or components, as dedup --group)")
+	fs.StringVar(&o.index, "index", "", "with dedup parts, the index they were found over (default: where the first part says its share read it)")
 }
 
 func runMerge(ctx context.Context, e *env, args []string) error {
 	var o mergeOptions
-	fs := newFlagSet(e, "merge", "merge [--images PATH]... [--list FILE]... [--json] DIR|URL")
+	fs := newFlagSet(e, "merge", "merge [--images PATH]... [--list FILE]... [--json] DIR|URL\n       merge PART_DIR... [--out DIR] [--keep first|central] [--group star|components] [--index INDEX] [--json]   (the parts of a split dedup search)")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 && isDedupPart(fs.Arg(0)) {
+		return runMergeDedup(ctx, e, fs.Args(), o)
+	}
 	if fs.NArg() != 1 {
-		return usagef("merge takes one output folder, got %d arguments", fs.NArg())
+		return usagef("merge takes one output folder (or the parts of a split dedup search), got %d arguments", fs.NArg())
+	}
+	for _, name := range []string{"out", "keep", "group", "index"} {
+		if fs.Changed(name) {
+			return usagef("--%s is for the parts of a split dedup search; %s is not one", name, fs.Arg(0))
+		}
 	}
 	if out := fs.Arg(0); batch.IsStoreURL(out) || batch.IsShardsOutput(ctx, out) {
 		return verifyShards(ctx, e, out, o)

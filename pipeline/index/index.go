@@ -198,6 +198,7 @@ type indexPart struct {
 	embeds, patches    []byte // the arrays' data, [N, D] and [N, P, D] values of dtype
 	embScale, patScale []float32
 	maps               [][]byte // the mappings to unmap
+	norms              rowNorms // each row's 1/‖embedding‖, made by the first Neighbours
 }
 
 // itemTable holds the names of a part's ok items packed: item k's path,

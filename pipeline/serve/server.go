@@ -170,6 +170,7 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/attend", s.api("attend", s.attend))
 	s.mux.Handle("POST /v1/classify", s.api("classify", s.classify))
 	s.mux.Handle("POST /v1/search", s.api("search", s.search))
+	s.mux.Handle("POST /v1/neighbours", s.api("neighbours", s.neighbours))
 	s.mux.Handle("GET /v1/models", s.api("models", s.models))
 	s.mux.Handle("GET /healthz", s.probe("healthz", func() bool { return true }))
 	s.mux.Handle("GET /readyz", s.probe("readyz", func() bool { return s.ready.Load() && !s.closing.Load() }))
@@ -183,7 +184,7 @@ func (s *Server) routes() {
 			return
 		}
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalid, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s (routes: POST /v1/embeddings, /v1/attend, /v1/classify, /v1/search; GET /v1/models, /healthz, /readyz, /metrics, /)", r.Method, r.URL.Path)})
+			Message: fmt.Sprintf("no route %s %s (routes: POST /v1/embeddings, /v1/attend, /v1/classify, /v1/search, /v1/neighbours; GET /v1/models, /healthz, /readyz, /metrics, /)", r.Method, r.URL.Path)})
 	})))
 }
 
@@ -191,7 +192,7 @@ func (s *Server) routes() {
 // (405 with Allow).
 var routeMethods = map[string]string{
 	"/v1/embeddings": http.MethodPost, "/v1/attend": http.MethodPost, "/v1/classify": http.MethodPost,
-	"/v1/search": http.MethodPost, "/v1/models": http.MethodGet, "/healthz": http.MethodGet,
+	"/v1/search": http.MethodPost, "/v1/neighbours": http.MethodPost, "/v1/models": http.MethodGet, "/healthz": http.MethodGet,
 	"/readyz": http.MethodGet, "/metrics": http.MethodGet, "/": http.MethodGet,
 }
 

@@ -36,15 +36,27 @@ type approx struct {
 // exact pairs of each cluster's images (its nearest) with each other and
 // with the images whose second nearest it is (Options.Probe 2).
 func approxPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *nearest) ([]Pair, *approx, error) {
-	m, err := loadAll(x, v)
+	a, err := newApprox(ctx, x, v, o)
 	if err != nil {
 		return nil, nil, err
+	}
+	pairs, err := a.search(ctx, v, o, nn)
+	return pairs, a, err
+}
+
+// newApprox reads every row into memory and clusters the images: the
+// same clusters, in the same order, from the same index and options,
+// whatever the machine or its workers.
+func newApprox(ctx context.Context, x *index.Index, v *vectors, o Options) (*approx, error) {
+	m, err := loadAll(x, v)
+	if err != nil {
+		return nil, err
 	}
 	a := &approx{m: m, best: make([]int32, v.n), second: make([]int32, v.n), workers: defaultWorkers(o.Workers), probe: o.Probe}
 	km := newKMeans(m, v, o.Clusters, DefaultSeed)
 	for range o.Iterations {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		km.assign(m, v, a.workers, a.best, a.second, true)
 	}
@@ -63,8 +75,7 @@ func approxPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn 
 		a.clusterOrder[c] = c
 	}
 	slices.SortStableFunc(a.clusterOrder, func(p, q int) int { return len(a.prim[q]) - len(a.prim[p]) })
-	pairs, err := a.search(ctx, v, o, nn)
-	return pairs, a, err
+	return a, nil
 }
 
 // search compares the clusters on a.workers goroutines, largest first,

@@ -4,7 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/conditionhq/condition/internal/halfdot"
 	"github.com/conditionhq/condition/pipeline/index"
@@ -127,50 +129,76 @@ func (km *kmeans) nearest2(m *memVectors, v *vectors, r int, buf []float32) (bes
 
 // assign sets best[r] and second[r] for every image (−1 for a failed one)
 // on workers goroutines, and, when update, moves each centroid to the
-// normalised mean of its images (a centroid with none stays).
+// normalised mean of its images (a centroid with none stays). Each
+// centroid's images are summed in row order, whatever the workers: the
+// same index and seed give the same clusters on any machine and in every
+// process of a split search.
 func (km *kmeans) assign(m *memVectors, v *vectors, workers int, best, second []int32, update bool) {
-	d := km.d
-	sums := make([][]float32, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			buf := make([]float32, d)
-			if update {
-				sums[w] = make([]float32, km.k*d)
-			}
+			buf := make([]float32, km.d)
 			for r := w * v.n / workers; r < (w+1)*v.n/workers; r++ {
 				if !v.ok[r] {
 					best[r], second[r] = -1, -1
 					continue
 				}
 				best[r], second[r] = km.nearest2(m, v, r, buf)
-				if update {
+			}
+		})
+	}
+	wg.Wait()
+	if update {
+		km.update(m, v, workers, best)
+	}
+}
+
+// update moves each centroid to the normalised sum of its images (by
+// best), summed in row order, the centroids shared among workers.
+func (km *kmeans) update(m *memVectors, v *vectors, workers int, best []int32) {
+	d := km.d
+	off := make([]int, km.k+1)
+	for _, c := range best {
+		if c >= 0 {
+			off[c+1]++
+		}
+	}
+	for c := range km.k {
+		off[c+1] += off[c]
+	}
+	rows, at := make([]int, off[km.k]), slices.Clone(off[:km.k])
+	for r, c := range best {
+		if c >= 0 {
+			rows[at[c]] = r
+			at[c]++
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			buf, s := make([]float32, d), make([]float32, d)
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= km.k {
+					return
+				}
+				clear(s)
+				for _, r := range rows[off[c]:off[c+1]] {
 					m.unit(v, r, buf)
-					s := sums[w][int(best[r])*d : (int(best[r])+1)*d]
 					for j, e := range buf {
 						s[j] += e
+					}
+				}
+				if n := norm(s); n > 0 {
+					for j, e := range s {
+						km.cent[c*d+j] = e / n
 					}
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if !update {
-		return
-	}
-	for c := range km.k {
-		s := sums[0][c*d : (c+1)*d]
-		for _, o := range sums[1:] {
-			for j, e := range o[c*d : (c+1)*d] {
-				s[j] += e
-			}
-		}
-		if n := norm(s); n > 0 {
-			for j, e := range s {
-				km.cent[c*d+j] = e / n
-			}
-		}
-	}
 }
 
 // norm returns ‖s‖.

@@ -140,6 +140,10 @@ type Options struct {
 	// NoNearest skips keeping each image's nearest-neighbour cosine
 	// (Result.NN nil, Result.Histogram empty): a few percent less time.
 	NoNearest bool
+	// NoFilter compares every pair in float32 where the int8 filter would
+	// run first (a CPU with AVX512-VNNI, NoNearest set): the same pairs,
+	// more time; for measuring the filter by.
+	NoFilter bool
 	// NearMargin, when above 0, also searches the pairs of cosine in
 	// [Threshold − NearMargin, Threshold) and keeps the NearPairs closest
 	// of them in Result.Near (they count towards MaxPairs).
@@ -190,6 +194,10 @@ type Result struct {
 	// Near is the pairs closest below the threshold, closest first
 	// (Options.NearMargin), for deciding where the threshold goes.
 	Near []Pair
+	// Rescored is the pairs the int8 filter passed on to be compared in
+	// float32 (those of its tiles that reached the bound), 0 where it did
+	// not run.
+	Rescored int64
 }
 
 // Duplicates returns how many images the groups drop.
@@ -265,16 +273,17 @@ func Run(ctx context.Context, x *index.Index, o Options) (*Result, error) {
 	search := o
 	search.Threshold = o.Threshold - o.NearMargin
 	var pairs []Pair
+	var rescored int64
 	var ap *approx
 	if o.Clusters > 0 {
 		pairs, ap, err = approxPairs(ctx, x, v, search, nn)
 	} else {
-		pairs, err = findPairs(ctx, x, v, search, nn)
+		pairs, rescored, err = findPairs(ctx, x, v, search, nn)
 	}
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Threshold: o.Threshold, Rows: v.n, Images: v.images, NN: nn.values(), Clusters: o.Clusters}
+	res := &Result{Threshold: o.Threshold, Rows: v.n, Images: v.images, NN: nn.values(), Clusters: o.Clusters, Rescored: rescored}
 	if ap != nil && o.CheckRecall > 0 {
 		res.Recall = ap.checkRecall(v, o.CheckRecall, o.Threshold, pairs)
 	}

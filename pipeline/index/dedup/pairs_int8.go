@@ -74,17 +74,37 @@ func (s *filtered) inner(x *index.Index, v *vectors, b0, kb int, t float32, out 
 			if hi-1 <= ra0 {
 				continue // no inner row after an outer one
 			}
-			floor := coarseFloor(t, s.pa[p], qz.panels[q], d)
-			if !halfdot.TileInt8(pa, qz.q[q*blen:(q+1)*blen], d, (*[tc]int32)(qz.sums[q*tc:]), sa, (*[tc]float32)(qz.scale[q*tc:]), floor, &s.out) {
+			floor, na := coarseFloor(t, s.pa[p], qz.panels[q], d), min(tr, s.a0+s.ka-ra0)
+			sb := (*[tc]float32)(qz.scale[q*tc:])
+			if !halfdot.TileInt8(pa, qz.q[q*blen:(q+1)*blen], d, (*[tc]int32)(qz.sums[q*tc:]), sa, sb, floor, &s.out) {
 				continue
 			}
+			if (lo <= ra0+na-1 || lo > q*tc || hi < q*tc+tc) && !s.passes(floor, sa, sb, ra0, na, q*tc, lo, hi) {
+				continue // the tile reached the floor only at pairs it leaves out
+			}
 			var err error
-			if out, err = s.rescore(x, v, t, ra0, min(tr, s.a0+s.ka-ra0), q*tc, lo, hi, out); err != nil {
+			if out, err = s.rescore(x, v, t, ra0, na, q*tc, lo, hi, out); err != nil {
 				return out, err
 			}
 		}
 	}
 	return out, nil
+}
+
+// passes says whether a coarse value of the tile in s.out (outer rows
+// from ra0, inner rows from rb0) at a pair it keeps (an inner row in
+// [lo, hi) after the outer row) reaches floor: TileInt8's test over
+// those pairs only, for the tiles that straddle the diagonal or the
+// inner block's ends.
+func (s *filtered) passes(floor float32, sa *[halfdot.TileRows]float32, sb *[halfdot.TileCols]float32, ra0, na, rb0, lo, hi int) bool {
+	for r := range na {
+		for c := max(lo, ra0+r+1) - rb0; c < hi-rb0; c++ {
+			if float32(float32(float32(s.out[r*halfdot.TileCols+c])*sb[c])*sa[r]) >= floor {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // rescore compares the outer rows [ra0, ra0+na) with the inner rows of
@@ -103,7 +123,9 @@ func (s *filtered) rescore(x *index.Index, v *vectors, t float32, ra0, na, rb0, 
 		return out, err
 	}
 	halfdot.Pack(s.fb, s.rows, v.inv[rb0:rb0+nb], nb, d, tc)
-	s.rescored += int64(na * (hi - lo))
+	for r := range na {
+		s.rescored += int64(max(0, hi-max(lo, ra0+r+1)))
+	}
 	if !halfdot.Tile(s.fa, s.fb, d, t, &s.fout) {
 		return out, nil
 	}

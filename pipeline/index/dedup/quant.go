@@ -19,7 +19,7 @@ func (n *norms) raise(o norms) {
 	n.hat, n.err, n.norm = max(n.hat, o.hat), max(n.err, o.err), max(n.norm, o.norm)
 }
 
-// quantizeRow sets q (len(x) values) to round(x/s) with s = max|x|/127 as
+// quantizeRow sets q (len(x) values) to x/s rounded with s = max|x|/127 as
 // float32 (q = 0, s = 0 for a zero row) and returns s and the row's norms.
 // e = x − s·q is exact in float64 (s·q has at most 32 significant bits and
 // |e| ≤ s/2 ≤ |x|max/254), so ‖e‖ is its rounded float64 norm.
@@ -33,10 +33,11 @@ func quantizeRow(q []int8, x []float32) (float32, norms) {
 		return 0, norms{}
 	}
 	s := m / 127
+	inv := 1 / float64(s) // any rounding of q will do: e is of the q chosen
 	var sq int64
 	var ee, xx float64
 	for i, v := range x {
-		k := math.RoundToEven(float64(v) / float64(s))
+		k := math.Floor(float64(v)*inv + 0.5)
 		k = max(-127, min(127, k))
 		q[i] = int8(k)
 		sq += int64(k) * int64(k)

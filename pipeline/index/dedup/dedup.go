@@ -10,9 +10,15 @@
 // converted to float32, normalised and packed once, and every later block
 // of BlockRows rows likewise, then compared twelve rows by 32 at a time
 // (halfdot.Tile); elsewhere a block of rows is dotted with every later
-// block as stored (halfdot.Dot4x2). Memory is the blocks of each
-// goroutine (Options.BlockRows) and the pairs found (at most
-// Options.MaxPairs).
+// block as stored (halfdot.Dot4x2). Where the CPU also has AVX512-VNNI
+// and no nearest cosines are kept, every row is quantized to int8 once
+// and the tiles are first scored in int8 (halfdot.TileInt8) against the
+// threshold less a proven bound of the quantization and rounding errors;
+// only the tiles that reach it are compared in float32, so the pairs are
+// the float32 search's, bit for bit (docs/dedup.md derives the bound).
+// Memory is the blocks of each goroutine (Options.BlockRows), the
+// quantized rows (N·D bytes, with the int8 filter) and the pairs found
+// (at most Options.MaxPairs).
 //
 // With Options.Clusters the search is approximate (SemDeDup's way): a
 // spherical k-means of the images, then the exact pairs within each
@@ -116,7 +122,8 @@ type Options struct {
 	Keep      Keep
 	// BlockRows is the rows of a block (0: DefaultBlockRows): each
 	// goroutine holds about 34·BlockRows·D·4 bytes where the CPU has
-	// AVX-512 (an outer block of 32 blocks), BlockRows·D·(4+4) elsewhere.
+	// AVX-512 (an outer block of 32 blocks), 17·BlockRows·D·4 with the
+	// int8 filter, BlockRows·D·(4+4) elsewhere.
 	BlockRows int
 	// Workers is how many goroutines compare blocks (0: GOMAXPROCS).
 	Workers int

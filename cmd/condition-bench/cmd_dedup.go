@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -31,7 +32,7 @@ func init() {
 type dedupBenchOptions struct {
 	n, dim, planted, block, workers, extrapolate int
 	clusters, probe, recall                      int
-	nearest                                      bool
+	nearest, float                               bool
 	threshold                                    float32
 	dir, python                                  string
 	json, faiss                                  bool
@@ -49,6 +50,7 @@ func (o *dedupBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.probe, "probe", dedup.DefaultProbe, "with --clusters: each image compared within its 1 or 2 nearest clusters")
 	fs.IntVar(&o.recall, "check-recall", 1000, "with --clusters: images compared with every other exactly to measure the recall (its time is reported apart)")
 	fs.BoolVar(&o.nearest, "nearest", false, "keep each image's nearest-neighbour cosine, as dedup does when it writes its pictures (the row-by-row search then runs, not the tiled one)")
+	fs.BoolVar(&o.float, "compare-float", false, "where the int8 filter runs, also run the float32 tiled search without it (the same pairs) in the same run, and report the ratio of their CPU times")
 	fs.StringVar(&o.dir, "dir", "", "folder for the index (default: a temporary one, removed)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.faiss, "faiss", false, "also time faiss IndexFlatIP's range_search at the threshold over the same vectors as float32 (python3 with faiss and numpy), and compare its pairs")
@@ -69,10 +71,13 @@ type dedupBenchResult struct {
 	Found, Planted         int     // pairs found; planted pairs among them / planted
 	PlantedFound           int
 	Extrapolate            int
-	ExtrapolatedSeconds    float64       // exact: from PairsPerCPUSec on Workers cores, none of them shared; approximate: CPU time × (Extrapolate/N)^1.5 / Workers
-	Clusters, Probe        int           // the approximate search's (0: exact)
-	ExtrapolateClusters    int           // approximate: Clusters × √(Extrapolate/N), the clusters the extrapolation assumes
-	Recall                 *dedup.Recall // approximate: the recall check (Seconds and CPUSeconds end at the last cluster compared, before it)
+	ExtrapolatedSeconds    float64        // exact: from PairsPerCPUSec on Workers cores, none of them shared; approximate: CPU time × (Extrapolate/N)^1.5 / Workers
+	Clusters, Probe        int            // the approximate search's (0: exact)
+	ExtrapolateClusters    int            // approximate: Clusters × √(Extrapolate/N), the clusters the extrapolation assumes
+	Recall                 *dedup.Recall  // approximate: the recall check (Seconds and CPUSeconds end at the last cluster compared, before it)
+	Rescored               int64          // pairs the int8 filter passed on to float32 (0: no filter ran)
+	RescoredFraction       float64        // of Pairs
+	Float                  *dedupFloatRun // --compare-float: the float32 search alone, same run
 	Faiss                  *dedupFaiss
 	FaissError             string `json:"faiss_error,omitempty"`
 }
@@ -148,6 +153,17 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 			r.PlantedFound++
 		}
 	}
+	r.Rescored, r.RescoredFraction = res.Rescored, float64(res.Rescored)/r.Pairs
+	if r.Rescored > 0 {
+		r.Kernel += " + int8 filter (vnni)"
+	}
+	if o.float && r.Rescored > 0 {
+		e.Log.Info("running the float32 search without the int8 filter")
+		opts.NoFilter = true
+		if r.Float, err = runDedupFloat(ctx, x, opts, res.Pairs); err != nil {
+			return err
+		}
+	}
 	if o.extrapolate > 0 {
 		r.ExtrapolatedSeconds = float64(o.extrapolate) * float64(o.extrapolate-1) / 2 / (r.PairsPerCPUSec * float64(workers))
 	}
@@ -170,8 +186,12 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 
 // printDedupBench prints r as text.
 func printDedupBench(e *env, o dedupBenchOptions, r dedupBenchResult) {
-	fmt.Fprintf(e.Stdout, "dedup N=%d D=%d, %d workers, blocks of %d rows, halfdot %s: %.1f s (%.1f CPU s), %.3g pairs/s (%.3g per CPU s), %.1f GFLOP/s (%.1f per core, %.0f%% of one core's peak %.1f); %d pairs found, %d of %d planted\n",
-		r.N, r.Dim, r.Workers, r.Block, r.Kernel, r.Seconds, r.CPUSeconds, r.PairsPerSec, r.PairsPerCPUSec, r.GFLOPs, r.GFLOPsPerCore, 100*r.GFLOPsPerCore/r.PeakGFLOPs, r.PeakGFLOPs, r.Found, r.PlantedFound, r.Planted)
+	flops := "GFLOP/s"
+	if r.Rescored > 0 {
+		flops = "float32-equivalent GFLOP/s (int8 operations, mostly)"
+	}
+	fmt.Fprintf(e.Stdout, "dedup N=%d D=%d, %d workers, blocks of %d rows, halfdot %s: %.1f s (%.1f CPU s), %.3g pairs/s (%.3g per CPU s), %.1f %s (%.1f per core, %.0f%% of one core's float32 peak %.1f); %d pairs found, %d of %d planted\n",
+		r.N, r.Dim, r.Workers, r.Block, r.Kernel, r.Seconds, r.CPUSeconds, r.PairsPerSec, r.PairsPerCPUSec, r.GFLOPs, flops, r.GFLOPsPerCore, 100*r.GFLOPsPerCore/r.PeakGFLOPs, r.PeakGFLOPs, r.Found, r.PlantedFound, r.Planted)
 	if o.extrapolate > 0 {
 		fmt.Fprintf(e.Stdout, "extrapolated (N² at the measured pairs per CPU second on %d unshared cores; not measured): N=%d in %.0f s (%.1f h)\n", r.Workers, o.extrapolate, r.ExtrapolatedSeconds, r.ExtrapolatedSeconds/3600)
 	}
@@ -182,9 +202,36 @@ func printDedupBench(e *env, o dedupBenchOptions, r dedupBenchResult) {
 			fmt.Fprintf(e.Stdout, "faiss extrapolated (N² at its pairs per CPU second on %d unshared cores; not measured): N=%d in %.0f s\n", r.Workers, o.extrapolate, float64(o.extrapolate)*float64(o.extrapolate-1)/2/(r.Pairs/f.CPUSeconds*float64(r.Workers)))
 		}
 	}
+	if f := r.Float; f != nil {
+		fmt.Fprintf(e.Stdout, "int8 filter: %.3g of the pairs rescored in float32; float32 tiled search alone: %.1f s (%.1f CPU s), %.3g pairs per CPU s; the filtered search %.2f× its CPU time; the same pairs: %v\n",
+			r.RescoredFraction, f.Seconds, f.CPUSeconds, r.Pairs/f.CPUSeconds, r.CPUSeconds/f.CPUSeconds, f.Same)
+	} else if r.Rescored > 0 {
+		fmt.Fprintf(e.Stdout, "int8 filter: %.3g of the pairs rescored in float32\n", r.RescoredFraction)
+	}
 	if r.FaissError != "" {
 		fmt.Fprintf(e.Stdout, "faiss: not run: %s\n", r.FaissError)
 	}
+}
+
+// dedupFloatRun is the float32 tiled search without the int8 filter, run
+// after the filtered one over the same index.
+type dedupFloatRun struct {
+	Seconds, CPUSeconds float64
+	Found               int
+	Same                bool // the same pairs, cosines to the bit
+}
+
+// runDedupFloat runs dedup with opts (NoFilter set) and compares its
+// pairs with want.
+func runDedupFloat(ctx context.Context, x *index.Index, opts dedup.Options, want []dedup.Pair) (*dedupFloatRun, error) {
+	c0, _ := cputime.Process()
+	t0 := time.Now()
+	res, err := dedup.Run(ctx, x, opts)
+	if err != nil {
+		return nil, err
+	}
+	c1, _ := cputime.Process()
+	return &dedupFloatRun{Seconds: time.Since(t0).Seconds(), CPUSeconds: (c1 - c0).Seconds(), Found: len(res.Pairs), Same: slices.Equal(res.Pairs, want)}, nil
 }
 
 // writeDedupIndex writes one index part of o.n random unit vectors in

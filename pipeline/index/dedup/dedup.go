@@ -10,9 +10,15 @@
 // converted to float32, normalised and packed once, and every later block
 // of BlockRows rows likewise, then compared twelve rows by 32 at a time
 // (halfdot.Tile); elsewhere a block of rows is dotted with every later
-// block as stored (halfdot.Dot4x2). Memory is the blocks of each
-// goroutine (Options.BlockRows) and the pairs found (at most
-// Options.MaxPairs).
+// block as stored (halfdot.Dot4x2). Where the CPU also has AVX512-VNNI
+// and no nearest cosines are kept, every row is quantized to int8 once
+// and the tiles are first scored in int8 (halfdot.TileInt8) against the
+// threshold less a proven bound of the quantization and rounding errors;
+// only the tiles that reach it are compared in float32, so the pairs are
+// the float32 search's, bit for bit (docs/dedup.md derives the bound).
+// Memory is the blocks of each goroutine (Options.BlockRows), the
+// quantized rows (N·D bytes, with the int8 filter) and the pairs found
+// (at most Options.MaxPairs).
 //
 // With Options.Clusters the search is approximate (SemDeDup's way): a
 // spherical k-means of the images, then the exact pairs within each
@@ -116,7 +122,8 @@ type Options struct {
 	Keep      Keep
 	// BlockRows is the rows of a block (0: DefaultBlockRows): each
 	// goroutine holds about 34·BlockRows·D·4 bytes where the CPU has
-	// AVX-512 (an outer block of 32 blocks), BlockRows·D·(4+4) elsewhere.
+	// AVX-512 (an outer block of 32 blocks), 17·BlockRows·D·4 with the
+	// int8 filter, BlockRows·D·(4+4) elsewhere.
 	BlockRows int
 	// Workers is how many goroutines compare blocks (0: GOMAXPROCS).
 	Workers int
@@ -140,6 +147,10 @@ type Options struct {
 	// NoNearest skips keeping each image's nearest-neighbour cosine
 	// (Result.NN nil, Result.Histogram empty): a few percent less time.
 	NoNearest bool
+	// NoFilter compares every pair in float32 where the int8 filter would
+	// run first (a CPU with AVX512-VNNI, NoNearest set): the same pairs,
+	// more time; for measuring the filter by.
+	NoFilter bool
 	// NearMargin, when above 0, also searches the pairs of cosine in
 	// [Threshold − NearMargin, Threshold) and keeps the NearPairs closest
 	// of them in Result.Near (they count towards MaxPairs).
@@ -190,6 +201,10 @@ type Result struct {
 	// Near is the pairs closest below the threshold, closest first
 	// (Options.NearMargin), for deciding where the threshold goes.
 	Near []Pair
+	// Rescored is the pairs the int8 filter passed on to be compared in
+	// float32 (those of its tiles that reached the bound), 0 where it did
+	// not run.
+	Rescored int64
 }
 
 // Duplicates returns how many images the groups drop.
@@ -265,16 +280,17 @@ func Run(ctx context.Context, x *index.Index, o Options) (*Result, error) {
 	search := o
 	search.Threshold = o.Threshold - o.NearMargin
 	var pairs []Pair
+	var rescored int64
 	var ap *approx
 	if o.Clusters > 0 {
 		pairs, ap, err = approxPairs(ctx, x, v, search, nn)
 	} else {
-		pairs, err = findPairs(ctx, x, v, search, nn)
+		pairs, rescored, err = findPairs(ctx, x, v, search, nn)
 	}
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Threshold: o.Threshold, Rows: v.n, Images: v.images, NN: nn.values(), Clusters: o.Clusters}
+	res := &Result{Threshold: o.Threshold, Rows: v.n, Images: v.images, NN: nn.values(), Clusters: o.Clusters, Rescored: rescored}
 	if ap != nil && o.CheckRecall > 0 {
 		res.Recall = ap.checkRecall(v, o.CheckRecall, o.Threshold, pairs)
 	}

@@ -75,10 +75,14 @@ type searcher interface {
 }
 
 // newSearcher returns a searcher and its outer block's rows (a multiple
-// of bs): the tiled one (outerBlocks·bs rows) where halfdot has its tile
-// kernel and no nearest cosines are kept (track false), the row-by-row
-// one (bs rows) otherwise.
-func newSearcher(v *vectors, bs int, track bool) (searcher, int) {
+// of bs): the int8 filter's (outerBlocks·bs rows) over qz when not nil;
+// the tiled one (outerBlocks·bs rows) where halfdot has its tile kernel
+// and no nearest cosines are kept (track false); the row-by-row one (bs
+// rows) otherwise.
+func newSearcher(v *vectors, qz *quantized, bs int, track bool) (searcher, int) {
+	if qz != nil {
+		return newFiltered(qz, bs), outerBlocks * bs
+	}
 	if !track && halfdot.HasTileKernel() {
 		return newTiled(v.d, bs), outerBlocks * bs
 	}
@@ -91,15 +95,23 @@ func newSearcher(v *vectors, bs int, track bool) (searcher, int) {
 	return blk, bs
 }
 
+// useFilter says findPairs runs the int8 filter: halfdot has its VNNI
+// tile, no nearest cosines are kept (track false), o does not turn it off
+// and d is small enough for its int32 sums.
+func useFilter(o Options, d int, track bool) bool {
+	return halfdot.HasInt8TileKernel() && !track && !o.NoFilter && d < 60_000
+}
+
 // findPairs compares every outer block of rows with every inner block
 // (o.BlockRows rows) from its first row on, on o.Workers goroutines taking
 // the outer blocks in turn, and returns the pairs at or above the
-// threshold in (A, B) order; nn, when not nil, gets each row's best
-// cosine to any other.
-func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *nearest) ([]Pair, error) {
+// threshold in (A, B) order and the pairs the int8 filter let through to
+// float32 (its tiles'; 0 without it); nn, when not nil, gets each row's
+// best cosine to any other.
+func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *nearest) ([]Pair, int64, error) {
 	bs := o.BlockRows
 	nb := (v.n + bs - 1) / bs
-	_, bo := newSearcher(&vectors{d: 0}, bs, nn != nil)
+	_, bo := newSearcher(&vectors{d: 0}, nil, bs, nn != nil)
 	per := bo / bs // inner blocks per outer block
 	no := (v.n + bo - 1) / bo
 	workers := o.Workers
@@ -107,6 +119,14 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *n
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, no))
+	var qz *quantized
+	if useFilter(o, v.d, nn != nil) {
+		var err error
+		if qz, err = quantizeAll(ctx, x, v, workers); err != nil {
+			return nil, 0, err
+		}
+	}
+	var rescored atomic.Int64
 	total := nb * (nb + 1) / 2 // pairs of blocks of bs rows, the one of Progress
 	var next, found atomic.Int64
 	var mu sync.Mutex // guards done, the progress calls and firstErr
@@ -125,8 +145,11 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *n
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			s, _ := newSearcher(v, bs, nn != nil)
+			s, _ := newSearcher(v, qz, bs, nn != nil)
 			blk, _ := s.(*block) // the searcher that keeps nearest cosines
+			if f, ok := s.(*filtered); ok {
+				defer func() { rescored.Add(f.rescored) }()
+			}
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= no || inner.Err() != nil {
@@ -173,10 +196,10 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *n
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return nil, 0, firstErr
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var all []Pair
 	for _, p := range out {
@@ -188,7 +211,7 @@ func findPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *n
 		}
 		return p.B - q.B
 	})
-	return all, nil
+	return all, rescored.Load(), nil
 }
 
 // outer reads the outer block (readA) and forgets its rows' best cosines.

@@ -16,12 +16,21 @@ import (
 // goroutines; nn, when not nil, gets each row's best cosine over the
 // pairs compared. The outer blocks are the searcher's, or where the range has
 // too few of those to keep every goroutine busy, runs of o.BlockRows rows
-// that give each goroutine two. It returns the pairs in (A, B) order.
+// that give each goroutine two. The int8 filter runs where the whole search
+// would run it (its pairs are the tiled search's to the bit). It returns
+// the pairs in (A, B) order.
 func rangePairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *nearest, lo, hi int) ([]Pair, error) {
 	bs := o.BlockRows
 	nb := (v.n + bs - 1) / bs
 	workers := defaultWorkers(o.Workers)
-	_, bo := newSearcher(&vectors{d: 0}, bs, nn != nil)
+	var qz *quantized
+	if useFilter(o, v.d, nn != nil) {
+		var err error
+		if qz, err = quantizeAll(ctx, x, v, workers); err != nil {
+			return nil, err
+		}
+	}
+	_, bo := newSearcher(&vectors{d: 0}, qz, bs, nn != nil)
 	if (hi-lo+bo-1)/bo < 2*workers {
 		// smaller outer blocks, two a goroutine at least, whole blocks of bs
 		bo = max(bs, (hi-lo)/(2*workers)/bs*bs)
@@ -50,7 +59,7 @@ func rangePairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			s, _ := newSearcher(v, bs, nn != nil)
+			s, _ := newSearcher(v, qz, bs, nn != nil)
 			blk, _ := s.(*block) // the searcher that keeps nearest cosines
 			for {
 				i := int(next.Add(1) - 1)

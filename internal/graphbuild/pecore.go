@@ -98,10 +98,13 @@ func (b *builder) peVision(c CLIPConfig) {
 	x = g.op("Add", "", x, b.w(peTrunk+"pos_embed", 1, n, d))
 	x = b.layerNorm(x, peTrunk+"norm_pre", d, v.LayerNormEps, "")
 	cos, sin := RopeTables(int(grid), int(grid), int(cls), v.HiddenSize/v.Heads, v.Heads, pe.RefGrid, pe.GridOffset)
+	hd := d / heads
 	rope := peRope{
-		cos:  g.addInit(&initializer{name: "rope_cos", dims: []int64{n, d}, dtype: tFloat, floats: cos}),
-		sin:  g.addInit(&initializer{name: "rope_sin", dims: []int64{n, d}, dtype: tFloat, floats: sin}),
-		perm: g.constInts("rope_pairs", []int64{d}, pairSwap(d)...),
+		cos:    g.addInit(&initializer{name: "rope_cos", dims: []int64{n, d}, dtype: tFloat, floats: cos}),
+		sin:    g.addInit(&initializer{name: "rope_sin", dims: []int64{n, d}, dtype: tFloat, floats: sin}),
+		split:  g.constInts("rope_split", []int64{5}, 0, 0, heads, 2, hd/2),
+		merge:  g.constInts("rope_merge", []int64{3}, 0, 0, d),
+		halves: g.constInts("rope_halves", []int64{2}, 1, 0),
 	}
 	for i := 0; i < v.Layers; i++ {
 		out := ""
@@ -127,37 +130,54 @@ func (b *builder) batchRows(w string, d int64) string {
 	return g.op("Expand", "", w, es)
 }
 
-// peRope holds the RoPE tables of a PE-Core tower: cos and sin [T, d]
-// (heads side by side; the sin of each pair's first element negated), and
-// the permutation that swaps each pair (2j, 2j+1).
-type peRope struct{ cos, sin, perm string }
+// peRope holds the RoPE tables of a PE-Core tower, cos and sin [T, d]
+// (heads side by side, each head's columns in the pairs-split order of
+// RopeTables), and the shapes that view a [B, T, d] row as [B, T, heads,
+// 2, d_h/2] and back.
+type peRope struct{ cos, sin, split, merge, halves string }
 
-// apply turns x [B, T, d]: x·cos + swap(x)·sin.
+// apply turns x [B, T, d], whose heads' columns are in the pairs-split
+// order: x·cos + swap(x)·sin, swap exchanging each head's two halves (a
+// Gather of contiguous blocks).
 func (r peRope) apply(g *graph, x string) string {
-	sw := g.op("Gather", "", x, r.perm)
-	g.last().with(intAttr("axis", 2))
+	v := g.op("Reshape", "", x, r.split)
+	sw := g.op("Gather", "", v, r.halves)
+	g.last().with(intAttr("axis", 3))
+	sw = g.op("Reshape", "", sw, r.merge)
 	return g.op("Add", "", g.op("Mul", "", x, r.cos), g.op("Mul", "", sw, r.sin))
 }
 
-// pairSwap returns the indices 1, 0, 3, 2, … of d columns.
-func pairSwap(d int64) []int64 {
-	out := make([]int64, d)
-	for i := range out {
-		out[i] = int64(i) ^ 1
+// pairsSplit returns, for d columns in heads of width hd, the checkpoint's
+// column each column of the pairs-split order takes: within a head, the
+// first elements of the pairs (2j) first, then the second ones (2j+1).
+// Permuting q and k alike leaves every head's scores as they are.
+func pairsSplit(d, hd int) []int {
+	out := make([]int, d)
+	n := hd / 2
+	for c := range out {
+		h, m := c/hd, c%hd
+		if m < n {
+			out[c] = h*hd + 2*m
+		} else {
+			out[c] = h*hd + 2*(m-n) + 1
+		}
 	}
 	return out
 }
 
 // RopeTables returns PE-Core's RoPE tables for a gh×gw patch grid after
 // cls unrotated rows, for heads heads of width hd (see PEVision): cos and
-// sin [cls + gh·gw, heads·hd], row-major over the grid, where a row r is
-// turned as y = r·cos + swap(r)·sin (swap exchanging each pair 2j, 2j+1),
-// so that sin holds −sin θ at even columns and sin θ at odd ones. The
-// class rows have cos 1, sin 0. Positions are (c + offset)·ref/g on each
-// axis, the bands 1/10000^(i/(hd/4)); the first hd/2 columns of a head
-// turn with the column x, the rest with the row y.
+// sin [cls + gh·gw, heads·hd], row-major over the grid, each head's
+// columns in the pairs-split order (pairsSplit: a_0 … a_{n-1}, b_0 …
+// b_{n-1} for the pairs (a_j, b_j) = the head's dimensions (2j, 2j+1),
+// n = hd/2), so that a row r in that order is turned as y = r·cos +
+// swap(r)·sin, swap exchanging the two halves of each head: sin holds
+// −sin θ_j in the first half and sin θ_j in the second. The class rows
+// have cos 1, sin 0. Positions are (c + offset)·ref/g on each axis, the
+// bands 1/10000^(i/(hd/4)); pairs j < hd/4 turn with the column x, the
+// others with the row y.
 func RopeTables(gh, gw, cls, hd, heads, ref int, offset float64) (cos, sin []float32) {
-	nb := hd / 4
+	nb, n := hd/4, hd/2
 	d := hd * heads
 	rows := cls + gh*gw
 	cos = make([]float32, rows*d)
@@ -171,25 +191,25 @@ func RopeTables(gh, gw, cls, hd, heads, ref int, offset float64) (cos, sin []flo
 	for i := range band {
 		band[i] = 1 / math.Pow(10000, float64(i)/float64(nb))
 	}
-	head := make([]float64, hd) // angles of one head's columns
+	pair := make([]float64, n) // the angle of each pair of a head
 	for y := 0; y < gh; y++ {
 		ty := (float64(y) + offset) / float64(gh) * float64(ref)
 		for x := 0; x < gw; x++ {
 			tx := (float64(x) + offset) / float64(gw) * float64(ref)
-			for m := range head {
-				j := m / 2
+			for j := range pair {
 				if j < nb {
-					head[m] = tx * band[j]
+					pair[j] = tx * band[j]
 				} else {
-					head[m] = ty * band[j-nb]
+					pair[j] = ty * band[j-nb]
 				}
 			}
 			row := (cls + y*gw + x) * d
 			for c := 0; c < d; c++ {
-				a := head[c%hd]
+				m := c % hd
+				a := pair[m%n]
 				cos[row+c] = float32(math.Cos(a))
 				sn := math.Sin(a)
-				if c%2 == 0 {
+				if m < n {
 					sn = -sn
 				}
 				sin[row+c] = float32(sn)
@@ -208,11 +228,13 @@ func (b *builder) peBlock(x, prefix string, d, inter, heads int64, eps float64, 
 	qkvW, qkvB := prefix+"attn.qkv.weight", prefix+"attn.qkv.bias"
 	b.need(qkvW, 3*d, d)
 	b.need(qkvB, 3*d)
-	q := g.op("MatMul", "", h, b.rowsT(qkvW, "q", 0, d, d))
-	k := g.op("MatMul", "", h, b.rowsT(qkvW, "k", d, d, d))
+	// q and k in the pairs-split order RoPE is applied in (see RopeTables).
+	perm := pairsSplit(int(d), int(d/heads))
+	q := g.op("MatMul", "", h, b.rowsPermT(qkvW, "q", 0, perm, d))
+	k := g.op("MatMul", "", h, b.rowsPermT(qkvW, "k", d, perm, d))
 	v := g.op("MatMul", "", h, b.rowsT(qkvW, "v", 2*d, d, d))
-	q = rope.apply(g, g.op("Add", "", q, b.biasRows(qkvB, "q", 0, d)))
-	k = rope.apply(g, g.op("Add", "", k, b.biasRows(qkvB, "k", d, d)))
+	q = rope.apply(g, g.op("Add", "", q, b.biasPerm(qkvB, "q", 0, perm)))
+	k = rope.apply(g, g.op("Add", "", k, b.biasPerm(qkvB, "k", d, perm)))
 	// q and k have their biases; v's goes in the attention's bias input.
 	vb := g.weight(qkvB+".v_only", []int64{3 * d}, func() ([]float32, error) {
 		all, err := b.ck.Float32(qkvB)
@@ -232,18 +254,43 @@ func (b *builder) peBlock(x, prefix string, d, inter, heads int64, eps float64, 
 	return g.op("Add", out, x, f)
 }
 
-// biasRows adds values [r0, r0+n) of the bias name (checked by the
-// caller).
-func (b *builder) biasRows(name, part string, r0, n int64) string {
-	return b.g.weight(name+"."+part, []int64{n}, func() ([]float32, error) {
+// rowsPermT adds rows r0 + perm[i] of the weight name [.., in] (checked by
+// the caller), transposed to [in, len(perm)], for MatMul(x [.., in], w).
+func (b *builder) rowsPermT(name, part string, r0 int64, perm []int, in int64) string {
+	n := int64(len(perm))
+	return b.g.weight(name+"."+part+".pairs_split.T", []int64{in, n}, func() ([]float32, error) {
 		v, err := b.ck.Float32(name)
 		if err != nil {
 			return nil, err
 		}
-		if int64(len(v)) < r0+n {
-			return nil, fmt.Errorf("tensor %s: %d values, expected at least %d", name, len(v), r0+n)
+		if int64(len(v)) < (r0+n)*in {
+			return nil, fmt.Errorf("tensor %s: %d values, expected at least %d", name, len(v), (r0+n)*in)
 		}
-		return v[r0 : r0+n : r0+n], nil
+		rows := make([]float32, 0, n*in)
+		for _, p := range perm {
+			o := (r0 + int64(p)) * in
+			rows = append(rows, v[o:o+in]...)
+		}
+		return transpose(rows, int(n), int(in)), nil
+	})
+}
+
+// biasPerm adds values r0 + perm[i] of the bias name (checked by the
+// caller).
+func (b *builder) biasPerm(name, part string, r0 int64, perm []int) string {
+	return b.g.weight(name+"."+part+".pairs_split", []int64{int64(len(perm))}, func() ([]float32, error) {
+		v, err := b.ck.Float32(name)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(v)) < r0+int64(len(perm)) {
+			return nil, fmt.Errorf("tensor %s: %d values, expected at least %d", name, len(v), r0+int64(len(perm)))
+		}
+		out := make([]float32, len(perm))
+		for i, p := range perm {
+			out[i] = v[r0+int64(p)]
+		}
+		return out, nil
 	})
 }
 

@@ -1,6 +1,7 @@
 package graphbuild
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -110,38 +111,43 @@ func TestBuildPECoreMatchesReference(t *testing.T) {
 	}
 }
 
-// TestRopeTablesPairs: the tables turn each pair (2j, 2j+1) by one angle
-// (cos² + sin² = 1, the pair's cos equal and sins opposite), the class
-// rows not at all, and the first half of a head with the column, the
-// second with the row.
+// TestRopeTablesPairs: in the pairs-split order, a head's columns j and
+// j + hd/2 (the checkpoint's pair 2j, 2j+1) turn by one angle (the same
+// cos, opposite sins, cos² + sin² = 1), the class rows not at all, and the
+// pairs j < hd/4 with the column, the others with the row. pairsSplit
+// takes the even dimensions of each head first.
 func TestRopeTablesPairs(t *testing.T) {
 	const hd, heads, g = 8, 2, 3
 	cos, sin := RopeTables(g, g, 1, hd, heads, g, 1)
-	d := hd * heads
+	d, n := hd*heads, hd/2
 	for c := 0; c < d; c++ {
 		if cos[c] != 1 || sin[c] != 0 {
 			t.Fatalf("class row column %d: cos %v sin %v, want 1, 0", c, cos[c], sin[c])
 		}
 	}
 	for r := 1; r <= g*g; r++ {
-		for c := 0; c < d; c += 2 {
-			a, b := cos[r*d+c], cos[r*d+c+1]
-			s0, s1 := sin[r*d+c], sin[r*d+c+1]
-			if a != b || s0 != -s1 || math.Abs(float64(a*a+s1*s1)-1) > 1e-6 {
-				t.Fatalf("row %d columns %d, %d: cos %v %v, sin %v %v", r, c, c+1, a, b, s0, s1)
+		for h := 0; h < heads; h++ {
+			for j := 0; j < n; j++ {
+				a, b := r*d+h*hd+j, r*d+h*hd+j+n
+				if cos[a] != cos[b] || sin[a] != -sin[b] || math.Abs(float64(cos[a]*cos[a]+sin[a]*sin[a])-1) > 1e-6 {
+					t.Fatalf("row %d head %d pair %d: cos %v %v, sin %v %v", r, h, j, cos[a], cos[b], sin[a], sin[b])
+				}
 			}
 		}
 	}
 	// Row 1 is the patch (0, 0), row 2 the patch (0, 1): the same row y,
-	// so the second half of each head (y) is unchanged and the first (x)
-	// is not; column 0's angle is (x + 1)·1 (band 0 is 1).
+	// so pairs j ≥ hd/4 (y) are unchanged and the others (x) are not;
+	// pair 0's angle is (x + 1)·1 (band 0 is 1).
 	for c := 0; c < d; c++ {
 		same := cos[1*d+c] == cos[2*d+c]
-		if y := c%hd >= hd/2; same != y {
+		if y := c%hd%n >= hd/4; same != y {
 			t.Errorf("column %d: patches (0,0) and (0,1) have cos %v and %v", c, cos[1*d+c], cos[2*d+c])
 		}
 	}
 	if want := float32(math.Cos(2)); math.Abs(float64(cos[2*d]-want)) > 1e-7 {
 		t.Errorf("patch (0, 1) column 0: cos %v, want cos 2 = %v", cos[2*d], want)
+	}
+	if got, want := fmt.Sprint(pairsSplit(8, 4)), "[0 2 1 3 4 6 5 7]"; got != want {
+		t.Errorf("pairsSplit(8, 4) = %s, want %s", got, want)
 	}
 }

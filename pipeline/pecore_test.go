@@ -7,11 +7,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 )
@@ -61,8 +61,9 @@ func peClose(t *testing.T, what string, got, want []float32) (float64, float64) 
 // bilinear, mean and std 0.5), image and text embeddings, logits and each
 // patch's joint-space vector (the attention pool's value path, then the
 // head) are those of scripts/openclip/make_tiny_pecore.py's float64
-// transcription of OpenCLIP and timm. The readouts that recompute the
-// last block are refused; raw is the default.
+// transcription of OpenCLIP and timm; so are each readout's joint-space
+// patches (the last block recomputed with q and k turned by its RoPE);
+// raw is the default.
 func TestPECore(t *testing.T) {
 	orttest.Load(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
@@ -79,14 +80,14 @@ func TestPECore(t *testing.T) {
 			if !m.OpenCLIP() || !m.Built() || m.Config().VisionConfig.PECore == nil {
 				t.Fatalf("OpenCLIP %v, built %v, PE-Core %v; want a PE-Core model with built graphs", m.OpenCLIP(), m.Built(), m.Config().VisionConfig.PECore)
 			}
-			if _, err := New(context.Background(), m, Options{Threads: 1, Readout: ReadoutClearCLIP}); err == nil || !strings.Contains(err.Error(), "RoPE") {
-				t.Errorf("readout clearclip: error %v, want a refusal naming RoPE", err)
-			}
 			eng := tinyEngine(t, m, Options{Threads: 1, Truncate: true})
-			if eng.cls != tc.cls {
-				t.Errorf("%d class rows, want %d", eng.cls, tc.cls)
+			if eng.cls != tc.cls || eng.opts.Readout != ReadoutRaw {
+				t.Errorf("%d class rows, readout %s; want %d, raw (the default)", eng.cls, eng.opts.Readout, tc.cls)
 			}
 			checkPECore(t, eng, m, dir)
+			for _, r := range []clip.Readout{ReadoutClearCLIP, ReadoutNACLIP, ReadoutMaskCLIP, ReadoutPEARL} {
+				checkPEReadout(t, tinyEngine(t, m, Options{Threads: 1, Readout: r}), dir, r)
+			}
 		})
 	}
 }
@@ -189,4 +190,36 @@ func checkPECore(t *testing.T, eng *Engine, m *models.Model, dir string) {
 		w, c := peClose(t, fmt.Sprintf("text_embeds %q", prompts[i]), texts[i].Embeds, wt[i*d:(i+1)*d])
 		t.Logf("text_embeds %d within %.2g, cosine %.9f", i, w, c)
 	}
+}
+
+// checkPEReadout checks the joint-space patches of eng (readout r) on the
+// golden images against the transcription's, at batch 3.
+func checkPEReadout(t *testing.T, eng *Engine, dir string, r clip.Readout) {
+	t.Helper()
+	var data [][]byte
+	for _, f := range []string{"square.png", "wide.png", "odd.png"} {
+		b, err := os.ReadFile(filepath.Join(dir, "golden", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(data, b)
+	}
+	imgs, err := eng.EncodeImageData(context.Background(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, shape := peGolden(t, dir, "readout_"+string(r)+"_patch_embeds")
+	p, d := shape[1], shape[2]
+	worst, lowest := 0.0, 1.0
+	for i := range imgs {
+		jp, err := eng.JointPatches(&imgs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range p {
+			w, c := peClose(t, fmt.Sprintf("readout %s: image %d patch %d", r, i, k), jp[k*d:(k+1)*d], unit(want[(i*p+k)*d:(i*p+k+1)*d]))
+			worst, lowest = max(worst, w), min(lowest, c)
+		}
+	}
+	t.Logf("readout %s: joint patches within %.2g, lowest cosine %.9f", r, worst, lowest)
 }

@@ -59,7 +59,9 @@ type openCLIPEntry struct {
 // CustomTextCLIP's checkpoints (custom_text) have the text tower's under
 // text. (text.token_embedding.weight, text.transformer.resblocks.N.*,
 // text.ln_final.*, text.text_projection). A PE-Core vision tower
-// (c.Vision.PE) keeps its timm names under visual.trunk. (see PEVision).
+// (c.Vision.PE) keeps its timm names under visual.trunk. (see PEVision);
+// its blocks' norm1, attn.qkv (split in q, k, v rows) and attn.proj are
+// also served as vision_model.encoder.layers.N.{layer_norm1, self_attn.*}.
 //
 // Every OpenCLIP tensor the graphs use is checked first: missing, not
 // floating point, or of a shape other than the config's is an error naming
@@ -123,7 +125,8 @@ const customTextPrefix = "text."
 // openCLIPEntries lists the OpenCLIP tensors of a CLIP model of config c
 // with their shapes and Hugging Face names, the text tower's under the
 // prefix text. A PE-Core vision tower (c.Vision.PE) is read under its own
-// names (see PEVision): only the text tower and logit_scale are listed.
+// names (see PEVision): the text tower, logit_scale and each block's
+// attention and first norm (for the readouts) are listed.
 func openCLIPEntries(c CLIPConfig, text string) []openCLIPEntry {
 	v, t, e := c.Vision, c.Text, c.ProjectionDim
 	out := []openCLIPEntry{
@@ -137,6 +140,21 @@ func openCLIPEntries(c CLIPConfig, text string) []openCLIPEntry {
 		out = append(out, openCLIPBlock(fmt.Sprintf("%stransformer.resblocks.%d.", text, i), fmt.Sprintf("text_model.encoder.layers.%d.", i), t.HiddenSize, t.IntermediateSize)...)
 	}
 	if v.PE != nil {
+		// Each block's attention under CLIPEncoderLayer's names, for the
+		// readouts of the last one (the graph builder reads the timm names).
+		d := v.HiddenSize
+		for i := range v.Layers {
+			src, hf := fmt.Sprintf("%sblocks.%d.", peTrunk, i), fmt.Sprintf("vision_model.encoder.layers.%d.", i)
+			qkv := func(s string) []string {
+				return []string{hf + "self_attn.q_proj." + s, hf + "self_attn.k_proj." + s, hf + "self_attn.v_proj." + s}
+			}
+			out = append(out,
+				openCLIPEntry{src + "attn.qkv.weight", []int{3 * d, d}, '3', qkv("weight")},
+				openCLIPEntry{src + "attn.qkv.bias", []int{3 * d}, '3', qkv("bias")},
+				openCLIPEntry{src + "attn.proj.weight", []int{d, d}, '=', []string{hf + "self_attn.out_proj.weight"}},
+				openCLIPEntry{src + "attn.proj.bias", []int{d}, '=', []string{hf + "self_attn.out_proj.bias"}})
+			out = append(out, openCLIPNorm(src+"norm1", hf+"layer_norm1", d)...)
+		}
 		return out
 	}
 	grid := 0

@@ -97,15 +97,7 @@ func (b *builder) peVision(c CLIPConfig) {
 	}
 	x = g.op("Add", "", x, b.w(peTrunk+"pos_embed", 1, n, d))
 	x = b.layerNorm(x, peTrunk+"norm_pre", d, v.LayerNormEps, "")
-	cos, sin := RopeTables(int(grid), int(grid), int(cls), v.HiddenSize/v.Heads, v.Heads, pe.RefGrid, pe.GridOffset)
-	hd := d / heads
-	rope := peRope{
-		cos:    g.addInit(&initializer{name: "rope_cos", dims: []int64{n, d}, dtype: tFloat, floats: cos}),
-		sin:    g.addInit(&initializer{name: "rope_sin", dims: []int64{n, d}, dtype: tFloat, floats: sin}),
-		split:  g.constInts("rope_split", []int64{5}, 0, 0, heads, 2, hd/2),
-		merge:  g.constInts("rope_merge", []int64{3}, 0, 0, d),
-		halves: g.constInts("rope_halves", []int64{2}, 1, 0),
-	}
+	rope := newRope(g, int(grid), int(grid), int(cls), v.HiddenSize/v.Heads, v.Heads, pe.RefGrid, pe.GridOffset)
 	for i := 0; i < v.Layers; i++ {
 		out := ""
 		if i == v.Layers-1 {
@@ -135,6 +127,20 @@ func (b *builder) batchRows(w string, d int64) string {
 // RopeTables), and the shapes that view a [B, T, d] row as [B, T, heads,
 // 2, d_h/2] and back.
 type peRope struct{ cos, sin, split, merge, halves string }
+
+// newRope adds the RoPE tables of a gh×gw grid after cls rows, heads of
+// width hd (RopeTables), to g.
+func newRope(g *graph, gh, gw, cls, hd, heads, ref int, offset float64) peRope {
+	cos, sin := RopeTables(gh, gw, cls, hd, heads, ref, offset)
+	n, d := int64(cls+gh*gw), int64(hd*heads)
+	return peRope{
+		cos:    g.addInit(&initializer{name: "rope_cos", dims: []int64{n, d}, dtype: tFloat, floats: cos}),
+		sin:    g.addInit(&initializer{name: "rope_sin", dims: []int64{n, d}, dtype: tFloat, floats: sin}),
+		split:  g.constInts("rope_split", []int64{5}, 0, 0, int64(heads), 2, int64(hd/2)),
+		merge:  g.constInts("rope_merge", []int64{3}, 0, 0, d),
+		halves: g.constInts("rope_halves", []int64{2}, 1, 0),
+	}
+}
 
 // apply turns x [B, T, d], whose heads' columns are in the pairs-split
 // order: x·cos + swap(x)·sin, swap exchanging each head's two halves (a

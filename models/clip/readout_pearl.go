@@ -13,13 +13,9 @@ var pearlFamilies = []models.Family{models.CLIP, models.MetaCLIP2}
 // CheckReadoutFamily refuses a readout that model m's family does not
 // take: ReadoutPEARL for a family whose vision tower has no CLIP
 // class-token last block (SigLIP, SigLIP 2, TIPSv2), naming the families
-// that take it; any readout but raw for a PE-Core vision tower, whose
-// blocks turn q and k with 2-D RoPE, which the readouts do not recompute.
+// that take it. A PE-Core vision tower (a CLIP-family model) takes them
+// all, its q and k turned by its RoPE.
 func CheckReadoutFamily(m *models.Model, readout Readout) error {
-	if pe := m.Config().VisionConfig.PECore; pe != nil && readout != "" && readout != ReadoutRaw {
-		return fmt.Errorf("clip: readout %s: model %s has a PE-Core vision tower (%s), whose blocks turn q and k with 2-D RoPE, which the dense readouts do not recompute; it takes readout %s (its patch tokens through the attention pool's value path)",
-			readout, m.Name(), pe.TimmModelName, ReadoutRaw)
-	}
 	if readout != ReadoutPEARL {
 		return nil
 	}

@@ -16,6 +16,11 @@ forward OpenCLIP and timm compute for them:
   token is not rotated), norm, the attention-pooling head
   (AttentionPoolLatent: a latent query through q, k and v from kv, its
   own heads, proj, then y + mlp(norm(y))), and the head Linear (with bias);
+  a patch's joint-space vector is its row through the trunk's norm, the
+  pool's value path and the head; the readouts (clearclip, naclip,
+  maskclip, pearl, the last from scripts/pyclip/pearl_reference.py)
+  recompute the last block from its input with q and k turned by the
+  block's RoPE, then take the same path;
 - text: OpenCLIP's TextTransformer (causal mask, argmax pooling, no
   projection bias), as make_tiny.py transcribes it.
 
@@ -31,6 +36,8 @@ from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_tiny as mt  # noqa: E402  (ln, gelu, block, tokenize, write_safetensors)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyclip"))
+import pearl_reference as pearl  # noqa: E402  (pearl_probs: PEARL from the paper's equations)
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 EMB = os.path.join(ROOT, "models", "embedded", "model")
@@ -196,18 +203,63 @@ def encode_image(P, px, size, ref, cls, offset):
     x = mt.ln(x, P[v + "norm_pre.weight"], P[v + "norm_pre.bias"])
     sin, cos = rope_tables(grid, ref, offset, VW // VH)
     for i in range(VL):
+        if i == VL - 1:
+            last_in = x
         x = pe_block(x, P, f"{v}blocks.{i}.", VH, 1 if cls else 0, sin, cos)
     hidden = x
-    x = mt.ln(x, P[v + "norm.weight"], P[v + "norm.bias"])
-    pooled = attn_pool(x, P, v + "attn_pool.")
+    pooled = attn_pool(mt.ln(x, P[v + "norm.weight"], P[v + "norm.bias"]), P, v + "attn_pool.")
     emb = pooled @ P[v + "head.weight"].T + P[v + "head.bias"]
-    # A patch's joint-space vector: the pooling head's value path on that
-    # row alone (one key: the softmax is 1), then the head.
+    npt = 1 if cls else 0
+    readouts = {k: joint_patches(P, readout(P, last_in, k, npt, grid, sin, cos), npt)
+                for k in ["clearclip", "naclip", "maskclip", "pearl"]}
+    return hidden, emb, joint_patches(P, hidden, npt), readouts
+
+
+def joint_patches(P, hidden, npt):
+    """A patch's joint-space vector: the trunk's norm, then the pooling
+    head's value path on that row alone (one key: the softmax is 1), then
+    the head."""
+    v = "visual.trunk."
     p = v + "attn_pool."
-    rows = x[:, 1:] if cls else x
+    rows = mt.ln(hidden, P[v + "norm.weight"], P[v + "norm.bias"])[:, npt:]
     val = rows @ P[p + "kv.weight"][VW:].T + P[p + "kv.bias"][VW:]
-    patch = pool_tail(val, P, p) @ P[v + "head.weight"].T + P[v + "head.bias"]
-    return hidden, emb, patch
+    return pool_tail(val, P, p) @ P[v + "head.weight"].T + P[v + "head.bias"]
+
+
+def naclip_bias(npt, grid, sigma=5.0):
+    n = npt + grid * grid
+    g = torch.zeros(n, n, dtype=torch.float64)
+    for a in range(grid * grid):
+        for b in range(grid * grid):
+            d2 = (a // grid - b // grid) ** 2 + (a % grid - b % grid) ** 2
+            g[npt + a, npt + b] = np.exp(-d2 / (2 * sigma * sigma))
+    return g
+
+
+def readout(P, x, kind, npt, grid, sin, cos):
+    """The last block recomputed from its input x as readout kind, q and k
+    turned by the block's own RoPE (the class token's not): proj of the
+    attention output, no residual, no MLP."""
+    b = f"visual.trunk.blocks.{VL - 1}."
+    B, N, D = x.shape
+    hd = D // VH
+    h = mt.ln(x, P[b + "norm1.weight"], P[b + "norm1.bias"])
+    qkv = h @ P[b + "attn.qkv.weight"].T + P[b + "attn.qkv.bias"]
+    q, k, v = qkv.reshape(B, N, 3, VH, hd).permute(2, 0, 3, 1, 4)
+    q = torch.cat([q[:, :, :npt], q[:, :, npt:] * cos + rot(q[:, :, npt:]) * sin], 2)
+    k = torch.cat([k[:, :, :npt], k[:, :, npt:] * cos + rot(k[:, :, npt:]) * sin], 2)
+    s = hd ** -0.5
+    if kind == "maskclip":
+        o = v
+    elif kind == "clearclip":
+        o = torch.softmax(q @ q.transpose(-1, -2) * s, -1) @ v
+    elif kind == "naclip":
+        o = torch.softmax(k @ k.transpose(-1, -2) * s + naclip_bias(npt, grid), -1) @ v
+    else:
+        a, _ = pearl.pearl_probs(q, k, npt)
+        o = a @ v
+    o = o.transpose(1, 2).reshape(B, N, D)
+    return o @ P[b + "attn.proj.weight"].T + P[b + "attn.proj.bias"]
 
 
 def encode_text(P, ids):
@@ -250,7 +302,7 @@ def make(name, size, ref, cls, offset, seed):
     merges = [m for m in open(os.path.join(out, "merges.txt")).read().split("\n")[1:] if m.strip()]
     ids = mt.tokenize(prompts, vocab, merges)
 
-    hidden, img, patch = encode_image(P, px, size, ref, cls, offset)
+    hidden, img, patch, readouts = encode_image(P, px, size, ref, cls, offset)
     tok, txt = encode_text(P, torch.tensor(ids))
     imn = img / img.norm(dim=-1, keepdim=True)
     txn = txt / txt.norm(dim=-1, keepdim=True)
@@ -264,6 +316,8 @@ def make(name, size, ref, cls, offset, seed):
     np.save(os.path.join(gd, "token_states.npy"), f32(tok))
     np.save(os.path.join(gd, "last_hidden_state.npy"), f32(hidden))
     np.save(os.path.join(gd, "patch_embeds.npy"), f32(patch))
+    for k, r in readouts.items():
+        np.save(os.path.join(gd, f"readout_{k}_patch_embeds.npy"), f32(r))
     np.save(os.path.join(gd, "logits_per_image.npy"), f32(logits))
     with open(os.path.join(gd, "prompts.json"), "w") as f:
         json.dump(prompts, f)

@@ -97,7 +97,7 @@ func (b *builder) peVision(c CLIPConfig) {
 	}
 	x = g.op("Add", "", x, b.w(peTrunk+"pos_embed", 1, n, d))
 	x = b.layerNorm(x, peTrunk+"norm_pre", d, v.LayerNormEps, "")
-	rope := newRope(g, int(grid), int(grid), int(cls), v.HiddenSize/v.Heads, v.Heads, pe.RefGrid, pe.GridOffset)
+	rope := newRope(g, int(grid), int(grid), int(cls), v.HiddenSize/v.Heads, pe.RefGrid, pe.GridOffset)
 	for i := 0; i < v.Layers; i++ {
 		out := ""
 		if i == v.Layers-1 {
@@ -122,103 +122,63 @@ func (b *builder) batchRows(w string, d int64) string {
 	return g.op("Expand", "", w, es)
 }
 
-// peRope holds the RoPE tables of a PE-Core tower, cos and sin [T, d]
-// (heads side by side, each head's columns in the pairs-split order of
-// RopeTables), and the shapes that view a [B, T, d] row as [B, T, heads,
-// 2, d_h/2] and back.
-type peRope struct{ cos, sin, split, merge, halves string }
+// peRope is the RoPE of a PE-Core tower in a graph: the caches of
+// RopeTables [T, d_h/2] and the position offset (0) of
+// com.microsoft.RotaryEmbedding.
+type peRope struct{ cos, sin, pos string }
 
-// newRope adds the RoPE tables of a gh×gw grid after cls rows, heads of
+// newRope adds the RoPE caches of a gh×gw grid after cls rows, heads of
 // width hd (RopeTables), to g.
-func newRope(g *graph, gh, gw, cls, hd, heads, ref int, offset float64) peRope {
-	cos, sin := RopeTables(gh, gw, cls, hd, heads, ref, offset)
-	n, d := int64(cls+gh*gw), int64(hd*heads)
+func newRope(g *graph, gh, gw, cls, hd, ref int, offset float64) peRope {
+	cos, sin := RopeTables(gh, gw, cls, hd, ref, offset)
+	dims := []int64{int64(cls + gh*gw), int64(hd / 2)}
 	return peRope{
-		cos:    g.addInit(&initializer{name: "rope_cos", dims: []int64{n, d}, dtype: tFloat, floats: cos}),
-		sin:    g.addInit(&initializer{name: "rope_sin", dims: []int64{n, d}, dtype: tFloat, floats: sin}),
-		split:  g.constInts("rope_split", []int64{5}, 0, 0, int64(heads), 2, int64(hd/2)),
-		merge:  g.constInts("rope_merge", []int64{3}, 0, 0, d),
-		halves: g.constInts("rope_halves", []int64{2}, 1, 0),
+		cos: g.addInit(&initializer{name: "rope_cos", dims: dims, dtype: tFloat, floats: cos}),
+		sin: g.addInit(&initializer{name: "rope_sin", dims: dims, dtype: tFloat, floats: sin}),
+		pos: g.constInts("rope_position_offset", []int64{1}, 0),
 	}
 }
 
-// apply turns x [B, T, d], whose heads' columns are in the pairs-split
-// order: x·cos + swap(x)·sin, swap exchanging each head's two halves (a
-// Gather of contiguous blocks).
-func (r peRope) apply(g *graph, x string) string {
-	v := g.op("Reshape", "", x, r.split)
-	sw := g.op("Gather", "", v, r.halves)
-	g.last().with(intAttr("axis", 3))
-	sw = g.op("Reshape", "", sw, r.merge)
-	return g.op("Add", "", g.op("Mul", "", x, r.cos), g.op("Mul", "", sw, r.sin))
+// apply turns x [B, T, heads·d_h] (q or k) by com.microsoft.RotaryEmbedding,
+// interleaved: row t's pair (2j, 2j+1) of each head becomes (a cos − b sin,
+// b cos + a sin), cos and sin the caches' row t, column j (the position
+// ids 0 … T−1: the offset 0).
+func (r peRope) apply(g *graph, x string, heads int64) string {
+	y := g.op("RotaryEmbedding", "", x, r.pos, r.cos, r.sin)
+	g.last().with(intAttr("interleaved", 1), intAttr("num_heads", heads)).domain = msDomain
+	return y
 }
 
-// pairsSplit returns, for d columns in heads of width hd, the checkpoint's
-// column each column of the pairs-split order takes: within a head, the
-// first elements of the pairs (2j) first, then the second ones (2j+1).
-// Permuting q and k alike leaves every head's scores as they are.
-func pairsSplit(d, hd int) []int {
-	out := make([]int, d)
-	n := hd / 2
-	for c := range out {
-		h, m := c/hd, c%hd
-		if m < n {
-			out[c] = h*hd + 2*m
-		} else {
-			out[c] = h*hd + 2*(m-n) + 1
-		}
-	}
-	return out
-}
-
-// RopeTables returns PE-Core's RoPE tables for a gh×gw patch grid after
-// cls unrotated rows, for heads heads of width hd (see PEVision): cos and
-// sin [cls + gh·gw, heads·hd], row-major over the grid, each head's
-// columns in the pairs-split order (pairsSplit: a_0 … a_{n-1}, b_0 …
-// b_{n-1} for the pairs (a_j, b_j) = the head's dimensions (2j, 2j+1),
-// n = hd/2), so that a row r in that order is turned as y = r·cos +
-// swap(r)·sin, swap exchanging the two halves of each head: sin holds
-// −sin θ_j in the first half and sin θ_j in the second. The class rows
-// have cos 1, sin 0. Positions are (c + offset)·ref/g on each axis, the
-// bands 1/10000^(i/(hd/4)); pairs j < hd/4 turn with the column x, the
-// others with the row y.
-func RopeTables(gh, gw, cls, hd, heads, ref int, offset float64) (cos, sin []float32) {
+// RopeTables returns PE-Core's RoPE caches for a gh×gw patch grid after
+// cls unrotated rows, heads of width hd (see PEVision): cos and sin
+// [cls + gh·gw, hd/2], row-major over the grid, entry (t, j) the cosine
+// and sine of row t's angle for the head's pair j (its dimensions 2j and
+// 2j+1). The class rows have cos 1, sin 0. Positions are
+// (c + offset)·ref/g on each axis, the bands 1/10000^(i/(hd/4)); pairs
+// j < hd/4 turn with the column x, the others with the row y.
+func RopeTables(gh, gw, cls, hd, ref int, offset float64) (cos, sin []float32) {
 	nb, n := hd/4, hd/2
-	d := hd * heads
 	rows := cls + gh*gw
-	cos = make([]float32, rows*d)
-	sin = make([]float32, rows*d)
-	for r := 0; r < cls; r++ {
-		for c := 0; c < d; c++ {
-			cos[r*d+c] = 1
-		}
+	cos = make([]float32, rows*n)
+	sin = make([]float32, rows*n)
+	for i := range cls * n {
+		cos[i] = 1
 	}
 	band := make([]float64, nb)
 	for i := range band {
 		band[i] = 1 / math.Pow(10000, float64(i)/float64(nb))
 	}
-	pair := make([]float64, n) // the angle of each pair of a head
 	for y := 0; y < gh; y++ {
 		ty := (float64(y) + offset) / float64(gh) * float64(ref)
 		for x := 0; x < gw; x++ {
 			tx := (float64(x) + offset) / float64(gw) * float64(ref)
-			for j := range pair {
-				if j < nb {
-					pair[j] = tx * band[j]
-				} else {
-					pair[j] = ty * band[j-nb]
+			row := (cls + y*gw + x) * n
+			for j := 0; j < n; j++ {
+				a := tx * band[j%nb]
+				if j >= nb {
+					a = ty * band[j-nb]
 				}
-			}
-			row := (cls + y*gw + x) * d
-			for c := 0; c < d; c++ {
-				m := c % hd
-				a := pair[m%n]
-				cos[row+c] = float32(math.Cos(a))
-				sn := math.Sin(a)
-				if m < n {
-					sn = -sn
-				}
-				sin[row+c] = float32(sn)
+				cos[row+j], sin[row+j] = float32(math.Cos(a)), float32(math.Sin(a))
 			}
 		}
 	}
@@ -234,13 +194,11 @@ func (b *builder) peBlock(x, prefix string, d, inter, heads int64, eps float64, 
 	qkvW, qkvB := prefix+"attn.qkv.weight", prefix+"attn.qkv.bias"
 	b.need(qkvW, 3*d, d)
 	b.need(qkvB, 3*d)
-	// q and k in the pairs-split order RoPE is applied in (see RopeTables).
-	perm := pairsSplit(int(d), int(d/heads))
-	q := g.op("MatMul", "", h, b.rowsPermT(qkvW, "q", 0, perm, d))
-	k := g.op("MatMul", "", h, b.rowsPermT(qkvW, "k", d, perm, d))
+	q := g.op("MatMul", "", h, b.rowsT(qkvW, "q", 0, d, d))
+	k := g.op("MatMul", "", h, b.rowsT(qkvW, "k", d, d, d))
 	v := g.op("MatMul", "", h, b.rowsT(qkvW, "v", 2*d, d, d))
-	q = rope.apply(g, g.op("Add", "", q, b.biasPerm(qkvB, "q", 0, perm)))
-	k = rope.apply(g, g.op("Add", "", k, b.biasPerm(qkvB, "k", d, perm)))
+	q = rope.apply(g, g.op("Add", "", q, b.biasRows(qkvB, "q", 0, d)), heads)
+	k = rope.apply(g, g.op("Add", "", k, b.biasRows(qkvB, "k", d, d)), heads)
 	// q and k have their biases; v's goes in the attention's bias input.
 	vb := g.weight(qkvB+".v_only", []int64{3 * d}, func() ([]float32, error) {
 		all, err := b.ck.Float32(qkvB)
@@ -260,43 +218,18 @@ func (b *builder) peBlock(x, prefix string, d, inter, heads int64, eps float64, 
 	return g.op("Add", out, x, f)
 }
 
-// rowsPermT adds rows r0 + perm[i] of the weight name [.., in] (checked by
-// the caller), transposed to [in, len(perm)], for MatMul(x [.., in], w).
-func (b *builder) rowsPermT(name, part string, r0 int64, perm []int, in int64) string {
-	n := int64(len(perm))
-	return b.g.weight(name+"."+part+".pairs_split.T", []int64{in, n}, func() ([]float32, error) {
-		v, err := b.ck.Float32(name)
-		if err != nil {
-			return nil, err
-		}
-		if int64(len(v)) < (r0+n)*in {
-			return nil, fmt.Errorf("tensor %s: %d values, expected at least %d", name, len(v), (r0+n)*in)
-		}
-		rows := make([]float32, 0, n*in)
-		for _, p := range perm {
-			o := (r0 + int64(p)) * in
-			rows = append(rows, v[o:o+in]...)
-		}
-		return transpose(rows, int(n), int(in)), nil
-	})
-}
-
-// biasPerm adds values r0 + perm[i] of the bias name (checked by the
+// biasRows adds values [r0, r0+n) of the bias name (checked by the
 // caller).
-func (b *builder) biasPerm(name, part string, r0 int64, perm []int) string {
-	return b.g.weight(name+"."+part+".pairs_split", []int64{int64(len(perm))}, func() ([]float32, error) {
+func (b *builder) biasRows(name, part string, r0, n int64) string {
+	return b.g.weight(name+"."+part, []int64{n}, func() ([]float32, error) {
 		v, err := b.ck.Float32(name)
 		if err != nil {
 			return nil, err
 		}
-		if int64(len(v)) < r0+int64(len(perm)) {
-			return nil, fmt.Errorf("tensor %s: %d values, expected at least %d", name, len(v), r0+int64(len(perm)))
+		if int64(len(v)) < r0+n {
+			return nil, fmt.Errorf("tensor %s: %d values, expected at least %d", name, len(v), r0+n)
 		}
-		out := make([]float32, len(perm))
-		for i, p := range perm {
-			out[i] = v[r0+int64(p)]
-		}
-		return out, nil
+		return v[r0 : r0+n : r0+n], nil
 	})
 }
 

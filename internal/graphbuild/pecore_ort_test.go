@@ -1,7 +1,6 @@
 package graphbuild
 
 import (
-	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -111,43 +110,37 @@ func TestBuildPECoreMatchesReference(t *testing.T) {
 	}
 }
 
-// TestRopeTablesPairs: in the pairs-split order, a head's columns j and
-// j + hd/2 (the checkpoint's pair 2j, 2j+1) turn by one angle (the same
-// cos, opposite sins, cos² + sin² = 1), the class rows not at all, and the
-// pairs j < hd/4 with the column, the others with the row. pairsSplit
-// takes the even dimensions of each head first.
-func TestRopeTablesPairs(t *testing.T) {
-	const hd, heads, g = 8, 2, 3
-	cos, sin := RopeTables(g, g, 1, hd, heads, g, 1)
-	d, n := hd*heads, hd/2
-	for c := 0; c < d; c++ {
-		if cos[c] != 1 || sin[c] != 0 {
-			t.Fatalf("class row column %d: cos %v sin %v, want 1, 0", c, cos[c], sin[c])
+// TestRopeTables: the caches hold one angle per pair and row (cos² +
+// sin² = 1), none for the class rows (cos 1, sin 0), the pairs j < hd/4
+// turning with the column and the others with the row, at (c + offset)
+// times band 1/10000^(j/(hd/4)).
+func TestRopeTables(t *testing.T) {
+	const hd, g = 8, 3
+	n := hd / 2
+	cos, sin := RopeTables(g, g, 1, hd, g, 1)
+	if len(cos) != (1+g*g)*n || len(sin) != len(cos) {
+		t.Fatalf("%d and %d values, want %d", len(cos), len(sin), (1+g*g)*n)
+	}
+	for j := range n {
+		if cos[j] != 1 || sin[j] != 0 {
+			t.Fatalf("class row pair %d: cos %v sin %v, want 1, 0", j, cos[j], sin[j])
 		}
 	}
-	for r := 1; r <= g*g; r++ {
-		for h := 0; h < heads; h++ {
-			for j := 0; j < n; j++ {
-				a, b := r*d+h*hd+j, r*d+h*hd+j+n
-				if cos[a] != cos[b] || sin[a] != -sin[b] || math.Abs(float64(cos[a]*cos[a]+sin[a]*sin[a])-1) > 1e-6 {
-					t.Fatalf("row %d head %d pair %d: cos %v %v, sin %v %v", r, h, j, cos[a], cos[b], sin[a], sin[b])
-				}
-			}
+	for i := n; i < len(cos); i++ {
+		if math.Abs(float64(cos[i]*cos[i]+sin[i]*sin[i])-1) > 1e-6 {
+			t.Fatalf("entry %d: cos %v sin %v", i, cos[i], sin[i])
 		}
 	}
-	// Row 1 is the patch (0, 0), row 2 the patch (0, 1): the same row y,
-	// so pairs j ≥ hd/4 (y) are unchanged and the others (x) are not;
-	// pair 0's angle is (x + 1)·1 (band 0 is 1).
-	for c := 0; c < d; c++ {
-		same := cos[1*d+c] == cos[2*d+c]
-		if y := c%hd%n >= hd/4; same != y {
-			t.Errorf("column %d: patches (0,0) and (0,1) have cos %v and %v", c, cos[1*d+c], cos[2*d+c])
+	// Row 1 is the patch (0, 0), row 2 the patch (0, 1), row 4 the patch
+	// (1, 0): pair 0 (band 1, the column) has angle 1, 2, 1; pair 2 (band
+	// 1, the row) 1, 1, 2; pair 1 (band 1/100, the column) 0.02 at (0, 1).
+	for _, c := range []struct {
+		row, pair int
+		angle     float64
+	}{{1, 0, 1}, {2, 0, 2}, {4, 0, 1}, {1, 2, 1}, {2, 2, 1}, {4, 2, 2}, {2, 1, 0.02}, {4, 3, 0.02}} {
+		i := c.row*n + c.pair
+		if math.Abs(float64(cos[i])-math.Cos(c.angle)) > 1e-7 || math.Abs(float64(sin[i])-math.Sin(c.angle)) > 1e-7 {
+			t.Errorf("row %d pair %d: cos %v sin %v, want the angle %v", c.row, c.pair, cos[i], sin[i], c.angle)
 		}
-	}
-	if want := float32(math.Cos(2)); math.Abs(float64(cos[2*d]-want)) > 1e-7 {
-		t.Errorf("patch (0, 1) column 0: cos %v, want cos 2 = %v", cos[2*d], want)
-	}
-	if got, want := fmt.Sprint(pairsSplit(8, 4)), "[0 2 1 3 4 6 5 7]"; got != want {
-		t.Errorf("pairsSplit(8, 4) = %s, want %s", got, want)
 	}
 }

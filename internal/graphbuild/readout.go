@@ -232,9 +232,7 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 	}
 	var rope *peRope
 	if c.Rope != nil {
-		// q and k in the pairs-split order the RoPE tables are in.
-		c.permuteQK(vals)
-		r := newRope(g, c.GridH, c.GridW, c.Class, int(dh), int(heads), c.Rope.RefGrid, c.Rope.GridOffset)
+		r := newRope(g, c.GridH, c.GridW, c.Class, int(dh), c.Rope.RefGrid, c.Rope.GridOffset)
 		rope = &r
 	}
 	w := func(name string, dims ...int64) string {
@@ -298,7 +296,7 @@ func (c ReadoutConfig) attentionGraph(g *graph, h string, s any, vals map[string
 	g.nodes = append(g.nodes, &node{op: "Split", name: aName, in: []string{av, g.constInts("av_sizes", []int64{2}, d, d)},
 		out: []string{aName, v}, attrs: []attr{intAttr("axis", -1)}})
 	if rope != nil {
-		aName = rope.apply(g, aName) // linear: the d_h^-¼ commutes
+		aName = rope.apply(g, aName, heads) // linear: the d_h^-¼ commutes
 	}
 	{
 		split := g.constInts("heads_shape", []int64{4}, 0, 0, heads, dh)
@@ -347,33 +345,9 @@ func (c ReadoutConfig) finish(g *graph, o string, vals map[string][]float32, w f
 		g.last().with(intAttr("axis", -1), floatAttr("epsilon", float32(c.PostEps)))
 	}
 	var buf bytes.Buffer
-	if err := writeModel(&buf, g, map[string]int64{"": 17}, producer, ""); err != nil {
+	// ONNX Runtime's contrib domain for PE-Core's RotaryEmbedding.
+	if err := writeModel(&buf, g, map[string]int64{"": 17, msDomain: 1}, producer, ""); err != nil {
 		return nil, fmt.Errorf("graphbuild: readout: %w", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// permuteQK puts the rows of the last layer's q and k projections (vals,
-// weights [d, d] and biases [d]) in the pairs-split order of RopeTables,
-// q and k alike, so that every head's scores are unchanged.
-func (c ReadoutConfig) permuteQK(vals map[string][]float32) {
-	d := c.Width
-	perm := pairsSplit(d, d/c.Heads)
-	for _, p := range []string{"q_proj", "k_proj"} {
-		wn, bn := c.Prefix+"self_attn."+p+".weight", c.Prefix+"self_attn."+p+".bias"
-		if w, ok := vals[wn]; ok {
-			out := make([]float32, 0, d*d)
-			for _, r := range perm {
-				out = append(out, w[r*d:(r+1)*d]...)
-			}
-			vals[wn] = out
-		}
-		if b, ok := vals[bn]; ok {
-			out := make([]float32, d)
-			for i, r := range perm {
-				out[i] = b[r]
-			}
-			vals[bn] = out
-		}
-	}
 }

@@ -73,10 +73,8 @@ func (c ReadoutConfig) pearlGraph(g *graph, h string, vals map[string][]float32,
 	g.nodes = append(g.nodes, &node{op: "Split", name: qn, in: []string{qkv, g.constInts("qkv_sizes", []int64{3}, d, d, d)},
 		out: []string{qn, kn, vn}, attrs: []attr{intAttr("axis", -1)}})
 	if rope != nil {
-		// PE-Core: q and k turned as the block turns them (their rows in
-		// the pairs-split order: M, R and the logits are the same up to
-		// that permutation of each head's dimensions).
-		qn, kn = rope.apply(g, qn), rope.apply(g, kn)
+		// PE-Core: q and k turned as the block turns them.
+		qn, kn = rope.apply(g, qn, heads), rope.apply(g, kn, heads)
 	}
 	split := g.constInts("heads_shape", []int64{4}, 0, 0, heads, dh)
 	perHead := func(x string) string { // [B, S, d] → [B, H, S, d_h]

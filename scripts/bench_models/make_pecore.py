@@ -25,8 +25,8 @@ layers (default: the preset's): the vision encoder's speed does not depend on
 it, and a 2-layer text tower makes a B/16 folder of about 0.6 GB instead of
 1.6 GB.
 
-Tokenizer: vocab.json, merges.txt and tokenizer_config.json copied from
-../shared/clip (relative to the repository root) or --tokenizer DIR.
+Tokenizer: the real CLIP vocab.json, merges.txt and tokenizer_config.json,
+copied from the folder make_clip.py reads them from, or --tokenizer DIR.
 Nothing this script writes belongs in the repository.
 
 Usage: /usr/bin/python3 scripts/bench_models/make_pecore.py [--preset b-16] [--out DIR] [--text-layers N]

@@ -41,6 +41,8 @@ type PEVision struct {
 // peTrunk is the prefix of the PE-Core vision tower's tensors.
 const peTrunk = "visual.trunk."
 
+// checkPE checks a PE-Core tower beyond checkTowers: head widths RoPE can
+// split, the pooling head's heads and width, the reference grid, GELU.
 func (c CLIPConfig) checkPE() error {
 	v, pe := c.Vision, c.Vision.PE
 	var errs []error

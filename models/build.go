@@ -155,10 +155,15 @@ func graphTextConfig(t TextConfig) graphbuild.TextConfig {
 }
 
 func graphVisionConfig(v VisionConfig) graphbuild.VisionConfig {
-	return graphbuild.VisionConfig{HiddenSize: v.HiddenSize, IntermediateSize: v.IntermediateSize,
+	g := graphbuild.VisionConfig{HiddenSize: v.HiddenSize, IntermediateSize: v.IntermediateSize,
 		Layers: v.NumHiddenLayers, Heads: v.NumAttentionHeads, Channels: v.NumChannels,
 		ImageSize: v.ImageSize, PatchSize: v.PatchSize, HiddenAct: v.HiddenAct, LayerNormEps: v.LayerNormEps,
 		NumPatches: v.NumPatches}
+	if pe := v.PECore; pe != nil {
+		g.PE = &graphbuild.PEVision{ClassToken: pe.ClassToken, RefGrid: pe.RopeRefGrid, GridOffset: pe.RopeGridOffset,
+			PoolHeads: pe.PoolHeads, PoolIntermediate: pe.PoolIntermediateSize}
+	}
+	return g
 }
 
 // graphBuilder returns the family's check and build functions.
@@ -682,46 +687,7 @@ func checkBuilt(ctx context.Context, path, name string, c Config, f Family, pixe
 	siglip := f.Sigmoid()
 	switch name {
 	case TextModelFile:
-		// Two prompts: BOS (CLIP), a few ids, EOS, then padding, of lengths
-		// 5 and the whole sequence.
-		tc := c.TextConfig
-		t := min(8, tc.MaxPositionEmbeddings)
-		if siglip {
-			t = tc.MaxPositionEmbeddings
-		}
-		ids := make([]int64, 2*t)
-		mask := make([]int64, 2*t)
-		for b, n := range []int{min(5, t), t} {
-			for i := 0; i < t; i++ {
-				id := int64(tc.PadTokenID)
-				switch {
-				case i == 0 && !siglip:
-					id = int64(tc.BosTokenID)
-				case i < n-1:
-					id = int64((i*7 + b*3) % tc.VocabSize)
-				case i == n-1:
-					id = int64(tc.EosTokenID)
-				}
-				if id < 0 || id >= int64(tc.VocabSize) {
-					id = int64(i % tc.VocabSize)
-				}
-				ids[b*t+i] = id
-				if i < n {
-					mask[b*t+i] = 1
-				}
-			}
-		}
-		if siglip {
-			ins = []string{"input_ids"}
-			in = []tensorio.Tensor{tensorio.I64([]int{2, t}, ids)}
-			outs = []string{"last_hidden_state", "pooler_output"}
-			want = [][]int{{2, t, tc.HiddenSize}, {2, tc.ProjectionSize}}
-			break
-		}
-		ins = []string{"input_ids", "attention_mask"}
-		in = []tensorio.Tensor{tensorio.I64([]int{2, t}, ids), tensorio.I64([]int{2, t}, mask)}
-		outs = []string{"last_hidden_state", "text_embeds"}
-		want = [][]int{{2, t, tc.HiddenSize}, {2, c.ProjectionDim}}
+		ins, in, outs, want = textProbe(c.TextConfig, c.ProjectionDim, siglip)
 	case VisionModelFile:
 		v := c.VisionConfig
 		if c.NaFlex() {
@@ -759,6 +725,9 @@ func checkBuilt(ctx context.Context, path, name string, c Config, f Family, pixe
 		}
 		outs = []string{"last_hidden_state", "image_embeds"}
 		want = [][]int{{2, 1 + p, v.HiddenSize}, {2, c.ProjectionDim}}
+		if v.PECore != nil && !v.PECore.ClassToken {
+			want[0][1] = p
+		}
 		if f == Tipsv2 {
 			r := v.NumRegisterTokens
 			outs = append(outs, "patch_embeds")
@@ -793,6 +762,51 @@ func checkBuilt(ctx context.Context, path, name string, c Config, f Family, pixe
 		desc += fmt.Sprintf(" %s %v finite", outs[i], r.Shape)
 	}
 	return desc, nil
+}
+
+// textProbe returns checkBuilt's text probe: the input names and tensors,
+// the outputs and their expected shapes.
+func textProbe(tc TextConfig, proj int, siglip bool) (ins []string, in []tensorio.Tensor, outs []string, want [][]int) {
+	// Two prompts: BOS (CLIP), a few ids, EOS, then padding, of lengths
+	// 5 and the whole sequence.
+	t := min(8, tc.MaxPositionEmbeddings)
+	if siglip {
+		t = tc.MaxPositionEmbeddings
+	}
+	ids := make([]int64, 2*t)
+	mask := make([]int64, 2*t)
+	for b, n := range []int{min(5, t), t} {
+		for i := 0; i < t; i++ {
+			id := int64(tc.PadTokenID)
+			switch {
+			case i == 0 && !siglip:
+				id = int64(tc.BosTokenID)
+			case i < n-1:
+				id = int64((i*7 + b*3) % tc.VocabSize)
+			case i == n-1:
+				id = int64(tc.EosTokenID)
+			}
+			if id < 0 || id >= int64(tc.VocabSize) {
+				id = int64(i % tc.VocabSize)
+			}
+			ids[b*t+i] = id
+			if i < n {
+				mask[b*t+i] = 1
+			}
+		}
+	}
+	if siglip {
+		ins = []string{"input_ids"}
+		in = []tensorio.Tensor{tensorio.I64([]int{2, t}, ids)}
+		outs = []string{"last_hidden_state", "pooler_output"}
+		want = [][]int{{2, t, tc.HiddenSize}, {2, tc.ProjectionSize}}
+		return ins, in, outs, want
+	}
+	ins = []string{"input_ids", "attention_mask"}
+	in = []tensorio.Tensor{tensorio.I64([]int{2, t}, ids), tensorio.I64([]int{2, t}, mask)}
+	outs = []string{"last_hidden_state", "text_embeds"}
+	want = [][]int{{2, t, tc.HiddenSize}, {2, proj}}
+	return ins, in, outs, want
 }
 
 // probeFloats returns n values in [-2, 2) from a fixed linear congruential

@@ -93,6 +93,25 @@ type VisionConfig struct {
 	UseSwiGLUFFN         bool    `json:"use_swiglu_ffn"`
 	InterpolateAntialias bool    `json:"interpolate_antialias"`
 	InterpolateOffset    float64 `json:"interpolate_offset"`
+	// PECore, when not nil, says the vision tower is Meta's Perception
+	// Encoder's (PE-Core, an OpenCLIP config naming a timm vit_pe_core_*
+	// tower; see PECoreVision); nil for CLIP's.
+	PECore *PECoreVision `json:"pe_core,omitempty"`
+}
+
+// PECoreVision is what a PE-Core vision tower (timm's Eva as
+// vit_pe_core_* builds it) has beyond VisionConfig's sizes: a class token
+// or none (PE-Core bigG), 2-D RoPE on q and k over the patch grid (scaled
+// to RopeRefGrid, offset by RopeGridOffset), and an attention-pooling head
+// (PoolHeads heads, a PoolIntermediateSize-wide MLP) before the head
+// Linear to the joint space. TimmModelName is the tower it came from.
+type PECoreVision struct {
+	TimmModelName        string  `json:"timm_model_name"`
+	ClassToken           bool    `json:"class_token"`
+	RopeRefGrid          int     `json:"rope_ref_grid"`
+	RopeGridOffset       float64 `json:"rope_grid_offset"`
+	PoolHeads            int     `json:"pool_heads"`
+	PoolIntermediateSize int     `json:"pool_intermediate_size"`
 }
 
 // NaFlex reports whether the config is SigLIP 2 NaFlex's (model_type

@@ -151,3 +151,28 @@ func (m *Model) checkHeads() error {
 	}
 	return nil
 }
+
+// PECoreHeadNames are the tensors of a PE-Core model (OpenCLIP's layout)
+// that its joint space is built from, under the names its
+// open_clip_model.safetensors serves them (Model.ReadWeights): the vision
+// trunk's final norm, the attention pool's kv (its second half is the
+// value path), proj, norm and MLP, the head Linear to the joint space,
+// the text projection (CLIPModel's name) and logit_scale.
+var PECoreHeadNames = []string{
+	"visual.trunk.norm.weight",
+	"visual.trunk.norm.bias",
+	"visual.trunk.attn_pool.kv.weight",
+	"visual.trunk.attn_pool.kv.bias",
+	"visual.trunk.attn_pool.proj.weight",
+	"visual.trunk.attn_pool.proj.bias",
+	"visual.trunk.attn_pool.norm.weight",
+	"visual.trunk.attn_pool.norm.bias",
+	"visual.trunk.attn_pool.mlp.fc1.weight",
+	"visual.trunk.attn_pool.mlp.fc1.bias",
+	"visual.trunk.attn_pool.mlp.fc2.weight",
+	"visual.trunk.attn_pool.mlp.fc2.bias",
+	"visual.trunk.head.weight",
+	"visual.trunk.head.bias",
+	"text_projection.weight",
+	"logit_scale",
+}

@@ -23,7 +23,12 @@ type KnownModel struct {
 	// from config.json and model.safetensors on first use (when the graph
 	// builder writes the family: Outputs says), Variants is empty and the
 	// heads are in the same file. Use may name a revision.
-	Build    bool     `json:"build,omitempty"`
+	Build bool `json:"build,omitempty"`
+	// Layout is "openclip" for a repository in OpenCLIP's layout alone
+	// (open_clip_config.json and open_clip_model.safetensors, such as
+	// PE-Core's), which opens from a folder holding its files (hub ids of
+	// that layout are not opened yet); "" for the Hugging Face layout.
+	Layout   string   `json:"layout,omitempty"`
 	Use      string   `json:"use"`      // the reference to give Open (graphs+heads when the heads are verified)
 	Arch     string   `json:"arch"`     // what it is
 	Variants []string `json:"variants"` // graph suffixes present ("" = plain, first; none with Build)
@@ -31,6 +36,10 @@ type KnownModel struct {
 	Heads    string   `json:"heads"`    // where the projection heads come from, and how that is known
 	Source   string   `json:"source"`   // where the file lists were seen, and what they listed
 }
+
+// LayoutOpenCLIP is KnownModel.Layout of a repository in OpenCLIP's
+// layout alone.
+const LayoutOpenCLIP = "openclip"
 
 // knownJSON lists only what was verified against a repository's file listing
 // (hub pages, model cards, public code that names the files); Source says
@@ -62,7 +71,7 @@ func parseKnown(b []byte) ([]KnownModel, error) {
 	return k, nil
 }
 
-// Known returns the models (CLIP, SigLIP and SigLIP 2) this package was checked against, in a
+// Known returns the models (CLIP, PE-Core, MetaCLIP 2, SigLIP, SigLIP 2, TIPSv2) this package was checked against, in a
 // fixed order, each with the reference to give Open and what was and was not
 // verified about it. The result is a copy the caller may change.
 func Known() []KnownModel {

@@ -2,6 +2,7 @@ package models
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -168,4 +169,33 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestKnownPECore: the five PE-Core sizes OpenCLIP publishes are listed
+// under their hub ids, in OpenCLIP's layout, built from a folder of their
+// files, each naming a timm tower this program builds (peCoreTowers), and
+// the names agree with the sizes (B/16 is vit_pe_core_base_patch16_224).
+func TestKnownPECore(t *testing.T) {
+	want := map[string]string{
+		"timm/PE-Core-T-16-384":    "vit_pe_core_tiny_patch16_384",
+		"timm/PE-Core-S-16-384":    "vit_pe_core_small_patch16_384",
+		"timm/PE-Core-B-16":        "vit_pe_core_base_patch16_224",
+		"timm/PE-Core-L-14-336":    "vit_pe_core_large_patch14_336",
+		"timm/PE-Core-bigG-14-448": "vit_pe_core_gigantic_patch14_448",
+	}
+	for _, k := range Known() {
+		tower, ok := want[k.Ref]
+		if !ok {
+			continue
+		}
+		delete(want, k.Ref)
+		tw, built := peCoreTowers[tower]
+		if !k.Build || k.Layout != LayoutOpenCLIP || k.Family != CLIP.String() || !built || !strings.Contains(k.Arch, tower) ||
+			!strings.HasPrefix(k.Arch, "PE-Core ") || !strings.Contains(k.Arch, fmt.Sprintf("%d px", tw.ImgSize)) {
+			t.Errorf("%s: build %v, layout %q, family %q, arch %q; want PE-Core in OpenCLIP's layout naming %s (%v)", k.Ref, k.Build, k.Layout, k.Family, k.Arch, tower, built)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not listed: %v", want)
+	}
 }

@@ -166,30 +166,27 @@ func convertOpenCLIP(b []byte) (config, pre []byte, err error) {
 	if mc.Vision == nil || mc.Text == nil || mc.EmbedDim <= 0 {
 		return nil, nil, fmt.Errorf("model_cfg: want embed_dim > 0, vision_cfg and text_cfg (found embed_dim %d, vision_cfg %v, text_cfg %v)", mc.EmbedDim, mc.Vision != nil, mc.Text != nil)
 	}
-	if err := checkOpenCLIPTower("vision_cfg", mc.Vision); err != nil {
-		return nil, nil, err
-	}
 	if err := checkOpenCLIPTower("text_cfg", mc.Text); err != nil {
 		return nil, nil, err
 	}
-	v := openCLIPVision{Layers: 12, Width: 768, HeadWidth: 64, MLPRatio: 4, PatchSize: 16}
 	t := openCLIPText{ContextLength: 77, VocabSize: 49408, Width: 512, Heads: 8, Layers: 12, MLPRatio: 4}
-	if err := json.Unmarshal(mc.Vision, &v); err != nil {
-		return nil, nil, fmt.Errorf("model_cfg.vision_cfg: %w", err)
-	}
 	if err := json.Unmarshal(mc.Text, &t); err != nil {
 		return nil, nil, fmt.Errorf("model_cfg.text_cfg: %w", err)
-	}
-	size, err := openCLIPImageSize(v.ImageSize)
-	if err != nil {
-		return nil, nil, err
-	}
-	if v.HeadWidth <= 0 || v.Width%v.HeadWidth != 0 {
-		return nil, nil, fmt.Errorf("model_cfg.vision_cfg.head_width %d does not divide width %d", v.HeadWidth, v.Width)
 	}
 	act := "gelu" // OpenCLIP's nn.GELU, unless model_cfg.quick_gelu
 	if mc.QuickGelu {
 		act = "quick_gelu"
+	}
+	var vision map[string]any
+	var size int
+	if isPECoreVision(mc.Vision) {
+		// timm's towers use nn.GELU whatever quick_gelu says.
+		vision, size, err = peCoreVision(mc.Vision, mc.EmbedDim)
+	} else {
+		vision, size, err = clipVision(mc.Vision, mc.EmbedDim, act)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	hf := map[string]any{
 		"model_type": "clip", "architectures": []string{"CLIPModel"}, "projection_dim": mc.EmbedDim,
@@ -199,16 +196,37 @@ func convertOpenCLIP(b []byte) (config, pre []byte, err error) {
 			// OpenCLIP pools at the largest id, its end of text (the
 			// vocabulary's last), and pads with 0.
 			"pad_token_id": 0, "bos_token_id": t.VocabSize - 2, "eos_token_id": t.VocabSize - 1},
-		"vision_config": map[string]any{"hidden_size": v.Width, "intermediate_size": int(float64(v.Width) * v.MLPRatio),
-			"projection_dim": mc.EmbedDim, "num_hidden_layers": v.Layers, "num_attention_heads": v.Width / v.HeadWidth,
-			"num_channels": 3, "image_size": size, "patch_size": v.PatchSize, "hidden_act": act, "layer_norm_eps": 1e-5},
-		"note": "made by condition from " + OpenCLIPConfigFile,
+		"vision_config": vision,
+		"note":          "made by condition from " + OpenCLIPConfigFile,
 	}
 	if config, err = json.MarshalIndent(hf, "", "  "); err != nil {
 		return nil, nil, err
 	}
 	pre, err = openCLIPPreprocessor(size, f.Pre.Mean, f.Pre.Std, f.Pre.Interpolation, f.Pre.ResizeMode)
 	return config, pre, err
+}
+
+// clipVision returns the config.json vision_config of OpenCLIP's CLIP
+// vision tower (vision_cfg raw), for the joint space width embed and the
+// activation act, and its image size.
+func clipVision(raw json.RawMessage, embed int, act string) (map[string]any, int, error) {
+	if err := checkOpenCLIPTower("vision_cfg", raw); err != nil {
+		return nil, 0, err
+	}
+	v := openCLIPVision{Layers: 12, Width: 768, HeadWidth: 64, MLPRatio: 4, PatchSize: 16}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, 0, fmt.Errorf("model_cfg.vision_cfg: %w", err)
+	}
+	size, err := openCLIPImageSize(v.ImageSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	if v.HeadWidth <= 0 || v.Width%v.HeadWidth != 0 {
+		return nil, 0, fmt.Errorf("model_cfg.vision_cfg.head_width %d does not divide width %d", v.HeadWidth, v.Width)
+	}
+	return map[string]any{"hidden_size": v.Width, "intermediate_size": int(float64(v.Width) * v.MLPRatio),
+		"projection_dim": embed, "num_hidden_layers": v.Layers, "num_attention_heads": v.Width / v.HeadWidth,
+		"num_channels": 3, "image_size": size, "patch_size": v.PatchSize, "hidden_act": act, "layer_norm_eps": 1e-5}, size, nil
 }
 
 // openCLIPImageSize reads vision_cfg.image_size: a number, or a [height,

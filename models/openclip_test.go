@@ -18,9 +18,15 @@ const tinyOpenCLIP = "../testdata/tinyopenclip"
 // folder, open_clip_config.json changed by edit when it is not nil.
 func openCLIPFolder(t *testing.T, edit func(cfg map[string]any)) string {
 	t.Helper()
+	return openCLIPCopy(t, tinyOpenCLIP, edit)
+}
+
+// openCLIPCopy copies the OpenCLIP folder src as openCLIPFolder does.
+func openCLIPCopy(t *testing.T, src string, edit func(cfg map[string]any)) string {
+	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"open_clip_config.json", "open_clip_model.safetensors", "vocab.json", "merges.txt", "tokenizer_config.json"} {
-		b, err := os.ReadFile(filepath.Join(tinyOpenCLIP, f))
+		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +114,7 @@ func TestOpenCLIPRefused(t *testing.T) {
 		edit func(cfg map[string]any)
 		want string
 	}{
-		{"timm", func(c map[string]any) { towerCfg(c, "vision_cfg")["timm_model_name"] = "vit_pe_core_base_patch16_224" }, `vision_cfg.timm_model_name is "vit_pe_core_base_patch16_224": a timm tower`},
+		{"timm", func(c map[string]any) { towerCfg(c, "vision_cfg")["timm_model_name"] = "vit_base_patch16_224" }, `vision_cfg.timm_model_name is "vit_base_patch16_224": a timm tower`},
 		{"hf text", func(c map[string]any) { towerCfg(c, "text_cfg")["hf_model_name"] = "xlm-roberta-base" }, `text_cfg.hf_model_name is "xlm-roberta-base": a hf tower`},
 		{"layer scale", func(c map[string]any) { towerCfg(c, "vision_cfg")["ls_init_value"] = 0.1 }, "vision_cfg.ls_init_value is 0.1"},
 		{"attention pooling", func(c map[string]any) { towerCfg(c, "vision_cfg")["attentional_pool"] = true }, "vision_cfg.attentional_pool is true"},

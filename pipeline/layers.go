@@ -143,6 +143,9 @@ func (e *Engine) buildLayers() error {
 	if spec.joint() && m.Family() == models.Tipsv2 {
 		return e.buildTipsJoint()
 	}
+	if spec.joint() && m.Config().VisionConfig.PECore != nil {
+		return e.buildPEJoint()
+	}
 	if spec.joint() {
 		if !m.Has(models.WeightsFile) {
 			return fmt.Errorf("pipeline: CLIP's joint space needs the projection heads in %s of model %s; give a learned or identity layer instead", models.WeightsFile, m.Name())

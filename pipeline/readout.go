@@ -26,9 +26,10 @@ const (
 // SigLIP (raw measures best on the SigLIP trained on the scenes; no
 // published figure exists), for TIPSv2 (trained for dense alignment on its
 // raw patch tokens; it also takes ReadoutMaskCLIP, in its authors' form)
-// and for other layers.
+// for PE-Core (no real checkpoint measured: its own pooling path on its
+// patch tokens is the default) and for other layers.
 func defaultReadout(m *models.Model, l Layer) clip.Readout {
-	if m == nil || !l.joint() || m.Family().Sigmoid() || m.Family() == models.Tipsv2 || m.BuiltIn() {
+	if m == nil || !l.joint() || m.Family().Sigmoid() || m.Family() == models.Tipsv2 || m.BuiltIn() || m.Config().VisionConfig.PECore != nil {
 		return ReadoutRaw
 	}
 	return ReadoutClearCLIP

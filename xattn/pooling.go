@@ -2,6 +2,7 @@ package xattn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/xattn/internal/attn"
@@ -23,6 +24,8 @@ import (
 // PoolingHead is immutable and safe for concurrent use.
 type PoolingHead struct {
 	d, hidden int
+	pre       *LayerNorm   // PoolingHeadWeights.Pre
+	exact     bool         // exact GELU
 	wvo       *gemm.Packed // (W_o·W_v)ᵀ packed: [d, d]
 	bvo       []float32    // W_o·b_v + b_o [d]
 	ln        LayerNorm
@@ -82,8 +85,56 @@ func NewPoolingHead(ts map[string]tensorio.Tensor, prefix string, lnEps float32)
 	if err != nil {
 		return nil, err
 	}
+	return NewPoolingHeadOf(PoolingHeadWeights{
+		V: in[2*d*d : 3*d*d], BV: inB[2*d : 3*d], O: wo, BO: bo,
+		Norm: LayerNorm{Weight: lnw, Bias: lnb, Eps: lnEps},
+		FC1:  fc1, B1: b1, FC2: fc2, B2: b2,
+	})
+}
+
+// PoolingHeadWeights is the value path of an attention-pooling head, as
+// NewPoolingHeadOf takes it, PyTorch [out, in] row-major, d the rows'
+// width and h the MLP's:
+//
+//	x' = Pre(x)                      (when Pre is not nil)
+//	o  = (x'·Vᵀ + BV)·Oᵀ + BO
+//	y  = o + FC2ᵀ·gelu(FC1ᵀ·Norm(o) + B1) + B2
+//
+// with GELU in its tanh form (SigLIP's gelu_pytorch_tanh), or exact (erf:
+// nn.GELU) with ExactGelu. PE-Core's head (timm's AttentionPoolLatent
+// after the trunk's norm) is Pre the trunk's norm, V and BV the second
+// half of kv, O and BO its proj, exact GELU.
+type PoolingHeadWeights struct {
+	Pre       *LayerNorm
+	V, BV     []float32 // [d, d], [d]
+	O, BO     []float32 // [d, d], [d]
+	Norm      LayerNorm // [d]
+	FC1, B1   []float32 // [h, d], [h]
+	FC2, B2   []float32 // [d, h], [d]
+	ExactGelu bool
+}
+
+// NewPoolingHeadOf makes the head of w, checking every shape against the
+// width of BV (d) and of B1 (h).
+func NewPoolingHeadOf(w PoolingHeadWeights) (*PoolingHead, error) {
+	d, hidden := len(w.BV), len(w.B1)
+	bad := func(name string, got, want int) error {
+		return fmt.Errorf("xattn: pooling head: %s has %d values, want %d (d %d, MLP width %d): %w", name, got, want, d, hidden, ErrShape)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{{"V", len(w.V), d * d}, {"O", len(w.O), d * d}, {"BO", len(w.BO), d}, {"Norm.Weight", len(w.Norm.Weight), d},
+		{"Norm.Bias", len(w.Norm.Bias), d}, {"FC1", len(w.FC1), hidden * d}, {"FC2", len(w.FC2), d * hidden}, {"B2", len(w.B2), d}} {
+		if c.got != c.want || d == 0 || hidden == 0 {
+			return nil, bad(c.name, c.got, c.want)
+		}
+	}
+	if p := w.Pre; p != nil && (len(p.Weight) != d || len(p.Bias) != d) {
+		return nil, bad("Pre", len(p.Weight), d)
+	}
 	// W_vo = W_o·W_v and b_vo = W_o·b_v + b_o, in float64.
-	wv, bv := in[2*d*d:3*d*d], inB[2*d:3*d]
+	wv, bv, wo, bo := w.V, w.BV, w.O, w.BO
 	wvo := make([]float32, d*d)
 	bvo := make([]float32, d)
 	row := make([]float64, d)
@@ -103,11 +154,11 @@ func NewPoolingHead(ts map[string]tensorio.Tensor, prefix string, lnEps float32)
 		bvo[i] = float32(b)
 	}
 	return &PoolingHead{
-		d: d, hidden: hidden,
+		d: d, hidden: hidden, pre: w.Pre, exact: w.ExactGelu,
 		wvo: gemm.PackTransposed(wvo, d, d), bvo: bvo,
-		ln:  LayerNorm{Weight: lnw, Bias: lnb, Eps: lnEps},
-		fc1: gemm.PackTransposed(fc1, hidden, d), b1: b1,
-		fc2: gemm.PackTransposed(fc2, d, hidden), b2: b2,
+		ln:  w.Norm,
+		fc1: gemm.PackTransposed(w.FC1, hidden, d), b1: w.B1,
+		fc2: gemm.PackTransposed(w.FC2, d, hidden), b2: w.B2,
 	}, nil
 }
 
@@ -117,7 +168,7 @@ func (h *PoolingHead) Dim() int { return h.d }
 // PoolingScratch is reusable memory for PoolingHead.Apply (one per
 // goroutine).
 type PoolingScratch struct {
-	ln, mid []float32
+	ln, mid, pre []float32
 }
 
 // Apply writes y [n, d] = the head applied to each row of x [n, d]; y must
@@ -135,14 +186,32 @@ func (h *PoolingHead) Apply(y, x []float32, n int, s *PoolingScratch) error {
 	}
 	s.ln = grow(s.ln, n*d)
 	s.mid = grow(s.mid, n*h.hidden)
+	if h.pre != nil {
+		s.pre = grow(s.pre, n*d)
+		layerNorm(s.pre, x, n, d, h.pre)
+		x = s.pre
+	}
 	gemm.MatMul(y, d, x, d, n, h.wvo, h.bvo) // o
 	layerNorm(s.ln, y, n, d, &h.ln)
 	gemm.MatMul(s.mid, h.hidden, s.ln, d, n, h.fc1, h.b1)
-	attn.GeluTanh(s.mid[:n*h.hidden])
+	if h.exact {
+		geluErf(s.mid[:n*h.hidden])
+	} else {
+		attn.GeluTanh(s.mid[:n*h.hidden])
+	}
 	// y += fc2(mid): fc2's product goes to ln's buffer (free now), then adds.
 	gemm.MatMul(s.ln, d, s.mid, h.hidden, n, h.fc2, h.b2)
 	for i, v := range s.ln[:n*d] {
 		y[i] += v
 	}
 	return nil
+}
+
+// geluErf replaces x[i] by exact GELU, x·Φ(x) = 0.5·x·(1 + erf(x/√2)),
+// computed in float64.
+func geluErf(x []float32) {
+	for i, v := range x {
+		f := float64(v)
+		x[i] = float32(0.5 * f * (1 + math.Erf(f/math.Sqrt2)))
+	}
 }

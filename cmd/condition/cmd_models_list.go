@@ -27,12 +27,24 @@ func knownGraphs(k models.KnownModel) string {
 	if !k.Build {
 		return "ONNX export"
 	}
+	if k.Layout == models.LayoutOpenCLIP {
+		return "built from its folder"
+	}
 	for _, f := range []models.Family{models.CLIP, models.MetaCLIP2, models.SigLIP, models.SigLIP2, models.Tipsv2} {
 		if f.String() == k.Family && !models.BuildsFamily(f) {
 			return "to be built (not by this version)"
 		}
 	}
 	return "built on first use"
+}
+
+// knownUse is what to give --model for a known model: its reference, or
+// for a repository in OpenCLIP's layout alone, a folder of its files.
+func knownUse(k models.KnownModel) string {
+	if k.Layout == models.LayoutOpenCLIP {
+		return "--model DIR (its OpenCLIP files)"
+	}
+	return "--model " + k.Use
 }
 
 // printKnown prints the known models as a table, one line a model (its
@@ -43,7 +55,7 @@ func printKnown(w io.Writer, known []models.KnownModel, verbose bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tFAMILY\tARCHITECTURE\tGRAPHS\tUSE")
 	for _, k := range known {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t--model %s\n", k.Ref, k.Family, shortArch(k.Arch), knownGraphs(k), k.Use)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Ref, k.Family, shortArch(k.Arch), knownGraphs(k), knownUse(k))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -64,8 +76,8 @@ func printKnown(w io.Writer, known []models.KnownModel, verbose bool) error {
 		if k.Build {
 			variants = "none (the graphs are built from the checkpoint)"
 		}
-		fmt.Fprintf(w, "\n%s\n  %s\n  family:   %s\n  graphs:   %s\n  use:      --model %s\n  variants: %s\n  outputs:  %s\n  heads:    %s\n  checked:  %s\n",
-			k.Ref, k.Arch, k.Family, knownGraphs(k), k.Use, variants, k.Outputs, k.Heads, k.Source)
+		fmt.Fprintf(w, "\n%s\n  %s\n  family:   %s\n  graphs:   %s\n  use:      %s\n  variants: %s\n  outputs:  %s\n  heads:    %s\n  checked:  %s\n",
+			k.Ref, k.Arch, k.Family, knownGraphs(k), knownUse(k), variants, k.Outputs, k.Heads, k.Source)
 	}
 	return nil
 }
@@ -83,7 +95,7 @@ func shortArch(arch string) string {
 func runModelsList(_ context.Context, e *env, args []string) error {
 	var o listOptions
 	fs := newFlagSet(e, "models list", "models list [--known [--verbose]] [--json] [--hub-cache DIR]")
-	fs.BoolVar(&o.Known, "known", false, "list the models this program was checked against (CLIP, MetaCLIP 2, SigLIP, SigLIP 2; no TIPSv2 checkpoint was checked; ONNX exports and checkpoints whose graphs are built on first use): a table, one line a model")
+	fs.BoolVar(&o.Known, "known", false, "list the models this program was checked against (CLIP, MetaCLIP 2, SigLIP, SigLIP 2, PE-Core in OpenCLIP's layout; no TIPSv2 checkpoint was checked; ONNX exports and checkpoints whose graphs are built on first use): a table, one line a model")
 	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "with --known: after the table, each model's variants, outputs, heads and where each fact was checked")
 	fs.StringVar(&o.HubCache, "hub-cache", "", "Hugging Face hub cache folder")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")

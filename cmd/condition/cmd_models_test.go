@@ -194,16 +194,22 @@ func TestKnownModelsTable(t *testing.T) {
 				graphs = "to be built (not by this version)"
 			}
 		}
-		arch := strings.Fields(k.Arch)[0] // "ViT-B/32", "SigLIP", "MetaCLIP", "TIPSv2"
+		use := "--model " + k.Use
+		if k.Layout == models.LayoutOpenCLIP {
+			// Hub ids in OpenCLIP's layout alone are not opened: a folder.
+			graphs, use = "built from its folder", "--model DIR (its OpenCLIP files)"
+		}
+		arch := strings.Fields(k.Arch)[0] // "ViT-B/32", "SigLIP", "MetaCLIP", "TIPSv2", "PE-Core"
 		if !strings.HasPrefix(row, k.Ref+" ") || !strings.Contains(row, "  "+k.Family+" ") || !strings.Contains(row, "  "+arch) ||
-			!strings.Contains(row, "  "+graphs+"  ") || !strings.HasSuffix(row, "--model "+k.Use) {
-			t.Errorf("row %d: %q; want %s, %s, %s…, %s, --model %s", i, row, k.Ref, k.Family, arch, graphs, k.Use)
+			!strings.Contains(row, "  "+graphs+"  ") || !strings.HasSuffix(row, use) {
+			t.Errorf("row %d: %q; want %s, %s, %s…, %s, %s", i, row, k.Ref, k.Family, arch, graphs, use)
 		}
 	}
 	if !strings.Contains(lines[len(lines)-1], "--verbose") {
 		t.Errorf("the last line does not point at --verbose: %q", lines[len(lines)-1])
 	}
-	for _, want := range []string{"openai/clip-vit-large-patch14 CLIP ViT-L/14 at 224 built on first use", "facebook/metaclip-2-worldwide-huge-quickgelu MetaCLIP 2 MetaCLIP 2 worldwide ViT-H/14 at 224 px built on first use"} {
+	for _, want := range []string{"openai/clip-vit-large-patch14 CLIP ViT-L/14 at 224 built on first use", "facebook/metaclip-2-worldwide-huge-quickgelu MetaCLIP 2 MetaCLIP 2 worldwide ViT-H/14 at 224 px built on first use",
+		"timm/PE-Core-B-16 CLIP PE-Core B/16 at 224 px built from its folder --model DIR (its OpenCLIP files)"} {
 		found := false
 		for _, l := range lines {
 			found = found || strings.HasPrefix(strings.Join(strings.Fields(l), " "), want)

@@ -41,6 +41,9 @@ type VisionConfig struct {
 	// NumPatches is SigLIP 2 NaFlex's num_patches: the rows of its
 	// position table, a square grid (ImageSize is not used then).
 	NumPatches int
+	// PE, when not nil, makes the vision tower PE-Core's (see PEVision)
+	// in a clip config.
+	PE *PEVision
 }
 
 // QKV forms of self-attention.
@@ -316,6 +319,11 @@ func (c CLIPConfig) check() error {
 	if c.ProjectionDim <= 0 {
 		errs = append(errs, fmt.Errorf("projection_dim is %d, expected a positive number", c.ProjectionDim))
 	}
+	if c.Vision.PE != nil {
+		if err := c.checkPE(); err != nil {
+			errs = append(errs, fmt.Errorf("PE-Core vision tower: %w", err))
+		}
+	}
 	return errors.Join(append(errs, checkTowers(c.Text, c.Vision)...)...)
 }
 
@@ -538,7 +546,11 @@ func plan(ck *Checkpoint, c CLIPConfig, opts Options) (text, vision *graph, err 
 	if err := c.check(); err != nil {
 		return nil, nil, fmt.Errorf("graphbuild: config: %w", err)
 	}
-	return assemble(ck, opts, func(b *builder) { b.textGraph(c) }, func(b *builder) { b.visionGraph(c) })
+	tower := func(b *builder) { b.visionGraph(c) }
+	if c.Vision.PE != nil {
+		tower = func(b *builder) { b.peVision(c) }
+	}
+	return assemble(ck, opts, func(b *builder) { b.textGraph(c) }, tower)
 }
 
 // assemble makes the text and vision graphs with the given tower

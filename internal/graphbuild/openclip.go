@@ -56,6 +56,13 @@ type openCLIPEntry struct {
 //	text_projection [D, E] (x @ proj)      text_projection.weight [E, D] (its transpose)
 //	logit_scale, logit_bias                as they are
 //
+// CustomTextCLIP's checkpoints (custom_text) have the text tower's under
+// text. (text.token_embedding.weight, text.transformer.resblocks.N.*,
+// text.ln_final.*, text.text_projection). A PE-Core vision tower
+// (c.Vision.PE) keeps its timm names under visual.trunk. (see PEVision);
+// its blocks' norm1, attn.qkv (split in q, k, v rows) and attn.proj are
+// also served as vision_model.encoder.layers.N.{layer_norm1, self_attn.*}.
+//
 // Every OpenCLIP tensor the graphs use is checked first: missing, not
 // floating point, or of a shape other than the config's is an error naming
 // the tensor, what was expected and what was found.
@@ -71,7 +78,13 @@ func OpenOpenCLIPCheckpoint(dir string, c CLIPConfig) (*Checkpoint, error) {
 	}
 	var errs []string
 	ck.views = map[string]view{}
-	for _, e := range openCLIPEntries(c) {
+	// CustomTextCLIP (custom_text, every PE-Core config) keeps the text
+	// tower under text.; CLIP keeps it at the top.
+	text := ""
+	if ck.Has(customTextPrefix + "token_embedding.weight") {
+		text = customTextPrefix
+	}
+	for _, e := range openCLIPEntries(c, text) {
 		info, ok := ck.Info(e.src)
 		switch {
 		case !ok:
@@ -105,32 +118,58 @@ func OpenOpenCLIPCheckpoint(dir string, c CLIPConfig) (*Checkpoint, error) {
 	return ck, nil
 }
 
+// customTextPrefix is where OpenCLIP's CustomTextCLIP keeps its text
+// tower's tensors.
+const customTextPrefix = "text."
+
 // openCLIPEntries lists the OpenCLIP tensors of a CLIP model of config c
-// with their shapes and Hugging Face names.
-func openCLIPEntries(c CLIPConfig) []openCLIPEntry {
+// with their shapes and Hugging Face names, the text tower's under the
+// prefix text. A PE-Core vision tower (c.Vision.PE) is read under its own
+// names (see PEVision): the text tower, logit_scale and each block's
+// attention and first norm (for the readouts) are listed.
+func openCLIPEntries(c CLIPConfig, text string) []openCLIPEntry {
 	v, t, e := c.Vision, c.Text, c.ProjectionDim
+	out := []openCLIPEntry{
+		{text + "token_embedding.weight", []int{t.VocabSize, t.HiddenSize}, '=', []string{"text_model.embeddings.token_embedding.weight"}},
+		{text + "positional_embedding", []int{t.MaxPositions, t.HiddenSize}, '=', []string{"text_model.embeddings.position_embedding.weight"}},
+		{text + "text_projection", []int{t.HiddenSize, e}, 'T', []string{"text_projection.weight"}},
+		{"logit_scale", []int{}, '=', []string{"logit_scale"}},
+	}
+	out = append(out, openCLIPNorm(text+"ln_final", "text_model.final_layer_norm", t.HiddenSize)...)
+	for i := range t.Layers {
+		out = append(out, openCLIPBlock(fmt.Sprintf("%stransformer.resblocks.%d.", text, i), fmt.Sprintf("text_model.encoder.layers.%d.", i), t.HiddenSize, t.IntermediateSize)...)
+	}
+	if v.PE != nil {
+		// Each block's attention under CLIPEncoderLayer's names, for the
+		// readouts of the last one (the graph builder reads the timm names).
+		d := v.HiddenSize
+		for i := range v.Layers {
+			src, hf := fmt.Sprintf("%sblocks.%d.", peTrunk, i), fmt.Sprintf("vision_model.encoder.layers.%d.", i)
+			qkv := func(s string) []string {
+				return []string{hf + "self_attn.q_proj." + s, hf + "self_attn.k_proj." + s, hf + "self_attn.v_proj." + s}
+			}
+			out = append(out,
+				openCLIPEntry{src + "attn.qkv.weight", []int{3 * d, d}, '3', qkv("weight")},
+				openCLIPEntry{src + "attn.qkv.bias", []int{3 * d}, '3', qkv("bias")},
+				openCLIPEntry{src + "attn.proj.weight", []int{d, d}, '=', []string{hf + "self_attn.out_proj.weight"}},
+				openCLIPEntry{src + "attn.proj.bias", []int{d}, '=', []string{hf + "self_attn.out_proj.bias"}})
+			out = append(out, openCLIPNorm(src+"norm1", hf+"layer_norm1", d)...)
+		}
+		return out
+	}
 	grid := 0
 	if v.PatchSize > 0 {
 		grid = v.ImageSize / v.PatchSize
 	}
-	out := []openCLIPEntry{
-		{"visual.conv1.weight", []int{v.HiddenSize, v.Channels, v.PatchSize, v.PatchSize}, '=', []string{"vision_model.embeddings.patch_embedding.weight"}},
-		{"visual.class_embedding", []int{v.HiddenSize}, '=', []string{"vision_model.embeddings.class_embedding"}},
-		{"visual.positional_embedding", []int{1 + grid*grid, v.HiddenSize}, '=', []string{"vision_model.embeddings.position_embedding.weight"}},
-		{"visual.proj", []int{v.HiddenSize, e}, 'T', []string{"visual_projection.weight"}},
-		{"token_embedding.weight", []int{t.VocabSize, t.HiddenSize}, '=', []string{"text_model.embeddings.token_embedding.weight"}},
-		{"positional_embedding", []int{t.MaxPositions, t.HiddenSize}, '=', []string{"text_model.embeddings.position_embedding.weight"}},
-		{"text_projection", []int{t.HiddenSize, e}, 'T', []string{"text_projection.weight"}},
-		{"logit_scale", []int{}, '=', []string{"logit_scale"}},
-	}
+	out = append(out,
+		openCLIPEntry{"visual.conv1.weight", []int{v.HiddenSize, v.Channels, v.PatchSize, v.PatchSize}, '=', []string{"vision_model.embeddings.patch_embedding.weight"}},
+		openCLIPEntry{"visual.class_embedding", []int{v.HiddenSize}, '=', []string{"vision_model.embeddings.class_embedding"}},
+		openCLIPEntry{"visual.positional_embedding", []int{1 + grid*grid, v.HiddenSize}, '=', []string{"vision_model.embeddings.position_embedding.weight"}},
+		openCLIPEntry{"visual.proj", []int{v.HiddenSize, e}, 'T', []string{"visual_projection.weight"}})
 	out = append(out, openCLIPNorm("visual.ln_pre", "vision_model.pre_layrnorm", v.HiddenSize)...)
 	out = append(out, openCLIPNorm("visual.ln_post", "vision_model.post_layernorm", v.HiddenSize)...)
-	out = append(out, openCLIPNorm("ln_final", "text_model.final_layer_norm", t.HiddenSize)...)
 	for i := range v.Layers {
 		out = append(out, openCLIPBlock(fmt.Sprintf("visual.transformer.resblocks.%d.", i), fmt.Sprintf("vision_model.encoder.layers.%d.", i), v.HiddenSize, v.IntermediateSize)...)
-	}
-	for i := range t.Layers {
-		out = append(out, openCLIPBlock(fmt.Sprintf("transformer.resblocks.%d.", i), fmt.Sprintf("text_model.encoder.layers.%d.", i), t.HiddenSize, t.IntermediateSize)...)
 	}
 	return out
 }

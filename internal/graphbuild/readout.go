@@ -75,6 +75,18 @@ type ReadoutConfig struct {
 	// that its rows stand in for last_hidden_state's. Prefix is the
 	// block's (vision_model.encoder.layer.N.); Eps is norm1's and norm2's.
 	Dino *DinoBlock
+	// Rope, when set, turns q and k of the patch rows (not the Class
+	// rows) by PE-Core's 2-D RoPE over the GridH×GridW grid (RopeTables),
+	// as the block itself does, before the readout's attention (PE-Core:
+	// PEVision). ReadoutMaskCLIP does not use q or k.
+	Rope *ReadoutRope
+}
+
+// ReadoutRope is the RoPE of a PE-Core block (see PEVision): the grid
+// the positions are scaled to and their offset.
+type ReadoutRope struct {
+	RefGrid    int
+	GridOffset float64
 }
 
 // DinoBlock is what ReadoutConfig.Dino needs of a DINOv2 block beyond its
@@ -148,6 +160,9 @@ func (c ReadoutConfig) check() error {
 	if c.Dino != nil {
 		return c.checkDino()
 	}
+	if r := c.Rope; r != nil && (c.Dynamic || r.RefGrid <= 0 || (c.Width/c.Heads)%4 != 0) {
+		return fmt.Errorf("graphbuild: readout: RoPE over a reference grid of %d, head width %d, dynamic %v: want a fixed grid, a positive reference and a head width that is a multiple of 4", r.RefGrid, c.Width/c.Heads, c.Dynamic)
+	}
 	return nil
 }
 
@@ -215,6 +230,11 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 	if c.Dino != nil {
 		return c.dinoGraph(g, vals)
 	}
+	var rope *peRope
+	if c.Rope != nil {
+		r := newRope(g, c.GridH, c.GridW, c.Class, int(dh), c.Rope.RefGrid, c.Rope.GridOffset)
+		rope = &r
+	}
 	w := func(name string, dims ...int64) string {
 		v := vals[c.Prefix+name]
 		return g.weight(c.Prefix+name, dims, func() ([]float32, error) { return v, nil })
@@ -234,8 +254,17 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 		return c.finish(g, o, vals, w, wT)
 	}
 	if c.Kind == ReadoutPEARL {
-		return c.pearlGraph(g, h, vals, w, wT)
+		return c.pearlGraph(g, h, vals, w, wT, rope)
 	}
+	return c.attentionGraph(g, h, s, vals, w, wT, rope)
+}
+
+// attentionGraph adds ClearCLIP's or NACLIP's attention on h =
+// layer_norm1(x) [B, S, d] (its a the layer's q or k, turned by rope when
+// it is not nil) to g, then out_proj (finish), and writes the graph.
+func (c ReadoutConfig) attentionGraph(g *graph, h string, s any, vals map[string][]float32, w func(string, ...int64) string, wT func(string) string, rope *peRope) ([]byte, error) {
+	d, heads := int64(c.Width), int64(c.Heads)
+	dh := d / heads
 	proj := "self_attn.q_proj"
 	if c.Kind == ReadoutNACLIP {
 		proj = "self_attn.k_proj"
@@ -266,6 +295,9 @@ func ReadoutGraph(c ReadoutConfig, read func(name string) ([]float32, error)) ([
 	aName, v := g.tmp("a"), g.tmp("v")
 	g.nodes = append(g.nodes, &node{op: "Split", name: aName, in: []string{av, g.constInts("av_sizes", []int64{2}, d, d)},
 		out: []string{aName, v}, attrs: []attr{intAttr("axis", -1)}})
+	if rope != nil {
+		aName = rope.apply(g, aName, heads) // linear: the d_h^-¼ commutes
+	}
 	{
 		split := g.constInts("heads_shape", []int64{4}, 0, 0, heads, dh)
 		perHead := func(x string) string { // [B, S, d] → [B, H, S, d_h]
@@ -313,7 +345,8 @@ func (c ReadoutConfig) finish(g *graph, o string, vals map[string][]float32, w f
 		g.last().with(intAttr("axis", -1), floatAttr("epsilon", float32(c.PostEps)))
 	}
 	var buf bytes.Buffer
-	if err := writeModel(&buf, g, map[string]int64{"": 17}, producer, ""); err != nil {
+	// ONNX Runtime's contrib domain for PE-Core's RotaryEmbedding.
+	if err := writeModel(&buf, g, map[string]int64{"": 17, msDomain: 1}, producer, ""); err != nil {
 		return nil, fmt.Errorf("graphbuild: readout: %w", err)
 	}
 	return buf.Bytes(), nil

@@ -38,11 +38,12 @@ func (c ReadoutConfig) checkPEARL() error {
 //	X ← 1.5 X − 0.5 X Xᵀ X, PEARLSteps times; R = X
 //	A = softmax((q s)(k R)ᵀ + PEARLGamma (k_c k_cᵀ) s), o = A v
 //
+// (q and k first turned by rope when it is not nil: PE-Core's RoPE),
 // computed without the terms that are constant along a row of the logits
 // (the softmax over the keys does not see them): k_c,i · k_c,j =
 // k_c,i · k_j − k_c,i · k̄, so the logits are (s q Rᵀ + γ s k_c) kᵀ, one
 // product of width d_h.
-func (c ReadoutConfig) pearlGraph(g *graph, h string, vals map[string][]float32, w func(string, ...int64) string, wT func(string) string) ([]byte, error) {
+func (c ReadoutConfig) pearlGraph(g *graph, h string, vals map[string][]float32, w func(string, ...int64) string, wT func(string) string, rope *peRope) ([]byte, error) {
 	d, heads := int64(c.Width), int64(c.Heads)
 	dh := d / heads
 	s := float32(1 / math.Sqrt(float64(dh)))
@@ -71,6 +72,10 @@ func (c ReadoutConfig) pearlGraph(g *graph, h string, vals map[string][]float32,
 	qn, kn, vn := g.tmp("q"), g.tmp("k"), g.tmp("v")
 	g.nodes = append(g.nodes, &node{op: "Split", name: qn, in: []string{qkv, g.constInts("qkv_sizes", []int64{3}, d, d, d)},
 		out: []string{qn, kn, vn}, attrs: []attr{intAttr("axis", -1)}})
+	if rope != nil {
+		// PE-Core: q and k turned as the block turns them.
+		qn, kn = rope.apply(g, qn, heads), rope.apply(g, kn, heads)
+	}
 	split := g.constInts("heads_shape", []int64{4}, 0, 0, heads, dh)
 	perHead := func(x string) string { // [B, S, d] → [B, H, S, d_h]
 		t := g.op("Transpose", "", g.op("Reshape", "", x, split))

@@ -30,7 +30,9 @@ import (
 //	pearl      softmax((q s)(k R)ᵀ + 0.08 (k_c k_cᵀ) s) v,    (PEARL, CVPR 2026; CLIP and MetaCLIP 2
 //	           then out_proj                                 only: see readout_pearl.go)
 //
-// with q, k, v the last layer's own projections of its layer_norm1. TIPSv2
+// with q, k, v the last layer's own projections of its layer_norm1 (for
+// PE-Core, q and k of the patch rows then turned by the block's 2-D RoPE,
+// as the block turns them). TIPSv2
 // takes raw and maskclip, the latter in the form its authors evaluate
 // zero-shot segmentation with: the last DINOv2 block with its attention
 // replaced by the value path, its layer scales, residuals and MLP kept,
@@ -121,6 +123,10 @@ func openReadout(m *models.Model, kind Readout, cls, gh, gw int, opts VisionOpti
 	}
 	if postNormHidden(m.Family()) {
 		c.PostLayerNorm, c.PostEps = postLayerNorm, v.LayerNormEps
+	}
+	if pe := v.PECore; pe != nil {
+		// q and k turned by the block's RoPE before the readout's attention.
+		c.Rope = &graphbuild.ReadoutRope{RefGrid: pe.RopeRefGrid, GridOffset: pe.RopeGridOffset}
 	}
 	if m.Family() == models.Tipsv2 {
 		// A DINOv2 block, recomputed with its value path, layer scales,

@@ -13,7 +13,8 @@ var pearlFamilies = []models.Family{models.CLIP, models.MetaCLIP2}
 // CheckReadoutFamily refuses a readout that model m's family does not
 // take: ReadoutPEARL for a family whose vision tower has no CLIP
 // class-token last block (SigLIP, SigLIP 2, TIPSv2), naming the families
-// that take it.
+// that take it. A PE-Core vision tower (a CLIP-family model) takes them
+// all, its q and k turned by its RoPE.
 func CheckReadoutFamily(m *models.Model, readout Readout) error {
 	if readout != ReadoutPEARL {
 		return nil

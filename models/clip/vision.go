@@ -146,6 +146,9 @@ func OpenVision(m *models.Model, opts VisionOptions) (*VisionEncoder, error) {
 		opts.NoClassToken = true
 		opts.PooledIsEmbeds = f.Sigmoid()
 	}
+	if pe := c.VisionConfig.PECore; pe != nil && !pe.ClassToken {
+		opts.NoClassToken = true // PE-Core bigG: every row a patch
+	}
 	if m.Family() == models.Tipsv2 && opts.Registers == 0 {
 		opts.Registers = c.VisionConfig.NumRegisterTokens
 	}

@@ -325,12 +325,12 @@ func reportApproxDedup(e *env, r *dedupBenchResult, o dedupBenchOptions) error {
 	if o.json {
 		return json.NewEncoder(e.Stdout).Encode(r)
 	}
-	rc := r.Recall
-	if rc == nil {
-		rc = &dedup.Recall{Ratio: math.NaN()}
+	recall := "recall not checked"
+	if rc := r.Recall; rc != nil && rc.Sampled > 0 {
+		recall = fmt.Sprintf("recall %.4f (%d of %d exact pairs of %d images, checked in %.1f s apart)", rc.Ratio, rc.Found, rc.Exact, rc.Sampled, rc.Seconds)
 	}
-	fmt.Fprintf(e.Stdout, "dedup approximate N=%d D=%d, %d clusters, probe %d, %d workers, halfdot %s: %.1f s (%.1f CPU s); %d pairs found, %d of %d planted; recall %.4f (%d of %d exact pairs of %d images, checked in %.1f s apart)\n",
-		r.N, r.Dim, r.Clusters, r.Probe, r.Workers, r.Kernel, r.Seconds, r.CPUSeconds, r.Found, r.PlantedFound, r.Planted, rc.Ratio, rc.Found, rc.Exact, rc.Sampled, rc.Seconds)
+	fmt.Fprintf(e.Stdout, "dedup approximate N=%d D=%d, %d clusters, probe %d, %d workers, halfdot %s: %.1f s (%.1f CPU s); %d pairs found, %d of %d planted; %s\n",
+		r.N, r.Dim, r.Clusters, r.Probe, r.Workers, r.Kernel, r.Seconds, r.CPUSeconds, r.Found, r.PlantedFound, r.Planted, recall)
 	if o.extrapolate > 0 {
 		fmt.Fprintf(e.Stdout, "extrapolated (CPU time × (N'/N)^1.5 on %d unshared cores, %d clusters; not measured): N=%d in %.0f s\n", r.Workers, r.ExtrapolateClusters, o.extrapolate, r.ExtrapolatedSeconds)
 	}

@@ -121,8 +121,19 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 	for _, f := range info.Files {
 		has[f] = true
 	}
-	if !has[ConfigFile] {
-		return fmt.Errorf("models: hub model %s@%s (commit %s) has no %s; is it a model in the Hugging Face layout?", r.Repo, r.Rev(), commit, ConfigFile)
+	config := ConfigFile
+	if !has[ConfigFile] && has[OpenCLIPConfigFile] {
+		// OpenCLIP's layout: its config and checkpoint are read as a
+		// folder's (openCLIPLayout); a pickle alone is refused here, before
+		// any download.
+		config = OpenCLIPConfigFile
+		if err := openCLIPPickleOnly(has, fmt.Sprintf("hub model %s@%s (commit %s)", r.Repo, r.Rev(), commit)); err != nil {
+			return err
+		}
+	}
+	if !has[config] {
+		return fmt.Errorf("models: hub model %s@%s (commit %s) has no %s (nor OpenCLIP's %s); is it a model in the Hugging Face or OpenCLIP layout?",
+			r.Repo, r.Rev(), commit, ConfigFile, OpenCLIPConfigFile)
 	}
 	var present []string
 	for _, g := range graphs {
@@ -146,7 +157,7 @@ func (m *Model) openHub(ctx context.Context, r hub.Ref, opts Options) error {
 		}
 		return nil
 	}
-	for _, f := range append([]string{ConfigFile}, present...) {
+	for _, f := range append([]string{config}, present...) {
 		if err := fetch(f); err != nil {
 			return err
 		}

@@ -48,7 +48,7 @@ func (m *Model) hubFile(ctx context.Context, name string) (meta *hub.FileMeta, o
 
 // fetchCheckpoint makes the hub model's safetensors checkpoint whole in its
 // snapshot: model.safetensors, else model.safetensors.index.json and the
-// shards it names. Nothing else is fetched (no pytorch_model.bin, no other
+// shards it names (open_clip_model.safetensors in OpenCLIP's layout). Nothing else is fetched (no pytorch_model.bin, no other
 // framework's weights). The files missing from the cache are sized first
 // (one HEAD request each); more than limit bytes of them (limit < 0: no
 // limit) is an ErrBuildDownload error and nothing is downloaded. It
@@ -57,12 +57,19 @@ func (m *Model) hubFile(ctx context.Context, name string) (meta *hub.FileMeta, o
 func (m *Model) fetchCheckpoint(ctx context.Context, limit int64) ([]string, error) {
 	var names []string
 	var fetch []*hub.FileMeta
-	meta, ok, err := m.hubFile(ctx, graphbuild.SafetensorsFile)
+	weights := graphbuild.SafetensorsFile
+	if m.openCLIP {
+		weights = OpenCLIPWeightsFile // never sharded
+	}
+	meta, ok, err := m.hubFile(ctx, weights)
 	if err != nil {
 		return nil, err
 	}
+	if !ok && m.openCLIP {
+		return nil, nil
+	}
 	if ok {
-		names = []string{graphbuild.SafetensorsFile}
+		names = []string{weights}
 		if meta != nil {
 			fetch = append(fetch, meta)
 		}

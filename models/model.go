@@ -121,7 +121,7 @@ func OpenContext(ctx context.Context, ref string, opts Options) (*Model, error) 
 		if err := m.openWeights(ctx, weights, opts); err != nil {
 			return nil, err
 		}
-	} else if m.repo != "" && !fsHas(m.base, WeightsFile) && m.extra[WeightsFile] == "" {
+	} else if m.repo != "" && !m.openCLIP && !fsHas(m.base, WeightsFile) && m.extra[WeightsFile] == "" {
 		cache := m.hub.Cache()
 		if p, ok := cachedHeads(cache, m.derived, m.repo, m.revision); ok {
 			m.extra[WeightsFile] = p

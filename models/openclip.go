@@ -110,13 +110,14 @@ func (m *Model) openCLIPLayout() error {
 		return nil
 	}
 	where := filepath.Join(m.dir, OpenCLIPConfigFile)
-	if !fsHas(m.base, OpenCLIPWeightsFile) {
-		for _, p := range openCLIPPickles {
-			if fsHas(m.base, p) {
-				return fmt.Errorf("models: %s: %s is a pickled PyTorch checkpoint (loading one runs code from the file), which this program does not read; it reads %s (OpenCLIP's safetensors): %w",
-					m.where(), p, OpenCLIPWeightsFile, ErrUnsupportedFamily)
-			}
-		}
+	// (A hub model's files were checked against its listing, and its
+	// checkpoint is fetched once the config is read.)
+	has := map[string]bool{OpenCLIPWeightsFile: fsHas(m.base, OpenCLIPWeightsFile)}
+	for _, p := range openCLIPPickles {
+		has[p] = fsHas(m.base, p)
+	}
+	if err := openCLIPPickleOnly(has, m.where()); err != nil {
+		return err
 	}
 	b, err := fs.ReadFile(m.base, OpenCLIPConfigFile)
 	if err != nil {
@@ -131,6 +132,22 @@ func (m *Model) openCLIPLayout() error {
 		m.virtual[PreprocessorFile] = pre
 	}
 	m.openCLIP = true
+	return nil
+}
+
+// openCLIPPickleOnly refuses a model in OpenCLIP's layout (where: its
+// name) whose files (has) hold a pickled checkpoint and not
+// open_clip_model.safetensors.
+func openCLIPPickleOnly(has map[string]bool, where string) error {
+	if has[OpenCLIPWeightsFile] {
+		return nil
+	}
+	for _, p := range openCLIPPickles {
+		if has[p] {
+			return fmt.Errorf("models: %s: %s is a pickled PyTorch checkpoint (loading one runs code from the file), which this program does not read; it reads %s (OpenCLIP's safetensors): %w",
+				where, p, OpenCLIPWeightsFile, ErrUnsupportedFamily)
+		}
+	}
 	return nil
 }
 

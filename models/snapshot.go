@@ -22,7 +22,9 @@ type snapshotGaps struct {
 // of the graphs it has.
 func missingFromSnapshot(cache hub.Cache, repo, commit string, graphs []string) snapshotGaps {
 	var g snapshotGaps
-	if _, ok := cache.File(repo, commit, ConfigFile); !ok {
+	_, hf := cache.File(repo, commit, ConfigFile)
+	_, oc := cache.File(repo, commit, OpenCLIPConfigFile) // OpenCLIP's layout
+	if !hf && !oc {
 		g.config = true
 		g.files = append(g.files, ConfigFile)
 	}

@@ -1,0 +1,163 @@
+package models_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/conditionhq/condition/internal/orttest"
+	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/models/clip"
+	"github.com/conditionhq/condition/models/hub/hubtest"
+	"github.com/conditionhq/condition/tensorio"
+)
+
+// openCLIPRepo is testdata/tinyopenclip as a hub repository in OpenCLIP's
+// layout (no config.json), with a pickled checkpoint beside the
+// safetensors when pickle is set, or instead of it when only is set.
+func openCLIPRepo(t *testing.T, pickle, only bool) map[string]hubtest.File {
+	t.Helper()
+	files := map[string]hubtest.File{}
+	names := []string{models.OpenCLIPConfigFile, "tokenizer_config.json", "vocab.json", "merges.txt"}
+	if !only {
+		names = append(names, models.OpenCLIPWeightsFile)
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(tinyOpenCLIP, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[n] = hubtest.File{Data: b, LFS: strings.HasSuffix(n, ".safetensors")}
+	}
+	if pickle || only {
+		files["open_clip_pytorch_model.bin"] = hubtest.File{Data: []byte("a pickle"), LFS: true}
+	}
+	return files
+}
+
+// TestOpenCLIPFromHub opens a hub repository in OpenCLIP's layout: its
+// graphs are built from open_clip_model.safetensors (the pickle beside it
+// never fetched) and give the folder's outputs and the transcription's
+// image_embeds; opened again offline, no request. A repository with only a
+// pickle is refused naming it, before any download.
+func TestOpenCLIPFromHub(t *testing.T) {
+	orttest.Load(t)
+	srv := hubtest.New(t, map[string]*hubtest.Repo{
+		"org/tiny-openclip": {Commits: map[string]map[string]hubtest.File{commitA: openCLIPRepo(t, true, false)}, Branches: map[string]string{"main": commitA}},
+		"org/pickle-only":   {Commits: map[string]map[string]hubtest.File{commitA: openCLIPRepo(t, false, true)}, Branches: map[string]string{"main": commitA}},
+	})
+	opts := hubOptions(t, srv, t.TempDir())
+	m, err := models.Open("org/tiny-openclip", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.OpenCLIP() || !m.Built() {
+		t.Fatalf("OpenCLIP %v, built %v; want both", m.OpenCLIP(), m.Built())
+	}
+	for _, r := range srv.Requests() {
+		if strings.HasSuffix(r.Path, ".bin") || strings.HasSuffix(r.Path, "/config.json") && !strings.HasSuffix(r.Path, "open_clip_config.json") {
+			t.Errorf("requested %s %s", r.Method, r.Path)
+		}
+	}
+	folder, err := models.Open(tinyOpenCLIP, models.Options{DerivedCache: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, px := openCLIPGolden(t, "input_ids"), openCLIPGolden(t, "pixel_values")
+	idv, err := ids.Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, masks := make([][]int64, ids.Shape[0]), make([][]int64, ids.Shape[0])
+	for i := range rows {
+		rows[i] = idv[i*ids.Shape[1] : (i+1)*ids.Shape[1]]
+		masks[i] = make([]int64, len(rows[i]))
+		for j, id := range rows[i] {
+			if id != 0 {
+				masks[i][j] = 1
+			}
+		}
+	}
+	encode := func(m *models.Model) (text, image []float32) {
+		te, err := clip.OpenText(m, clip.TextOptions{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer te.Close()
+		ve, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ve.Close()
+		tx, err := te.Encode(context.Background(), rows, masks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vx, err := ve.Encode(context.Background(), px.Data.([]float32), px.Shape[0], px.Shape[2], px.Shape[3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range tx {
+			text = append(text, e.Embeds...)
+		}
+		for _, e := range vx {
+			image = append(image, e.Embeds...)
+		}
+		return text, image
+	}
+	hubText, hubImage := encode(m)
+	dirText, dirImage := encode(folder)
+	within(t, "text_embeds, hub against folder", hubText, dirText, 0)
+	within(t, "image_embeds, hub against folder", hubImage, dirImage, 0)
+	within(t, "image_embeds against the transcription", hubImage, openCLIPGolden(t, "image_embeds").Data.([]float32), 1e-5)
+
+	srv.Reset()
+	off := opts
+	off.Offline = true
+	if m, err = models.Open("org/tiny-openclip", off); err != nil || !m.OpenCLIP() || !m.Built() {
+		t.Fatalf("offline: %v", err)
+	}
+	if r := srv.Requests(); len(r) != 0 {
+		t.Errorf("the offline open made %d requests: %+v", len(r), r)
+	}
+
+	_, err = models.Open("org/pickle-only", opts)
+	if !errors.Is(err, models.ErrUnsupportedFamily) || !strings.Contains(err.Error(), "open_clip_pytorch_model.bin is a pickled PyTorch checkpoint") {
+		t.Errorf("a pickle-only repository: %v", err)
+	}
+	for _, r := range srv.Requests() {
+		if strings.HasSuffix(r.Path, ".bin") && r.Method == "GET" {
+			t.Errorf("downloaded the pickle: %s %s", r.Method, r.Path)
+		}
+	}
+}
+
+func openCLIPGolden(t *testing.T, name string) tensorio.Tensor {
+	t.Helper()
+	x, err := tensorio.ReadNPY(filepath.Join(tinyOpenCLIP, "golden", name+".npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// within requires got within tol of want, value by value.
+func within(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	worst := 0.0
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > worst || math.IsNaN(d) {
+			worst = d
+		}
+	}
+	if worst > tol || math.IsNaN(worst) {
+		t.Errorf("%s: differs by %g (tolerance %g)", what, worst, tol)
+	}
+}

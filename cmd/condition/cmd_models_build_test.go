@@ -279,3 +279,23 @@ func embedScore(t *testing.T, model, img string, extra ...string) (string, strin
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return lines[len(lines)-1], errs
 }
+
+// TestModelsInfoOpenCLIP: info on a folder in OpenCLIP's layout says its
+// graphs are built on first use and lists the projections read from
+// open_clip_model.safetensors under CLIP's names, with their shapes.
+func TestModelsInfoOpenCLIP(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	code, out, errs := modelsRun(t, "models", "info", filepath.Join("..", "..", "testdata", "tinyopenclip"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"onnx/vision_model.onnx: missing (built from the safetensors on first use",
+		"text_projection.weight [24 32]", "visual_projection.weight [24 32]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("info lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "heads:    none") {
+		t.Errorf("info says the model has no heads:\n%s", out)
+	}
+}

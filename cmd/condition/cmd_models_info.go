@@ -70,6 +70,15 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 			}
 		}
 	}
+	if m.OpenCLIP() && m.Has(models.OpenCLIPWeightsFile) {
+		// OpenCLIP's projections, read under CLIP's names.
+		for _, n := range models.HeadNamesFor(m.Family()) {
+			if t, err := m.ReadWeights(n); err == nil {
+				heads = append(heads, n)
+				shapes[n] = t[n].Shape
+			}
+		}
+	}
 	info["heads"] = heads
 	info["head_shapes"] = shapes
 	derived := m.DerivedGraphs()
@@ -153,7 +162,8 @@ func printGraphs(out io.Writer, m *models.Model, graphs map[string]*models.Graph
 	for _, g := range []string{models.TextModelFile, models.VisionModelFile} {
 		gi := graphs[g]
 		if gi == nil {
-			if m.CanBuild() == nil && (m.Has(models.WeightsFile) || m.Has("model.safetensors.index.json")) {
+			checkpoint := m.Has(models.WeightsFile) || m.Has("model.safetensors.index.json") || m.OpenCLIP() && m.Has(models.OpenCLIPWeightsFile)
+			if m.CanBuild() == nil && checkpoint {
 				fmt.Fprintf(out, "%s: missing (built from the safetensors on first use, or with `condition models build %s`)\n", g, m.Name())
 			} else {
 				fmt.Fprintf(out, "%s: missing\n", g)

@@ -16,10 +16,10 @@ import (
 // keeps for every image (the row-by-row searcher, which tracks them as it
 // goes); above it, where halfdot has its tile kernel, the fast searcher runs
 // and the nearest cosines are those of a sample of nearestSample images.
-// At 50,000 images the sample (nearestSample·N dot products in halfdot.Tile)
-// and the fast search together cost about what the row-by-row search does
-// (N²/2 dot products at about a sixth of the rate). Variables, not
-// constants, so that tests can lower them.
+// Up to 50,000 images every image's costs seconds (N²/2 dot products at
+// about a sixth of the fast search's rate); above, the fast search and the
+// sample (nearestSample·N dot products in halfdot.Tile) cost less, the more
+// so as N grows. Variables, not constants, so that tests can lower them.
 var (
 	exactNearestMax = 50_000
 	nearestSample   = 20_000

@@ -11,7 +11,7 @@
 // of BlockRows rows likewise, then compared twelve rows by 32 at a time
 // (halfdot.Tile); elsewhere a block of rows is dotted with every later
 // block as stored (halfdot.Dot4x2). Where the CPU also has AVX512-VNNI
-// and no nearest cosines are kept, every row is quantized to int8 once
+// and no nearest cosines are kept for every row, every row is quantized to int8 once
 // and the tiles are first scored in int8 (halfdot.TileInt8) against the
 // threshold less a proven bound of the quantization and rounding errors;
 // only the tiles that reach it are compared in float32, so the pairs are
@@ -26,9 +26,10 @@
 // every row in memory; Options.CheckRecall measures the pairs it misses.
 //
 // Result.NN is each image's nearest-neighbour cosine (over the pairs
-// compared), for a histogram to choose the threshold by (Result.Histogram,
-// Histogram.PNG); GroupsSheet and NearSheet draw the largest groups and
-// the pairs closest to the threshold.
+// compared; above 50,000 images, a fixed sample's, Result.Sampled), for a
+// histogram to choose the threshold by (Result.Histogram, Histogram.PNG);
+// GroupsSheet and NearSheet draw the largest groups and the pairs closest
+// to the threshold.
 //
 // Two groupings: Star (the default) visits the images in keep order and
 // lets each image not yet in a group take every neighbour not yet in one,
@@ -191,8 +192,15 @@ type Result struct {
 	Pairs     []Pair
 	Groups    []Group // by kept row
 	// NN is each row's best cosine to any other row (its nearest
-	// neighbour's), NaN for a failed image or an image alone.
+	// neighbour's), NaN for a failed image or an image alone; with Sampled
+	// above 0, only the rows of the sample have one (NaN elsewhere).
 	NN []float32
+	// Sampled is, when above 0, how many images NN holds: above 50,000
+	// images the exact search with nearest cosines runs the fast searcher
+	// (where the CPU has AVX-512) and measures the nearest cosines of a
+	// sample of 20,000 images drawn with DefaultSeed, each exactly against
+	// every image. 0: every image's (over the pairs compared).
+	Sampled int
 	// Clusters is the clusters of the approximate search (0: exact).
 	Clusters int
 	// Recall is the approximate search's measured recall
@@ -273,8 +281,9 @@ func Run(ctx context.Context, x *index.Index, o Options) (*Result, error) {
 	if v.images == 0 {
 		return nil, errors.New("dedup: the index holds no image read and encoded (every row is a failed image)")
 	}
+	sampled := sampleNearest(v, o)
 	var nn *nearest
-	if !o.NoNearest {
+	if !o.NoNearest && !sampled {
 		nn = newNearest(v.n)
 	}
 	search := o
@@ -291,6 +300,11 @@ func Run(ctx context.Context, x *index.Index, o Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Threshold: o.Threshold, Rows: v.n, Images: v.images, NN: nn.values(), Clusters: o.Clusters, Rescored: rescored}
+	if sampled {
+		if res.NN, res.Sampled, err = nearestOfSample(ctx, x, v, defaultWorkers(o.Workers)); err != nil {
+			return nil, err
+		}
+	}
 	if ap != nil && o.CheckRecall > 0 {
 		res.Recall = ap.checkRecall(v, o.CheckRecall, o.Threshold, pairs)
 	}

@@ -44,7 +44,8 @@ func (h Histogram) plotRange() (lo, hi float64) {
 
 // PNG draws the histogram (800×420): a bar per bin over the cosines from
 // its lowest image to 1, the threshold as a red vertical line, the axes
-// labelled (x: nearest-neighbour cosine, y: images).
+// labelled (x: nearest-neighbour cosine, y: images), and the images
+// counted (a sample of how many, with Sampled).
 func (h Histogram) PNG() ([]byte, error) {
 	img := image.NewRGBA(image.Rect(0, 0, histW, histH))
 	draw.Draw(img, img.Bounds(), &image.Uniform{white}, image.Point{}, draw.Src)
@@ -90,7 +91,11 @@ func (h Histogram) PNG() ([]byte, error) {
 	}
 	text(img, plotL+pw/2-7*12, histH-18, "nearest-neighbour cosine", black)
 	text(img, 8, plotT-12, "images", black)
-	text(img, plotL+pw-7*22, plotT-12, fmt.Sprintf("%d images, %.2f a bin", h.Images, h.Width), grey)
+	title := fmt.Sprintf("%d images, %.2f a bin", h.Images, h.Width)
+	if h.Sampled > 0 {
+		title = fmt.Sprintf("a sample of %d images of %d, %.2f a bin", h.Sampled, h.Images, h.Width)
+	}
+	text(img, plotL+pw-7*max(22, len(title)), plotT-12, title, grey)
 	return encodePNG(img)
 }
 

@@ -104,10 +104,13 @@ func splitNear(pairs []Pair, t float32, keep int) (above, below []Pair) {
 // in bins of Width from Lo: bin i holds Lo + i·Width ≤ cos < Lo + (i+1)·Width
 // (the last bin also holds cos = 1).
 type Histogram struct {
-	Lo        float64 `json:"lo"`
-	Width     float64 `json:"width"`
-	Counts    []int   `json:"counts"`
-	Images    int     `json:"images"` // the images counted: every image with another to compare
+	Lo     float64 `json:"lo"`
+	Width  float64 `json:"width"`
+	Counts []int   `json:"counts"`
+	Images int     `json:"images"` // the images counted: every image with another to compare; with Sampled, the index's images
+	// Sampled is, when above 0, the images counted: a sample of Images
+	// (Result.Sampled).
+	Sampled   int     `json:"sampled,omitempty"`
 	Threshold float32 `json:"threshold"`
 }
 
@@ -123,6 +126,9 @@ func (r *Result) Histogram() Histogram {
 		}
 		h.Counts[max(0, min(HistogramBins-1, int(math.Floor((float64(c)-h.Lo)/h.Width))))]++
 		h.Images++
+	}
+	if r.Sampled > 0 {
+		h.Sampled, h.Images = h.Images, r.Images
 	}
 	return h
 }

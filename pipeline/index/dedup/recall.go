@@ -1,7 +1,6 @@
 package dedup
 
 import (
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -23,19 +22,8 @@ type Recall struct {
 // order).
 func (a *approx) checkRecall(v *vectors, n int, t float32, pairs []Pair) *Recall {
 	t0 := time.Now()
-	rows := make([]int, 0, v.images)
-	for r := range v.n {
-		if v.ok[r] {
-			rows = append(rows, r)
-		}
-	}
-	n = min(n, len(rows))
-	rng := rand.New(rand.NewPCG(DefaultSeed, 0x7ec))
-	for i := range n {
-		j := i + rng.IntN(len(rows)-i)
-		rows[i], rows[j] = rows[j], rows[i]
-	}
-	sample := rows[:n]
+	sample := drawRows(v, n, 0x7ec)
+	n = len(sample)
 	found := make(map[[2]int]bool)
 	in := make(map[int]bool, n)
 	for _, r := range sample {

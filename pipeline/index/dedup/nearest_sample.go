@@ -88,7 +88,10 @@ func nearestOfSample(ctx context.Context, x *index.Index, v *vectors, workers in
 	var wg sync.WaitGroup
 	for range max(1, workers) {
 		wg.Go(func() {
-			local := slices.Clone(best)
+			local := make([]float32, s) // merged into best under mu at the end
+			for i := range local {
+				local[i] = noCos
+			}
 			buf, pb := make([]float32, sampleBlock*d), make([]float32, halfdot.PackedLen(sampleBlock, d, tc))
 			var out [tr * tc]float32
 			for {

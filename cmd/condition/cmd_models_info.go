@@ -53,31 +53,9 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		}
 	}
 	info["graphs"] = graphs
-	var heads []string
-	var headsErr string
-	shapes := map[string][]int{}
-	if m.Has(models.WeightsFile) {
-		h, err := m.WeightsHeader() // parsed once for every head
-		if err != nil {
-			headsErr = err.Error()
-			info["heads_error"] = headsErr
-		} else {
-			for _, n := range models.HeadNamesFor(m.Family()) {
-				if t, ok := h.Tensors[n]; ok {
-					heads = append(heads, n)
-					shapes[n] = t.Shape
-				}
-			}
-		}
-	}
-	if m.OpenCLIP() && m.Has(models.OpenCLIPWeightsFile) {
-		// OpenCLIP's projections, read under CLIP's names.
-		for _, n := range models.HeadNamesFor(m.Family()) {
-			if t, err := m.ReadWeights(n); err == nil {
-				heads = append(heads, n)
-				shapes[n] = t[n].Shape
-			}
-		}
+	heads, shapes, headsErr := modelHeads(m)
+	if headsErr != "" {
+		info["heads_error"] = headsErr
 	}
 	info["heads"] = heads
 	info["head_shapes"] = shapes
@@ -139,6 +117,36 @@ func printModel(e *env, m *models.Model, asJSON bool) error {
 		fmt.Fprintf(out, "heads:    none (the joint space needs them: add +<model with model.safetensors> to the reference)\n")
 	}
 	return nil
+}
+
+// modelHeads lists the projection heads m has, with their shapes, from
+// model.safetensors (or, in OpenCLIP's layout, open_clip_model.safetensors
+// read under CLIP's names); headsErr says why the file could not be read.
+func modelHeads(m *models.Model) (heads []string, shapes map[string][]int, headsErr string) {
+	shapes = map[string][]int{}
+	if m.Has(models.WeightsFile) {
+		h, err := m.WeightsHeader() // parsed once for every head
+		if err != nil {
+			headsErr = err.Error()
+		} else {
+			for _, n := range models.HeadNamesFor(m.Family()) {
+				if t, ok := h.Tensors[n]; ok {
+					heads = append(heads, n)
+					shapes[n] = t.Shape
+				}
+			}
+		}
+	}
+	if m.OpenCLIP() && m.Has(models.OpenCLIPWeightsFile) {
+		// OpenCLIP's projections, read under CLIP's names.
+		for _, n := range models.HeadNamesFor(m.Family()) {
+			if t, err := m.ReadWeights(n); err == nil {
+				heads = append(heads, n)
+				shapes[n] = t[n].Shape
+			}
+		}
+	}
+	return heads, shapes, headsErr
 }
 
 // printDerived prints the derived variants in this program's cache, one

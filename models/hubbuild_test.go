@@ -161,35 +161,7 @@ func sameOutputs(t *testing.T, m *models.Model) {
 	}
 	ids, masks := rows(golden("text_input_ids")), rows(golden("text_attention_mask"))
 	px := golden("vision_pixel_values")
-	type outs struct{ textStates, textEmbeds, visionStates, imageEmbeds []float32 }
-	encode := func(m *models.Model) outs {
-		te, err := clip.OpenText(m, clip.TextOptions{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer te.Close()
-		ve, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ve.Close()
-		tx, err := te.Encode(context.Background(), ids, masks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vx, err := ve.Encode(context.Background(), px.Data.([]float32), px.Shape[0], px.Shape[2], px.Shape[3])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var o outs
-		for _, e := range tx {
-			o.textStates, o.textEmbeds = append(o.textStates, e.States...), append(o.textEmbeds, e.Embeds...)
-		}
-		for _, e := range vx {
-			o.visionStates, o.imageEmbeds = append(o.visionStates, e.States...), append(o.imageEmbeds, e.Embeds...)
-		}
-		return o
-	}
+	encode := func(m *models.Model) encoded { return encodeBoth(t, m, ids, masks, px) }
 	got, exported := encode(m), encode(ref)
 	within("text last_hidden_state against the exported graph", got.textStates, exported.textStates)
 	within("text_embeds against the exported graph", got.textEmbeds, exported.textEmbeds)
@@ -199,6 +171,41 @@ func sameOutputs(t *testing.T, m *models.Model) {
 	within("text_embeds against torch", got.textEmbeds, golden("text_embeds").Data.([]float32))
 	within("vision last_hidden_state against torch", got.visionStates, golden("vision_last_hidden_state").Data.([]float32))
 	within("image_embeds against torch", got.imageEmbeds, golden("image_embeds").Data.([]float32))
+}
+
+// encoded is the text and vision encoders' outputs, batch rows in order.
+type encoded struct{ textStates, textEmbeds, visionStates, imageEmbeds []float32 }
+
+// encodeBoth runs m's text encoder on ids and masks and its vision encoder
+// on the pixel values px [B, 3, H, W], one thread each.
+func encodeBoth(t *testing.T, m *models.Model, ids, masks [][]int64, px tensorio.Tensor) encoded {
+	t.Helper()
+	te, err := clip.OpenText(m, clip.TextOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer te.Close()
+	ve, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ve.Close()
+	tx, err := te.Encode(context.Background(), ids, masks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vx, err := ve.Encode(context.Background(), px.Data.([]float32), px.Shape[0], px.Shape[2], px.Shape[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o encoded
+	for _, e := range tx {
+		o.textStates, o.textEmbeds = append(o.textStates, e.States...), append(o.textEmbeds, e.Embeds...)
+	}
+	for _, e := range vx {
+		o.visionStates, o.imageEmbeds = append(o.visionStates, e.States...), append(o.imageEmbeds, e.Embeds...)
+	}
+	return o
 }
 
 // modTimes returns the modification times of the model's two graphs.

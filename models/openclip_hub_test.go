@@ -1,7 +1,6 @@
 package models_test
 
 import (
-	"context"
 	"errors"
 	"math"
 	"os"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/models/clip"
 	"github.com/conditionhq/condition/models/hub/hubtest"
 	"github.com/conditionhq/condition/tensorio"
 )
@@ -82,38 +80,10 @@ func TestOpenCLIPFromHub(t *testing.T) {
 			}
 		}
 	}
-	encode := func(m *models.Model) (text, image []float32) {
-		te, err := clip.OpenText(m, clip.TextOptions{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer te.Close()
-		ve, err := clip.OpenVision(m, clip.VisionOptions{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ve.Close()
-		tx, err := te.Encode(context.Background(), rows, masks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vx, err := ve.Encode(context.Background(), px.Data.([]float32), px.Shape[0], px.Shape[2], px.Shape[3])
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range tx {
-			text = append(text, e.Embeds...)
-		}
-		for _, e := range vx {
-			image = append(image, e.Embeds...)
-		}
-		return text, image
-	}
-	hubText, hubImage := encode(m)
-	dirText, dirImage := encode(folder)
-	within(t, "text_embeds, hub against folder", hubText, dirText, 0)
-	within(t, "image_embeds, hub against folder", hubImage, dirImage, 0)
-	within(t, "image_embeds against the transcription", hubImage, openCLIPGolden(t, "image_embeds").Data.([]float32), 1e-5)
+	hub, dir := encodeBoth(t, m, rows, masks, px), encodeBoth(t, folder, rows, masks, px)
+	within(t, "text_embeds, hub against folder", hub.textEmbeds, dir.textEmbeds, 0)
+	within(t, "image_embeds, hub against folder", hub.imageEmbeds, dir.imageEmbeds, 0)
+	within(t, "image_embeds against the transcription", hub.imageEmbeds, openCLIPGolden(t, "image_embeds").Data.([]float32), 1e-5)
 
 	srv.Reset()
 	off := opts

@@ -409,7 +409,22 @@ func runFaiss(ctx context.Context, o queryBenchOptions, files []string, qs [][]f
 	if err != nil {
 		return nil, err
 	}
-	py := o.python
+	out, err := runFaissScript(ctx, o.python, faissScript, in)
+	if err != nil {
+		return nil, err
+	}
+	var f faissResult
+	if err := json.Unmarshal(out, &f); err != nil {
+		return nil, fmt.Errorf("faiss script output: %w", err)
+	}
+	return &f, nil
+}
+
+// runFaissScript runs the Python script with its JSON input on stdin and
+// returns what it prints: with py, or (empty) the first of python3 and
+// /usr/bin/python3 that imports faiss and numpy. Its error names the
+// interpreter, the script's last line of stderr and how to install faiss.
+func runFaissScript(ctx context.Context, py, script string, in []byte) ([]byte, error) {
 	if py == "" {
 		py = "python3"
 		for _, c := range []string{"python3", "/usr/bin/python3"} {
@@ -419,18 +434,14 @@ func runFaiss(ctx context.Context, o queryBenchOptions, files []string, qs [][]f
 			}
 		}
 	}
-	cmd := exec.CommandContext(ctx, py, "-c", faissScript)
+	cmd := exec.CommandContext(ctx, py, "-c", script)
 	cmd.Stdin = bytes.NewReader(in)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("%s: %v: %s (install faiss: apt-get install python3-faiss)", py, err, strings.TrimSpace(lastLine(errb.String())))
 	}
-	var f faissResult
-	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
-		return nil, fmt.Errorf("faiss script output: %w", err)
-	}
-	return &f, nil
+	return out.Bytes(), nil
 }
 
 func lastLine(s string) string {

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"strings"
 
 	"github.com/conditionhq/condition/pipeline/index/dedup"
 )
@@ -58,24 +55,12 @@ func runDedupFaiss(ctx context.Context, py, file string, threshold float32, thre
 	if err != nil {
 		return nil, err
 	}
-	if py == "" {
-		py = "python3"
-		for _, c := range []string{"python3", "/usr/bin/python3"} {
-			if exec.CommandContext(ctx, c, "-c", "import faiss, numpy").Run() == nil {
-				py = c
-				break
-			}
-		}
-	}
-	cmd := exec.CommandContext(ctx, py, "-c", dedupFaissScript)
-	cmd.Stdin = bytes.NewReader(in)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %v: %s (install faiss: apt-get install python3-faiss)", py, err, strings.TrimSpace(lastLine(errb.String())))
+	out, err := runFaissScript(ctx, py, dedupFaissScript, in)
+	if err != nil {
+		return nil, err
 	}
 	var f dedupFaiss
-	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
+	if err := json.Unmarshal(out, &f); err != nil {
 		return nil, fmt.Errorf("faiss script output: %w", err)
 	}
 	f.Found = len(f.Pairs)

@@ -7,8 +7,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/conditionhq/condition/internal/halfdot"
 )
 
 // errCollectionEmbeds is the error of reading the stored arrays of a
@@ -71,23 +69,7 @@ func (x *Index) ReadEmbeds(r0 int, dst []float32, ok []bool) error {
 	defer x.mu.RUnlock()
 	d := x.meta.Dim
 	return x.rowsOf(r0, len(dst)/max(d, 1), func(p *indexPart, row, k, at int) error {
-		out := dst[at*d : (at+k)*d]
-		switch p.dtype {
-		case DTypeF16:
-			for i, h := range halves(p.embeds)[row*d : (row+k)*d] {
-				out[i] = halfdot.ToFloat32(h)
-			}
-		case DTypeF32:
-			copy(out, floats(p.embeds)[row*d:(row+k)*d])
-		case DTypeInt8:
-			src := int8s(p.embeds)
-			for j := range k {
-				s := p.embScale[row+j]
-				for i, v := range src[(row+j)*d : (row+j+1)*d] {
-					out[j*d+i] = float32(v) * s
-				}
-			}
-		}
+		p.rowsFloat32(row, k, dst[at*d:(at+k)*d])
 		p.okRows(row, k, ok, at)
 		return nil
 	})

@@ -3,10 +3,9 @@ package index
 import (
 	"errors"
 	"fmt"
-	"os"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/conditionhq/condition/internal/halfdot"
 )
 
 // errCollectionEmbeds is the error of reading the stored arrays of a
@@ -64,12 +63,27 @@ func (x *Index) rowsOf(r0, n int, fn func(p *indexPart, row, k, at int) error) e
 // numbered over the parts in order (Parts), from 0 to Rows()-1, and a
 // span may cross parts. ok, when not nil, gets n flags: whether each row
 // is an image read and encoded (a failed image's row holds zeros).
+//
+// The rows are read from the parts' files, not through their mappings: a
+// reader that goes once over every row (dedup) leaves none of them in its
+// resident memory, only in the system's page cache.
 func (x *Index) ReadEmbeds(r0 int, dst []float32, ok []bool) error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	d := x.meta.Dim
 	return x.rowsOf(r0, len(dst)/max(d, 1), func(p *indexPart, row, k, at int) error {
-		p.rowsFloat32(row, k, dst[at*d:(at+k)*d])
+		out := dst[at*d : (at+k)*d]
+		if p.dtype == DTypeF32 {
+			if err := p.readRows(row, k, bytesOf(out)); err != nil {
+				return err
+			}
+		} else {
+			raw := make([]byte, k*p.rowBytes())
+			if err := p.readRows(row, k, raw); err != nil {
+				return err
+			}
+			p.toFloat32(raw, row, k, out)
+		}
 		p.okRows(row, k, ok, at)
 		return nil
 	})
@@ -85,10 +99,73 @@ func (x *Index) ReadEmbedsF16(r0 int, dst []uint16, ok []bool) error {
 		if p.dtype != DTypeF16 {
 			return fmt.Errorf("index: index part %s stores %s, not float16", p.where, p.dtype)
 		}
-		copy(dst[at*d:(at+k)*d], halves(p.embeds)[row*d:(row+k)*d])
+		if err := p.readRows(row, k, bytesOf(dst[at*d:(at+k)*d])); err != nil {
+			return err
+		}
 		p.okRows(row, k, ok, at)
 		return nil
 	})
+}
+
+// rowBytes is the size of one stored image embedding of p.
+func (p *indexPart) rowBytes() int {
+	if p.meta.Rows == 0 {
+		return 0
+	}
+	return len(p.embeds) / p.meta.Rows
+}
+
+// readRows reads rows [row, row+k) of p's image embeddings as stored into
+// dst (k rows' bytes) from the part's file.
+func (p *indexPart) readRows(row, k int, dst []byte) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	if p.embFile == nil {
+		return fmt.Errorf("index: index part %s: %s is not open", p.where, EmbedsFile)
+	}
+	if _, err := p.embFile.ReadAt(dst, p.embOff+int64(row)*int64(p.rowBytes())); err != nil {
+		return fmt.Errorf("index: index part %s: %s rows %d to %d: %w", p.where, EmbedsFile, row, row+k, err)
+	}
+	return nil
+}
+
+// bytesOf views a slice of numbers as its bytes.
+func bytesOf[T uint16 | float32](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// rowsFloat32 copies rows [row, row+k) of p's mapped image embeddings
+// into dst [k, D] as float32 (dequantised).
+func (p *indexPart) rowsFloat32(row, k int, dst []float32) {
+	size := p.rowBytes()
+	p.toFloat32(p.embeds[row*size:(row+k)*size], row, k, dst)
+}
+
+// toFloat32 dequantises raw, rows [row, row+k) of p's image embeddings as
+// stored, into dst [k, D] float32.
+func (p *indexPart) toFloat32(raw []byte, row, k int, dst []float32) {
+	d := p.meta.Dim
+	out := dst[:k*d]
+	switch p.dtype {
+	case DTypeF16:
+		for i, h := range halves(raw)[:k*d] {
+			out[i] = halfdot.ToFloat32(h)
+		}
+	case DTypeF32:
+		copy(out, floats(raw)[:k*d])
+	case DTypeInt8:
+		src := int8s(raw)
+		for j := range k {
+			s := p.embScale[row+j]
+			for i, v := range src[j*d : (j+1)*d] {
+				out[j*d+i] = float32(v) * s
+			}
+		}
+	}
 }
 
 // okRows sets ok[at+i] (when ok is not nil) to whether row+i of p is an
@@ -118,33 +195,4 @@ func (x *Index) RowItem(r int) (part string, it Item, ok bool) {
 		return nil
 	})
 	return part, it, ok
-}
-
-// DropResident says that rows r0 … r0+n-1 of the stored image embeddings
-// will not be read again soon: the whole pages of the mapped files that hold
-// them leave this process's resident memory (they stay in the system's page
-// cache, and a later read maps them back in without reading the disk). A
-// reader that copies every row once, as dedup's clustered search does,
-// then holds its copy, not its copy and the mapping. Errors are of the
-// range only; the advice itself is best effort.
-func (x *Index) DropResident(r0, n int) error {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	page := os.Getpagesize()
-	return x.rowsOf(r0, n, func(p *indexPart, row, k, _ int) error {
-		if len(p.embeds) == 0 {
-			return nil
-		}
-		size := len(p.embeds) / p.meta.Rows // bytes per row
-		b := p.embeds[row*size : (row+k)*size]
-		// Whole pages only: the pages at the ends hold other rows too.
-		start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-		lo := (start + uintptr(page) - 1) &^ uintptr(page-1)
-		hi := (start + uintptr(len(b))) &^ uintptr(page-1)
-		if hi <= lo {
-			return nil
-		}
-		unix.Madvise(b[lo-start:hi-start], unix.MADV_DONTNEED)
-		return nil
-	})
 }

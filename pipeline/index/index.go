@@ -198,7 +198,11 @@ type indexPart struct {
 	embeds, patches    []byte // the arrays' data, [N, D] and [N, P, D] values of dtype
 	embScale, patScale []float32
 	maps               [][]byte // the mappings to unmap
-	norms              rowNorms // each row's 1/‖embedding‖, made by the first Neighbours
+	// The embeddings' file, kept open, and where its data starts: the
+	// bulk readers (ReadEmbeds) copy rows from it, not from the mapping.
+	embFile *os.File
+	embOff  int64
+	norms   rowNorms // each row's 1/‖embedding‖, made by the first Neighbours
 }
 
 // itemTable holds the names of a part's ok items packed: item k's path,
@@ -659,7 +663,12 @@ func (p *indexPart) mapArray(dir, name, dtype string, shape []int) ([]byte, erro
 	if err != nil {
 		return nil, fmt.Errorf("index: index part %s: %w", p.where, err)
 	}
-	defer f.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("index: index part %s: %w", p.where, err)
@@ -695,6 +704,9 @@ func (p *indexPart) mapArray(dir, name, dtype string, shape []int) ([]byte, erro
 	}
 	if off%4 != 0 {
 		return nil, fmt.Errorf("index: index part %s: %s: data at offset %d, not aligned", p.where, name, off)
+	}
+	if name == EmbedsFile {
+		keep, p.embFile, p.embOff = true, f, int64(off)
 	}
 	return b[off : int64(off)+want : int64(off)+want], nil
 }
@@ -738,7 +750,12 @@ func (p *indexPart) unmap() error {
 			errs = append(errs, fmt.Errorf("index: index part %s: unmap: %w", p.where, err))
 		}
 	}
-	p.maps, p.embeds, p.patches, p.embScale, p.patScale, p.grids = nil, nil, nil, nil, nil, nil
+	if p.embFile != nil {
+		if err := p.embFile.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("index: index part %s: %w", p.where, err))
+		}
+	}
+	p.maps, p.embeds, p.patches, p.embScale, p.patScale, p.grids, p.embFile = nil, nil, nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 

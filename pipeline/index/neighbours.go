@@ -168,26 +168,3 @@ func (p *indexPart) invNorms() []float32 {
 	})
 	return p.norms.inv
 }
-
-// rowsFloat32 copies rows [row, row+k) of p's image embeddings into dst
-// [k, D] as float32 (dequantised).
-func (p *indexPart) rowsFloat32(row, k int, dst []float32) {
-	d := p.meta.Dim
-	out := dst[:k*d]
-	switch p.dtype {
-	case DTypeF16:
-		for i, h := range halves(p.embeds)[row*d : (row+k)*d] {
-			out[i] = halfdot.ToFloat32(h)
-		}
-	case DTypeF32:
-		copy(out, floats(p.embeds)[row*d:(row+k)*d])
-	case DTypeInt8:
-		src := int8s(p.embeds)
-		for j := range k {
-			s := p.embScale[row+j]
-			for i, v := range src[(row+j)*d : (row+j+1)*d] {
-				out[j*d+i] = float32(v) * s
-			}
-		}
-	}
-}

@@ -20,8 +20,9 @@ type memVectors struct {
 	f32 []float32
 }
 
-// loadAll reads every row of x into memory, dropping the index's mapped
-// pages of each block once it is copied.
+// loadAll reads every row of x into memory. The index's reads go to its
+// files, not through its mappings, so the peak is one copy of the
+// vectors, not the copy and the mapped pages.
 func loadAll(x *index.Index, v *vectors) (*memVectors, error) {
 	m := &memVectors{d: v.d}
 	const rows = 4096
@@ -39,12 +40,6 @@ func loadAll(x *index.Index, v *vectors) (*memVectors, error) {
 			err = x.ReadEmbeds(r0, m.f32[r0*v.d:(r0+k)*v.d], nil)
 		}
 		if err != nil {
-			return nil, err
-		}
-		// The copy is what is read from now on: the mapped rows leave
-		// the resident memory as they are copied, so that the peak is
-		// about one copy of the vectors, not two.
-		if err := x.DropResident(r0, k); err != nil {
 			return nil, err
 		}
 	}

@@ -67,24 +67,92 @@ func limitRunes(s string, n int) int {
 }
 
 // fixSegment is ftfy's fix_and_explain on one segment: every fixer in turn,
-// until a round changes nothing.
+// until a round changes nothing. A scan of the text says which fixers have
+// anything to do; it is made again after each fixer that changed the text.
 func fixSegment(s string, unescape bool) string {
 	for {
 		orig := s
-		if unescape {
-			s = unescapeHTML(s)
+		need := scan(s)
+		step := func(bit uint16, fix func(string) string) {
+			if need&bit != 0 {
+				if fixed := fix(s); fixed != s {
+					s = fixed
+					need = scan(s)
+				}
+			}
 		}
-		s = fixEncoding(s)
-		s = fixC1Controls(s)
-		s = translate(s, ligatures)
-		s = translate(s, widthMap)
-		s = uncurlQuotes(s)
-		s = fixLineBreaks(s)
-		s = removeTerminalEscapes(s)
-		s = removeControlChars(s)
-		s = norm.NFC.String(s)
+		if unescape {
+			step(needAmp, unescapeHTML)
+		}
+		step(needNonASCII, fixEncoding)
+		step(needC1, fixC1Controls)
+		step(needLigature, func(s string) string { return translate(s, ligatures) })
+		step(needWide, func(s string) string { return translate(s, widthMap) })
+		step(needQuote, uncurlQuotes)
+		step(needBreak, fixLineBreaks)
+		step(needControl, removeTerminalEscapes) // an escape starts with ESC, a control
+		step(needControl, removeControlChars)
+		step(needNonASCII, norm.NFC.String)
 		if s == orig {
 			return s
 		}
 	}
 }
+
+// What scan finds in a text: which fixers may change it.
+const (
+	needAmp uint16 = 1 << iota
+	needNonASCII
+	needC1
+	needLigature
+	needWide
+	needQuote
+	needBreak
+	needControl
+)
+
+// scan returns the need* bits of s.
+func scan(s string) uint16 {
+	var need uint16
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '&':
+				need |= needAmp
+			case c == '\r':
+				need |= needBreak
+			case asciiControl[c]:
+				need |= needControl
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		need |= needNonASCII | runeNeeds[r]
+		i += n
+	}
+	return need
+}
+
+// runeNeeds holds the need* bits of the non-ASCII characters a fixer changes.
+var runeNeeds = func() map[rune]uint16 {
+	m := map[rune]uint16{0x2028: needBreak, 0x2029: needBreak, 0x02BC: needQuote}
+	for r := rune(0x80); r <= 0x9F; r++ {
+		m[r] |= needC1
+	}
+	m[0x85] |= needBreak
+	for r := range ligatures {
+		m[r] |= needLigature
+	}
+	for r := range widthMap {
+		m[r] |= needWide
+	}
+	for r := rune(0x2018); r <= 0x201F; r++ {
+		m[r] |= needQuote
+	}
+	for r := range controlSet {
+		m[r] |= needControl
+	}
+	return m
+}()

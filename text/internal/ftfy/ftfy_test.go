@@ -42,9 +42,9 @@ func readJSONL[T any](t *testing.T, path string) []T {
 	return out
 }
 
-// TestFixText compares FixText with ftfy.fix_text on ftfy's own test cases,
+// TestFtfyFixText compares FixText with ftfy.fix_text on ftfy's own test cases,
 // prompts and random mixtures (testdata/fix_text.jsonl).
-func TestFixText(t *testing.T) {
+func TestFtfyFixText(t *testing.T) {
 	changed := 0
 	for _, c := range readJSONL[struct {
 		In, Out string
@@ -65,10 +65,10 @@ func TestFixText(t *testing.T) {
 	}
 }
 
-// TestHeuristic compares the badness heuristic and fix_encoding with ftfy's
+// TestFtfyHeuristic compares the badness heuristic and fix_encoding with ftfy's
 // on short strings drawn from the heuristic's characters
 // (testdata/heuristic.jsonl).
-func TestHeuristic(t *testing.T) {
+func TestFtfyHeuristic(t *testing.T) {
 	bad := 0
 	for _, c := range readJSONL[struct {
 		Text, Encoding string
@@ -89,9 +89,9 @@ func TestHeuristic(t *testing.T) {
 	}
 }
 
-// TestFixTextASCII checks that plain ASCII comes back as the same string and
+// TestFtfyASCII checks that plain ASCII comes back as the same string and
 // that ASCII ftfy changes does not take the fast path.
-func TestFixTextASCII(t *testing.T) {
+func TestFtfyASCII(t *testing.T) {
 	s := "a photo of a cat, 2 dogs; (3) <birds>!"
 	if got := FixText(s); got != s || !plainASCII(s) {
 		t.Errorf("FixText(%q) = %q", s, got)

@@ -18,6 +18,9 @@ func FixText(s string) string {
 	if plainASCII(s) {
 		return s
 	}
+	if i := strings.IndexByte(s, '\n'); (i < 0 || i == len(s)-1) && len(s) <= maxDecodeLength {
+		return fixSegment(s, strings.IndexByte(s, '<') < 0) // one segment
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	unescape := true

@@ -13,10 +13,14 @@ const maxDecodeLength = 1_000_000
 
 // FixText returns s repaired as ftfy.fix_text(s) repairs it with its default
 // configuration. Plain ASCII with nothing ftfy changes (no '&', '\r', escape
-// or other control character) is returned as is, without a copy.
+// or other control character) is returned as is, without a copy. Text that is
+// not valid UTF-8 is read with each run of invalid bytes as one U+FFFD.
 func FixText(s string) string {
 	if plainASCII(s) {
 		return s
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\ufffd")
 	}
 	if i := strings.IndexByte(s, '\n'); (i < 0 || i == len(s)-1) && len(s) <= maxDecodeLength {
 		return fixSegment(s, strings.IndexByte(s, '<') < 0) // one segment

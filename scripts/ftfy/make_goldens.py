@@ -19,6 +19,10 @@ the token ids need Debian's python3-regex). It writes:
       {"text", "bad": is_bad(text), "encoding": ftfy.fix_encoding(text)} for
       short random strings drawn class by class from the characters of ftfy's
       badness heuristic, and strings made to hit each of its patterns.
+  text/internal/ftfy/testdata/long.jsonl
+      {"prefix", "count", "suffix", "out_suffix"}: fix_text of prefix*count +
+      suffix is prefix*count + out_suffix, for texts around ftfy's
+      max_decode_length (1,000,000 characters a segment).
   text/testdata/openai_ftfy.jsonl
       {"text", "fixed": fix_text(text), "openai": ids} where ids are openai's
       simple_tokenizer.py encoding (ftfy.fix_text, html.unescape twice, strip,
@@ -172,6 +176,14 @@ def main():
             hseen.add(text)
             heur.append({"text": text, "bad": is_bad(text), "encoding": ftfy.fix_encoding(text)})
     write_jsonl(os.path.join(ROOT, "text/internal/ftfy/testdata/heuristic.jsonl"), heur)
+
+    long_rows = []
+    for prefix, count, suffix in [("a", 999999, "Ã©"), ("a", 999998, "Ã©"), ("é", 999999, "Ã©x"),
+                                  ("x", 1000000, "Ã©\nÃ©"), ("a", 2500000, "&amp;")]:
+        out = ftfy.fix_text(prefix * count + suffix)
+        assert out.startswith(prefix * count), (prefix, count, suffix)
+        long_rows.append({"prefix": prefix, "count": count, "suffix": suffix, "out_suffix": out[count:]})
+    write_jsonl(os.path.join(ROOT, "text/internal/ftfy/testdata/long.jsonl"), long_rows)
 
     tok = gen_python.OpenAI(os.path.join(ROOT, "text/testdata/clip/bpe_simple_vocab_16e6.txt.gz"))
     texts = list(PROMPTS) + [w for w in WORDS] + mojibake_cases()[:150]

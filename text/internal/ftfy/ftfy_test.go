@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 )
 
 // readJSONL reads a testdata file made by scripts/ftfy/make_goldens.py: a
-// header line naming the ftfy that ran, then one case a line.
-func readJSONL[T any](t *testing.T, path string) []T {
+// header line naming the ftfy that ran, then one case a line (at least min).
+func readJSONL[T any](t *testing.T, path string, min int) []T {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -36,8 +37,8 @@ func readJSONL[T any](t *testing.T, path string) []T {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(out) < 100 {
-		t.Fatalf("%s: %d cases, want many", path, len(out))
+	if len(out) < min {
+		t.Fatalf("%s: %d cases, want at least %d", path, len(out), min)
 	}
 	return out
 }
@@ -49,7 +50,7 @@ func TestFtfyFixText(t *testing.T) {
 	for _, c := range readJSONL[struct {
 		In, Out string
 		Bad     bool
-	}](t, "testdata/fix_text.jsonl") {
+	}](t, "testdata/fix_text.jsonl", 1000) {
 		if got := FixText(c.In); got != c.Out {
 			t.Errorf("FixText(%+q)\n got %+q\nwant %+q", c.In, got, c.Out)
 		}
@@ -73,7 +74,7 @@ func TestFtfyHeuristic(t *testing.T) {
 	for _, c := range readJSONL[struct {
 		Text, Encoding string
 		Bad            bool
-	}](t, "testdata/heuristic.jsonl") {
+	}](t, "testdata/heuristic.jsonl", 3000) {
 		if got := isBad(c.Text); got != c.Bad {
 			t.Errorf("isBad(%+q) = %v, want %v", c.Text, got, c.Bad)
 		}
@@ -86,6 +87,22 @@ func TestFtfyHeuristic(t *testing.T) {
 	}
 	if bad < 100 {
 		t.Errorf("only %d bad cases", bad)
+	}
+}
+
+// TestFtfyLong checks texts around ftfy's max_decode_length, which fix_text
+// cuts into segments of 1,000,000 characters (testdata/long.jsonl).
+func TestFtfyLong(t *testing.T) {
+	for _, c := range readJSONL[struct {
+		Prefix, Suffix string
+		OutSuffix      string `json:"out_suffix"`
+		Count          int
+	}](t, "testdata/long.jsonl", 5) {
+		prefix := strings.Repeat(c.Prefix, c.Count)
+		got := FixText(prefix + c.Suffix)
+		if !strings.HasPrefix(got, prefix) || got[len(prefix):] != c.OutSuffix {
+			t.Errorf("FixText(%q × %d + %+q) does not end in %+q", c.Prefix, c.Count, c.Suffix, c.OutSuffix)
+		}
 	}
 }
 

@@ -352,7 +352,7 @@ func (e *Engine) loadText() error {
 	}
 	e.ctxLen = tok.ForModel(m.Config().TextConfig.MaxPositionEmbeddings).ContextLength()
 	// A model in OpenCLIP's layout cleans text as OpenCLIP's tokenizer
-	// does (openai's cleaning, but ftfy).
+	// does (openai's cleaning, ftfy's fix_text first).
 	clean := m.OpenCLIP()
 	if e.strict, err = tok.WithOptions(text.Options{ContextLength: e.ctxLen, ErrorOnOverflow: true, OpenAIClean: clean}); err != nil {
 		return fmt.Errorf("pipeline: model %s: %w", m.Name(), err)

@@ -7,13 +7,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/conditionhq/condition/text/internal/ftfy"
 	"golang.org/x/text/unicode/norm"
 )
 
 // This file holds the text clean-up that runs before byte-level BPE: UTF-8
 // repair, the Hugging Face normalizer (NFC, whitespace, lowercase), openai's
-// optional cleaning (HTML unescape, Python's whitespace and lower()), and the
-// CLIP split pattern.
+// optional cleaning (ftfy's fix_text, HTML unescape, Python's whitespace and
+// lower()), and the CLIP split pattern.
 
 // sanitizeUTF8 returns s with every maximal invalid subpart replaced by one
 // U+FFFD, as Python's bytes.decode("utf-8", errors="replace") does (Unicode's
@@ -168,11 +169,14 @@ func appendNormalizedHF(dst []byte, s string, nfc, lower bool) []byte {
 	return dst
 }
 
-// cleanOpenAI applies openai's simple_tokenizer cleaning to s: HTML unescape
-// twice (Python's html.unescape), strip, runs of whitespace to one space,
-// strip, then Python's str.lower (full lowercase mapping with the Final_Sigma
-// rule). ftfy.fix_text, which openai also runs, is not applied (nor its NFC).
+// cleanOpenAI applies openai's simple_tokenizer cleaning (OpenCLIP's
+// tokenizer does the same) to s: ftfy.fix_text (ftfy 6.3.1's defaults:
+// mojibake, entities, quotes, ligatures, widths, controls, NFC; see
+// text/internal/ftfy), HTML unescape twice (Python's html.unescape), strip,
+// runs of whitespace to one space, strip, then Python's str.lower (full
+// lowercase mapping with the Final_Sigma rule).
 func cleanOpenAI(s string) string {
+	s = ftfy.FixText(s)
 	s = unescapeHTML(unescapeHTML(s))
 	var b strings.Builder
 	b.Grow(len(s))

@@ -17,11 +17,15 @@ type Options struct {
 	// is given 0: BOS, at most ContextLength-2 content tokens, EOS, padding.
 	// 0 means the model's model_max_length from tokenizer_config.json, or 77.
 	ContextLength int
-	// OpenAIClean cleans text as openai's simple_tokenizer.py does instead of
-	// the tokenizer.json normalizer: HTML unescape (twice), whitespace runs to
-	// one space, Python's lower() (with final sigma), no NFC. ftfy is not
-	// applied. Special tokens typed in the text are then recognised only where
-	// openai's pattern finds them (at the start of a match, any case).
+	// OpenAIClean cleans text as openai's simple_tokenizer.py (and
+	// OpenCLIP's tokenizer) does instead of the tokenizer.json normalizer:
+	// ftfy's fix_text (ftfy 6.3.1, default configuration: mojibake repaired,
+	// HTML entities, curly quotes, Latin ligatures, full-width characters,
+	// line breaks, terminal escapes and control characters fixed, then NFC),
+	// HTML unescape (twice), whitespace runs to one space, Python's lower()
+	// (with final sigma). Special tokens typed in the text are then
+	// recognised only where openai's pattern finds them (at the start of a
+	// match, any case).
 	OpenAIClean bool
 	// ErrorOnOverflow makes EncodePadded and EncodeBatch fail with a
 	// *TooLongError (errors.Is ErrTooLong) instead of truncating.

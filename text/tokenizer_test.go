@@ -105,8 +105,10 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: openai Encode(%q): %v", name, g.Text, err)
 			}
-			if !slices.Equal(got, g.OpenAI) {
-				t.Errorf("%s: openai Encode(%q)\n got %v\nwant %v", name, g.Text, got, g.OpenAI)
+			// golden.jsonl's openai ids are without ftfy: where ftfy changes
+			// the text, openai_ftfy.jsonl has the ids.
+			if want := openAIWant(t, g.Text, g.OpenAI); !slices.Equal(got, want) {
+				t.Errorf("%s: openai Encode(%q)\n got %v\nwant %v", name, g.Text, got, want)
 			}
 			if name == "openai gz" {
 				continue // pads with 0, as openai does; hf_77 pads with 49407

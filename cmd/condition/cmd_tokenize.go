@@ -46,7 +46,7 @@ type tokenizeOptions struct {
 func (o *tokenizeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Model, "model", models.DefaultRef, "model directory, hub id org/name[@revision], default, or a bpe_simple_vocab_16e6.txt.gz")
 	fs.BoolVar(&o.JSON, "json", false, "JSON output, one object per line; reads JSON strings from stdin when no TEXT is given")
-	fs.BoolVar(&o.OpenAI, "openai", false, "openai's cleaning (HTML unescape, Python lower(), no NFC) instead of the tokenizer.json normalizer")
+	fs.BoolVar(&o.OpenAI, "openai", false, "openai's and OpenCLIP's cleaning (ftfy's fix_text, HTML unescape, Python lower()) instead of the tokenizer.json normalizer")
 	fs.IntVar(&o.ContextLength, "context-length", 0, "context length to truncate (and pad) to (0: the model's, 77 for CLIP)")
 	fs.BoolVar(&o.Pad, "pad", false, "pad to the context length and print the attention mask")
 	fs.BoolVar(&o.ErrorOnOverflow, "error-on-overflow", false, "fail on a prompt longer than the context length instead of truncating it")

@@ -20,7 +20,8 @@ import (
 // written to a file index (float32) and to a collection in a real
 // Weaviate node, gives the same hits (with video and time) and the same
 // segments (video, start, end, frames, best frame and its words' cells),
-// the collection's frames read a few at a time; a collection made
+// the collection's frames read a few at a time, and its export keeps
+// them (the same segments without words); a collection made
 // without the video and time properties (as before they were) gains them
 // when a job writes into it, and then gives the same segments.
 func TestCollectionVideoSegments(t *testing.T) {
@@ -102,6 +103,29 @@ func TestCollectionVideoSegments(t *testing.T) {
 	url := "weaviate://" + node.Host() + "/Clips"
 	job(batch.Config{Collection: &batch.CollectionConfig{URL: url}})
 	same(url)
+
+	// Its export (embeddings, no patches) keeps each frame's video and
+	// time: the same segments without words.
+	coll, err := index.OpenCollection(ctx, url, index.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := filepath.Join(t.TempDir(), "export")
+	if _, err := coll.ExportPooled(ctx, exported); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := index.Open(ctx, exported, index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exRes, err := ex.Search(ctx, eng, "a red circle", index.SearchOptions{Top: 3})
+	ex.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exRes.Segments) != len(want.Segments) || exRes.Segments[0].Start != want.Segments[0].Start || exRes.Segments[0].End != want.Segments[0].End {
+		t.Errorf("the export's segments %+v; the file index's %+v", exRes.Segments, want.Segments)
+	}
 
 	// A collection made before frames had a video and a time.
 	meta, err := batch.CollectionMeta(eng)

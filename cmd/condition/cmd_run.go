@@ -53,7 +53,8 @@ type runOptions struct {
 	maxFailures int
 	fps         float64       // videos: frames sampled per second
 	frames      string        // videos: fps, all or keyframes
-	video       video.Options // --fps and --frames, parsed
+	spoolLimit  string        // videos: --video-spool-limit, a size
+	video       video.Options // --fps, --frames and --video-spool-limit, parsed
 	noArena     bool
 	pinThreads  bool
 	quiet       bool
@@ -97,6 +98,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.Float64Var(&o.fps, "fps", video.DefaultFPS, "videos (.mp4 .mkv .webm .mov .avi .m4v, decoded by FFmpeg): frames per second kept, the first frame at or after each k/FPS seconds")
 	fs.StringVar(&o.frames, "frames", "fps", "videos: which frames are items: fps (see --fps), all, keyframes, or scene[:THRESHOLD] (where the picture changes: ffmpeg's scene score over THRESHOLD, default 0.3, and the first frame)")
+	fs.StringVar(&o.spoolLimit, "video-spool-limit", "2GiB", "videos: the largest video member of a tar shard or object of a store written to a temporary file ($TMPDIR) to be decoded: an MP4 or MOV whose header (moov) follows its data, or one whose caption member follows it with --caption-prompt; bytes, or with a unit (500MB, 2GiB); 0 refuses MP4s that must be spooled (write them with ffmpeg -movflags +faststart)")
 	o.eng.AddFlags(fs, withImages|withPrompts|withLayer|withPrecision|withReadout|withStreams)
 }
 
@@ -319,10 +321,20 @@ func outPath(out string, names ...string) string {
 // weaviateKeyEnv is the environment variable that holds Weaviate's API key.
 const weaviateKeyEnv = "WEAVIATE_API_KEY"
 
-// checkVideo parses --frames and --fps into o.video.
+// checkVideo parses --frames, --fps and --video-spool-limit into o.video.
 func (o *runOptions) checkVideo() (err error) {
-	o.video, err = videoSampling(o.frames, o.fps, o.eng.maxPixels)
-	return err
+	if o.video, err = videoSampling(o.frames, o.fps, o.eng.maxPixels); err != nil {
+		return err
+	}
+	n, err := parseSize(o.spoolLimit)
+	if err != nil {
+		return usagef("--video-spool-limit %q: %v", o.spoolLimit, err)
+	}
+	o.video.MaxSpool = n
+	if n == 0 {
+		o.video.MaxSpool = -1 // video.Options: negative, never spooled
+	}
+	return nil
 }
 
 // videoSampling parses --frames and --fps (run's and attend's).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -26,6 +27,8 @@ type ClassSpec struct {
 	Properties []string
 	// IntProperties are the objects' integer properties.
 	IntProperties []string
+	// NumberProperties are the objects' number (float64) properties.
+	NumberProperties []string
 	// Patches adds the patches multi-vector beside the pooled vector.
 	Patches bool
 	// Muvera encodes the patches multi-vector with MUVERA (one
@@ -83,6 +86,7 @@ type Class struct {
 	Vectors     []string // the named vectors
 	Multi       map[string]bool
 	Indexes     map[string]VectorIndex // by named vector
+	Properties  []string               // the properties' names
 }
 
 // classJSON is the schema's class, as sent and received.
@@ -113,13 +117,15 @@ type vectorConfJSON struct {
 // meanwhile by another writer is not an error: the caller reads it back
 // with Class and compares.
 func (c *Client) CreateClass(ctx context.Context, spec ClassSpec) error {
-	no := false
 	cj := classJSON{Class: spec.Name, Description: spec.Description, VectorConfig: map[string]vectorConfJSON{}}
 	for _, p := range spec.Properties {
-		cj.Properties = append(cj.Properties, propertyJSON{Name: p, DataType: []string{"text"}, Tokenization: "field", IndexSearchable: &no})
+		cj.Properties = append(cj.Properties, textProperty(p))
 	}
 	for _, p := range spec.IntProperties {
 		cj.Properties = append(cj.Properties, propertyJSON{Name: p, DataType: []string{"int"}})
+	}
+	for _, p := range spec.NumberProperties {
+		cj.Properties = append(cj.Properties, numberProperty(p))
 	}
 	none := map[string]any{"none": map[string]any{}}
 	pooled := map[string]any{"distance": "cosine"}
@@ -191,6 +197,9 @@ func (c *Client) GetClass(ctx context.Context, name string) (*Class, error) {
 	if cj.ReplicationConfig != nil {
 		cl.Replication = cj.ReplicationConfig.Factor
 	}
+	for _, p := range cj.Properties {
+		cl.Properties = append(cl.Properties, p.Name)
+	}
 	for n, vc := range cj.VectorConfig {
 		cl.Vectors = append(cl.Vectors, n)
 		vi := VectorIndex{Type: vc.VectorIndexType}
@@ -215,6 +224,54 @@ func (c *Client) GetClass(ctx context.Context, name string) (*Class, error) {
 		cl.Indexes[n] = vi
 	}
 	return cl, nil
+}
+
+// textProperty is a text property as CreateClass makes them: filterable
+// as a whole value, not searchable by words.
+func textProperty(name string) propertyJSON {
+	no := false
+	return propertyJSON{Name: name, DataType: []string{"text"}, Tokenization: "field", IndexSearchable: &no}
+}
+
+// numberProperty is a number property as CreateClass makes them.
+func numberProperty(name string) propertyJSON {
+	return propertyJSON{Name: name, DataType: []string{"number"}}
+}
+
+// AddProperties adds to class the text properties text and the number
+// properties numbers it does not have yet (as CreateClass makes them);
+// objects written before have none of them. A property another writer
+// added meanwhile is not an error.
+func (c *Client) AddProperties(ctx context.Context, class string, text, numbers []string) error {
+	cl, err := c.GetClass(ctx, class)
+	if err != nil {
+		return err
+	}
+	if cl == nil {
+		return fmt.Errorf("weaviate: class %s: not found", class)
+	}
+	var add []propertyJSON
+	for _, p := range text {
+		if !slices.Contains(cl.Properties, p) {
+			add = append(add, textProperty(p))
+		}
+	}
+	for _, p := range numbers {
+		if !slices.Contains(cl.Properties, p) {
+			add = append(add, numberProperty(p))
+		}
+	}
+	for _, p := range add {
+		err := c.do(ctx, http.MethodPost, "/v1/schema/"+url.PathEscape(class)+"/properties", p, nil)
+		var se *StatusError
+		if errors.As(err, &se) && se.Status == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(se.Message), "already exists") {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("weaviate: class %s: add property %s: %w", class, p.Name, err)
+		}
+	}
+	return nil
 }
 
 // DeleteClass removes the class name and its objects.

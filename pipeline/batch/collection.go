@@ -16,12 +16,13 @@ import (
 // A job's collection in Weaviate (Config.Collection): each image that
 // encodes is one object (its normalised image embedding, its joint-space
 // patches on its grid, for SigLIP 2 NaFlex its own, and where it was read;
-// see package index), written by the collector in batches of
+// a video's frame also its video and time; see package index), written by the collector in batches of
 // CollectionConfig.Batch before the image's manifest entry: an entry is ok
 // only once its batch was written, and an object the batch refused is an
 // error entry naming why (--resume does it again). Object ids come from
 // each image's source and tar member, so a retried batch, a resumed job or
-// a job array's task run twice replaces objects instead of adding them.
+// a job array's task run twice replaces objects instead of adding them (a
+// video's frames: from its source, member and the frame's time).
 
 // CollectionConfig is a job's collection in Weaviate.
 type CollectionConfig struct {
@@ -125,6 +126,10 @@ func (s *collSink) object(eng *pipeline.Engine, w *work, enc *pipeline.ImageEnco
 	}
 	o := &index.CollectionObject{Path: w.entry.Path, Source: w.entry.Source, SHA256: w.entry.SHA256,
 		Embeds: append([]float32(nil), enc.Embeds...), Patches: patches, Grid: enc.Grid, ProgramVersion: s.version}
+	if w.entry.Time != nil {
+		t := *w.entry.Time
+		o.Video, o.Time = w.entry.Video, &t
+	}
 	if w.it.Member {
 		if o.Member = w.it.MemberName; o.Member == "" {
 			o.Member = strings.TrimPrefix(w.entry.Path, w.it.Unit+"/")

@@ -116,7 +116,7 @@ func (p *pass) walk() {
 	// whose names collide, lists, and within one tar shard (kept per
 	// shard). A job over one huge folder keeps none.
 	names := newNameCheck(j.inputs, cfg.Lists)
-	p.walkErr = walk(p.ctx, j.sources, cfg.Lists, walkOptions{skip: []string{cfg.Out}, stores: j.stores, video: cfg.Video, takes: cfg.Shard.Takes}, func(it Item) error {
+	p.walkErr = walk(p.ctx, j.sources, cfg.Lists, walkOptions{skip: []string{cfg.Out}, stores: j.stores, video: cfg.Video, captions: cfg.CaptionPrompt, takes: cfg.Shard.Takes}, func(it Item) error {
 		if !cfg.Shard.Takes(it.ShardKey()) {
 			return nil
 		}

@@ -26,8 +26,12 @@ type sample struct {
 	ext     string
 	member  string // the image's member name
 	caption string
+	txt     bool // caption is a .txt member's (which a .json's does not replace)
 	err     error
 	done    bool // its video member was decoded, its frames emitted
+	// spool holds its video member, read ahead (see tarVideo), decoded by
+	// the sample's flush once the key's other members are read.
+	spool *video.Spooled
 }
 
 // tar walks a WebDataset shard (img2dataset's layout): members grouped by
@@ -35,7 +39,8 @@ type sample struct {
 // per key (the first member with an image extension), its caption from a
 // .txt member or the "caption" field of a .json member. A key whose first
 // image-or-video member is a video (see video.IsName) is decoded as it is
-// read, into its frames' items (see tarVideo). Each sample is an
+// read, into its frames' items, or read ahead when its caption may follow
+// it (see tarVideo). Each sample is an
 // Item named <rel>/<key>.<ext>, carrying its bytes (none when listing) and
 // assigned to shards by rel, the tar shard. A member that cannot be read
 // ends the shard with a failed item; a key that would leave the shard
@@ -54,12 +59,20 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 	tail := &tailReader{r: r}
 	tr := tar.NewReader(tail)
 	var cur *sample
+	defer func() {
+		if cur != nil {
+			cur.spool.Close()
+		}
+	}()
 	flush := func() error {
 		if cur == nil {
 			return nil
 		}
 		s := cur
 		cur = nil
+		if s.spool != nil {
+			return w.spooledVideo(p, rel, s)
+		}
 		if s.done {
 			return nil
 		}
@@ -128,7 +141,7 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 			}
 		case video.IsName("x."+ext) && cur.ext == "":
 			cur.ext, cur.member = ext, h.Name
-			if err := w.tarVideo(p, rel, cur, tr); err != nil {
+			if err := w.tarVideo(p, rel, cur, tr, h.Size); err != nil {
 				return err
 			}
 		case (ext == "txt" || ext == "json") && !w.listOnly:
@@ -137,7 +150,7 @@ func (w *walker) tarStream(p string, r io.Reader, rel string) error {
 				continue // a caption that cannot be read leaves the image without one
 			}
 			if ext == "txt" {
-				cur.caption = strings.TrimSpace(string(b))
+				cur.caption, cur.txt = strings.TrimSpace(string(b)), true
 			} else if cur.caption == "" {
 				var meta struct {
 					Caption string `json:"caption"`
@@ -166,11 +179,18 @@ func sampleName(rel, key, ext string) (string, error) {
 }
 
 // tarVideo decodes the video member of sample s, which the shard's reader
-// r is at, streaming it to ffmpeg, and emits its frames: its caption is
-// the one read so far (a .txt or .json member before it in the shard).
+// r is at (size bytes), and emits its frames. Streamed to ffmpeg as it is
+// read, its frames' caption is the one read so far (a .txt or .json member
+// before it in the shard). When the job makes prompts of captions
+// (walkOptions.captions) and no .txt member of the key came before the
+// video, the caption may follow it (webdataset shards order a key's
+// members in any way; sorted, k.txt comes after k.mp4): the member is then
+// read ahead, written to a temporary file (video.Spool, at most the spool
+// limit; a larger member is streamed as above), and decoded by the
+// sample's flush once the key's other members are read (spooledVideo).
 // A walk that only lists, or a shard of another process, leaves it to
 // the sample's flush, undecoded; so does a key that leaves the shard.
-func (w *walker) tarVideo(p, rel string, s *sample, r io.Reader) error {
+func (w *walker) tarVideo(p, rel string, s *sample, r io.Reader, size int64) error {
 	if w.counting {
 		return errUncounted
 	}
@@ -180,7 +200,31 @@ func (w *walker) tarVideo(p, rel string, s *sample, r io.Reader) error {
 		return nil
 	}
 	s.done = true
-	return w.streamVideo(it, r)
+	if !w.captions || s.txt || size > w.videoOpts.SpoolLimit() {
+		return w.streamVideo(it, r)
+	}
+	sp, err := video.Spool(w.ctx, r, p+"/"+s.member, w.videoOpts)
+	if err != nil {
+		if w.ctx.Err() != nil {
+			return w.ctx.Err()
+		}
+		return w.decoded(it, func(func(video.Frame) error) error { return err })
+	}
+	s.spool = sp
+	return nil
+}
+
+// spooledVideo decodes the video member of sample s that tarVideo read
+// ahead, its frames with the caption of all the key's members, and
+// removes its temporary file.
+func (w *walker) spooledVideo(p, rel string, s *sample) error {
+	defer s.spool.Close()
+	name, _ := sampleName(rel, s.key, s.ext)
+	it := Item{Path: p, Rel: name, Unit: rel, Caption: s.caption, Member: true, MemberName: s.member}
+	return w.decoded(it, func(fn func(video.Frame) error) error {
+		_, err := s.spool.Decode(w.ctx, fn)
+		return err
+	})
 }
 
 // storeFailed reports whether err is a store's read failing (after its

@@ -106,6 +106,7 @@ type walkOptions struct {
 	stores   *objstore.Stores      // opens object-store roots and list entries
 	counting bool                  // a count ahead: a tar shard in a store, which would be read whole, ends the walk with errUncounted
 	video    video.Options         // how videos are sampled
+	captions bool                  // the job makes prompts of tar samples' captions: a video member waits for its key's caption
 	takes    func(key string) bool // the shard's items, when set: videos of other shards are not decoded
 }
 
@@ -120,7 +121,7 @@ func walk(ctx context.Context, roots []source, lists []string, o walkOptions, fn
 		onErr = func(_ string, err error) error { return err }
 	}
 	w := &walker{ctx: ctx, fn: fn, onErr: onErr, seen: map[fileID]bool{}, listOnly: o.listOnly, stores: o.stores, counting: o.counting,
-		videoOpts: o.video, takes: o.takes}
+		videoOpts: o.video, captions: o.captions, takes: o.takes}
 	for _, s := range o.skip {
 		if st, err := os.Stat(s); err == nil && st.IsDir() {
 			if id, ok := idOf(st); ok {
@@ -220,6 +221,7 @@ type walker struct {
 	stores    *objstore.Stores
 	counting  bool
 	videoOpts video.Options
+	captions  bool
 	takes     func(string) bool
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,8 +51,16 @@ func CheckCollectionURL(s string) error {
 	return err
 }
 
-// The properties of a collection's objects.
-var collectionProps = []string{"path", "source", "member", "sha256", "grid", "model", "revision", "readout", "program_version"}
+// The properties of a collection's objects: text, and numbers. A video's
+// frame has "video" (the video's relative path, as a file index's items
+// have it) and "time" (seconds); an image has neither. A collection made
+// before they were (its objects' paths VIDEO#t=SECONDS name their video
+// alone) gains them when a job opens it to write: the frames written
+// from then on have them, and only those make segments.
+var (
+	collectionProps       = []string{"path", "source", "member", "sha256", "grid", "model", "revision", "readout", "program_version", "video"}
+	collectionNumberProps = []string{"time"}
+)
 
 // CollectionMeta is what made a collection's vectors: stored as its
 // class's description, checked by every writer and reader.
@@ -140,6 +149,7 @@ type Collection struct {
 	replication int
 	index       weaviate.VectorIndex // the image embeddings'
 	settings    CollectionSettings
+	frames      bool // the class has the video and time properties
 }
 
 // OpenCollection connects to the collection url names, creating it when
@@ -203,12 +213,25 @@ func openCollection(ctx context.Context, url string, o CollectionOptions, mustCr
 	if err := o.matchIndex(t, cl.Indexes[weaviate.VectorPooled]); err != nil {
 		return nil, err
 	}
+	frames := hasFrameProps(cl)
+	if !frames && o.Create != nil {
+		if err := c.AddProperties(ctx, t.Collection, []string{"video"}, collectionNumberProps); err != nil {
+			return nil, fmt.Errorf("index: collection %s: %w", t, err)
+		}
+		frames = true
+	}
 	cons := o.Consistency
 	if cons == "" {
 		cons = weaviate.Quorum
 	}
 	return &Collection{c: c, t: t, meta: m, consistency: cons, replication: cl.Replication, index: cl.Indexes[weaviate.VectorPooled],
-		settings: classSettings(cl)}, nil
+		settings: classSettings(cl), frames: frames}, nil
+}
+
+// hasFrameProps reports whether cl's objects have the video and time
+// properties.
+func hasFrameProps(cl *weaviate.Class) bool {
+	return slices.Contains(cl.Properties, "video") && slices.Contains(cl.Properties, "time")
 }
 
 // connect returns a client of t's node once it answers ready.
@@ -239,7 +262,7 @@ func (o *CollectionOptions) create(ctx context.Context, c *weaviate.Client, t we
 		m.Format = CollectionFormatGrids
 	}
 	desc, _ := json.Marshal(m)
-	spec := weaviate.ClassSpec{Name: t.Collection, Description: string(desc), Properties: collectionProps,
+	spec := weaviate.ClassSpec{Name: t.Collection, Description: string(desc), Properties: collectionProps, NumberProperties: collectionNumberProps,
 		Patches: m.hasPatches(), Muvera: o.Muvera, Replication: o.Replication,
 		Index: o.VectorIndex, EF: o.EF, EFConstruction: o.EFConstruction, MaxConnections: o.MaxConnections,
 		Quantization: o.Quantization, RescoreLimit: o.rescoreLimit()}
@@ -344,6 +367,13 @@ func CollectionID(source, member string) string {
 	return weaviate.ID(source + "\x00" + member)
 }
 
+// CollectionFrameID returns the object id of the frame at time t (in
+// seconds) of a video read from source and member, as CollectionID: each
+// frame of a video is an object of its own.
+func CollectionFrameID(source, member string, t float64) string {
+	return CollectionID(source, member+"\x00t="+strconv.FormatFloat(t, 'f', 6, 64))
+}
+
 // CollectionObject is one image to write.
 type CollectionObject struct {
 	Path, Source, Member, SHA256 string
@@ -354,10 +384,20 @@ type CollectionObject struct {
 	// own, of at most MaxPatches patches.
 	Grid           vision.Grid
 	ProgramVersion string
+	// Video and Time, for a video's frame: the video's relative path and
+	// the frame's time in seconds (nil for an image).
+	Video string
+	Time  *float64
 }
 
-// ID returns the object's id (CollectionID).
-func (o *CollectionObject) ID() string { return CollectionID(o.Source, o.Member) }
+// ID returns the object's id (CollectionID, or for a video's frame
+// CollectionFrameID).
+func (o *CollectionObject) ID() string {
+	if o.Time != nil {
+		return CollectionFrameID(o.Source, o.Member, *o.Time)
+	}
+	return CollectionID(o.Source, o.Member)
+}
 
 // Upsert writes objs in one batch; an object of the same id is replaced.
 // errs[i] is object i's own error; err is the batch's, when none was
@@ -388,6 +428,12 @@ func (c *Collection) Upsert(ctx context.Context, objs []CollectionObject) (errs 
 		w := weaviate.Object{ID: o.ID(), Pooled: normalised(o.Embeds), Properties: map[string]any{
 			"path": o.Path, "source": o.Source, "member": o.Member, "sha256": o.SHA256, "grid": g.String(),
 			"model": c.meta.Model, "revision": c.meta.Revision, "readout": readout, "program_version": o.ProgramVersion}}
+		if o.Time != nil {
+			if !c.frames {
+				return nil, fmt.Errorf("index: collection %s: %s: a video's frame, and the collection has no video and time properties (open it to write)", c.t, o.Path)
+			}
+			w.Properties["video"], w.Properties["time"] = o.Video, *o.Time
+		}
 		if p > 0 {
 			w.Patches = make([][]float32, p)
 			for k := range p {
@@ -463,7 +509,7 @@ func (c *Collection) Delete(ctx context.Context) error {
 // top hits with their scores (logits of the pooled vector) and, with
 // patches, each hit's patches [P·D].
 func (c *Collection) near(ctx context.Context, q []float32, top int, byPatches, patches bool) ([]Hit, [][]float32, error) {
-	o := weaviate.NearOptions{Target: weaviate.VectorPooled, Limit: top, Properties: []string{"path", "source", "member", "grid"}}
+	o := weaviate.NearOptions{Target: weaviate.VectorPooled, Limit: top, Properties: c.hitProps()}
 	if c.replication > 1 {
 		o.Consistency = c.consistency // GraphQL takes a level only on a replicated class
 	}
@@ -487,43 +533,89 @@ func (c *Collection) near(ctx context.Context, q []float32, top int, byPatches, 
 	if patches {
 		ps = make([][]float32, len(got))
 	}
-	d := c.meta.Dim
 	for i, s := range got {
-		str := func(k string) string { v, _ := s.Properties[k].(string); return v }
 		cos := 1 - float64(s.Distance)
 		if byPatches {
-			if len(s.Pooled) != d {
-				return nil, nil, fmt.Errorf("index: collection %s: object %s has a %d-wide pooled vector, want %d", c.t, s.ID, len(s.Pooled), d)
-			}
-			cos = 0
-			for k, v := range s.Pooled {
-				cos += float64(v) * float64(q[k])
+			if cos, err = c.cosine(s, q); err != nil {
+				return nil, nil, err
 			}
 		}
-		g := vision.Grid{H: c.meta.Grid[0], W: c.meta.Grid[1]}
-		if c.meta.MaxPatches > 0 {
-			if g, err = objectGrid(str("grid"), c.meta.MaxPatches); err != nil {
-				return nil, nil, fmt.Errorf("index: collection %s: object %s (%s): %w", c.t, s.ID, str("path"), err)
-			}
+		if hits[i], err = c.objectHit(s, float32(c.meta.LogitScale*cos+c.meta.LogitBias)); err != nil {
+			return nil, nil, err
 		}
-		hits[i] = Hit{Path: str("path"), Source: str("source"), Member: str("member"), ID: s.ID, Part: c.t.Collection, Row: -1,
-			Score: float32(c.meta.LogitScale*cos + c.meta.LogitBias), Grid: [2]int{g.H, g.W}}
 		if patches {
-			p := g.Patches()
-			if len(s.Patches) != p {
-				return nil, nil, fmt.Errorf("index: collection %s: object %s (%s) has %d patch vectors, want %d (a %s grid)", c.t, s.ID, hits[i].Path, len(s.Patches), p, g)
+			if ps[i], err = c.flatPatches(s, hits[i]); err != nil {
+				return nil, nil, err
 			}
-			flat := make([]float32, 0, p*d)
-			for _, row := range s.Patches {
-				if len(row) != d {
-					return nil, nil, fmt.Errorf("index: collection %s: object %s (%s) has a %d-wide patch vector, want %d", c.t, s.ID, hits[i].Path, len(row), d)
-				}
-				flat = append(flat, row...)
-			}
-			ps[i] = flat
 		}
 	}
 	return hits, ps, nil
+}
+
+// cosine is the cosine of s's pooled vector with q (both normalised).
+func (c *Collection) cosine(s weaviate.Stored, q []float32) (float64, error) {
+	if len(s.Pooled) != c.meta.Dim {
+		return 0, fmt.Errorf("index: collection %s: object %s has a %d-wide pooled vector, want %d", c.t, s.ID, len(s.Pooled), c.meta.Dim)
+	}
+	var cos float64
+	for k, v := range s.Pooled {
+		cos += float64(v) * float64(q[k])
+	}
+	return cos, nil
+}
+
+// objectHit is the hit of the object s (read with hitProps) scoring score.
+func (c *Collection) objectHit(s weaviate.Stored, score float32) (Hit, error) {
+	str := func(k string) string { v, _ := s.Properties[k].(string); return v }
+	g := vision.Grid{H: c.meta.Grid[0], W: c.meta.Grid[1]}
+	if c.meta.MaxPatches > 0 {
+		var err error
+		if g, err = objectGrid(str("grid"), c.meta.MaxPatches); err != nil {
+			return Hit{}, fmt.Errorf("index: collection %s: object %s (%s): %w", c.t, s.ID, str("path"), err)
+		}
+	}
+	h := Hit{Path: str("path"), Source: str("source"), Member: str("member"), ID: s.ID, Part: c.t.Collection, Row: -1,
+		Score: score, Grid: [2]int{g.H, g.W}}
+	h.Video, h.Time = frameProps(s.Properties)
+	return h, nil
+}
+
+// flatPatches returns s's patches [P·D], row-major over h's grid.
+func (c *Collection) flatPatches(s weaviate.Stored, h Hit) ([]float32, error) {
+	d := c.meta.Dim
+	g := vision.Grid{H: h.Grid[0], W: h.Grid[1]}
+	p := g.Patches()
+	if len(s.Patches) != p {
+		return nil, fmt.Errorf("index: collection %s: object %s (%s) has %d patch vectors, want %d (a %s grid)", c.t, s.ID, h.Path, len(s.Patches), p, g)
+	}
+	flat := make([]float32, 0, p*d)
+	for _, row := range s.Patches {
+		if len(row) != d {
+			return nil, fmt.Errorf("index: collection %s: object %s (%s) has a %d-wide patch vector, want %d", c.t, s.ID, h.Path, len(row), d)
+		}
+		flat = append(flat, row...)
+	}
+	return flat, nil
+}
+
+// hitProps are the properties a search reads of each hit.
+func (c *Collection) hitProps() []string {
+	p := []string{"path", "source", "member", "grid"}
+	if c.frames {
+		p = append(p, "video", "time")
+	}
+	return p
+}
+
+// frameProps returns an object's video and time properties ("" and nil
+// for an image).
+func frameProps(props map[string]any) (string, *float64) {
+	v, _ := props["video"].(string)
+	t, ok := props["time"].(float64)
+	if v == "" || !ok {
+		return "", nil
+	}
+	return v, &t
 }
 
 // objectGrid parses an object's grid property ("HxW") in a collection of
@@ -605,9 +697,16 @@ func (x *Index) searchCollection(ctx context.Context, eng *pipeline.Engine, ps p
 	if err != nil {
 		return nil, err
 	}
-	res := &SearchResult{Prompt: ps[0], Rows: x.collectionRows(), Hits: hits}
+	segs, err := x.coll.segments(ctx, q, hits)
+	if err != nil {
+		return nil, err
+	}
+	res := &SearchResult{Prompt: ps[0], Rows: x.collectionRows(), Hits: hits, Segments: segs}
 	if opts.Words {
 		if err := x.stage2(ctx, eng, ps, hits, patches, box); err != nil {
+			return nil, err
+		}
+		if err := x.segmentWords(ctx, eng, ps, res, box); err != nil {
 			return nil, err
 		}
 	}

@@ -21,7 +21,8 @@ const ExportPart = "part-00000"
 const exportPage = 500
 
 // ExportPooled reads the pooled vector (the image embedding) and the
-// path, source, member and sha256 of every object of the collection (a
+// path, source, member and sha256 (a video's frame: and its video and
+// time) of every object of the collection (a
 // cursor over its objects, in id order) and writes them as an index
 // without patches into the folder dir (dir/index/ExportPart: embeds.npy
 // float32 [N, D], index.json last), its rows in path order: what Open
@@ -38,12 +39,18 @@ func (c *Collection) ExportPooled(ctx context.Context, dir string) (int, error) 
 	if c.replication > 1 {
 		consistency = c.consistency
 	}
-	err := c.c.Pooled(ctx, c.t.Collection, consistency, exportPage, []string{"path", "source", "member", "sha256"}, func(s weaviate.Stored) error {
+	props := []string{"path", "source", "member", "sha256"}
+	if c.frames {
+		props = append(props, "video", "time")
+	}
+	err := c.c.Pooled(ctx, c.t.Collection, consistency, exportPage, props, func(s weaviate.Stored) error {
 		str := func(k string) string { v, _ := s.Properties[k].(string); return v }
 		if len(s.Pooled) != d {
 			return fmt.Errorf("object %s (%s): a pooled vector of %d values, want the collection's width %d", s.ID, str("path"), len(s.Pooled), d)
 		}
-		rows = append(rows, row{Item{Path: str("path"), Source: str("source"), Member: str("member"), SHA256: str("sha256"), Status: statusOK}, s.Pooled})
+		it := Item{Path: str("path"), Source: str("source"), Member: str("member"), SHA256: str("sha256"), Status: statusOK}
+		it.Video, it.Time = frameProps(s.Properties)
+		rows = append(rows, row{it, s.Pooled})
 		return nil
 	})
 	if err != nil {

@@ -9,3 +9,11 @@ func SetCollectionRowsFresh(d time.Duration) (restore func()) {
 	collectionRowsFresh = d
 	return func() { collectionRowsFresh = old }
 }
+
+// SetSegmentPage sets how many frames of a video one read of a
+// collection returns, and returns what restores it.
+func SetSegmentPage(n int) (restore func()) {
+	old := segmentPage
+	segmentPage = n
+	return func() { segmentPage = old }
+}

@@ -246,13 +246,14 @@ func (x *Index) Search(ctx context.Context, eng *pipeline.Engine, prompt string,
 }
 
 // segmentWords fills in the Words and Attention of each segment's best
-// frame: a hit's when it is one, else attended here.
+// frame: a hit's when it is one, else attended here (a collection's
+// frame with its patches read by id).
 func (x *Index) segmentWords(ctx context.Context, eng *pipeline.Engine, ps pipeline.Prompts, res *SearchResult, box float32) error {
 	var todo []Hit
 	var at []int
 	for i := range res.Segments {
 		b := &res.Segments[i].Best
-		k := slices.IndexFunc(res.Hits, func(h Hit) bool { return h.Part == b.Part && h.Row == b.Row })
+		k := slices.IndexFunc(res.Hits, func(h Hit) bool { return h.Part == b.Part && h.Row == b.Row && h.ID == b.ID })
 		if k >= 0 {
 			*b = res.Hits[k]
 			continue
@@ -262,7 +263,14 @@ func (x *Index) segmentWords(ctx context.Context, eng *pipeline.Engine, ps pipel
 	if len(todo) == 0 {
 		return nil
 	}
-	if err := x.stage2(ctx, eng, ps, todo, nil, box); err != nil {
+	var patches [][]float32
+	if x.coll != nil {
+		var err error
+		if patches, err = x.coll.patches(ctx, todo); err != nil {
+			return err
+		}
+	}
+	if err := x.stage2(ctx, eng, ps, todo, patches, box); err != nil {
 		return err
 	}
 	for j, i := range at {

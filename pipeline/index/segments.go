@@ -115,33 +115,54 @@ func (x *Index) segments(q []float32, hits []Hit) []Segment {
 	var out []Segment
 	for _, v := range videos {
 		fs := x.frames[v]
+		times := make([]float64, len(fs))
 		scores := make([]float32, len(fs))
 		for i, f := range fs {
+			times[i] = f.time
 			scores[i] = x.parts[f.part].rowScore(int(f.row), q) + float32(x.meta.LogitBias)
 		}
-		hi := slices.Max(scores)
-		cut := hi - segmentCut*(hi-slices.Min(scores))
-		for a := 0; a < len(fs); {
-			if scores[a] < cut {
-				a++
-				continue
-			}
-			b, best, found := a, a, false
-			for ; b < len(fs) && scores[b] >= cut; b++ {
-				if scores[b] > scores[best] {
-					best = b
-				}
-				found = found || isHit[key{fs[b].part, fs[b].row}]
-			}
-			if found {
-				out = append(out, Segment{Video: v, Start: fs[a].time, End: fs[b-1].time, Frames: b - a,
-					Best: x.frameHit(fs[best], scores[best])})
-			}
-			a = b
-		}
+		out = append(out, videoRuns(v, times, scores,
+			func(i int) bool { return isHit[key{fs[i].part, fs[i].row}] },
+			func(i int) Hit { return x.frameHit(fs[i], scores[i]) })...)
 	}
-	slices.SortStableFunc(out, func(a, b Segment) int { return cmp.Compare(b.Best.Score, a.Best.Score) })
+	sortSegments(out)
 	return out
+}
+
+// videoRuns returns the segments of video v, whose sampled frames, in
+// time order, have times and scores: the runs of frames at or above the
+// video's cut with a hit (isHit) among them, each with its best frame's
+// Hit (hit), in time order.
+func videoRuns(v string, times []float64, scores []float32, isHit func(i int) bool, hit func(i int) Hit) []Segment {
+	if len(scores) == 0 {
+		return nil
+	}
+	hi := slices.Max(scores)
+	cut := hi - segmentCut*(hi-slices.Min(scores))
+	var out []Segment
+	for a := 0; a < len(scores); {
+		if scores[a] < cut {
+			a++
+			continue
+		}
+		b, best, found := a, a, false
+		for ; b < len(scores) && scores[b] >= cut; b++ {
+			if scores[b] > scores[best] {
+				best = b
+			}
+			found = found || isHit(b)
+		}
+		if found {
+			out = append(out, Segment{Video: v, Start: times[a], End: times[b-1], Frames: b - a, Best: hit(best)})
+		}
+		a = b
+	}
+	return out
+}
+
+// sortSegments orders segments by their best frame's score, best first.
+func sortSegments(out []Segment) {
+	slices.SortStableFunc(out, func(a, b Segment) int { return cmp.Compare(b.Best.Score, a.Best.Score) })
 }
 
 // frameHit is the hit of frame f scoring score.

@@ -70,30 +70,106 @@ func headerLast(head []byte) bool {
 // a pipe, from a temporary file it writes up to o's spool limit, removed
 // once decoded.
 func spooled(ctx context.Context, p Programs, r io.Reader, name string, o Options, fn func(Frame) error) (Info, error) {
-	limit := o.maxSpool()
-	if limit < 0 {
+	if o.maxSpool() < 0 {
 		return Info{}, fmt.Errorf("video: %q: %w (spooling it to a temporary file is off; write it with ffmpeg -movflags +faststart)", name, ErrHeaderLast)
 	}
+	sp, err := spool(ctx, r, name, o)
+	if errors.Is(err, ErrSpoolLimit) {
+		return Info{}, fmt.Errorf("video: %q: %w, and it is spooled to a temporary file only up to %d bytes (Options.MaxSpool); this one is larger (write it with ffmpeg -movflags +faststart to stream it)", name, ErrHeaderLast, o.maxSpool())
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	defer sp.Close()
+	return sp.decode(ctx, p, fn)
+}
+
+// SpoolLimit returns the most bytes of a stream Decode (and Spool) write
+// to a temporary file: MaxSpool, or DefaultMaxSpool for 0; negative when
+// spooling is off.
+func (o Options) SpoolLimit() int64 { return o.maxSpool() }
+
+// ErrSpoolLimit is wrapped by Spool's error for a stream larger than the
+// spool's limit, or when spooling is off.
+var ErrSpoolLimit = errors.New("larger than the spool limit")
+
+// Spooled is a stream written whole to a temporary file by Spool, to be
+// decoded later (Decode) and removed (Close).
+type Spooled struct {
+	path, name string
+	o          Options
+}
+
+// Spool writes the stream r (name names it in errors) to a temporary file
+// in o.TempDir, at most o.SpoolLimit() bytes (a larger stream, or
+// spooling off, is an error wrapping ErrSpoolLimit, and nothing is kept),
+// for decoding once more of what carries it has been read (a tar shard's
+// members after a video's). The caller closes it, which removes the file.
+func Spool(ctx context.Context, r io.Reader, name string, o Options) (*Spooled, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if o.maxSpool() < 0 {
+		return nil, fmt.Errorf("video: %q: %w (spooling is off)", name, ErrSpoolLimit)
+	}
+	sp, err := spool(ctx, r, name, o)
+	if errors.Is(err, ErrSpoolLimit) {
+		return nil, fmt.Errorf("video: %q: %w (%d bytes)", name, ErrSpoolLimit, o.maxSpool())
+	}
+	return sp, err
+}
+
+// spool writes r to a temporary file of at most o.maxSpool() (≥ 0) bytes;
+// ErrSpoolLimit itself when r has more.
+func spool(ctx context.Context, r io.Reader, name string, o Options) (*Spooled, error) {
+	limit := o.maxSpool()
 	f, err := os.CreateTemp(o.TempDir, "condition-video-*")
 	if err != nil {
-		return Info{}, fmt.Errorf("video: %q: a temporary file to spool it to: %w", name, err)
+		return nil, fmt.Errorf("video: %q: a temporary file to spool it to: %w", name, err)
 	}
-	defer os.Remove(f.Name())
 	n, err := io.Copy(f, io.LimitReader(r, limit+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	switch {
 	case ctx.Err() != nil:
-		return Info{}, ctx.Err()
+		err = ctx.Err()
 	case err != nil:
-		return Info{}, fmt.Errorf("video: %q: spool to %s: %w", name, f.Name(), err)
+		err = fmt.Errorf("video: %q: spool to %s: %w", name, f.Name(), err)
 	case n > limit:
-		return Info{}, fmt.Errorf("video: %q: %w, and it is spooled to a temporary file only up to %d bytes (Options.MaxSpool); this one is larger (write it with ffmpeg -movflags +faststart to stream it)", name, ErrHeaderLast, limit)
+		err = ErrSpoolLimit
 	}
-	info, err := probe(ctx, p, name, f.Name(), nil, o)
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &Spooled{path: f.Name(), name: name, o: o}, nil
+}
+
+// Decode decodes the spooled stream as DecodeFile decodes a file, its
+// errors naming the stream.
+func (s *Spooled) Decode(ctx context.Context, fn func(Frame) error) (Info, error) {
+	p, err := Find(s.o)
+	if err != nil {
+		return Info{}, fmt.Errorf("video: %q: %w", s.name, err)
+	}
+	return s.decode(ctx, p, fn)
+}
+
+func (s *Spooled) decode(ctx context.Context, p Programs, fn func(Frame) error) (Info, error) {
+	info, err := probe(ctx, p, s.name, s.path, nil, s.o)
 	if err != nil {
 		return Info{}, err
 	}
-	return info, run(ctx, p, name, f.Name(), nil, info, o, fn)
+	return info, run(ctx, p, s.name, s.path, nil, info, s.o, fn)
+}
+
+// Close removes the temporary file; again, it does nothing.
+func (s *Spooled) Close() error {
+	if s == nil || s.path == "" {
+		return nil
+	}
+	err := os.Remove(s.path)
+	s.path = ""
+	return err
 }

@@ -152,6 +152,18 @@ func TestOpenCLIPFromHub(t *testing.T) {
 	got := encodeBoth(t, bare, eot, masks, px)
 	within(t, "text_embeds, config and weights alone against the folder", got.textEmbeds, dir.textEmbeds, 0)
 	within(t, "image_embeds, config and weights alone against the folder", got.imageEmbeds, dir.imageEmbeds, 0)
+	// Opened again, online: the cached snapshot is whole without tokenizer
+	// files, so the hub is not asked.
+	srv.Reset()
+	if bare, err = models.Open("org/bare-openclip", opts); err != nil {
+		t.Fatal(err)
+	}
+	if builtin, err := bare.OpenAIBPE(); !builtin || err != nil {
+		t.Errorf("config and weights alone, from the cache: OpenAIBPE %v, %v", builtin, err)
+	}
+	if r := srv.Requests(); len(r) != 0 {
+		t.Errorf("opening the cached config and weights asked the hub %d times: %+v", len(r), r)
+	}
 
 	srv.Reset()
 	off := opts

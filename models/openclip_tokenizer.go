@@ -3,6 +3,7 @@ package models
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -18,8 +19,9 @@ const openAIBPEVocab = 49408
 // Face tokenizer (model_cfg.text_cfg.hf_tokenizer_name), as OpenCLIP
 // itself reads it. A model with tokenizer files is read from them. The
 // error says why such a model has no tokenizer at all: its config names a
-// Hugging Face tokenizer whose files are not there, or its vocab_size is
-// smaller than CLIP's 49,408 ids.
+// Hugging Face tokenizer whose files are not there, asks the built-in one
+// for other than its default cleaning (text_cfg.tokenizer_kwargs), or its
+// vocab_size is smaller than CLIP's 49,408 ids.
 func (m *Model) OpenAIBPE() (bool, error) { return m.openAIBPE, m.noTokenizer }
 
 // openCLIPTokenizer sets m.openAIBPE and m.noTokenizer for the model in
@@ -33,8 +35,9 @@ func (m *Model) openCLIPTokenizer(b []byte) error {
 	var f struct {
 		ModelCfg struct {
 			Text struct {
-				VocabSize   *int            `json:"vocab_size"`
-				HFTokenizer json.RawMessage `json:"hf_tokenizer_name"`
+				VocabSize   *int                       `json:"vocab_size"`
+				HFTokenizer json.RawMessage            `json:"hf_tokenizer_name"`
+				Kwargs      map[string]json.RawMessage `json:"tokenizer_kwargs"`
 			} `json:"text_cfg"`
 		} `json:"model_cfg"`
 	}
@@ -52,7 +55,34 @@ func (m *Model) openCLIPTokenizer(b []byte) error {
 		m.noTokenizer = fmt.Errorf("models: model %s has no tokenizer files (%s), and its %s.vocab_size %d is smaller than the %d ids of OpenCLIP's built-in CLIP BPE; put the tokenizer files it was trained with beside %s",
 			m.where(), files, where, *t.VocabSize, openAIBPEVocab, OpenCLIPWeightsFile)
 	default:
+		if k, v := simpleTokenizerKwarg(t.Kwargs); k != "" {
+			m.noTokenizer = fmt.Errorf("models: model %s has no tokenizer files (%s), and its %s.tokenizer_kwargs.%s is %s: OpenCLIP's built-in CLIP BPE is read here with its default cleaning only (clean \"lower\", no reduction_mask)",
+				m.where(), files, where, k, v)
+			break
+		}
 		m.openAIBPE = true
 	}
 	return nil
+}
+
+// simpleTokenizerKwarg returns the first (by name) of text_cfg's
+// tokenizer_kwargs kw that asks OpenCLIP's SimpleTokenizer for other than
+// its defaults (clean "lower", reduction_mask ""), and its value; "" when
+// none does.
+func simpleTokenizerKwarg(kw map[string]json.RawMessage) (string, string) {
+	keys := make([]string, 0, len(kw))
+	for k := range kw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := strings.TrimSpace(string(kw[k]))
+		switch {
+		case k == "clean" && v == `"lower"`:
+		case k == "reduction_mask" && (v == `""` || v == "null"):
+		default:
+			return k, v
+		}
+	}
+	return "", ""
 }

@@ -80,8 +80,9 @@ func openCLIPWithCLIPVocab(t *testing.T, names []string, edit func(map[string]an
 // (text/testdata/clip/golden.jsonl's openai field, cut to the context of
 // 16 with the end of text last) and the same text embeddings; the built-in
 // one pads with 0. A folder without tokenizer files whose config names a
-// Hugging Face tokenizer, or whose vocabulary is smaller than CLIP's, is
-// refused naming the field.
+// Hugging Face tokenizer, asks OpenCLIP's SimpleTokenizer for another
+// cleaning, or whose vocabulary is smaller than CLIP's, is refused naming
+// the field; tokenizer_kwargs with SimpleTokenizer's defaults are not.
 func TestOpenCLIPBuiltinBPE(t *testing.T) {
 	orttest.Load(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
@@ -130,13 +131,16 @@ func TestOpenCLIPBuiltinBPE(t *testing.T) {
 	}{
 		{func(m map[string]any) { m["hf_tokenizer_name"] = "org/some-tokenizer" }, `model_cfg.text_cfg.hf_tokenizer_name is "org/some-tokenizer"`},
 		{func(m map[string]any) { m["vocab_size"] = 594 }, "model_cfg.text_cfg.vocab_size 594 is smaller than the 49408 ids"},
+		{func(m map[string]any) { m["tokenizer_kwargs"] = map[string]any{"clean": "canonicalize"} }, `model_cfg.text_cfg.tokenizer_kwargs.clean is "canonicalize"`},
+		{func(m map[string]any) { m["tokenizer_kwargs"] = map[string]any{"clean": "lower", "reduction_mask": ""} }, ""},
 	} {
 		m, err := models.Open(openCLIPWithCLIPVocab(t, nil, c.edit), models.Options{NoBuild: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadTokenizer(m); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("LoadTokenizer: %v; want an error saying %q", err, c.want)
+		_, err = LoadTokenizer(m)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("LoadTokenizer: %v; want an error saying %q (none when empty)", err, c.want)
 		}
 	}
 }

@@ -34,7 +34,8 @@ type BuildOptions struct {
 	// QKV is the form of self-attention: "separate" (three MatMuls, then
 	// com.microsoft.MultiHeadAttention; the default), "split" (one MatMul
 	// by the packed weights, split for MultiHeadAttention) or "packed"
-	// (com.microsoft.Attention).
+	// (com.microsoft.Attention; refused for PE-Core, whose RoPE turns q
+	// and k between their projections and the attention).
 	QKV string
 	// Threads is ONNX Runtime's intra-op thread count for the checks.
 	Threads int

@@ -26,9 +26,9 @@ type KnownModel struct {
 	Build bool `json:"build,omitempty"`
 	// Layout is "openclip" for a repository in OpenCLIP's layout alone
 	// (open_clip_config.json and open_clip_model.safetensors, such as
-	// PE-Core's), which opens from a folder holding its files and a
-	// tokenizer's (its hub id opens when the repository has those; for the
-	// known ones that was not verified); "" for the Hugging Face layout.
+	// PE-Core's), which opens by its hub id or from a folder holding its
+	// files, its tokenizer the repository's files or OpenCLIP's built-in
+	// CLIP BPE (Model.OpenAIBPE); "" for the Hugging Face layout.
 	Layout   string   `json:"layout,omitempty"`
 	Use      string   `json:"use"`      // the reference to give Open (graphs+heads when the heads are verified)
 	Arch     string   `json:"arch"`     // what it is

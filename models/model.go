@@ -35,6 +35,10 @@ type Model struct {
 	noGraphs error             // why a model without graphs got none built, for errors
 	virtual  map[string][]byte // canonical name → a file made in memory (OpenCLIP's layout)
 	openCLIP bool              // the folder is in OpenCLIP's layout
+	// openAIBPE: the tokenizer is OpenCLIP's built-in CLIP BPE;
+	// noTokenizer: why a model in OpenCLIP's layout has none (OpenAIBPE).
+	openAIBPE   bool
+	noTokenizer error
 }
 
 // Open resolves ref and reads the model's config.json. Hub models missing

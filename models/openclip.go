@@ -132,7 +132,7 @@ func (m *Model) openCLIPLayout() error {
 		m.virtual[PreprocessorFile] = pre
 	}
 	m.openCLIP = true
-	return nil
+	return m.openCLIPTokenizer(b)
 }
 
 // openCLIPPickleOnly refuses a model in OpenCLIP's layout (where: its

@@ -30,7 +30,8 @@ func missingFromSnapshot(cache hub.Cache, repo, commit string, graphs []string) 
 	}
 	// A snapshot holding no tokenizer file at all was fetched without one
 	// (by a version that knew fewer of their names): ask the hub again.
-	tok := false
+	// One in OpenCLIP's layout alone needs none (Model.OpenAIBPE).
+	tok := oc && !hf
 	for _, f := range tokenizerFiles {
 		if _, ok := cache.File(repo, commit, f); ok {
 			tok = true

@@ -346,9 +346,9 @@ func (e *Engine) openEncoders(ctx context.Context, defaultReadout bool) error {
 // context) and truncating, the engine's per Options.Truncate.
 func (e *Engine) loadText() error {
 	m := e.m
-	tok, err := text.LoadTokenizer(m.FS())
+	tok, err := LoadTokenizer(m)
 	if err != nil {
-		return fmt.Errorf("pipeline: model %s: %w", m.Name(), err)
+		return err
 	}
 	e.ctxLen = tok.ForModel(m.Config().TextConfig.MaxPositionEmbeddings).ContextLength()
 	// A model in OpenCLIP's layout cleans text as OpenCLIP's tokenizer

@@ -1,14 +1,17 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/clip"
@@ -63,19 +66,32 @@ func peClose(t *testing.T, what string, got, want []float32) (float64, float64) 
 // head) are those of scripts/openclip/make_tiny_pecore.py's float64
 // transcription of OpenCLIP and timm; so are each readout's joint-space
 // patches (the last block recomputed with q and k turned by its RoPE);
-// raw is the default.
+// raw is the default. So they are with the graphs rebuilt with q, k, v
+// as one MatMul and a Split (models.BuildOptions.QKV "split").
 func TestPECore(t *testing.T) {
 	orttest.Load(t)
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	for _, tc := range []struct {
 		dir string
 		cls int
-	}{{"tinypecore", 1}, {"tinypecore-nocls", 0}} {
-		t.Run(tc.dir, func(t *testing.T) {
+		qkv string
+	}{{"tinypecore", 1, ""}, {"tinypecore-nocls", 0, ""}, {"tinypecore", 1, "split"}, {"tinypecore-nocls", 0, "split"}} {
+		t.Run(tc.dir+"/"+cmp.Or(tc.qkv, "separate"), func(t *testing.T) {
+			t.Setenv("XDG_CACHE_HOME", t.TempDir())
 			dir := filepath.Join("..", "testdata", tc.dir)
 			m, err := models.Open(dir, models.Options{})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.qkv != "" {
+				if _, err := m.Build(context.Background(), models.BuildOptions{QKV: tc.qkv}); err != nil {
+					t.Fatal(err)
+				}
+				if m, err = models.Open(dir, models.Options{}); err != nil {
+					t.Fatal(err)
+				}
+				if !graphHas(t, m.Path(models.VisionModelFile), "Split") {
+					t.Fatalf("the vision graph rebuilt with q, k, v %s has no Split", tc.qkv)
+				}
 			}
 			if !m.OpenCLIP() || !m.Built() || m.Config().VisionConfig.PECore == nil {
 				t.Fatalf("OpenCLIP %v, built %v, PE-Core %v; want a PE-Core model with built graphs", m.OpenCLIP(), m.Built(), m.Config().VisionConfig.PECore)
@@ -222,4 +238,15 @@ func checkPEReadout(t *testing.T, eng *Engine, dir string, r clip.Readout) {
 		}
 	}
 	t.Logf("readout %s: joint patches within %.2g, lowest cosine %.9f", r, worst, lowest)
+}
+
+// graphHas reports whether the graph file path has a node of type op.
+func graphHas(t *testing.T, path, op string) bool {
+	t.Helper()
+	g, err := onnxgraph.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	return slices.ContainsFunc(g.Graph.Nodes, func(n onnxgraph.Node) bool { return n.OpType == op })
 }

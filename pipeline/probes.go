@@ -8,7 +8,6 @@ import (
 
 	"github.com/conditionhq/condition/models"
 	"github.com/conditionhq/condition/models/clip"
-	"github.com/conditionhq/condition/text"
 	"github.com/conditionhq/condition/vision"
 )
 
@@ -24,7 +23,7 @@ func OptimizeProbes(m *models.Model, imgs []image.Image, prompts []string) (clip
 		return p, err
 	}
 
-	tok, err := text.LoadTokenizer(m.FS())
+	tok, err := LoadTokenizer(m)
 	if err != nil {
 		return p, err
 	}

@@ -3,11 +3,9 @@ package text
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -126,55 +124,7 @@ func LoadOpenAIBPE(path string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("text: %w", err)
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("text: %s: %w", path, err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("text: %s: %w", path, err)
-	}
-	lines := strings.Split(string(b), "\n")
-	// openai keeps merges[1 : 49152-256-2+1]: the header line is dropped and
-	// the vocabulary is cut at 49,408 entries.
-	const nMerges = 49152 - 256 - 2
-	if len(lines) < nMerges+1 {
-		return nil, fmt.Errorf("text: %s: %d lines, want at least %d merges after a header", path, len(lines), nMerges)
-	}
-	// openai's vocabulary starts with bytes_to_unicode().values() in the
-	// dict's order: ascending rune order ("!" is 0), then the same with "</w>".
-	var tokens []string
-	for r := range rune(len(runeBytes)) {
-		if runeBytes[r] >= 0 {
-			tokens = append(tokens, string(r))
-		}
-	}
-	for i := range 256 {
-		tokens = append(tokens, tokens[i]+wordSuffix)
-	}
-	pairs := make([][2]string, 0, nMerges)
-	for i, line := range lines[1 : nMerges+1] {
-		a, b, ok := strings.Cut(line, " ")
-		if !ok || a == "" || b == "" || strings.Contains(b, " ") {
-			return nil, fmt.Errorf("text: %s: line %d: %q is not a merge %q", path, i+2, line, "a b")
-		}
-		pairs = append(pairs, [2]string{a, b})
-		tokens = append(tokens, a+b)
-	}
-	tokens = append(tokens, startOfText, endOfText)
-	vocab := make(map[string]int, len(tokens))
-	for id, tok := range tokens {
-		vocab[tok] = id
-	}
-	t, err := build(vocab, pairs, buildConfig{
-		suffix: wordSuffix, unk: "", nfc: true, lower: true,
-		bos: startOfText, eos: endOfText, pad: tokens[0], context: DefaultContextLength,
-		added: defaultAdded(vocab),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w (in %s)", err, path)
-	}
-	return t.WithOptions(Options{})
+	return readOpenAIBPE(f, path)
 }
 
 // tokenizerConfig is what is read from tokenizer_config.json.

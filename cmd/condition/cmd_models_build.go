@@ -32,7 +32,7 @@ func (o *buildOptions) AddFlags(fs *pflag.FlagSet) {
 	o.rt.AddFlags(fs, runtimeOnly)
 	fs.BoolVar(&o.int8, "int8", false, "also make the int8 variant of the built graphs (as models optimize --int8 does, with its checks)")
 	fs.StringVar(&o.out, "out", "", "write the graphs to DIR/onnx/ instead of this program's cache")
-	fs.StringVar(&o.qkv, "qkv", "", "self-attention's q, k, v projections: separate (three MatMuls, then MultiHeadAttention; default), split (one MatMul by the packed weights, split for MultiHeadAttention) or packed (com.microsoft.Attention)")
+	fs.StringVar(&o.qkv, "qkv", "", "self-attention's q, k, v projections: separate (three MatMuls, then MultiHeadAttention; default), split (one MatMul by the packed weights, split for MultiHeadAttention; for PE-Core's vision graph, RoPE on the split q and k) or packed (com.microsoft.Attention; refused for PE-Core, whose RoPE turns q and k between their projections and the attention)")
 	fs.StringVar(&o.images, "images", "", "with --int8: folder of images to check the int8 graphs on (default: 8 generated scenes)")
 }
 

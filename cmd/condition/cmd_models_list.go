@@ -27,9 +27,6 @@ func knownGraphs(k models.KnownModel) string {
 	if !k.Build {
 		return "ONNX export"
 	}
-	if k.Layout == models.LayoutOpenCLIP {
-		return "built from its folder"
-	}
 	for _, f := range []models.Family{models.CLIP, models.MetaCLIP2, models.SigLIP, models.SigLIP2, models.Tipsv2} {
 		if f.String() == k.Family && !models.BuildsFamily(f) {
 			return "to be built (not by this version)"
@@ -38,12 +35,10 @@ func knownGraphs(k models.KnownModel) string {
 	return "built on first use"
 }
 
-// knownUse is what to give --model for a known model: its reference, or
-// for a repository in OpenCLIP's layout alone, a folder of its files.
+// knownUse is what to give --model for a known model: its reference (a
+// repository in OpenCLIP's layout alone too: its tokenizer files or
+// OpenCLIP's built-in CLIP BPE).
 func knownUse(k models.KnownModel) string {
-	if k.Layout == models.LayoutOpenCLIP {
-		return "--model DIR (its OpenCLIP files)"
-	}
 	return "--model " + k.Use
 }
 

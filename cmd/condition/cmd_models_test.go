@@ -195,10 +195,6 @@ func TestKnownModelsTable(t *testing.T) {
 			}
 		}
 		use := "--model " + k.Use
-		if k.Layout == models.LayoutOpenCLIP {
-			// Hub ids in OpenCLIP's layout alone are not opened: a folder.
-			graphs, use = "built from its folder", "--model DIR (its OpenCLIP files)"
-		}
 		arch := strings.Fields(k.Arch)[0] // "ViT-B/32", "SigLIP", "MetaCLIP", "TIPSv2", "PE-Core"
 		if !strings.HasPrefix(row, k.Ref+" ") || !strings.Contains(row, "  "+k.Family+" ") || !strings.Contains(row, "  "+arch) ||
 			!strings.Contains(row, "  "+graphs+"  ") || !strings.HasSuffix(row, use) {
@@ -209,7 +205,7 @@ func TestKnownModelsTable(t *testing.T) {
 		t.Errorf("the last line does not point at --verbose: %q", lines[len(lines)-1])
 	}
 	for _, want := range []string{"openai/clip-vit-large-patch14 CLIP ViT-L/14 at 224 built on first use", "facebook/metaclip-2-worldwide-huge-quickgelu MetaCLIP 2 MetaCLIP 2 worldwide ViT-H/14 at 224 px built on first use",
-		"timm/PE-Core-B-16 CLIP PE-Core B/16 at 224 px built from its folder --model DIR (its OpenCLIP files)"} {
+		"timm/PE-Core-B-16 CLIP PE-Core B/16 at 224 px built on first use --model timm/PE-Core-B-16"} {
 		found := false
 		for _, l := range lines {
 			found = found || strings.HasPrefix(strings.Join(strings.Fields(l), " "), want)

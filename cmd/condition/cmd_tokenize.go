@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/models"
+	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/text"
 )
 
@@ -30,8 +31,9 @@ else one prompt per line. With --json, writes one JSON object per prompt and
 line: {"text", "ids", "tokens", "words", "truncated"[, "mask"]}.
 
 --model is a model directory (tokenizer.json, or vocab.json and merges.txt,
-and tokenizer_config.json), a hub id org/name[@revision], default, or openai's
-bpe_simple_vocab_16e6.txt.gz.`
+and tokenizer_config.json; a folder in OpenCLIP's layout without them uses
+OpenCLIP's built-in CLIP BPE), a hub id org/name[@revision], default, or
+openai's bpe_simple_vocab_16e6.txt.gz.`
 
 // tokenizeOptions are the flags of `condition tokenize`.
 type tokenizeOptions struct {
@@ -54,51 +56,53 @@ func (o *tokenizeOptions) AddFlags(fs *pflag.FlagSet) {
 
 // loadTokenizer opens the tokenizer a --model value names and returns the
 // model's position table size (0 when the --model value is tokenizer files
-// only, with no config.json).
-func loadTokenizer(ctx context.Context, e *env, ref string) (*text.Tokenizer, int, error) {
+// only, with no config.json), and whether the model is in OpenCLIP's
+// layout (its text cleaned as OpenCLIP's tokenizer cleans it).
+func loadTokenizer(ctx context.Context, e *env, ref string) (*text.Tokenizer, int, bool, error) {
 	if st, err := os.Stat(ref); err == nil {
 		if st.IsDir() && isOpenCLIPDir(ref) {
-			// OpenCLIP's layout: its context from open_clip_config.json.
+			// OpenCLIP's layout: its context from open_clip_config.json,
+			// its tokenizer files or OpenCLIP's built-in CLIP BPE.
 			m, err := models.Open(ref, models.Options{NoBuild: true})
 			if err != nil {
-				return nil, 0, err
+				return nil, 0, false, err
 			}
-			t, err := text.LoadTokenizer(m.FS())
-			return t, m.Config().TextConfig.MaxPositionEmbeddings, err
+			t, err := pipeline.LoadTokenizer(m)
+			return t, m.Config().TextConfig.MaxPositionEmbeddings, true, err
 		}
 		if st.IsDir() {
 			// A plain directory needs no config.json: tokenizer files are
 			// enough. With one, its position table bounds the context.
 			t, err := text.LoadTokenizerDir(ref)
 			if err != nil {
-				return nil, 0, err
+				return nil, 0, false, err
 			}
 			b, err := os.ReadFile(filepath.Join(ref, models.ConfigFile))
 			if errors.Is(err, fs.ErrNotExist) {
-				return t, 0, nil
+				return t, 0, false, nil
 			} else if err != nil {
-				return nil, 0, err
+				return nil, 0, false, err
 			}
 			c, err := models.ParseConfig(b)
 			if err != nil {
-				return nil, 0, fmt.Errorf("%s: %w", filepath.Join(ref, models.ConfigFile), err)
+				return nil, 0, false, fmt.Errorf("%s: %w", filepath.Join(ref, models.ConfigFile), err)
 			}
-			return t, c.TextConfig.MaxPositionEmbeddings, nil
+			return t, c.TextConfig.MaxPositionEmbeddings, false, nil
 		}
 		if strings.HasSuffix(ref, ".gz") {
 			t, err := text.LoadOpenAIBPE(ref)
-			return t, 0, err
+			return t, 0, false, err
 		}
 	}
 	m, err := openModel(ctx, e, ref, "")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
-	t, err := text.LoadTokenizer(m.FS())
+	t, err := pipeline.LoadTokenizer(m)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w (model %s)", err, m.Name())
+		return nil, 0, false, err
 	}
-	return t, m.Config().TextConfig.MaxPositionEmbeddings, nil
+	return t, m.Config().TextConfig.MaxPositionEmbeddings, m.OpenCLIP(), nil
 }
 
 // isOpenCLIPDir reports whether the folder dir is in OpenCLIP's layout
@@ -130,12 +134,12 @@ func runTokenize(ctx context.Context, e *env, args []string) error {
 	if o.ContextLength < 0 || o.ContextLength == 1 {
 		return usagef("--context-length must be 0 (the model's) or at least 2, got %d", o.ContextLength)
 	}
-	tok, maxPositions, err := loadTokenizer(ctx, e, o.Model)
+	tok, maxPositions, openCLIP, err := loadTokenizer(ctx, e, o.Model)
 	if err != nil {
 		return err
 	}
 	// A model in OpenCLIP's layout cleans as OpenCLIP's tokenizer does.
-	clean := o.OpenAI || isOpenCLIPDir(o.Model)
+	clean := o.OpenAI || openCLIP
 	tok, err = tok.WithOptions(text.Options{ContextLength: o.ContextLength, OpenAIClean: clean, ErrorOnOverflow: o.ErrorOnOverflow})
 	if err != nil {
 		return usagef("%v", err)

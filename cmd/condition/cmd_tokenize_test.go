@@ -228,3 +228,54 @@ func TestTokenizeOpenCLIP(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenizeOpenCLIPBuiltinBPE tokenizes with a folder in OpenCLIP's
+// layout that has no tokenizer files (its config alone, CLIP's vocabulary
+// size, context 16): OpenCLIP's built-in CLIP BPE with openai's cleaning
+// gives openai's ids (golden.jsonl's openai field), padded with zeros to
+// the config's context_length.
+func TestTokenizeOpenCLIPBuiltinBPE(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/tinyopenclip/open_clip_config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := strings.Replace(string(b), `"vocab_size": 594`, `"vocab_size": 49408`, 1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "open_clip_config.json"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.ReadFile(filepath.Join(clipDir, "golden.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(f)), "\n") {
+		var g struct {
+			Text   string  `json:"text"`
+			OpenAI []int64 `json:"openai"`
+		}
+		if err := json.Unmarshal([]byte(line), &g); err != nil {
+			t.Fatal(err)
+		}
+		if len(g.OpenAI) > 16 || strings.TrimSpace(g.Text) == "" || strings.HasPrefix(g.Text, "-") {
+			continue
+		}
+		code, out, errs := tokRun(t, "", "tokenize", "--model", dir, "--json", "--pad", "--", g.Text)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", g.Text, code, errs)
+		}
+		var r struct {
+			IDs []int64 `json:"ids"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if want := append(slices.Clone(g.OpenAI), make([]int64, 16-len(g.OpenAI))...); !slices.Equal(r.IDs, want) {
+			t.Errorf("%q: ids %v, want openai's %v", g.Text, r.IDs, want)
+		}
+		n++
+	}
+	if n < 15 {
+		t.Fatalf("only %d lines of golden.jsonl checked", n)
+	}
+}

@@ -60,7 +60,11 @@ const (
 
 // Options chooses how the graphs are written.
 type Options struct {
-	// QKV is the form of self-attention (QKVSeparate when empty).
+	// QKV is the form of self-attention (QKVSeparate when empty). A
+	// PE-Core vision tower (PEVision) takes QKVSeparate or QKVSplit, its
+	// RoPE turning q and k after the Split; QKVPacked is refused there
+	// (com.microsoft.Attention projects q and k inside itself, where RoPE
+	// cannot turn them).
 	QKV string
 	// ExternalAbove stores the weights of a graph in a data file beside it
 	// (<graph>.onnx_data) when they add up to more than this many bytes
@@ -548,6 +552,9 @@ func plan(ck *Checkpoint, c CLIPConfig, opts Options) (text, vision *graph, err 
 	}
 	tower := func(b *builder) { b.visionGraph(c) }
 	if c.Vision.PE != nil {
+		if opts.QKV == QKVPacked {
+			return nil, nil, errors.New("graphbuild: q, k, v form packed is not built for PE-Core: its vision tower turns q and k by RoPE between their projections and the attention, and com.microsoft.Attention projects them inside itself; want separate or split")
+		}
 		tower = func(b *builder) { b.peVision(c) }
 	}
 	return assemble(ck, opts, func(b *builder) { b.textGraph(c) }, tower)

@@ -14,7 +14,8 @@ import (
 //     false, as PE-Core bigG), an absolute position table over the class
 //     token and the patches, norm_pre;
 //   - pre-LN blocks whose q and k (after their biases) are turned by 2-D
-//     RoPE on the patch rows, the class token's left as they are: per head
+//     RoPE on the patch rows, the class token's left as they are (q, k, v
+//     three MatMuls, or with Options.QKV QKVSplit one and a Split): per head
 //     of d_h dimensions, n = d_h/4 bands 1/10000^(i/n); the first half of
 //     the head turns with the patch's column x, the second with its row y,
 //     each (c + GridOffset)·RefGrid/grid; pairs (2j, 2j+1) interleaved:
@@ -188,14 +189,42 @@ func RopeTables(gh, gw, cls, hd, ref int, offset float64) (cos, sin []float32) {
 }
 
 // peBlock adds one PE-Core block to x [B, T, d]: norm1, q, k, v from the
-// packed qkv Linear (q and k with their biases, then RoPE), attention,
-// proj, the residual; norm2, the GELU MLP, the residual.
+// packed qkv Linear (q and k with their biases, then RoPE: peQKV),
+// attention, proj, the residual; norm2, the GELU MLP, the residual.
 func (b *builder) peBlock(x, prefix string, d, inter, heads int64, eps float64, rope peRope, out string) string {
 	g := b.g
 	h := b.layerNorm(x, prefix+"norm1", d, eps, "")
+	ins := b.peQKV(h, prefix, d, heads, rope)
+	attn := g.op("MultiHeadAttention", "", ins...)
+	g.last().with(intAttr("num_heads", heads), floatAttr("scale", float32(1/math.Sqrt(float64(d/heads))))).domain = msDomain
+	x = g.op("Add", "", x, b.linear(attn, prefix+"attn.proj", d, d))
+	h = b.layerNorm(x, prefix+"norm2", d, eps, "")
+	f := b.activation(b.linear(h, prefix+"mlp.fc1", inter, d), "gelu")
+	f = b.linear(f, prefix+"mlp.fc2", d, inter)
+	return g.op("Add", out, x, f)
+}
+
+// peQKV adds the q, k and v of h [B, T, d] from the block's packed qkv
+// Linear (prefix attn.qkv, weight [3d, d], bias [3d]), q and k with their
+// biases and turned by RoPE, in the form opts.QKV asks for, and returns
+// the MultiHeadAttention inputs: QKVSeparate (the default), three MatMuls
+// by the weight's row blocks, v's bias left to the attention's bias input;
+// QKVSplit, one MatMul by the whole weight and one Add of the whole bias,
+// then Split (one MatMul for int8 to quantize). (QKVPacked is refused
+// before: com.microsoft.Attention projects inside itself, where RoPE
+// cannot reach q and k.)
+func (b *builder) peQKV(h, prefix string, d, heads int64, rope peRope) []string {
+	g := b.g
 	qkvW, qkvB := prefix+"attn.qkv.weight", prefix+"attn.qkv.bias"
 	b.need(qkvW, 3*d, d)
 	b.need(qkvB, 3*d)
+	if b.opts.QKV == QKVSplit {
+		qkv := g.op("Add", "", g.op("MatMul", "", h, b.wT(qkvW, 3*d, d)), b.w(qkvB, 3*d))
+		q, k, v := g.tmp("q"), g.tmp("k"), g.tmp("v")
+		g.nodes = append(g.nodes, &node{op: "Split", name: q, in: []string{qkv, g.constInts("qkv_sizes", []int64{3}, d, d, d)},
+			out: []string{q, k, v}, attrs: []attr{intAttr("axis", -1)}})
+		return []string{rope.apply(g, q, heads), rope.apply(g, k, heads), v}
+	}
 	q := g.op("MatMul", "", h, b.rowsT(qkvW, "q", 0, d, d))
 	k := g.op("MatMul", "", h, b.rowsT(qkvW, "k", d, d, d))
 	v := g.op("MatMul", "", h, b.rowsT(qkvW, "v", 2*d, d, d))
@@ -211,13 +240,7 @@ func (b *builder) peBlock(x, prefix string, d, inter, heads int64, eps float64, 
 		copy(out[2*d:], all[2*d:3*d])
 		return out, nil
 	})
-	attn := g.op("MultiHeadAttention", "", q, k, v, vb)
-	g.last().with(intAttr("num_heads", heads), floatAttr("scale", float32(1/math.Sqrt(float64(d/heads))))).domain = msDomain
-	x = g.op("Add", "", x, b.linear(attn, prefix+"attn.proj", d, d))
-	h = b.layerNorm(x, prefix+"norm2", d, eps, "")
-	f := b.activation(b.linear(h, prefix+"mlp.fc1", inter, d), "gelu")
-	f = b.linear(f, prefix+"mlp.fc2", d, inter)
-	return g.op("Add", out, x, f)
+	return []string{q, k, v, vb}
 }
 
 // biasRows adds values [r0, r0+n) of the bias name (checked by the

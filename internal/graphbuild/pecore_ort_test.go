@@ -3,8 +3,10 @@ package graphbuild
 import (
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/conditionhq/condition/internal/onnxgraph"
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/tensorio"
 )
@@ -44,11 +46,12 @@ func closeTo(want, got []float32, w int) (maxAbs, minCos float64) {
 // TestBuildPECoreMatchesReference builds the tiny PE-Core models' graphs
 // from their open_clip_model.safetensors (OpenCLIP's names: the timm tower
 // under visual.trunk., the text tower under text.) and runs them on the
-// golden inputs, in one batch of three and one image at a time: the
-// vision tower's last_hidden_state and image_embeds, the text tower's
-// token states and text_embeds within 1e-5 of the float64 transcription
-// of OpenCLIP and timm (make_tiny_pecore.py), every row's cosine at least
-// 0.99999.
+// golden inputs, in one batch of three and one image at a time, with q,
+// k, v as three MatMuls (QKVSeparate) and as one MatMul and a Split
+// (QKVSplit): the vision tower's last_hidden_state and image_embeds, the
+// text tower's token states and text_embeds within 1e-5 of the float64
+// transcription of OpenCLIP and timm (make_tiny_pecore.py), every row's
+// cosine at least 0.99999. QKVPacked is refused, naming RoPE.
 func TestBuildPECoreMatchesReference(t *testing.T) {
 	orttest.Load(t)
 	for _, tc := range []struct {
@@ -56,11 +59,14 @@ func TestBuildPECoreMatchesReference(t *testing.T) {
 		size   int
 		cls    bool
 		offset float64
+		qkv    string
 	}{
-		{"tinypecore", 32, true, 1},
-		{"tinypecore-nocls", 48, false, 0},
+		{"tinypecore", 32, true, 1, QKVSeparate},
+		{"tinypecore-nocls", 48, false, 0, QKVSeparate},
+		{"tinypecore", 32, true, 1, QKVSplit},
+		{"tinypecore-nocls", 48, false, 0, QKVSplit},
 	} {
-		t.Run(tc.dir, func(t *testing.T) {
+		t.Run(tc.dir+"/"+tc.qkv, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "testdata", tc.dir)
 			cfg := tinyPEConfig(tc.size, tc.cls, tc.offset)
 			ck, err := OpenOpenCLIPCheckpoint(dir, cfg)
@@ -69,8 +75,14 @@ func TestBuildPECoreMatchesReference(t *testing.T) {
 			}
 			defer ck.Close()
 			out := t.TempDir()
-			if _, err := BuildCLIP(ck, cfg, out, Options{}); err != nil {
+			if _, err := BuildCLIP(ck, cfg, out, Options{QKV: QKVPacked}); err == nil || !strings.Contains(err.Error(), "RoPE") {
+				t.Errorf("QKVPacked: %v; want it refused, naming RoPE", err)
+			}
+			if _, err := BuildCLIP(ck, cfg, out, Options{QKV: tc.qkv}); err != nil {
 				t.Fatal(err)
+			}
+			if n := countOps(t, filepath.Join(out, filepath.FromSlash(VisionModelFile)), "Split"); n != map[string]int{QKVSeparate: 0, QKVSplit: 2}[tc.qkv] {
+				t.Errorf("%s: the vision graph has %d Split nodes, want one a block", tc.qkv, n)
 			}
 			check := func(what string, want, got []float32, w int) {
 				t.Helper()
@@ -143,4 +155,21 @@ func TestRopeTables(t *testing.T) {
 			t.Errorf("row %d pair %d: cos %v sin %v, want the angle %v", c.row, c.pair, cos[i], sin[i], c.angle)
 		}
 	}
+}
+
+// countOps returns the number of nodes of type op in the graph file path.
+func countOps(t *testing.T, path, op string) int {
+	t.Helper()
+	m, err := onnxgraph.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	n := 0
+	for _, node := range m.Graph.Nodes {
+		if node.OpType == op {
+			n++
+		}
+	}
+	return n
 }

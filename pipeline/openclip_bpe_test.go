@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -175,5 +176,45 @@ func readOpenAIGolden(t *testing.T) []openAIGolden {
 	if err := sc.Err(); err != nil || len(out) == 0 {
 		t.Fatalf("golden.jsonl: %d lines, %v", len(out), err)
 	}
-	return out
+	return withFtfyIDs(t, out)
+}
+
+// withFtfyIDs takes the openai ids of the texts ftfy changes from
+// text/testdata/openai_ftfy.jsonl (the real ftfy, then openai's
+// tokenizer: golden.jsonl's openai ids were made without ftfy), and adds
+// that file's other texts ftfy changes.
+func withFtfyIDs(t *testing.T, gs []openAIGolden) []openAIGolden {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "text", "testdata", "openai_ftfy.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := map[string][]int64{}
+	var order []string
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var l struct {
+			Text, Fixed string
+			OpenAI      []int64
+		}
+		if err := json.Unmarshal(line, &l); err != nil || l.Text == "" || l.Fixed == l.Text || strings.TrimSpace(l.Fixed) == "" {
+			continue
+		}
+		fixed[l.Text] = l.OpenAI
+		order = append(order, l.Text)
+	}
+	if len(order) < 100 {
+		t.Fatalf("openai_ftfy.jsonl: %d texts ftfy changes; want more", len(order))
+	}
+	for i, g := range gs {
+		if ids, ok := fixed[g.Text]; ok {
+			gs[i].OpenAI = ids
+			delete(fixed, g.Text)
+		}
+	}
+	for _, text := range order {
+		if ids, ok := fixed[text]; ok {
+			gs = append(gs, openAIGolden{Text: text, OpenAI: ids})
+		}
+	}
+	return gs
 }

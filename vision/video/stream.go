@@ -91,9 +91,5 @@ func spooled(ctx context.Context, p Programs, r io.Reader, name string, o Option
 	case n > limit:
 		return Info{}, fmt.Errorf("video: %q: %w, and it is spooled to a temporary file only up to %d bytes (Options.MaxSpool); this one is larger (write it with ffmpeg -movflags +faststart to stream it)", name, ErrHeaderLast, limit)
 	}
-	info, err := probe(ctx, p, name, f.Name(), nil, o)
-	if err != nil {
-		return Info{}, err
-	}
-	return info, run(ctx, p, name, f.Name(), nil, info, o, fn)
+	return decodeFile(ctx, p, name, f.Name(), o, fn)
 }

@@ -53,7 +53,6 @@ type probeOut struct {
 		} `json:"side_data_list"`
 	} `json:"streams"`
 	Format struct {
-		Name     string `json:"format_name"`
 		Duration string `json:"duration"`
 	} `json:"format"`
 	Packets []struct {
@@ -121,10 +120,7 @@ func probeSeek(ctx context.Context, p Programs, path, src string, o Options) (In
 			pk[i].dts = *q.DTS
 		}
 	}
-	// MP4 and MOV seek by decoding timestamp (their sample tables' dts);
-	// other demuxers by presentation timestamp.
-	byDTS := strings.Contains(po.Format.Name, "mp4") || strings.Contains(po.Format.Name, "mov")
-	if plan, ok := planSeek(pk, info.Stream, tbs, o.fps(), seekGap, byDTS); ok {
+	if plan, ok := planSeek(pk, info.Stream, tbs, o.fps(), seekGap); ok {
 		return info, &plan, nil
 	}
 	return info, nil, nil

@@ -44,15 +44,13 @@ type seekPlan struct {
 // the rule of SampleFPS (the frames in presentation order are the
 // stream's packets sorted by pts), and the runs that decode them from
 // key frames, a new run wherever jumping to the key frame before the next
-// sample skips at least gap frames. A run starts at its key frame's time:
-// its dts when the demuxer seeks by dts (byDTS: MP4, MOV), its pts
-// otherwise. ok is false when that gives one run
+// sample skips at least gap frames. ok is false when that gives one run
 // (seeking would decode as much as decoding on), or when the packets do
 // not allow it exactly: a video packet without timestamps or one the
 // demuxer drops, two with one pts, a first packet that is not a key frame
 // shown first at a time ≥ 0, a key frame with leading frames (see
 // cleanKeys).
-func planSeek(pk []packet, stream int, tbs map[int][2]int64, fps float64, gap int, byDTS bool) (seekPlan, bool) {
+func planSeek(pk []packet, stream int, tbs map[int][2]int64, fps float64, gap int) (seekPlan, bool) {
 	tb := tbs[stream]
 	v, ok := streamPackets(pk, stream, tbs)
 	if !ok || len(v) < 2 || !pk[v[0]].key {
@@ -96,13 +94,8 @@ func planSeek(pk []packet, stream int, tbs map[int][2]int64, fps float64, gap in
 	}
 	for r, kd := range starts {
 		in := int64(0) // the first run starts at the file's start
-		if k := pk[v[disp[kd]]]; r > 0 && byDTS {
-			// The key frame's dts: a run that reads only up to its sample's
-			// dts does not read the packets after the key frame whose dts
-			// come before its pts (B-frames' reordering delay).
-			in = ceilMicro(k.dts, tb)
-		} else if r > 0 {
-			in = ceilMicro(k.pts, tb)
+		if r > 0 {
+			in = ceilMicro(pk[v[disp[kd]]].pts, tb)
 		}
 		// The demuxer ends a run at the first packet, of any stream, whose
 		// dts is at or past out: out is past every packet from the key

@@ -101,7 +101,7 @@ func TestPlanSeek(t *testing.T) {
 		return pk
 	}
 	tbs := map[int][2]int64{0: {1, 30}, 1: {1, 1000}}
-	plan, ok := planSeek(mk(180, 60), 0, tbs, 1, seekGap, false)
+	plan, ok := planSeek(mk(180, 60), 0, tbs, 1, seekGap)
 	if !ok {
 		t.Fatal("no plan for key frames 2 s apart")
 	}
@@ -125,10 +125,10 @@ func TestPlanSeek(t *testing.T) {
 	// Key frames 10 s apart: a run per GOP, which skips the 29 frames
 	// after its last sample; at 2 frames a second, 14 (fewer than
 	// seekGap): in order.
-	if plan, ok := planSeek(mk(900, 300), 0, tbs, 1, seekGap, false); !ok || len(plan.runs) != 3 || plan.runs[1].in != 10e6 || len(plan.samples) != 30 {
+	if plan, ok := planSeek(mk(900, 300), 0, tbs, 1, seekGap); !ok || len(plan.runs) != 3 || plan.runs[1].in != 10e6 || len(plan.samples) != 30 {
 		t.Fatalf("key frames 10 s apart at 1 frame a second: runs %+v, %d samples; want 3 runs, 30 samples", plan.runs, len(plan.samples))
 	}
-	if plan, ok := planSeek(mk(900, 300), 0, tbs, 2, seekGap, false); ok {
+	if plan, ok := planSeek(mk(900, 300), 0, tbs, 2, seekGap); ok {
 		t.Fatalf("key frames 10 s apart at 2 frames a second: runs %+v, want decoding in order", plan.runs)
 	}
 	list := concatList("/v/it's.mp4", plan)

@@ -29,10 +29,10 @@ func init() {
 type videoBenchOptions struct {
 	model, variant, video string
 	width, height         int
-	seconds, rate         int
+	seconds, rate, gop    int
 	fps                   float64
 	batch, rounds, repeat int
-	json                  bool
+	json, noSeek          bool
 	ort                   ortFlags
 }
 
@@ -44,10 +44,12 @@ func (o *videoBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.height, "height", 1080, "height of the synthetic video")
 	fs.IntVar(&o.seconds, "seconds", 60, "length of the synthetic video in seconds")
 	fs.IntVar(&o.rate, "rate", 30, "frames per second of the synthetic video")
+	fs.IntVar(&o.gop, "gop", 0, "key-frame interval of the synthetic video in frames (0: 2 s, twice --rate; 250 is x264's own default)")
 	fs.Float64Var(&o.fps, "fps", video.DefaultFPS, "frames sampled per second, as condition run --fps")
 	fs.IntVar(&o.batch, "batch", 8, "frames per vision encoder call (the same for the job and the encoder alone)")
 	fs.IntVar(&o.rounds, "rounds", 2, "passes of the encoder-alone measurement")
 	fs.IntVar(&o.repeat, "repeat", 1, "measure the decode, the encoder alone and the job this many times (reports the medians)")
+	fs.BoolVar(&o.noSeek, "no-seek", false, "the job decodes every frame in order, never from key frames (video.Options.NoSeek)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	o.ort.AddFlags(fs)
 }
@@ -60,6 +62,8 @@ func (o *videoBenchOptions) check() error {
 		return usagef("--width and --height must be even and at least 16, got %dx%d", o.width, o.height)
 	case o.video == "" && (o.seconds < 1 || o.rate < 1):
 		return usagef("--seconds and --rate must be at least 1, got %d and %d", o.seconds, o.rate)
+	case o.gop < 0:
+		return usagef("--gop must be 0 (2 s) or a number of frames, got %d", o.gop)
 	case o.batch < 1 || o.rounds < 1 || o.repeat < 1:
 		return usagef("--batch, --rounds and --repeat must be at least 1")
 	}
@@ -75,11 +79,14 @@ type decodeRate struct {
 	FFmpegCPU float64 `json:"ffmpeg_cpu_s"`
 	SelfCPU   float64 `json:"self_cpu_s"`
 	PerSec    float64 `json:"frames_per_s"`
+	// FFmpegMs is ffmpeg's CPU (ffprobe's included) per frame kept, ms.
+	FFmpegMs float64 `json:"ffmpeg_cpu_ms_per_frame"`
 }
 
 // videoBenchRound is one repeat's figures.
 type videoBenchRound struct {
-	DecodeFPS       decodeRate `json:"decode_fps"`
+	DecodeFPS       decodeRate `json:"decode_fps"`          // as the job decodes: from key frames where that decodes less
+	DecodeFPSOrder  decodeRate `json:"decode_fps_in_order"` // every frame decoded (video.Options.NoSeek)
 	DecodeAll       decodeRate `json:"decode_all"`
 	EncoderPerSec   float64    `json:"encoder_frames_per_s"`
 	EncoderCPUms    float64    `json:"encoder_cpu_ms_per_frame"`
@@ -99,7 +106,9 @@ type videoBenchResult struct {
 	Width    int               `json:"width"`
 	Height   int               `json:"height"`
 	Duration float64           `json:"duration_s"`
+	GOP      int               `json:"gop,omitempty"` // the synthetic video's key-frame interval, frames
 	FPS      float64           `json:"fps"`
+	NoSeek   bool              `json:"no_seek,omitempty"` // the job decoded in order
 	Batch    int               `json:"batch"`
 	Cores    int               `json:"cores"`
 	Rounds   []videoBenchRound `json:"rounds"`
@@ -108,7 +117,7 @@ type videoBenchResult struct {
 
 func runBenchVideo(ctx context.Context, e *env, args []string) error {
 	var o videoBenchOptions
-	fs := newFlagSet(e, "video", "video [--model REF] [--video FILE | --width W --height H --seconds S --rate R] [--fps F] [--batch N] [--repeat N] [--json]")
+	fs := newFlagSet(e, "video", "video [--model REF] [--video FILE | --width W --height H --seconds S --rate R --gop N] [--fps F] [--no-seek] [--batch N] [--repeat N] [--json]")
 	o.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -159,7 +168,10 @@ func runBenchVideo(ctx context.Context, e *env, args []string) error {
 	}
 	defer eng.Close()
 	res := videoBenchResult{Model: m.Name(), Video: path, Width: info.Width, Height: info.Height, Duration: info.Duration,
-		FPS: o.fps, Batch: o.batch, Cores: runtime.GOMAXPROCS(0)}
+		FPS: o.fps, NoSeek: o.noSeek, Batch: o.batch, Cores: runtime.GOMAXPROCS(0)}
+	if o.video == "" {
+		res.GOP = o.keyInterval()
+	}
 	for r := range o.repeat {
 		round, err := videoBenchOnce(ctx, e, o, eng, path, frames, filepath.Join(tmp, "out-"+strconv.Itoa(r)))
 		if err != nil {
@@ -181,6 +193,9 @@ func videoBenchOnce(ctx context.Context, e *env, o videoBenchOptions, eng *pipel
 	if r.DecodeFPS, err = timeDecode(ctx, path, video.Options{FPS: o.fps}); err != nil {
 		return r, err
 	}
+	if r.DecodeFPSOrder, err = timeDecode(ctx, path, video.Options{FPS: o.fps, NoSeek: true}); err != nil {
+		return r, err
+	}
 	if r.DecodeAll, err = timeDecode(ctx, path, video.Options{Sampling: video.SampleAll}); err != nil {
 		return r, err
 	}
@@ -191,7 +206,7 @@ func videoBenchOnce(ctx context.Context, e *env, o videoBenchOptions, eng *pipel
 		return r, err
 	}
 	r.EncoderPerSec, r.EncoderCPUms = enc.PerSec(), ms(enc.CPUPerImage())
-	cfg.Inputs, cfg.Out, cfg.Video = []string{path}, out, video.Options{FPS: o.fps}
+	cfg.Inputs, cfg.Out, cfg.Video = []string{path}, out, video.Options{FPS: o.fps, NoSeek: o.noSeek}
 	defer os.RemoveAll(out)
 	c0, _ := cputime.Children()
 	sum, job, err := pipebench.JobRate(ctx, cfg)
@@ -231,6 +246,9 @@ func timeDecode(ctx context.Context, path string, o video.Options) (decodeRate, 
 	if wall > 0 {
 		d.PerSec = float64(n) / wall.Seconds()
 	}
+	if n > 0 {
+		d.FFmpegMs = 1000 * d.FFmpegCPU / float64(n)
+	}
 	return d, nil
 }
 
@@ -255,15 +273,23 @@ func writeFramePNGs(ctx context.Context, path string, o video.Options, dir strin
 
 // makeSyntheticVideo writes an H.264 MP4 of ffmpeg's testsrc2 pattern (a
 // moving picture with colour bars and a counter), as a camera's file is
-// encoded: yuv420p, a key frame every 2 s.
+// encoded: yuv420p, a key frame every --gop frames (2 s by default).
 func makeSyntheticVideo(ctx context.Context, ffmpeg, path string, o videoBenchOptions) error {
 	src := fmt.Sprintf("testsrc2=size=%dx%d:rate=%d", o.width, o.height, o.rate)
 	cmd := exec.CommandContext(ctx, ffmpeg, "-v", "error", "-f", "lavfi", "-i", src, "-t", strconv.Itoa(o.seconds),
-		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", strconv.Itoa(2*o.rate), "-y", path)
+		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", strconv.Itoa(o.keyInterval()), "-y", path)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("video: making the synthetic video with %s: %v: %s", ffmpeg, err, b)
 	}
 	return nil
+}
+
+// keyInterval is the synthetic video's key-frame interval in frames.
+func (o videoBenchOptions) keyInterval() int {
+	if o.gop == 0 {
+		return 2 * o.rate
+	}
+	return o.gop
 }
 
 // medianVideoRound is each figure's median over the rounds.
@@ -280,10 +306,12 @@ func medianVideoRound(rs []videoBenchRound) videoBenchRound {
 			Wall:      med(func(r videoBenchRound) float64 { return f(r).Wall }),
 			FFmpegCPU: med(func(r videoBenchRound) float64 { return f(r).FFmpegCPU }),
 			SelfCPU:   med(func(r videoBenchRound) float64 { return f(r).SelfCPU }),
-			PerSec:    med(func(r videoBenchRound) float64 { return f(r).PerSec })}
+			PerSec:    med(func(r videoBenchRound) float64 { return f(r).PerSec }),
+			FFmpegMs:  med(func(r videoBenchRound) float64 { return f(r).FFmpegMs })}
 	}
 	return videoBenchRound{
 		DecodeFPS:       medDecode(func(r videoBenchRound) decodeRate { return r.DecodeFPS }),
+		DecodeFPSOrder:  medDecode(func(r videoBenchRound) decodeRate { return r.DecodeFPSOrder }),
 		DecodeAll:       medDecode(func(r videoBenchRound) decodeRate { return r.DecodeAll }),
 		EncoderPerSec:   med(func(r videoBenchRound) float64 { return r.EncoderPerSec }),
 		EncoderCPUms:    med(func(r videoBenchRound) float64 { return r.EncoderCPUms }),
@@ -304,18 +332,26 @@ func reportVideoBench(e *env, o videoBenchOptions, res videoBenchResult) error {
 		return enc.Encode(res)
 	}
 	m := res.Median
-	fmt.Fprintf(e.Stdout, "video %s: %dx%d, %.1f s; model %s, batch %d, %d cores; medians of %d repeats\n",
-		res.Video, res.Width, res.Height, res.Duration, res.Model, res.Batch, res.Cores, len(res.Rounds))
+	gop := ""
+	if res.GOP > 0 {
+		gop = fmt.Sprintf(", a key frame every %d frames", res.GOP)
+	}
+	fmt.Fprintf(e.Stdout, "video %s: %dx%d, %.1f s%s; model %s, batch %d, %d cores; medians of %d repeats\n",
+		res.Video, res.Width, res.Height, res.Duration, gop, res.Model, res.Batch, res.Cores, len(res.Rounds))
 	for _, d := range []struct {
 		name string
 		r    decodeRate
-	}{{fmt.Sprintf("--fps %g", res.FPS), m.DecodeFPS}, {"every frame", m.DecodeAll}} {
-		fmt.Fprintf(e.Stdout, "decode %-12s %6d frames  %7.2f s  %8.1f frames/s  ffmpeg CPU %.2f s  reading CPU %.2f s\n",
-			d.name, d.r.Frames, d.r.Wall, d.r.PerSec, d.r.FFmpegCPU, d.r.SelfCPU)
+	}{{fmt.Sprintf("--fps %g", res.FPS), m.DecodeFPS}, {"  in order", m.DecodeFPSOrder}, {"every frame", m.DecodeAll}} {
+		fmt.Fprintf(e.Stdout, "decode %-12s %6d frames  %7.2f s  %8.1f frames/s  ffmpeg CPU %.2f s (%.1f ms/frame)  reading CPU %.2f s\n",
+			d.name, d.r.Frames, d.r.Wall, d.r.PerSec, d.r.FFmpegCPU, d.r.FFmpegMs, d.r.SelfCPU)
 	}
 	fmt.Fprintf(e.Stdout, "encoder alone  %8.2f frames/s  CPU %.1f ms/frame\n", m.EncoderPerSec, m.EncoderCPUms)
-	fmt.Fprintf(e.Stdout, "job            %8.2f frames/s  CPU %.1f ms/frame (ffmpeg %.1f)  ffmpeg's share of the job's CPU %.1f%%\n",
-		m.JobPerSec, m.JobCPUms, m.JobFFmpegCPUms, 100*m.FFmpegShare)
+	job := "job"
+	if res.NoSeek {
+		job = "job in order"
+	}
+	fmt.Fprintf(e.Stdout, "%-14s %8.2f frames/s  CPU %.1f ms/frame (ffmpeg %.1f)  ffmpeg's share of the job's CPU %.1f%%\n",
+		job, m.JobPerSec, m.JobCPUms, m.JobFFmpegCPUms, 100*m.FFmpegShare)
 	fmt.Fprintf(e.Stdout, "job ÷ encoder  %.3f  (%d frames done, %d failed)\n", m.JobOverEncoder, m.JobFramesOK, m.JobFramesFailed)
 	return nil
 }

@@ -17,4 +17,10 @@
 // and each frame whose scene score (ffmpeg's select filter's scene
 // variable: how much its picture differs from the frame decoded before
 // it, in [0, 1]) is over a threshold, 0.3 by default.
+//
+// A file sampled at a rate is decoded from the key frame before each
+// sampled frame where that skips at least 15 frames: ffprobe lists its
+// packets, and one ffmpeg reads the runs through its concat demuxer. The
+// frames, pixels and times are those of the decode in order; videos with
+// open GOPs, and streams, are decoded in order (Options.NoSeek always).
 package video

@@ -50,6 +50,11 @@ type Options struct {
 	// os.TempDir).
 	MaxSpool int64
 	TempDir  string
+	// NoSeek decodes every frame in order at a rate (SampleFPS). By
+	// default a file (not a stream) is decoded from the key frame before
+	// each sampled frame where that skips frames (ffprobe lists its
+	// packets first): the same frames, pixels and times.
+	NoSeek bool
 	// FFmpeg and FFprobe are the programs' paths or names; "" looks up
 	// "ffmpeg" and "ffprobe" on PATH.
 	FFmpeg, FFprobe string

@@ -35,6 +35,7 @@ var ErrNoVideo = errors.New("no video stream")
 type probeOut struct {
 	Streams []struct {
 		Index       int    `json:"index"`
+		TimeBase    string `json:"time_base"`
 		CodecType   string `json:"codec_type"`
 		CodecName   string `json:"codec_name"`
 		Width       int    `json:"width"`
@@ -54,6 +55,12 @@ type probeOut struct {
 	Format struct {
 		Duration string `json:"duration"`
 	} `json:"format"`
+	Packets []struct {
+		Stream int    `json:"stream_index"`
+		PTS    *int64 `json:"pts"`
+		DTS    *int64 `json:"dts"`
+		Flags  string `json:"flags"`
+	} `json:"packets"`
 }
 
 // Probe reads the streams of the video at path with ffprobe and describes
@@ -72,7 +79,61 @@ func Probe(ctx context.Context, path string, o Options) (Info, error) {
 // then reads on its standard input), then checks what it found against o;
 // path names the video in errors.
 func probe(ctx context.Context, p Programs, path, src string, in io.Reader, o Options) (Info, error) {
-	cmd := exec.CommandContext(ctx, p.FFprobe, "-v", "error", "-print_format", "json", "-show_streams", "-show_format", "-i", src)
+	po, err := runProbe(ctx, p, path, src, in, false)
+	if err != nil {
+		return Info{}, err
+	}
+	return pickStream(po, path, o)
+}
+
+// probeSeek is probe for a file decoded at a rate (SampleFPS), which also
+// lists the file's packets (reading no pixels) and plans the decode from
+// key frames when that decodes fewer frames (see planSeek): the plan is
+// nil when it does not.
+func probeSeek(ctx context.Context, p Programs, path, src string, o Options) (Info, *seekPlan, error) {
+	po, err := runProbe(ctx, p, path, src, nil, true)
+	if err != nil {
+		return Info{}, nil, err
+	}
+	info, err := pickStream(po, path, o)
+	if err != nil {
+		return Info{}, nil, err
+	}
+	tbs := map[int][2]int64{}
+	for _, s := range po.Streams {
+		if n, d, ok := strings.Cut(s.TimeBase, "/"); ok {
+			a, err1 := strconv.ParseInt(n, 10, 64)
+			b, err2 := strconv.ParseInt(d, 10, 64)
+			if err1 == nil && err2 == nil {
+				tbs[s.Index] = [2]int64{a, b}
+			}
+		}
+	}
+	pk := make([]packet, len(po.Packets))
+	for i, q := range po.Packets {
+		pk[i] = packet{stream: q.Stream, hasPTS: q.PTS != nil, hasDTS: q.DTS != nil,
+			key: strings.Contains(q.Flags, "K"), drop: strings.Contains(q.Flags, "D")}
+		if q.PTS != nil {
+			pk[i].pts = *q.PTS
+		}
+		if q.DTS != nil {
+			pk[i].dts = *q.DTS
+		}
+	}
+	if plan, ok := planSeek(pk, info.Stream, tbs, o.fps(), seekGap); ok {
+		return info, &plan, nil
+	}
+	return info, nil, nil
+}
+
+// runProbe runs ffprobe on src for its streams and format, and its
+// packets' timestamps and flags when packets is set.
+func runProbe(ctx context.Context, p Programs, path, src string, in io.Reader, packets bool) (probeOut, error) {
+	args := []string{"-v", "error", "-print_format", "json=c=1", "-show_streams", "-show_format"}
+	if packets {
+		args = append(args, "-show_entries", "packet=stream_index,pts,dts,flags")
+	}
+	cmd := exec.CommandContext(ctx, p.FFprobe, append(args, "-i", src)...)
 	ownGroup(cmd)
 	cmd.Stdin = in
 	var stderr bytes.Buffer
@@ -80,14 +141,20 @@ func probe(ctx context.Context, p Programs, path, src string, in io.Reader, o Op
 	out, err := cmd.Output()
 	if err != nil {
 		if ctx.Err() != nil {
-			return Info{}, ctx.Err()
+			return probeOut{}, ctx.Err()
 		}
-		return Info{}, fmt.Errorf("video: %q: ffprobe: %s", path, firstLine(stderr.String(), err.Error()))
+		return probeOut{}, fmt.Errorf("video: %q: ffprobe: %s", path, firstLine(stderr.String(), err.Error()))
 	}
 	var po probeOut
 	if err := json.Unmarshal(out, &po); err != nil {
-		return Info{}, fmt.Errorf("video: %q: ffprobe's output: %w", path, err)
+		return probeOut{}, fmt.Errorf("video: %q: ffprobe's output: %w", path, err)
 	}
+	return po, nil
+}
+
+// pickStream describes po's first video stream that is not a cover
+// picture, checked against o's pixel limit.
+func pickStream(po probeOut, path string, o Options) (Info, error) {
 	for _, s := range po.Streams {
 		if s.CodecType != "video" || s.Disposition.AttachedPic != 0 {
 			continue

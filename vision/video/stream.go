@@ -157,11 +157,7 @@ func (s *Spooled) Decode(ctx context.Context, fn func(Frame) error) (Info, error
 }
 
 func (s *Spooled) decode(ctx context.Context, p Programs, fn func(Frame) error) (Info, error) {
-	info, err := probe(ctx, p, s.name, s.path, nil, s.o)
-	if err != nil {
-		return Info{}, err
-	}
-	return info, run(ctx, p, s.name, s.path, nil, info, s.o, fn)
+	return decodeFile(ctx, p, s.name, s.path, s.o, fn)
 }
 
 // Close removes the temporary file; again, it does nothing.

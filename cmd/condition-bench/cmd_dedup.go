@@ -32,9 +32,9 @@ func init() {
 type dedupBenchOptions struct {
 	n, dim, planted, block, workers, extrapolate int
 	clusters, probe, recall, faissQueries        int
-	nearest, float                               bool
+	nearest, float, rows                         bool
 	threshold                                    float32
-	dir, python                                  string
+	dir, python, impl                            string
 	json, faiss                                  bool
 }
 
@@ -49,8 +49,10 @@ func (o *dedupBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.clusters, "clusters", 0, "approximate search in this many k-means clusters (0: exact)")
 	fs.IntVar(&o.probe, "probe", dedup.DefaultProbe, "with --clusters: each image compared within its 1 or 2 nearest clusters")
 	fs.IntVar(&o.recall, "check-recall", 1000, "with --clusters: images compared with every other exactly to measure the recall (its time is reported apart)")
-	fs.BoolVar(&o.nearest, "nearest", false, "keep nearest-neighbour cosines, as dedup does when it writes its pictures (up to 50,000 images every image's, by the row-by-row search; above, with AVX-512, a sample of 20,000 images', beside the fast search)")
+	fs.BoolVar(&o.nearest, "nearest", false, "keep nearest-neighbour cosines, as dedup does when it writes its pictures (up to 50,000 images every image's, by the row-by-row search; above, with a tile kernel (AVX-512 or AVX2), a sample of 20,000 images', beside the fast search)")
 	fs.BoolVar(&o.float, "compare-float", false, "where the int8 filter runs, also run the float32 tiled search without it (the same pairs) in the same run, and report the ratio of their CPU times")
+	fs.StringVar(&o.impl, "impl", "auto", "halfdot's kernels: auto (the fastest this CPU runs), avx512, avx2 (an AVX2-only CPU's: the float32 tile, no int8 filter) or go")
+	fs.BoolVar(&o.rows, "compare-rows", false, "also run the row-by-row search (the one of CPUs without a tile kernel, with the same --impl) in the same run, and report the ratio of their CPU times")
 	fs.StringVar(&o.dir, "dir", "", "folder for the index (default: a temporary one, removed)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.faiss, "faiss", false, "also time faiss IndexFlatIP's range_search at the threshold over the same vectors as float32 (python3 with faiss and numpy), and compare its pairs")
@@ -80,6 +82,7 @@ type dedupBenchResult struct {
 	RescoredFraction       float64        // of Pairs
 	NearestSampled         int            // images whose nearest cosine a sample measured (0: every image's, or none)
 	Float                  *dedupFloatRun // --compare-float: the float32 search alone, same run
+	Rows                   *dedupFloatRun // --compare-rows: the row-by-row search, same run
 	Faiss                  *dedupFaiss
 	FaissError             string `json:"faiss_error,omitempty"`
 }
@@ -105,6 +108,13 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
+	}
+	if o.impl != "auto" {
+		restore, err := halfdot.SetImpl(o.impl)
+		if err != nil {
+			return usagef("--impl: %v", err)
+		}
+		defer restore()
 	}
 	e.Log.Info("writing the index", "n", o.n, "dim", o.dim, "planted", o.planted, "dir", dir)
 	planted, err := writeDedupIndex(filepath.Join(dir, "index", "000000"), o)
@@ -167,6 +177,16 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
+	if o.rows && o.clusters == 0 && halfdot.HasTileKernel() {
+		e.Log.Info("running the row-by-row search")
+		restore := halfdot.DisableTile()
+		opts.NoFilter = true
+		r.Rows, err = runDedupFloat(ctx, x, opts, res.Pairs)
+		restore()
+		if err != nil {
+			return err
+		}
+	}
 	if o.extrapolate > 0 {
 		r.ExtrapolatedSeconds = float64(o.extrapolate) * float64(o.extrapolate-1) / 2 / (r.PairsPerCPUSec * float64(workers))
 	}
@@ -217,6 +237,13 @@ func printDedupBench(e *env, o dedupBenchOptions, r dedupBenchResult) {
 			r.RescoredFraction, f.Seconds, f.CPUSeconds, r.Pairs/f.CPUSeconds, r.CPUSeconds/f.CPUSeconds, f.Same)
 	} else if r.Rescored > 0 {
 		fmt.Fprintf(e.Stdout, "int8 filter: %.3g of the pairs rescored in float32\n", r.RescoredFraction)
+	}
+	if f := r.Rows; f != nil {
+		fmt.Fprintf(e.Stdout, "row-by-row search (halfdot %s, no tile): %.1f s (%.1f CPU s), %.3g pairs per CPU s; the tiled search %.2f× its CPU time; %d pairs found, the same pairs and cosines: %v\n",
+			halfdot.Impl(), f.Seconds, f.CPUSeconds, r.Pairs/f.CPUSeconds, r.CPUSeconds/f.CPUSeconds, f.Found, f.Same)
+		if o.extrapolate > 0 {
+			fmt.Fprintf(e.Stdout, "row-by-row extrapolated (N² at its pairs per CPU second on %d unshared cores; not measured): N=%d in %.0f s\n", r.Workers, o.extrapolate, float64(o.extrapolate)*float64(o.extrapolate-1)/2/(r.Pairs/f.CPUSeconds*float64(r.Workers)))
+		}
 	}
 	if r.FaissError != "" {
 		fmt.Fprintf(e.Stdout, "faiss: not run: %s\n", r.FaissError)

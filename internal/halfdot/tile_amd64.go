@@ -3,8 +3,11 @@
 package halfdot
 
 // tile runs impl's kernel (AVX-512 or AVX2), TileGeneric where impl is
-// go. d > 0.
+// go or the kernels are off (DisableTile). d > 0.
 func tile(a, b []float32, d int, t float32, out *[TileRows * TileCols]float32) bool {
+	if tileOff {
+		return TileGeneric(a, b, d, t, out)
+	}
 	switch impl {
 	case "avx512":
 		return tileAVX512(&a[0], &b[0], d, t, out)

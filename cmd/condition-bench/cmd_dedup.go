@@ -71,6 +71,7 @@ type dedupBenchResult struct {
 	PairsPerCPUSec         float64 // per CPU second: what one core does when it is not shared
 	GFLOPs, GFLOPsPerCore  float64 // 2·D flops per pair compared, per wall second and per CPU second
 	PeakGFLOPs             float64 // one core's float32 FMA peak, measured in the same run with the kernel's instruction set
+	TileGFLOPs             float64 // halfdot.Tile alone on one core, the same panels again and again (0: no tile kernel)
 	Found, Planted         int     // pairs found; planted pairs among them / planted
 	PlantedFound           int
 	Extrapolate            int
@@ -131,6 +132,7 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	peak := xattnhooks.PeakGFLOPS(halfdot.Impl(), 500*time.Millisecond)
+	tileAlone := tileAloneGFLOPS(o.dim, 500*time.Millisecond)
 	c0, _ := cputime.Process()
 	t0 := time.Now()
 	opts := dedup.Options{Threshold: o.threshold, BlockRows: o.block, Workers: workers, Clusters: o.clusters, Probe: o.probe, NoNearest: !o.nearest}
@@ -154,7 +156,7 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 	r := dedupBenchResult{N: o.n, Dim: o.dim, Workers: workers, Block: o.block, Kernel: halfdot.Impl(), Seconds: time.Since(t0).Seconds(),
 		Pairs: float64(o.n) * float64(o.n-1) / 2, Found: len(res.Pairs), Planted: len(planted), Extrapolate: o.extrapolate,
 		Clusters: o.clusters, Recall: res.Recall}
-	r.CPUSeconds, r.PeakGFLOPs = (c1 - c0).Seconds(), peak
+	r.CPUSeconds, r.PeakGFLOPs, r.TileGFLOPs = (c1 - c0).Seconds(), peak, tileAlone
 	if o.clusters > 0 {
 		r.Seconds, r.CPUSeconds = tEnd.Sub(t0).Seconds(), (cEnd - c0).Seconds()
 	}
@@ -215,6 +217,10 @@ func printDedupBench(e *env, o dedupBenchOptions, r dedupBenchResult) {
 	}
 	fmt.Fprintf(e.Stdout, "dedup N=%d D=%d, %d workers, blocks of %d rows, halfdot %s: %.1f s (%.1f CPU s), %.3g pairs/s (%.3g per CPU s), %.1f %s (%.1f per core, %.0f%% of one core's float32 peak %.1f); %d pairs found, %d of %d planted\n",
 		r.N, r.Dim, r.Workers, r.Block, r.Kernel, r.Seconds, r.CPUSeconds, r.PairsPerSec, r.PairsPerCPUSec, r.GFLOPs, flops, r.GFLOPsPerCore, 100*r.GFLOPsPerCore/r.PeakGFLOPs, r.PeakGFLOPs, r.Found, r.PlantedFound, r.Planted)
+	if r.TileGFLOPs > 0 {
+		fmt.Fprintf(e.Stdout, "halfdot.Tile alone (%d×%d×%d, the same panels again and again, one core, best of short runs): %.1f GFLOP/s, %.0f%% of the peak\n",
+			halfdot.TileRows, halfdot.TileCols, r.Dim, r.TileGFLOPs, 100*r.TileGFLOPs/r.PeakGFLOPs)
+	}
 	if r.NearestSampled > 0 {
 		fmt.Fprintf(e.Stdout, "nearest cosines: a sample of %d images of %d, each against every image (in the times above)\n", r.NearestSampled, r.N)
 	}

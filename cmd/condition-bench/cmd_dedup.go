@@ -245,8 +245,8 @@ func printDedupBench(e *env, o dedupBenchOptions, r dedupBenchResult) {
 		fmt.Fprintf(e.Stdout, "int8 filter: %.3g of the pairs rescored in float32\n", r.RescoredFraction)
 	}
 	if f := r.Rows; f != nil {
-		fmt.Fprintf(e.Stdout, "row-by-row search (halfdot %s, no tile): %.1f s (%.1f CPU s), %.3g pairs per CPU s; the tiled search %.2f× its CPU time; %d pairs found, the same pairs and cosines: %v\n",
-			halfdot.Impl(), f.Seconds, f.CPUSeconds, r.Pairs/f.CPUSeconds, r.CPUSeconds/f.CPUSeconds, f.Found, f.Same)
+		fmt.Fprintf(e.Stdout, "row-by-row search (halfdot %s, no tile): %.1f s (%.1f CPU s), %.3g pairs per CPU s; the tiled search %.2f× its CPU time; %d pairs found, the same pairs: %v (cosines within %.2g; to the bit: %v)\n",
+			halfdot.Impl(), f.Seconds, f.CPUSeconds, r.Pairs/f.CPUSeconds, r.CPUSeconds/f.CPUSeconds, f.Found, f.SameRows, f.MaxCosDiff, f.Same)
 		if o.extrapolate > 0 {
 			fmt.Fprintf(e.Stdout, "row-by-row extrapolated (N² at its pairs per CPU second on %d unshared cores; not measured): N=%d in %.0f s\n", r.Workers, o.extrapolate, float64(o.extrapolate)*float64(o.extrapolate-1)/2/(r.Pairs/f.CPUSeconds*float64(r.Workers)))
 		}
@@ -261,7 +261,9 @@ func printDedupBench(e *env, o dedupBenchOptions, r dedupBenchResult) {
 type dedupFloatRun struct {
 	Seconds, CPUSeconds float64
 	Found               int
-	Same                bool // the same pairs, cosines to the bit
+	Same                bool    // the same pairs, cosines to the bit
+	SameRows            bool    // the same pairs of rows, cosines aside
+	MaxCosDiff          float64 // with SameRows: the largest difference of a pair's cosines
 }
 
 // runDedupFloat runs dedup with opts (NoFilter set) and compares its
@@ -274,7 +276,14 @@ func runDedupFloat(ctx context.Context, x *index.Index, opts dedup.Options, want
 		return nil, err
 	}
 	c1, _ := cputime.Process()
-	return &dedupFloatRun{Seconds: time.Since(t0).Seconds(), CPUSeconds: (c1 - c0).Seconds(), Found: len(res.Pairs), Same: slices.Equal(res.Pairs, want)}, nil
+	f := &dedupFloatRun{Seconds: time.Since(t0).Seconds(), CPUSeconds: (c1 - c0).Seconds(), Found: len(res.Pairs), Same: slices.Equal(res.Pairs, want)}
+	f.SameRows = slices.EqualFunc(res.Pairs, want, func(p, q dedup.Pair) bool { return p.A == q.A && p.B == q.B })
+	if f.SameRows {
+		for i, p := range res.Pairs {
+			f.MaxCosDiff = max(f.MaxCosDiff, math.Abs(float64(p.Cos)-float64(want[i].Cos)))
+		}
+	}
+	return f, nil
 }
 
 // writeDedupIndex writes one index part of o.n random unit vectors in

@@ -56,7 +56,7 @@ func TestHelp(t *testing.T) {
 		{"xattn", "--threads", "0"}, {"pipeline", "--n", "0"}, {"pipeline", "--threads", "-1"}, {"pipeline", "--precision", "int9"},
 		{"pipeline", "--precision", "int8", "--variant", "fp16"}, {"pipeline", "--readout", "dense"}, {"pipeline", "--readout", "raw,raw"},
 		{"pipeline", "--readout", "raw,clearclip", "--tune"}, {"pipeline", "--readout", "raw,naclip", "--rss"}, {"pipeline", "--no-job", "--tune"},
-		{"graphs"}, {"xattn", "--nope"}, {"dedup", "--n", "1"}, {"dedup", "--threshold", "0"}, {"dedup", "extra"}, {"dedup", "--clusters", "-1"}, {"dedup", "--probe", "3"}, {"dedup", "--faiss-queries", "-1"},
+		{"graphs"}, {"xattn", "--nope"}, {"dedup", "--n", "1"}, {"dedup", "--threshold", "0"}, {"dedup", "extra"}, {"dedup", "--clusters", "-1"}, {"dedup", "--probe", "3"}, {"dedup", "--faiss-queries", "-1"}, {"dedup", "--impl", "sse"},
 		{"video", "--fps", "0"}, {"video", "extra"}, {"video", "--width", "15"}, {"video", "--batch", "0"}} {
 		code, out, errs := runCLI(t, args...)
 		if code != exitUsage || out != "" || errs == "" {

@@ -32,9 +32,9 @@ func init() {
 type dedupBenchOptions struct {
 	n, dim, planted, block, workers, extrapolate int
 	clusters, probe, recall, faissQueries        int
-	nearest, float                               bool
+	nearest, float, rows                         bool
 	threshold                                    float32
-	dir, python                                  string
+	dir, python, impl                            string
 	json, faiss                                  bool
 }
 
@@ -49,8 +49,10 @@ func (o *dedupBenchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.clusters, "clusters", 0, "approximate search in this many k-means clusters (0: exact)")
 	fs.IntVar(&o.probe, "probe", dedup.DefaultProbe, "with --clusters: each image compared within its 1 or 2 nearest clusters")
 	fs.IntVar(&o.recall, "check-recall", 1000, "with --clusters: images compared with every other exactly to measure the recall (its time is reported apart)")
-	fs.BoolVar(&o.nearest, "nearest", false, "keep nearest-neighbour cosines, as dedup does when it writes its pictures (up to 50,000 images every image's, by the row-by-row search; above, with AVX-512, a sample of 20,000 images', beside the fast search)")
+	fs.BoolVar(&o.nearest, "nearest", false, "keep nearest-neighbour cosines, as dedup does when it writes its pictures (up to 50,000 images every image's, by the row-by-row search; above, with a tile kernel (AVX-512 or AVX2), a sample of 20,000 images', beside the fast search)")
 	fs.BoolVar(&o.float, "compare-float", false, "where the int8 filter runs, also run the float32 tiled search without it (the same pairs) in the same run, and report the ratio of their CPU times")
+	fs.StringVar(&o.impl, "impl", "auto", "halfdot's kernels: auto (the fastest this CPU runs), avx512, avx2 (an AVX2-only CPU's: the float32 tile, no int8 filter) or go")
+	fs.BoolVar(&o.rows, "compare-rows", false, "also run the row-by-row search (the one of CPUs without a tile kernel, with the same --impl) in the same run, and report the ratio of their CPU times")
 	fs.StringVar(&o.dir, "dir", "", "folder for the index (default: a temporary one, removed)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.faiss, "faiss", false, "also time faiss IndexFlatIP's range_search at the threshold over the same vectors as float32 (python3 with faiss and numpy), and compare its pairs")
@@ -69,6 +71,7 @@ type dedupBenchResult struct {
 	PairsPerCPUSec         float64 // per CPU second: what one core does when it is not shared
 	GFLOPs, GFLOPsPerCore  float64 // 2·D flops per pair compared, per wall second and per CPU second
 	PeakGFLOPs             float64 // one core's float32 FMA peak, measured in the same run with the kernel's instruction set
+	TileGFLOPs             float64 // halfdot.Tile alone on one core, the same panels again and again (0: no tile kernel)
 	Found, Planted         int     // pairs found; planted pairs among them / planted
 	PlantedFound           int
 	Extrapolate            int
@@ -80,6 +83,7 @@ type dedupBenchResult struct {
 	RescoredFraction       float64        // of Pairs
 	NearestSampled         int            // images whose nearest cosine a sample measured (0: every image's, or none)
 	Float                  *dedupFloatRun // --compare-float: the float32 search alone, same run
+	Rows                   *dedupFloatRun // --compare-rows: the row-by-row search, same run
 	Faiss                  *dedupFaiss
 	FaissError             string `json:"faiss_error,omitempty"`
 }
@@ -106,6 +110,13 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 		}
 		defer os.RemoveAll(dir)
 	}
+	if o.impl != "auto" {
+		restore, err := halfdot.SetImpl(o.impl)
+		if err != nil {
+			return usagef("--impl: %v", err)
+		}
+		defer restore()
+	}
 	e.Log.Info("writing the index", "n", o.n, "dim", o.dim, "planted", o.planted, "dir", dir)
 	planted, err := writeDedupIndex(filepath.Join(dir, "index", "000000"), o)
 	if err != nil {
@@ -121,6 +132,7 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	peak := xattnhooks.PeakGFLOPS(halfdot.Impl(), 500*time.Millisecond)
+	tileAlone := tileAloneGFLOPS(o.dim, 500*time.Millisecond)
 	c0, _ := cputime.Process()
 	t0 := time.Now()
 	opts := dedup.Options{Threshold: o.threshold, BlockRows: o.block, Workers: workers, Clusters: o.clusters, Probe: o.probe, NoNearest: !o.nearest}
@@ -144,7 +156,7 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 	r := dedupBenchResult{N: o.n, Dim: o.dim, Workers: workers, Block: o.block, Kernel: halfdot.Impl(), Seconds: time.Since(t0).Seconds(),
 		Pairs: float64(o.n) * float64(o.n-1) / 2, Found: len(res.Pairs), Planted: len(planted), Extrapolate: o.extrapolate,
 		Clusters: o.clusters, Recall: res.Recall}
-	r.CPUSeconds, r.PeakGFLOPs = (c1 - c0).Seconds(), peak
+	r.CPUSeconds, r.PeakGFLOPs, r.TileGFLOPs = (c1 - c0).Seconds(), peak, tileAlone
 	if o.clusters > 0 {
 		r.Seconds, r.CPUSeconds = tEnd.Sub(t0).Seconds(), (cEnd - c0).Seconds()
 	}
@@ -164,6 +176,16 @@ func runBenchDedup(ctx context.Context, e *env, args []string) error {
 		e.Log.Info("running the float32 search without the int8 filter")
 		opts.NoFilter = true
 		if r.Float, err = runDedupFloat(ctx, x, opts, res.Pairs); err != nil {
+			return err
+		}
+	}
+	if o.rows && o.clusters == 0 && halfdot.HasTileKernel() {
+		e.Log.Info("running the row-by-row search")
+		restore := halfdot.DisableTile()
+		opts.NoFilter = true
+		r.Rows, err = runDedupFloat(ctx, x, opts, res.Pairs)
+		restore()
+		if err != nil {
 			return err
 		}
 	}
@@ -195,6 +217,10 @@ func printDedupBench(e *env, o dedupBenchOptions, r dedupBenchResult) {
 	}
 	fmt.Fprintf(e.Stdout, "dedup N=%d D=%d, %d workers, blocks of %d rows, halfdot %s: %.1f s (%.1f CPU s), %.3g pairs/s (%.3g per CPU s), %.1f %s (%.1f per core, %.0f%% of one core's float32 peak %.1f); %d pairs found, %d of %d planted\n",
 		r.N, r.Dim, r.Workers, r.Block, r.Kernel, r.Seconds, r.CPUSeconds, r.PairsPerSec, r.PairsPerCPUSec, r.GFLOPs, flops, r.GFLOPsPerCore, 100*r.GFLOPsPerCore/r.PeakGFLOPs, r.PeakGFLOPs, r.Found, r.PlantedFound, r.Planted)
+	if r.TileGFLOPs > 0 {
+		fmt.Fprintf(e.Stdout, "halfdot.Tile alone (%d×%d×%d, the same panels again and again, one core, best of short runs): %.1f GFLOP/s, %.0f%% of the peak\n",
+			halfdot.TileRows, halfdot.TileCols, r.Dim, r.TileGFLOPs, 100*r.TileGFLOPs/r.PeakGFLOPs)
+	}
 	if r.NearestSampled > 0 {
 		fmt.Fprintf(e.Stdout, "nearest cosines: a sample of %d images of %d, each against every image (in the times above)\n", r.NearestSampled, r.N)
 	}
@@ -218,6 +244,13 @@ func printDedupBench(e *env, o dedupBenchOptions, r dedupBenchResult) {
 	} else if r.Rescored > 0 {
 		fmt.Fprintf(e.Stdout, "int8 filter: %.3g of the pairs rescored in float32\n", r.RescoredFraction)
 	}
+	if f := r.Rows; f != nil {
+		fmt.Fprintf(e.Stdout, "row-by-row search (halfdot %s, no tile): %.1f s (%.1f CPU s), %.3g pairs per CPU s; the tiled search %.2f× its CPU time; %d pairs found, the same pairs: %v (cosines within %.2g; to the bit: %v)\n",
+			halfdot.Impl(), f.Seconds, f.CPUSeconds, r.Pairs/f.CPUSeconds, r.CPUSeconds/f.CPUSeconds, f.Found, f.SameRows, f.MaxCosDiff, f.Same)
+		if o.extrapolate > 0 {
+			fmt.Fprintf(e.Stdout, "row-by-row extrapolated (N² at its pairs per CPU second on %d unshared cores; not measured): N=%d in %.0f s\n", r.Workers, o.extrapolate, float64(o.extrapolate)*float64(o.extrapolate-1)/2/(r.Pairs/f.CPUSeconds*float64(r.Workers)))
+		}
+	}
 	if r.FaissError != "" {
 		fmt.Fprintf(e.Stdout, "faiss: not run: %s\n", r.FaissError)
 	}
@@ -228,7 +261,9 @@ func printDedupBench(e *env, o dedupBenchOptions, r dedupBenchResult) {
 type dedupFloatRun struct {
 	Seconds, CPUSeconds float64
 	Found               int
-	Same                bool // the same pairs, cosines to the bit
+	Same                bool    // the same pairs, cosines to the bit
+	SameRows            bool    // the same pairs of rows, cosines aside
+	MaxCosDiff          float64 // with SameRows: the largest difference of a pair's cosines
 }
 
 // runDedupFloat runs dedup with opts (NoFilter set) and compares its
@@ -241,7 +276,14 @@ func runDedupFloat(ctx context.Context, x *index.Index, opts dedup.Options, want
 		return nil, err
 	}
 	c1, _ := cputime.Process()
-	return &dedupFloatRun{Seconds: time.Since(t0).Seconds(), CPUSeconds: (c1 - c0).Seconds(), Found: len(res.Pairs), Same: slices.Equal(res.Pairs, want)}, nil
+	f := &dedupFloatRun{Seconds: time.Since(t0).Seconds(), CPUSeconds: (c1 - c0).Seconds(), Found: len(res.Pairs), Same: slices.Equal(res.Pairs, want)}
+	f.SameRows = slices.EqualFunc(res.Pairs, want, func(p, q dedup.Pair) bool { return p.A == q.A && p.B == q.B })
+	if f.SameRows {
+		for i, p := range res.Pairs {
+			f.MaxCosDiff = max(f.MaxCosDiff, math.Abs(float64(p.Cos)-float64(want[i].Cos)))
+		}
+	}
+	return f, nil
 }
 
 // writeDedupIndex writes one index part of o.n random unit vectors in

@@ -4,8 +4,8 @@
 // (AVX-512F, or AVX2 with F16C and FMA, on amd64 without the purego tag)
 // and DotGeneric, the portable pure-Go kernel, otherwise. Tile, over
 // rows converted to float32 and packed (Pack), is the register-blocked
-// kernel of an all-pairs search: twelve rows against 32 at a time;
-// TileInt8 is the same tile over int8 rows (AVX512-VNNI), a coarse
+// kernel of an all-pairs search: twelve rows against 32 at a time
+// (AVX-512F, or AVX2 with FMA); TileInt8 is the same tile over int8 rows (AVX512-VNNI), a coarse
 // filter in front of it.
 package halfdot
 

@@ -112,3 +112,15 @@ func dotAVX2(a *uint16, b *float32, n int) float32
 
 // hasAVX2 says the AVX2 kernel can run (tests run it beside AVX-512).
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+// available lists the kernels this CPU can run, fastest first.
+func available() []string {
+	out := []string{}
+	if cpu.X86.HasAVX512F {
+		out = append(out, "avx512")
+	}
+	if hasAVX2 {
+		out = append(out, "avx2")
+	}
+	return append(out, "go")
+}

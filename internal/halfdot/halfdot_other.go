@@ -15,3 +15,6 @@ func dot4(a []uint16, b []float32, ldb int, out *[4]float32) { Dot4Generic(a, b,
 func dot4x2(a []uint16, lda int, b []float32, ldb, n int, out *[8]float32) {
 	Dot4x2Generic(a, lda, b, ldb, n, out)
 }
+
+// available lists the kernels this build can run: Go's.
+func available() []string { return []string{"go"} }

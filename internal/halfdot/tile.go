@@ -78,5 +78,7 @@ func TileGeneric(a, b []float32, d int, t float32, out *[TileRows * TileCols]flo
 }
 
 // HasTileKernel says Tile runs an assembly kernel on this CPU and build
-// (AVX-512F on amd64 without the purego tag); otherwise it is TileGeneric.
-func HasTileKernel() bool { return impl == "avx512" }
+// (AVX-512F, or AVX2 with FMA and F16C as Dot's AVX2 kernel, on amd64
+// without the purego tag); otherwise it is TileGeneric. Both kernels give
+// the same outputs to the bit. DisableTile makes it false.
+func HasTileKernel() bool { return !tileOff && (impl == "avx512" || impl == "avx2") }

@@ -131,3 +131,104 @@ loop:
 	SETNE        ret+40(FP)
 	VZEROUPPER
 	RET
+
+DATA negInf<>+0(SB)/4, $0xff800000
+GLOBL negInf<>(SB), RODATA|NOPTR, $4
+
+// func tileAVX2(a *float32, b *float32, d int, t float32, out *[384]float32) bool
+// Requires: AVX, AVX2, FMA3
+TEXT ·tileAVX2(SB), NOSPLIT, $0-41
+	MOVQ         a+0(FP), SI
+	MOVQ         b+8(FP), DI
+	MOVQ         out+32(FP), DX
+	VBROADCASTSS negInf<>(SB), Y15
+	XORQ         BX, BX
+
+	// Sub-tile k (0..3): rows 6·(k>>1) to +6, columns 16·(k&1) to +16.
+subtile:
+	MOVQ         BX, AX
+	ANDQ         $1, AX
+	SHLQ         $6, AX
+	LEAQ         (DI)(AX*1), R9
+	LEAQ         (DX)(AX*1), R10
+	MOVQ         BX, AX
+	SHRQ         $1, AX
+	IMUL3Q       $24, AX, R8
+	ADDQ         SI, R8
+	IMUL3Q       $768, AX, AX
+	ADDQ         AX, R10
+	MOVQ         d+16(FP), CX
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	VXORPS       Y8, Y8, Y8
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y10, Y10, Y10
+	VXORPS       Y11, Y11, Y11
+
+loop:
+	VMOVUPS      (R9), Y12
+	VMOVUPS      32(R9), Y13
+	VBROADCASTSS 0(R8), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 4(R8), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 8(R8), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 12(R8), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 16(R8), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 20(R8), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $48, R8
+	ADDQ         $128, R9
+	DECQ         CX
+	JNZ          loop
+
+	VMOVUPS      Y0, 0(R10)
+	VMOVUPS      Y1, 32(R10)
+	VMOVUPS      Y2, 128(R10)
+	VMOVUPS      Y3, 160(R10)
+	VMOVUPS      Y4, 256(R10)
+	VMOVUPS      Y5, 288(R10)
+	VMOVUPS      Y6, 384(R10)
+	VMOVUPS      Y7, 416(R10)
+	VMOVUPS      Y8, 512(R10)
+	VMOVUPS      Y9, 544(R10)
+	VMOVUPS      Y10, 640(R10)
+	VMOVUPS      Y11, 672(R10)
+	VMAXPS       Y1, Y0, Y0
+	VMAXPS       Y3, Y2, Y2
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y9, Y8, Y8
+	VMAXPS       Y11, Y10, Y10
+	VMAXPS       Y2, Y0, Y0
+	VMAXPS       Y6, Y4, Y4
+	VMAXPS       Y10, Y8, Y8
+	VMAXPS       Y4, Y0, Y0
+	VMAXPS       Y8, Y15, Y15
+	VMAXPS       Y0, Y15, Y15
+	INCQ         BX
+	CMPQ         BX, $4
+	JLT          subtile
+
+	VBROADCASTSS t+24(FP), Y14
+	VCMPPS       $0x1d, Y14, Y15, Y14
+	VMOVMSKPS    Y14, AX
+	TESTL        AX, AX
+	SETNE        ret+40(FP)
+	VZEROUPPER
+	RET

@@ -93,13 +93,14 @@ func TestTileEveryLength(t *testing.T) {
 	}
 }
 
-// TestTileGenericSame checks the assembly kernel against TileGeneric on
-// sums whose every product is exact (small integers): they must agree to
-// the bit.
+// TestTileGenericSame checks every assembly kernel against TileGeneric
+// on sums whose every product is exact (small integers): they must agree
+// to the bit.
 func TestTileGenericSame(t *testing.T) {
 	if impl == "go" {
 		t.Skip("no assembly kernel in this build or on this CPU")
 	}
+	defer func(prev string) { impl = prev }(impl)
 	rng := rand.New(rand.NewPCG(7, 8))
 	const d = 512
 	a := make([]float32, TileRows*d)
@@ -111,21 +112,67 @@ func TestTileGenericSame(t *testing.T) {
 		b[i] = float32(rng.IntN(9) - 4)
 	}
 	var got, want [TileRows * TileCols]float32
-	Tile(a, b, d, 1e9, &got)
 	TileGeneric(a, b, d, 1e9, &want)
-	if got != want {
-		t.Fatalf("assembly and Go tiles differ on integer sums")
+	for _, name := range impls()[1:] {
+		impl = name
+		Tile(a, b, d, 1e9, &got)
+		if got != want {
+			t.Fatalf("%s: assembly and Go tiles differ on integer sums", name)
+		}
 	}
 }
 
+// TestTileKernelsSame checks that the AVX2 kernel's outputs and answers
+// are the AVX-512 kernel's to the bit (the same FMA chains in the same
+// order) on random values, at lengths around the loop's, and with panels
+// at every float offset within a cache line.
+func TestTileKernelsSame(t *testing.T) {
+	if impl != "avx512" || !hasAVX2 {
+		t.Skip("needs a CPU with AVX-512F and AVX2")
+	}
+	defer func(prev string) { impl = prev }(impl)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, d := range []int{1, 2, 3, 7, 8, 63, 64, 65, 511, 512, 513, 768} {
+		for off := range 16 {
+			_, _, pa := packedPanels(rng, TileRows, d, TileRows)
+			_, _, pb := packedPanels(rng, TileCols, d, TileCols)
+			a := append(make([]float32, off), pa...)[off:]
+			b := append(make([]float32, 15-off), pb...)[15-off:]
+			var o512, o2 [TileRows * TileCols]float32
+			for _, th := range []float32{-1, 0, 0.05, 0.2, 2} {
+				impl = "avx512"
+				r512 := Tile(a, b, d, th, &o512)
+				impl = "avx2"
+				r2 := Tile(a, b, d, th, &o2)
+				if o512 != o2 || r512 != r2 {
+					for k := range o2 {
+						if math.Float32bits(o2[k]) != math.Float32bits(o512[k]) {
+							t.Fatalf("d=%d offset %d: out[%d,%d] AVX2 %g, AVX-512 %g", d, off, k/TileCols, k%TileCols, o2[k], o512[k])
+						}
+					}
+					t.Fatalf("d=%d offset %d t=%g: AVX2 says %v, AVX-512 %v", d, off, th, r2, r512)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkTile512 runs Tile over d = 512 with every kernel this CPU and
+// build can run (GFLOP/s: two per multiply-add).
 func BenchmarkTile512(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	const d = 512
 	_, _, pa := packedPanels(rng, TileRows, d, TileRows)
 	_, _, pb := packedPanels(rng, TileCols, d, TileCols)
 	var out [TileRows * TileCols]float32
-	for b.Loop() {
-		Tile(pa, pb, d, 0.9, &out)
+	defer func(prev string) { impl = prev }(impl)
+	for _, name := range impls() {
+		b.Run(name, func(b *testing.B) {
+			impl = name
+			for b.Loop() {
+				Tile(pa, pb, d, 0.9, &out)
+			}
+			b.ReportMetric(float64(b.N)*TileRows*TileCols*2*d/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
-	b.ReportMetric(float64(b.N)*TileRows*TileCols*2*d/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }

@@ -6,10 +6,10 @@
 //
 // The pairs are exact: every image against every other, in blocks of rows
 // read from the index (never the N×N matrix), on one goroutine per core.
-// Where the CPU has AVX-512, an outer block of 32·BlockRows rows is
-// converted to float32, normalised and packed once, and every later block
-// of BlockRows rows likewise, then compared twelve rows by 32 at a time
-// (halfdot.Tile); elsewhere a block of rows is dotted with every later
+// Where the CPU has AVX-512 or AVX2 with FMA (halfdot.HasTileKernel), an
+// outer block of 32·BlockRows rows is converted to float32, normalised
+// and packed once, and every later block of BlockRows rows likewise, then
+// compared twelve rows by 32 at a time (halfdot.Tile); elsewhere a block of rows is dotted with every later
 // block as stored (halfdot.Dot4x2). Where the CPU also has AVX512-VNNI
 // and no nearest cosines are kept for every row, every row is quantized to int8 once
 // and the tiles are first scored in int8 (halfdot.TileInt8) against the
@@ -123,7 +123,7 @@ type Options struct {
 	Keep      Keep
 	// BlockRows is the rows of a block (0: DefaultBlockRows): each
 	// goroutine holds about 34·BlockRows·D·4 bytes where the CPU has
-	// AVX-512 (an outer block of 32 blocks), 17·BlockRows·D·4 with the
+	// AVX-512 or AVX2 (an outer block of 32 blocks), 17·BlockRows·D·4 with the
 	// int8 filter, BlockRows·D·(4+4) elsewhere.
 	BlockRows int
 	// Workers is how many goroutines compare blocks (0: GOMAXPROCS).
@@ -197,7 +197,7 @@ type Result struct {
 	NN []float32
 	// Sampled is, when above 0, how many images NN holds: above 50,000
 	// images the exact search with nearest cosines runs the fast searcher
-	// (where the CPU has AVX-512) and measures the nearest cosines of a
+	// (where the CPU has AVX-512 or AVX2) and measures the nearest cosines of a
 	// sample of 20,000 images drawn with DefaultSeed, each exactly against
 	// every image. 0: every image's (over the pairs compared).
 	Sampled int

@@ -346,7 +346,7 @@ func (e *Engine) openEncoders(ctx context.Context, defaultReadout bool) error {
 // context) and truncating, the engine's per Options.Truncate.
 func (e *Engine) loadText() error {
 	m := e.m
-	tok, err := LoadTokenizer(m)
+	tok, err := loadTokenizer(m)
 	if err != nil {
 		return err
 	}

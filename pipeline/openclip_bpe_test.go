@@ -139,9 +139,9 @@ func TestOpenCLIPBuiltinBPE(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = LoadTokenizer(m)
+		_, err = loadTokenizer(m)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("LoadTokenizer: %v; want an error saying %q (none when empty)", err, c.want)
+			t.Errorf("loadTokenizer: %v; want an error saying %q (none when empty)", err, c.want)
 		}
 	}
 }

@@ -23,7 +23,7 @@ func OptimizeProbes(m *models.Model, imgs []image.Image, prompts []string) (clip
 		return p, err
 	}
 
-	tok, err := LoadTokenizer(m)
+	tok, err := loadTokenizer(m)
 	if err != nil {
 		return p, err
 	}

@@ -7,14 +7,14 @@ import (
 	"github.com/conditionhq/condition/text"
 )
 
-// LoadTokenizer loads the tokenizer of m: from its tokenizer files
+// loadTokenizer loads the tokenizer of m: from its tokenizer files
 // (text.LoadTokenizer), or, for a model in OpenCLIP's layout without them
 // whose config names no Hugging Face tokenizer, OpenCLIP's built-in CLIP
 // BPE (models.Model.OpenAIBPE, text.OpenAIBPE), as OpenCLIP reads it. The
 // tokenizer is the files' own, not yet bound to the model's context
 // (Tokenizer.ForModel) or cleaning (a model in OpenCLIP's layout cleans
 // text as OpenCLIP does: text.Options.OpenAIClean, as the Engine does).
-func LoadTokenizer(m *models.Model) (*text.Tokenizer, error) {
+func loadTokenizer(m *models.Model) (*text.Tokenizer, error) {
 	builtin, err := m.OpenAIBPE()
 	if err != nil {
 		return nil, err

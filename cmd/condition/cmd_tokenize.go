@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/pipeline"
 	"github.com/conditionhq/condition/text"
 )
 
@@ -67,7 +66,7 @@ func loadTokenizer(ctx context.Context, e *env, ref string) (*text.Tokenizer, in
 			if err != nil {
 				return nil, 0, false, err
 			}
-			t, err := pipeline.LoadTokenizer(m)
+			t, err := modelTokenizer(m)
 			return t, m.Config().TextConfig.MaxPositionEmbeddings, true, err
 		}
 		if st.IsDir() {
@@ -98,11 +97,25 @@ func loadTokenizer(ctx context.Context, e *env, ref string) (*text.Tokenizer, in
 	if err != nil {
 		return nil, 0, false, err
 	}
-	t, err := pipeline.LoadTokenizer(m)
+	t, err := modelTokenizer(m)
 	if err != nil {
 		return nil, 0, false, err
 	}
 	return t, m.Config().TextConfig.MaxPositionEmbeddings, m.OpenCLIP(), nil
+}
+
+// modelTokenizer loads m's tokenizer as the engine does: its tokenizer
+// files, or OpenCLIP's built-in CLIP BPE for a model in OpenCLIP's layout
+// without them (models.Model.OpenAIBPE).
+func modelTokenizer(m *models.Model) (*text.Tokenizer, error) {
+	builtin, err := m.OpenAIBPE()
+	if err != nil {
+		return nil, err
+	}
+	if builtin {
+		return text.OpenAIBPE()
+	}
+	return text.LoadTokenizer(m.FS())
 }
 
 // isOpenCLIPDir reports whether the folder dir is in OpenCLIP's layout

@@ -2,12 +2,12 @@ package text
 
 import (
 	"html"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/conditionhq/condition/text/internal/ftfy"
+	"github.com/conditionhq/condition/text/internal/pyhtml"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -311,7 +311,11 @@ func charref(s string) (n int, rep string, ok bool) {
 		if j < len(s) && s[j] == ';' {
 			j++
 		}
-		return j, numericRef(digits, hex), true
+		base := 10
+		if hex {
+			base = 16
+		}
+		return j, pyhtml.NumericRef(digits, base), true
 	}
 	// Named: up to 32 characters (not bytes) outside [\t\n\f <&#;], then ';'.
 	j, count := 1, 0
@@ -343,52 +347,3 @@ func charref(s string) (n int, rep string, ok bool) {
 
 func isDigit(c byte) bool     { return c >= '0' && c <= '9' }
 func isHexLetter(c byte) bool { return (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') }
-
-// windows1252 holds HTML5's replacements for numeric references 0x80..0x9F
-// (and 0x00, 0x0D); code points in the table map to themselves otherwise.
-var invalidCharrefs = map[uint64]string{
-	0x00: "\ufffd", 0x0d: "\r", 0x80: "\u20ac", 0x81: "\u0081", 0x82: "\u201a", 0x83: "\u0192",
-	0x84: "\u201e", 0x85: "\u2026", 0x86: "\u2020", 0x87: "\u2021", 0x88: "\u02c6", 0x89: "\u2030",
-	0x8a: "\u0160", 0x8b: "\u2039", 0x8c: "\u0152", 0x8d: "\u008d", 0x8e: "\u017d", 0x8f: "\u008f",
-	0x90: "\u0090", 0x91: "\u2018", 0x92: "\u2019", 0x93: "\u201c", 0x94: "\u201d", 0x95: "\u2022",
-	0x96: "\u2013", 0x97: "\u2014", 0x98: "\u02dc", 0x99: "\u2122", 0x9a: "\u0161", 0x9b: "\u203a",
-	0x9c: "\u0153", 0x9d: "\u009d", 0x9e: "\u017e", 0x9f: "\u0178",
-}
-
-// numericRef returns the replacement of a numeric character reference, as
-// Python's html.unescape gives it.
-func numericRef(digits string, hex bool) string {
-	base := 10
-	if hex {
-		base = 16
-	}
-	digits = strings.TrimLeft(digits, "0")
-	if digits == "" {
-		digits = "0"
-	}
-	num, err := strconv.ParseUint(digits, base, 64)
-	if err != nil { // overflow: far beyond U+10FFFF
-		return "\ufffd"
-	}
-	if rep, ok := invalidCharrefs[num]; ok {
-		return rep
-	}
-	if (num >= 0xD800 && num <= 0xDFFF) || num > 0x10FFFF {
-		return "\ufffd"
-	}
-	if invalidCodepoint(num) {
-		return ""
-	}
-	return string(rune(num))
-}
-
-// invalidCodepoint is Python's html._invalid_codepoints: C0 and C1 controls
-// other than whitespace, noncharacters U+FDD0..U+FDEF and U+xFFFE/U+xFFFF.
-func invalidCodepoint(c uint64) bool {
-	switch {
-	case c >= 0x1 && c <= 0x8, c == 0xB, c >= 0xE && c <= 0x1F, c >= 0x7F && c <= 0x9F,
-		c >= 0xFDD0 && c <= 0xFDEF:
-		return true
-	}
-	return c&0xFFFE == 0xFFFE
-}

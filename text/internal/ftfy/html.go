@@ -1,8 +1,9 @@
 package ftfy
 
 import (
-	"strconv"
 	"strings"
+
+	"github.com/conditionhq/condition/text/internal/pyhtml"
 )
 
 // unescapeHTML is ftfy's unescape_html: each &name; or &#number; of 1 to 24
@@ -79,45 +80,9 @@ func entityText(e string) string {
 			return e
 		}
 	}
-	t := numericRef(digits, base)
+	t := pyhtml.NumericRef(digits, base)
 	if strings.IndexByte(t, ';') >= 0 {
 		return e
 	}
 	return t
-}
-
-// invalidCharrefs holds Python's html._invalid_charrefs: HTML5's
-// replacements for numeric references 0x00, 0x0D and 0x80..0x9F.
-var invalidCharrefs = map[uint64]string{
-	0x00: "\ufffd", 0x0d: "\r", 0x80: "\u20ac", 0x81: "\u0081", 0x82: "\u201a", 0x83: "\u0192",
-	0x84: "\u201e", 0x85: "\u2026", 0x86: "\u2020", 0x87: "\u2021", 0x88: "\u02c6", 0x89: "\u2030",
-	0x8a: "\u0160", 0x8b: "\u2039", 0x8c: "\u0152", 0x8d: "\u008d", 0x8e: "\u017d", 0x8f: "\u008f",
-	0x90: "\u0090", 0x91: "\u2018", 0x92: "\u2019", 0x93: "\u201c", 0x94: "\u201d", 0x95: "\u2022",
-	0x96: "\u2013", 0x97: "\u2014", 0x98: "\u02dc", 0x99: "\u2122", 0x9a: "\u0161", 0x9b: "\u203a",
-	0x9c: "\u0153", 0x9d: "\u009d", 0x9e: "\u017e", 0x9f: "\u0178",
-}
-
-// numericRef returns what Python's html.unescape makes of a numeric
-// reference with these digits.
-func numericRef(digits string, base int) string {
-	digits = strings.TrimLeft(digits, "0")
-	if digits == "" {
-		digits = "0"
-	}
-	num, err := strconv.ParseUint(digits, base, 64)
-	if err != nil { // overflow: far beyond U+10FFFF
-		return "\ufffd"
-	}
-	if rep, ok := invalidCharrefs[num]; ok {
-		return rep
-	}
-	if (num >= 0xD800 && num <= 0xDFFF) || num > 0x10FFFF {
-		return "\ufffd"
-	}
-	switch {
-	case num >= 0x1 && num <= 0x8, num == 0xB, num >= 0xE && num <= 0x1F, num >= 0x7F && num <= 0x9F,
-		num >= 0xFDD0 && num <= 0xFDEF, num&0xFFFE == 0xFFFE:
-		return "" // html._invalid_codepoints
-	}
-	return string(rune(num))
 }

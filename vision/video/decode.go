@@ -65,8 +65,34 @@ func decodeFile(ctx context.Context, p Programs, name, src string, o Options, fn
 	if err != nil {
 		return Info{}, err
 	}
-	return info, run(ctx, p, name, src, nil, info, o, plan, fn)
+	if plan != nil && planned != nil {
+		planned(plan)
+	}
+	given, last := 0, int64(0) // the frames fn was given, the last one's pts
+	err = run(ctx, p, name, src, nil, info, o, plan, func(f Frame) error {
+		given, last = given+1, f.PTS
+		return fn(f)
+	})
+	if !errors.Is(err, errSeekMiss) {
+		return info, err
+	}
+	// A sampled frame did not come from the key frames (the packet list
+	// misled the plan): decode the rest in order, after the frames given.
+	return info, run(ctx, p, name, src, nil, info, o, nil, func(f Frame) error {
+		if given > 0 && f.PTS <= last {
+			return nil
+		}
+		f.Index, given = given, given+1
+		return fn(f)
+	})
 }
+
+// planned, when set (by tests), may change a decode's seek plan.
+var planned func(*seekPlan)
+
+// errSeekMiss is the error of a decode from key frames that did not give
+// a sampled frame; the decode then goes on in order.
+var errSeekMiss = errors.New("seeking to key frames: a sampled frame did not come")
 
 // started, when set (by tests), is called with ffmpeg's pid once it runs.
 var started func(pid int)
@@ -193,7 +219,7 @@ func frames(r io.Reader, lg *ffLog, info Info, want []int64, fn func(Frame) erro
 		if _, err := io.ReadFull(r, raw); err != nil {
 			if err == io.EOF {
 				if want != nil && kept < len(want) {
-					return fmt.Errorf("seeking to key frames: ffmpeg ended before the frame at pts %d", want[kept])
+					return fmt.Errorf("%w: ffmpeg ended before the frame at pts %d", errSeekMiss, want[kept])
 				}
 				return nil
 			}
@@ -215,7 +241,7 @@ func frames(r io.Reader, lg *ffLog, info Info, want []int64, fn func(Frame) erro
 			case kept == len(want) || st.pts < want[kept]:
 				continue // a run's key frame, or a frame past its last sample
 			default:
-				return fmt.Errorf("seeking to key frames: the frame at pts %d did not come (pts %d came)", want[kept], st.pts)
+				return fmt.Errorf("%w: the frame at pts %d did not come (pts %d came)", errSeekMiss, want[kept], st.pts)
 			}
 		}
 		img := image.NewRGBA(image.Rect(0, 0, w, h))

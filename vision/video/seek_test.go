@@ -136,3 +136,35 @@ func TestPlanSeek(t *testing.T) {
 		t.Fatalf("concat list:\n%s", list)
 	}
 }
+
+// TestVideoSeekMissFallsBack: when a planned sample does not come from the
+// key frames (here the plan's third sample moved to a pts no frame has),
+// the decode goes on in order after the frames already given: the same
+// frames, indexes and pixels as a decode in order, no error.
+func TestVideoSeekMissFallsBack(t *testing.T) {
+	dir := t.TempDir()
+	video := videotest.Make(t, dir, "k.mp4", videotest.Frames(100, 96, 64), 10, "-c:v", "libx264", "-pix_fmt", "yuv420p", "-bf", "3", "-g", "10")
+	o := Options{FPS: 0.5}
+	moved := false
+	planned = func(p *seekPlan) {
+		if len(p.samples) > 3 {
+			p.samples[2]++
+			moved = true
+		}
+	}
+	defer func() { planned = nil }()
+	got, _ := decodeAll(t, video, o)
+	if !moved {
+		t.Fatal("no seek plan of more than 3 samples to change")
+	}
+	planned = nil
+	in, _ := decodeAll(t, video, Options{FPS: 0.5, NoSeek: true})
+	if len(got) != len(in) {
+		t.Fatalf("%d frames after the miss, %d in order", len(got), len(in))
+	}
+	for i := range got {
+		if got[i].PTS != in[i].PTS || got[i].Index != in[i].Index || !bytes.Equal(got[i].Image.Pix, in[i].Image.Pix) {
+			t.Fatalf("frame %d (pts %d, index %d): differs from the frame decoded in order (pts %d, index %d)", i, got[i].PTS, got[i].Index, in[i].PTS, in[i].Index)
+		}
+	}
+}

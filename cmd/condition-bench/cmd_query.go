@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -120,23 +121,8 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if o.n < 1 || o.dim < 1 || o.parts < 1 || o.parts > o.n || o.side < 0 || o.queries < 1 || o.top < 1 || o.top > index.MaxSearchTop || o.top > o.n {
-		return usagef("--n, --dim, --parts (at most --n), --queries and --top (at most --n and %d) must be positive, --grid 0 or more", index.MaxSearchTop)
-	}
-	switch o.vectorIndex {
-	case index.VectorIndexHNSW:
-	case index.VectorIndexFlat:
-		if o.ef != 0 || o.efBuild != 0 || o.maxConns != 0 {
-			return usagef("--ef, --ef-construction and --max-connections set an hnsw graph; --weaviate-index flat has none")
-		}
-	default:
-		return usagef("--weaviate-index %q: want %s or %s", o.vectorIndex, index.VectorIndexHNSW, index.VectorIndexFlat)
-	}
-	if o.quantize != "none" && o.quantize != index.QuantizationRQ {
-		return usagef("--weaviate-quantization %q: want none or %s", o.quantize, index.QuantizationRQ)
-	}
-	if o.ef < 0 || o.efBuild < 0 || o.maxConns < 0 || o.rescore < 0 {
-		return usagef("--ef, --ef-construction, --max-connections and --rescore-limit: want 0 (the default) or more")
+	if err := o.check(); err != nil {
+		return err
 	}
 	dir := o.dir
 	if dir == "" {
@@ -196,20 +182,7 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			res.FaissError = err.Error()
 		} else {
-			f.MedianMS, f.BatchMS = median(f.Times)*1000, f.BatchS*1000/float64(len(qs))
-			for i := range qs {
-				if slices.Equal(f.IDs[i], ours[i]) {
-					f.SameTop++
-				}
-				a, b := slices.Clone(f.IDs[i]), slices.Clone(ours[i])
-				slices.Sort(a)
-				slices.Sort(b)
-				if slices.Equal(a, b) {
-					f.SameSet++
-				} else if len(f.Differences) < 3 {
-					f.Differences = append(f.Differences, fmt.Sprintf("query %d: ours %v…, faiss %v…", i, ours[i][:min(5, len(ours[i]))], f.IDs[i][:min(5, len(f.IDs[i]))]))
-				}
-			}
+			f.compare(ours)
 			f.IDs, f.Times = nil, nil
 			res.Faiss = f
 		}
@@ -226,15 +199,62 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	w := e.Stdout
+	printQueryBench(e.Stdout, o, res, len(qs))
+	return nil
+}
+
+// check validates the flags of `condition-bench query`.
+func (o *queryBenchOptions) check() error {
+	if o.n < 1 || o.dim < 1 || o.parts < 1 || o.parts > o.n || o.side < 0 || o.queries < 1 || o.top < 1 || o.top > index.MaxSearchTop || o.top > o.n {
+		return usagef("--n, --dim, --parts (at most --n), --queries and --top (at most --n and %d) must be positive, --grid 0 or more", index.MaxSearchTop)
+	}
+	switch o.vectorIndex {
+	case index.VectorIndexHNSW:
+	case index.VectorIndexFlat:
+		if o.ef != 0 || o.efBuild != 0 || o.maxConns != 0 {
+			return usagef("--ef, --ef-construction and --max-connections set an hnsw graph; --weaviate-index flat has none")
+		}
+	default:
+		return usagef("--weaviate-index %q: want %s or %s", o.vectorIndex, index.VectorIndexHNSW, index.VectorIndexFlat)
+	}
+	if o.quantize != "none" && o.quantize != index.QuantizationRQ {
+		return usagef("--weaviate-quantization %q: want none or %s", o.quantize, index.QuantizationRQ)
+	}
+	if o.ef < 0 || o.efBuild < 0 || o.maxConns < 0 || o.rescore < 0 {
+		return usagef("--ef, --ef-construction, --max-connections and --rescore-limit: want 0 (the default) or more")
+	}
+	return nil
+}
+
+// compare fills f's medians and its agreement with ours, the top-K rows
+// of each query.
+func (f *faissResult) compare(ours [][]int) {
+	f.MedianMS, f.BatchMS = median(f.Times)*1000, f.BatchS*1000/float64(len(ours))
+	for i := range ours {
+		if slices.Equal(f.IDs[i], ours[i]) {
+			f.SameTop++
+		}
+		a, b := slices.Clone(f.IDs[i]), slices.Clone(ours[i])
+		slices.Sort(a)
+		slices.Sort(b)
+		if slices.Equal(a, b) {
+			f.SameSet++
+		} else if len(f.Differences) < 3 {
+			f.Differences = append(f.Differences, fmt.Sprintf("query %d: ours %v…, faiss %v…", i, ours[i][:min(5, len(ours[i]))], f.IDs[i][:min(5, len(f.IDs[i]))]))
+		}
+	}
+}
+
+// printQueryBench prints res as text; nq is the number of queries.
+func printQueryBench(w io.Writer, o queryBenchOptions, res queryBenchResult, nq int) {
 	fmt.Fprintf(w, "index: %d images × %d (float16) in %d parts, P=%d; written in %.1f s, opened in %.0f ms\n", o.n, o.dim, o.parts, res.P, res.WriteS, res.OpenMS)
 	fmt.Fprintf(w, "condition stage 1 (top %d, kernel %s, %d threads): median %.1f ms per query (min %.1f; %.1f GB/s of embeddings)\n",
 		o.top, res.Kernel, res.Threads, res.MedianMS, res.MinMS, res.GBPerS)
 	fmt.Fprintf(w, "RSS after the queries: %.0f MB anonymous (beyond mapped files), %.0f MB of mapped files resident, peak %.0f MB\n", res.RSSAnonMB, res.RSSFileMB, res.PeakRSSMB)
 	if f := res.Faiss; f != nil {
 		fmt.Fprintf(w, "faiss %s IndexFlatIP (float32, %d threads): median %.1f ms per query one at a time, %.1f ms per query in one batch of %d; add %.1f s; its RSS %.0f MB\n",
-			f.Version, f.Threads, f.MedianMS, f.BatchMS, len(qs), f.AddS, f.RSSMB)
-		fmt.Fprintf(w, "top-%d equal to faiss's: %d/%d queries in order, %d/%d as sets\n", o.top, f.SameTop, len(qs), f.SameSet, len(qs))
+			f.Version, f.Threads, f.MedianMS, f.BatchMS, nq, f.AddS, f.RSSMB)
+		fmt.Fprintf(w, "top-%d equal to faiss's: %d/%d queries in order, %d/%d as sets\n", o.top, f.SameTop, nq, f.SameSet, nq)
 		for _, d := range f.Differences {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
@@ -261,7 +281,6 @@ func runBenchQuery(ctx context.Context, e *env, args []string) error {
 	} else if res.WeaviateError != "" {
 		fmt.Fprintf(w, "weaviate: %s\n", res.WeaviateError)
 	}
-	return nil
 }
 
 func randomUnit(rng *rand.Rand, d int) []float32 {

@@ -1,8 +1,6 @@
 package dedup_test
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -20,39 +18,29 @@ func TestDedupAVX2TileMatchesNumPy(t *testing.T) {
 	if !slices.Contains(halfdot.Impls(), "avx2") {
 		t.Skip("no AVX2 kernel on this CPU or in this build")
 	}
-	const n, d, k = 400, 64, 80
-	vec := synthVectors(n, d, k, 1)
-	for _, dtype := range []string{index.DTypeF16, index.DTypeF32, index.DTypeInt8} {
-		t.Run(dtype, func(t *testing.T) {
-			x, err := index.Open(context.Background(), synthIndex(t, t.TempDir(), dtype, vec, d, 150), index.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer x.Close()
-			g := readGolden(t, fmt.Sprintf("synthetic-%s.json", dtype))
-			o := dedup.Options{Threshold: float32(g.Threshold), BlockRows: 62, Workers: 2, NoNearest: true, NoFilter: true}
-			var want *dedup.Result
-			if halfdot.Impl() == "avx512" {
-				want = runDedup(t, x, o)
-			}
-			restore, err := halfdot.SetImpl("avx2")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !halfdot.HasTileKernel() || halfdot.HasInt8TileKernel() {
-				restore()
-				t.Fatalf("AVX2 forced: tile kernel %v, int8 tile %v; want the tile alone", halfdot.HasTileKernel(), halfdot.HasInt8TileKernel())
-			}
-			o.NoFilter = false
-			res := runDedup(t, x, o)
+	eachGoldenIndex(t, func(t *testing.T, x *index.Index, g *goldenPairs) {
+		o := dedup.Options{Threshold: float32(g.Threshold), BlockRows: 62, Workers: 2, NoNearest: true, NoFilter: true}
+		var want *dedup.Result
+		if halfdot.Impl() == "avx512" {
+			want = runDedup(t, x, o)
+		}
+		restore, err := halfdot.SetImpl("avx2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !halfdot.HasTileKernel() || halfdot.HasInt8TileKernel() {
 			restore()
-			if res.Rescored != 0 {
-				t.Errorf("AVX2 forced: %d pairs rescored, want no int8 filter", res.Rescored)
-			}
-			comparePairs(t, x, res, g, 1e-5)
-			if want != nil && !slices.Equal(res.Pairs, want.Pairs) {
-				t.Errorf("AVX2 tile: %d pairs, AVX-512 tile %d: not the same pairs and cosines", len(res.Pairs), len(want.Pairs))
-			}
-		})
-	}
+			t.Fatalf("AVX2 forced: tile kernel %v, int8 tile %v; want the tile alone", halfdot.HasTileKernel(), halfdot.HasInt8TileKernel())
+		}
+		o.NoFilter = false
+		res := runDedup(t, x, o)
+		restore()
+		if res.Rescored != 0 {
+			t.Errorf("AVX2 forced: %d pairs rescored, want no int8 filter", res.Rescored)
+		}
+		comparePairs(t, x, res, g, 1e-5)
+		if want != nil && !slices.Equal(res.Pairs, want.Pairs) {
+			t.Errorf("AVX2 tile: %d pairs, AVX-512 tile %d: not the same pairs and cosines", len(res.Pairs), len(want.Pairs))
+		}
+	})
 }

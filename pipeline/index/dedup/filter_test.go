@@ -20,27 +20,17 @@ import (
 // in blocks of 62 rows (inner blocks that split the filter's panels of 32)
 // and 64, on one and two goroutines.
 func TestDedupFilterMatchesNumPy(t *testing.T) {
-	const n, d, k = 400, 64, 80
-	vec := synthVectors(n, d, k, 1)
-	for _, dtype := range []string{index.DTypeF16, index.DTypeF32, index.DTypeInt8} {
-		t.Run(dtype, func(t *testing.T) {
-			x, err := index.Open(context.Background(), synthIndex(t, t.TempDir(), dtype, vec, d, 150), index.Options{})
-			if err != nil {
-				t.Fatal(err)
+	eachGoldenIndex(t, func(t *testing.T, x *index.Index, g *goldenPairs) {
+		for _, bs := range []int{62, 64} {
+			for _, workers := range []int{1, 2} {
+				o := dedup.Options{Threshold: float32(g.Threshold), BlockRows: bs, Workers: workers, NoNearest: true}
+				res := runDedup(t, x, o)
+				comparePairs(t, x, res, g, 1e-5)
+				o.NoFilter = true
+				samePairs(t, fmt.Sprintf("blocks of %d, %d workers", bs, workers), res, runDedup(t, x, o))
 			}
-			defer x.Close()
-			g := readGolden(t, fmt.Sprintf("synthetic-%s.json", dtype))
-			for _, bs := range []int{62, 64} {
-				for _, workers := range []int{1, 2} {
-					o := dedup.Options{Threshold: float32(g.Threshold), BlockRows: bs, Workers: workers, NoNearest: true}
-					res := runDedup(t, x, o)
-					comparePairs(t, x, res, g, 1e-5)
-					o.NoFilter = true
-					samePairs(t, fmt.Sprintf("blocks of %d, %d workers", bs, workers), res, runDedup(t, x, o))
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 func runDedup(t *testing.T, x *index.Index, o dedup.Options) *dedup.Result {

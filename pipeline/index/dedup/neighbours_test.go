@@ -3,7 +3,6 @@ package dedup_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"testing"
 
@@ -17,69 +16,59 @@ import (
 // alike first, the image itself never; top cuts the list, not the count;
 // a row that is no image is ErrNoImage.
 func TestIndexNeighboursMatchNumPy(t *testing.T) {
-	const n, d, k = 400, 64, 80
-	vec := synthVectors(n, d, k, 1)
-	for _, dtype := range []string{index.DTypeF16, index.DTypeF32, index.DTypeInt8} {
-		t.Run(dtype, func(t *testing.T) {
-			x, err := index.Open(context.Background(), synthIndex(t, t.TempDir(), dtype, vec, d, 150), index.Options{})
+	eachGoldenIndex(t, func(t *testing.T, x *index.Index, g *goldenPairs) {
+		golden := map[[2]string]float64{}
+		for _, p := range g.Pairs {
+			golden[[2]string{p.A, p.B}], golden[[2]string{p.B, p.A}] = p.Cos, p.Cos
+		}
+		th := float32(g.Threshold)
+		total := 0
+		for r := range x.Rows() {
+			part, it, _ := x.RowItem(r)
+			hits, count, err := x.Neighbours(context.Background(), part, it.Row, th, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer x.Close()
-			g := readGolden(t, fmt.Sprintf("synthetic-%s.json", dtype))
-			golden := map[[2]string]float64{}
-			for _, p := range g.Pairs {
-				golden[[2]string{p.A, p.B}], golden[[2]string{p.B, p.A}] = p.Cos, p.Cos
+			if count != len(hits) {
+				t.Fatalf("%s: %d hits, count %d", it.Path, len(hits), count)
 			}
-			th := float32(g.Threshold)
-			total := 0
-			for r := range n {
-				part, it, _ := x.RowItem(r)
-				hits, count, err := x.Neighbours(context.Background(), part, it.Row, th, 1000)
-				if err != nil {
-					t.Fatal(err)
+			got := map[string]bool{}
+			for i, h := range hits {
+				c, ok := golden[[2]string{it.Path, h.Path}]
+				if !ok || math.Abs(c-float64(h.Score)) > 1e-5 || h.Path == it.Path || (i > 0 && h.Score > hits[i-1].Score) {
+					t.Errorf("%s: neighbour %d %s at %.6f: numpy %.6f (golden %v), want a golden pair, most alike first", it.Path, i, h.Path, h.Score, c, ok)
 				}
-				if count != len(hits) {
-					t.Fatalf("%s: %d hits, count %d", it.Path, len(hits), count)
-				}
-				got := map[string]bool{}
-				for i, h := range hits {
-					c, ok := golden[[2]string{it.Path, h.Path}]
-					if !ok || math.Abs(c-float64(h.Score)) > 1e-5 || h.Path == it.Path || (i > 0 && h.Score > hits[i-1].Score) {
-						t.Errorf("%s: neighbour %d %s at %.6f: numpy %.6f (golden %v), want a golden pair, most alike first", it.Path, i, h.Path, h.Score, c, ok)
-					}
-					got[h.Path] = true
-				}
-				for pr, c := range golden {
-					if pr[0] == it.Path && c >= g.Threshold+g.Band && !got[pr[1]] {
-						t.Errorf("%s: numpy's neighbour %s at %.6f not found", it.Path, pr[1], c)
-					}
-				}
-				total += len(hits)
-				if len(hits) > 2 {
-					top, count, err := x.Neighbours(context.Background(), part, it.Row, th, 2)
-					if err != nil || len(top) != 2 || count != len(hits) || top[0].Path != hits[0].Path {
-						t.Errorf("%s top 2: %d hits, count %d (%v); want the first 2 of %d", it.Path, len(top), count, err, len(hits))
-					}
+				got[h.Path] = true
+			}
+			for pr, c := range golden {
+				if pr[0] == it.Path && c >= g.Threshold+g.Band && !got[pr[1]] {
+					t.Errorf("%s: numpy's neighbour %s at %.6f not found", it.Path, pr[1], c)
 				}
 			}
-			if total < 100 {
-				t.Errorf("%d neighbours over all images: the test checks too few", total)
-			}
-			part, _, _ := x.RowItem(0)
-			for _, c := range []struct {
-				part string
-				row  int
-			}{{part, -1}, {part, 150}, {"nope", 0}} {
-				if _, _, err := x.Neighbours(context.Background(), c.part, c.row, th, 10); !errors.Is(err, index.ErrNoImage) {
-					t.Errorf("part %q row %d: %v, want ErrNoImage", c.part, c.row, err)
+			total += len(hits)
+			if len(hits) > 2 {
+				top, count, err := x.Neighbours(context.Background(), part, it.Row, th, 2)
+				if err != nil || len(top) != 2 || count != len(hits) || top[0].Path != hits[0].Path {
+					t.Errorf("%s top 2: %d hits, count %d (%v); want the first 2 of %d", it.Path, len(top), count, err, len(hits))
 				}
 			}
-			if _, _, err := x.Neighbours(context.Background(), part, 0, 0, 10); err == nil {
-				t.Error("threshold 0: no error")
+		}
+		if total < 100 {
+			t.Errorf("%d neighbours over all images: the test checks too few", total)
+		}
+		part, _, _ := x.RowItem(0)
+		for _, c := range []struct {
+			part string
+			row  int
+		}{{part, -1}, {part, 150}, {"nope", 0}} {
+			if _, _, err := x.Neighbours(context.Background(), c.part, c.row, th, 10); !errors.Is(err, index.ErrNoImage) {
+				t.Errorf("part %q row %d: %v, want ErrNoImage", c.part, c.row, err)
 			}
-		})
-	}
+		}
+		if _, _, err := x.Neighbours(context.Background(), part, 0, 0, 10); err == nil {
+			t.Error("threshold 0: no error")
+		}
+	})
 }
 
 // BenchmarkIndexNeighbours times Index.Neighbours over 60,000 float16

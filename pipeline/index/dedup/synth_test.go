@@ -1,6 +1,7 @@
 package dedup_test
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -129,4 +130,24 @@ func synthIndex(t testing.TB, dir, dtype string, vec []float32, d, partRows int)
 		writePart(t, filepath.Join(dir, "index", fmt.Sprintf("part-%04d", p)), dtype, vec[r0*d:r1*d], d, r0)
 	}
 	return dir
+}
+
+// eachGoldenIndex runs fn, as a subtest per dtype (float16, float32,
+// int8), on the synthetic index numpy's goldens testdata/synthetic-*.json
+// were made from (400 rows of 64 values, 80 planted, seed 1, parts of 150
+// rows), with its golden.
+func eachGoldenIndex(t *testing.T, fn func(t *testing.T, x *index.Index, g *goldenPairs)) {
+	t.Helper()
+	const n, d, k = 400, 64, 80
+	vec := synthVectors(n, d, k, 1)
+	for _, dtype := range []string{index.DTypeF16, index.DTypeF32, index.DTypeInt8} {
+		t.Run(dtype, func(t *testing.T) {
+			x, err := index.Open(context.Background(), synthIndex(t, t.TempDir(), dtype, vec, d, 150), index.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			fn(t, x, readGolden(t, fmt.Sprintf("synthetic-%s.json", dtype)))
+		})
+	}
 }

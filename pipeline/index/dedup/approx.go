@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/conditionhq/condition/pipeline/index"
 )
 
 // DefaultProbe is Options.Probe when 0: each image compared within its
@@ -35,8 +33,8 @@ type approx struct {
 // of the images (Options.Iterations rounds from random images), then the
 // exact pairs of each cluster's images (its nearest) with each other and
 // with the images whose second nearest it is (Options.Probe 2).
-func approxPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn *nearest) ([]Pair, *approx, error) {
-	a, err := newApprox(ctx, x, v, o)
+func approxPairs(ctx context.Context, m *memVectors, v *vectors, o Options, nn *nearest) ([]Pair, *approx, error) {
+	a, err := newApprox(ctx, m, v, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -44,14 +42,10 @@ func approxPairs(ctx context.Context, x *index.Index, v *vectors, o Options, nn 
 	return pairs, a, err
 }
 
-// newApprox reads every row into memory and clusters the images: the
+// newApprox clusters the images of m, every row in memory: the
 // same clusters, in the same order, from the same index and options,
 // whatever the machine or its workers.
-func newApprox(ctx context.Context, x *index.Index, v *vectors, o Options) (*approx, error) {
-	m, err := loadAll(x, v)
-	if err != nil {
-		return nil, err
-	}
+func newApprox(ctx context.Context, m *memVectors, v *vectors, o Options) (*approx, error) {
 	a := &approx{m: m, best: make([]int32, v.n), second: make([]int32, v.n), workers: defaultWorkers(o.Workers), probe: o.Probe}
 	km := newKMeans(m, v, o.Clusters, DefaultSeed)
 	for range o.Iterations {

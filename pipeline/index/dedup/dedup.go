@@ -274,7 +274,7 @@ func Run(ctx context.Context, x *index.Index, o Options) (*Result, error) {
 		return nil, err
 	}
 	o.defaults()
-	v, err := load(x)
+	v, m, err := load(x, o.Clusters > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +292,7 @@ func Run(ctx context.Context, x *index.Index, o Options) (*Result, error) {
 	var rescored int64
 	var ap *approx
 	if o.Clusters > 0 {
-		pairs, ap, err = approxPairs(ctx, x, v, search, nn)
+		pairs, ap, err = approxPairs(ctx, m, v, search, nn)
 	} else {
 		pairs, rescored, err = findPairs(ctx, x, v, search, nn)
 	}

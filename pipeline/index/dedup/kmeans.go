@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/conditionhq/condition/internal/halfdot"
-	"github.com/conditionhq/condition/pipeline/index"
 )
 
 // memVectors is every row of an index in memory, as stored: float16 bits
@@ -18,32 +17,6 @@ type memVectors struct {
 	d   int
 	f16 []uint16
 	f32 []float32
-}
-
-// loadAll reads every row of x into memory. The index's reads go to its
-// files, not through its mappings, so the peak is one copy of the
-// vectors, not the copy and the mapped pages.
-func loadAll(x *index.Index, v *vectors) (*memVectors, error) {
-	m := &memVectors{d: v.d}
-	const rows = 4096
-	if v.f16 {
-		m.f16 = make([]uint16, v.n*v.d)
-	} else {
-		m.f32 = make([]float32, v.n*v.d)
-	}
-	for r0 := 0; r0 < v.n; r0 += rows {
-		k := min(rows, v.n-r0)
-		var err error
-		if v.f16 {
-			err = x.ReadEmbedsF16(r0, m.f16[r0*v.d:(r0+k)*v.d], nil)
-		} else {
-			err = x.ReadEmbeds(r0, m.f32[r0*v.d:(r0+k)*v.d], nil)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
 }
 
 // unit writes row r as float32, normalised, into dst [D].

@@ -29,7 +29,7 @@ func Merge(ctx context.Context, x *index.Index, parts []*Part, grouping Grouping
 	if err := CheckIndex(x); err != nil {
 		return nil, err
 	}
-	v, err := load(x)
+	v, _, err := load(x, false)
 	if err != nil {
 		return nil, err
 	}

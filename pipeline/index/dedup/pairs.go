@@ -24,31 +24,68 @@ type vectors struct {
 	images int
 }
 
-// load reads every row once, in blocks, for its norm and status.
-func load(x *index.Index) (*vectors, error) {
+// load reads every row once, in blocks, for its norm and status; with
+// keep, it also keeps every row in memory (as stored: float16 bits, or
+// float32), which the clustered search compares, so the index is read
+// once.
+func load(x *index.Index, keep bool) (*vectors, *memVectors, error) {
 	n, d := x.Rows(), x.Meta().Dim
 	v := &vectors{n: n, d: d, f16: x.EmbedsDType() == index.DTypeF16, inv: make([]float32, n), ok: make([]bool, n)}
-	const rows = 1024
-	buf := make([]float32, rows*d)
-	for r0 := 0; r0 < n; r0 += rows {
-		k := min(rows, n-r0)
-		if err := x.ReadEmbeds(r0, buf[:k*d], v.ok[r0:r0+k]); err != nil {
-			return nil, err
-		}
-		for i := range k {
-			s := float64(0)
-			for _, e := range buf[i*d : (i+1)*d] {
-				s += float64(e) * float64(e)
-			}
-			if !v.ok[r0+i] || s == 0 {
-				v.ok[r0+i] = false
-				continue
-			}
-			v.inv[r0+i] = float32(1 / math.Sqrt(s))
-			v.images++
+	var m *memVectors
+	if keep {
+		m = &memVectors{d: d}
+		if v.f16 {
+			m.f16 = make([]uint16, n*d)
+		} else {
+			m.f32 = make([]float32, n*d)
 		}
 	}
-	return v, nil
+	const rows = 1024
+	var buf []float32
+	if m == nil || m.f16 != nil {
+		buf = make([]float32, rows*d)
+	}
+	for r0 := 0; r0 < n; r0 += rows {
+		k := min(rows, n-r0)
+		ok, vals := v.ok[r0:r0+k], buf[:min(len(buf), k*d)]
+		var err error
+		switch {
+		case m == nil:
+			err = x.ReadEmbeds(r0, vals, ok)
+		case m.f16 != nil:
+			half := m.f16[r0*d : (r0+k)*d]
+			err = x.ReadEmbedsF16(r0, half, ok)
+			for i, h := range half {
+				vals[i] = halfdot.ToFloat32(h)
+			}
+		default:
+			vals = m.f32[r0*d : (r0+k)*d]
+			err = x.ReadEmbeds(r0, vals, ok)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		v.setNorms(r0, k, vals)
+	}
+	return v, m, nil
+}
+
+// setNorms sets 1/‖row‖ of rows r0 … r0+k-1 from vals [k, D] float32, and
+// counts those that are images read and encoded with a nonzero vector.
+func (v *vectors) setNorms(r0, k int, vals []float32) {
+	d := v.d
+	for i := range k {
+		s := float64(0)
+		for _, e := range vals[i*d : (i+1)*d] {
+			s += float64(e) * float64(e)
+		}
+		if !v.ok[r0+i] || s == 0 {
+			v.ok[r0+i] = false
+			continue
+		}
+		v.inv[r0+i] = float32(1 / math.Sqrt(s))
+		v.images++
+	}
 }
 
 // block is the row-by-row searcher: one goroutine's two blocks: a, rows [a0, a0+ka) as float32

@@ -89,7 +89,7 @@ func RunShare(ctx context.Context, x *index.Index, where string, o Options, s Sh
 	if o.NoNearest {
 		o.NearMargin = 0
 	}
-	v, err := load(x)
+	v, m, err := load(x, o.Clusters > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func RunShare(ctx context.Context, x *index.Index, where string, o Options, s Sh
 	search.Threshold = o.Threshold - o.NearMargin
 	if o.Clusters > 0 {
 		p.Clusters, p.Probe, p.Iterations = o.Clusters, o.Probe, o.Iterations
-		a, err := newApprox(ctx, x, v, o)
+		a, err := newApprox(ctx, m, v, o)
 		if err != nil {
 			return nil, err
 		}

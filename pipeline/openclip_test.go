@@ -12,7 +12,6 @@ import (
 
 	"github.com/conditionhq/condition/internal/orttest"
 	"github.com/conditionhq/condition/models"
-	"github.com/conditionhq/condition/tensorio"
 	"github.com/conditionhq/condition/vision"
 )
 
@@ -34,20 +33,7 @@ func TestOpenCLIP(t *testing.T) {
 	if !m.OpenCLIP() || !m.Built() || m.Family() != models.CLIP {
 		t.Fatalf("OpenCLIP %v, built %v, family %s; want an OpenCLIP CLIP model with built graphs", m.OpenCLIP(), m.Built(), m.Family())
 	}
-	golden := func(name string) ([]float32, []int) {
-		x, err := tensorio.ReadNPY(filepath.Join(dir, "golden", name+".npy"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v, ok := x.Data.([]int64); ok {
-			f := make([]float32, len(v))
-			for i := range v {
-				f[i] = float32(v[i])
-			}
-			return f, x.Shape
-		}
-		return x.Data.([]float32), x.Shape
-	}
+	golden := func(name string) ([]float32, []int) { return peGolden(t, dir, name) }
 	var prompts []string
 	b, err := os.ReadFile(filepath.Join(dir, "golden", "prompts.json"))
 	if err != nil {

@@ -19,7 +19,8 @@ import (
 	"github.com/conditionhq/condition/vision"
 )
 
-// peGolden reads dir/golden/name.npy as float32 values and its shape.
+// peGolden reads dir/golden/name.npy (the golden of a tiny OpenCLIP or
+// PE-Core folder) as float32 values and its shape.
 func peGolden(t *testing.T, dir, name string) ([]float32, []int) {
 	t.Helper()
 	x, err := tensorio.ReadNPY(filepath.Join(dir, "golden", name+".npy"))
